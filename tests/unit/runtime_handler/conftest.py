@@ -1,0 +1,97 @@
+"""Fixtures for the agent's unit tests: an RSA-keyed OIDC issuer served by pytest-httpserver."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import jwt
+import pytest
+from cryptography.hazmat.primitives.asymmetric import rsa
+from pytest_httpserver import HTTPServer
+
+from memory_adapter.tokens import JwtVerifier, JwtVerifierConfig
+
+CLIENT_ID = "client-app"
+
+
+def _jwk(key: rsa.RSAPrivateKey, kid: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key()))
+    data.update(kid=kid, use="sig", alg="RS256")
+    return data
+
+
+@dataclass
+class UnitIssuer:
+    """A test identity provider: discovery document + JWKS on a local HTTP server, and a token minter."""
+
+    server: HTTPServer
+    key: rsa.RSAPrivateKey
+    kid: str = "key-1"
+    jwks_hits: list[float] = field(default_factory=list)
+
+    @property
+    def issuer(self) -> str:
+        return self.server.url_for("/pool").rstrip("/")
+
+    @property
+    def discovery_url(self) -> str:
+        return self.issuer + "/.well-known/openid-configuration"
+
+    def claims(self, user: str = "user-alex", **overrides: Any) -> dict[str, Any]:
+        now = time.time()
+        claims: dict[str, Any] = {
+            "iss": self.issuer,
+            "sub": user,
+            "exp": now + 300,
+            "iat": now,
+            "client_id": CLIENT_ID,
+            "token_use": "access",
+        }
+        claims.update(overrides)
+        return {k: v for k, v in claims.items() if v is not None}
+
+    def mint(
+        self,
+        user: str = "user-alex",
+        *,
+        key: Any = None,
+        alg: str = "RS256",
+        kid: str | None = None,
+        headers: dict[str, Any] | None = None,
+        extra: dict[str, Any] | None = None,
+        **claims: Any,
+    ) -> str:
+        claims.update(extra or {})
+        all_headers = {"kid": kid or self.kid, **(headers or {})}
+        return jwt.encode(self.claims(user, **claims), key or self.key, algorithm=alg, headers=all_headers)
+
+    def config(self, **overrides: Any) -> JwtVerifierConfig:
+        values: dict[str, Any] = {"discovery_url": self.discovery_url, "allowed_clients": (CLIENT_ID,)}
+        values.update(overrides)
+        return JwtVerifierConfig(**values)
+
+    def verifier(self, **overrides: Any) -> JwtVerifier:
+        return JwtVerifier(self.config(**overrides))
+
+
+_KEY = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+
+@pytest.fixture
+def unit_issuer(httpserver: HTTPServer) -> UnitIssuer:
+    issuer = UnitIssuer(server=httpserver, key=_KEY)
+
+    def jwks(_request: Any) -> Any:
+        from werkzeug.wrappers import Response
+
+        issuer.jwks_hits.append(time.monotonic())
+        return Response(json.dumps({"keys": [_jwk(issuer.key, issuer.kid)]}), content_type="application/json")
+
+    httpserver.expect_request("/pool/.well-known/openid-configuration").respond_with_json(
+        {"issuer": issuer.issuer, "jwks_uri": issuer.issuer + "/jwks.json"}
+    )
+    httpserver.expect_request("/pool/jwks.json").respond_with_handler(jwks)
+    return issuer
