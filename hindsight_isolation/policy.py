@@ -1,0 +1,98 @@
+"""The authorization rule: may this principal perform this kind of action on this bank? Pure, no I/O.
+
+A bank belongs to the identity :func:`memory_adapter.bank_ids.parse_bank_id` reads out of its id: the same module the
+adapter uses to name banks (``format_bank_id``), so the two agree by construction (and a property test proves it).
+
+* A user token reaches the banks of its own (tenant, user), any agent.
+* A user token within the expiry grace window may only retain into (and create) those banks.
+* The per-deployment agent credential reaches the banks of its (tenant, agent), any user.
+* The operator key reaches every bank.
+* Work the server runs for itself (``internal``) keeps the principal of the request that queued it and is checked for
+  ownership only; internal work with no principal is the server's own housekeeping.
+* Some actions are for the operator alone (webhooks make the server call out; aliases redirect other callers; config
+  resets and maintenance affect the server), and alias creation is refused to everyone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from hindsight_isolation.principal import Kind, Principal
+from memory_adapter.bank_ids import BankOwner, parse_bank_id
+
+__all__ = ["Action", "Decision", "authorize", "owns"]
+
+
+class Action(StrEnum):
+    """What an operation does to a bank, as far as isolation cares."""
+
+    RETAIN = "retain"  # add memories (text, files)
+    CREATE_BANK = "create_bank"  # create a bank (explicitly, or implicitly on first retain)
+    READ = "read"  # recall, reflect, and every other read of bank content or settings
+    WRITE = "write"  # change or delete bank content or settings
+    LIST = "list"  # see a bank in a bank list
+    OPERATOR_ONLY = "operator_only"  # webhooks, alias listing/deletion, config reset, maintenance
+    NEVER = "never"  # alias creation: it lets one bank capture requests meant for another id
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """An authorization outcome. ``reason`` is for the log, never for the caller."""
+
+    allowed: bool
+    reason: str
+
+    def __bool__(self) -> bool:
+        return self.allowed
+
+
+_ALLOW_OWNER = Decision(True, "owner")
+
+
+def owns(principal: Principal, owner: BankOwner) -> bool:
+    """Whether ``owner`` (a parsed bank id) is within ``principal``'s reach (operators reach everything)."""
+    if principal.kind is Kind.OPERATOR:
+        return True
+    if owner.tenant != principal.tenant:
+        return False
+    if principal.kind is Kind.AGENT:
+        return owner.agent == principal.agent
+    return owner.user == principal.user
+
+
+def authorize(principal: Principal | None, bank_id: str, action: Action, *, internal: bool = False) -> Decision:
+    """Decide whether ``principal`` may perform ``action`` on ``bank_id``.
+
+    Args:
+        principal: The authenticated caller, or ``None`` when the request carries none of ours.
+        bank_id: The bank the operation names (already resolved from any alias by Hindsight).
+        action: What the operation does.
+        internal: True for work the server runs itself (the worker, follow-up tasks).
+    """
+    if internal:
+        if principal is None:
+            return Decision(True, "server housekeeping")
+        return _ownership(principal, bank_id)
+    if principal is None:
+        return Decision(False, "request carries no authenticated principal")
+    if action is Action.NEVER:
+        return Decision(False, f"{action.value}: refused to every caller (bank aliases can redirect other users)")
+    if principal.kind is Kind.OPERATOR:
+        return Decision(True, "operator")
+    if action is Action.OPERATOR_ONLY:
+        return Decision(False, "operator-only operation")
+    if principal.kind is Kind.USER_GRACE and action not in (Action.RETAIN, Action.CREATE_BANK):
+        return Decision(False, f"expired token (grace window) may only retain, not {action.value}")
+    return _ownership(principal, bank_id)
+
+
+def _ownership(principal: Principal, bank_id: str) -> Decision:
+    if principal.kind is Kind.OPERATOR:
+        return Decision(True, "operator")
+    owner = parse_bank_id(bank_id)
+    if owner is None:
+        return Decision(False, "bank id is not of the per-user scheme")
+    if not owns(principal, owner):
+        return Decision(False, "bank belongs to another identity")
+    return _ALLOW_OWNER

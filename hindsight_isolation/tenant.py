@@ -1,0 +1,110 @@
+"""Hindsight's tenant slot: authenticate every request and record the caller's principal on its context.
+
+Loaded by Hindsight with ``HINDSIGHT_API_TENANT_EXTENSION=hindsight_isolation.tenant:IsolationTenantExtension``; its
+settings are the ``HINDSIGHT_API_TENANT_*`` variables (see ``hindsight_isolation/README.md``). Runs inside the
+Hindsight server's virtualenv. This slot never sees a bank id: authorization is the validator's job
+(:mod:`hindsight_isolation.validator`), which reads the principal this class writes to ``RequestContext.tenant_id``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import TYPE_CHECKING
+
+from hindsight_api.config import ENV_MCP_AUTH_TOKEN, ENV_METRICS_INCLUDE_BANK_ID, get_config
+from hindsight_api.extensions.tenant import AuthenticationError, Tenant, TenantContext, TenantExtension
+
+from hindsight_isolation.audit import log_unauthenticated, logger
+from hindsight_isolation.authn import Authenticator, Unauthenticated
+from hindsight_isolation.principal import Principal
+from hindsight_isolation.settings import (
+    ENV_OPERATION_VALIDATOR_EXTENSION,
+    OPERATION_VALIDATOR_CLASS,
+    IsolationSettings,
+)
+
+if TYPE_CHECKING:
+    from hindsight_api.models import RequestContext
+
+__all__ = ["IsolationTenantExtension"]
+
+#: What a refused caller is told: nothing that helps guess a valid credential.
+_UNAUTHORIZED = "unauthorized"
+
+
+def _startup_problems() -> list[str]:
+    """Server settings that would undo the isolation this extension provides."""
+    problems = []
+    if os.environ.get(ENV_OPERATION_VALIDATOR_EXTENSION, "").strip() != OPERATION_VALIDATOR_CLASS:
+        problems.append(
+            f"{ENV_OPERATION_VALIDATOR_EXTENSION} must be {OPERATION_VALIDATOR_CLASS}: without it every "
+            "authenticated caller could reach every bank"
+        )
+    if os.environ.get(ENV_MCP_AUTH_TOKEN, "").strip():
+        problems.append(f"{ENV_MCP_AUTH_TOKEN} must be unset: it makes MCP skip tenant authentication")
+    if os.environ.get(ENV_METRICS_INCLUDE_BANK_ID, "").strip().lower() in ("1", "true", "yes", "on"):
+        problems.append(
+            f"{ENV_METRICS_INCLUDE_BANK_ID} must be off: /metrics is unauthenticated and bank ids name users"
+        )
+    return problems
+
+
+class IsolationTenantExtension(TenantExtension):  # type: ignore[misc]  # hindsight_api is untyped here
+    """Authenticates operator key, agent key or user JWT; one database schema for everyone."""
+
+    def __init__(self, config: dict[str, str]) -> None:
+        super().__init__(config)
+        problems = _startup_problems()
+        if problems:
+            raise ValueError("hindsight_isolation: refusing to start: " + "; ".join(problems))
+        self.settings = IsolationSettings.from_config(config)
+        self.authenticator = Authenticator(self.settings)
+        self._schema = self.settings.schema or get_config().database_schema
+
+    async def on_startup(self) -> None:
+        """Warm the issuer's keys; an unreachable issuer is logged loudly but does not stop the server."""
+        try:
+            await asyncio.to_thread(self.authenticator.verifier.prefetch)
+        except Exception as exc:  # any failure here is only reported: verification fails closed
+            logger.error(
+                "hindsight_isolation: could not fetch the token issuer's keys at start-up (%s); user tokens are "
+                "refused until the keys are reachable",
+                exc,
+            )
+        logger.info(
+            "hindsight_isolation: tenant extension ready (operator key %s, agent key %s, expiry grace %.0f s)",
+            "set" if self.settings.operator_key else "unset",
+            f"for agent {self.settings.agent_name!r}" if self.settings.agent_key else "unset",
+            self.settings.expiry_grace_s,
+        )
+
+    async def principal_for(self, credential: str | None) -> Principal:
+        """The principal for a bearer credential; raise :class:`Unauthenticated`."""
+        known = self.authenticator.cached(credential)
+        if known is not None:
+            return known
+        # Signature checks are fast, but a cache miss may fetch keys: keep that off the event loop.
+        return await asyncio.to_thread(self.authenticator.authenticate, credential)
+
+    async def authenticate(self, context: RequestContext) -> TenantContext:
+        """Identify the caller and record the principal on ``context.tenant_id``; 401 otherwise."""
+        return await self._authenticate(context, transport="http")
+
+    async def authenticate_mcp(self, context: RequestContext) -> TenantContext:
+        """Same as :meth:`authenticate` (MCP must never be weaker than REST)."""
+        return await self._authenticate(context, transport="mcp")
+
+    async def _authenticate(self, context: RequestContext, *, transport: str) -> TenantContext:
+        try:
+            principal = await self.principal_for(context.api_key)
+        except Unauthenticated as exc:
+            context.tenant_id = None
+            log_unauthenticated(exc.reason, transport=transport)
+            raise AuthenticationError(_UNAUTHORIZED) from None
+        context.tenant_id = principal.encode()
+        return TenantContext(schema_name=self._schema)
+
+    async def list_tenants(self) -> list[Tenant]:
+        """One schema; background sweeps run as server housekeeping (no principal)."""
+        return [Tenant(schema=self._schema)]

@@ -1,0 +1,222 @@
+"""Hindsight's operation-validator slot: every operation that names a bank is checked against the caller's principal.
+
+Loaded with ``HINDSIGHT_API_OPERATION_VALIDATOR_EXTENSION=hindsight_isolation.validator:IsolationOperationValidator``.
+Hindsight's memory engine calls these hooks for every REST route and MCP tool that touches a bank (and again, with
+``internal=True``, when the worker runs queued work). Each hook maps its operation to a :class:`~.policy.Action` and
+asks :func:`~.policy.authorize`; a refusal is a bare 403 (``"forbidden"``) and a log line with the reason.
+
+Every validation hook of the base class is overridden here (a unit test fails if Hindsight adds one we do not), so
+no operation falls through to the base class's accept-everything default.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from hindsight_api.extensions.operation_validator import (
+    BankListContext,
+    BankListResult,
+    BankListScope,
+    BankReadContext,
+    BankWriteContext,
+    ConsolidateContext,
+    CreateBankContext,
+    ImportContext,
+    MemoryUpdateContext,
+    MentalModelGetContext,
+    MentalModelRefreshContext,
+    OperationValidatorExtension,
+    PrecheckContext,
+    RecallContext,
+    ReflectContext,
+    RetainContext,
+    ValidationResult,
+)
+
+from hindsight_isolation.audit import log_denied, logger
+from hindsight_isolation.policy import Action, authorize
+from hindsight_isolation.principal import Kind, Principal
+
+if TYPE_CHECKING:
+    from hindsight_api.models import RequestContext
+
+__all__ = [
+    "BANK_READ_ACTIONS",
+    "BANK_WRITE_ACTIONS",
+    "MCP_GRACE_TOOLS",
+    "MCP_UNSCOPED_TOOLS",
+    "PRECHECK_ACTIONS",
+    "IsolationOperationValidator",
+]
+
+#: Bank reads that are not plain reads of the caller's own data (by ``BankReadOperation`` value). Others: READ.
+BANK_READ_ACTIONS: dict[str, Action] = {
+    "list_bank_aliases": Action.OPERATOR_ONLY,
+    "list_webhooks": Action.OPERATOR_ONLY,
+    "list_webhook_deliveries": Action.OPERATOR_ONLY,
+}
+
+#: Bank writes that are not plain writes to the caller's own data (by ``BankWriteOperation`` value). Others: WRITE.
+BANK_WRITE_ACTIONS: dict[str, Action] = {
+    # An alias makes another bank id resolve to this bank: a user could capture another user's requests.
+    "create_bank_alias": Action.NEVER,
+    "delete_bank_alias": Action.OPERATOR_ONLY,
+    # Webhooks make the server call arbitrary URLs with bank content.
+    "create_webhook": Action.OPERATOR_ONLY,
+    "update_webhook": Action.OPERATOR_ONLY,
+    "delete_webhook": Action.OPERATOR_ONLY,
+    # Bank settings include governance (audit logging, memory defense, tool lists) and cost knobs.
+    "update_bank_config": Action.OPERATOR_ONLY,
+    "reset_bank_config": Action.OPERATOR_ONLY,
+    # Server maintenance; the server runs it itself (internal) when needed.
+    "submit_async_graph_maintenance": Action.OPERATOR_ONLY,
+    "submit_async_vector_index_maintenance": Action.OPERATOR_ONLY,
+}
+
+#: Pre-body checks (by ``PrecheckOperation`` value). Unknown ones: WRITE.
+PRECHECK_ACTIONS: dict[str, Action] = {
+    "retain": Action.RETAIN,
+    "files_retain": Action.RETAIN,
+    "recall": Action.READ,
+    "reflect": Action.READ,
+    "dry_run_extract": Action.READ,
+    "mental_model_create": Action.WRITE,
+    "mental_model_refresh": Action.WRITE,
+}
+
+#: MCP tools that do not act on the session bank (they take their own bank, which the engine checks).
+MCP_UNSCOPED_TOOLS = frozenset({"list_banks", "create_bank"})
+#: MCP tools an expired token within the grace window may see on its own bank.
+MCP_GRACE_TOOLS = frozenset({"retain", "sync_retain"})
+
+
+class IsolationOperationValidator(OperationValidatorExtension):  # type: ignore[misc]  # hindsight_api is untyped here
+    """Authorizes every bank operation for the principal the tenant extension recorded."""
+
+    def __init__(self, config: dict[str, str]) -> None:
+        super().__init__(config)
+        if config:
+            raise ValueError(
+                "hindsight_isolation: the operation validator takes no settings; unknown: "
+                + ", ".join("HINDSIGHT_API_OPERATION_VALIDATOR_" + key.upper() for key in sorted(config))
+            )
+
+    # -- the one check -------------------------------------------------------------------------------------------
+
+    @staticmethod
+    def check(bank_id: str, request_context: RequestContext, action: Action, operation: str) -> ValidationResult:
+        """Authorize ``action`` on ``bank_id`` for the request's principal; log and 403 on refusal."""
+        principal = _principal(request_context)
+        decision = authorize(principal, bank_id, action, internal=bool(request_context.internal))
+        if decision.allowed:
+            return ValidationResult.accept()
+        log_denied(
+            principal,
+            operation=operation,
+            bank_id=bank_id,
+            reason=decision.reason,
+            internal=bool(request_context.internal),
+        )
+        return ValidationResult.reject("forbidden", 403)
+
+    # -- core operations -----------------------------------------------------------------------------------------
+
+    async def precheck(self, ctx: PrecheckContext) -> ValidationResult:
+        """Refuse before the body is read (cheap; the full validators still run afterwards)."""
+        operation = str(ctx.operation)
+        action = PRECHECK_ACTIONS.get(operation, Action.WRITE)
+        return self.check(ctx.bank_id, ctx.request_context, action, f"precheck:{operation}")
+
+    async def validate_retain(self, ctx: RetainContext) -> ValidationResult:
+        """Retain (sync, async, files, and the worker's re-check)."""
+        return self.check(ctx.bank_id, ctx.request_context, Action.RETAIN, "retain")
+
+    async def validate_recall(self, ctx: RecallContext) -> ValidationResult:
+        """Recall."""
+        return self.check(ctx.bank_id, ctx.request_context, Action.READ, "recall")
+
+    async def validate_reflect(self, ctx: ReflectContext) -> ValidationResult:
+        """Reflect."""
+        return self.check(ctx.bank_id, ctx.request_context, Action.READ, "reflect")
+
+    async def validate_consolidate(self, ctx: ConsolidateContext) -> ValidationResult:
+        """Consolidation (usually the worker's, internal)."""
+        return self.check(ctx.bank_id, ctx.request_context, Action.WRITE, "consolidate")
+
+    async def validate_mental_model_get(self, ctx: MentalModelGetContext) -> ValidationResult:
+        """Mental-model reads (these bypass ``validate_bank_read``)."""
+        return self.check(ctx.bank_id, ctx.request_context, Action.READ, "mental_model_get")
+
+    async def validate_mental_model_refresh(self, ctx: MentalModelRefreshContext) -> ValidationResult:
+        """Mental-model create/refresh."""
+        return self.check(ctx.bank_id, ctx.request_context, Action.WRITE, "mental_model_refresh")
+
+    async def validate_memory_update(self, ctx: MemoryUpdateContext) -> ValidationResult:
+        """Memory curation (edit, invalidate, revert)."""
+        return self.check(ctx.bank_id, ctx.request_context, Action.WRITE, "memory_update")
+
+    # -- bank management -----------------------------------------------------------------------------------------
+
+    async def validate_bank_read(self, ctx: BankReadContext) -> ValidationResult:
+        """Every other bank-scoped read: profile, stats, documents, chunks, exports, operations, ..."""
+        operation = str(ctx.operation)
+        action = BANK_READ_ACTIONS.get(operation, Action.READ)
+        return self.check(ctx.bank_id, ctx.request_context, action, f"bank_read:{operation}")
+
+    async def validate_bank_write(self, ctx: BankWriteContext) -> ValidationResult:
+        """Every bank-scoped write: delete bank, documents, mental models, aliases, webhooks, config, ..."""
+        operation = str(ctx.operation)
+        action = BANK_WRITE_ACTIONS.get(operation, Action.WRITE)
+        return self.check(ctx.bank_id, ctx.request_context, action, f"bank_write:{operation}")
+
+    async def validate_create_bank(self, ctx: CreateBankContext) -> ValidationResult:
+        """Bank creation, explicit or implicit (first retain, clone and import targets)."""
+        return self.check(ctx.bank_id, ctx.request_context, Action.CREATE_BANK, "create_bank")
+
+    async def validate_import(self, ctx: ImportContext) -> ValidationResult:
+        """Transfer-archive imports (document import, bank restore)."""
+        return self.check(ctx.bank_id, ctx.request_context, Action.WRITE, "import")
+
+    async def bank_list_scope(self, request_context: RequestContext) -> BankListScope | None:
+        """Operators list every bank directly; everyone else goes through :meth:`filter_bank_list`."""
+        principal = _principal(request_context)
+        if principal is not None and principal.kind is Kind.OPERATOR and not request_context.internal:
+            return BankListScope(bank_ids=None)
+        return None
+
+    async def filter_bank_list(self, ctx: BankListContext) -> BankListResult:
+        """Keep only the banks the caller may read (an expired token within the grace window sees none)."""
+        rc = ctx.request_context
+        principal = _principal(rc)
+        internal = bool(rc.internal)
+        visible = [
+            bank
+            for bank in ctx.banks
+            if isinstance(bank.get("bank_id"), str)
+            and authorize(principal, bank["bank_id"], Action.READ, internal=internal).allowed
+        ]
+        return BankListResult(banks=visible)
+
+    async def filter_mcp_tools(
+        self, bank_id: str, request_context: RequestContext, tools: frozenset[str]
+    ) -> frozenset[str]:
+        """Hide the session-bank tools unless the session bank is the caller's (never raises: it would unfilter)."""
+        try:
+            principal = _principal(request_context)
+            internal = bool(request_context.internal)
+            if authorize(principal, bank_id, Action.READ, internal=internal).allowed:
+                return tools
+            if authorize(principal, bank_id, Action.RETAIN, internal=internal).allowed:
+                return tools & MCP_GRACE_TOOLS
+            if principal is not None and principal.kind is not Kind.USER_GRACE:
+                return tools & MCP_UNSCOPED_TOOLS
+        except Exception:  # an exception would make Hindsight show every tool: show none
+            logger.exception("hindsight_isolation: filter_mcp_tools failed; hiding every tool")
+        return frozenset()
+
+
+def _principal(request_context: RequestContext) -> Principal | None:
+    # A legacy MCP static token (HINDSIGHT_API_MCP_AUTH_TOKEN) skips the tenant slot: such a request has no principal.
+    if getattr(request_context, "mcp_authenticated", False):
+        return None
+    return Principal.decode(request_context.tenant_id)
