@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import jwt
@@ -95,3 +98,54 @@ def unit_issuer(httpserver: HTTPServer) -> UnitIssuer:
     )
     httpserver.expect_request("/pool/jwks.json").respond_with_handler(jwks)
     return issuer
+
+
+class _IssuerHandler(BaseHTTPRequestHandler):
+    issuer: LoopbackIssuer
+
+    def do_GET(self) -> None:
+        issuer = self.issuer
+        if self.path == "/pool/.well-known/openid-configuration":
+            body: dict[str, Any] = {"issuer": issuer.issuer, "jwks_uri": issuer.issuer + "/jwks.json"}
+        elif self.path == "/pool/jwks.json":
+            issuer.jwks_hits.append(time.monotonic())
+            body = {"keys": [_jwk(issuer.key, issuer.kid)]}
+        else:
+            self.send_response(404)
+            self.end_headers()
+            return
+        data = json.dumps(body).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+
+@dataclass
+class LoopbackIssuer(UnitIssuer):
+    """The same minter, served by a stdlib HTTP server that lives for the whole session (for module-scoped apps)."""
+
+    base: str = ""
+
+    @property
+    def issuer(self) -> str:
+        return self.base + "/pool"
+
+
+@pytest.fixture(scope="session")
+def loopback_issuer() -> Iterator[LoopbackIssuer]:
+    class Handler(_IssuerHandler):
+        pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    issuer = LoopbackIssuer(server=None, key=_KEY, base=f"http://127.0.0.1:{server.server_port}")  # type: ignore[arg-type]
+    Handler.issuer = issuer
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield issuer
+    server.shutdown()
+    server.server_close()

@@ -1,0 +1,33 @@
+"""``python -m runtime_handler``: serve the agent on ``127.0.0.1:${PORT:-8080}``.
+
+Also the entry point of AgentCore direct code deployment (``entrypoint=["runtime_handler/__main__.py"]``): there the
+SDK detects the container and binds ``0.0.0.0:8080`` as the Runtime contract requires. ``HOST`` overrides the address.
+A configuration error prints every problem and exits with status 2 before anything is served.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+if __package__ in (None, ""):  # run as a file (AgentCore entrypoint): make the bundle root importable
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from runtime_handler.settings import SettingsError  # (imported after the path fix above)
+
+
+def main() -> int:
+    from runtime_handler.main import app_from_env
+
+    try:
+        app = app_from_env()
+    except SettingsError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    port = int(os.environ.get("PORT") or 8080)
+    app.run(port=port, host=os.environ.get("HOST") or None)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

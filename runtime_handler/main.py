@@ -1,0 +1,346 @@
+"""The AgentCore Runtime app: wiring and error -> status mapping only (the story of a turn is in ``turn.py``).
+
+``POST /invocations`` answers ``{"output", "session_id", "memory": {"recalled", "degraded"}}``, or server-sent events
+when the payload has ``"stream": true``. Failures answer small JSON bodies ``{"error", "code"}``: 400 for a bad
+payload, 401 for any identity failure (the reason is logged, never sent), 502 when the model fails. ``GET /ping``
+reports ``HealthyBusy`` while a turn's retain is still on its way to Hindsight (an AgentCore async task), so the
+session is not reclaimed before its memory is delivered or spooled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import re
+import time
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from bedrock_agentcore.runtime import BedrockAgentCoreApp
+from starlette.middleware import Middleware
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from memory_adapter.tokens import JwtVerifier, JwtVerifierConfig, RejectReason
+from runtime_handler.credentials import AgentKey, KeyUnavailableError
+from runtime_handler.errors import AuthError, ModelError, PayloadError
+from runtime_handler.identity import Caller, Identity, TokenVerifier
+from runtime_handler.memory import Memory, RetainReceipt
+from runtime_handler.model import BedrockModel, EchoModel, Model
+from runtime_handler.observability import Observability
+from runtime_handler.settings import AuthMode, ModelProvider, Settings
+from runtime_handler.turn import TurnDeps, TurnMeta, TurnRequest, parse_turn, run_turn, stream_turn
+
+__all__ = ["Agent", "BodyGuard", "create_app"]
+
+SESSION_HEADER = "x-amzn-bedrock-agentcore-runtime-session-id"
+REQUEST_ID_HEADER = "x-amzn-bedrock-agentcore-runtime-request-id"
+_OPAQUE_ID = re.compile(r"[\x21-\x7e]{1,256}")
+#: The turn's own recall deadline exceeds the adapter's by this much, so the adapter (which also feeds its circuit
+#: breaker) is normally the one that gives up; this is only the backstop for any Memory implementation.
+RECALL_BACKSTOP_MARGIN_S = 0.5
+_UNAUTHORIZED = {"error": "unauthorized", "code": "unauthorized"}
+
+
+def _error(status: int, error: str, code: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"error": error, "code": code}, status_code=status, headers=headers)
+
+
+class BodyGuard:
+    """Reads an ``/invocations`` body up to ``max_bytes`` and checks it is JSON, before the SDK sees it.
+
+    Without it an oversized body is buffered whole, and a deeply nested one makes the SDK's ``request.json()`` raise
+    ``RecursionError``, which it answers with a 500. Both get a 400 here instead.
+    """
+
+    def __init__(self, app: ASGIApp, *, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("path") != "/invocations" or scope.get("method") != "POST":
+            await self.app(scope, receive, send)
+            return
+        body = bytearray()
+        more = True
+        while more:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+            if len(body) > self.max_bytes:
+                await _error(400, f"request body larger than {self.max_bytes} bytes", "payload_too_large")(
+                    scope, receive, send
+                )
+                return
+        try:
+            json.loads(bytes(body))
+        except (ValueError, RecursionError):
+            await _error(400, "the request body must be a JSON object", "bad_request")(scope, receive, send)
+            return
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": bytes(body), "more_body": False}
+
+        await self.app(scope, replay, send)
+
+
+@dataclass(frozen=True, slots=True)
+class _Invocation:
+    caller: Caller
+    request: TurnRequest
+    meta: TurnMeta
+
+
+class Agent:
+    """Everything one invocation needs, built once per process (one AgentCore session = one process)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        memory: Memory | None,
+        model: Model,
+        verifier: TokenVerifier | None,
+        agent_key: AgentKey,
+        observability: Observability,
+    ) -> None:
+        self.settings = settings
+        self.memory = memory
+        self.model = model
+        self.identity = Identity(settings, verifier)
+        self.agent_key = agent_key
+        self.obs = observability
+        self.app: BedrockAgentCoreApp | None = None
+        self._watchers: set[asyncio.Future[None]] = set()
+
+    # -- the entrypoint -----------------------------------------------------------------------------------------
+
+    async def invoke(self, payload: Any, context: Any) -> Any:
+        """Handle one ``/invocations`` call; never raises (every failure becomes a deliberate answer)."""
+        started = time.perf_counter()
+        streaming = False
+        try:
+            invocation = await self._admit(payload, context)
+            caller, deps = await self._deps(invocation.caller)
+            invocation = replace(invocation, caller=caller)
+            self.obs.count("Invocations")
+            if invocation.request.stream:
+                streaming = True
+                return self._stream(invocation, deps, started)
+            result = await run_turn(invocation.request, invocation.caller, invocation.meta, deps)
+            if result.retain is not None:
+                self._watch_retain(result.retain)
+            self._record(result.recalled, result.degraded, started)
+            return JSONResponse(result.body())
+        except AuthError as exc:
+            self.obs.logger.warning("identity rejected", extra={"reason": exc.reason, "detail": exc.detail[:200]})
+            self.obs.count("AuthFailures")
+            if exc.reason == RejectReason.KEYS_UNAVAILABLE.value:
+                self.obs.logger.error("issuer keys unavailable: every JWT caller is refused until they are reachable")
+                self.obs.count("JwksUnavailable")
+            headers = {"WWW-Authenticate": "Bearer"} if self.settings.auth_mode is AuthMode.JWT else None
+            return JSONResponse(_UNAUTHORIZED, status_code=401, headers=headers)
+        except PayloadError as exc:
+            self.obs.logger.info("bad payload", extra={"code": exc.code, "detail": exc.message[:200]})
+            self.obs.count("BadRequests")
+            return _error(400, exc.message, exc.code)
+        except ModelError as exc:
+            self.obs.logger.error("model call failed", extra={"detail": str(exc)})
+            self.obs.count("ModelErrors")
+            return _error(502, "the model is unavailable", "model_unavailable")
+        except Exception:
+            self.obs.logger.exception("unexpected failure in the invocation")
+            self.obs.count("InternalErrors")
+            return _error(500, "internal error", "internal")
+        finally:
+            if not streaming:
+                self.obs.flush()
+
+    async def _admit(self, payload: Any, context: Any) -> _Invocation:
+        """Identity first (nothing about the payload is revealed to an unauthenticated caller), then the payload."""
+        request = getattr(context, "request", None)
+        if request is None:
+            raise AuthError("no_request", "the SDK could not build the request context")
+        raw = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw]
+        meta = self._meta(raw)
+        self.obs.begin(session_id=meta.session_id, request_id=meta.request_id)
+        caller = await asyncio.to_thread(self.identity.authenticate, raw)
+        self.obs.identify(user=caller.user, tenant=caller.tenant, source=caller.source)
+        turn = parse_turn(payload, max_prompt_chars=self.settings.max_prompt_chars)
+        return _Invocation(caller=caller, request=turn, meta=meta)
+
+    @staticmethod
+    def _meta(headers: list[tuple[str, str]]) -> TurnMeta:
+        values = {name.lower(): value for name, value in headers}
+        session = values.get(SESSION_HEADER, "")
+        if not _OPAQUE_ID.fullmatch(session):
+            if session:
+                raise PayloadError("the session id header is not a valid session id")
+            session = str(uuid.uuid4())  # local calls without a runtime in front
+        request_id = values.get(REQUEST_ID_HEADER, "")
+        if not _OPAQUE_ID.fullmatch(request_id):
+            request_id = str(uuid.uuid4())
+        return TurnMeta(session_id=session, request_id=request_id)
+
+    async def _deps(self, caller: Caller) -> tuple[Caller, TurnDeps]:
+        memory, unavailable = self.memory, False
+        if caller.source == "iam" and memory is not None:
+            try:
+                key = await asyncio.to_thread(self.agent_key.get)
+            except KeyUnavailableError as exc:
+                self.obs.logger.error("Hindsight key unavailable; answering without memory", extra={"detail": str(exc)})
+                self.obs.count("MemoryKeyUnavailable")
+                memory, unavailable = None, True
+            else:
+                caller = replace(caller, credential=key)
+        return caller, TurnDeps(
+            memory=memory,
+            model=self.model,
+            agent_name=self.settings.agent_name,
+            recall_timeout_s=self.settings.recall_timeout_s + RECALL_BACKSTOP_MARGIN_S,
+            memory_unavailable=unavailable,
+        )
+
+    async def _stream(self, invocation: _Invocation, deps: TurnDeps, started: float) -> AsyncIterator[dict[str, Any]]:
+        try:
+            async for event in stream_turn(
+                invocation.request, invocation.caller, invocation.meta, deps, on_retain=self._watch_retain
+            ):
+                if event.get("type") == "done":
+                    memory = event["memory"]
+                    self._record(memory["recalled"], memory["degraded"], started)
+                yield event
+        except ModelError as exc:
+            self.obs.logger.error("model call failed mid-stream", extra={"detail": str(exc)})
+            self.obs.count("ModelErrors")
+            yield {"type": "error", "error": "the model is unavailable", "code": "model_unavailable"}
+        except Exception:
+            self.obs.logger.exception("unexpected failure mid-stream")
+            self.obs.count("InternalErrors")
+            yield {"type": "error", "error": "internal error", "code": "internal"}
+        finally:
+            self.obs.flush()
+
+    def _record(self, recalled: int, degraded: bool, started: float) -> None:
+        self.obs.count("MemoriesRecalled", recalled)
+        if degraded:
+            self.obs.count("MemoryDegraded")
+        self.obs.millis("TurnLatency", (time.perf_counter() - started) * 1000)
+        self.obs.logger.info("turn answered", extra={"recalled": recalled, "degraded": degraded})
+
+    # -- the retain as an AgentCore async task -------------------------------------------------------------------
+
+    def _watch_retain(self, receipt: RetainReceipt) -> None:
+        """Keep /ping at HealthyBusy until the retain is delivered or spooled (at most MEMORY_RETAIN_WAIT_SECONDS)."""
+        if self.app is None:
+            return
+        app = self.app
+        task_id = app.add_async_task("memory_retain")
+
+        async def watch() -> None:
+            try:
+                await asyncio.wait_for(receipt.wait(), self.settings.retain_wait_s)
+            except TimeoutError:
+                self.obs.logger.warning("retain not delivered within the wait; the adapter keeps retrying")
+            except Exception:
+                self.obs.logger.exception("retain delivery failed")
+            finally:
+                app.complete_async_task(task_id)
+
+        watcher = asyncio.ensure_future(watch())
+        self._watchers.add(watcher)
+        watcher.add_done_callback(self._watchers.discard)
+
+    async def aclose(self) -> None:
+        """Deliver or spool pending retains and release connections (called at shutdown; bounded by the adapter)."""
+        if self.memory is not None:
+            await self.memory.aclose()
+
+
+def _default_memory(settings: Settings, observability: Observability) -> Memory:
+    from runtime_handler.hindsight import HindsightMemory
+
+    return HindsightMemory(settings, metrics=observability.metrics)
+
+
+def _default_model(settings: Settings) -> Model:
+    if settings.model_provider is ModelProvider.ECHO:
+        return EchoModel()
+    assert settings.model_id is not None
+    return BedrockModel(settings.model_id, max_tokens=settings.model_max_tokens)
+
+
+def _default_verifier(settings: Settings) -> TokenVerifier | None:
+    if settings.auth_mode is not AuthMode.JWT:
+        return None
+    return JwtVerifier(
+        JwtVerifierConfig(
+            discovery_url=settings.jwt_discovery_url,
+            allowed_clients=settings.jwt_allowed_clients,
+            allowed_audience=settings.jwt_allowed_audience,
+            token_use=settings.jwt_token_use,
+            user_claim=settings.jwt_user_claim,
+            tenant_claim=settings.jwt_tenant_claim,
+            algorithms=settings.jwt_algorithms,
+            leeway_s=settings.jwt_leeway_s,
+            max_token_bytes=settings.jwt_max_token_bytes,
+        )
+    )
+
+
+def create_app(
+    settings: Settings,
+    *,
+    memory: Memory | None = None,
+    model: Model | None = None,
+    verifier: TokenVerifier | None = None,
+    agent_key: AgentKey | None = None,
+    observability: Observability | None = None,
+) -> BedrockAgentCoreApp:
+    """Build the app. Every collaborator can be injected (tests); defaults come from ``settings``."""
+    observability = observability or Observability()
+    agent = Agent(
+        settings,
+        memory=memory if memory is not None else _default_memory(settings, observability),
+        model=model if model is not None else _default_model(settings),
+        verifier=verifier if verifier is not None else _default_verifier(settings),
+        agent_key=agent_key
+        or AgentKey(static_key=settings.hindsight_api_key, secret_arn=settings.hindsight_api_key_secret_arn),
+        observability=observability,
+    )
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: BedrockAgentCoreApp) -> AsyncIterator[None]:
+        yield
+        # The adapter's clients live on the SDK's worker loop (where the handler runs): close them there.
+        loop = getattr(app, "_worker_loop", None)
+        if loop is not None and loop.is_running():
+            future = asyncio.run_coroutine_threadsafe(agent.aclose(), loop)
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.wrap_future(future), timeout=10)
+
+    app = BedrockAgentCoreApp(lifespan=lifespan, middleware=[Middleware(BodyGuard, max_bytes=settings.max_body_bytes)])
+    agent.app = app
+
+    async def invoke(payload: Any, context: Any) -> Any:  # the SDK passes context only to a parameter so named
+        return await agent.invoke(payload, context)
+
+    app.entrypoint(invoke)
+    app.state.agent = agent
+    return app
+
+
+def app_from_env(env: Mapping[str, str] | None = None) -> BedrockAgentCoreApp:
+    """The app configured from the process environment (raises SettingsError listing every problem)."""
+    return create_app(Settings.from_env(os.environ if env is None else env))

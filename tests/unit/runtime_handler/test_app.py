@@ -1,0 +1,322 @@
+"""The agent over real HTTP (uvicorn on a loopback port): status codes, identity, streaming, ping, degradation.
+
+Memory is a fake here (the same scenarios against the real local Hindsight live in tests/integration/runtime_handler).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from cryptography.hazmat.primitives import serialization
+
+from runtime_handler.main import create_app
+from runtime_handler.model import EchoModel
+from runtime_handler.settings import Settings
+
+from .conftest import LoopbackIssuer
+from .fakes import FakeMemory
+from .serving import serve
+
+UNAUTHORIZED = {"error": "unauthorized", "code": "unauthorized"}
+SESSION = "session-0123456789-0123456789-0123456789"
+
+
+def _settings(issuer: LoopbackIssuer | None = None, **env: str) -> Settings:
+    base = {"AGENT_NAME": "support", "HINDSIGHT_API_URL": "http://127.0.0.1:9", "MODEL_PROVIDER": "echo"}
+    if issuer is not None:
+        base |= {"AUTH_MODE": "jwt", "JWT_DISCOVERY_URL": issuer.discovery_url, "JWT_ALLOWED_CLIENTS": "client-app"}
+    else:
+        base |= {"AUTH_MODE": "iam"}
+    return Settings.from_env(base | env)
+
+
+class Agent:
+    """A running app plus its fake memory, and a small client."""
+
+    def __init__(self, url: str, memory: FakeMemory) -> None:
+        self.url = url
+        self.memory = memory
+        self.http = httpx.Client(base_url=url, timeout=10)
+
+    def invoke(
+        self, body: Any = None, *, token: str | None = None, session: str = SESSION, **headers: str
+    ) -> httpx.Response:
+        all_headers = {"X-Amzn-Bedrock-AgentCore-Runtime-Session-Id": session, **headers}
+        if token is not None:
+            all_headers["Authorization"] = f"Bearer {token}"
+        content = body if isinstance(body, bytes | str) else json.dumps(body)
+        return self.http.post(
+            "/invocations", content=content, headers={"Content-Type": "application/json", **all_headers}
+        )
+
+
+@pytest.fixture(scope="module")
+def jwt_agent(loopback_issuer: LoopbackIssuer) -> Iterator[Agent]:
+    memory = FakeMemory()
+    app = create_app(_settings(loopback_issuer, MAX_PROMPT_CHARS="1000"), memory=memory, model=EchoModel())
+    with serve(app) as url:
+        yield Agent(url, memory)
+
+
+@pytest.fixture
+def agent(jwt_agent: Agent) -> Agent:
+    jwt_agent.memory.banks.clear()
+    jwt_agent.memory.scopes.clear()
+    jwt_agent.memory.fail = jwt_agent.memory.hang = False
+    jwt_agent.memory.release.set()
+    return jwt_agent
+
+
+def test_turn_answers_and_remembers_across_sessions(agent: Agent, loopback_issuer: LoopbackIssuer) -> None:
+    token = loopback_issuer.mint("user-alex")
+    first = agent.invoke({"prompt": "I prefer email over phone."}, token=token, session="s1" * 20)
+    assert first.status_code == 200
+    assert first.json() == {
+        "output": first.json()["output"],
+        "session_id": "s1" * 20,
+        "memory": {"recalled": 0, "degraded": False},
+    }
+    second = agent.invoke({"prompt": "How should you contact me?"}, token=token, session="s2" * 20)
+    assert second.json()["memory"] == {"recalled": 1, "degraded": False}
+    assert "I prefer email over phone." in second.json()["output"]
+
+
+def test_the_callers_token_is_the_memory_credential(agent: Agent, loopback_issuer: LoopbackIssuer) -> None:
+    token = loopback_issuer.mint("user-alex")
+    assert agent.invoke({"prompt": "hi"}, token=token).status_code == 200
+    assert {scope.credential for scope in agent.memory.scopes} == {token}
+
+
+def test_user_id_header_is_ignored_on_a_jwt_runtime(agent: Agent, loopback_issuer: LoopbackIssuer) -> None:
+    token = loopback_issuer.mint("user-alex")
+    response = agent.invoke({"prompt": "hi"}, token=token, **{"X-Amzn-Bedrock-AgentCore-Runtime-User-Id": "user-bob"})
+    assert response.status_code == 200
+    assert {scope.user for scope in agent.memory.scopes} == {"user-alex"}
+
+
+def test_users_do_not_see_each_others_memory(agent: Agent, loopback_issuer: LoopbackIssuer) -> None:
+    agent.invoke({"prompt": "my secret is 42"}, token=loopback_issuer.mint("user-alex"))
+    bob = agent.invoke({"prompt": "what is my secret?"}, token=loopback_issuer.mint("user-bob"))
+    assert bob.json()["memory"]["recalled"] == 0
+    assert "42" not in bob.json()["output"]
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def _forged(issuer: LoopbackIssuer, alg: str, secret: bytes | None) -> str:
+    head = _b64(json.dumps({"alg": alg, "kid": issuer.kid, "typ": "JWT"}).encode())
+    body = _b64(json.dumps(issuer.claims("user-alex")).encode())
+    if secret is None:
+        return f"{head}.{body}."
+    return f"{head}.{body}." + _b64(hmac.new(secret, f"{head}.{body}".encode(), hashlib.sha256).digest())
+
+
+def _bad_tokens(issuer: LoopbackIssuer) -> dict[str, str]:
+    now = time.time()
+    good = issuer.mint("user-alex")
+    header, payload, signature = good.split(".")
+    pem = issuer.key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    return {
+        "expired": issuer.mint(exp=now - 3600),
+        "not yet valid": issuer.mint(nbf=now + 3600),
+        "wrong issuer": issuer.mint(iss="https://evil.example/pool"),
+        "wrong client": issuer.mint(client_id="someone-else"),
+        "wrong audience (id token)": issuer.mint(token_use="id", client_id=None, aud="someone-else"),
+        "wrong token_use": issuer.mint(token_use="refresh"),
+        "alg none": _forged(issuer, "none", None),
+        "HS256 with the public key": _forged(issuer, "HS256", pem),
+        "unknown kid": issuer.mint(kid="made-up"),
+        "tampered payload": f"{header}.{_b64(json.dumps(issuer.claims('user-bob')).encode())}.{signature}",
+        "tampered signature": f"{header}.{payload}.{signature[::-1]}",
+        "garbage": "not-a-token",
+        "oversized": issuer.mint(padding="x" * 9000),
+    }
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        "expired",
+        "not yet valid",
+        "wrong issuer",
+        "wrong client",
+        "wrong audience (id token)",
+        "wrong token_use",
+        "alg none",
+        "HS256 with the public key",
+        "unknown kid",
+        "tampered payload",
+        "tampered signature",
+        "garbage",
+        "oversized",
+    ],
+)
+def test_every_jwt_failure_answers_401(agent: Agent, loopback_issuer: LoopbackIssuer, case: str) -> None:
+    response = agent.invoke({"prompt": "hi"}, token=_bad_tokens(loopback_issuer)[case])
+    assert response.status_code == 401
+    assert response.json() == UNAUTHORIZED
+    assert response.headers["www-authenticate"] == "Bearer"
+    assert agent.memory.scopes == []
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [{}, {"Authorization": "Basic dXNlcjpwYXNz"}, {"Authorization": "Bearer"}, {"Authorization": ""}],
+)
+def test_missing_or_non_bearer_authorization_answers_401(agent: Agent, headers: dict[str, str]) -> None:
+    response = agent.invoke({"prompt": "hi"}, **headers)
+    assert response.status_code == 401
+    assert response.json() == UNAUTHORIZED
+
+
+def test_two_authorization_headers_answer_401(agent: Agent, loopback_issuer: LoopbackIssuer) -> None:
+    token = loopback_issuer.mint("user-alex")
+    response = agent.http.post(
+        "/invocations",
+        content=json.dumps({"prompt": "hi"}),
+        headers=[("Authorization", f"Bearer {token}"), ("Authorization", f"Bearer {token}")],
+    )
+    assert response.status_code == 401
+
+
+def test_identity_is_checked_before_the_payload(agent: Agent) -> None:
+    response = agent.invoke({"nonsense": True})
+    assert response.status_code == 401
+
+
+@pytest.mark.parametrize(
+    ("body", "code"),
+    [
+        (b"{not json", "bad_request"),
+        (b"\xff\xfe\x00", "bad_request"),
+        (b"[" * 5000 + b"]" * 5000, "bad_request"),
+        ([1, 2], "bad_request"),
+        ("just a string", "bad_request"),
+        ({}, "bad_request"),
+        ({"prompt": 42}, "bad_request"),
+        ({"prompt": None}, "bad_request"),
+        ({"prompt": ""}, "bad_request"),
+        ({"prompt": " \n\t "}, "bad_request"),
+        ({"prompt": "x" * 1001}, "payload_too_large"),
+        ({"prompt": "hi", "stream": "yes"}, "bad_request"),
+        ({"prompt": "hi", "user_id": "user-bob"}, "bad_request"),
+        (b'{"prompt": "\\ud800"}', "bad_request"),
+        (b'{"prompt": "a\\u0000b"}', "bad_request"),
+        (b'{"prompt": "' + b"x" * 20000 + b'"}', "payload_too_large"),
+    ],
+)
+def test_bad_payloads_answer_400(agent: Agent, loopback_issuer: LoopbackIssuer, body: Any, code: str) -> None:
+    if isinstance(body, str):
+        body = json.dumps(body)
+    response = agent.invoke(body, token=loopback_issuer.mint("user-alex"))
+    assert response.status_code == 400
+    assert response.json()["code"] == code
+    assert set(response.json()) == {"error", "code"}
+
+
+def test_streaming_answers_server_sent_events(agent: Agent, loopback_issuer: LoopbackIssuer) -> None:
+    token = loopback_issuer.mint("user-alex")
+    agent.invoke({"prompt": "I prefer email."}, token=token)
+    response = agent.invoke({"prompt": "Contact me how?", "stream": True}, token=token)
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/event-stream")
+    events = [json.loads(line[len("data: ") :]) for line in response.text.splitlines() if line.startswith("data: ")]
+    assert [e["type"] for e in events[:-1]] == ["delta"] * (len(events) - 1)
+    done = events[-1]
+    assert done["type"] == "done"
+    assert done["memory"] == {"recalled": 1, "degraded": False}
+    assert done["output"] == "".join(e["text"] for e in events[:-1])
+    assert "I prefer email." in done["output"]
+
+
+def test_ping_is_busy_until_the_retain_is_delivered(agent: Agent, loopback_issuer: LoopbackIssuer) -> None:
+    agent.memory.release.clear()
+    assert agent.http.get("/ping").json()["status"] == "Healthy"
+    response = agent.invoke({"prompt": "remember this"}, token=loopback_issuer.mint("user-alex"))
+    assert response.status_code == 200  # the answer did not wait for the retain
+    assert agent.http.get("/ping").json()["status"] == "HealthyBusy"
+    agent.memory.release.set()
+    deadline = time.monotonic() + 10
+    while agent.http.get("/ping").json()["status"] != "Healthy":
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+
+
+@pytest.mark.parametrize("mode", ["fail", "hang"])
+def test_memory_down_or_hung_still_answers_degraded(agent: Agent, loopback_issuer: LoopbackIssuer, mode: str) -> None:
+    setattr(agent.memory, mode, True)
+    response = agent.invoke({"prompt": "hello"}, token=loopback_issuer.mint("user-alex"))
+    assert response.status_code == 200
+    assert response.json()["memory"] == {"recalled": 0, "degraded": True}
+    assert response.json()["output"].startswith("You said: hello")
+
+
+@pytest.fixture(scope="module")
+def iam_agent() -> Iterator[Agent]:
+    memory = FakeMemory()
+    app = create_app(_settings(None, TENANT_ID="acme", HINDSIGHT_API_KEY="k" * 40), memory=memory, model=EchoModel())
+    with serve(app) as url:
+        yield Agent(url, memory)
+
+
+def test_iam_mode_takes_the_user_from_the_runtime_header(iam_agent: Agent) -> None:
+    response = iam_agent.invoke({"prompt": "hi"}, **{"X-Amzn-Bedrock-AgentCore-Runtime-User-Id": "user-alex"})
+    assert response.status_code == 200
+    scope = iam_agent.memory.scopes[-1]
+    assert (scope.user, scope.tenant, scope.credential) == ("user-alex", "acme", "k" * 40)
+
+
+def test_iam_mode_without_the_header_answers_401(iam_agent: Agent) -> None:
+    response = iam_agent.invoke({"prompt": "hi"})
+    assert response.status_code == 401
+    assert response.json() == UNAUTHORIZED
+    assert "www-authenticate" not in response.headers
+
+
+def test_anonymous_turns_get_no_memory_when_allowed() -> None:
+    memory = FakeMemory()
+    app = create_app(_settings(None, ALLOW_ANONYMOUS="true"), memory=memory, model=EchoModel())
+    with serve(app) as url:
+        response = Agent(url, memory).invoke({"prompt": "hi"})
+    assert response.status_code == 200
+    assert response.json()["memory"] == {"recalled": 0, "degraded": False}
+    assert memory.scopes == []
+
+
+def test_iam_tenant_from_an_allowlisted_custom_header() -> None:
+    memory = FakeMemory()
+    header = "X-Amzn-Bedrock-AgentCore-Runtime-Custom-Tenant-Id"
+    app = create_app(_settings(None, TENANT_HEADER=header), memory=memory, model=EchoModel())
+    with serve(app) as url:
+        client = Agent(url, memory)
+        user = {"X-Amzn-Bedrock-AgentCore-Runtime-User-Id": "user-alex"}
+        assert client.invoke({"prompt": "hi"}, **user).status_code == 401
+        assert client.invoke({"prompt": "hi"}, **user, **{header: "acme"}).status_code == 200
+    assert memory.scopes[-1].tenant == "acme"
+
+
+def test_model_failure_answers_502(loopback_issuer: LoopbackIssuer) -> None:
+    class Broken(EchoModel):
+        async def reply(self, prompt: str, memories: str) -> str:
+            from runtime_handler.errors import ModelError
+
+            raise ModelError("throttled")
+
+    memory = FakeMemory()
+    app = create_app(_settings(loopback_issuer), memory=memory, model=Broken())
+    with serve(app) as url:
+        response = Agent(url, memory).invoke({"prompt": "hi"}, token=loopback_issuer.mint())
+    assert response.status_code == 502
+    assert response.json() == {"error": "the model is unavailable", "code": "model_unavailable"}
