@@ -22,7 +22,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 
 from hindsight_isolation.principal import Kind, Principal
-from hindsight_isolation.settings import IsolationSettings
+from hindsight_isolation.settings import ANY_TENANT, IsolationSettings
 from memory_adapter.tokens import JwtVerifier, JwtVerifierConfig, RejectReason, TokenRejected, VerifiedIdentity
 
 __all__ = ["Authenticator", "Unauthenticated"]
@@ -62,7 +62,12 @@ class Authenticator:
         self._operator = _digest(settings.operator_key) if settings.operator_key else None
         self._agent = _digest(settings.agent_key) if settings.agent_key else None
         self._agent_principal = (
-            Principal(Kind.AGENT, tenant=settings.agent_tenant, agent=settings.agent_name)
+            Principal(
+                Kind.AGENT,
+                tenant=None if settings.agent_tenant == ANY_TENANT else settings.agent_tenant,
+                agent=settings.agent_name,
+                any_tenant=settings.agent_tenant == ANY_TENANT,
+            )
             if settings.agent_key and settings.agent_name
             else None
         )

@@ -4,7 +4,8 @@ A bank belongs to the identity :func:`memory_adapter.bank_ids.parse_bank_id` rea
 adapter uses to name banks (``format_bank_id``), so the two agree by construction (and a property test proves it).
 
 * A user token reaches the banks of its own (tenant, user), any agent.
-* A user token within the expiry grace window may only retain into (and create) those banks.
+* A user token within the expiry grace window may only retain into those banks (including the bank creation of a
+  first retain and the consolidation a retain queues).
 * The per-deployment agent credential reaches the banks of its (tenant, agent), any user.
 * The operator key reaches every bank.
 * Work the server runs for itself (``internal``) keeps the principal of the request that queued it and is checked for
@@ -29,6 +30,7 @@ class Action(StrEnum):
 
     RETAIN = "retain"  # add memories (text, files)
     CREATE_BANK = "create_bank"  # create a bank (explicitly, or implicitly on first retain)
+    CONSOLIDATE = "consolidate"  # turn retained facts into observations (a retain queues it)
     READ = "read"  # recall, reflect, and every other read of bank content or settings
     WRITE = "write"  # change or delete bank content or settings
     LIST = "list"  # see a bank in a bank list
@@ -48,16 +50,18 @@ class Decision:
 
 
 _ALLOW_OWNER = Decision(True, "owner")
+#: What an expired token within the grace window may still do: a retain and what the server does because of it.
+_GRACE_ACTIONS = frozenset({Action.RETAIN, Action.CREATE_BANK, Action.CONSOLIDATE})
 
 
 def owns(principal: Principal, owner: BankOwner) -> bool:
     """Whether ``owner`` (a parsed bank id) is within ``principal``'s reach (operators reach everything)."""
     if principal.kind is Kind.OPERATOR:
         return True
+    if principal.kind is Kind.AGENT:
+        return owner.agent == principal.agent and (principal.any_tenant or owner.tenant == principal.tenant)
     if owner.tenant != principal.tenant:
         return False
-    if principal.kind is Kind.AGENT:
-        return owner.agent == principal.agent
     return owner.user == principal.user
 
 
@@ -82,7 +86,7 @@ def authorize(principal: Principal | None, bank_id: str, action: Action, *, inte
         return Decision(True, "operator")
     if action is Action.OPERATOR_ONLY:
         return Decision(False, "operator-only operation")
-    if principal.kind is Kind.USER_GRACE and action not in (Action.RETAIN, Action.CREATE_BANK):
+    if principal.kind is Kind.USER_GRACE and action not in _GRACE_ACTIONS:
         return Decision(False, f"expired token (grace window) may only retain, not {action.value}")
     return _ownership(principal, bank_id)
 

@@ -29,22 +29,31 @@ class Kind(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Principal:
-    """The authenticated caller. ``user`` is set for user kinds, ``agent`` for the agent kind."""
+    """The authenticated caller. ``user`` is set for user kinds, ``agent`` for the agent kind.
+
+    ``any_tenant`` (agent kind only) widens the agent credential to the agent's banks in every tenant, for IAM
+    runtimes that take the tenant from a request header.
+    """
 
     kind: Kind
     tenant: str | None = None
     user: str | None = None
     agent: str | None = None
+    any_tenant: bool = False
 
     def __post_init__(self) -> None:
         if self.kind in (Kind.USER, Kind.USER_GRACE) and not self.user:
             raise ValueError("a user principal needs a user")
         if self.kind is Kind.AGENT and not self.agent:
             raise ValueError("an agent principal needs an agent")
+        if self.any_tenant and (self.kind is not Kind.AGENT or self.tenant is not None):
+            raise ValueError("only an agent principal without a tenant may reach any tenant")
 
     def encode(self) -> str:
         """A compact string for ``RequestContext.tenant_id`` (round-trips through :meth:`decode`)."""
-        return _PREFIX + json.dumps([self.kind.value, self.tenant, self.user, self.agent], separators=(",", ":"))
+        return _PREFIX + json.dumps(
+            [self.kind.value, self.tenant, self.user, self.agent, self.any_tenant], separators=(",", ":")
+        )
 
     @classmethod
     def decode(cls, value: str | None) -> Principal | None:
@@ -52,8 +61,10 @@ class Principal:
         if not value or not value.startswith(_PREFIX):
             return None
         try:
-            kind, tenant, user, agent = json.loads(value[len(_PREFIX) :])
-            return cls(Kind(kind), _opt(tenant), _opt(user), _opt(agent))
+            kind, tenant, user, agent, any_tenant = json.loads(value[len(_PREFIX) :])
+            if not isinstance(any_tenant, bool):
+                return None
+            return cls(Kind(kind), _opt(tenant), _opt(user), _opt(agent), any_tenant)
         except (ValueError, TypeError):
             return None
 
@@ -62,6 +73,8 @@ class Principal:
         parts = [self.kind.value]
         if self.tenant is not None:
             parts.append(f"tenant={self.tenant!r}")
+        if self.any_tenant:
+            parts.append("tenant=*")
         if self.user is not None:
             parts.append(f"user={self.user!r}")
         if self.agent is not None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "ANY_TENANT",
     "DEFAULT_EXPIRY_GRACE_S",
     "ENV_OPERATION_VALIDATOR_EXTENSION",
     "ENV_TENANT_EXTENSION",
@@ -57,6 +58,8 @@ KEY_OPERATOR_KEY = "operator_key"
 KEY_AGENT_KEY = "agent_key"
 KEY_AGENT_NAME = "agent_name"
 KEY_AGENT_TENANT = "agent_tenant"
+#: ``AGENT_TENANT`` value meaning "the agent's banks in every tenant" (IAM runtimes taking the tenant from a header).
+ANY_TENANT = "*"
 # Tuning.
 KEY_TOKEN_CACHE_TTL_S = "token_cache_ttl_s"  # noqa: S105 - a setting name
 KEY_TOKEN_CACHE_SIZE = "token_cache_size"  # noqa: S105 - a setting name

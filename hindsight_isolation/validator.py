@@ -68,6 +68,9 @@ BANK_WRITE_ACTIONS: dict[str, Action] = {
     # Bank settings include governance (audit logging, memory defense, tool lists) and cost knobs.
     "update_bank_config": Action.OPERATOR_ONLY,
     "reset_bank_config": Action.OPERATOR_ONLY,
+    # Queued by every retain (and by POST .../consolidate): part of retaining.
+    "submit_async_consolidation": Action.CONSOLIDATE,
+    "retry_failed_consolidation": Action.CONSOLIDATE,
     # Server maintenance; the server runs it itself (internal) when needed.
     "submit_async_graph_maintenance": Action.OPERATOR_ONLY,
     "submit_async_vector_index_maintenance": Action.OPERATOR_ONLY,
@@ -141,7 +144,7 @@ class IsolationOperationValidator(OperationValidatorExtension):  # type: ignore[
 
     async def validate_consolidate(self, ctx: ConsolidateContext) -> ValidationResult:
         """Consolidation (usually the worker's, internal)."""
-        return self.check(ctx.bank_id, ctx.request_context, Action.WRITE, "consolidate")
+        return self.check(ctx.bank_id, ctx.request_context, Action.CONSOLIDATE, "consolidate")
 
     async def validate_mental_model_get(self, ctx: MentalModelGetContext) -> ValidationResult:
         """Mental-model reads (these bypass ``validate_bank_read``)."""

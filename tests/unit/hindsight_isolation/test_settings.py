@@ -1,0 +1,109 @@
+"""Parsing the ``HINDSIGHT_API_TENANT_*`` dict Hindsight's loader hands the tenant extension."""
+
+from __future__ import annotations
+
+import pytest
+
+from hindsight_isolation.settings import (
+    DEFAULT_EXPIRY_GRACE_S,
+    ENV_OPERATION_VALIDATOR_EXTENSION,
+    ENV_TENANT_EXTENSION,
+    ENV_TENANT_PREFIX,
+    OPERATION_VALIDATOR_CLASS,
+    TENANT_CLASS,
+    ConfigError,
+    IsolationSettings,
+    server_env,
+)
+
+OPERATOR_KEY = "o" * 40
+AGENT_KEY = "a" * 40
+
+
+def _loader_view(env: dict[str, str]) -> dict[str, str]:
+    """What hindsight_api.extensions.loader._collect_config makes of an environment."""
+    return {
+        k[len(ENV_TENANT_PREFIX) :].lower(): v
+        for k, v in env.items()
+        if k.startswith(ENV_TENANT_PREFIX) and k != ENV_TENANT_EXTENSION
+    }
+
+
+def test_server_env_round_trips_through_the_loader() -> None:
+    # GIVEN the environment built for a local server
+    env = server_env(
+        discovery_url="http://127.0.0.1:1/.well-known/openid-configuration",
+        allowed_clients=("app", "cli"),
+        tenant_claim="custom:tenant",
+        operator_key=OPERATOR_KEY,
+        agent_key=AGENT_KEY,
+        agent_name="support",
+        agent_tenant="acme",
+        expiry_grace_s=600,
+    )
+    # WHEN Hindsight's loader hands it to the extension
+    settings = IsolationSettings.from_config(_loader_view(env))
+    # THEN every value arrives
+    assert env[ENV_TENANT_EXTENSION] == TENANT_CLASS
+    assert env[ENV_OPERATION_VALIDATOR_EXTENSION] == OPERATION_VALIDATOR_CLASS
+    assert settings.verifier == {
+        "discovery_url": "http://127.0.0.1:1/.well-known/openid-configuration",
+        "allowed_clients": ("app", "cli"),
+        "tenant_claim": "custom:tenant",
+    }
+    assert (settings.operator_key, settings.agent_key) == (OPERATOR_KEY, AGENT_KEY)
+    assert (settings.agent_name, settings.agent_tenant, settings.expiry_grace_s) == ("support", "acme", 600.0)
+
+
+def test_defaults() -> None:
+    settings = IsolationSettings.from_config({"jwt_issuer": "https://i", "jwt_jwks_url": "https://i/jwks"})
+    assert settings.expiry_grace_s == DEFAULT_EXPIRY_GRACE_S
+    assert settings.operator_key is None
+    assert settings.agent_key is None
+    assert "o" * 40 not in repr(IsolationSettings.from_config({"jwt_issuer": "x", "operator_key": "o" * 40}))
+
+
+def test_static_jwks_is_parsed() -> None:
+    settings = IsolationSettings.from_config({"jwt_issuer": "https://i", "jwt_static_jwks": '{"keys": []}'})
+    assert settings.verifier["static_jwks"] == {"keys": []}
+
+
+def test_the_old_global_key_is_refused() -> None:
+    with pytest.raises(ConfigError, match="HINDSIGHT_API_TENANT_API_KEY"):
+        IsolationSettings.from_config({"jwt_issuer": "https://i", "api_key": "k" * 40})
+
+
+def test_every_problem_is_reported_at_once() -> None:
+    with pytest.raises(ConfigError) as caught:
+        IsolationSettings.from_config(
+            {
+                "jwt_allowd_clients": "typo",
+                "operator_key": "short",
+                "agent_key": "b" * 40,
+                "expiry_grace_s": "999999",
+                "jwt_leeway_s": "soon",
+                "jwt_static_jwks": "[]",
+            }
+        )
+    message = str(caught.value)
+    for expected in (
+        "unknown settings: HINDSIGHT_API_TENANT_JWT_ALLOWD_CLIENTS",
+        "HINDSIGHT_API_TENANT_OPERATOR_KEY must be at least 32 characters",
+        "needs HINDSIGHT_API_TENANT_AGENT_NAME",
+        "EXPIRY_GRACE_S must be at most 86400",
+        "JWT_LEEWAY_S must be a number",
+        "JWT_STATIC_JWKS must be a JWKS JSON object",
+    ):
+        assert expected in message
+
+
+def test_issuer_is_required() -> None:
+    with pytest.raises(ConfigError, match="no token issuer configured"):
+        IsolationSettings.from_config({"operator_key": OPERATOR_KEY})
+
+
+def test_operator_and_agent_keys_must_differ() -> None:
+    with pytest.raises(ConfigError, match="must differ"):
+        IsolationSettings.from_config(
+            {"jwt_issuer": "x", "operator_key": OPERATOR_KEY, "agent_key": OPERATOR_KEY, "agent_name": "a"}
+        )
