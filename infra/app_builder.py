@@ -1,0 +1,68 @@
+"""Compose the stacks for one configuration; ``app.py`` and the infra tests both call :func:`build_stacks`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from aws_cdk import App, Environment, Tags
+
+from infra.config import AppConfig, AuthMode
+from infra.stacks.agent_stack import AgentStack
+from infra.stacks.data_stack import DataStack
+from infra.stacks.identity_stack import IdentityStack
+from infra.stacks.network_stack import NetworkStack
+from infra.stacks.service_stack import MemoryServiceStack
+
+
+@dataclass(frozen=True)
+class Stacks:
+    """The stacks of one deployment, in deploy order."""
+
+    network: NetworkStack
+    data: DataStack
+    identity: IdentityStack | None
+    memory: MemoryServiceStack
+    agent: AgentStack
+
+    def all(self) -> list[NetworkStack | DataStack | IdentityStack | MemoryServiceStack | AgentStack]:
+        """Every stack that exists in this configuration."""
+        stacks = [self.network, self.data, self.identity, self.memory, self.agent]
+        return [s for s in stacks if s is not None]
+
+
+def build_stacks(app: App, config: AppConfig) -> Stacks:
+    """Network -> Data -> (Identity) -> MemoryService -> Agent; objects, not ARNs, pass between them."""
+    # Region always (AZ ids and load balancer logs are regional); account only if configured, so synthesis never
+    # needs credentials or lookups.
+    env = Environment(account=config.account, region=config.region)
+    prefix = config.stack_prefix
+    network = NetworkStack(app, f"{prefix}-Network", config=config, env=env)
+    data = DataStack(app, f"{prefix}-Data", config=config, network=network.network, env=env)
+    identity = (
+        IdentityStack(app, f"{prefix}-Identity", config=config, logs_key=network.logs_key, env=env)
+        if config.auth.mode is not AuthMode.IAM
+        else None
+    )
+    memory = MemoryServiceStack(
+        app,
+        f"{prefix}-MemoryService",
+        config=config,
+        network=network.network,
+        database=data.database,
+        identity=identity.identity if identity else None,
+        logs_key=network.logs_key,
+        env=env,
+    )
+    agent = AgentStack(
+        app,
+        f"{prefix}-Agent",
+        config=config,
+        network=network.network,
+        memory=memory.memory,
+        identity=identity.identity if identity else None,
+        env=env,
+    )
+    for key, value in config.tags.items():
+        Tags.of(app).add(key, value)
+    Tags.of(app).add("environment", config.env_name)
+    return Stacks(network=network, data=data, identity=identity, memory=memory, agent=agent)

@@ -1,0 +1,151 @@
+"""VectorDatabase: Hindsight's PostgreSQL with pgvector, encrypted, TLS-only, backed up and rotated."""
+
+from __future__ import annotations
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_rds as rds
+from aws_cdk import aws_secretsmanager as secretsmanager
+from constructs import Construct
+
+from infra.config import PASSWORD_EXCLUDED_CHARACTERS, DatabaseConfig, DatabaseEngine
+from infra.constructs.network import Network
+
+#: Pinned minor versions (pgvector 0.8 on both); bump deliberately and run the isolation tests.
+POSTGRES_VERSION = rds.PostgresEngineVersion.VER_17_6
+AURORA_POSTGRES_VERSION = rds.AuroraPostgresEngineVersion.VER_16_6
+DATABASE_NAME = "hindsight"
+#: The master user: on RDS it holds rds_superuser, which Hindsight's migrations need for CREATE EXTENSION vector.
+MASTER_USERNAME = "hindsight"
+
+
+class VectorDatabase(Construct):
+    """RDS PostgreSQL (or Aurora Serverless v2); exposes ``connections``, ``secret``, ``port`` and ``database_name``."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: DatabaseConfig,
+        network: Network,
+        removal_policy: RemovalPolicy,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.key = kms.Key(
+            self,
+            "Key",
+            description="Hindsight database storage, backups, Performance Insights and credentials",
+            enable_key_rotation=True,
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        credentials = rds.Credentials.from_generated_secret(
+            MASTER_USERNAME, encryption_key=self.key, exclude_characters=PASSWORD_EXCLUDED_CHARACTERS
+        )
+        self.security_group = ec2.SecurityGroup(
+            self,
+            "SecurityGroup",
+            vpc=network.vpc,
+            description="Hindsight database: the Hindsight tasks and the rotation function only",
+            allow_all_outbound=False,
+        )
+        self.port = config.port
+        self.database_name = DATABASE_NAME
+        common = {
+            "vpc": network.vpc,
+            "vpc_subnets": network.subnets,
+            "security_groups": [self.security_group],
+            "credentials": credentials,
+            "storage_encryption_key": self.key,
+            "deletion_protection": True,
+            "removal_policy": removal_policy,
+            "port": config.port,
+            "iam_authentication": True,
+            "cloudwatch_logs_exports": ["postgresql", "upgrade"],
+        }
+        if config.engine is DatabaseEngine.POSTGRES:
+            self._instance(config, common)
+        else:
+            self._aurora(config, common, network)
+        secret = self._resource.secret
+        assert secret is not None
+        self.secret: secretsmanager.ISecret = secret
+        self.connections: ec2.Connections = self._resource.connections
+        self.endpoint_address = self._endpoint.hostname
+        self._resource.add_rotation_single_user(
+            automatically_after=Duration.days(config.rotation_days),
+            exclude_characters=PASSWORD_EXCLUDED_CHARACTERS,
+            vpc_subnets=network.subnets,
+        )
+
+    def _instance(self, config: DatabaseConfig, common: dict[str, object]) -> None:
+        engine = rds.DatabaseInstanceEngine.postgres(version=POSTGRES_VERSION)
+        parameters = rds.ParameterGroup(
+            self,
+            "Parameters",
+            engine=engine,
+            description="Hindsight PostgreSQL: TLS only, connection logging",
+            parameters={"rds.force_ssl": "1", "log_connections": "1", "log_disconnections": "1"},
+        )
+        instance = rds.DatabaseInstance(
+            self,
+            "Instance",
+            engine=engine,
+            instance_type=ec2.InstanceType(config.instance_type),
+            parameter_group=parameters,
+            multi_az=config.multi_az,
+            allocated_storage=config.allocated_storage_gb,
+            max_allocated_storage=config.max_allocated_storage_gb,
+            storage_type=rds.StorageType.GP3,
+            storage_encrypted=True,
+            database_name=DATABASE_NAME,
+            backup_retention=Duration.days(config.backup_retention_days),
+            copy_tags_to_snapshot=True,
+            auto_minor_version_upgrade=False,  # the minor version is pinned; pgvector upgrades are deliberate
+            enable_performance_insights=True,
+            performance_insight_encryption_key=self.key,
+            monitoring_interval=Duration.seconds(60),
+            publicly_accessible=False,
+            **common,  # type: ignore[arg-type]
+        )
+        self._resource: rds.DatabaseInstance | rds.DatabaseCluster = instance
+        self._endpoint = instance.instance_endpoint
+
+    def _aurora(self, config: DatabaseConfig, common: dict[str, object], network: Network) -> None:
+        engine = rds.DatabaseClusterEngine.aurora_postgres(version=AURORA_POSTGRES_VERSION)
+        parameters = rds.ParameterGroup(
+            self,
+            "Parameters",
+            engine=engine,
+            description="Hindsight Aurora PostgreSQL: TLS only, connection logging",
+            parameters={"rds.force_ssl": "1", "log_connections": "1", "log_disconnections": "1"},
+        )
+        del common["vpc"], common["vpc_subnets"], common["storage_encryption_key"]
+        readers = (
+            [rds.ClusterInstance.serverless_v2("Reader", scale_with_writer=True, enable_performance_insights=True)]
+            if config.multi_az
+            else []
+        )
+        cluster = rds.DatabaseCluster(
+            self,
+            "Cluster",
+            engine=engine,
+            parameter_group=parameters,
+            vpc=network.vpc,
+            vpc_subnets=network.subnets,
+            writer=rds.ClusterInstance.serverless_v2("Writer", enable_performance_insights=True),
+            readers=readers,
+            serverless_v2_min_capacity=config.min_capacity_acu,
+            serverless_v2_max_capacity=config.max_capacity_acu,
+            storage_encrypted=True,
+            storage_encryption_key=self.key,
+            performance_insight_encryption_key=self.key,
+            default_database_name=DATABASE_NAME,
+            backup=rds.BackupProps(retention=Duration.days(config.backup_retention_days)),
+            copy_tags_to_snapshot=True,
+            monitoring_interval=Duration.seconds(60),
+            **common,  # type: ignore[arg-type]
+        )
+        self._resource = cluster
+        self._endpoint = cluster.cluster_endpoint

@@ -1,0 +1,37 @@
+"""MemoryAdapterLayer: ``memory_adapter`` and its dependencies as a Lambda layer (arm64, Python 3.12+), shareable."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from aws_cdk import CfnOutput, RemovalPolicy
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_ssm as ssm
+from constructs import Construct
+
+from infra.config import LayerConfig
+
+
+class MemoryAdapterLayer(Construct):
+    """The layer built by ``make build`` into ``build/layer/python``; its ARN is published to SSM for reuse."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, config: LayerConfig, parameter_name: str) -> None:
+        super().__init__(scope, construct_id)
+        self.layer = lambda_.LayerVersion(
+            self,
+            "Layer",
+            code=lambda_.Code.from_asset(str(Path(config.path))),
+            compatible_architectures=[lambda_.Architecture.ARM_64],
+            compatible_runtimes=[lambda_.Runtime.PYTHON_3_12, lambda_.Runtime.PYTHON_3_13],
+            description="memory_adapter: durable, isolated agent memory on self-hosted Hindsight (arm64, py3.12+)",
+            removal_policy=RemovalPolicy.RETAIN,  # functions in other stacks and accounts may still use old versions
+        )
+        self.parameter = ssm.StringParameter(
+            self,
+            "ArnParameter",
+            parameter_name=config.parameter_name or parameter_name,
+            description="ARN of the latest memory_adapter layer version",
+            string_value=self.layer.layer_version_arn,
+        )
+        CfnOutput(self, "LayerArn", value=self.layer.layer_version_arn, description="memory_adapter layer version ARN")
+        CfnOutput(self, "LayerArnParameter", value=self.parameter.parameter_name, description="SSM name holding it")

@@ -1,0 +1,57 @@
+"""The Hindsight tasks' settings for the isolation extension, named by ``hindsight_isolation.settings`` itself.
+
+Plain values only; the secrets (operator key, agent key) and the mirrored signing keys reach the container as ECS
+secrets (see :func:`isolation_secrets`), never as plain environment variables or template literals.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from hindsight_isolation import settings as iso
+
+from infra.config import AuthConfig, AuthMode
+
+if TYPE_CHECKING:
+    from infra.constructs.identity import Identity
+
+
+def _env(key: str) -> str:
+    return iso.ENV_TENANT_PREFIX + key.upper()
+
+
+#: Environment variable names the stack sets for the extension (secrets included), for tests and docs.
+ENV_OPERATOR_KEY = _env(iso.KEY_OPERATOR_KEY)
+ENV_AGENT_KEY = _env(iso.KEY_AGENT_KEY)
+ENV_STATIC_JWKS = _env(iso.KEY_STATIC_JWKS)
+ENV_ISSUER = _env(iso.KEY_ISSUER)
+
+
+def isolation_environment(
+    auth: AuthConfig, identity: Identity | None, *, agent_name: str, expiry_grace_s: int
+) -> dict[str, str]:
+    """Load both extension slots and configure the token checks to match the agent's (plain values only)."""
+    env = {
+        iso.ENV_TENANT_EXTENSION: iso.TENANT_CLASS,
+        iso.ENV_OPERATION_VALIDATOR_EXTENSION: iso.OPERATION_VALIDATOR_CLASS,
+        _env(iso.KEY_EXPIRY_GRACE_S): str(expiry_grace_s),
+    }
+    if auth.mode is AuthMode.IAM:
+        env[_env(iso.KEY_AGENT_NAME)] = agent_name
+        if auth.tenant_id:
+            env[_env(iso.KEY_AGENT_TENANT)] = auth.tenant_id
+        return env
+    assert identity is not None
+    # The issuer is fixed by configuration; the keys come from the SSM mirror (a VPC without egress cannot reach
+    # the issuer's JWKS URL), injected as JWT_STATIC_JWKS. The tasks restart when the mirror changes.
+    env[ENV_ISSUER] = identity.issuer
+    env[_env(iso.KEY_USER_CLAIM)] = auth.user_claim
+    if identity.allowed_clients:
+        env[_env(iso.KEY_ALLOWED_CLIENTS)] = ",".join(identity.allowed_clients)
+    if identity.allowed_audience:
+        env[_env(iso.KEY_ALLOWED_AUDIENCE)] = ",".join(identity.allowed_audience)
+    if auth.tenant_claim:
+        env[_env(iso.KEY_TENANT_CLAIM)] = auth.tenant_claim
+    if auth.mode is AuthMode.COGNITO:
+        env[_env(iso.KEY_TOKEN_USE)] = "access"  # the agent forwards Cognito access tokens
+    return env

@@ -1,0 +1,49 @@
+"""Named IAM action lists and the one place that scopes Bedrock model access."""
+
+from __future__ import annotations
+
+import re
+
+from aws_cdk import ArnFormat, Stack
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+BEDROCK_INVOKE_ACTIONS = ("bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream")
+ECS_REDEPLOY_ACTIONS = ("ecs:UpdateService", "ecs:DescribeServices")
+SSM_WRITE_ACTIONS = ("ssm:PutParameter",)
+
+#: Cross-region inference profile ids start with a geography (``us.amazon.nova-lite-v1:0``).
+_INFERENCE_PROFILE = re.compile(r"^(us|eu|apac|us-gov|global|jp|au|ca)\.(.+)$")
+
+
+def bedrock_model_arns(scope: Construct, model_id: str) -> list[str]:
+    """ARNs that allow invoking exactly one model id, whether a foundation model or an inference profile.
+
+    An inference profile routes to the same foundation model in several regions of its geography, so the
+    foundation-model ARN is granted in any region, but only for that one model.
+    """
+    stack = Stack.of(scope)
+    profile = _INFERENCE_PROFILE.match(model_id)
+    if profile is None:
+        return [
+            stack.format_arn(
+                service="bedrock", account="", resource="foundation-model", resource_name=model_id,
+                arn_format=ArnFormat.SLASH_RESOURCE_NAME,
+            )
+        ]
+    return [
+        stack.format_arn(
+            service="bedrock", resource="inference-profile", resource_name=model_id,
+            arn_format=ArnFormat.SLASH_RESOURCE_NAME,
+        ),
+        stack.format_arn(
+            service="bedrock", region="*", account="", resource="foundation-model", resource_name=profile.group(2),
+            arn_format=ArnFormat.SLASH_RESOURCE_NAME,
+        ),
+    ]
+
+
+def grant_bedrock_invoke(scope: Construct, grantee: iam.IGrantable, model_ids: list[str]) -> iam.Grant:
+    """Let grantee invoke only the listed Bedrock models (the L2s grant no Bedrock access themselves)."""
+    arns = sorted({arn for model_id in model_ids for arn in bedrock_model_arns(scope, model_id)})
+    return iam.Grant.add_to_principal(grantee=grantee, actions=list(BEDROCK_INVOKE_ACTIONS), resource_arns=arns)

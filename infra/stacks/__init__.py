@@ -1,0 +1,1 @@
+"""The deployable stacks: network, data (stateful), identity, memory service and agent."""
