@@ -1,0 +1,106 @@
+"""Session fixtures every test folder can use: the real local Hindsight, a local OIDC issuer, fault servers.
+
+Each is started the first time a test asks for it and stopped when the session ends, so a run that
+selects only unit tests never starts Hindsight.
+
+- ``local_hindsight``: a real ``hindsight-api`` on embedded PostgreSQL + pgvector (free ports, a temp
+  data dir, the deterministic LLM stand-in, real all-MiniLM-L6-v2 embeddings). ``.url``,
+  ``.operator_key`` (None: no auth configured), ``.llm_base_url``, ``.server_log``.
+  Set ``LOCAL_HINDSIGHT_TEST_URL=http://127.0.0.1:8888`` to reuse a server you started by hand
+  (``make hindsight-start``) and skip the ~20 s start-up while iterating.
+- ``token_issuer``: a :class:`localdev.token_issuer.TokenIssuer` (``.discovery_url``, ``.issuer``,
+  ``.jwks_url``, ``.mint(user, tenant=..., ttl=..., ...)``).
+- ``hung_url`` (accepts, never answers), ``refused_url`` (nothing listening), ``failing_url``
+  (HTTP 503 to everything): ``http://127.0.0.1:<port>`` strings.
+
+When a test that used ``local_hindsight`` fails, the tail of the server log is attached to its report.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from localdev.faults import FailingServer, HungServer, RefusedPort
+from localdev.hindsight import LocalHindsight, LocalHindsightConfig
+from localdev.token_issuer import TokenIssuer
+
+ENV_TEST_URL = "LOCAL_HINDSIGHT_TEST_URL"
+_LOG_TAIL_LINES = 60
+
+
+@dataclass(frozen=True)
+class ExternalHindsight:
+    """A Hindsight someone else started (``LOCAL_HINDSIGHT_TEST_URL``): same attributes, nothing to stop."""
+
+    url: str
+    operator_key: str | None = None
+    llm_base_url: str | None = None
+    server_log: Path | None = None
+
+
+@pytest.fixture(scope="session")
+def local_hindsight() -> Iterator[LocalHindsight | ExternalHindsight]:
+    """A real local Hindsight for the whole session (started on first use)."""
+    external = os.environ.get(ENV_TEST_URL)
+    if external:
+        yield ExternalHindsight(url=external.rstrip("/"))
+        return
+    hindsight = LocalHindsight(LocalHindsightConfig.ephemeral())
+    hindsight.start()  # HindsightStartError carries the server log tail and a hint
+    try:
+        yield hindsight
+    finally:
+        hindsight.stop()
+        if os.environ.get("LOCAL_HINDSIGHT_KEEP_DATA"):
+            print(f"\nlocal Hindsight data kept in {hindsight.data_dir}")
+        else:
+            shutil.rmtree(hindsight.data_dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def token_issuer() -> Iterator[TokenIssuer]:
+    """A local OIDC issuer with an in-memory RSA key, serving discovery and JWKS on 127.0.0.1."""
+    with TokenIssuer() as issuer:
+        yield issuer
+
+
+@pytest.fixture(scope="session")
+def hung_url() -> Iterator[str]:
+    """``http://127.0.0.1:<port>`` of a TCP listener that accepts connections and never answers."""
+    with HungServer() as server:
+        yield server.url
+
+
+@pytest.fixture(scope="session")
+def refused_url() -> Iterator[str]:
+    """``http://127.0.0.1:<port>`` where nothing listens (connections are refused)."""
+    with RefusedPort() as port:
+        yield port.url
+
+
+@pytest.fixture(scope="session")
+def failing_url() -> Iterator[str]:
+    """``http://127.0.0.1:<port>`` of an HTTP server answering 503 to every request."""
+    with FailingServer() as server:
+        yield server.url
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Attach the local Hindsight's log tail to the report of a failed test that used it."""
+    report = yield
+    if report.failed and "local_hindsight" in getattr(item, "fixturenames", ()):
+        hindsight = getattr(item, "funcargs", {}).get("local_hindsight")
+        log = getattr(hindsight, "server_log", None)
+        if isinstance(log, Path) and log.exists():
+            tail = "\n".join(log.read_text(errors="replace").splitlines()[-_LOG_TAIL_LINES:])
+            report.sections.append(("local Hindsight server log (tail)", tail))
+    return report
