@@ -29,6 +29,7 @@ import contextlib
 import json
 import os
 import pwd
+import secrets
 import shutil
 import signal
 import socket
@@ -124,6 +125,11 @@ class LocalHindsightConfig:
     embeddings: EmbeddingsMode = EmbeddingsMode.LOCAL
     pg_os_user: str = DEFAULT_PG_OS_USER  # only used when running as root
     startup_timeout: float = 180.0  # seconds until /health must answer 200
+    # Per-user bank isolation (hindsight_isolation, issue 6) is loaded by default: a bank is served only to the
+    # holder of its owner's token (from this OIDC issuer) or of the operator key.
+    isolation: bool = True
+    issuer_discovery_url: str | None = None  # None: the local token issuer's default URL (localdev.token_issuer)
+    jwt_tenant_claim: str | None = None  # JWT claim holding the tenant; None: single-tenant bank ids
     extra_env: Mapping[str, str] = field(default_factory=dict)  # added last: extensions, overrides
 
     @classmethod
@@ -210,6 +216,8 @@ class LocalHindsight:
     ) -> None:
         self.config = config if config is not None else LocalHindsightConfig.from_env()
         self.operator_key = operator_key
+        if self.operator_key is None and self.config.isolation:
+            self.operator_key = self._load_or_create_operator_key()
         self.extra_env: dict[str, str] = dict(self.config.extra_env)
         self._log = log if log is not None else (lambda _msg: None)
         self._ports: dict[str, int] = {}
@@ -228,6 +236,23 @@ class LocalHindsight:
     @property
     def state_file(self) -> Path:
         return self.data_dir / _STATE_FILE
+
+    @property
+    def operator_key_file(self) -> Path:
+        """Where the generated operator key is kept (mode 0600), so a later ``start()`` or a CLI user can read it."""
+        return self.data_dir / "operator-key"
+
+    def _load_or_create_operator_key(self) -> str:
+        with contextlib.suppress(OSError):
+            key = self.operator_key_file.read_text().strip()
+            if key:
+                return key
+        key = secrets.token_urlsafe(32)
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.operator_key_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(key)
+        return key
 
     @property
     def server_log(self) -> Path:
@@ -540,10 +565,31 @@ class LocalHindsight:
         )
         env.update(self._llm_env())
         env.update(self._embeddings_env())
-        if self.operator_key:
+        if self.config.isolation:
+            env.update(self._isolation_env())
+        elif self.operator_key:
             env["HINDSIGHT_API_TENANT_EXTENSION"] = "hindsight_api.extensions.builtin.tenant:ApiKeyTenantExtension"
             env["HINDSIGHT_API_TENANT_API_KEY"] = self.operator_key
         env.update(self.extra_env)
+        return env
+
+    def _isolation_env(self) -> dict[str, str]:
+        """Load hindsight_isolation (from this repository) into the server, trusting the local token issuer."""
+        from hindsight_isolation.settings import server_env as isolation_env
+        from localdev.token_issuer import DEFAULT_PORT as ISSUER_PORT
+        from localdev.token_issuer import LOCAL_CLIENT_ID
+
+        discovery = (
+            self.config.issuer_discovery_url or f"http://127.0.0.1:{ISSUER_PORT}/.well-known/openid-configuration"
+        )
+        env = isolation_env(
+            discovery_url=discovery,
+            allowed_clients=(LOCAL_CLIENT_ID,),
+            tenant_claim=self.config.jwt_tenant_claim,
+            operator_key=self.operator_key,
+        )
+        sources = [str(REPO_ROOT), str(REPO_ROOT / "layers" / "memory_adapter" / "src")]
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [*sources, os.environ.get("PYTHONPATH")]))
         return env
 
     def _llm_env(self) -> dict[str, str]:
@@ -748,6 +794,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(err, file=sys.stderr)
             return 1
         print(f"Local Hindsight: {hs.url}  (stop with `make hindsight-stop`)")
+        if hs.config.isolation:
+            print(f"Per-user isolation is on: use tokens from the local issuer; operator key in {hs.operator_key_file}")
         return 0
     if args.command == "stop":
         if not hs.state_file.exists() and not hs._pg_running():

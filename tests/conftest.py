@@ -45,13 +45,18 @@ class ExternalHindsight:
 
 
 @pytest.fixture(scope="session")
-def local_hindsight() -> Iterator[LocalHindsight | ExternalHindsight]:
-    """A real local Hindsight for the whole session (started on first use)."""
+def local_hindsight(token_issuer: TokenIssuer) -> Iterator[LocalHindsight | ExternalHindsight]:
+    """A real local Hindsight for the whole session (started on first use).
+
+    It runs with per-user bank isolation (``hindsight_isolation``) trusting ``token_issuer``: send a token minted
+    there (``TurnContext(credential=...)``, or ``Hindsight(api_key=token)``) for a bank of that user's
+    (``format_bank_id``), or ``.operator_key`` to administer any bank.
+    """
     external = os.environ.get(ENV_TEST_URL)
     if external:
         yield ExternalHindsight(url=external.rstrip("/"))
         return
-    hindsight = LocalHindsight(LocalHindsightConfig.ephemeral())
+    hindsight = LocalHindsight(LocalHindsightConfig.ephemeral(issuer_discovery_url=token_issuer.discovery_url))
     hindsight.start()  # HindsightStartError carries the server log tail and a hint
     try:
         yield hindsight

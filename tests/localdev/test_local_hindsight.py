@@ -19,7 +19,8 @@ FACTS = {
 
 @pytest.fixture(scope="module")
 def client(local_hindsight) -> Iterator[Hindsight]:
-    hindsight = Hindsight(base_url=local_hindsight.url, timeout=120)
+    # The operator key: this test's bank is not a per-user bank (isolation lets only the operator reach it).
+    hindsight = Hindsight(base_url=local_hindsight.url, api_key=local_hindsight.operator_key, timeout=120)
     yield hindsight
     hindsight.close()  # type: ignore[no-untyped-call]
 
