@@ -9,6 +9,7 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV ?= .venv
 HS_VENV ?= .venv-hindsight
+CHECKOV_VENV ?= .venv-checkov
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 
@@ -47,6 +48,25 @@ node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund
 	@touch $@
 
+$(CHECKOV_VENV)/.installed: requirements-checkov.txt | check-python
+	@echo "==> Creating $(CHECKOV_VENV): checkov (its pins clash with boto3's, so it lives apart)"
+	$(PYTHON) -m venv $(CHECKOV_VENV)
+	$(CHECKOV_VENV)/bin/pip install --progress-bar off -r requirements-checkov.txt
+	@touch $@
+
+# The deployable artifacts (no Docker): agent bundle, memory_adapter layer, Hindsight isolation extension.
+BUILD_INPUTS := $(shell find runtime_handler hindsight_isolation layers/memory_adapter/src -name '*.py' -o -name 'requirements.txt' 2>/dev/null) \
+	layers/memory_adapter/pyproject.toml infra/build.py infra/build-constraints.txt
+build/.built: $(VENV)/.installed $(BUILD_INPUTS)
+	$(BIN)/python -m infra.build
+	@touch $@
+
+.PHONY: build synth checkov-venv
+checkov-venv: $(CHECKOV_VENV)/.installed ## Create checkov's own virtualenv
+build: build/.built ## Build the agent bundle, the layer and the Hindsight extension (Linux arm64, no Docker)
+synth: venv node build ## Synthesize every stack into cdk.out/ (offline, no AWS credentials)
+	AWS_EC2_METADATA_DISABLED=true npx --no-install cdk synth --quiet $(CDK_ARGS)
+
 .PHONY: venv hindsight-venv node setup
 venv: $(VENV)/.installed ## Create the project virtualenv
 hindsight-venv: $(HS_VENV)/.installed ## Create the local Hindsight server's virtualenv
@@ -65,7 +85,7 @@ format: venv ## Apply ruff's formatting and safe fixes
 	$(BIN)/ruff format $(PY_SOURCES)
 
 .PHONY: test
-test: setup lint ## Run every test (unit, integration against a real local Hindsight, infra)
+test: setup lint build checkov-venv ## Run every test (unit, integration against a real local Hindsight, infra)
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 .PHONY: local
@@ -86,4 +106,4 @@ clean: ## Remove build outputs (keeps the virtualenvs)
 
 .PHONY: distclean
 distclean: clean ## Remove build outputs, virtualenvs and node_modules
-	rm -rf $(VENV) $(HS_VENV) node_modules .local
+	rm -rf $(VENV) $(HS_VENV) $(CHECKOV_VENV) node_modules .local

@@ -51,7 +51,7 @@ class AgentRuntime(Construct):
             self,
             "SecurityGroup",
             vpc=network.vpc,
-            description="Agent: to Hindsight's load balancer and AWS endpoints only",
+            description="Agent: to the Hindsight load balancer and AWS endpoints only",
             allow_all_outbound=False,
         )
         # The VPC has no egress; 443 reaches the VPC endpoints (Bedrock, Secrets Manager, logs, traces).

@@ -102,7 +102,7 @@ class Identity(Construct):
             self,
             "Mirror",
             description="Copies the token issuer's public signing keys into SSM for workloads without egress",
-            runtime=lambda_.Runtime.PYTHON_3_12,
+            runtime=lambda_.Runtime.PYTHON_3_14,
             architecture=lambda_.Architecture.ARM_64,
             handler="index.handler",
             code=lambda_.Code.from_asset(str(FUNCTIONS_DIR / "jwks_mirror")),

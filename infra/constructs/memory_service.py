@@ -46,8 +46,8 @@ WORKER_HTTP_PORT = 8889
 #: Assembles the database URL from the secret's fields inside the container, so it never appears in the task
 #: definition, the template or a log line (no ``set -x``), then hands over to the image's own start command.
 _DATABASE_URL = (
-    'export HINDSIGHT_API_DATABASE_URL="postgresql://${DB_USERNAME}:${DB_PASSWORD}@${DB_HOST}:${DB_PORT}/'
-    '${DB_NAME}?sslmode=require"; unset DB_PASSWORD; '
+    'export HINDSIGHT_API_DATABASE_URL="postgresql://$DB_USERNAME:$DB_PASSWORD@$DB_HOST:$DB_PORT/'
+    '$DB_NAME?sslmode=require"; unset DB_PASSWORD; '
 )
 API_COMMAND = "set -eu; " + _DATABASE_URL + "exec /app/start-all.sh"
 WORKER_COMMAND = "set -eu; " + _DATABASE_URL + f"exec /app/api/.venv/bin/hindsight-worker --http-port {WORKER_HTTP_PORT}"
@@ -466,7 +466,7 @@ class MemoryService(Construct):
             self,
             "RedeployOnRotation",
             description="Restarts the Hindsight services after their database secret rotated",
-            runtime=lambda_.Runtime.PYTHON_3_12,
+            runtime=lambda_.Runtime.PYTHON_3_14,
             architecture=lambda_.Architecture.ARM_64,
             handler="index.handler",
             code=lambda_.Code.from_asset(str(FUNCTIONS_DIR / "redeploy_on_rotation")),

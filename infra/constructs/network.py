@@ -102,7 +102,10 @@ class Network(Construct):
             description="VPC interface endpoints: HTTPS from inside the VPC only",
             allow_all_outbound=False,
         )
-        sg.add_ingress_rule(ec2.Peer.ipv4(self.vpc.vpc_cidr_block), ec2.Port.tcp(443), "HTTPS from the VPC")
+        # The configured CIDR, not the VPC's token, so the rule is checkable at synth (and equal by construction).
+        cidr = self.config.cidr if self.config.mode is VpcMode.CREATE else self.config.vpc_cidr
+        assert cidr is not None
+        sg.add_ingress_rule(ec2.Peer.ipv4(cidr), ec2.Port.tcp(443), "HTTPS from the VPC")
         self.endpoint_security_group = sg
         services = dict(INTERFACE_ENDPOINTS)
         if auth_mode is AuthMode.COGNITO:
@@ -111,5 +114,6 @@ class Network(Construct):
             services["CognitoIdp"] = ec2.InterfaceVpcEndpointAwsService.COGNITO_IDP
         for name, service in services.items():
             self.vpc.add_interface_endpoint(
-                name, service=service, subnets=self.subnets, security_groups=[sg], private_dns_enabled=True
+                name, service=service, subnets=self.subnets, security_groups=[sg], private_dns_enabled=True,
+                open=False,  # the group above already admits 443 from the VPC, and nothing else
             )

@@ -1,0 +1,204 @@
+"""Build the deployable artifacts locally, without Docker: ``python -m infra.build [agent|layer|extension|all]``.
+
+* ``build/agent/``: the AgentCore direct-code bundle: ``main.py`` (runs ``python -m runtime_handler``), the
+  ``runtime_handler`` and ``memory_adapter`` sources and Linux arm64 CPython 3.12 wheels of every dependency.
+* ``build/layer/python/``: the Lambda layer: ``memory_adapter`` and its dependencies for arm64, Python 3.12.
+* ``build/hindsight_ext.zip``: ``hindsight_isolation`` + ``memory_adapter`` sources (no dependencies: the stock
+  Hindsight image has PyJWT, cryptography and boto3), unpacked into the Hindsight tasks by their init container.
+
+Everything is resolved in one pip run per artifact with ``build-constraints.txt`` (hindsight-client accepts
+python-dateutil 4.x while botocore needs <3: one resolver pass with the constraint keeps both satisfied). Bytecode is
+compiled by the target interpreter (``--invalidation-mode unchecked-hash``: zip timestamps are normalised, so
+mtime-based ``.pyc`` would be ignored). Size budgets are checked here and by ``tests/infra``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tomllib
+import zipfile
+from collections.abc import Sequence
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BUILD = ROOT / "build"
+AGENT_DIR = BUILD / "agent"
+LAYER_DIR = BUILD / "layer"
+EXTENSION_ZIP = BUILD / "hindsight_ext.zip"
+CONSTRAINTS = Path(__file__).resolve().parent / "build-constraints.txt"
+ADAPTER_SRC = ROOT / "layers" / "memory_adapter" / "src" / "memory_adapter"
+ADAPTER_PYPROJECT = ROOT / "layers" / "memory_adapter" / "pyproject.toml"
+AGENT_REQUIREMENTS = ROOT / "runtime_handler" / "requirements.txt"
+
+TARGET_PLATFORM = "manylinux2014_aarch64"
+TARGET_PYTHON = "3.12"  # AgentCore PYTHON_3_12 and the layer's lowest runtime
+EXTENSION_PYTHON = "3.11"  # the stock Hindsight image's interpreter
+
+#: Unzipped size budgets in MiB (AgentCore and Lambda limits are far higher: these catch dependency creep).
+AGENT_BUDGET_MIB = 120
+LAYER_BUDGET_MIB = 60
+EXTENSION_BUDGET_KIB = 512
+
+#: The agent's shim entry point: AgentCore runs ``python main.py`` from the bundle root.
+AGENT_MAIN = '"""AgentCore entry point: run the runtime_handler package as ``python -m runtime_handler`` would."""\n' \
+    "import runpy\n\nrunpy.run_module(\"runtime_handler\", run_name=\"__main__\", alter_sys=True)\n"
+
+_SKIP = {"__pycache__", ".mypy_cache", ".pytest_cache"}
+_FIXED_ZIP_TIME = (2020, 1, 1, 0, 0, 0)
+
+
+class BuildError(RuntimeError):
+    """An artifact could not be built or is over budget."""
+
+
+def tree_size(path: Path) -> int:
+    """Total bytes of the regular files under path."""
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def _pip_install(target: Path, requirements: Sequence[str]) -> None:
+    command = [
+        sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile",
+        "--target", str(target), "--platform", TARGET_PLATFORM, "--implementation", "cp",
+        "--python-version", TARGET_PYTHON, "--only-binary=:all:", "--upgrade", "-c", str(CONSTRAINTS),
+        *requirements,
+    ]
+    subprocess.run(command, check=True)  # noqa: S603 (fixed argv, our own interpreter)
+
+
+def _copy_package(source: Path, destination: Path) -> None:
+    shutil.copytree(source, destination, ignore=shutil.ignore_patterns(*_SKIP, "*.pyc"), dirs_exist_ok=True)
+
+
+def find_interpreter(python_version: str) -> str | None:
+    """A working ``python<version>`` (PATH, then pyenv's versions), or None."""
+    candidates = [shutil.which(f"python{python_version}")]
+    candidates += [str(p) for p in sorted(Path.home().glob(f".pyenv/versions/{python_version}*/bin/python{python_version}"))]
+    for candidate in filter(None, candidates):
+        probe = subprocess.run([candidate, "-c", "pass"], capture_output=True, check=False)  # noqa: S603
+        if probe.returncode == 0:
+            return candidate
+    return None
+
+
+def _compile(path: Path, python_version: str) -> bool:
+    """Compile .pyc with the target interpreter if one is installed; return whether it was."""
+    interpreter = find_interpreter(python_version)
+    if interpreter is None:
+        print(f"note: python{python_version} not found; shipping sources without .pyc", file=sys.stderr)
+        return False
+    subprocess.run(  # noqa: S603 (fixed argv)
+        [interpreter, "-m", "compileall", "-q", "-j", "0", "--invalidation-mode", "unchecked-hash", str(path)],
+        check=True,
+        env={**os.environ, "PYTHONDONTWRITEBYTECODE": ""},
+    )
+    return True
+
+
+def _prune(path: Path) -> None:
+    """Drop what never runs in the target: tests, type stubs' caches, bundled pip metadata RECORD churn."""
+    for pattern in ("**/tests", "**/__pycache__/*.cpython-3[0-9][0-9]*.opt-*.pyc"):
+        for p in path.glob(pattern):
+            if p.is_dir() and p.parent.name not in ("python",):
+                shutil.rmtree(p, ignore_errors=True)
+    for p in path.rglob("bin"):
+        if p.is_dir() and p.parent == path:
+            shutil.rmtree(p)
+
+
+def _check_budget(name: str, path: Path, budget_bytes: int) -> int:
+    size = tree_size(path) if path.is_dir() else path.stat().st_size
+    if size > budget_bytes:
+        raise BuildError(f"{name} is {size / 2**20:.1f} MiB, over its budget of {budget_bytes / 2**20:.1f} MiB")
+    return size
+
+
+def agent_requirements() -> list[str]:
+    """``-r runtime_handler/requirements.txt``; memory_adapter itself is copied as source."""
+    if not AGENT_REQUIREMENTS.exists():
+        raise BuildError(f"{AGENT_REQUIREMENTS.relative_to(ROOT)} is missing")
+    return ["-r", str(AGENT_REQUIREMENTS)]
+
+
+def adapter_dependencies() -> list[str]:
+    """memory_adapter's declared runtime dependencies (its pyproject is the one source)."""
+    project = tomllib.loads(ADAPTER_PYPROJECT.read_text())["project"]
+    return list(project.get("dependencies", []))
+
+
+def build_agent() -> int:
+    """Build ``build/agent`` and return its size in bytes."""
+    shutil.rmtree(AGENT_DIR, ignore_errors=True)
+    AGENT_DIR.mkdir(parents=True)
+    _pip_install(AGENT_DIR, [*agent_requirements(), *adapter_dependencies()])
+    _copy_package(ROOT / "runtime_handler", AGENT_DIR / "runtime_handler")
+    _copy_package(ADAPTER_SRC, AGENT_DIR / "memory_adapter")
+    (AGENT_DIR / "runtime_handler" / "requirements.txt").unlink(missing_ok=True)
+    (AGENT_DIR / "main.py").write_text(AGENT_MAIN)
+    _prune(AGENT_DIR)
+    _compile(AGENT_DIR, TARGET_PYTHON)
+    return _check_budget("agent bundle", AGENT_DIR, AGENT_BUDGET_MIB * 2**20)
+
+
+def build_layer() -> int:
+    """Build ``build/layer/python`` and return its size in bytes."""
+    shutil.rmtree(LAYER_DIR, ignore_errors=True)
+    target = LAYER_DIR / "python"
+    target.mkdir(parents=True)
+    _pip_install(target, adapter_dependencies())
+    _copy_package(ADAPTER_SRC, target / "memory_adapter")
+    _prune(target)
+    _compile(target, TARGET_PYTHON)
+    return _check_budget("layer", LAYER_DIR, LAYER_BUDGET_MIB * 2**20)
+
+
+def build_extension() -> int:
+    """Build ``build/hindsight_ext.zip`` deterministically (same sources, same bytes, same asset hash)."""
+    BUILD.mkdir(exist_ok=True)
+    sources = {
+        "hindsight_isolation": ROOT / "hindsight_isolation",
+        "memory_adapter": ADAPTER_SRC,
+    }
+    files: list[tuple[str, Path]] = []
+    for name, source in sources.items():
+        for path in sorted(source.rglob("*.py")):
+            if not _SKIP & set(path.relative_to(source).parts):
+                files.append((f"{name}/{path.relative_to(source).as_posix()}", path))
+    with zipfile.ZipFile(EXTENSION_ZIP, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for arcname, path in files:
+            info = zipfile.ZipInfo(arcname, date_time=_FIXED_ZIP_TIME)
+            info.external_attr = 0o644 << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, path.read_bytes())
+    return _check_budget("isolation extension", EXTENSION_ZIP, EXTENSION_BUDGET_KIB * 1024)
+
+
+def sha256(path: Path) -> str:
+    """Hex digest of a file (the init container checks the extension zip against it)."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def main(argv: Sequence[str]) -> int:
+    """Build the named artifacts (default: all) and print their sizes."""
+    builders = {"agent": build_agent, "layer": build_layer, "extension": build_extension}
+    names = list(argv) or list(builders)
+    unknown = [n for n in names if n not in builders]
+    if unknown:
+        print(f"usage: python -m infra.build [{'|'.join(builders)}] ...", file=sys.stderr)
+        return 2
+    try:
+        for name in names:
+            size = builders[name]()
+            print(f"{name}: {size / 2**20:.2f} MiB")
+    except BuildError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
