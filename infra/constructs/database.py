@@ -122,6 +122,7 @@ class VectorDatabase(Construct):
             parameters={"rds.force_ssl": "1", "log_connections": "1", "log_disconnections": "1"},
         )
         del common["vpc"], common["vpc_subnets"], common["storage_encryption_key"]
+        common["cloudwatch_logs_exports"] = ["postgresql"]  # Aurora has no "upgrade" log
         readers = (
             [rds.ClusterInstance.serverless_v2("Reader", scale_with_writer=True, enable_performance_insights=True)]
             if config.multi_az

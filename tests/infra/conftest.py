@@ -1,0 +1,124 @@
+"""Synthesize each configuration variant once per session (one jsii process), with both cdk-nag packs applied."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+os.environ.setdefault("CDK_DISABLE_VERSION_CHECK", "true")
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILD = ROOT / "build"
+FIXTURES = ROOT / "tests" / "fixtures" / "asset"
+
+#: Configuration variants: every VPC mode and every auth mode is covered, plus the alternative engines/sources.
+VARIANTS: dict[str, dict[str, str]] = {
+    "default": {},
+    "jwt-import": {
+        "env": "prod",
+        "network.mode": "import",
+        "network.vpc_id": "vpc-0123456789abcdef0",
+        "network.vpc_cidr": "10.20.0.0/16",
+        "network.subnet_ids": "subnet-0aaaaaaaaaaaaaaa1,subnet-0bbbbbbbbbbbbbbb2",
+        "network.availability_zones": "us-east-1a,us-east-1b",
+        "network.route_table_ids": "rtb-0aaaaaaaaaaaaaaa1,rtb-0bbbbbbbbbbbbbbb2",
+        "auth.mode": "jwt",
+        "auth.discovery_url": "https://login.example.com/tenant-1/.well-known/openid-configuration",
+        "auth.allowed_audience": "api://memory-agent",
+        "auth.tenant_claim": "tid",
+        "hindsight.image_source": "ecr",
+        "hindsight.ecr_repository_arn": "arn:aws:ecr:us-east-1:111122223333:repository/mirror/hindsight-api",
+        "hindsight.certificate_arn": "arn:aws:acm:us-east-1:111122223333:certificate/abcd-1234",
+        "hindsight.domain_name": "memory.internal.example.com",
+    },
+    "iam-aurora": {
+        "auth.mode": "iam",
+        "auth.tenant_id": "acme",
+        "database.engine": "aurora-serverless",
+        "hindsight.image_source": "registry",
+        "hindsight.llm_provider": "openai",
+        "hindsight.llm_model": "gpt-4o-mini",
+        "hindsight.llm_base_url": "https://llm.example.com/v1",
+    },
+}
+
+
+def asset_overrides() -> dict[str, str]:
+    """The real build when it exists (``make test`` builds it first), else the small fixtures."""
+    agent = BUILD / "agent"
+    layer = BUILD / "layer"
+    extension = BUILD / "hindsight_ext.zip"
+    if agent.is_dir() and layer.is_dir() and extension.is_file():
+        return {"agent.bundle_path": str(agent), "layer.path": str(layer), "hindsight.extension_path": str(extension)}
+    return {
+        "agent.bundle_path": str(FIXTURES / "agent"),
+        "layer.path": str(FIXTURES / "layer"),
+        "hindsight.extension_path": str(FIXTURES / "hindsight_ext.zip"),
+    }
+
+
+@dataclass
+class Synth:
+    """One synthesized configuration."""
+
+    config: Any
+    stacks: Any
+    outdir: Path
+    templates: dict[str, dict[str, Any]]
+    nag_report: dict[str, Any] | None
+    nag_error: str | None
+
+    def template(self, suffix: str) -> dict[str, Any]:
+        """The template of the stack whose name ends with suffix (e.g. ``-Agent``)."""
+        (name,) = [n for n in self.templates if n.endswith(suffix)]
+        return self.templates[name]
+
+
+def synthesize(outdir: Path, overrides: dict[str, str], *, nag: bool = True) -> Synth:
+    """Build the app exactly as app.py does (config, stacks, acknowledgements, nag packs) and synthesize it."""
+    from aws_cdk import App, Validations
+    from cdk_nag import AwsSolutionsChecks, NIST80053R5Checks
+
+    from infra.app_builder import build_stacks
+    from infra.config import context_from_cdk_json, load_config
+    from infra.nag import acknowledge_findings
+
+    app = App(context=context_from_cdk_json(**asset_overrides(), **overrides), outdir=str(outdir))
+    config = load_config(app.node)
+    stacks = build_stacks(app, config)
+    acknowledge_findings(stacks, config)
+    if nag:
+        Validations.of(app).add_plugins(AwsSolutionsChecks(app), NIST80053R5Checks(app))
+    error = None
+    try:
+        app.synth()
+    except RuntimeError as exc:  # cdk-nag findings fail synthesis; the report says which
+        error = str(exc)
+    templates = {
+        p.name.removesuffix(".template.json"): json.loads(p.read_text()) for p in outdir.glob("*.template.json")
+    }
+    report_path = outdir / "validation-report.json"
+    report = json.loads(report_path.read_text()) if report_path.exists() else None
+    return Synth(config=config, stacks=stacks, outdir=outdir, templates=templates, nag_report=report, nag_error=error)
+
+
+@pytest.fixture(scope="session")
+def synths(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Synth]:
+    """Every variant, synthesized once."""
+    return {name: synthesize(tmp_path_factory.mktemp(f"cdk-{name}"), overrides) for name, overrides in VARIANTS.items()}
+
+
+@pytest.fixture(scope="session")
+def default(synths: dict[str, Synth]) -> Synth:
+    return synths["default"]
+
+
+def resources(template: dict[str, Any], type_name: str) -> dict[str, dict[str, Any]]:
+    """Logical id -> resource, for one CloudFormation type."""
+    return {k: v for k, v in template["Resources"].items() if v["Type"] == type_name}

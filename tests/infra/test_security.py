@@ -1,0 +1,407 @@
+"""Every security property of the stacks, asserted on the synthesized templates of every variant."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from aws_cdk.assertions import Match, Template
+
+from tests.infra.conftest import VARIANTS, Synth, resources
+
+ALL = list(VARIANTS)
+
+
+def _text(obj: object) -> str:
+    return json.dumps(obj, sort_keys=True)
+
+
+# -- cdk-nag ------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variant", ALL)
+def test_cdk_nag_has_no_unacknowledged_findings(synths: dict[str, Synth], variant: str) -> None:
+    synth = synths[variant]
+    violations = [
+        (v["ruleName"], c["constructPath"])
+        for plugin in (synth.nag_report or {}).get("pluginReports", [])
+        for v in plugin["violations"]
+        for c in v["violatingConstructs"]
+    ]
+    assert synth.nag_error is None, violations
+    assert violations == []
+
+
+@pytest.mark.parametrize("variant", ALL)
+def test_every_acknowledgement_names_its_resource_and_a_reason(synths: dict[str, Synth], variant: str) -> None:
+    from infra import nag
+
+    recorded: list[tuple[str, str]] = []
+    original = nag._ack
+
+    def spy(scope, rule, reason):  # type: ignore[no-untyped-def]
+        recorded.append((scope.node.path, reason))
+        original(scope, rule, reason)
+
+    nag._ack = spy  # type: ignore[assignment]
+    try:
+        synth = synths[variant]
+        nag.acknowledge_findings(synth.stacks, synth.config)
+    finally:
+        nag._ack = original  # type: ignore[assignment]
+    assert recorded
+    for path, reason in recorded:
+        assert "/" in path
+        assert len(reason) >= 40, (path, reason)
+
+
+# -- network ------------------------------------------------------------------------------------------------------
+
+
+def test_created_vpc_has_no_internet_path_and_pins_az_ids(default: Synth) -> None:
+    t = default.template("-Network")
+    for banned in ("AWS::EC2::InternetGateway", "AWS::EC2::NatGateway", "AWS::EC2::EIP", "AWS::EC2::EgressOnlyInternetGateway"):
+        assert resources(t, banned) == {}
+    subnets = resources(t, "AWS::EC2::Subnet")
+    assert sorted(s["Properties"]["AvailabilityZoneId"] for s in subnets.values()) == ["use1-az1", "use1-az2"]
+    assert all("AvailabilityZone" not in s["Properties"] for s in subnets.values())
+    assert all(s["Properties"]["MapPublicIpOnLaunch"] is False for s in subnets.values())
+    assert len(resources(t, "AWS::EC2::FlowLog")) == 1
+
+
+@pytest.mark.parametrize("variant", ALL)
+def test_aws_apis_are_reached_through_endpoints(synths: dict[str, Synth], variant: str) -> None:
+    t = synths[variant].template("-Network")
+    names = {_text(e["Properties"]["ServiceName"]) for e in resources(t, "AWS::EC2::VPCEndpoint").values()}
+    joined = " ".join(names)
+    for service in ("ecr.api", "ecr.dkr", ".logs", "secretsmanager", ".kms", ".sts", ".ssm", "bedrock-runtime", ".s3"):
+        assert service in joined, service
+    assert ("cognito-idp" in joined) == (synths[variant].config.auth.mode.value == "cognito")
+    interface = [e for e in resources(t, "AWS::EC2::VPCEndpoint").values() if e["Properties"].get("VpcEndpointType") == "Interface"]
+    assert all(e["Properties"]["PrivateDnsEnabled"] is True for e in interface)
+
+
+@pytest.mark.parametrize("variant", ALL)
+def test_endpoint_group_admits_only_https_from_the_vpc(synths: dict[str, Synth], variant: str) -> None:
+    synth = synths[variant]
+    t = synth.template("-Network")
+    (sg,) = [v for k, v in resources(t, "AWS::EC2::SecurityGroup").items() if k.startswith("NetworkEndpointSecurityGroup")]
+    (rule,) = sg["Properties"]["SecurityGroupIngress"]
+    expected = synth.config.network.cidr if synth.config.network.mode.value == "create" else synth.config.network.vpc_cidr
+    assert (rule["CidrIp"], rule["FromPort"], rule["ToPort"], rule["IpProtocol"]) == (expected, 443, 443, "tcp")
+
+
+def test_imported_vpc_is_not_looked_up(synths: dict[str, Synth]) -> None:
+    synth = synths["jwt-import"]
+    assert resources(synth.template("-Network"), "AWS::EC2::VPC") == {}
+    manifest = json.loads((synth.outdir / "manifest.json").read_text())
+    assert "missing" not in manifest  # no context lookups: synthesis stays offline
+    assert "subnet-0aaaaaaaaaaaaaaa1" in _text(synth.template("-MemoryService"))
+
+
+@pytest.mark.parametrize("variant", ALL)
+def test_security_groups_allow_only_what_flows(synths: dict[str, Synth], variant: str) -> None:
+    synth = synths[variant]
+    memory = synth.template("-MemoryService")
+    agent = synth.template("-Agent")
+    db_port = synth.config.database.port
+    # Hindsight tasks -> database port, written in the service stack.
+    db_rules = [r["Properties"] for r in resources(memory, "AWS::EC2::SecurityGroupIngress").values()
+                if r["Properties"]["FromPort"] == db_port]
+    assert len(db_rules) == 1 and db_rules[0]["ToPort"] == db_port
+    # Agent -> load balancer listener port only.
+    listener_port = 443 if synth.config.hindsight.certificate_arn else 80
+    agent_rules = [r["Properties"] for r in resources(agent, "AWS::EC2::SecurityGroupIngress").values()]
+    assert [(r["FromPort"], r["ToPort"]) for r in agent_rules] == [(listener_port, listener_port)]
+    # Load balancer -> tasks on Hindsight's port only.
+    hs_port = synth.config.hindsight.port
+    task_rules = [r["Properties"] for r in resources(memory, "AWS::EC2::SecurityGroupIngress").values()
+                  if r["Properties"]["FromPort"] == hs_port]
+    assert len(task_rules) == 1
+    # No group anywhere admits the internet.
+    for template in synth.templates.values():
+        for sg in resources(template, "AWS::EC2::SecurityGroup").values():
+            for rule in sg["Properties"].get("SecurityGroupIngress", []):
+                assert rule.get("CidrIp") != "0.0.0.0/0"
+        for rule in resources(template, "AWS::EC2::SecurityGroupIngress").values():
+            assert rule["Properties"].get("CidrIp") != "0.0.0.0/0"
+    # Egress to anywhere is HTTPS only (AWS endpoints; no egress path exists in the default VPC).
+    for template in (memory, agent):
+        for sg in resources(template, "AWS::EC2::SecurityGroup").values():
+            for rule in sg["Properties"].get("SecurityGroupEgress", []):
+                if rule.get("CidrIp") == "0.0.0.0/0":
+                    assert (rule["IpProtocol"], rule["FromPort"], rule["ToPort"]) == ("tcp", 443, 443)
+
+
+# -- data ---------------------------------------------------------------------------------------------------------
+
+
+def test_database_is_encrypted_tls_only_backed_up_and_protected(default: Synth) -> None:
+    t = Template.from_json(default.template("-Data"))
+    t.has_resource_properties("AWS::RDS::DBInstance", {
+        "Engine": "postgres",
+        "EngineVersion": Match.string_like_regexp(r"^17\.\d+$"),
+        "StorageEncrypted": True,
+        "KmsKeyId": Match.any_value(),
+        "DeletionProtection": True,
+        "BackupRetentionPeriod": 7,
+        "EnableCloudwatchLogsExports": ["postgresql", "upgrade"],
+        "EnablePerformanceInsights": True,
+        "PerformanceInsightsKMSKeyId": Match.any_value(),
+        "PubliclyAccessible": False,
+        "AutoMinorVersionUpgrade": False,
+        "MultiAZ": False,  # dev overlay
+    })
+    t.has_resource("AWS::RDS::DBInstance", {"DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain"})
+    t.has_resource_properties("AWS::RDS::DBParameterGroup", {"Parameters": Match.object_like({"rds.force_ssl": "1"})})
+    t.has_resource_properties("AWS::KMS::Key", {"EnableKeyRotation": True})
+
+
+def test_database_credentials_have_no_punctuation_and_rotate(default: Synth) -> None:
+    t = Template.from_json(default.template("-Data"))
+    t.has_resource_properties("AWS::SecretsManager::Secret", {
+        "GenerateSecretString": Match.object_like({"ExcludeCharacters": Match.string_like_regexp(r"%.*@|@.*%")}),
+        "KmsKeyId": Match.any_value(),
+    })
+    secret = next(iter(resources(default.template("-Data"), "AWS::SecretsManager::Secret").values()))
+    excluded = secret["Properties"]["GenerateSecretString"]["ExcludeCharacters"]
+    assert set("%@:/?#&'\"`\\ ") <= set(excluded)
+    t.has_resource_properties("AWS::SecretsManager::RotationSchedule", {
+        "RotationRules": {"ScheduleExpression": "rate(30 days)"},
+    })
+
+
+def test_prod_overlay_makes_the_database_multi_az(synths: dict[str, Synth]) -> None:
+    t = Template.from_json(synths["jwt-import"].template("-Data"))
+    t.has_resource_properties("AWS::RDS::DBInstance", {"MultiAZ": True, "BackupRetentionPeriod": 30})
+
+
+def test_aurora_serverless_variant(synths: dict[str, Synth]) -> None:
+    t = Template.from_json(synths["iam-aurora"].template("-Data"))
+    t.has_resource_properties("AWS::RDS::DBCluster", {
+        "Engine": "aurora-postgresql",
+        "StorageEncrypted": True,
+        "DeletionProtection": True,
+        "ServerlessV2ScalingConfiguration": {"MinCapacity": 0.5, "MaxCapacity": 4},
+    })
+    t.resource_count_is("AWS::RDS::DBInstance", 1)  # the serverless writer (dev: no reader)
+
+
+# -- memory service -------------------------------------------------------------------------------------------------
+
+
+def _containers(template: dict, task_prefix: str) -> dict[str, dict]:
+    (task,) = [v for k, v in resources(template, "AWS::ECS::TaskDefinition").items() if k.startswith(task_prefix)]
+    assert task["Properties"]["RuntimePlatform"] == {"CpuArchitecture": "ARM64", "OperatingSystemFamily": "LINUX"}
+    return {c["Name"]: c for c in task["Properties"]["ContainerDefinitions"]}
+
+
+@pytest.mark.parametrize("variant", ALL)
+def test_hindsight_tasks_are_non_root_read_only_and_load_the_extension(synths: dict[str, Synth], variant: str) -> None:
+    t = synths[variant].template("-MemoryService")
+    for prefix in ("MemoryApiTask", "MemoryWorker1Task"):
+        containers = _containers(t, prefix)
+        init, main = containers["InstallExtension"], containers["Hindsight"]
+        for c in (init, main):
+            assert c["User"] == "1000:1000"
+            assert c["ReadonlyRootFilesystem"] is True
+        assert init["Essential"] is False
+        assert main["DependsOn"] == [{"ContainerName": "InstallExtension", "Condition": "SUCCESS"}]
+        ext_mounts = {m["ContainerPath"]: m["ReadOnly"] for m in main["MountPoints"]}
+        assert ext_mounts["/opt/hindsight-ext"] is True
+        env = {e["Name"]: e["Value"] for e in main["Environment"]}
+        assert env["PYTHONPATH"] == "/opt/hindsight-ext"
+        assert env["HINDSIGHT_API_TENANT_EXTENSION"] == "hindsight_isolation.tenant:IsolationTenantExtension"
+        assert env["HINDSIGHT_API_OPERATION_VALIDATOR_EXTENSION"] == (
+            "hindsight_isolation.validator:IsolationOperationValidator"
+        )
+        assert env["HINDSIGHT_API_MCP_ENABLED"] == "false"
+        assert "HINDSIGHT_API_MCP_AUTH_TOKEN" not in env
+        assert "HINDSIGHT_API_TENANT_API_KEY" not in env
+        assert "HINDSIGHT_API_DATABASE_URL" not in env
+        assert main["HealthCheck"]["StartPeriod"] >= 60
+        assert "/health/live" in " ".join(main["HealthCheck"]["Command"])
+
+
+@pytest.mark.parametrize("variant", ALL)
+def test_secrets_reach_hindsight_only_as_ecs_secrets(synths: dict[str, Synth], variant: str) -> None:
+    synth = synths[variant]
+    t = synth.template("-MemoryService")
+    main = _containers(t, "MemoryApiTask")["Hindsight"]
+    secret_names = {s["Name"] for s in main["Secrets"]}
+    assert {"DB_USERNAME", "DB_PASSWORD", "HINDSIGHT_API_TENANT_OPERATOR_KEY"} <= secret_names
+    jwt = synth.config.auth.mode.value != "iam"
+    assert ("HINDSIGHT_API_TENANT_JWT_STATIC_JWKS" in secret_names) == jwt
+    assert ("HINDSIGHT_API_TENANT_AGENT_KEY" in secret_names) == (not jwt)
+    # The database URL is assembled in the container from the secret's fields and never echoed.
+    command = main["Command"][0]
+    assert "HINDSIGHT_API_DATABASE_URL=" in command and "sslmode=require" in command
+    assert "set -x" not in command and "echo" not in command
+    # No generated secret value appears anywhere in any template.
+    for template in synth.templates.values():
+        for secret in resources(template, "AWS::SecretsManager::Secret").values():
+            assert "SecretString" not in secret["Properties"]
+
+
+@pytest.mark.parametrize("variant", ALL)
+def test_services_roll_back_and_workers_keep_stable_ids(synths: dict[str, Synth], variant: str) -> None:
+    t = synths[variant].template("-MemoryService")
+    services = resources(t, "AWS::ECS::Service")
+    for svc in services.values():
+        cfg = svc["Properties"]["DeploymentConfiguration"]
+        assert cfg["DeploymentCircuitBreaker"] == {"Enable": True, "Rollback": True}
+        assert svc["Properties"]["NetworkConfiguration"]["AwsvpcConfiguration"]["AssignPublicIp"] == "DISABLED"
+    workers = {k: v for k, v in services.items() if k.startswith("MemoryWorker")}
+    assert workers
+    for svc in workers.values():
+        assert svc["Properties"]["DesiredCount"] == 1
+        assert svc["Properties"]["DeploymentConfiguration"]["MaximumPercent"] == 100
+    worker_env = {e["Name"]: e["Value"] for e in _containers(t, "MemoryWorker1Task")["Hindsight"]["Environment"]}
+    assert worker_env["HINDSIGHT_API_WORKER_ID"] == "worker-1"
+    api_env = {e["Name"]: e["Value"] for e in _containers(t, "MemoryApiTask")["Hindsight"]["Environment"]}
+    assert api_env["HINDSIGHT_API_WORKER_ENABLED"] == "false"
+    (scaling,) = resources(t, "AWS::ApplicationAutoScaling::ScalableTarget").values()
+    assert scaling["Properties"]["MinCapacity"] >= 1
+
+
+def test_cluster_has_container_insights_and_logs_are_encrypted(default: Synth) -> None:
+    t = Template.from_json(default.template("-MemoryService"))
+    t.has_resource_properties("AWS::ECS::Cluster", {
+        "ClusterSettings": [{"Name": "containerInsights", "Value": Match.string_like_regexp("enabled|enhanced")}],
+    })
+    for template in default.templates.values():
+        for group in resources(template, "AWS::Logs::LogGroup").values():
+            assert "KmsKeyId" in group["Properties"] and "RetentionInDays" in group["Properties"]
+
+
+def test_load_balancer_is_internal_and_tls_when_configured(synths: dict[str, Synth]) -> None:
+    for variant, synth in synths.items():
+        t = synth.template("-MemoryService")
+        (alb,) = resources(t, "AWS::ElasticLoadBalancingV2::LoadBalancer").values()
+        assert alb["Properties"]["Scheme"] == "internal", variant
+        attrs = {a["Key"]: a["Value"] for a in alb["Properties"]["LoadBalancerAttributes"]}
+        assert attrs["routing.http.drop_invalid_header_fields.enabled"] == "true"
+        assert attrs["access_logs.s3.enabled"] == "true"
+        (listener,) = resources(t, "AWS::ElasticLoadBalancingV2::Listener").values()
+        if synth.config.hindsight.certificate_arn:
+            assert listener["Properties"]["Protocol"] == "HTTPS"
+            assert synth.stacks.memory.memory.url == "https://memory.internal.example.com"
+        else:
+            assert listener["Properties"]["Protocol"] == "HTTP"
+        (tg,) = resources(t, "AWS::ElasticLoadBalancingV2::TargetGroup").values()
+        assert tg["Properties"]["HealthCheckPath"] == "/health"
+
+
+def test_image_mirror_copies_the_pinned_arm64_image(default: Synth) -> None:
+    t = default.template("-MemoryService")
+    (copy,) = [r for r in t["Resources"].values() if r["Type"] == "Custom::CDKBucketDeployment" or "ECRDeployment" in r["Type"] or r["Type"].startswith("Custom::CDKECRDeployment")]
+    text = _text(copy["Properties"])
+    assert "ghcr.io/vectorize-io/hindsight-api:1.1.0-slim" in text and "arm64" in text
+    repo = next(iter(resources(t, "AWS::ECR::Repository").values()))
+    assert repo["Properties"]["ImageTagMutability"] == "IMMUTABLE"
+    assert repo["Properties"]["ImageScanningConfiguration"] == {"ScanOnPush": True}
+
+
+def test_the_operator_key_is_never_granted_to_the_agent(synths: dict[str, Synth]) -> None:
+    for synth in synths.values():
+        agent = _text(synth.template("-Agent"))
+        operator_id = next(k for k in resources(synth.template("-MemoryService"), "AWS::SecretsManager::Secret")
+                           if k.startswith("MemoryOperatorKey"))
+        assert operator_id not in agent
+        env = synth.stacks.agent.agent.environment
+        assert "HINDSIGHT_API_KEY" not in env
+
+
+# -- agent ----------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variant", ALL)
+def test_runtime_is_code_deployed_in_vpc_with_the_right_authorizer(synths: dict[str, Synth], variant: str) -> None:
+    synth = synths[variant]
+    t = synth.template("-Agent")
+    (runtime,) = resources(t, "AWS::BedrockAgentCore::Runtime").values()
+    props = runtime["Properties"]
+    code = props["AgentRuntimeArtifact"]["CodeConfiguration"]
+    assert code["Runtime"] == "PYTHON_3_12" and code["EntryPoint"] == ["main.py"]
+    assert props["NetworkConfiguration"]["NetworkMode"] == "VPC"
+    assert props["AgentRuntimeName"].replace("_", "").isalnum()
+    mode = synth.config.auth.mode.value
+    if mode == "iam":
+        assert "AuthorizerConfiguration" not in props
+        assert "RequestHeaderConfiguration" not in props
+    else:
+        jwt = props["AuthorizerConfiguration"]["CustomJWTAuthorizer"]
+        assert _text(jwt["DiscoveryUrl"]).endswith('/.well-known/openid-configuration"]]}') or jwt[
+            "DiscoveryUrl"
+        ].endswith("/.well-known/openid-configuration")
+        assert props["RequestHeaderConfiguration"]["RequestHeaderAllowlist"] == ["Authorization"]
+    assert len(resources(t, "AWS::BedrockAgentCore::RuntimeEndpoint")) == 1
+
+
+@pytest.mark.parametrize("variant", ALL)
+def test_agent_role_invokes_only_its_model(synths: dict[str, Synth], variant: str) -> None:
+    synth = synths[variant]
+    t = synth.template("-Agent")
+    statements = [s for p in resources(t, "AWS::IAM::Policy").values() for s in p["Properties"]["PolicyDocument"]["Statement"]]
+    bedrock = [s for s in statements if "bedrock:InvokeModel" in _text(s["Action"])]
+    assert len(bedrock) == 1
+    assert synth.config.agent.model_id in _text(bedrock[0]["Resource"])
+    assert "foundation-model/*" not in _text(bedrock[0]["Resource"])
+    for s in statements:
+        assert s["Action"] != "*" and "secretsmanager:*" not in _text(s["Action"])
+
+
+@pytest.mark.parametrize("variant", ALL)
+def test_agent_environment_is_exactly_what_settings_reads(synths: dict[str, Synth], variant: str) -> None:
+    from runtime_handler.settings import ALL_ENV_VARS, Settings
+
+    env = dict(synths[variant].stacks.agent.agent.environment)
+    ours = {k for k in env if not k.startswith("POWERTOOLS_")}
+    assert ours <= set(ALL_ENV_VARS), ours - set(ALL_ENV_VARS)
+    # Deploy-time tokens stand in for real values; the settings must accept the combination.
+    concrete = {k: ("arn:aws:secretsmanager:us-east-1:111122223333:secret:x" if k == "HINDSIGHT_API_KEY_SECRET_ARN"
+                    else "http://hindsight.internal" if k == "HINDSIGHT_API_URL"
+                    else "https://issuer.example.com/.well-known/openid-configuration" if k == "JWT_DISCOVERY_URL"
+                    else "client-1" if "${Token" in v else v) for k, v in env.items()}
+    settings = Settings.from_env(concrete)
+    assert settings.agent_name == synths[variant].config.agent.name
+
+
+def test_layer_is_arm64_and_published_to_ssm(default: Synth) -> None:
+    t = Template.from_json(default.template("-Agent"))
+    t.has_resource_properties("AWS::Lambda::LayerVersion", {
+        "CompatibleArchitectures": ["arm64"],
+        "CompatibleRuntimes": Match.array_with(["python3.12"]),
+    })
+    t.has_resource_properties("AWS::SSM::Parameter", {"Name": "/HindsightMemory/dev/memory-adapter-layer-arn"})
+    outputs = default.template("-Agent")["Outputs"]
+    assert any(k.startswith("MemoryAdapterLayerLayerArn") for k in outputs)
+    assert any(k.startswith("AgentRuntimeArn") for k in outputs)
+
+
+# -- identity -------------------------------------------------------------------------------------------------------
+
+
+def test_signing_keys_are_mirrored_for_a_vpc_without_egress(default: Synth) -> None:
+    t = default.template("-Identity")
+    (param,) = resources(t, "AWS::SSM::Parameter").values()
+    assert param["Properties"]["Tier"] == "Advanced"
+    functions = resources(t, "AWS::Lambda::Function")
+    mirror = next(f for k, f in functions.items() if k.startswith("IdentityMirror"))
+    assert "VpcConfig" not in mirror["Properties"]  # it must reach the issuer on the internet
+    rule = next(iter(resources(t, "AWS::Events::Rule").values()))
+    assert rule["Properties"]["ScheduleExpression"] == "rate(1 hour)"
+    assert resources(t, "Custom::Trigger")  # refreshed on every deploy; the deploy fails if the issuer is unusable
+    assert resources(t, "AWS::CloudWatch::Alarm")
+    pool = next(iter(resources(t, "AWS::Cognito::UserPool").values()))
+    assert pool["Properties"]["AdminCreateUserConfig"]["AllowAdminCreateUserOnly"] is True
+    client = next(iter(resources(t, "AWS::Cognito::UserPoolClient").values()))
+    assert client["Properties"]["GenerateSecret"] is False
+
+
+def test_iam_mode_has_no_identity_stack_and_a_scoped_agent_key(synths: dict[str, Synth]) -> None:
+    synth = synths["iam-aurora"]
+    assert synth.stacks.identity is None
+    env = synth.stacks.agent.agent.environment
+    assert env["AUTH_MODE"] == "iam" and env["TENANT_ID"] == "acme"
+    assert "HINDSIGHT_API_KEY_SECRET_ARN" in env
