@@ -12,9 +12,9 @@ from constructs import Construct
 from infra.config import PASSWORD_EXCLUDED_CHARACTERS, DatabaseConfig, DatabaseEngine
 from infra.constructs.network import Network
 
-#: Pinned minor versions (pgvector 0.8 on both); bump deliberately and run the isolation tests.
+#: Pinned minor versions (pgvector 0.8 on both; cfn-lint flags deprecated ones); bump deliberately and run the isolation tests.
 POSTGRES_VERSION = rds.PostgresEngineVersion.VER_17_6
-AURORA_POSTGRES_VERSION = rds.AuroraPostgresEngineVersion.VER_16_6
+AURORA_POSTGRES_VERSION = rds.AuroraPostgresEngineVersion.VER_17_7
 DATABASE_NAME = "hindsight"
 #: The master user: on RDS it holds rds_superuser, which Hindsight's migrations need for CREATE EXTENSION vector.
 MASTER_USERNAME = "hindsight"

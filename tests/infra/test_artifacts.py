@@ -1,0 +1,86 @@
+"""The built artifacts: Linux arm64 / CPython 3.12 wheels only, importable code, within their size budgets."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from infra import build
+
+_OK_PLATFORM = ("any", "manylinux2014_aarch64", "manylinux_2_17_aarch64", "manylinux_2_28_aarch64", "linux_aarch64")
+
+
+def _require(path: Path) -> Path:
+    if not path.exists():
+        pytest.skip(f"{path} is not built (make build)")
+    return path
+
+
+def _wheel_tags(root: Path) -> dict[str, list[str]]:
+    tags: dict[str, list[str]] = {}
+    for wheel in root.glob("*.dist-info/WHEEL"):
+        tags[wheel.parent.name] = [line.split(":", 1)[1].strip() for line in wheel.read_text().splitlines()
+                                   if line.startswith("Tag:")]
+    return tags
+
+
+def _assert_arm64_cp312(root: Path) -> None:
+    tags = _wheel_tags(root)
+    assert tags, f"no wheels in {root}"
+    for dist, dist_tags in tags.items():
+        assert any(
+            t.split("-")[0] in ("py3", "py2.py3", "cp312") or t.startswith(("cp312-", "cp38-abi3", "cp39-abi3", "cp310-abi3", "cp311-abi3"))
+            for t in dist_tags
+        ), (dist, dist_tags)
+        assert any(t.split("-")[2] in _OK_PLATFORM or "aarch64" in t.split("-")[2] for t in dist_tags), (dist, dist_tags)
+    for so in root.rglob("*.so"):
+        assert "x86_64" not in so.name and "cpython-311" not in so.name, so
+
+
+def test_agent_bundle_is_arm64_importable_and_within_budget() -> None:
+    root = _require(build.AGENT_DIR)
+    _assert_arm64_cp312(root)
+    assert (root / "main.py").read_text() == build.AGENT_MAIN
+    assert (root / "runtime_handler" / "__main__.py").exists()
+    assert (root / "memory_adapter" / "bank_ids.py").exists()
+    assert build.tree_size(root) <= build.AGENT_BUDGET_MIB * 2**20
+    assert list((root / "runtime_handler").rglob("*.cpython-312.pyc"))
+
+
+def test_layer_is_arm64_and_within_budget() -> None:
+    root = _require(build.LAYER_DIR / "python")
+    _assert_arm64_cp312(root)
+    assert (root / "memory_adapter" / "__init__.py").exists()
+    assert (root / "hindsight_client").is_dir()
+    assert build.tree_size(build.LAYER_DIR) <= build.LAYER_BUDGET_MIB * 2**20
+    dateutil = [d for d in root.glob("python_dateutil-*.dist-info")]
+    assert dateutil and dateutil[0].name.split("-")[1].startswith("2.")  # botocore-compatible
+
+
+def test_extension_zip_holds_only_our_sources_and_imports(tmp_path: Path) -> None:
+    archive = _require(build.EXTENSION_ZIP)
+    assert archive.stat().st_size <= build.EXTENSION_BUDGET_KIB * 1024
+    with zipfile.ZipFile(archive) as z:
+        names = z.namelist()
+        z.extractall(tmp_path)
+    assert {n.split("/")[0] for n in names} == {"hindsight_isolation", "memory_adapter"}
+    assert "memory_adapter/tokens.py" in names and "hindsight_isolation/tenant.py" in names
+    import subprocess
+    import sys
+
+    probe = "import hindsight_isolation.settings, memory_adapter.bank_ids, memory_adapter.tokens; print('ok')"
+    result = subprocess.run([sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(tmp_path)!r}); {probe}"],
+                            capture_output=True, text=True, check=False)
+    assert result.stdout.strip() == "ok", result.stderr
+
+
+def test_extension_zip_is_reproducible(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(build, "BUILD", tmp_path)
+    monkeypatch.setattr(build, "EXTENSION_ZIP", tmp_path / "a.zip")
+    build.build_extension()
+    first = build.sha256(tmp_path / "a.zip")
+    monkeypatch.setattr(build, "EXTENSION_ZIP", tmp_path / "b.zip")
+    build.build_extension()
+    assert build.sha256(tmp_path / "b.zip") == first
