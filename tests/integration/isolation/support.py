@@ -58,6 +58,12 @@ class Api:
         assert response.status_code == 200, response.text
         return [r["text"] for r in response.json()["results"]]
 
+    def listed(self, bank: str) -> list[str]:
+        """Every stored memory's text (no relevance ranking involved)."""
+        response = self.call("GET", f"/v1/default/banks/{bank}/memories/list", params={"limit": 1000})
+        assert response.status_code == 200, response.text
+        return [item["text"] for item in response.json()["items"]]
+
     def bank_ids(self) -> list[str]:
         response = self.call("GET", "/v1/default/banks", params={"limit": 1000})
         assert response.status_code == 200, response.text
