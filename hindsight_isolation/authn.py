@@ -57,7 +57,9 @@ class Authenticator:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._settings = settings
-        self._verifier = verifier or JwtVerifier(JwtVerifierConfig(**settings.verifier))
+        if verifier is None and settings.verifier:
+            verifier = JwtVerifier(JwtVerifierConfig(**settings.verifier))
+        self._verifier = verifier
         self._clock = clock
         self._operator = _digest(settings.operator_key) if settings.operator_key else None
         self._agent = _digest(settings.agent_key) if settings.agent_key else None
@@ -75,8 +77,8 @@ class Authenticator:
         self._lock = threading.Lock()
 
     @property
-    def verifier(self) -> JwtVerifier:
-        """The JWT verifier (exposed so start-up can prefetch the issuer's keys)."""
+    def verifier(self) -> JwtVerifier | None:
+        """The JWT verifier (exposed so start-up can prefetch the issuer's keys); None without an issuer."""
         return self._verifier
 
     def cached(self, credential: str | None) -> Principal | None:
@@ -106,6 +108,8 @@ class Authenticator:
         known = self.cached(credential)
         if known is not None:
             return known
+        if self._verifier is None:
+            raise Unauthenticated("not a known key, and no token issuer is configured")
         now = self._clock()
         try:
             identity = self._verifier.verify(credential, now=now, expiry_grace=self._settings.expiry_grace_s)

@@ -84,7 +84,8 @@ class IsolationSettings:
     """Everything the tenant extension needs, parsed and checked.
 
     ``verifier`` holds keyword arguments for ``memory_adapter.tokens.JwtVerifierConfig`` (that class is built by the
-    authenticator, so this module stays free of PyJWT).
+    authenticator, so this module stays free of PyJWT); empty when no issuer is configured (an IAM-only deployment:
+    the agent key and the operator key authenticate, every user token is refused).
     """
 
     verifier: Mapping[str, Any]
@@ -164,11 +165,6 @@ class IsolationSettings:
             verifier["leeway_s"] = number(KEY_LEEWAY_S, 30.0)
         if text(KEY_JWKS_CACHE_TTL_S) is not None:
             verifier["jwks_cache_ttl_s"] = number(KEY_JWKS_CACHE_TTL_S, 300.0)
-        if not any(k in verifier for k in ("discovery_url", "issuer", "jwks_url", "static_jwks")):
-            errors.append(
-                f"no token issuer configured: set {ENV_TENANT_PREFIX}{KEY_DISCOVERY_URL.upper()} (or "
-                f"{KEY_ISSUER.upper()} with {KEY_JWKS_URL.upper()} or {KEY_STATIC_JWKS.upper()})"
-            )
 
         grace = number(KEY_EXPIRY_GRACE_S, DEFAULT_EXPIRY_GRACE_S)
         if grace > MAX_EXPIRY_GRACE_S:
@@ -191,6 +187,18 @@ class IsolationSettings:
         if operator_key is not None and operator_key == agent_key:
             errors.append("the operator key and the agent key must differ")
 
+        has_issuer = any(k in verifier for k in ("discovery_url", "issuer", "jwks_url", "static_jwks"))
+        if not has_issuer and verifier:
+            errors.append(
+                f"token settings without an issuer: set {ENV_TENANT_PREFIX}{KEY_DISCOVERY_URL.upper()} (or "
+                f"{KEY_ISSUER.upper()} with {KEY_JWKS_URL.upper()} or {KEY_STATIC_JWKS.upper()})"
+            )
+        if not has_issuer and operator_key is None and agent_key is None:
+            errors.append(
+                "nothing could ever authenticate: configure a token issuer "
+                f"({ENV_TENANT_PREFIX}{KEY_DISCOVERY_URL.upper()} or {KEY_ISSUER.upper()}), "
+                "an agent key or an operator key"
+            )
         cache_size = number(KEY_TOKEN_CACHE_SIZE, 10_000)
         if errors:
             raise ConfigError("hindsight_isolation: invalid configuration: " + "; ".join(errors))

@@ -64,8 +64,10 @@ class IsolationTenantExtension(TenantExtension):  # type: ignore[misc]  # hindsi
 
     async def on_startup(self) -> None:
         """Warm the issuer's keys; an unreachable issuer is logged loudly but does not stop the server."""
+        verifier = self.authenticator.verifier
         try:
-            await asyncio.to_thread(self.authenticator.verifier.prefetch)
+            if verifier is not None:
+                await asyncio.to_thread(verifier.prefetch)
         except Exception as exc:  # any failure here is only reported: verification fails closed
             logger.error(
                 "hindsight_isolation: could not fetch the token issuer's keys at start-up (%s); user tokens are "
@@ -73,7 +75,9 @@ class IsolationTenantExtension(TenantExtension):  # type: ignore[misc]  # hindsi
                 exc,
             )
         logger.info(
-            "hindsight_isolation: tenant extension ready (operator key %s, agent key %s, expiry grace %.0f s)",
+            "hindsight_isolation: tenant extension ready (user tokens %s, operator key %s, agent key %s, "
+            "expiry grace %.0f s)",
+            "verified" if verifier is not None else "refused: no issuer configured",
             "set" if self.settings.operator_key else "unset",
             f"for agent {self.settings.agent_name!r}" if self.settings.agent_key else "unset",
             self.settings.expiry_grace_s,

@@ -151,6 +151,15 @@ def test_grace_principals_are_not_cached(authn: Authenticator) -> None:
     assert authn.cached(token) is None
 
 
+def test_without_an_issuer_only_keys_authenticate(clock: Clock) -> None:
+    settings = IsolationSettings.from_config({"agent_key": AGENT_KEY, "agent_name": "support"})
+    authn = Authenticator(settings, clock=clock)
+    assert authn.verifier is None
+    assert authn.authenticate(AGENT_KEY) == Principal(Kind.AGENT, agent="support")
+    with pytest.raises(Unauthenticated, match="no token issuer"):
+        authn.authenticate(_token())
+
+
 def test_cache_is_bounded(clock: Clock) -> None:
     settings = IsolationSettings.from_config(
         {

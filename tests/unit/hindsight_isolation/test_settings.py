@@ -97,9 +97,23 @@ def test_every_problem_is_reported_at_once() -> None:
         assert expected in message
 
 
-def test_issuer_is_required() -> None:
-    with pytest.raises(ConfigError, match="no token issuer configured"):
-        IsolationSettings.from_config({"operator_key": OPERATOR_KEY})
+def test_something_must_be_able_to_authenticate() -> None:
+    with pytest.raises(ConfigError, match="nothing could ever authenticate"):
+        IsolationSettings.from_config({"expiry_grace_s": "60"})
+
+
+def test_token_settings_need_an_issuer() -> None:
+    with pytest.raises(ConfigError, match="token settings without an issuer"):
+        IsolationSettings.from_config({"jwt_allowed_clients": "app", "operator_key": OPERATOR_KEY})
+
+
+def test_iam_only_deployment_needs_no_issuer() -> None:
+    # GIVEN an IAM runtime: no user tokens, an agent key and an operator key
+    settings = IsolationSettings.from_config(
+        {"agent_key": AGENT_KEY, "agent_name": "support", "operator_key": OPERATOR_KEY}
+    )
+    # THEN no verifier is configured (user tokens will be refused)
+    assert settings.verifier == {}
 
 
 def test_operator_and_agent_keys_must_differ() -> None:
