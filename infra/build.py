@@ -44,8 +44,10 @@ LAYER_BUDGET_MIB = 60
 EXTENSION_BUDGET_KIB = 512
 
 #: The agent's shim entry point: AgentCore runs ``python main.py`` from the bundle root.
-AGENT_MAIN = '"""AgentCore entry point: run the runtime_handler package as ``python -m runtime_handler`` would."""\n' \
-    "import runpy\n\nrunpy.run_module(\"runtime_handler\", run_name=\"__main__\", alter_sys=True)\n"
+AGENT_MAIN = (
+    '"""AgentCore entry point: run the runtime_handler package as ``python -m runtime_handler`` would."""\n'
+    'import runpy\n\nrunpy.run_module("runtime_handler", run_name="__main__", alter_sys=True)\n'
+)
 
 _SKIP = {"__pycache__", ".mypy_cache", ".pytest_cache"}
 _FIXED_ZIP_TIME = (2020, 1, 1, 0, 0, 0)
@@ -62,9 +64,25 @@ def tree_size(path: Path) -> int:
 
 def _pip_install(target: Path, requirements: Sequence[str]) -> None:
     command = [
-        sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-compile",
-        "--target", str(target), "--platform", TARGET_PLATFORM, "--implementation", "cp",
-        "--python-version", TARGET_PYTHON, "--only-binary=:all:", "--upgrade", "-c", str(CONSTRAINTS),
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+        "--no-compile",
+        "--target",
+        str(target),
+        "--platform",
+        TARGET_PLATFORM,
+        "--implementation",
+        "cp",
+        "--python-version",
+        TARGET_PYTHON,
+        "--only-binary=:all:",
+        "--upgrade",
+        "-c",
+        str(CONSTRAINTS),
         *requirements,
     ]
     subprocess.run(command, check=True)  # noqa: S603 (fixed argv, our own interpreter)
@@ -77,7 +95,9 @@ def _copy_package(source: Path, destination: Path) -> None:
 def find_interpreter(python_version: str) -> str | None:
     """A working ``python<version>`` (PATH, then pyenv's versions), or None."""
     candidates = [shutil.which(f"python{python_version}")]
-    candidates += [str(p) for p in sorted(Path.home().glob(f".pyenv/versions/{python_version}*/bin/python{python_version}"))]
+    candidates += [
+        str(p) for p in sorted(Path.home().glob(f".pyenv/versions/{python_version}*/bin/python{python_version}"))
+    ]
     for candidate in filter(None, candidates):
         probe = subprocess.run([candidate, "-c", "pass"], capture_output=True, check=False)  # noqa: S603
         if probe.returncode == 0:

@@ -270,7 +270,7 @@ def load_config(node: ContextSource) -> AppConfig:
                 merged[section] = value
     raw_top = {k: merged.get(k) for k in _TOP_LEVEL}
     sections = {name: _build(cls, merged.get(name), name, errors) for name, cls in _SECTIONS.items()}
-    cfg_top = {
+    cfg_top: dict[str, Any] = {
         "prefix": _coerce(str, raw_top["prefix"], "prefix", errors),
         "account": _coerce(str | None, raw_top["account"], "account", errors),
         "region": _coerce(str, raw_top["region"], "region", errors),
@@ -281,7 +281,7 @@ def load_config(node: ContextSource) -> AppConfig:
         errors.append(f"env: '{env_name}' must be lowercase letters and digits, at most 12")
     if errors or any(v is None for v in sections.values()):
         raise ConfigError(errors)
-    cfg = AppConfig(env_name=env_name, **cfg_top, **sections)
+    cfg = AppConfig(env_name=env_name, **cfg_top, **sections)  # type: ignore[arg-type]
     errors.extend(validate(cfg))
     if errors:
         raise ConfigError(errors)
@@ -293,7 +293,9 @@ def validate(cfg: AppConfig) -> list[str]:
     errors: list[str] = []
     _check(errors, bool(_PREFIX.match(cfg.prefix)), "prefix: PascalCase letters and digits, at most 24")
     _check(errors, cfg.account is None or bool(_ACCOUNT.match(cfg.account)), "account: 12 digits")
-    _check(errors, bool(_REGION.match(cfg.region)), "region: an AWS region like us-east-1 (AZ ids and ALB logs need it)")
+    _check(
+        errors, bool(_REGION.match(cfg.region)), "region: an AWS region like us-east-1 (AZ ids and ALB logs need it)"
+    )
     for key, value in cfg.tags.items():
         _check(errors, 0 < len(key) <= 128 and not key.startswith("aws:"), f"tags: bad key '{key}'")
         _check(errors, len(value) <= 256, f"tags: value of '{key}' longer than 256")
@@ -358,7 +360,8 @@ def _validate_auth(a: AuthConfig) -> list[str]:
         _check(
             errors,
             url.startswith("https://") and url.endswith("/.well-known/openid-configuration"),
-            "auth.discovery_url: an https URL ending in /.well-known/openid-configuration (required with auth.mode=jwt)",
+            "auth.discovery_url: an https URL ending in /.well-known/openid-configuration "
+            "(required with auth.mode=jwt)",
         )
         _check(
             errors,
@@ -394,17 +397,23 @@ def _validate_hindsight(h: HindsightConfig) -> list[str]:
     if h.image_source is ImageSource.ECR:
         _check(
             errors,
-            h.ecr_repository_arn is not None and h.ecr_repository_arn.startswith("arn:") and ":ecr:" in h.ecr_repository_arn,
+            h.ecr_repository_arn is not None
+            and h.ecr_repository_arn.startswith("arn:")
+            and ":ecr:" in h.ecr_repository_arn,
             "hindsight.ecr_repository_arn: the ARN of the mirror repository (required with image_source=ecr)",
         )
     memory_ok = h.cpu in _FARGATE_CPU_MEMORY and h.memory_mib in _FARGATE_CPU_MEMORY[h.cpu]
     _check(errors, memory_ok, f"hindsight.cpu/memory_mib: {h.cpu}/{h.memory_mib} is not a Fargate size")
     _check(errors, h.memory_mib >= 1024, "hindsight.memory_mib: at least 1024 (Hindsight needs 0.5-1 GB)")
-    _check(errors, 1 <= h.api_min_count <= h.api_max_count <= 50, "hindsight.api_min_count/api_max_count: 1<=min<=max<=50")
+    _check(
+        errors, 1 <= h.api_min_count <= h.api_max_count <= 50, "hindsight.api_min_count/api_max_count: 1<=min<=max<=50"
+    )
     _check(errors, 10 <= h.cpu_target_percent <= 90, "hindsight.cpu_target_percent: between 10 and 90")
     _check(errors, 1 <= h.worker_count <= 10, "hindsight.worker_count: between 1 and 10")
     _check(errors, 1024 <= h.port <= 65535, "hindsight.port: between 1024 and 65535 (the container runs as non-root)")
-    _check(errors, h.certificate_arn is None or bool(_ARN.match(h.certificate_arn)), "hindsight.certificate_arn: an ARN")
+    _check(
+        errors, h.certificate_arn is None or bool(_ARN.match(h.certificate_arn)), "hindsight.certificate_arn: an ARN"
+    )
     _check(
         errors,
         (h.certificate_arn is None) == (h.domain_name is None),
@@ -426,13 +435,17 @@ def _validate_hindsight(h: HindsightConfig) -> list[str]:
         )
     else:
         _check(errors, h.llm_base_url is None, "hindsight.llm_base_url: only with llm_provider=openai")
-        _check(errors, h.llm_api_key_secret_arn is None, "hindsight.llm_api_key_secret_arn: only with llm_provider=openai")
+        _check(
+            errors, h.llm_api_key_secret_arn is None, "hindsight.llm_api_key_secret_arn: only with llm_provider=openai"
+        )
     return errors
 
 
 def _validate_database(d: DatabaseConfig) -> list[str]:
     errors: list[str] = []
-    _check(errors, bool(re.match(r"^[a-z0-9]+\.[a-z0-9]+$", d.instance_type)), "database.instance_type: like t4g.medium")
+    _check(
+        errors, bool(re.match(r"^[a-z0-9]+\.[a-z0-9]+$", d.instance_type)), "database.instance_type: like t4g.medium"
+    )
     _check(errors, 20 <= d.allocated_storage_gb <= 65536, "database.allocated_storage_gb: between 20 and 65536")
     _check(
         errors,
@@ -521,7 +534,9 @@ def _coerce(tp: Any, value: Any, key: str, errors: list[str]) -> Any:
         if isinstance(tp, type) and issubclass(tp, StrEnum):
             return tp(str(value))
     except (ValueError, TypeError) as exc:
-        allowed = f" (one of: {', '.join(m.value for m in tp)})" if isinstance(tp, type) and issubclass(tp, StrEnum) else ""
+        allowed = (
+            f" (one of: {', '.join(m.value for m in tp)})" if isinstance(tp, type) and issubclass(tp, StrEnum) else ""
+        )
         errors.append(f"{key}: {exc}{allowed}")
         return None
     raise TypeError(f"no converter for {tp}")  # a programming error, not a config error
@@ -595,10 +610,12 @@ class _DictContext:
         return self._context.get(key)
 
 
-def context_from_cdk_json(path: Path = PROJECT_ROOT / "cdk.json", **overrides: Any) -> dict[str, Any]:
+def context_from_cdk_json(
+    overrides: Mapping[str, Any] | None = None, *, path: Path = PROJECT_ROOT / "cdk.json"
+) -> dict[str, Any]:
     """The context the CDK CLI would pass: cdk.json's ``context`` plus ``-c`` style overrides."""
     context: dict[str, Any] = dict(json.loads(path.read_text())["context"])
-    context.update(overrides)
+    context.update(overrides or {})
     return context
 
 
@@ -614,7 +631,7 @@ def main(argv: Sequence[str]) -> int:
         key, _, value = args.pop(0).partition("=")
         overrides[key] = value
     try:
-        cfg = load_config(_DictContext(context_from_cdk_json(**overrides)))
+        cfg = load_config(_DictContext(context_from_cdk_json(overrides)))
     except ConfigError as exc:
         print(exc, file=sys.stderr)
         return 1

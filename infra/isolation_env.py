@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from hindsight_isolation import settings as iso
-
 from infra.config import AuthConfig, AuthMode
 
 if TYPE_CHECKING:

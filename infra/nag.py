@@ -65,108 +65,206 @@ def _network(stacks: Stacks) -> None:
 def _data(stacks: Stacks, config: AppConfig) -> None:
     db = stacks.data.database
     resource = db.node.find_child("Instance") if db.node.try_find_child("Instance") else db.node.find_child("Cluster")
-    _ack(resource, "AwsSolutions-RDS11", "the port is reachable only from the Hindsight tasks' and the rotation "
-         "function's security groups in isolated subnets; a non-standard port adds no protection")
-    _ack(resource, "NIST.800.53.R5-RDSInBackupPlan", "automated backups with the configured retention "
-         f"({config.database.backup_retention_days} days) and deletion protection; add an AWS Backup plan centrally")
+    _ack(
+        resource,
+        "AwsSolutions-RDS11",
+        "the port is reachable only from the Hindsight tasks' and the rotation "
+        "function's security groups in isolated subnets; a non-standard port adds no protection",
+    )
+    _ack(
+        resource,
+        "NIST.800.53.R5-RDSInBackupPlan",
+        "automated backups with the configured retention "
+        f"({config.database.backup_retention_days} days) and deletion protection; add an AWS Backup plan centrally",
+    )
     if not config.database.multi_az:
-        _ack(resource, "AwsSolutions-RDS3", f"env '{config.env_name}' sets database.multi_az=false (cost); "
-             "production sets it true")
-        _ack(resource, "NIST.800.53.R5-RDSMultiAZSupport", f"env '{config.env_name}' sets database.multi_az=false "
-             "(cost); production sets it true")
+        _ack(
+            resource,
+            "AwsSolutions-RDS3",
+            f"env '{config.env_name}' sets database.multi_az=false (cost); production sets it true",
+        )
+        _ack(
+            resource,
+            "NIST.800.53.R5-RDSMultiAZSupport",
+            f"env '{config.env_name}' sets database.multi_az=false (cost); production sets it true",
+        )
     monitoring = resource.node.try_find_child("MonitoringRole")
     if monitoring is not None:
-        _ack(monitoring, "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
-             "AmazonRDSEnhancedMonitoringRole]", "AmazonRDSEnhancedMonitoringRole is the AWS-documented policy for "
-             "RDS Enhanced Monitoring and grants only CloudWatch Logs writes for RDSOSMetrics")
+        _ack(
+            monitoring,
+            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
+            "AmazonRDSEnhancedMonitoringRole]",
+            "AmazonRDSEnhancedMonitoringRole is the AWS-documented policy for "
+            "RDS Enhanced Monitoring and grants only CloudWatch Logs writes for RDSOSMetrics",
+        )
     rotation_rules = [c for c in db.security_group.node.children if "RotationSingleUser" in c.node.id]
     for rule in rotation_rules:
         for check in ("NIST.800.53.R5-EC2RestrictedCommonPorts", "NIST.800.53.R5-EC2RestrictedSSH"):
-            _ack(rule, check, "ingress from the rotation function's security group to the database port only "
-                 "(the port is a token, so the rule cannot be evaluated at synth)")
+            _ack(
+                rule,
+                check,
+                "ingress from the rotation function's security group to the database port only "
+                "(the port is a token, so the rule cannot be evaluated at synth)",
+            )
 
 
 def _identity(stacks: Stacks) -> None:
     assert stacks.identity is not None
     identity = stacks.identity.identity
     if identity.user_pool is not None:
-        _ack(identity.user_pool, "AwsSolutions-COG2", "quick-start pool: MFA is optional (TOTP) so administrator-"
-             "created users can sign in from the CLI; enterprises bring their own IdP with auth.mode=jwt")
-        _ack(identity.user_pool, "AwsSolutions-COG8", "the Plus feature plan (threat protection) is a per-user cost "
-             "the quick start does not impose; enable it on the pool if wanted")
+        _ack(
+            identity.user_pool,
+            "AwsSolutions-COG2",
+            "quick-start pool: MFA is optional (TOTP) so administrator-"
+            "created users can sign in from the CLI; enterprises bring their own IdP with auth.mode=jwt",
+        )
+        _ack(
+            identity.user_pool,
+            "AwsSolutions-COG8",
+            "the Plus feature plan (threat protection) is a per-user cost "
+            "the quick start does not impose; enable it on the pool if wanted",
+        )
     mirror = identity.mirror_function
     _lambda_outside_vpc(mirror, "it must reach the token issuer's public JWKS URL, which the isolated VPC cannot")
-    _ack(identity.mirror_alarm, "NIST.800.53.R5-CloudWatchAlarmAction", "no notification target is configured "
-         "by this stack; subscribe your alerting to the alarm (documented in the README)")
+    _ack(
+        identity.mirror_alarm,
+        "NIST.800.53.R5-CloudWatchAlarmAction",
+        "no notification target is configured "
+        "by this stack; subscribe your alerting to the alarm (documented in the README)",
+    )
 
 
-def _lambda_outside_vpc(function: Construct, why: str) -> None:
+def _lambda_outside_vpc(function: IConstruct, why: str) -> None:
     _ack(function, "NIST.800.53.R5-LambdaInsideVPC", f"runs outside the VPC because {why}")
-    _ack(function, "NIST.800.53.R5-LambdaDLQ", "invoked by EventBridge/CloudFormation with retries; a failure "
-         "raises an alarm or fails the deploy, and there is no payload worth keeping")
+    _ack(
+        function,
+        "NIST.800.53.R5-LambdaDLQ",
+        "invoked by EventBridge/CloudFormation with retries; a failure "
+        "raises an alarm or fails the deploy, and there is no payload worth keeping",
+    )
     role = function.node.try_find_child("ServiceRole")
     if role is not None:
-        _ack(role, "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
-             "AWSLambdaBasicExecutionRole]", "the AWS-managed basic execution policy grants only log writes")
+        _ack(
+            role,
+            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]",
+            "the AWS-managed basic execution policy grants only log writes",
+        )
 
 
 def _memory(stacks: Stacks, config: AppConfig) -> None:
     memory = stacks.memory.memory
     stack = stacks.memory
     for task in [memory.api_task, *(s.task_definition for s in memory.worker_services)]:
-        _ack(task, "AwsSolutions-ECS2", "only non-secret settings are plain environment variables; credentials "
-             "(database, operator/agent keys, signing keys) are ECS secrets from Secrets Manager and SSM")
+        _ack(
+            task,
+            "AwsSolutions-ECS2",
+            "only non-secret settings are plain environment variables; credentials "
+            "(database, operator/agent keys, signing keys) are ECS secrets from Secrets Manager and SSM",
+        )
         for finding in _asset_read_findings(config.region):
-            _ack(task.task_role, finding, "read access to the CDK asset holding the isolation extension (CDK's "
-                 "asset grant: s3:GetObject*/GetBucket*/List* on the bootstrap bucket's objects)")
+            _ack(
+                task.task_role,
+                finding,
+                "read access to the CDK asset holding the isolation extension (CDK's "
+                "asset grant: s3:GetObject*/GetBucket*/List* on the bootstrap bucket's objects)",
+            )
         execution_role = task.execution_role
         assert execution_role is not None
-        _ack(execution_role, "AwsSolutions-IAM5[Resource::*]", "ecr:GetAuthorizationToken supports no resource "
-             "scoping; image pulls themselves are scoped to the one repository")
-    _ack(memory.secrets.operator_key, "AwsSolutions-SMG4", "the operator key is rotated by an operator (README: "
-         "put-secret-value, then redeploy the services); automatic rotation would need a custom rotation function")
-    _ack(memory.secrets.operator_key, "NIST.800.53.R5-SecretsManagerRotationEnabled", "rotated by an operator "
-         "(see the README); the services read it at start")
+        _ack(
+            execution_role,
+            "AwsSolutions-IAM5[Resource::*]",
+            "ecr:GetAuthorizationToken supports no resource "
+            "scoping; image pulls themselves are scoped to the one repository",
+        )
+    _ack(
+        memory.secrets.operator_key,
+        "AwsSolutions-SMG4",
+        "the operator key is rotated by an operator (README: "
+        "put-secret-value, then redeploy the services); automatic rotation would need a custom rotation function",
+    )
+    _ack(
+        memory.secrets.operator_key,
+        "NIST.800.53.R5-SecretsManagerRotationEnabled",
+        "rotated by an operator (see the README); the services read it at start",
+    )
     if memory.secrets.agent_key is not None:
-        _ack(memory.secrets.agent_key, "AwsSolutions-SMG4", "rotated by an operator together with a redeploy of "
-             "the agent and the services (README)")
-        _ack(memory.secrets.agent_key, "NIST.800.53.R5-SecretsManagerRotationEnabled", "rotated by an operator "
-             "together with a redeploy of the agent and the services (README)")
+        _ack(
+            memory.secrets.agent_key,
+            "AwsSolutions-SMG4",
+            "rotated by an operator together with a redeploy of the agent and the services (README)",
+        )
+        _ack(
+            memory.secrets.agent_key,
+            "NIST.800.53.R5-SecretsManagerRotationEnabled",
+            "rotated by an operator together with a redeploy of the agent and the services (README)",
+        )
     llm_key = memory.secrets.llm_api_key
     if llm_key is not None and isinstance(llm_key, Construct) and llm_key.node.try_find_child("Resource"):
         for rule in ("AwsSolutions-SMG4", "NIST.800.53.R5-SecretsManagerRotationEnabled"):
-            _ack(llm_key, rule, "an external provider's API key: it is issued and rotated at the provider, then "
-                 "stored here with put-secret-value (README)")
+            _ack(
+                llm_key,
+                rule,
+                "an external provider's API key: it is issued and rotated at the provider, then "
+                "stored here with put-secret-value (README)",
+            )
     alb = memory.load_balancer
-    _ack(alb, "NIST.800.53.R5-ALBWAFEnabled", "internal load balancer in isolated subnets that only the agent's "
-         "security group may reach; every request is authenticated by the isolation extension")
-    _ack(alb, "NIST.800.53.R5-ELBDeletionProtectionEnabled", "stateless and recreated by the stack; deletion "
-         "protection would block teardown")
+    _ack(
+        alb,
+        "NIST.800.53.R5-ALBWAFEnabled",
+        "internal load balancer in isolated subnets that only the agent's "
+        "security group may reach; every request is authenticated by the isolation extension",
+    )
+    _ack(
+        alb,
+        "NIST.800.53.R5-ELBDeletionProtectionEnabled",
+        "stateless and recreated by the stack; deletion protection would block teardown",
+    )
     if not config.hindsight.certificate_arn:
         listener = alb.node.find_child("Http")
-        reason = ("no hindsight.certificate_arn configured: plain HTTP inside the VPC between the agent and the "
-                  "internal load balancer only; set certificate_arn and domain_name for TLS")
+        reason = (
+            "no hindsight.certificate_arn configured: plain HTTP inside the VPC between the agent and the "
+            "internal load balancer only; set certificate_arn and domain_name for TLS"
+        )
         _ack(listener, "NIST.800.53.R5-ALBHttpToHttpsRedirection", reason)
         _ack(listener, "NIST.800.53.R5-ELBv2ACMCertificateRequired", reason)
     logs_bucket = memory.node.find_child("AccessLogs")
-    _ack(logs_bucket, "AwsSolutions-S1", "this bucket receives the load balancer's access logs; logging it to "
-         "itself would loop")
-    _ack(logs_bucket, "NIST.800.53.R5-S3BucketLoggingEnabled", "this is the access-log bucket itself; logging it "
-         "to itself would loop")
-    _ack(logs_bucket, "NIST.800.53.R5-S3BucketReplicationEnabled", "90-day access logs; replicate centrally if "
-         "your log archive requires it")
+    _ack(
+        logs_bucket,
+        "AwsSolutions-S1",
+        "this bucket receives the load balancer's access logs; logging it to itself would loop",
+    )
+    _ack(
+        logs_bucket,
+        "NIST.800.53.R5-S3BucketLoggingEnabled",
+        "this is the access-log bucket itself; logging it to itself would loop",
+    )
+    _ack(
+        logs_bucket,
+        "NIST.800.53.R5-S3BucketReplicationEnabled",
+        "90-day access logs; replicate centrally if your log archive requires it",
+    )
     _ack(logs_bucket, "NIST.800.53.R5-S3DefaultEncryptionKMS", "load balancer access logs support SSE-S3 only")
-    _lambda_outside_vpc(memory.node.find_child("RedeployOnRotation"), "it calls only the ECS API (no data path); "
-                        "keeping it out of the VPC avoids an ECS endpoint per AZ")
+    _lambda_outside_vpc(
+        memory.node.find_child("RedeployOnRotation"),
+        "it calls only the ECS API (no data path); keeping it out of the VPC avoids an ECS endpoint per AZ",
+    )
     if config.hindsight.image_source is ImageSource.MIRROR:
         for child in stack.node.children:
             if child.node.id.startswith(ECR_DEPLOYMENT_PREFIX):
-                _lambda_outside_vpc(child, "it copies the pinned Hindsight image from the public registry into ECR "
-                                    "at deploy time")
-                _ack(child, "NIST.800.53.R5-LambdaConcurrency", "cdk-ecr-deployment's singleton handler runs only "
-                     "during deployments")
-                _ack(child, "AwsSolutions-IAM5[Resource::*]", "cdk-ecr-deployment needs ecr:GetAuthorizationToken "
-                     "(unscopable); its push rights are granted on the one repository")
+                _lambda_outside_vpc(
+                    child, "it copies the pinned Hindsight image from the public registry into ECR at deploy time"
+                )
+                _ack(
+                    child,
+                    "NIST.800.53.R5-LambdaConcurrency",
+                    "cdk-ecr-deployment's singleton handler runs only during deployments",
+                )
+                _ack(
+                    child,
+                    "AwsSolutions-IAM5[Resource::*]",
+                    "cdk-ecr-deployment needs ecr:GetAuthorizationToken "
+                    "(unscopable); its push rights are granted on the one repository",
+                )
                 _ack(child, "AwsSolutions-L1", "cdk-ecr-deployment ships its own provided.al2023 Go handler")
 
 

@@ -27,17 +27,26 @@ def bedrock_model_arns(scope: Construct, model_id: str) -> list[str]:
     if profile is None:
         return [
             stack.format_arn(
-                service="bedrock", account="", resource="foundation-model", resource_name=model_id,
+                service="bedrock",
+                account="",
+                resource="foundation-model",
+                resource_name=model_id,
                 arn_format=ArnFormat.SLASH_RESOURCE_NAME,
             )
         ]
     return [
         stack.format_arn(
-            service="bedrock", resource="inference-profile", resource_name=model_id,
+            service="bedrock",
+            resource="inference-profile",
+            resource_name=model_id,
             arn_format=ArnFormat.SLASH_RESOURCE_NAME,
         ),
         stack.format_arn(
-            service="bedrock", region="*", account="", resource="foundation-model", resource_name=profile.group(2),
+            service="bedrock",
+            region="*",
+            account="",
+            resource="foundation-model",
+            resource_name=profile.group(2),
             arn_format=ArnFormat.SLASH_RESOURCE_NAME,
         ),
     ]

@@ -1,4 +1,4 @@
-"""AgentRuntime: the ``runtime_handler`` agent on AgentCore Runtime, deployed as code (Linux arm64 wheels, no Docker)."""
+"""AgentRuntime: the ``runtime_handler`` agent on AgentCore Runtime as code (Linux arm64 wheels, no Docker)."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ from aws_cdk import aws_bedrockagentcore as agentcore
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
-from runtime_handler import settings as rs
 
 from infra.config import AgentConfig, AuthConfig, AuthMode
 from infra.constructs.identity import Identity
 from infra.constructs.memory_service import MemoryService
 from infra.constructs.network import Network
 from infra.permissions import grant_bedrock_invoke
+from runtime_handler import settings as rs
 
 #: The bundle's root holds ``main.py``, which runs ``python -m runtime_handler`` (see ``infra.build``).
 ENTRYPOINT = ["main.py"]
@@ -61,7 +61,9 @@ class AgentRuntime(Construct):
         )
         # Written in this stack through an imported handle, so the memory stack never depends on the agent's.
         hindsight_sg = ec2.SecurityGroup.from_security_group_id(
-            self, "HindsightSecurityGroup", memory.load_balancer_security_group.security_group_id,
+            self,
+            "HindsightSecurityGroup",
+            memory.load_balancer_security_group.security_group_id,
             allow_all_outbound=False,
         )
         self.security_group.connections.allow_to(

@@ -12,7 +12,8 @@ from constructs import Construct
 from infra.config import PASSWORD_EXCLUDED_CHARACTERS, DatabaseConfig, DatabaseEngine
 from infra.constructs.network import Network
 
-#: Pinned minor versions (pgvector 0.8 on both; cfn-lint flags deprecated ones); bump deliberately and run the isolation tests.
+#: Pinned minor versions (pgvector 0.8 on both; cfn-lint flags deprecated ones).
+#: Bump deliberately and run the isolation tests.
 POSTGRES_VERSION = rds.PostgresEngineVersion.VER_17_6
 AURORA_POSTGRES_VERSION = rds.AuroraPostgresEngineVersion.VER_17_7
 DATABASE_NAME = "hindsight"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration, RemovalPolicy, triggers
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cognito as cognito
 from aws_cdk import aws_events as events
@@ -14,7 +14,6 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_ssm as ssm
-from aws_cdk import triggers
 from constructs import Construct
 
 from infra.config import AuthConfig, AuthMode
@@ -37,7 +36,12 @@ class Identity(Construct):
     """
 
     def __init__(
-        self, scope: Construct, construct_id: str, *, config: AuthConfig, logs_key: kms.IKey,
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: AuthConfig,
+        logs_key: kms.IKey,
         removal_policy: RemovalPolicy,
     ) -> None:
         super().__init__(scope, construct_id)
@@ -74,7 +78,11 @@ class Identity(Construct):
             mfa=cognito.Mfa.OPTIONAL,
             mfa_second_factor=cognito.MfaSecondFactor(sms=False, otp=True),
             password_policy=cognito.PasswordPolicy(
-                min_length=12, require_digits=True, require_lowercase=True, require_uppercase=True, require_symbols=True,
+                min_length=12,
+                require_digits=True,
+                require_lowercase=True,
+                require_uppercase=True,
+                require_symbols=True,
                 temp_password_validity=Duration.days(3),
             ),
             account_recovery=cognito.AccountRecovery.EMAIL_ONLY,
@@ -95,7 +103,10 @@ class Identity(Construct):
 
     def _mirror(self, config: AuthConfig, logs_key: kms.IKey) -> None:
         log_group = logs.LogGroup(
-            self, "MirrorLogs", retention=logs.RetentionDays.THREE_MONTHS, encryption_key=logs_key,
+            self,
+            "MirrorLogs",
+            retention=logs.RetentionDays.THREE_MONTHS,
+            encryption_key=logs_key,
             removal_policy=RemovalPolicy.DESTROY,
         )
         function = lambda_.Function(
@@ -134,4 +145,3 @@ class Identity(Construct):
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
         )
         self.mirror_function = function
-

@@ -50,7 +50,9 @@ _DATABASE_URL = (
     '$DB_NAME?sslmode=require"; unset DB_PASSWORD; '
 )
 API_COMMAND = "set -eu; " + _DATABASE_URL + "exec /app/start-all.sh"
-WORKER_COMMAND = "set -eu; " + _DATABASE_URL + f"exec /app/api/.venv/bin/hindsight-worker --http-port {WORKER_HTTP_PORT}"
+WORKER_COMMAND = (
+    "set -eu; " + _DATABASE_URL + f"exec /app/api/.venv/bin/hindsight-worker --http-port {WORKER_HTTP_PORT}"
+)
 
 #: The init container's program: fetch the extension zip through the S3 gateway endpoint, check its digest,
 #: unpack it into the shared volume. Runs with the image's Python (boto3 is a Hindsight dependency).
@@ -133,8 +135,16 @@ class MemoryService(Construct):
         )
         secrets = self._container_secrets(database, identity)
         self.api_task = self._task_definition(
-            "Api", config, image, extension, extension_sha256, environment, secrets, command=API_COMMAND,
-            port=config.port, worker_id=None,
+            "Api",
+            config,
+            image,
+            extension,
+            extension_sha256,
+            environment,
+            secrets,
+            command=API_COMMAND,
+            port=config.port,
+            worker_id=None,
         )
         self.api_service = ecs.FargateService(
             self,
@@ -195,7 +205,9 @@ class MemoryService(Construct):
                 secretsmanager.Secret.from_secret_complete_arn(self, "LlmApiKey", config.llm_api_key_secret_arn)
                 if config.llm_api_key_secret_arn
                 else secretsmanager.Secret(
-                    self, "LlmApiKey", description="External LLM API key for Hindsight: put the real key here",
+                    self,
+                    "LlmApiKey",
+                    description="External LLM API key for Hindsight: put the real key here",
                     encryption_key=self.key,
                 )
             )
@@ -383,8 +395,16 @@ class MemoryService(Construct):
         # One service per worker id, never two tasks at once (max 100 %): work a dead task had claimed is
         # reclaimed only by a worker with the same id, so ids must survive task replacement.
         task = self._task_definition(
-            f"Worker{index}", config, image, extension, extension_sha256, environment, secrets,
-            command=WORKER_COMMAND, port=config.port, worker_id=f"worker-{index}",
+            f"Worker{index}",
+            config,
+            image,
+            extension,
+            extension_sha256,
+            environment,
+            secrets,
+            command=WORKER_COMMAND,
+            port=config.port,
+            worker_id=f"worker-{index}",
         )
         return ecs.FargateService(
             self,
@@ -400,9 +420,7 @@ class MemoryService(Construct):
             platform_version=ecs.FargatePlatformVersion.VERSION1_4,
         )
 
-    def _load_balancer(
-        self, config: HindsightConfig, network: Network
-    ) -> tuple[elbv2.ApplicationLoadBalancer, int]:
+    def _load_balancer(self, config: HindsightConfig, network: Network) -> tuple[elbv2.ApplicationLoadBalancer, int]:
         security_group = ec2.SecurityGroup(
             self,
             "LoadBalancerSecurityGroup",
@@ -429,7 +447,9 @@ class MemoryService(Construct):
             enforce_ssl=True,
             versioned=True,
             object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-            lifecycle_rules=[s3.LifecycleRule(expiration=Duration.days(90), noncurrent_version_expiration=Duration.days(7))],
+            lifecycle_rules=[
+                s3.LifecycleRule(expiration=Duration.days(90), noncurrent_version_expiration=Duration.days(7))
+            ],
             removal_policy=RemovalPolicy.RETAIN,
         )
         alb.log_access_logs(access_logs, prefix="hindsight")
@@ -453,8 +473,12 @@ class MemoryService(Construct):
             targets=[self.api_service],
             deregistration_delay=Duration.seconds(30),
             health_check=elbv2.HealthCheck(
-                path="/health", healthy_http_codes="200", interval=Duration.seconds(15), timeout=Duration.seconds(5),
-                healthy_threshold_count=2, unhealthy_threshold_count=3,
+                path="/health",
+                healthy_http_codes="200",
+                interval=Duration.seconds(15),
+                timeout=Duration.seconds(5),
+                healthy_threshold_count=2,
+                unhealthy_threshold_count=3,
             ),
         )
         return alb, port
@@ -474,7 +498,10 @@ class MemoryService(Construct):
             memory_size=128,
             reserved_concurrent_executions=1,
             log_group=logs.LogGroup(
-                self, "RedeployLogs", retention=logs.RetentionDays.THREE_MONTHS, encryption_key=self._logs_key,
+                self,
+                "RedeployLogs",
+                retention=logs.RetentionDays.THREE_MONTHS,
+                encryption_key=self._logs_key,
                 removal_policy=RemovalPolicy.DESTROY,
             ),
             environment={
@@ -492,7 +519,10 @@ class MemoryService(Construct):
             event_pattern=events.EventPattern(
                 source=["aws.secretsmanager"],
                 detail_type=["AWS Service Event via CloudTrail"],
-                detail={"eventName": ["RotationSucceeded"], "additionalEventData": {"SecretId": [database.secret.secret_arn]}},
+                detail={
+                    "eventName": ["RotationSucceeded"],
+                    "additionalEventData": {"SecretId": [database.secret.secret_arn]},
+                },
             ),
         )
         rule.add_target(targets.LambdaFunction(function, retry_attempts=2))

@@ -41,6 +41,7 @@ class Network(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         self.config = config
+        self.vpc: ec2.IVpc
         if config.mode is VpcMode.CREATE:
             self.vpc = self._create_vpc(config, logs_key)
         else:
@@ -92,9 +93,7 @@ class Network(Construct):
         return vpc
 
     def _add_endpoints(self, auth_mode: AuthMode) -> None:
-        self.vpc.add_gateway_endpoint(
-            "S3", service=ec2.GatewayVpcEndpointAwsService.S3, subnets=[self.subnets]
-        )
+        self.vpc.add_gateway_endpoint("S3", service=ec2.GatewayVpcEndpointAwsService.S3, subnets=[self.subnets])
         sg = ec2.SecurityGroup(
             self,
             "EndpointSecurityGroup",
@@ -114,6 +113,10 @@ class Network(Construct):
             services["CognitoIdp"] = ec2.InterfaceVpcEndpointAwsService.COGNITO_IDP
         for name, service in services.items():
             self.vpc.add_interface_endpoint(
-                name, service=service, subnets=self.subnets, security_groups=[sg], private_dns_enabled=True,
+                name,
+                service=service,
+                subnets=self.subnets,
+                security_groups=[sg],
+                private_dns_enabled=True,
                 open=False,  # the group above already admits 443 from the VPC, and nothing else
             )

@@ -49,6 +49,10 @@ class AgentStack(Stack):
         runtime = self.agent.runtime
         CfnOutput(self, "AgentRuntimeArn", value=runtime.agent_runtime_arn, description="Invoke this runtime")
         CfnOutput(self, "AgentRuntimeId", value=runtime.agent_runtime_id)
-        CfnOutput(self, "AgentEndpointName", value=self.agent.endpoint.endpoint_name,
-                  description="Qualifier for invoke-agent-runtime")
+        CfnOutput(
+            self,
+            "AgentEndpointName",
+            value=self.agent.endpoint.endpoint_name,
+            description="Qualifier for invoke-agent-runtime",
+        )
         CfnOutput(self, "AgentRoleArn", value=runtime.role.role_arn)

@@ -23,9 +23,17 @@ class IdentityStack(Stack):
         removal = REMOVAL_POLICIES[config.removal if config.removal is not DataRemoval.SNAPSHOT else DataRemoval.RETAIN]
         self.identity = Identity(self, "Identity", config=config.auth, logs_key=logs_key, removal_policy=removal)
         CfnOutput(self, "DiscoveryUrl", value=self.identity.discovery_url, description="OIDC discovery URL")
-        CfnOutput(self, "JwksParameter", value=self.identity.jwks_parameter.parameter_name,
-                  description="SSM parameter holding the mirrored signing keys")
+        CfnOutput(
+            self,
+            "JwksParameter",
+            value=self.identity.jwks_parameter.parameter_name,
+            description="SSM parameter holding the mirrored signing keys",
+        )
         if self.identity.user_pool is not None and self.identity.client is not None:
             CfnOutput(self, "UserPoolId", value=self.identity.user_pool.user_pool_id, description="Cognito user pool")
-            CfnOutput(self, "UserPoolClientId", value=self.identity.client.user_pool_client_id,
-                      description="App client id (public client, no secret)")
+            CfnOutput(
+                self,
+                "UserPoolClientId",
+                value=self.identity.client.user_pool_client_id,
+                description="App client id (public client, no secret)",
+            )

@@ -33,7 +33,10 @@ class NetworkStack(Stack):
                 conditions={
                     "ArnLike": {
                         "kms:EncryptionContext:aws:logs:arn": self.format_arn(
-                            service="logs", resource="log-group", resource_name="*", arn_format=ArnFormat.COLON_RESOURCE_NAME
+                            service="logs",
+                            resource="log-group",
+                            resource_name="*",
+                            arn_format=ArnFormat.COLON_RESOURCE_NAME,
                         )
                     }
                 },
@@ -42,4 +45,3 @@ class NetworkStack(Stack):
         self.network = Network(
             self, "Network", config=config.network, auth_mode=config.auth.mode, logs_key=self.logs_key
         )
-

@@ -43,5 +43,9 @@ class MemoryServiceStack(Stack):
             logs_key=logs_key,
         )
         CfnOutput(self, "HindsightUrl", value=self.memory.url, description="Hindsight API (inside the VPC)")
-        CfnOutput(self, "OperatorKeySecretArn", value=self.memory.secrets.operator_key.secret_arn,
-                  description="Hindsight operator credential (administration only; never give it to the agent)")
+        CfnOutput(
+            self,
+            "OperatorKeySecretArn",
+            value=self.memory.secrets.operator_key.secret_arn,
+            description="Hindsight operator credential (administration only; never give it to the agent)",
+        )

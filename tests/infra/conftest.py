@@ -89,7 +89,7 @@ def synthesize(outdir: Path, overrides: dict[str, str], *, nag: bool = True) -> 
     from infra.config import context_from_cdk_json, load_config
     from infra.nag import acknowledge_findings
 
-    app = App(context=context_from_cdk_json(**asset_overrides(), **overrides), outdir=str(outdir))
+    app = App(context=context_from_cdk_json({**asset_overrides(), **overrides}), outdir=str(outdir))
     config = load_config(app.node)
     stacks = build_stacks(app, config)
     acknowledge_findings(stacks, config)

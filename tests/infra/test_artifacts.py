@@ -21,8 +21,9 @@ def _require(path: Path) -> Path:
 def _wheel_tags(root: Path) -> dict[str, list[str]]:
     tags: dict[str, list[str]] = {}
     for wheel in root.glob("*.dist-info/WHEEL"):
-        tags[wheel.parent.name] = [line.split(":", 1)[1].strip() for line in wheel.read_text().splitlines()
-                                   if line.startswith("Tag:")]
+        tags[wheel.parent.name] = [
+            line.split(":", 1)[1].strip() for line in wheel.read_text().splitlines() if line.startswith("Tag:")
+        ]
     return tags
 
 
@@ -31,12 +32,17 @@ def _assert_arm64_cp312(root: Path) -> None:
     assert tags, f"no wheels in {root}"
     for dist, dist_tags in tags.items():
         assert any(
-            t.split("-")[0] in ("py3", "py2.py3", "cp312") or t.startswith(("cp312-", "cp38-abi3", "cp39-abi3", "cp310-abi3", "cp311-abi3"))
+            t.split("-")[0] in ("py3", "py2.py3", "cp312")
+            or t.startswith(("cp312-", "cp38-abi3", "cp39-abi3", "cp310-abi3", "cp311-abi3"))
             for t in dist_tags
         ), (dist, dist_tags)
-        assert any(t.split("-")[2] in _OK_PLATFORM or "aarch64" in t.split("-")[2] for t in dist_tags), (dist, dist_tags)
+        assert any(t.split("-")[2] in _OK_PLATFORM or "aarch64" in t.split("-")[2] for t in dist_tags), (
+            dist,
+            dist_tags,
+        )
     for so in root.rglob("*.so"):
-        assert "x86_64" not in so.name and "cpython-311" not in so.name, so
+        assert "x86_64" not in so.name, so
+        assert "cpython-311" not in so.name, so
 
 
 def test_agent_bundle_is_arm64_importable_and_within_budget() -> None:
@@ -56,7 +62,8 @@ def test_layer_is_arm64_and_within_budget() -> None:
     assert (root / "hindsight_client").is_dir()
     assert build.tree_size(build.LAYER_DIR) <= build.LAYER_BUDGET_MIB * 2**20
     dateutil = [d for d in root.glob("python_dateutil-*.dist-info")]
-    assert dateutil and dateutil[0].name.split("-")[1].startswith("2.")  # botocore-compatible
+    assert dateutil
+    assert dateutil[0].name.split("-")[1].startswith("2.")
 
 
 def test_extension_zip_holds_only_our_sources_and_imports(tmp_path: Path) -> None:
@@ -66,13 +73,18 @@ def test_extension_zip_holds_only_our_sources_and_imports(tmp_path: Path) -> Non
         names = z.namelist()
         z.extractall(tmp_path)
     assert {n.split("/")[0] for n in names} == {"hindsight_isolation", "memory_adapter"}
-    assert "memory_adapter/tokens.py" in names and "hindsight_isolation/tenant.py" in names
+    assert "memory_adapter/tokens.py" in names
+    assert "hindsight_isolation/tenant.py" in names
     import subprocess
     import sys
 
     probe = "import hindsight_isolation.settings, memory_adapter.bank_ids, memory_adapter.tokens; print('ok')"
-    result = subprocess.run([sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(tmp_path)!r}); {probe}"],
-                            capture_output=True, text=True, check=False)
+    result = subprocess.run(
+        [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(tmp_path)!r}); {probe}"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert result.stdout.strip() == "ok", result.stderr
 
 

@@ -15,7 +15,7 @@ DISCOVERY = ISSUER + "/.well-known/openid-configuration"
 KEY = {"kty": "RSA", "kid": "k1", "n": "abc", "e": "AQAB", "use": "sig", "alg": "RS256"}
 
 
-def _fetch(documents: dict[str, Any]):  # type: ignore[no-untyped-def]
+def _fetch(documents: dict[str, Any]):
     return lambda url: documents[url]
 
 
@@ -24,7 +24,7 @@ class FakeSsm:
         self.value = value
         self.puts: list[dict[str, Any]] = []
 
-    def get_parameter(self, Name: str) -> dict[str, Any]:  # noqa: N803
+    def get_parameter(self, Name: str) -> dict[str, Any]:
         return {"Parameter": {"Value": self.value}}
 
     def put_parameter(self, **kwargs: Any) -> None:
@@ -38,7 +38,8 @@ def test_mirror_stores_public_keys_once(monkeypatch: pytest.MonkeyPatch) -> None
     docs = {DISCOVERY: {"issuer": ISSUER, "jwks_uri": ISSUER + "/jwks"}, ISSUER + "/jwks": {"keys": [KEY]}}
     ssm = FakeSsm('{"keys":[]}')
     assert mirror.handler({}, None, ssm=ssm, fetch=_fetch(docs)) == {"changed": True}
-    assert json.loads(ssm.value) == {"keys": [KEY]} and ssm.puts[0]["Tier"] == "Advanced"
+    assert json.loads(ssm.value) == {"keys": [KEY]}
+    assert ssm.puts[0]["Tier"] == "Advanced"
     assert mirror.handler({}, None, ssm=ssm, fetch=_fetch(docs)) == {"changed": False}
 
 
@@ -72,4 +73,5 @@ def test_redeploy_forces_new_deployments(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setenv("CLUSTER_ARN", "arn:cluster")
     monkeypatch.setenv("SERVICE_ARNS", "arn:a,arn:b")
     assert redeploy.handler({"detail-type": "x"}, None, ecs=FakeEcs()) == {"redeployed": 2}
-    assert [c["service"] for c in calls] == ["arn:a", "arn:b"] and all(c["forceNewDeployment"] for c in calls)
+    assert [c["service"] for c in calls] == ["arn:a", "arn:b"]
+    assert all(c["forceNewDeployment"] for c in calls)

@@ -62,8 +62,17 @@ def test_checkov_passes_with_only_documented_skips(synths: dict[str, Synth]) -> 
     args = [str(_checkov())]
     for template in _templates(synths):
         args += ["-f", str(template)]
-    args += ["--framework", "cloudformation", "--compact", "--quiet", "--skip-download", "-o", "json",
-             "--skip-check", ",".join(sorted(CHECKOV_SKIPS))]
+    args += [
+        "--framework",
+        "cloudformation",
+        "--compact",
+        "--quiet",
+        "--skip-download",
+        "-o",
+        "json",
+        "--skip-check",
+        ",".join(sorted(CHECKOV_SKIPS)),
+    ]
     result = subprocess.run(args, capture_output=True, text=True, check=False, env={**os.environ, "LOG_LEVEL": "ERROR"})
     reports = json.loads(result.stdout)
     reports = reports if isinstance(reports, list) else [reports]

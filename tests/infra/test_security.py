@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from aws_cdk.assertions import Match, Template
@@ -39,16 +40,16 @@ def test_every_acknowledgement_names_its_resource_and_a_reason(synths: dict[str,
     recorded: list[tuple[str, str]] = []
     original = nag._ack
 
-    def spy(scope, rule, reason):  # type: ignore[no-untyped-def]
+    def spy(scope, rule, reason):
         recorded.append((scope.node.path, reason))
         original(scope, rule, reason)
 
-    nag._ack = spy  # type: ignore[assignment]
+    nag._ack = spy
     try:
         synth = synths[variant]
         nag.acknowledge_findings(synth.stacks, synth.config)
     finally:
-        nag._ack = original  # type: ignore[assignment]
+        nag._ack = original
     assert recorded
     for path, reason in recorded:
         assert "/" in path
@@ -60,7 +61,12 @@ def test_every_acknowledgement_names_its_resource_and_a_reason(synths: dict[str,
 
 def test_created_vpc_has_no_internet_path_and_pins_az_ids(default: Synth) -> None:
     t = default.template("-Network")
-    for banned in ("AWS::EC2::InternetGateway", "AWS::EC2::NatGateway", "AWS::EC2::EIP", "AWS::EC2::EgressOnlyInternetGateway"):
+    for banned in (
+        "AWS::EC2::InternetGateway",
+        "AWS::EC2::NatGateway",
+        "AWS::EC2::EIP",
+        "AWS::EC2::EgressOnlyInternetGateway",
+    ):
         assert resources(t, banned) == {}
     subnets = resources(t, "AWS::EC2::Subnet")
     assert sorted(s["Properties"]["AvailabilityZoneId"] for s in subnets.values()) == ["use1-az1", "use1-az2"]
@@ -77,7 +83,11 @@ def test_aws_apis_are_reached_through_endpoints(synths: dict[str, Synth], varian
     for service in ("ecr.api", "ecr.dkr", ".logs", "secretsmanager", ".kms", ".sts", ".ssm", "bedrock-runtime", ".s3"):
         assert service in joined, service
     assert ("cognito-idp" in joined) == (synths[variant].config.auth.mode.value == "cognito")
-    interface = [e for e in resources(t, "AWS::EC2::VPCEndpoint").values() if e["Properties"].get("VpcEndpointType") == "Interface"]
+    interface = [
+        e
+        for e in resources(t, "AWS::EC2::VPCEndpoint").values()
+        if e["Properties"].get("VpcEndpointType") == "Interface"
+    ]
     assert all(e["Properties"]["PrivateDnsEnabled"] is True for e in interface)
 
 
@@ -85,9 +95,13 @@ def test_aws_apis_are_reached_through_endpoints(synths: dict[str, Synth], varian
 def test_endpoint_group_admits_only_https_from_the_vpc(synths: dict[str, Synth], variant: str) -> None:
     synth = synths[variant]
     t = synth.template("-Network")
-    (sg,) = [v for k, v in resources(t, "AWS::EC2::SecurityGroup").items() if k.startswith("NetworkEndpointSecurityGroup")]
+    (sg,) = [
+        v for k, v in resources(t, "AWS::EC2::SecurityGroup").items() if k.startswith("NetworkEndpointSecurityGroup")
+    ]
     (rule,) = sg["Properties"]["SecurityGroupIngress"]
-    expected = synth.config.network.cidr if synth.config.network.mode.value == "create" else synth.config.network.vpc_cidr
+    expected = (
+        synth.config.network.cidr if synth.config.network.mode.value == "create" else synth.config.network.vpc_cidr
+    )
     assert (rule["CidrIp"], rule["FromPort"], rule["ToPort"], rule["IpProtocol"]) == (expected, 443, 443, "tcp")
 
 
@@ -106,17 +120,24 @@ def test_security_groups_allow_only_what_flows(synths: dict[str, Synth], variant
     agent = synth.template("-Agent")
     db_port = synth.config.database.port
     # Hindsight tasks -> database port, written in the service stack.
-    db_rules = [r["Properties"] for r in resources(memory, "AWS::EC2::SecurityGroupIngress").values()
-                if r["Properties"]["FromPort"] == db_port]
-    assert len(db_rules) == 1 and db_rules[0]["ToPort"] == db_port
+    db_rules = [
+        r["Properties"]
+        for r in resources(memory, "AWS::EC2::SecurityGroupIngress").values()
+        if r["Properties"]["FromPort"] == db_port
+    ]
+    assert len(db_rules) == 1
+    assert db_rules[0]["ToPort"] == db_port
     # Agent -> load balancer listener port only.
     listener_port = 443 if synth.config.hindsight.certificate_arn else 80
     agent_rules = [r["Properties"] for r in resources(agent, "AWS::EC2::SecurityGroupIngress").values()]
     assert [(r["FromPort"], r["ToPort"]) for r in agent_rules] == [(listener_port, listener_port)]
     # Load balancer -> tasks on Hindsight's port only.
     hs_port = synth.config.hindsight.port
-    task_rules = [r["Properties"] for r in resources(memory, "AWS::EC2::SecurityGroupIngress").values()
-                  if r["Properties"]["FromPort"] == hs_port]
+    task_rules = [
+        r["Properties"]
+        for r in resources(memory, "AWS::EC2::SecurityGroupIngress").values()
+        if r["Properties"]["FromPort"] == hs_port
+    ]
     assert len(task_rules) == 1
     # No group anywhere admits the internet.
     for template in synth.templates.values():
@@ -138,20 +159,23 @@ def test_security_groups_allow_only_what_flows(synths: dict[str, Synth], variant
 
 def test_database_is_encrypted_tls_only_backed_up_and_protected(default: Synth) -> None:
     t = Template.from_json(default.template("-Data"))
-    t.has_resource_properties("AWS::RDS::DBInstance", {
-        "Engine": "postgres",
-        "EngineVersion": Match.string_like_regexp(r"^17\.\d+$"),
-        "StorageEncrypted": True,
-        "KmsKeyId": Match.any_value(),
-        "DeletionProtection": True,
-        "BackupRetentionPeriod": 7,
-        "EnableCloudwatchLogsExports": ["postgresql", "upgrade"],
-        "EnablePerformanceInsights": True,
-        "PerformanceInsightsKMSKeyId": Match.any_value(),
-        "PubliclyAccessible": False,
-        "AutoMinorVersionUpgrade": False,
-        "MultiAZ": False,  # dev overlay
-    })
+    t.has_resource_properties(
+        "AWS::RDS::DBInstance",
+        {
+            "Engine": "postgres",
+            "EngineVersion": Match.string_like_regexp(r"^17\.\d+$"),
+            "StorageEncrypted": True,
+            "KmsKeyId": Match.any_value(),
+            "DeletionProtection": True,
+            "BackupRetentionPeriod": 7,
+            "EnableCloudwatchLogsExports": ["postgresql", "upgrade"],
+            "EnablePerformanceInsights": True,
+            "PerformanceInsightsKMSKeyId": Match.any_value(),
+            "PubliclyAccessible": False,
+            "AutoMinorVersionUpgrade": False,
+            "MultiAZ": False,  # dev overlay
+        },
+    )
     t.has_resource("AWS::RDS::DBInstance", {"DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain"})
     t.has_resource_properties("AWS::RDS::DBParameterGroup", {"Parameters": Match.object_like({"rds.force_ssl": "1"})})
     t.has_resource_properties("AWS::KMS::Key", {"EnableKeyRotation": True})
@@ -159,16 +183,22 @@ def test_database_is_encrypted_tls_only_backed_up_and_protected(default: Synth) 
 
 def test_database_credentials_have_no_punctuation_and_rotate(default: Synth) -> None:
     t = Template.from_json(default.template("-Data"))
-    t.has_resource_properties("AWS::SecretsManager::Secret", {
-        "GenerateSecretString": Match.object_like({"ExcludeCharacters": Match.string_like_regexp(r"%.*@|@.*%")}),
-        "KmsKeyId": Match.any_value(),
-    })
+    t.has_resource_properties(
+        "AWS::SecretsManager::Secret",
+        {
+            "GenerateSecretString": Match.object_like({"ExcludeCharacters": Match.string_like_regexp(r"%.*@|@.*%")}),
+            "KmsKeyId": Match.any_value(),
+        },
+    )
     secret = next(iter(resources(default.template("-Data"), "AWS::SecretsManager::Secret").values()))
     excluded = secret["Properties"]["GenerateSecretString"]["ExcludeCharacters"]
     assert set("%@:/?#&'\"`\\ ") <= set(excluded)
-    t.has_resource_properties("AWS::SecretsManager::RotationSchedule", {
-        "RotationRules": {"ScheduleExpression": "rate(30 days)"},
-    })
+    t.has_resource_properties(
+        "AWS::SecretsManager::RotationSchedule",
+        {
+            "RotationRules": {"ScheduleExpression": "rate(30 days)"},
+        },
+    )
 
 
 def test_prod_overlay_makes_the_database_multi_az(synths: dict[str, Synth]) -> None:
@@ -178,19 +208,22 @@ def test_prod_overlay_makes_the_database_multi_az(synths: dict[str, Synth]) -> N
 
 def test_aurora_serverless_variant(synths: dict[str, Synth]) -> None:
     t = Template.from_json(synths["iam-aurora"].template("-Data"))
-    t.has_resource_properties("AWS::RDS::DBCluster", {
-        "Engine": "aurora-postgresql",
-        "StorageEncrypted": True,
-        "DeletionProtection": True,
-        "ServerlessV2ScalingConfiguration": {"MinCapacity": 0.5, "MaxCapacity": 4},
-    })
+    t.has_resource_properties(
+        "AWS::RDS::DBCluster",
+        {
+            "Engine": "aurora-postgresql",
+            "StorageEncrypted": True,
+            "DeletionProtection": True,
+            "ServerlessV2ScalingConfiguration": {"MinCapacity": 0.5, "MaxCapacity": 4},
+        },
+    )
     t.resource_count_is("AWS::RDS::DBInstance", 1)  # the serverless writer (dev: no reader)
 
 
 # -- memory service -------------------------------------------------------------------------------------------------
 
 
-def _containers(template: dict, task_prefix: str) -> dict[str, dict]:
+def _containers(template: dict[str, Any], task_prefix: str) -> dict[str, dict[str, Any]]:
     (task,) = [v for k, v in resources(template, "AWS::ECS::TaskDefinition").items() if k.startswith(task_prefix)]
     assert task["Properties"]["RuntimePlatform"] == {"CpuArchitecture": "ARM64", "OperatingSystemFamily": "LINUX"}
     return {c["Name"]: c for c in task["Properties"]["ContainerDefinitions"]}
@@ -235,8 +268,10 @@ def test_secrets_reach_hindsight_only_as_ecs_secrets(synths: dict[str, Synth], v
     assert ("HINDSIGHT_API_TENANT_AGENT_KEY" in secret_names) == (not jwt)
     # The database URL is assembled in the container from the secret's fields and never echoed.
     command = main["Command"][0]
-    assert "HINDSIGHT_API_DATABASE_URL=" in command and "sslmode=require" in command
-    assert "set -x" not in command and "echo" not in command
+    assert "HINDSIGHT_API_DATABASE_URL=" in command
+    assert "sslmode=require" in command
+    assert "set -x" not in command
+    assert "echo" not in command
     # No generated secret value appears anywhere in any template.
     for template in synth.templates.values():
         for secret in resources(template, "AWS::SecretsManager::Secret").values():
@@ -266,12 +301,16 @@ def test_services_roll_back_and_workers_keep_stable_ids(synths: dict[str, Synth]
 
 def test_cluster_has_container_insights_and_logs_are_encrypted(default: Synth) -> None:
     t = Template.from_json(default.template("-MemoryService"))
-    t.has_resource_properties("AWS::ECS::Cluster", {
-        "ClusterSettings": [{"Name": "containerInsights", "Value": Match.string_like_regexp("enabled|enhanced")}],
-    })
+    t.has_resource_properties(
+        "AWS::ECS::Cluster",
+        {
+            "ClusterSettings": [{"Name": "containerInsights", "Value": Match.string_like_regexp("enabled|enhanced")}],
+        },
+    )
     for template in default.templates.values():
         for group in resources(template, "AWS::Logs::LogGroup").values():
-            assert "KmsKeyId" in group["Properties"] and "RetentionInDays" in group["Properties"]
+            assert "KmsKeyId" in group["Properties"]
+            assert "RetentionInDays" in group["Properties"]
 
 
 def test_load_balancer_is_internal_and_tls_when_configured(synths: dict[str, Synth]) -> None:
@@ -294,9 +333,16 @@ def test_load_balancer_is_internal_and_tls_when_configured(synths: dict[str, Syn
 
 def test_image_mirror_copies_the_pinned_arm64_image(default: Synth) -> None:
     t = default.template("-MemoryService")
-    (copy,) = [r for r in t["Resources"].values() if r["Type"] == "Custom::CDKBucketDeployment" or "ECRDeployment" in r["Type"] or r["Type"].startswith("Custom::CDKECRDeployment")]
+    (copy,) = [
+        r
+        for r in t["Resources"].values()
+        if r["Type"] == "Custom::CDKBucketDeployment"
+        or "ECRDeployment" in r["Type"]
+        or r["Type"].startswith("Custom::CDKECRDeployment")
+    ]
     text = _text(copy["Properties"])
-    assert "ghcr.io/vectorize-io/hindsight-api:1.1.0-slim" in text and "arm64" in text
+    assert "ghcr.io/vectorize-io/hindsight-api:1.1.0-slim" in text
+    assert "arm64" in text
     repo = next(iter(resources(t, "AWS::ECR::Repository").values()))
     assert repo["Properties"]["ImageTagMutability"] == "IMMUTABLE"
     assert repo["Properties"]["ImageScanningConfiguration"] == {"ScanOnPush": True}
@@ -305,8 +351,11 @@ def test_image_mirror_copies_the_pinned_arm64_image(default: Synth) -> None:
 def test_the_operator_key_is_never_granted_to_the_agent(synths: dict[str, Synth]) -> None:
     for synth in synths.values():
         agent = _text(synth.template("-Agent"))
-        operator_id = next(k for k in resources(synth.template("-MemoryService"), "AWS::SecretsManager::Secret")
-                           if k.startswith("MemoryOperatorKey"))
+        operator_id = next(
+            k
+            for k in resources(synth.template("-MemoryService"), "AWS::SecretsManager::Secret")
+            if k.startswith("MemoryOperatorKey")
+        )
         assert operator_id not in agent
         env = synth.stacks.agent.agent.environment
         assert "HINDSIGHT_API_KEY" not in env
@@ -322,7 +371,8 @@ def test_runtime_is_code_deployed_in_vpc_with_the_right_authorizer(synths: dict[
     (runtime,) = resources(t, "AWS::BedrockAgentCore::Runtime").values()
     props = runtime["Properties"]
     code = props["AgentRuntimeArtifact"]["CodeConfiguration"]
-    assert code["Runtime"] == "PYTHON_3_12" and code["EntryPoint"] == ["main.py"]
+    assert code["Runtime"] == "PYTHON_3_12"
+    assert code["EntryPoint"] == ["main.py"]
     assert props["NetworkConfiguration"]["NetworkMode"] == "VPC"
     assert props["AgentRuntimeName"].replace("_", "").isalnum()
     mode = synth.config.auth.mode.value
@@ -342,13 +392,16 @@ def test_runtime_is_code_deployed_in_vpc_with_the_right_authorizer(synths: dict[
 def test_agent_role_invokes_only_its_model(synths: dict[str, Synth], variant: str) -> None:
     synth = synths[variant]
     t = synth.template("-Agent")
-    statements = [s for p in resources(t, "AWS::IAM::Policy").values() for s in p["Properties"]["PolicyDocument"]["Statement"]]
+    statements = [
+        s for p in resources(t, "AWS::IAM::Policy").values() for s in p["Properties"]["PolicyDocument"]["Statement"]
+    ]
     bedrock = [s for s in statements if "bedrock:InvokeModel" in _text(s["Action"])]
     assert len(bedrock) == 1
     assert synth.config.agent.model_id in _text(bedrock[0]["Resource"])
     assert "foundation-model/*" not in _text(bedrock[0]["Resource"])
     for s in statements:
-        assert s["Action"] != "*" and "secretsmanager:*" not in _text(s["Action"])
+        assert s["Action"] != "*"
+        assert "secretsmanager:*" not in _text(s["Action"])
 
 
 @pytest.mark.parametrize("variant", ALL)
@@ -359,20 +412,33 @@ def test_agent_environment_is_exactly_what_settings_reads(synths: dict[str, Synt
     ours = {k for k in env if not k.startswith("POWERTOOLS_")}
     assert ours <= set(ALL_ENV_VARS), ours - set(ALL_ENV_VARS)
     # Deploy-time tokens stand in for real values; the settings must accept the combination.
-    concrete = {k: ("arn:aws:secretsmanager:us-east-1:111122223333:secret:x" if k == "HINDSIGHT_API_KEY_SECRET_ARN"
-                    else "http://hindsight.internal" if k == "HINDSIGHT_API_URL"
-                    else "https://issuer.example.com/.well-known/openid-configuration" if k == "JWT_DISCOVERY_URL"
-                    else "client-1" if "${Token" in v else v) for k, v in env.items()}
+    concrete = {
+        k: (
+            "arn:aws:secretsmanager:us-east-1:111122223333:secret:x"
+            if k == "HINDSIGHT_API_KEY_SECRET_ARN"
+            else "http://hindsight.internal"
+            if k == "HINDSIGHT_API_URL"
+            else "https://issuer.example.com/.well-known/openid-configuration"
+            if k == "JWT_DISCOVERY_URL"
+            else "client-1"
+            if "${Token" in v
+            else v
+        )
+        for k, v in env.items()
+    }
     settings = Settings.from_env(concrete)
     assert settings.agent_name == synths[variant].config.agent.name
 
 
 def test_layer_is_arm64_and_published_to_ssm(default: Synth) -> None:
     t = Template.from_json(default.template("-Agent"))
-    t.has_resource_properties("AWS::Lambda::LayerVersion", {
-        "CompatibleArchitectures": ["arm64"],
-        "CompatibleRuntimes": Match.array_with(["python3.12"]),
-    })
+    t.has_resource_properties(
+        "AWS::Lambda::LayerVersion",
+        {
+            "CompatibleArchitectures": ["arm64"],
+            "CompatibleRuntimes": Match.array_with(["python3.12"]),
+        },
+    )
     t.has_resource_properties("AWS::SSM::Parameter", {"Name": "/HindsightMemory/dev/memory-adapter-layer-arn"})
     outputs = default.template("-Agent")["Outputs"]
     assert any(k.startswith("MemoryAdapterLayerLayerArn") for k in outputs)
@@ -403,5 +469,6 @@ def test_iam_mode_has_no_identity_stack_and_a_scoped_agent_key(synths: dict[str,
     synth = synths["iam-aurora"]
     assert synth.stacks.identity is None
     env = synth.stacks.agent.agent.environment
-    assert env["AUTH_MODE"] == "iam" and env["TENANT_ID"] == "acme"
+    assert env["AUTH_MODE"] == "iam"
+    assert env["TENANT_ID"] == "acme"
     assert "HINDSIGHT_API_KEY_SECRET_ARN" in env

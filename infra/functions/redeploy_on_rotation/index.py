@@ -21,6 +21,13 @@ def handler(event: Any, context: Any, *, ecs: Any = None) -> dict[str, Any]:
     services = [s for s in os.environ["SERVICE_ARNS"].split(",") if s]
     for service in services:
         client.update_service(cluster=cluster, service=service, forceNewDeployment=True)
-    print(json.dumps({"message": "services redeployed after rotation", "count": len(services),
-                      "event": event.get("detail-type") if isinstance(event, dict) else None}))
+    print(
+        json.dumps(
+            {
+                "message": "services redeployed after rotation",
+                "count": len(services),
+                "event": event.get("detail-type") if isinstance(event, dict) else None,
+            }
+        )
+    )
     return {"redeployed": len(services)}
