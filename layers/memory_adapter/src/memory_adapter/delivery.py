@@ -1,0 +1,432 @@
+"""Background delivery of retains: never on the turn's path, never lost, never duplicated.
+
+Each retain is a :class:`RetainRecord` handed to a pool of daemon threads (they belong to no event loop, so a retain
+queued inside one ``asyncio.run`` call is still delivered after that loop has ended). A thread sends it as a
+server-side async retain with its ``operation_id``; transient failures are retried ``max_retries`` times with
+exponential backoff and full jitter (honouring ``Retry-After``), then the record goes to the spool. While the circuit
+breaker is open records go straight to the spool. Definitive refusals (4xx) go to the spool's dead letters.
+:meth:`RetainDelivery.replay` re-delivers spooled records; the ``operation_id`` (and the stable document id) make a
+re-delivery of something Hindsight already has a no-op, so every turn ends up in the bank exactly once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import logging
+import queue
+import random
+import threading
+import time
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from memory_adapter.breaker import CircuitBreaker
+from memory_adapter.exceptions import HindsightRequestError, HindsightUnavailableError, SpoolError
+from memory_adapter.observability import Metric, Observer, short_hash
+from memory_adapter.spool import RetainRecord, Spool
+from memory_adapter.transport import Transport, bank_path
+
+__all__ = ["ReplayResult", "RetainDelivery", "RetainHandle", "RetainOutcome", "RetryPolicy"]
+
+
+class RetainOutcome(StrEnum):
+    """How a retain ended."""
+
+    DELIVERED = "delivered"
+    """Hindsight accepted it (queued server-side; fact extraction follows asynchronously)."""
+    SPOOLED = "spooled"
+    """Not deliverable now; stored durably in the spool for :meth:`replay`."""
+    REJECTED = "rejected"
+    """Hindsight refused it for good (4xx); kept in the spool's dead letters."""
+    DROPPED = "dropped"
+    """Could be neither delivered nor spooled (no spool, or the spool failed): lost, logged as an error."""
+    SKIPPED = "skipped"
+    """Nothing to retain (blank result) or no bank could be resolved."""
+
+
+class RetainHandle:
+    """The fate of one retain: awaitable from any event loop, or waited on synchronously.
+
+    Example:
+        >>> handle = adapter.retain_for_turn(ctx, result=answer, query=prompt)
+        >>> outcome = await handle            # RetainOutcome.DELIVERED or .SPOOLED, ...
+    """
+
+    def __init__(self, future: concurrent.futures.Future[RetainOutcome], *, operation_id: str | None = None) -> None:
+        self._future = future
+        self.operation_id = operation_id
+
+    @classmethod
+    def resolved(cls, outcome: RetainOutcome) -> RetainHandle:
+        """A handle that is already done (e.g. ``SKIPPED``)."""
+        future: concurrent.futures.Future[RetainOutcome] = concurrent.futures.Future()
+        future.set_result(outcome)
+        return cls(future)
+
+    def done(self) -> bool:
+        """Whether the retain is delivered, spooled, rejected, dropped or skipped."""
+        return self._future.done()
+
+    @property
+    def outcome(self) -> RetainOutcome | None:
+        """The outcome, or ``None`` while the retain is still in flight."""
+        return self._future.result() if self._future.done() else None
+
+    def result(self, timeout: float | None = None) -> RetainOutcome:
+        """Block until done (raises ``TimeoutError`` after ``timeout`` seconds)."""
+        return self._future.result(timeout)
+
+    def __await__(self) -> Generator[Any, None, RetainOutcome]:
+        return asyncio.wrap_future(self._future).__await__()
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """Bounded retries: ``max_retries`` after the first attempt, delay ``min(max, base * 2**n)`` with full jitter."""
+
+    max_retries: int
+    base_delay: float
+    max_delay: float
+
+    def delay(self, retry: int, retry_after: float | None, rng: random.Random) -> float:
+        """Seconds to wait before retry number ``retry`` (0-based)."""
+        ceiling = min(self.max_delay, self.base_delay * (2**retry))
+        if retry_after is not None:
+            ceiling = min(self.max_delay, max(ceiling, retry_after))
+        return rng.uniform(0, ceiling)
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayResult:
+    """What a replay did: records delivered, moved to dead letters, and still waiting in the spool."""
+
+    delivered: int
+    rejected: int
+    remaining: int
+
+
+@dataclass
+class _Job:
+    record: RetainRecord
+    future: concurrent.futures.Future[RetainOutcome]
+
+
+_STOP = object()
+
+
+class RetainDelivery:
+    """Delivers :class:`RetainRecord` objects on daemon threads with retries, breaker, spool and replay.
+
+    Args:
+        transport: The HTTP transport.
+        breaker: Shared with recalls, so a failing Hindsight is detected by whichever call sees it first.
+        spool: Where undeliverable records go (``None``: they are dropped and logged).
+        observer: Metrics and logs.
+        retry: Retry policy.
+        timeout: Seconds per delivery attempt.
+        workers: Concurrent delivery threads.
+        default_credential: Bearer used for records without their own credential (never written to the spool).
+        on_short_circuit: Called when the open breaker stops a delivery (the adapter starts a probe).
+        on_delivered: Called after each delivery (the adapter may start an automatic replay).
+    """
+
+    def __init__(
+        self,
+        *,
+        transport: Transport,
+        breaker: CircuitBreaker,
+        spool: Spool | None,
+        observer: Observer,
+        retry: RetryPolicy,
+        timeout: float,
+        workers: int,
+        default_credential: str | None,
+        on_short_circuit: Callable[[], None] = lambda: None,
+        on_delivered: Callable[[], None] = lambda: None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self._transport = transport
+        self._breaker = breaker
+        self._spool = spool
+        self._obs = observer
+        self._retry = retry
+        self._timeout = timeout
+        self._workers = workers
+        self._default_credential = default_credential
+        self._on_short_circuit = on_short_circuit
+        self._on_delivered = on_delivered
+        self._rng = rng or random.Random()  # noqa: S311 (retry jitter, not cryptography)
+        self._queue: queue.Queue[Any] = queue.Queue()
+        self._lock = threading.Lock()
+        self._jobs: dict[int, _Job] = {}
+        self._threads: list[threading.Thread] = []
+        self._stop = threading.Event()
+        self._replay_lock = threading.Lock()
+
+    # -- submission -------------------------------------------------------------------------------------------
+
+    def submit(self, record: RetainRecord) -> RetainHandle:
+        """Queue ``record`` for delivery and return its handle. Never blocks, never raises."""
+        future: concurrent.futures.Future[RetainOutcome] = concurrent.futures.Future()
+        # Running from the start: cancelling an awaiting caller (a wait_for timeout, a finished event loop) must
+        # never cancel the delivery itself.
+        future.set_running_or_notify_cancel()
+        job = _Job(record, future)
+        with self._lock:
+            self._jobs[id(job)] = job
+            self._start_workers()
+            self._queue.put(job)
+        future.add_done_callback(lambda _f: self._forget(job))
+        self._obs.count(Metric.RETAIN_QUEUED)
+        return RetainHandle(future, operation_id=record.operation_id)
+
+    def _forget(self, job: _Job) -> None:
+        with self._lock:
+            self._jobs.pop(id(job), None)
+
+    def _start_workers(self) -> None:
+        if self._threads:
+            return
+        self._stop.clear()
+        for n in range(self._workers):
+            thread = threading.Thread(target=self._work, args=(self._queue,), name=f"memory-retain-{n}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+
+    @property
+    def pending(self) -> list[concurrent.futures.Future[RetainOutcome]]:
+        """Futures of retains not yet delivered, spooled or rejected."""
+        with self._lock:
+            return [job.future for job in self._jobs.values()]
+
+    # -- worker -----------------------------------------------------------------------------------------------
+
+    def _work(self, jobs: queue.Queue[Any]) -> None:
+        while True:
+            job = jobs.get()
+            if job is _STOP:
+                return
+            if job.future.done():
+                continue
+            try:
+                outcome = self._deliver_with_retries(job)
+            except Exception:  # defensive: a bug here must not kill the worker or lose the record
+                logging.getLogger("memory_adapter").exception("memory retain worker failed")
+                outcome = self._to_spool(job.record, "internal error")
+            self._resolve(job, outcome)
+
+    @staticmethod
+    def _resolve(job: _Job, outcome: RetainOutcome) -> bool:
+        """Set the outcome once (atomic inside the future); ``False`` when another thread already did."""
+        try:
+            job.future.set_result(outcome)
+        except concurrent.futures.InvalidStateError:
+            return False
+        return True
+
+    def _deliver_with_retries(self, job: _Job) -> RetainOutcome:
+        record = job.record
+        for retry in range(self._retry.max_retries + 1):
+            if job.future.done() or self._stop.is_set():
+                return RetainOutcome.SPOOLED if job.future.done() else self._to_spool(record, "adapter closing")
+            if not self._breaker.allow():
+                self._on_short_circuit()
+                return self._to_spool(record, "circuit breaker open")
+            try:
+                self._send(record)
+            except HindsightRequestError as exc:
+                return self._reject(record, exc)
+            except HindsightUnavailableError as exc:
+                record.last_error = str(exc)
+                if retry == self._retry.max_retries:
+                    break
+                self._obs.count(Metric.RETAIN_RETRIED)
+                if self._stop.wait(self._retry.delay(retry, exc.retry_after, self._rng)):
+                    continue
+            else:
+                if not self._resolve(job, RetainOutcome.DELIVERED):
+                    self._unspool(record)  # spooled meanwhile by a shutdown: the spooled copy is redundant
+                self._delivered(record)
+                return RetainOutcome.DELIVERED
+        return self._to_spool(record, record.last_error or "undeliverable")
+
+    def _send(self, record: RetainRecord, credential: str | None = None) -> None:
+        """One delivery attempt; updates the breaker; raises the mapped error."""
+        record.attempts += 1
+        body = {"items": [record.item], "async": True, "operation_id": record.operation_id}
+        try:
+            response = self._transport.request(
+                "POST",
+                bank_path(record.bank_id, "/memories"),
+                body=body,
+                bearer=credential or record.credential or self._default_credential,
+                timeout=self._timeout,
+            )
+            response.raise_for_status()
+        except HindsightUnavailableError:
+            self._breaker.record_failure()
+            raise
+        except HindsightRequestError:
+            self._breaker.record_success()  # the server is up; it refused this request
+            raise
+        self._breaker.record_success()
+
+    def _delivered(self, record: RetainRecord) -> None:
+        self._obs.count(Metric.RETAIN_DELIVERED)
+        self._obs.event(
+            logging.INFO,
+            "memory retain delivered",
+            event="retain.delivered",
+            bank=short_hash(record.bank_id),
+            attempts=record.attempts,
+        )
+        self._on_delivered()
+
+    def _reject(self, record: RetainRecord, exc: HindsightRequestError) -> RetainOutcome:
+        self._obs.count(Metric.RETAIN_FAILED)
+        self._obs.event(
+            logging.ERROR,
+            "memory retain rejected by Hindsight",
+            event="retain.rejected",
+            bank=short_hash(record.bank_id),
+            status=exc.status,
+        )
+        if self._spool is not None:
+            try:
+                self._spool.dead_letter(record, f"HTTP {exc.status}")
+            except SpoolError:
+                logging.getLogger("memory_adapter").exception("memory spool: cannot store a dead letter")
+        return RetainOutcome.REJECTED
+
+    def _to_spool(self, record: RetainRecord, reason: str) -> RetainOutcome:
+        record.last_error = reason
+        if self._spool is None:
+            self._obs.count(Metric.RETAIN_FAILED)
+            self._obs.event(
+                logging.ERROR, "memory retain lost: no spool", event="retain.dropped", bank=short_hash(record.bank_id)
+            )
+            return RetainOutcome.DROPPED
+        try:
+            self._spool.put(record)
+        except SpoolError as exc:
+            self._obs.count(Metric.RETAIN_FAILED)
+            self._obs.event(
+                logging.ERROR,
+                "memory retain lost: spool write failed",
+                event="retain.dropped",
+                bank=short_hash(record.bank_id),
+                error=str(exc),
+            )
+            return RetainOutcome.DROPPED
+        self._obs.count(Metric.RETAIN_SPOOLED)
+        self._obs.event(
+            logging.WARNING,
+            "memory retain spooled",
+            event="retain.spooled",
+            bank=short_hash(record.bank_id),
+            reason=reason,
+        )
+        return RetainOutcome.SPOOLED
+
+    def _unspool(self, record: RetainRecord) -> None:
+        if self._spool is not None:
+            with contextlib.suppress(SpoolError):
+                self._spool.remove(record)
+
+    # -- replay -----------------------------------------------------------------------------------------------
+
+    def replay(
+        self, limit: int | None = None, *, dead_letters: bool = False, credential: str | None = None, wait: bool = True
+    ) -> ReplayResult | None:
+        """Re-deliver spooled records, oldest first (blocking; run it off the event loop).
+
+        Stops early when Hindsight fails again (the rest stays spooled). Refused records move to dead letters.
+
+        Args:
+            limit: Most records to replay (``None``: all).
+            dead_letters: Replay the dead letters instead (e.g. after fixing what made Hindsight refuse them).
+            credential: Bearer to use instead of each record's own (e.g. an operator credential when the users'
+                tokens have expired).
+            wait: When another replay is running, wait for it (``True``) or return ``None`` at once.
+        """
+        if self._spool is None:
+            return ReplayResult(0, 0, 0)
+        if not self._replay_lock.acquire(blocking=wait):
+            return None
+        try:
+            return self._replay_locked(self._spool, limit, dead_letters, credential)
+        finally:
+            self._replay_lock.release()
+
+    def _replay_locked(
+        self, spool: Spool, limit: int | None, dead_letters: bool, credential: str | None
+    ) -> ReplayResult:
+        delivered = rejected = 0
+        for record in spool.items(limit, dead=dead_letters):
+            if not self._breaker.allow():
+                self._on_short_circuit()
+                break
+            try:
+                self._send(record, credential)
+            except HindsightUnavailableError:
+                break
+            except HindsightRequestError as exc:
+                rejected += 1
+                if not dead_letters:
+                    self._reject(record, exc)
+                continue
+            spool.remove(record)
+            delivered += 1
+            self._obs.count(Metric.RETAIN_REPLAYED)
+        remaining = spool.count(dead=dead_letters)
+        if delivered or rejected:
+            self._obs.event(
+                logging.WARNING,
+                "memory spool replayed",
+                event="spool.replayed",
+                delivered=delivered,
+                rejected=rejected,
+                remaining=remaining,
+            )
+        return ReplayResult(delivered, rejected, remaining)
+
+    def spool_count(self) -> int:
+        """Records waiting in the spool (0 without a spool or when it cannot be read)."""
+        if self._spool is None:
+            return 0
+        try:
+            return self._spool.count()
+        except SpoolError:
+            return 0
+
+    # -- shutdown ---------------------------------------------------------------------------------------------
+
+    def shutdown(self, timeout: float) -> int:
+        """Wait up to ``timeout`` s for pending retains, spool the rest, stop the workers; return how many spooled.
+
+        The adapter can be used again afterwards: workers restart on the next retain.
+        """
+        pending = self.pending
+        if pending:
+            concurrent.futures.wait(pending, timeout=timeout)
+        self._stop.set()
+        spooled = 0
+        with self._lock:
+            leftovers = [job for job in self._jobs.values() if not job.future.done()]
+        for job in leftovers:
+            outcome = self._to_spool(job.record, "adapter closing")
+            if self._resolve(job, outcome):
+                spooled += outcome is RetainOutcome.SPOOLED
+        with self._lock:
+            threads, self._threads = self._threads, []
+            old_queue, self._queue = self._queue, queue.Queue()
+        for _ in threads:
+            old_queue.put(_STOP)  # a thread stuck in a hung request reads its marker when the request times out
+        deadline = time.monotonic() + 0.5
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        return spooled

@@ -1,0 +1,40 @@
+"""Recall and retention policies (prior-art names, fields and defaults)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["RecallPolicy", "RetentionPolicy"]
+
+
+@dataclass
+class RecallPolicy:
+    """How memories are retrieved before a turn.
+
+    Attributes:
+        mode: ``"recall"`` for retrieval, ``"reflect"`` for an LLM-synthesised answer (slower: raise
+            ``recall_timeout`` accordingly).
+        budget: Hindsight search depth, ``"low"``, ``"mid"`` or ``"high"``; ``None`` uses the configured budget.
+        max_tokens: Maximum tokens in the retrieved block; ``None`` uses the configured value.
+    """
+
+    mode: str = "recall"
+    budget: str | None = None
+    max_tokens: int | None = None
+
+
+@dataclass
+class RetentionPolicy:
+    """How a turn is retained after it ran.
+
+    Attributes:
+        context_label: Provenance label stored with each retained memory.
+        extra_tags: Tags added after the turn's own tags and the configured tags.
+        extra_metadata: Metadata merged over the turn's own metadata.
+        include_user_message: Store ``User: {query}\\nAssistant: {result}`` rather than the result alone.
+    """
+
+    context_label: str = "agentcore-runtime:conversation_turn"
+    extra_tags: list[str] = field(default_factory=list)
+    extra_metadata: dict[str, str] = field(default_factory=dict)
+    include_user_message: bool = True

@@ -1,0 +1,186 @@
+"""The HTTP transport for the three per-turn calls (recall, reflect, retain) and the health probe.
+
+Why not ``hindsight_client`` here: importing it costs ~1 s (it builds ~200 pydantic models) and its aiohttp session
+is bound to the event loop that first used it, which breaks code that calls ``asyncio.run`` per turn. This transport
+uses the standard library's ``http.client`` (~30 ms to import) with one keep-alive connection per thread, sends
+exactly the JSON ``hindsight_client`` 1.1.0 sends for these endpoints, and is called from the adapter's own worker
+threads, so it belongs to no event loop. ``hindsight_client`` stays the dependency for everything else.
+
+Errors map onto two exceptions (as httpx's ``map_exceptions`` does): :class:`HindsightUnavailableError` for
+anything worth retrying (connect/read failures, timeouts, 408/425/429/5xx) and :class:`HindsightRequestError` for
+definitive refusals.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import threading
+import urllib.parse
+from dataclasses import dataclass
+from typing import Any, Final, Protocol
+
+from memory_adapter.exceptions import ConfigurationError, HindsightRequestError, HindsightUnavailableError
+
+__all__ = ["HttpResponse", "HttpTransport", "Transport", "bank_path", "is_transient_status"]
+
+_TRANSIENT_STATUSES: Final = frozenset({408, 425, 429, 500, 502, 503, 504})
+_USER_AGENT: Final = "memory-adapter/0.1 (hindsight-agentcore compatible)"
+_BANK_SAFE: Final = "@:.-_~"
+
+
+def is_transient_status(status: int) -> bool:
+    """Whether an HTTP status is worth retrying (and counts against the circuit breaker)."""
+    return status in _TRANSIENT_STATUSES or status >= 500
+
+
+def bank_path(bank_id: str, suffix: str) -> str:
+    """``/v1/default/banks/{bank_id}{suffix}`` with the bank id percent-encoded (``/`` included)."""
+    return f"/v1/default/banks/{urllib.parse.quote(bank_id, safe=_BANK_SAFE)}{suffix}"
+
+
+@dataclass(frozen=True, slots=True)
+class HttpResponse:
+    """A parsed response: status, JSON body (``None`` when empty or not JSON) and ``Retry-After`` seconds."""
+
+    status: int
+    body: Any
+    retry_after: float | None = None
+
+    def raise_for_status(self) -> None:
+        """Raise the mapped exception for a non-2xx status."""
+        if 200 <= self.status < 300:
+            return
+        detail = self.body.get("detail") if isinstance(self.body, dict) else None
+        message = str(detail)[:200] if detail is not None else "no detail"
+        if is_transient_status(self.status):
+            raise HindsightUnavailableError(
+                f"Hindsight answered HTTP {self.status}: {message}", retry_after=self.retry_after
+            )
+        raise HindsightRequestError(self.status, message)
+
+
+class Transport(Protocol):
+    """Blocking JSON-over-HTTP calls to Hindsight. Called from worker threads, never from an event loop."""
+
+    def request(
+        self, method: str, path: str, *, body: Any | None = None, bearer: str | None = None, timeout: float
+    ) -> HttpResponse:
+        """Send one request; raise :class:`HindsightUnavailableError` when no HTTP response arrived in time."""
+        ...
+
+    def close(self) -> None:
+        """Close pooled connections."""
+        ...
+
+
+class HttpTransport:
+    """``http.client`` with one keep-alive connection per calling thread.
+
+    Args:
+        base_url: ``http://host:port[/prefix]`` or ``https://...``.
+    """
+
+    def __init__(self, base_url: str) -> None:
+        parts = urllib.parse.urlsplit(base_url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ConfigurationError(f"invalid Hindsight URL: {base_url!r}")
+        self._https = parts.scheme == "https"
+        self._host = parts.hostname
+        self._port = parts.port or (443 if self._https else 80)
+        self._prefix = parts.path.rstrip("/")
+        self._host_header = parts.netloc.rpartition("@")[2]
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._connections: set[http.client.HTTPConnection] = set()
+
+    def _connection(self, timeout: float) -> tuple[http.client.HTTPConnection, bool]:
+        """This thread's connection (``reused`` tells whether it carried a request before)."""
+        conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.timeout = timeout
+            if conn.sock is not None:
+                conn.sock.settimeout(timeout)
+                return conn, True
+            with self._lock:
+                self._connections.add(conn)  # closed by close() or a drop: http.client reconnects on use
+            return conn, False
+        if self._https:
+            import ssl
+
+            conn = http.client.HTTPSConnection(
+                self._host, self._port, timeout=timeout, context=ssl.create_default_context()
+            )
+        else:
+            conn = http.client.HTTPConnection(self._host, self._port, timeout=timeout)
+        self._local.conn = conn
+        with self._lock:
+            self._connections.add(conn)
+        return conn, False
+
+    def _drop(self, conn: http.client.HTTPConnection) -> None:
+        conn.close()
+        if getattr(self._local, "conn", None) is conn:
+            self._local.conn = None
+        with self._lock:
+            self._connections.discard(conn)
+
+    def request(
+        self, method: str, path: str, *, body: Any | None = None, bearer: str | None = None, timeout: float
+    ) -> HttpResponse:
+        """Send one request. A keep-alive connection the server closed meanwhile is re-opened once, transparently."""
+        payload = None if body is None else json.dumps(body, ensure_ascii=False).encode("utf-8")
+        headers = {"Host": self._host_header, "Accept": "application/json", "User-Agent": _USER_AGENT}
+        if payload is not None:
+            headers["Content-Type"] = "application/json"
+        if bearer:
+            headers["Authorization"] = f"Bearer {bearer}"
+        for _ in range(2):
+            conn, reused = self._connection(timeout)
+            try:
+                conn.request(method, self._prefix + path, body=payload, headers=headers)
+                response = conn.getresponse()
+                raw = response.read()
+            except TimeoutError as exc:
+                self._drop(conn)
+                raise HindsightUnavailableError(f"Hindsight did not answer within {timeout:g} s") from exc
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError) as exc:
+                self._drop(conn)
+                if reused:
+                    continue  # stale keep-alive connection: one fresh attempt
+                raise HindsightUnavailableError(f"Hindsight closed the connection: {type(exc).__name__}") from exc
+            except (OSError, http.client.HTTPException) as exc:
+                self._drop(conn)
+                raise HindsightUnavailableError(f"cannot reach Hindsight: {type(exc).__name__}: {exc}") from exc
+            if response.will_close:
+                self._drop(conn)
+            return HttpResponse(response.status, _parse_json(raw), _retry_after(response.getheader("Retry-After")))
+        raise HindsightUnavailableError("Hindsight closed the connection twice")  # pragma: no cover
+
+    def close(self) -> None:
+        """Close every pooled connection (threads open new ones on their next request)."""
+        with self._lock:
+            connections, self._connections = self._connections, set()
+        for conn in connections:
+            with contextlib.suppress(Exception):
+                conn.close()
+
+
+def _parse_json(raw: bytes) -> Any:
+    if not raw:
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None
+
+
+def _retry_after(raw: str | None) -> float | None:
+    if raw is None:
+        return None
+    try:
+        seconds = float(raw)
+    except ValueError:
+        return None
+    return seconds if 0 <= seconds < 3600 else None
