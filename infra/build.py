@@ -137,10 +137,20 @@ def _check_budget(name: str, path: Path, budget_bytes: int) -> int:
     return size
 
 
+#: Used only while ``runtime_handler/requirements.txt`` does not exist: the agent's direct imports.
+FALLBACK_AGENT_REQUIREMENTS = (
+    "bedrock-agentcore>=1.25.0,<2",
+    "aws-lambda-powertools>=3.37.0,<4",
+    "pyjwt[crypto]>=2.15.1,<3",
+    "boto3>=1.40,<2",
+)
+
+
 def agent_requirements() -> list[str]:
     """``-r runtime_handler/requirements.txt``; memory_adapter itself is copied as source."""
     if not AGENT_REQUIREMENTS.exists():
-        raise BuildError(f"{AGENT_REQUIREMENTS.relative_to(ROOT)} is missing")
+        print(f"note: {AGENT_REQUIREMENTS.relative_to(ROOT)} is missing; using the fallback list", file=sys.stderr)
+        return list(FALLBACK_AGENT_REQUIREMENTS)
     return ["-r", str(AGENT_REQUIREMENTS)]
 
 
