@@ -1,0 +1,123 @@
+"""Configuration: precedence argument > configure() > environment > default, no SaaS fallback, clear errors."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from memory_adapter import ConfigurationError, HindsightRuntimeAdapter, configure, get_config, reset_config
+from memory_adapter.config import ENV_VARS, HindsightAgentCoreConfig, resolve_settings
+
+
+def test_no_url_anywhere_raises_a_clear_error():
+    with pytest.raises(ConfigurationError, match="no Hindsight URL configured"):
+        HindsightRuntimeAdapter(agent_name="a")
+
+
+def test_configure_without_url_does_not_fall_back_to_saas():
+    config = configure()
+    assert config.hindsight_api_url == ""
+    with pytest.raises(ConfigurationError):
+        HindsightRuntimeAdapter()
+
+
+def test_env_url_and_key_are_honoured_without_configure(monkeypatch):
+    monkeypatch.setenv("HINDSIGHT_API_URL", "http://env-host:8888/")
+    monkeypatch.setenv("HINDSIGHT_API_TOKEN", "token-from-env")
+    adapter = HindsightRuntimeAdapter()
+    assert adapter.settings.hindsight_api_url == "http://env-host:8888"
+    assert adapter.settings.api_key == "token-from-env"
+
+
+def test_api_key_env_wins_over_api_token_env(monkeypatch):
+    monkeypatch.setenv("HINDSIGHT_API_KEY", "key")
+    monkeypatch.setenv("HINDSIGHT_API_TOKEN", "token")
+    assert configure(hindsight_api_url="http://h").api_key == "key"
+
+
+def test_precedence_argument_over_configure_over_env(monkeypatch):
+    monkeypatch.setenv("HINDSIGHT_API_URL", "http://env")
+    monkeypatch.setenv("HINDSIGHT_ADAPTER_RECALL_TIMEOUT", "1.5")
+    monkeypatch.setenv("HINDSIGHT_ADAPTER_MAX_RETRIES", "7")
+    configure(hindsight_api_url="http://configured", recall_timeout=0.5)
+    adapter = HindsightRuntimeAdapter(hindsight_api_url="http://argument", max_retries=1)
+    assert adapter.settings.hindsight_api_url == "http://argument"
+    assert adapter.settings.recall_timeout == 0.5  # configure() over env
+    assert adapter.settings.max_retries == 1  # argument over configure()/env
+    reset_config()
+    adapter = HindsightRuntimeAdapter()
+    assert adapter.settings.hindsight_api_url == "http://env"
+    assert adapter.settings.recall_timeout == 1.5
+    assert adapter.settings.max_retries == 7
+
+
+def test_every_setting_reads_its_environment_variable(monkeypatch, tmp_path):
+    values = {
+        "recall_budget": ("high", "high"),
+        "recall_max_tokens": ("900", 900),
+        "retain_async": ("false", False),
+        "timeout": ("4", 4.0),
+        "tags": ("a, b,,c", ("a", "b", "c")),
+        "verbose": ("yes", True),
+        "recall_timeout": ("0.7", 0.7),
+        "breaker_failure_threshold": ("5", 5),
+        "breaker_reset_timeout": ("9", 9.0),
+        "max_retries": ("0", 0),
+        "retry_base_delay": ("0.01", 0.01),
+        "retry_max_delay": ("0.02", 0.02),
+        "spool_dir": (str(tmp_path), str(tmp_path)),
+        "retain_workers": ("2", 2),
+        "exit_flush_timeout": ("1", 1.0),
+        "auto_replay": ("off", False),
+    }
+    assert set(values) == set(ENV_VARS)
+    for name, (raw, _) in values.items():
+        monkeypatch.setenv(ENV_VARS[name], raw)
+    settings = resolve_settings({"hindsight_api_url": "http://h"}, config=None)
+    for name, (_, expected) in values.items():
+        assert getattr(settings, name) == expected, name
+
+
+def test_invalid_values_are_all_reported_at_once(monkeypatch):
+    monkeypatch.setenv("HINDSIGHT_ADAPTER_RECALL_TIMEOUT", "soon")
+    monkeypatch.setenv("HINDSIGHT_ADAPTER_RETAIN_ASYNC", "maybe")
+    with pytest.raises(ConfigurationError) as excinfo:
+        resolve_settings({"hindsight_api_url": "ftp://h", "max_retries": -1}, config=None)
+    message = str(excinfo.value)
+    for fragment in ("HINDSIGHT_ADAPTER_RECALL_TIMEOUT", "HINDSIGHT_ADAPTER_RETAIN_ASYNC", "http://", "max_retries"):
+        assert fragment in message
+
+
+def test_configure_keeps_the_prior_art_signature_and_defaults():
+    params = inspect.signature(configure).parameters
+    prior_art = {
+        "hindsight_api_url": None,
+        "api_key": None,
+        "recall_budget": "mid",
+        "recall_max_tokens": 1500,
+        "retain_async": True,
+        "timeout": 15.0,
+        "tags": None,
+        "verbose": False,
+    }
+    assert list(params)[: len(prior_art)] == list(prior_art)
+    for name, default in prior_art.items():
+        assert params[name].default == default
+        assert params[name].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+    for name in ("recall_timeout", "breaker_failure_threshold", "breaker_reset_timeout", "spool_dir", "max_retries"):
+        assert params[name].kind is inspect.Parameter.KEYWORD_ONLY
+
+
+def test_configure_get_and_reset():
+    assert get_config() is None
+    config = configure("http://h", "k", "low", 100, False, 3.0, ["t"], True)
+    assert get_config() is config
+    assert isinstance(config, HindsightAgentCoreConfig)
+    assert (config.recall_budget, config.recall_max_tokens, config.retain_async, config.tags) == ("low", 100, False, ["t"])
+    reset_config()
+    assert get_config() is None
+
+
+def test_default_recall_deadline_is_at_most_two_seconds():
+    assert HindsightRuntimeAdapter(hindsight_api_url="http://h").settings.recall_timeout <= 2.0

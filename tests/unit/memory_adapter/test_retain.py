@@ -1,0 +1,211 @@
+"""Retain: one document per turn, idempotency key, background delivery, retries, spool, dead letters, flush."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+from memory_adapter import RetainOutcome, RetentionPolicy, TurnContext
+from memory_adapter.observability import Metric
+from memory_adapter.testing import Fault
+
+BANK = "user:alice:agent:support"
+
+
+def ctx(**kw) -> TurnContext:
+    return TurnContext(runtime_session_id="s1", user_id="alice", agent_name="support", **kw)
+
+
+async def test_each_turn_without_request_id_gets_its_own_document(make_adapter, fake):
+    adapter = make_adapter()
+    for n in range(3):
+        await adapter.retain_for_turn(ctx(), result=f"answer {n}", query=f"question {n}")
+    docs = fake.documents(BANK)
+    assert len(docs) == 3
+    assert sorted(d["content"] for d in docs.values()) == [f"User: question {n}\nAssistant: answer {n}" for n in range(3)]
+
+
+async def test_request_id_is_the_document_id(make_adapter, fake):
+    adapter = make_adapter()
+    assert await adapter.retain_for_turn(ctx(request_id="req-9"), result="ok") is RetainOutcome.DELIVERED
+    assert list(fake.documents(BANK)) == ["req-9"]
+
+
+async def test_retained_item_has_prior_art_content_tags_metadata(make_adapter, fake):
+    policy = RetentionPolicy(context_label="lbl", extra_tags=["x"], extra_metadata={"k": "v"})
+    adapter = make_adapter(retention_policy=policy, tags=["cfg"])
+    await adapter.retain_for_turn(ctx(tenant_id="acme", request_id="r"), result="A", query="Q")
+    (call,) = fake.calls("/memories")
+    assert call.path == "/v1/default/banks/tenant:acme:user:alice:agent:support/memories"
+    assert call.body["async"] is True
+    (item,) = call.body["items"]
+    assert item["content"] == "User: Q\nAssistant: A"
+    assert item["context"] == "lbl"
+    assert item["tags"] == ["tenant:acme", "user:alice", "agent:support", "session:s1", "cfg", "x"]
+    assert item["metadata"]["k"] == "v" and item["metadata"]["request_id"] == "r"
+    assert item["timestamp"]
+
+
+async def test_include_user_message_false_stores_the_result_only(make_adapter, fake):
+    adapter = make_adapter(retention_policy=RetentionPolicy(include_user_message=False))
+    await adapter.retain_for_turn(ctx(), result="only this", query="Q")
+    assert [d["content"] for d in fake.documents(BANK).values()] == ["only this"]
+
+
+async def test_blank_result_and_bad_identity_are_skipped(make_adapter, fake):
+    adapter = make_adapter()
+    assert await adapter.retain_for_turn(ctx(), result="  ") is RetainOutcome.SKIPPED
+    bad = TurnContext(runtime_session_id="s", user_id="", agent_name="support")
+    assert await adapter.retain_for_turn(bad, result="x") is RetainOutcome.SKIPPED
+    assert fake.requests == []
+
+
+async def test_same_turn_gets_the_same_operation_id(make_adapter, fake):
+    adapter = make_adapter()
+    first = adapter.retain_for_turn(ctx(request_id="r1"), result="A", query="Q")
+    second = adapter.retain_for_turn(ctx(request_id="r1"), result="A", query="Q")
+    other = adapter.retain_for_turn(ctx(request_id="r2"), result="A", query="Q")
+    await asyncio.gather(first, second, other)
+    assert first.operation_id == second.operation_id != other.operation_id
+    assert len(fake.documents(BANK)) == 2
+
+
+async def test_transient_errors_are_retried_then_delivered(make_adapter, fake, metrics):
+    fake.fault = Fault.STATUS
+    adapter = make_adapter(max_retries=5, retry_base_delay=0.05, retry_max_delay=0.05, breaker_failure_threshold=10)
+    handle = adapter.retain_for_turn(ctx(), result="A")
+    while len(fake.calls("/memories")) < 2:
+        await asyncio.sleep(0.01)
+    fake.fault = Fault.NONE
+    assert await handle is RetainOutcome.DELIVERED
+    assert len(fake.documents(BANK)) == 1
+    assert metrics.total(Metric.RETAIN_RETRIED) >= 1
+    assert metrics.total(Metric.RETAIN_DELIVERED) == 1
+
+
+async def test_undeliverable_retain_is_spooled_with_its_credential_then_replayed_once(make_adapter, fake, metrics):
+    fake.fault = Fault.DOWN
+    adapter = make_adapter(max_retries=2, breaker_failure_threshold=100)
+    handle = adapter.retain_for_turn(ctx(credential="user-jwt"), result="A")
+    assert await handle is RetainOutcome.SPOOLED
+    assert len(fake.calls("/memories")) == 3  # first attempt + 2 retries, all with the turn's credential
+    assert {c.bearer for c in fake.calls("/memories")} == {"user-jwt"}
+    assert adapter.spooled_retains == 1
+    assert metrics.total(Metric.RETAIN_SPOOLED) == 1
+    fake.fault = Fault.NONE
+    result = await adapter.replay()
+    assert (result.delivered, result.rejected, result.remaining) == (1, 0, 0)
+    assert fake.calls("/memories")[-1].bearer == "user-jwt"
+    assert len(fake.documents(BANK)) == 1
+    again = await adapter.replay()
+    assert again.delivered == 0
+
+
+async def test_replay_of_something_already_delivered_is_a_no_op(make_adapter, fake, tmp_path):
+    # GIVEN a turn that reached Hindsight although the adapter believed it failed (lost acknowledgement)
+    adapter = make_adapter()
+    handle = adapter.retain_for_turn(ctx(request_id="r"), result="A")
+    await handle
+    from memory_adapter.spool import DirectorySpool
+
+    spool = DirectorySpool(tmp_path / "spool")
+    (call,) = fake.calls("/memories")
+    from memory_adapter import RetainRecord
+
+    spool.put(RetainRecord(call.body["operation_id"], BANK, call.body["items"][0]))
+    # WHEN the spool is replayed
+    result = await adapter.replay()
+    # THEN the server sees the same operation id and the bank still holds one document
+    assert result.delivered == 1
+    assert len(fake.documents(BANK)) == 1
+    assert len(fake.operations) == 1
+
+
+async def test_open_breaker_spools_without_calling_hindsight(make_adapter, fake):
+    fake.fault = Fault.DOWN
+    adapter = make_adapter(breaker_failure_threshold=1, max_retries=0, breaker_reset_timeout=60)
+    assert await adapter.retain_for_turn(ctx(), result="A") is RetainOutcome.SPOOLED
+    calls = len(fake.requests)
+    assert adapter.breaker_state == "open"
+    assert await adapter.retain_for_turn(ctx(), result="B") is RetainOutcome.SPOOLED
+    assert len(fake.requests) == calls
+    assert adapter.spooled_retains == 2
+
+
+async def test_refused_retain_goes_to_dead_letters(make_adapter, fake, metrics, tmp_path):
+    fake.deny.add((None, BANK))
+    adapter = make_adapter()
+    assert await adapter.retain_for_turn(ctx(), result="A") is RetainOutcome.REJECTED
+    assert len(fake.calls("/memories")) == 1  # never retried
+    from memory_adapter.spool import DirectorySpool
+
+    assert DirectorySpool(tmp_path / "spool").count(dead=True) == 1
+    assert metrics.total(Metric.RETAIN_FAILED) == 1
+    # an operator can replay dead letters with another credential
+    result = await adapter.replay(dead_letters=True, credential="operator")
+    assert result.delivered == 1
+    assert fake.calls("/memories")[-1].bearer == "operator"
+
+
+async def test_after_turn_never_raises_and_waits_only_when_retain_async_is_false(make_adapter, fake):
+    fake.fault = Fault.HANG
+    adapter = make_adapter(timeout=0.2, max_retries=0)
+    await asyncio.wait_for(adapter.after_turn(ctx(), result="A"), timeout=0.1)  # returns at once
+    assert adapter.pending_retains == 1
+    sync_adapter = make_adapter(retain_async=False, timeout=0.2, max_retries=0)
+    await sync_adapter.after_turn(ctx(), result="B")
+    assert sync_adapter.pending_retains == 0
+
+
+async def test_flush_waits_for_pending_retains(make_adapter, fake):
+    fake.fault = Fault.HANG
+    adapter = make_adapter(timeout=0.3, max_retries=0, breaker_failure_threshold=100)
+    handles = [adapter.retain_for_turn(ctx(), result=f"A{n}") for n in range(3)]
+    assert await adapter.flush(timeout=0.01) is False
+    assert await adapter.flush(timeout=10) is True
+    assert {h.outcome for h in handles} == {RetainOutcome.SPOOLED}
+
+
+async def test_aclose_spools_what_is_still_pending(make_adapter, fake):
+    fake.fault = Fault.HANG
+    adapter = make_adapter(timeout=30, max_retries=0)
+    handle = adapter.retain_for_turn(ctx(), result="A")
+    await asyncio.sleep(0.05)
+    await adapter.aclose(timeout=0.05)
+    assert handle.outcome is RetainOutcome.SPOOLED
+    fake.fault = Fault.NONE
+    fake.release()
+    assert (await adapter.replay()).delivered == 1
+    assert len(fake.documents(BANK)) == 1
+
+
+async def test_cancelling_a_waiter_does_not_cancel_the_delivery(make_adapter, fake):
+    fake.fault = Fault.HANG
+    adapter = make_adapter(timeout=0.3, max_retries=0, breaker_failure_threshold=100)
+    handle = adapter.retain_for_turn(ctx(), result="A")
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(_await(handle), 0.01)
+    assert handle.result(timeout=10) is RetainOutcome.SPOOLED
+
+
+async def _await(handle):
+    return await handle
+
+
+def test_retains_survive_the_end_of_their_event_loop(make_adapter, fake):
+    # GIVEN a sync entrypoint that runs every turn in its own asyncio.run (the prior art lost these retains)
+    fake.fault = Fault.HANG
+    adapter = make_adapter(timeout=5, max_retries=1)
+
+    async def turn(n: int) -> None:
+        await adapter.before_turn(ctx(), query="hello")
+        await adapter.after_turn(ctx(), result=f"answer {n}")
+
+    asyncio.run(turn(1))
+    fake.fault = Fault.NONE
+    fake.release()
+    asyncio.run(turn(2))
+    # WHEN a later loop flushes
+    assert asyncio.run(adapter.flush(timeout=10)) is True
+    # THEN both turns are in the bank (the first one was still in flight when its loop ended)
+    assert len(fake.documents(BANK)) == 2
