@@ -44,14 +44,15 @@ EXTENSION_DIR = "/opt/hindsight-ext"
 WORKER_HTTP_PORT = 8889
 
 #: Assembles the database URL from the secret's fields inside the container, so it never appears in the task
-#: definition, the template or a log line (no ``set -x``), then hands over to the image's own start command.
+#: definition, the template or a log line (no ``set -x``), then runs the API or the worker module of the image's
+#: venv directly (the image's ``start-all.sh`` may start more than the API).
 _DATABASE_URL = (
     'export HINDSIGHT_API_DATABASE_URL="postgresql://$DB_USERNAME:$DB_PASSWORD@$DB_HOST:$DB_PORT/'
     '$DB_NAME?sslmode=require"; unset DB_PASSWORD; '
 )
-API_COMMAND = "set -eu; " + _DATABASE_URL + "exec /app/start-all.sh"
+API_COMMAND = "set -eu; " + _DATABASE_URL + f"exec {IMAGE_PYTHON} -m hindsight_api.main"
 WORKER_COMMAND = (
-    "set -eu; " + _DATABASE_URL + f"exec /app/api/.venv/bin/hindsight-worker --http-port {WORKER_HTTP_PORT}"
+    "set -eu; " + _DATABASE_URL + f"exec {IMAGE_PYTHON} -m hindsight_api.worker.main --http-port {WORKER_HTTP_PORT}"
 )
 
 #: The init container's program: fetch the extension zip through the S3 gateway endpoint, check its digest,
