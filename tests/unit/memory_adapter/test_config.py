@@ -114,7 +114,12 @@ def test_configure_get_and_reset():
     config = configure("http://h", "k", "low", 100, False, 3.0, ["t"], True)
     assert get_config() is config
     assert isinstance(config, HindsightAgentCoreConfig)
-    assert (config.recall_budget, config.recall_max_tokens, config.retain_async, config.tags) == ("low", 100, False, ["t"])
+    assert (config.recall_budget, config.recall_max_tokens, config.retain_async, config.tags) == (
+        "low",
+        100,
+        False,
+        ["t"],
+    )
     reset_config()
     assert get_config() is None
 

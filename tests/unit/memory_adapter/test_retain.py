@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from memory_adapter import RetainOutcome, RetentionPolicy, TurnContext
+from memory_adapter import RetainHandle, RetainOutcome, RetentionPolicy, TurnContext
 from memory_adapter.observability import Metric
 from memory_adapter.testing import Fault
 
@@ -22,7 +22,9 @@ async def test_each_turn_without_request_id_gets_its_own_document(make_adapter, 
         await adapter.retain_for_turn(ctx(), result=f"answer {n}", query=f"question {n}")
     docs = fake.documents(BANK)
     assert len(docs) == 3
-    assert sorted(d["content"] for d in docs.values()) == [f"User: question {n}\nAssistant: answer {n}" for n in range(3)]
+    assert sorted(d["content"] for d in docs.values()) == [
+        f"User: question {n}\nAssistant: answer {n}" for n in range(3)
+    ]
 
 
 async def test_request_id_is_the_document_id(make_adapter, fake):
@@ -42,7 +44,8 @@ async def test_retained_item_has_prior_art_content_tags_metadata(make_adapter, f
     assert item["content"] == "User: Q\nAssistant: A"
     assert item["context"] == "lbl"
     assert item["tags"] == ["tenant:acme", "user:alice", "agent:support", "session:s1", "cfg", "x"]
-    assert item["metadata"]["k"] == "v" and item["metadata"]["request_id"] == "r"
+    assert item["metadata"]["k"] == "v"
+    assert item["metadata"]["request_id"] == "r"
     assert item["timestamp"]
 
 
@@ -74,7 +77,9 @@ async def test_transient_errors_are_retried_then_delivered(make_adapter, fake, m
     fake.fault = Fault.STATUS
     adapter = make_adapter(max_retries=5, retry_base_delay=0.05, retry_max_delay=0.05, breaker_failure_threshold=10)
     handle = adapter.retain_for_turn(ctx(), result="A")
-    while len(fake.calls("/memories")) < 2:
+    for _ in range(500):  # poll: the retries run on a background thread
+        if len(fake.calls("/memories")) >= 2:
+            break
         await asyncio.sleep(0.01)
     fake.fault = Fault.NONE
     assert await handle is RetainOutcome.DELIVERED
@@ -188,7 +193,7 @@ async def test_cancelling_a_waiter_does_not_cancel_the_delivery(make_adapter, fa
     assert handle.result(timeout=10) is RetainOutcome.SPOOLED
 
 
-async def _await(handle):
+async def _await(handle: RetainHandle) -> RetainOutcome:
     return await handle
 
 

@@ -248,9 +248,9 @@ class RetainDelivery:
                 if self._stop.wait(self._retry.delay(retry, exc.retry_after, self._rng)):
                     continue
             else:
+                self._delivered(record)  # metrics and logs before the handle resolves
                 if not self._resolve(job, RetainOutcome.DELIVERED):
                     self._unspool(record)  # spooled meanwhile by a shutdown: the spooled copy is redundant
-                self._delivered(record)
                 return RetainOutcome.DELIVERED
         return self._to_spool(record, record.last_error or "undeliverable")
 

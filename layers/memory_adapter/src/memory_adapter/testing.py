@@ -24,7 +24,7 @@ from typing import Any
 from memory_adapter.exceptions import HindsightUnavailableError
 from memory_adapter.transport import HttpResponse
 
-__all__ = ["Fault", "FakeHindsight", "RecordedRequest"]
+__all__ = ["FakeHindsight", "Fault", "RecordedRequest"]
 
 _WORD = re.compile(r"\w+")
 _BANK_ROUTE = re.compile(r"^/v1/default/banks/(?P<bank>[^/]+)(?P<rest>/.*)$")
