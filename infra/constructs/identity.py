@@ -119,7 +119,6 @@ class Identity(Construct):
             code=lambda_.Code.from_asset(str(FUNCTIONS_DIR / "jwks_mirror")),
             timeout=Duration.seconds(30),
             memory_size=128,
-            reserved_concurrent_executions=1,
             log_group=log_group,
             environment={"DISCOVERY_URL": self.discovery_url, "PARAMETER_NAME": self.jwks_parameter.parameter_name},
         )

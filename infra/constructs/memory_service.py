@@ -260,6 +260,7 @@ class MemoryService(Construct):
             "HOME": "/tmp",  # noqa: S108 (a task-scoped volume; the root filesystem is read-only)
             "XDG_CACHE_HOME": "/tmp/.cache",  # noqa: S108
             "HF_HUB_OFFLINE": "1",
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",  # no fetch of the price map from the internet at import
             "TRANSFORMERS_OFFLINE": "1",
             "PYTHONPATH": EXTENSION_DIR,
             "DB_HOST": database.endpoint_address,
@@ -497,7 +498,6 @@ class MemoryService(Construct):
             code=lambda_.Code.from_asset(str(FUNCTIONS_DIR / "redeploy_on_rotation")),
             timeout=Duration.seconds(30),
             memory_size=128,
-            reserved_concurrent_executions=1,
             log_group=logs.LogGroup(
                 self,
                 "RedeployLogs",

@@ -17,7 +17,8 @@ ALLOWED_CFN_LINT_WARNINGS = {"W3005"}
 
 #: checkov checks skipped for this design, with the reason (the same reasoning as the cdk-nag acknowledgements).
 CHECKOV_SKIPS = {
-    "CKV_AWS_115": "function-level concurrency: CDK's own provider functions (custom resources) run only at deploy",
+    "CKV_AWS_115": "function-level concurrency: reserved concurrency fails the first deploy in accounts at the "
+    "default 10-execution limit; the functions (ours and CDK providers) run rarely and briefly",
     "CKV_AWS_116": "Lambda DLQ: the functions are invoked by CloudFormation/EventBridge with retries; failures raise "
     "an alarm or fail the deploy, and there is no payload worth keeping",
     "CKV_AWS_117": "Lambda in VPC: the JWKS mirror and the image mirror must reach the internet, which the isolated "
