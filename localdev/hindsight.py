@@ -350,6 +350,11 @@ class LocalHindsight:
         if state:
             self._log("Cleaning up a previous local Hindsight that is no longer healthy")
             self.stop()
+        if self.config.isolation and self.config.issuer_discovery_url is None:
+            # The isolation extension fetches the issuer's keys at start-up: the issuer must be up first.
+            from localdev.token_issuer import ensure_running
+
+            self._log(f"Local token issuer: {ensure_running()}")
         started = time.monotonic()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._ports = {
@@ -576,12 +581,9 @@ class LocalHindsight:
     def _isolation_env(self) -> dict[str, str]:
         """Load hindsight_isolation (from this repository) into the server, trusting the local token issuer."""
         from hindsight_isolation.settings import server_env as isolation_env
-        from localdev.token_issuer import DEFAULT_PORT as ISSUER_PORT
-        from localdev.token_issuer import LOCAL_CLIENT_ID
+        from localdev.token_issuer import LOCAL_CLIENT_ID, default_issuer_url
 
-        discovery = (
-            self.config.issuer_discovery_url or f"http://127.0.0.1:{ISSUER_PORT}/.well-known/openid-configuration"
-        )
+        discovery = self.config.issuer_discovery_url or f"{default_issuer_url()}/.well-known/openid-configuration"
         env = isolation_env(
             discovery_url=discovery,
             allowed_clients=(LOCAL_CLIENT_ID,),
@@ -798,11 +800,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"Per-user isolation is on: use tokens from the local issuer; operator key in {hs.operator_key_file}")
         return 0
     if args.command == "stop":
-        if not hs.state_file.exists() and not hs._pg_running():
+        if hs.state_file.exists() or hs._pg_running():
+            hs.stop()
+            print("Local Hindsight stopped")
+        else:
             print(f"Local Hindsight is not running (data dir {hs.data_dir})")
-            return 0
-        hs.stop()
-        print("Local Hindsight stopped")
+        if hs.config.isolation and hs.config.issuer_discovery_url is None:
+            from localdev.token_issuer import stop_background
+
+            if stop_background():
+                print("Local token issuer stopped")
         return 0
     status = hs.status()
     print(json.dumps(status, indent=2))

@@ -354,11 +354,68 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
+def default_data_dir() -> Path:
+    """``LOCAL_ISSUER_DATA_DIR`` or ``<repo>/.local/token-issuer``."""
+    return Path(os.environ.get(ENV_DATA_DIR) or DEFAULT_DATA_DIR)
+
+
+def default_port() -> int:
+    """``LOCAL_ISSUER_PORT`` or 8890."""
+    return int(os.environ.get(ENV_PORT) or DEFAULT_PORT)
+
+
+def default_issuer_url() -> str:
+    """The ``iss`` (and discovery base) of the background issuer: ``http://127.0.0.1:<default_port()>``."""
+    return f"http://127.0.0.1:{default_port()}"
+
+
+def ensure_running(data_dir: Path | None = None, *, port: int | None = None, client_id: str = LOCAL_CLIENT_ID) -> str:
+    """Start ``serve`` as a background process for ``data_dir`` unless one runs already; return the issuer URL."""
+    data_dir = default_data_dir() if data_dir is None else data_dir
+    port = default_port() if port is None else port
+    state = _read_state(data_dir)
+    if state.get("pid") and _pid_alive(int(state["pid"])) and state.get("issuer"):
+        return str(state["issuer"])
+    data_dir.mkdir(parents=True, exist_ok=True)
+    (data_dir / _STATE_FILE).unlink(missing_ok=True)  # stale: its process is gone
+    log_path = data_dir / "issuer.log"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])))
+    cmd = [sys.executable, "-m", "localdev.token_issuer", "serve", "--data-dir", str(data_dir)]
+    with log_path.open("ab") as log:
+        subprocess.Popen(
+            [*cmd, "--port", str(port), "--client-id", client_id],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+        )
+    deadline = time.monotonic() + 10
+    while not _read_state(data_dir).get("issuer"):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the token issuer did not start; see {log_path}")
+        time.sleep(0.05)
+    return str(_read_state(data_dir)["issuer"])
+
+
+def stop_background(data_dir: Path | None = None) -> bool:
+    """Stop the background issuer of ``data_dir`` (SIGTERM); False when none was running."""
+    data_dir = default_data_dir() if data_dir is None else data_dir
+    pid = int(_read_state(data_dir).get("pid") or 0)
+    if not pid or not _pid_alive(pid):
+        return False
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 5
+    while _pid_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return True
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m localdev.token_issuer", description=__doc__.split("\n\n")[0])
     parser.add_argument("command", choices=["serve", "start", "stop", "status", "mint"])
-    parser.add_argument("--data-dir", type=Path, default=Path(os.environ.get(ENV_DATA_DIR) or DEFAULT_DATA_DIR))
-    parser.add_argument("--port", type=int, default=int(os.environ.get(ENV_PORT) or DEFAULT_PORT))
+    parser.add_argument("--data-dir", type=Path, default=default_data_dir())
+    parser.add_argument("--port", type=int, default=default_port())
     parser.add_argument("--user", help="mint: the sub claim, e.g. user-alex")
     parser.add_argument("--tenant", help="mint: the custom:tenant claim")
     parser.add_argument("--ttl", type=float, default=3600, help="mint: seconds until exp (default 3600)")
@@ -378,32 +435,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if running:
             print(f"token issuer already running: {state['issuer']}/.well-known/openid-configuration")
             return 0
-        data_dir.mkdir(parents=True, exist_ok=True)
-        log = (data_dir / "issuer.log").open("ab")
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])))
-        cmd = [sys.executable, "-m", "localdev.token_issuer", "serve", "--data-dir", str(data_dir)]
-        subprocess.Popen(
-            [*cmd, "--port", str(args.port), "--client-id", args.client_id],
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=True,
-        )
-        deadline = time.monotonic() + 10
-        while not _read_state(data_dir).get("issuer"):
-            if time.monotonic() > deadline:
-                print(f"token issuer did not start; see {data_dir / 'issuer.log'}", file=sys.stderr)
-                return 1
-            time.sleep(0.05)
-        print(f"token issuer: {_read_state(data_dir)['issuer']}/.well-known/openid-configuration")
+        try:
+            issuer_url = ensure_running(data_dir, port=args.port, client_id=args.client_id)
+        except RuntimeError as err:
+            print(err, file=sys.stderr)
+            return 1
+        print(f"token issuer: {issuer_url}/.well-known/openid-configuration")
         return 0
     if args.command == "stop":
-        if running:
-            os.kill(int(state["pid"]), signal.SIGTERM)
-            print("token issuer stopped")
-        else:
-            print("token issuer is not running")
+        print("token issuer stopped" if stop_background(data_dir) else "token issuer is not running")
         return 0
     if args.command == "status":
         print(json.dumps({"running": running, **state}, indent=2))

@@ -1,0 +1,210 @@
+"""``make local``: start the local Hindsight and token issuer, then show memory surviving a new session.
+
+user-alex tells the agent in session 1 that they prefer email over phone; in session 2 (a new
+runtime session id, as after an AgentCore session ends) the agent recalls it before answering.
+Turns go through ``memory_adapter.HindsightRuntimeAdapter`` (the same code the deployed agent runs);
+``--client`` uses the raw ``hindsight_client`` instead. The servers keep running afterwards so you
+can explore (``http://127.0.0.1:8888/docs``); stop them with ``make hindsight-stop``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import textwrap
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from localdev.hindsight import HindsightStartError, LocalHindsight, LocalHindsightConfig
+from localdev.token_issuer import default_data_dir, ensure_running, load_or_create_key, mint_token, stop_background
+from memory_adapter.bank_ids import format_bank_id
+
+if TYPE_CHECKING:
+    from memory_adapter import TurnContext
+
+USER = "user-alex"
+AGENT = "support"
+SESSION_1_PROMPT = "Hi! Just so you know: I prefer email over phone, so please do not call me."
+SESSION_1_REPLY = "Understood. I will contact you by email from now on."
+SESSION_2_PROMPT = "How should you contact me about my delivery?"
+RECALL_WAIT_S = 30.0  # retains are processed asynchronously by the server: wait this long for them
+
+
+class Memory(Protocol):
+    """What the demo needs from memory: the two halves of a turn."""
+
+    async def recall(self, session_id: str, query: str) -> str: ...
+
+    async def retain(self, session_id: str, query: str, reply: str) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+class AdapterMemory:
+    """Turns through the project's memory adapter (recall before, retain after, flush at the end)."""
+
+    def __init__(self, url: str, spool_dir: Path, token: str) -> None:
+        from memory_adapter import HindsightRuntimeAdapter
+
+        self._token = token
+        self._adapter = HindsightRuntimeAdapter(
+            agent_name=AGENT, hindsight_api_url=url, spool_dir=str(spool_dir), recall_timeout=5.0
+        )
+
+    def _ctx(self, session_id: str) -> TurnContext:
+        from memory_adapter import TurnContext
+
+        return TurnContext(
+            runtime_session_id=session_id,
+            user_id=USER,
+            agent_name=AGENT,
+            request_id=f"turn-{uuid.uuid4().hex}",
+            credential=self._token,  # the caller's token: the server serves user-alex's bank only to it
+        )
+
+    async def recall(self, session_id: str, query: str) -> str:
+        return await self._adapter.before_turn(self._ctx(session_id), query=query)
+
+    async def retain(self, session_id: str, query: str, reply: str) -> None:
+        await self._adapter.after_turn(self._ctx(session_id), result=reply, query=query)
+        await self._adapter.flush(30.0)
+
+    async def close(self) -> None:
+        await self._adapter.aclose(10.0)
+
+
+class ClientMemory:
+    """The same turns with the raw ``hindsight_client`` (before the adapter existed, and for comparison)."""
+
+    def __init__(self, url: str, token: str) -> None:
+        from hindsight_client import Hindsight
+
+        self._client = Hindsight(base_url=url, api_key=token, timeout=60)
+        self._bank = format_bank_id(user=USER, agent=AGENT)
+
+    async def recall(self, session_id: str, query: str) -> str:
+        response = await self._client.arecall(self._bank, query)
+        return "\n".join(f"- {r.text}" for r in response.results)
+
+    async def retain(self, session_id: str, query: str, reply: str) -> None:
+        await self._client.aretain(
+            self._bank,
+            f"User: {query}\nAssistant: {reply}",
+            document_id=f"turn-{uuid.uuid4().hex}",
+            metadata={"runtime_session_id": session_id},
+        )
+
+    async def close(self) -> None:
+        await self._client.aclose()  # type: ignore[no-untyped-call]
+
+
+def reset_bank(url: str, operator_key: str | None) -> None:
+    """Forget what earlier demo runs stored for user-alex, so session 2 can only recall session 1."""
+    bank = urllib.parse.quote(format_bank_id(user=USER, agent=AGENT), safe="")
+    request = urllib.request.Request(f"{url}/v1/default/banks/{bank}", method="DELETE")  # noqa: S310 - loopback
+    if operator_key:
+        request.add_header("Authorization", f"Bearer {operator_key}")
+    try:
+        urllib.request.urlopen(request, timeout=30).close()  # noqa: S310 - loopback http
+    except urllib.error.HTTPError as err:
+        if err.code != 404:
+            raise
+
+
+def _say(who: str, text: str) -> None:
+    lines = textwrap.wrap(text, 90) or [""]
+    print(f"  {who:>9} | {lines[0]}")
+    for line in lines[1:]:
+        print(f"  {'':>9} | {line}")
+
+
+def _block(text: str) -> None:
+    for line in text.splitlines():
+        print(f"            | {line}")
+
+
+async def _poll(fetch: Callable[[], Awaitable[str]], deadline_s: float) -> str:
+    """Retains land asynchronously: ask again until memories show up (or the deadline passes)."""
+    end = time.monotonic() + deadline_s
+    while True:
+        text = await fetch()
+        if text.strip() or time.monotonic() > end:
+            return text
+        await asyncio.sleep(0.5)
+
+
+async def run_demo(memory: Memory) -> bool:
+    """The two sessions. Returns True when session 2 recalled the preference."""
+    session_1, session_2 = f"session-{uuid.uuid4().hex[:8]}", f"session-{uuid.uuid4().hex[:8]}"
+    print(f"\n== Session 1 ({session_1}) ==")
+    _say(USER, SESSION_1_PROMPT)
+    _say("agent", SESSION_1_REPLY)
+    await memory.retain(session_1, SESSION_1_PROMPT, SESSION_1_REPLY)
+    print("            | (turn retained in memory)")
+
+    print(f"\n== Session 2 ({session_2}): a new session, nothing carried over but memory ==")
+    _say(USER, SESSION_2_PROMPT)
+    recalled = await _poll(lambda: memory.recall(session_2, SESSION_2_PROMPT), RECALL_WAIT_S)
+    if not recalled.strip():
+        print("            | nothing recalled: memory did not carry over (see the server log)")
+        return False
+    print("            | memory recalled before the agent answers:")
+    _block(recalled)
+    found = "email" in recalled.lower()
+    _say("agent", "I'll email you about your delivery, as you prefer." if found else "(preference not recalled)")
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m localdev.demo", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--client", action="store_true", help="use hindsight_client directly, not the adapter")
+    args = parser.parse_args(argv)
+
+    print("== Starting the local services (first start loads the embedding model: ~20 s) ==")
+    hindsight = LocalHindsight(LocalHindsightConfig.from_env(), log=lambda msg: print(f"  {msg}", flush=True))
+    try:
+        hindsight.start()
+    except HindsightStartError as err:
+        print(err, file=sys.stderr)
+        return 1
+    issuer_url = ensure_running()
+    token = mint_token(load_or_create_key(default_data_dir()), issuer=issuer_url, user=USER, ttl=3600)
+    print(f"  Hindsight:    {hindsight.url}   (API docs: {hindsight.url}/docs)")
+    print(f"  Token issuer: {issuer_url}/.well-known/openid-configuration")
+    print(f"  Caller:       {USER}, with a bearer token from the local issuer")
+
+    reset_bank(hindsight.url, hindsight.operator_key)
+    spool = hindsight.data_dir.parent / "demo-spool"
+    memory: Memory = ClientMemory(hindsight.url, token) if args.client else AdapterMemory(hindsight.url, spool, token)
+    print(f"  Memory via:   {'hindsight_client (raw)' if args.client else 'memory_adapter.HindsightRuntimeAdapter'}")
+
+    async def go() -> bool:
+        try:
+            return await run_demo(memory)
+        finally:
+            await memory.close()
+
+    ok = asyncio.run(go())
+    print(
+        "\nThe services are still running. Try them:\n"
+        f"  curl -s {hindsight.url}/health\n"
+        "  python -m localdev.token_issuer mint --user user-alex     # a bearer token for the local agent\n"
+        "Stop them with:\n"
+        "  make hindsight-stop      # stops Hindsight, PostgreSQL, the LLM stand-in and the token issuer"
+    )
+    if os.environ.get("CI"):  # nobody is there to explore: leave nothing running
+        hindsight.stop()
+        stop_background()
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
