@@ -104,7 +104,8 @@ def test_sync_entrypoint_with_asyncio_run_per_turn_loses_nothing(local_hindsight
             return {"output": f"answer {n}"}
 
         ctx = user_ctx(user, f"session-{n}", request_id=f"req-{n}")
-        return await adapter.run_turn(ctx, {"prompt": f"question {n}"}, agent_callable=agent)
+        result: dict[str, object] = await adapter.run_turn(ctx, {"prompt": f"question {n}"}, agent_callable=agent)
+        return result
 
     for n in range(3):
         assert asyncio.run(turn(n)) == {"output": f"answer {n}"}
