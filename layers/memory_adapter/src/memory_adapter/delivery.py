@@ -116,6 +116,7 @@ class _Job:
 
 
 _STOP = object()
+_BREAKER_OPEN = "circuit breaker open"
 
 
 class RetainDelivery:
@@ -235,7 +236,7 @@ class RetainDelivery:
                 return RetainOutcome.SPOOLED if job.future.done() else self._to_spool(record, "adapter closing")
             if not self._breaker.allow():
                 self._on_short_circuit()
-                return self._to_spool(record, "circuit breaker open")
+                return self._to_spool(record, _BREAKER_OPEN)
             try:
                 self._send(record)
             except HindsightRequestError as exc:
@@ -323,8 +324,9 @@ class RetainDelivery:
             )
             return RetainOutcome.DROPPED
         self._obs.count(Metric.RETAIN_SPOOLED)
+        # While the breaker is open this is the expected path (its opening was logged once as a warning).
         self._obs.event(
-            logging.WARNING,
+            logging.INFO if reason == _BREAKER_OPEN else logging.WARNING,
             "memory retain spooled",
             event="retain.spooled",
             bank=short_hash(record.bank_id),
