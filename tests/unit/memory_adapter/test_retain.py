@@ -214,3 +214,30 @@ def test_retains_survive_the_end_of_their_event_loop(make_adapter, fake):
     assert asyncio.run(adapter.flush(timeout=10)) is True
     # THEN both turns are in the bank (the first one was still in flight when its loop ended)
     assert len(fake.documents(BANK)) == 2
+
+
+def test_retains_pending_at_interpreter_exit_are_spooled(tmp_path):
+    """A process that ends (AgentCore gives no shutdown signal) right after a turn: the exit hook spools it."""
+    import json
+    import socket
+    import subprocess
+    import sys
+
+    # GIVEN a Hindsight that accepts connections and never answers
+    with socket.create_server(("127.0.0.1", 0)) as hung:
+        url = f"http://127.0.0.1:{hung.getsockname()[1]}"
+        code = f"""
+import asyncio
+from memory_adapter import HindsightRuntimeAdapter, TurnContext
+adapter = HindsightRuntimeAdapter("support", hindsight_api_url={url!r}, spool_dir={str(tmp_path)!r},
+                                  timeout=30, exit_flush_timeout=0.5)
+ctx = TurnContext("s", "alice", "support", credential="user-jwt")
+asyncio.run(adapter.after_turn(ctx, result="the answer", query="the question"))
+"""
+        # WHEN the process ends with the retain still in flight
+        subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+    # THEN it is in the spool, credential included, ready for replay
+    (path,) = (tmp_path / "pending").glob("*.json")
+    saved = json.loads(path.read_text())
+    assert saved["item"]["content"] == "User: the question\nAssistant: the answer"
+    assert saved["credential"] == "user-jwt"

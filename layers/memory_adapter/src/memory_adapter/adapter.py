@@ -290,8 +290,8 @@ class HindsightRuntimeAdapter:
             self._maybe_probe()
             return self._degraded("breaker_open", started, bank_id)
         bearer = context.credential or self.settings.api_key
-        future = rt.recall_pool.submit(self._recall_blocking, rt.transport, bank_id, query, bearer)
         try:
+            future = rt.recall_pool.submit(self._recall_blocking, rt.transport, bank_id, query, bearer)
             memories = await asyncio.wait_for(asyncio.wrap_future(future), timeout=self.settings.recall_timeout)
         except TimeoutError:
             rt.breaker.record_failure()
