@@ -1,0 +1,216 @@
+"""The whole loop over HTTP: the agent app (uvicorn, loopback) -> the real local Hindsight (local tokens).
+
+The echo model makes recalled memory visible in the answer, so each test asserts on what the user would see.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from localdev.token_issuer import LOCAL_CLIENT_ID, TokenIssuer
+from memory_adapter.adapter import HindsightRuntimeAdapter
+from memory_adapter.bank_ids import format_bank_id
+from memory_adapter.formatting import format_memories_as_bullets
+from runtime_handler.hindsight import HindsightMemory
+from runtime_handler.main import create_app
+from runtime_handler.model import EchoModel
+from runtime_handler.settings import Settings
+from tests.unit.runtime_handler.serving import serve
+
+pytestmark = pytest.mark.integration
+
+AGENT = "support"
+PREFERENCE = "I prefer email over phone."
+
+
+def _settings(hindsight_url: str, issuer: TokenIssuer | None, **env: str) -> Settings:
+    base = {"AGENT_NAME": AGENT, "HINDSIGHT_API_URL": hindsight_url, "MODEL_PROVIDER": "echo"}
+    if issuer is not None:
+        base |= {
+            "AUTH_MODE": "jwt",
+            "JWT_DISCOVERY_URL": issuer.discovery_url,
+            "JWT_ALLOWED_CLIENTS": LOCAL_CLIENT_ID,
+        }
+    else:
+        base |= {"AUTH_MODE": "iam"}
+    return Settings.from_env(base | env)
+
+
+def _memory(settings: Settings, spool: Path) -> HindsightMemory:
+    adapter = HindsightRuntimeAdapter(
+        agent_name=settings.agent_name,
+        hindsight_api_url=settings.hindsight_api_url,
+        recall_timeout=settings.recall_timeout_s,
+        formatter=format_memories_as_bullets,
+        spool_dir=str(spool),
+        max_retries=1,
+        retry_base_delay=0.05,
+        timeout=3.0,
+    )
+    return HindsightMemory(settings, adapter=adapter)
+
+
+class Client:
+    def __init__(self, url: str) -> None:
+        self.http = httpx.Client(base_url=url, timeout=30)
+
+    def turn(
+        self,
+        prompt: str,
+        *,
+        session: str,
+        token: str | None = None,
+        stream: bool = False,
+        headers: dict[str, str] | None = None,
+    ) -> Any:
+        all_headers = {"X-Amzn-Bedrock-AgentCore-Runtime-Session-Id": session, **(headers or {})}
+        if token:
+            all_headers["Authorization"] = f"Bearer {token}"
+        body: dict[str, Any] = {"prompt": prompt}
+        if stream:
+            body["stream"] = True
+        response = self.http.post("/invocations", json=body, headers=all_headers)
+        assert response.status_code == 200, response.text
+        if stream:
+            events = [json.loads(line[6:]) for line in response.text.splitlines() if line.startswith("data: ")]
+            return events[-1]
+        return response.json()
+
+    def settle(self, timeout: float = 30) -> None:
+        """Wait until /ping leaves HealthyBusy (every retain delivered or spooled)."""
+        deadline = time.monotonic() + timeout
+        while self.http.get("/ping").json()["status"] == "HealthyBusy":
+            assert time.monotonic() < deadline, "retain never delivered"
+            time.sleep(0.05)
+
+
+def wait_for_memory(hindsight_url: str, bank: str, token: str | None, query: str, timeout: float = 90) -> None:
+    """Hindsight extracts facts asynchronously after accepting a retain: poll recall until something is there."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    deadline = time.monotonic() + timeout
+    while True:
+        response = httpx.post(
+            f"{hindsight_url}/v1/default/banks/{bank}/memories/recall",
+            json={"query": query, "max_tokens": 1024},
+            headers=headers,
+            timeout=10,
+        )
+        if response.status_code == 200 and response.json().get("results"):
+            return
+        assert time.monotonic() < deadline, f"nothing recallable in time: {response.status_code} {response.text[:200]}"
+        time.sleep(0.5)
+
+
+def session_id(label: str) -> str:
+    return f"{label}-{time.time_ns()}-0123456789abcdef0123456789"
+
+
+@pytest.fixture(scope="module")
+def jwt_agent(
+    local_hindsight: Any, token_issuer: TokenIssuer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Client]:
+    settings = _settings(local_hindsight.url, token_issuer)
+    app = create_app(settings, memory=_memory(settings, tmp_path_factory.mktemp("spool")), model=EchoModel())
+    with serve(app) as url:
+        yield Client(url)
+
+
+def test_memory_carries_across_sessions(jwt_agent: Client, local_hindsight: Any, token_issuer: TokenIssuer) -> None:
+    user = f"user-alex-{time.time_ns()}"
+    token = token_issuer.mint(user)
+    first = jwt_agent.turn(PREFERENCE, session=session_id("s1"), token=token)
+    assert first["memory"] == {"recalled": 0, "degraded": False}
+    jwt_agent.settle()
+    wait_for_memory(local_hindsight.url, format_bank_id(user=user, agent=AGENT), token, "contact preference email")
+
+    second = jwt_agent.turn("How should you contact me?", session=session_id("s2"), token=token)
+    assert second["memory"]["degraded"] is False
+    assert second["memory"]["recalled"] >= 1
+    assert "email over phone" in second["output"]
+
+    streamed = jwt_agent.turn("How should you contact me?", session=session_id("s3"), token=token, stream=True)
+    assert streamed["memory"]["recalled"] >= 1
+    assert "email over phone" in streamed["output"]
+
+
+def test_users_are_isolated(jwt_agent: Client, local_hindsight: Any, token_issuer: TokenIssuer) -> None:
+    alex = f"user-alex-{time.time_ns()}"
+    token = token_issuer.mint(alex)
+    jwt_agent.turn("My locker code is 4711.", session=session_id("a"), token=token)
+    jwt_agent.settle()
+    wait_for_memory(local_hindsight.url, format_bank_id(user=alex, agent=AGENT), token, "locker code")
+
+    bob = token_issuer.mint(f"user-bob-{time.time_ns()}")
+    answer = jwt_agent.turn("What is my locker code?", session=session_id("b"), token=bob)
+    assert answer["memory"] == {"recalled": 0, "degraded": False}
+    assert "4711" not in answer["output"]
+    assert "4711" in jwt_agent.turn("What is my locker code?", session=session_id("c"), token=token)["output"]
+
+
+def test_a_user_id_header_cannot_redirect_a_jwt_turn(
+    jwt_agent: Client, local_hindsight: Any, token_issuer: TokenIssuer
+) -> None:
+    victim = f"user-victim-{time.time_ns()}"
+    victim_token = token_issuer.mint(victim)
+    jwt_agent.turn("My PIN is 9876.", session=session_id("v"), token=victim_token)
+    jwt_agent.settle()
+    wait_for_memory(local_hindsight.url, format_bank_id(user=victim, agent=AGENT), victim_token, "PIN")
+
+    attacker = token_issuer.mint(f"user-mallory-{time.time_ns()}")
+    answer = jwt_agent.turn(
+        "What is my PIN?",
+        session=session_id("m"),
+        token=attacker,
+        headers={"X-Amzn-Bedrock-AgentCore-Runtime-User-Id": victim},
+    )
+    assert "9876" not in answer["output"]
+
+
+TENANT_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Custom-Tenant-Id"
+
+
+def test_iam_runtime_user_header_and_tenant_isolation(local_hindsight: Any, tmp_path: Path) -> None:
+    # The session's local Hindsight has no per-deployment agent key configured, so the operator key stands in for
+    # it here: this test is about the agent's side (which bank each IAM turn uses). The server's own refusal of
+    # other tenants' banks is tested in tests/integration/isolation.
+    settings = _settings(
+        local_hindsight.url, None, TENANT_HEADER=TENANT_HEADER, HINDSIGHT_API_KEY=local_hindsight.operator_key or ""
+    )
+    app = create_app(settings, memory=_memory(settings, tmp_path / "spool"), model=EchoModel())
+    user = f"user-iam-{time.time_ns()}"
+    acme = {"X-Amzn-Bedrock-AgentCore-Runtime-User-Id": user, TENANT_HEADER: "acme"}
+    globex = {"X-Amzn-Bedrock-AgentCore-Runtime-User-Id": user, TENANT_HEADER: "globex"}
+    with serve(app) as url:
+        client = Client(url)
+        client.turn("I like tea.", session=session_id("i1"), headers=acme)
+        client.settle()
+        bank = format_bank_id(user=user, agent=AGENT, tenant="acme")
+        wait_for_memory(local_hindsight.url, bank, local_hindsight.operator_key, "tea")
+        assert "I like tea." in client.turn("What do I like?", session=session_id("i2"), headers=acme)["output"]
+        other = client.turn("What do I like?", session=session_id("i3"), headers=globex)
+        assert other["memory"]["recalled"] == 0
+        assert "tea" not in other["output"]
+        assert client.http.post("/invocations", json={"prompt": "hi"}).status_code == 401
+
+
+@pytest.mark.parametrize("fault", ["refused_url", "hung_url", "failing_url"])
+def test_hindsight_down_or_hung_answers_degraded(
+    fault: str, request: pytest.FixtureRequest, token_issuer: TokenIssuer, tmp_path: Path
+) -> None:
+    url = request.getfixturevalue(fault)
+    settings = _settings(url, token_issuer, MEMORY_RECALL_TIMEOUT_SECONDS="1")
+    app = create_app(settings, memory=_memory(settings, tmp_path / "spool"), model=EchoModel())
+    with serve(app) as agent_url:
+        client = Client(agent_url)
+        answer = client.turn("hello there", session=session_id("f"), token=token_issuer.mint("user-alex"))
+        assert answer["output"].startswith("You said: hello there")
+        assert answer["memory"] == {"recalled": 0, "degraded": True}
+        client.settle(timeout=60)  # the retain ends up spooled, and the session stops being busy
+    assert list((tmp_path / "spool").rglob("*")), "the undeliverable retain was spooled"
