@@ -68,6 +68,7 @@ ENV_LLM_MODEL = "LOCAL_HINDSIGHT_LLM_MODEL"
 ENV_EMBEDDINGS = "LOCAL_HINDSIGHT_EMBEDDINGS"
 ENV_PG_OS_USER = "LOCAL_HINDSIGHT_PG_OS_USER"
 ENV_STARTUP_TIMEOUT = "LOCAL_HINDSIGHT_STARTUP_TIMEOUT"
+ENV_ISOLATION = "LOCAL_HINDSIGHT_ISOLATION"  # "false"/"0" turns hindsight_isolation off
 
 DEFAULT_PORT = 8888
 DEFAULT_PG_PORT = 54329
@@ -149,6 +150,8 @@ class LocalHindsightConfig:
             values["data_dir"] = Path(env[ENV_DATA_DIR])
         if env.get(ENV_VENV):
             values["venv"] = Path(env[ENV_VENV])
+        if env.get(ENV_ISOLATION):
+            values["isolation"] = env[ENV_ISOLATION].strip().lower() not in ("0", "false", "no", "off")
         if env.get(ENV_STARTUP_TIMEOUT):
             values["startup_timeout"] = float(env[ENV_STARTUP_TIMEOUT])
         values.update({k: v for k, v in overrides.items() if v is not None})
@@ -266,9 +269,13 @@ class LocalHindsight:
     def llm_log(self) -> Path:
         return self.data_dir / "llm-stub.log"
 
+    def _port(self, name: str) -> int:
+        """A port in use: chosen by this ``start()``, else recorded by a running one, else configured."""
+        return int(self._ports.get(name) or self._read_state().get(name) or getattr(self.config, name))
+
     @property
     def port(self) -> int:
-        return self._ports.get("port") or self._read_state().get("port") or self.config.port
+        return self._port("port")
 
     @property
     def url(self) -> str:
@@ -278,12 +285,12 @@ class LocalHindsight:
     @property
     def llm_base_url(self) -> str | None:
         """The stand-in's OpenAI-compatible base URL (None with a real LLM)."""
-        port = self._ports.get("llm_port") or self._read_state().get("llm_port")
-        return f"http://127.0.0.1:{port}/v1" if port else None
+        port = self._port("llm_port")
+        return f"http://127.0.0.1:{port}/v1" if port and self._uses_stub() else None
 
     @property
     def database_url(self) -> str:
-        pg_port = self._ports.get("pg_port") or self._read_state().get("pg_port") or self.config.pg_port
+        pg_port = self._port("pg_port")
         return f"postgresql://postgres@127.0.0.1:{pg_port}/postgres?sslmode=disable"
 
     def _python_bin(self) -> Path:
@@ -555,7 +562,7 @@ class LocalHindsight:
         env.update(
             {
                 "HINDSIGHT_API_HOST": self.config.host,
-                "HINDSIGHT_API_PORT": str(self._ports.get("port") or self.port),
+                "HINDSIGHT_API_PORT": str(self.port),
                 "HINDSIGHT_API_DATABASE_URL": self.database_url,
                 "HINDSIGHT_API_WORKER_ID": "local",
                 "HINDSIGHT_API_RERANKER_PROVIDER": "rrf",
@@ -599,7 +606,7 @@ class LocalHindsight:
         if mode is LLMMode.STUB:
             return {
                 "HINDSIGHT_API_LLM_PROVIDER": "openai",
-                "HINDSIGHT_API_LLM_BASE_URL": f"http://127.0.0.1:{self._ports['llm_port']}/v1",
+                "HINDSIGHT_API_LLM_BASE_URL": f"http://127.0.0.1:{self._port('llm_port')}/v1",
                 "HINDSIGHT_API_LLM_API_KEY": "local-stub",
                 "HINDSIGHT_API_LLM_MODEL": self.config.llm_model or "stub",
                 "HINDSIGHT_API_LLM_MAX_RETRIES": "1",
@@ -627,7 +634,7 @@ class LocalHindsight:
         if self.config.embeddings is EmbeddingsMode.HASHED:
             return {
                 "HINDSIGHT_API_EMBEDDINGS_PROVIDER": "openai",
-                "HINDSIGHT_API_EMBEDDINGS_OPENAI_BASE_URL": f"http://127.0.0.1:{self._ports['llm_port']}/v1",
+                "HINDSIGHT_API_EMBEDDINGS_OPENAI_BASE_URL": f"http://127.0.0.1:{self._port('llm_port')}/v1",
                 "HINDSIGHT_API_EMBEDDINGS_OPENAI_API_KEY": "local-stub",
                 "HINDSIGHT_API_EMBEDDINGS_OPENAI_MODEL": "hashed-384",
             }
@@ -754,7 +761,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m localdev.hindsight",
         description="Run a real Hindsight locally (PostgreSQL + pgvector, loopback, offline).",
         epilog=f"Environment: {ENV_VENV}, {ENV_DATA_DIR}, {ENV_PORT}, {ENV_PG_PORT}, {ENV_LLM_PORT}, {ENV_LLM}, "
-        f"{ENV_LLM_MODEL}, {ENV_EMBEDDINGS}, {ENV_PG_OS_USER}, {ENV_STARTUP_TIMEOUT}. Flags win over them.",
+        f"{ENV_LLM_MODEL}, {ENV_EMBEDDINGS}, {ENV_PG_OS_USER}, {ENV_STARTUP_TIMEOUT}, {ENV_ISOLATION}. "
+        "Flags win over them.",
     )
     parser.add_argument("command", choices=["start", "stop", "status"])
     parser.add_argument("--data-dir", type=Path, help="default .local/hindsight")
@@ -766,6 +774,13 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--embeddings", choices=[m.value for m in EmbeddingsMode], help="default local (MiniLM)")
     parser.add_argument("--venv", type=Path, help="the Hindsight virtualenv (default .venv-hindsight)")
     parser.add_argument("--timeout", type=float, dest="startup_timeout", help="seconds to wait for /health")
+    parser.add_argument(
+        "--no-isolation",
+        dest="isolation",
+        action="store_false",
+        default=None,
+        help="do not load hindsight_isolation (no auth at all: anyone on this machine reaches every bank)",
+    )
     parser.add_argument(
         "--env", action="append", default=[], metavar="KEY=VALUE", help="extra server environment (repeatable)"
     )
@@ -785,6 +800,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "embeddings": EmbeddingsMode(args.embeddings) if args.embeddings else None,
         "venv": args.venv,
         "startup_timeout": args.startup_timeout,
+        "isolation": args.isolation,
         "extra_env": extra or None,
     }
     config = LocalHindsightConfig.from_env(**overrides)

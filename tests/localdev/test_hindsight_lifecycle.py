@@ -1,0 +1,156 @@
+"""``LocalHindsight`` / ``python -m localdev.hindsight``: idempotent start, status, clean stop, visible failures.
+
+These start their own throwaway servers (hashed embeddings, no isolation: the quickest configuration),
+separate from the session's ``local_hindsight``.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from localdev.hindsight import (
+    EmbeddingsMode,
+    HindsightStartError,
+    LLMMode,
+    LocalHindsight,
+    LocalHindsightConfig,
+)
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+RUNNING_KEYS = ("healthy", "api_running", "postgres_running", "llm_stub_running")
+
+
+def _quick_config(**overrides) -> LocalHindsightConfig:
+    return LocalHindsightConfig.ephemeral(embeddings=EmbeddingsMode.HASHED, isolation=False, **overrides)
+
+
+def _cli(command: str, hs: LocalHindsight) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "localdev.hindsight", command, "--data-dir", str(hs.data_dir), "--no-isolation"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO_ROOT,
+        check=False,
+    )
+
+
+@pytest.fixture
+def throwaway() -> Iterator[LocalHindsight]:
+    messages: list[str] = []
+    hs = LocalHindsight(_quick_config(), log=messages.append)
+    hs.messages = messages  # type: ignore[attr-defined]
+    yield hs
+    hs.destroy()
+
+
+@pytest.mark.integration
+def test_start_is_idempotent_status_reports_and_stop_is_clean(throwaway):
+    # GIVEN a started server
+    throwaway.start()
+    first = json.loads(throwaway.state_file.read_text())
+    assert throwaway.is_healthy()
+
+    # WHEN it is started again, from the same object and from a fresh one on the same data dir (as the CLI does)
+    throwaway.start()
+    again = LocalHindsight(
+        LocalHindsightConfig(data_dir=throwaway.data_dir, embeddings=EmbeddingsMode.HASHED, isolation=False)
+    )
+    again.start()
+
+    # THEN nothing was restarted: same processes, same URL, and it said so
+    assert json.loads(throwaway.state_file.read_text())["api_pid"] == first["api_pid"]
+    assert again.url == throwaway.url
+    assert any("already running" in m for m in throwaway.messages)
+
+    # AND status says healthy, from Python and from the CLI (exit 0)
+    status = throwaway.status()
+    assert all(status[k] for k in RUNNING_KEYS), status
+    cli = _cli("status", throwaway)
+    assert cli.returncode == 0, cli.stdout + cli.stderr
+    assert json.loads(cli.stdout)["url"] == throwaway.url
+
+    # WHEN stopped through the CLI
+    stopped = _cli("stop", throwaway)
+
+    # THEN everything is down, status says so (exit 3), and stopping again is harmless
+    assert stopped.returncode == 0, stopped.stderr
+    status = throwaway.status()
+    assert not any(status[k] for k in RUNNING_KEYS), status
+    assert _cli("status", throwaway).returncode == 3
+    second_stop = _cli("stop", throwaway)
+    assert second_stop.returncode == 0
+    assert "not running" in second_stop.stdout
+
+
+@pytest.mark.integration
+def test_failed_start_shows_the_server_log_and_leaves_nothing_running():
+    # GIVEN a server configured with an extension that does not exist (it exits during start-up)
+    hs = LocalHindsight(_quick_config(extra_env={"HINDSIGHT_API_TENANT_EXTENSION": "no_such_module_xyz:Nope"}))
+    try:
+        # WHEN it is started
+        with pytest.raises(HindsightStartError) as caught:
+            hs.start()
+
+        # THEN the error carries the server's own log lines and a hint
+        message = str(caught.value)
+        assert f"--- last lines of {hs.server_log} ---" in message
+        assert "no_such_module_xyz" in message
+        assert "Hint:" in message
+        # AND it cleaned up after itself
+        status = hs.status()
+        assert not any(status[k] for k in RUNNING_KEYS), status
+    finally:
+        hs.destroy()
+
+
+def test_busy_port_is_reported_before_anything_starts():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        busy = sock.getsockname()[1]
+        hs = LocalHindsight(_quick_config(port=busy))
+        try:
+            with pytest.raises(HindsightStartError, match=f"port {busy} .* is in use"):
+                hs.start()
+            assert not hs.status()["postgres_running"]
+        finally:
+            hs.destroy()
+
+
+def test_server_env_is_offline_and_points_at_the_bundled_model(tmp_path):
+    hs = LocalHindsight(LocalHindsightConfig(data_dir=tmp_path, isolation=False, port=1, pg_port=2, llm_port=3))
+    env = hs.server_env()
+    assert env["HF_HUB_OFFLINE"] == env["TRANSFORMERS_OFFLINE"] == "1"
+    assert env["HINDSIGHT_API_EMBEDDINGS_PROVIDER"] == "local"
+    assert Path(env["HINDSIGHT_API_EMBEDDINGS_LOCAL_MODEL"]).joinpath("model.safetensors").exists()
+    assert env["HINDSIGHT_API_RERANKER_PROVIDER"] == "rrf"
+    assert env["HINDSIGHT_API_HOST"] == "127.0.0.1"
+    assert env["HINDSIGHT_API_DATABASE_URL"].startswith("postgresql://postgres@127.0.0.1:2/")
+    assert env["HINDSIGHT_API_LLM_BASE_URL"] == "http://127.0.0.1:3/v1"
+
+
+def test_config_from_env_reads_the_documented_variables(tmp_path):
+    env = {
+        "LOCAL_HINDSIGHT_PORT": "9999",
+        "LOCAL_HINDSIGHT_PG_PORT": "9998",
+        "LOCAL_HINDSIGHT_LLM": "bedrock",
+        "LOCAL_HINDSIGHT_EMBEDDINGS": "hashed",
+        "LOCAL_HINDSIGHT_DATA_DIR": str(tmp_path),
+        "HINDSIGHT_VENV": "/opt/hs",
+    }
+    config = LocalHindsightConfig.from_env(env, port=7777)
+    assert (config.port, config.pg_port, config.llm, config.embeddings) == (
+        7777,
+        9998,
+        LLMMode.BEDROCK,
+        EmbeddingsMode.HASHED,
+    )
+    assert (config.data_dir, config.venv) == (tmp_path, Path("/opt/hs"))

@@ -1,0 +1,207 @@
+"""The deterministic LLM stand-in answers each kind of Hindsight request the same way every time."""
+
+from __future__ import annotations
+
+import base64
+import json
+import struct
+from typing import Any
+
+import httpx
+import pytest
+
+from localdev.llm_stub import LLMStub, chat_completion, extract_facts, hashed_embedding, minimal_instance
+
+SCHEMA_PROMPT = "You must respond with valid JSON matching this schema:\n"
+
+
+def _retain_request(content: str) -> Any:
+    schema = {"type": "object", "properties": {"facts": {"type": "array"}}, "required": ["facts"]}
+    return {
+        "model": "stub",
+        "messages": [
+            {"role": "system", "content": "Extract facts." + "\n\n" + SCHEMA_PROMPT + json.dumps(schema)},
+            {
+                "role": "user",
+                "content": f"Extract facts from the following chunk.\n\nContext: none\n\nContent:\n{content}",
+            },
+        ],
+        "response_format": {"type": "json_object"},
+    }
+
+
+def _content(response: dict[str, Any]) -> Any:
+    return response["choices"][0]["message"]["content"]
+
+
+def _tool_call(response: dict[str, Any]) -> tuple[str, Any]:
+    call = response["choices"][0]["message"]["tool_calls"][0]["function"]
+    return call["name"], json.loads(call["arguments"])
+
+
+def test_retain_returns_each_sentence_as_a_verbatim_world_fact():
+    # GIVEN a fact-extraction request whose user message ends with the content
+    request = _retain_request("User: I prefer email over phone. Please never call me!\nAssistant: Noted.")
+
+    # WHEN the stand-in answers
+    facts = json.loads(_content(chat_completion(request)))["facts"]
+
+    # THEN every sentence or line is one fact, word for word
+    assert [f["what"] for f in facts] == [
+        "User: I prefer email over phone.",
+        "Please never call me!",
+        "Assistant: Noted.",
+    ]
+    assert {f["fact_type"] for f in facts} == {"world"}
+    assert all(f["when"] == f["who"] == f["why"] == "N/A" for f in facts)
+
+
+def test_retain_answer_is_deterministic():
+    request = _retain_request("Alex likes tea. Sam likes coffee.")
+    assert _content(chat_completion(request)) == _content(chat_completion(request))
+
+
+def test_extract_facts_skips_blank_and_punctuation_only_pieces():
+    assert [f["what"] for f in extract_facts("  \n...\nOne fact.\n\n")] == ["One fact."]
+
+
+def test_consolidation_creates_nothing():
+    schema = {"type": "object", "properties": {"creates": {}, "updates": {}, "deletes": {}}}
+    request = {
+        "messages": [
+            {"role": "system", "content": SCHEMA_PROMPT + json.dumps(schema)},
+            {"role": "user", "content": "facts"},
+        ]
+    }
+    assert json.loads(_content(chat_completion(request))) == {"creates": [], "updates": [], "deletes": []}
+
+
+def test_strict_json_schema_requests_get_a_minimal_valid_instance():
+    schema = {
+        "type": "object",
+        "properties": {
+            "action": {"enum": ["keep", "merge"]},
+            "reason": {"type": "string"},
+            "score": {"type": "number"},
+            "items": {"type": "array", "items": {"$ref": "#/$defs/Item"}, "minItems": 1},
+            "note": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+        },
+        "required": ["action", "reason", "items", "note"],
+        "$defs": {"Item": {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}},
+    }
+    request = {
+        "messages": [{"role": "user", "content": "decide"}],
+        "response_format": {"type": "json_schema", "json_schema": {"name": "response", "schema": schema}},
+    }
+    assert json.loads(_content(chat_completion(request))) == {
+        "action": "keep",
+        "reason": "",
+        "items": [{"ok": False}],
+        "note": None,
+    }
+    assert minimal_instance({"type": "integer", "minimum": 3}) == 3
+
+
+def test_plain_text_requests_get_ok():
+    # The start-up verification call
+    assert _content(chat_completion({"messages": [{"role": "user", "content": "Say 'ok'"}]})) == "ok"
+
+
+def _tool(name: str, required: list[str]) -> Any:
+    props = {k: {"type": "boolean" if k == "answer_found" else "string"} for k in required}
+    return {
+        "type": "function",
+        "function": {"name": name, "parameters": {"type": "object", "properties": props, "required": required}},
+    }
+
+
+REFLECT_TOOLS = [_tool("recall", ["reason", "query"]), _tool("done", ["answer", "answer_found"])]
+
+
+def test_reflect_searches_first_with_the_question():
+    request = {
+        "messages": [{"role": "user", "content": "How does Alex like to be contacted?"}],
+        "tools": REFLECT_TOOLS,
+        "tool_choice": "required",
+    }
+    name, args = _tool_call(chat_completion(request))
+    assert name == "recall"
+    assert args["query"] == "How does Alex like to be contacted?"
+
+
+def test_reflect_forced_tool_choice_is_honoured():
+    tools = [_tool("search_observations", ["reason", "query"]), *REFLECT_TOOLS]
+    request = {
+        "messages": [{"role": "user", "content": "q"}],
+        "tools": tools,
+        "tool_choice": {"type": "function", "function": {"name": "search_observations"}},
+    }
+    assert _tool_call(chat_completion(request))[0] == "search_observations"
+
+
+def test_reflect_finishes_with_done_quoting_the_retrieved_memories():
+    # GIVEN a conversation where the recall tool already returned two memories
+    memories = {"memories": [{"id": "f1", "text": "Alex prefers email"}, {"id": "f2", "text": "Alex lives in Oslo."}]}
+    request = {
+        "messages": [
+            {"role": "user", "content": "Tell me about Alex"},
+            {
+                "role": "assistant",
+                "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "recall", "arguments": "{}"}}],
+            },
+            {"role": "tool", "tool_call_id": "c1", "content": json.dumps(memories)},
+        ],
+        "tools": REFLECT_TOOLS,
+        "tool_choice": "auto",
+    }
+
+    # WHEN the stand-in answers
+    name, args = _tool_call(chat_completion(request))
+
+    # THEN it calls done with an answer built from exactly those memories
+    assert name == "done"
+    assert args["answer"] == "From memory: Alex prefers email. Alex lives in Oslo."
+    assert args["answer_found"] is True
+    assert args["memory_ids"] == ["f1", "f2"]
+
+
+def test_reflect_with_nothing_found_says_so():
+    request = {
+        "messages": [
+            {"role": "user", "content": "q"},
+            {"role": "tool", "tool_call_id": "c1", "content": json.dumps({"memories": []})},
+        ],
+        "tools": [_tool("done", ["answer", "answer_found"])],
+        "tool_choice": "required",
+    }
+    name, args = _tool_call(chat_completion(request))
+    assert (name, args["answer_found"]) == ("done", False)
+    assert args["answer"] == "I have no memories about that."
+
+
+def test_hashed_embeddings_are_unit_length_and_word_sensitive():
+    a, b, c = (hashed_embedding(t) for t in ("email over phone", "phone over email", "budget review"))
+    assert len(a) == 384
+    assert sum(x * x for x in a) == pytest.approx(1.0)
+    assert sum(x * y for x, y in zip(a, b, strict=True)) == pytest.approx(1.0)  # same words
+    assert sum(x * y for x, y in zip(a, c, strict=True)) < 0.5
+
+
+def _post(url: str, body: dict[str, Any]) -> Any:
+    response = httpx.post(url, json=body, timeout=10)
+    response.raise_for_status()
+    return response.json()
+
+
+def test_http_server_serves_chat_and_base64_embeddings_and_logs_requests():
+    with LLMStub() as stub:
+        # WHEN a retain request and an embeddings request arrive over HTTP
+        chat = _post(f"{stub.base_url}/chat/completions", _retain_request("Alex likes tea."))
+        emb = _post(f"{stub.base_url}/embeddings", {"input": ["Alex likes tea."], "encoding_format": "base64"})
+
+        # THEN the answers are the OpenAI shapes, and the log records what was asked
+        assert json.loads(_content(chat))["facts"][0]["what"] == "Alex likes tea."
+        raw = base64.b64decode(emb["data"][0]["embedding"])
+        vector = struct.unpack(f"<{len(raw) // 4}f", raw)
+        assert vector == pytest.approx(hashed_embedding("Alex likes tea."), abs=1e-6)
+        assert [r["kind"] for r in stub.requests] == ["retain", "embeddings"]
