@@ -202,6 +202,7 @@ class TokenIssuer:
         host: Interface to serve on (loopback).
         port: Port to serve on; 0 picks a free one.
         client_id: Default ``client_id`` claim of minted access tokens.
+        serve: False mints for an issuer already serving this ``data_dir``'s key on ``port`` (see :meth:`attach`).
     """
 
     def __init__(
@@ -211,16 +212,25 @@ class TokenIssuer:
         host: str = "127.0.0.1",
         port: int = 0,
         client_id: str = LOCAL_CLIENT_ID,
+        serve: bool = True,
     ) -> None:
         self.data_dir = data_dir
         self.client_id = client_id
         self.key = load_or_create_key(data_dir) if data_dir is not None else SigningKey.generate()
         self._published: list[SigningKey] = [self.key]
-        self._server = _IssuerHTTPServer((host, port), self)
+        self._server = _IssuerHTTPServer((host, port), self) if serve else None
         self._thread: threading.Thread | None = None
         self.host = host
-        self.port = int(self._server.server_address[1])
+        self.port = int(self._server.server_address[1]) if self._server is not None else port
         self.jwks_fetches = 0
+
+    @classmethod
+    def attach(cls, data_dir: Path | None = None, *, port: int | None = None) -> TokenIssuer:
+        """Mint for the background issuer (``ensure_running``) without serving: same key, same ``iss``."""
+        data_dir = default_data_dir() if data_dir is None else data_dir
+        state = _read_state(data_dir)
+        port = int(state.get("port") or (default_port() if port is None else port))
+        return cls(data_dir, port=port, serve=False)
 
     @property
     def issuer(self) -> str:
@@ -289,7 +299,7 @@ class TokenIssuer:
 
     def start(self) -> Self:
         """Serve discovery and JWKS from a background thread (and record the URL in the data dir)."""
-        if self._thread is None:
+        if self._thread is None and self._server is not None:
             self._thread = threading.Thread(target=self._server.serve_forever, name="token-issuer", daemon=True)
             self._thread.start()
             self._write_state()
@@ -301,6 +311,8 @@ class TokenIssuer:
             (self.data_dir / _STATE_FILE).write_text(json.dumps(state, indent=2))
 
     def stop(self) -> None:
+        if self._server is None:
+            return
         if self._thread is not None:
             self._server.shutdown()
             self._thread.join(timeout=5)
@@ -312,14 +324,17 @@ class TokenIssuer:
 
     def serve_forever(self) -> None:
         """Serve in the foreground until SIGTERM/SIGINT."""
+        if self._server is None:
+            raise RuntimeError("this TokenIssuer was made with serve=False")
+        server = self._server
         self._write_state()
-        signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=self._server.shutdown, daemon=True).start())
+        signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown, daemon=True).start())
         try:
-            self._server.serve_forever()
+            server.serve_forever()
         except KeyboardInterrupt:
             pass
         finally:
-            self._server.server_close()
+            server.server_close()
             if self.data_dir is not None:
                 with contextlib.suppress(FileNotFoundError):
                     (self.data_dir / _STATE_FILE).unlink()

@@ -4,10 +4,12 @@ Each is started the first time a test asks for it and stopped when the session e
 selects only unit tests never starts Hindsight.
 
 - ``local_hindsight``: a real ``hindsight-api`` on embedded PostgreSQL + pgvector (free ports, a temp
-  data dir, the deterministic LLM stand-in, real all-MiniLM-L6-v2 embeddings). ``.url``,
-  ``.operator_key`` (None: no auth configured), ``.llm_base_url``, ``.server_log``.
-  Set ``LOCAL_HINDSIGHT_TEST_URL=http://127.0.0.1:8888`` to reuse a server you started by hand
-  (``make hindsight-start``) and skip the ~20 s start-up while iterating.
+  data dir, the deterministic LLM stand-in, real all-MiniLM-L6-v2 embeddings, per-user isolation
+  trusting ``token_issuer``). ``.url``, ``.operator_key``, ``.llm_base_url``, ``.server_log``.
+  Set ``LOCAL_HINDSIGHT_TEST_URL=http://127.0.0.1:8888`` to reuse the server ``make hindsight-start``
+  runs and skip the ~20-30 s start-up while iterating: its operator key is read from
+  ``.local/hindsight/operator-key`` (or ``LOCAL_HINDSIGHT_TEST_OPERATOR_KEY``) and ``token_issuer``
+  then mints with the background issuer's key (``.local/token-issuer``). Never set in CI.
 - ``token_issuer``: a :class:`localdev.token_issuer.TokenIssuer` (``.discovery_url``, ``.issuer``,
   ``.jwks_url``, ``.mint(user, tenant=..., ttl=..., ...)``).
 - ``hung_url`` (accepts, never answers), ``refused_url`` (nothing listening), ``failing_url``
@@ -54,7 +56,7 @@ def local_hindsight(token_issuer: TokenIssuer) -> Iterator[LocalHindsight | Exte
     """
     external = os.environ.get(ENV_TEST_URL)
     if external:
-        yield ExternalHindsight(url=external.rstrip("/"))
+        yield ExternalHindsight(url=external.rstrip("/"), operator_key=_external_operator_key())
         return
     hindsight = LocalHindsight(LocalHindsightConfig.ephemeral(issuer_discovery_url=token_issuer.discovery_url))
     hindsight.start()  # HindsightStartError carries the server log tail and a hint
@@ -68,9 +70,20 @@ def local_hindsight(token_issuer: TokenIssuer) -> Iterator[LocalHindsight | Exte
             shutil.rmtree(hindsight.data_dir, ignore_errors=True)
 
 
+def _external_operator_key() -> str | None:
+    key = os.environ.get("LOCAL_HINDSIGHT_TEST_OPERATOR_KEY")
+    if key:
+        return key
+    key_file = LocalHindsightConfig.from_env().data_dir / "operator-key"
+    return key_file.read_text().strip() if key_file.exists() else None
+
+
 @pytest.fixture(scope="session")
 def token_issuer() -> Iterator[TokenIssuer]:
     """A local OIDC issuer with an in-memory RSA key, serving discovery and JWKS on 127.0.0.1."""
+    if os.environ.get(ENV_TEST_URL):  # the external server trusts the background issuer: mint with its key
+        yield TokenIssuer.attach()
+        return
     with TokenIssuer() as issuer:
         yield issuer
 
