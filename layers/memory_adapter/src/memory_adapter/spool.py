@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -155,7 +156,8 @@ class DirectorySpool:
     def _write(self, directory: Path, record: RetainRecord) -> None:
         self._ensure()
         target = directory / self._name(record)
-        tmp = directory / f".{target.name}.{os.getpid()}.tmp"
+        # One temp file per writer: a shutdown and a delivery thread may spool the same record at the same moment.
+        tmp = directory / f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp"
         try:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
