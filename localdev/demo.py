@@ -2,8 +2,10 @@
 
 user-alex tells the agent in session 1 that they prefer email over phone; in session 2 (a new
 runtime session id, as after an AgentCore session ends) the agent recalls it before answering.
-Turns go through ``memory_adapter.HindsightRuntimeAdapter`` (the same code the deployed agent runs);
-``--client`` uses the raw ``hindsight_client`` instead. The servers keep running afterwards so you
+By default the turns go over HTTP to the agent itself (``python -m runtime_handler``, started on
+loopback by ``localdev.agent`` with the deterministic echo model, verifying the caller's token);
+``--adapter`` drives ``memory_adapter.HindsightRuntimeAdapter`` directly and ``--client`` the raw
+``hindsight_client``. The servers keep running afterwards so you
 can explore (``http://127.0.0.1:8888/docs``); stop them with ``make hindsight-stop``.
 """
 
@@ -11,6 +13,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import json
 import os
 import sys
 import textwrap
@@ -23,6 +27,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from localdev.agent import AgentStartError, default_agent
+from localdev.agent import default_port as default_agent_port
 from localdev.hindsight import HindsightStartError, LocalHindsight, LocalHindsightConfig
 from localdev.token_issuer import default_data_dir, ensure_running, load_or_create_key, mint_token, stop_background
 from memory_adapter.bank_ids import format_bank_id
@@ -163,9 +169,76 @@ async def run_demo(memory: Memory) -> bool:
     return found
 
 
+def _post_json(url: str, body: dict[str, object], headers: dict[str, str]) -> dict[str, object]:
+    data = json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json", **headers})  # noqa: S310
+    with urllib.request.urlopen(request, timeout=60) as response:  # noqa: S310 - loopback http
+        answer: dict[str, object] = json.load(response)
+        return answer
+
+
+def _agent_turn(agent_url: str, token: str, session_id: str, prompt: str) -> dict[str, object]:
+    """One ``POST /invocations``, as AgentCore Runtime forwards it (bearer token, session id header)."""
+    headers = {"Authorization": f"Bearer {token}", "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id": session_id}
+    return _post_json(f"{agent_url}/invocations", {"prompt": prompt}, headers)
+
+
+def _wait_until_idle(agent_url: str, deadline_s: float) -> None:
+    """/ping says HealthyBusy until the turn's retain is delivered to Hindsight (or spooled)."""
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        with urllib.request.urlopen(f"{agent_url}/ping", timeout=5) as response:  # noqa: S310 - loopback http
+            if json.load(response).get("status") == "Healthy":
+                return
+        time.sleep(0.1)
+
+
+def _wait_until_recallable(hindsight_url: str, token: str, deadline_s: float) -> None:
+    """Hindsight extracts facts asynchronously after accepting a retain: wait until recall finds them."""
+    bank = urllib.parse.quote(format_bank_id(user=USER, agent=AGENT), safe="")
+    end = time.monotonic() + deadline_s
+    while time.monotonic() < end:
+        with contextlib.suppress(urllib.error.URLError, ValueError):
+            found = _post_json(
+                f"{hindsight_url}/v1/default/banks/{bank}/memories/recall",
+                {"query": SESSION_2_PROMPT, "max_tokens": 1024},
+                {"Authorization": f"Bearer {token}"},
+            )
+            if found.get("results"):
+                return
+        time.sleep(0.5)
+
+
+def _say_answer(answer: dict[str, object]) -> None:
+    output = str(answer.get("output", ""))
+    lines = output.splitlines() or [""]
+    _say("agent", lines[0])
+    _block("\n".join(lines[1:]))
+    memory = answer.get("memory")
+    print(f"            | (memory: {json.dumps(memory)})")
+
+
+def run_agent_demo(agent_url: str, hindsight_url: str, token: str) -> bool:
+    """The two sessions through the running agent. Returns True when session 2's answer shows the preference."""
+    session_1, session_2 = f"session-{uuid.uuid4().hex}", f"session-{uuid.uuid4().hex}"
+    print(f"\n== Session 1 ({session_1}) ==")
+    _say(USER, SESSION_1_PROMPT)
+    _say_answer(_agent_turn(agent_url, token, session_1, SESSION_1_PROMPT))
+    _wait_until_idle(agent_url, RECALL_WAIT_S)
+    print("            | (the agent retained the turn in the background; /ping is Healthy again)")
+    _wait_until_recallable(hindsight_url, token, RECALL_WAIT_S)
+
+    print(f"\n== Session 2 ({session_2}): a new session, nothing carried over but memory ==")
+    _say(USER, SESSION_2_PROMPT)
+    answer = _agent_turn(agent_url, token, session_2, SESSION_2_PROMPT)
+    _say_answer(answer)
+    return "email over phone" in str(answer.get("output", "")).lower()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m localdev.demo", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--client", action="store_true", help="use hindsight_client directly, not the adapter")
+    parser.add_argument("--client", action="store_true", help="use hindsight_client directly, not the agent")
+    parser.add_argument("--adapter", action="store_true", help="use the memory adapter directly, not the agent")
     args = parser.parse_args(argv)
 
     print("== Starting the local services (first start loads the embedding model: ~20 s) ==")
@@ -181,7 +254,19 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  Token issuer: {issuer_url}/.well-known/openid-configuration")
     print(f"  Caller:       {USER}, with a bearer token from the local issuer")
 
+    print(f"  Token:        minted for {USER} by the local issuer (RS256, 1 h): {token[:32]}...")
     reset_bank(hindsight.url, hindsight.operator_key)
+    if not (args.client or args.adapter):
+        agent = default_agent()
+        try:
+            agent_url = agent.start(hindsight_url=hindsight.url, issuer_url=issuer_url, port=default_agent_port())
+        except AgentStartError as err:
+            print(err, file=sys.stderr)
+            return 1
+        print(f"  Agent:        {agent_url}   (python -m runtime_handler: JWT mode, echo model; log {agent.log_file})")
+        ok = run_agent_demo(agent_url, hindsight.url, token)
+        _finish(hindsight, agent_url)
+        return 0 if ok else 1
     spool = hindsight.data_dir.parent / "demo-spool"
     memory: Memory = ClientMemory(hindsight.url, token) if args.client else AdapterMemory(hindsight.url, spool, token)
     print(f"  Memory via:   {'hindsight_client (raw)' if args.client else 'memory_adapter.HindsightRuntimeAdapter'}")
@@ -193,17 +278,31 @@ def main(argv: list[str] | None = None) -> int:
             await memory.close()
 
     ok = asyncio.run(go())
+    _finish(hindsight, None)
+    return 0 if ok else 1
+
+
+def _finish(hindsight: LocalHindsight, agent_url: str | None) -> None:
+    agent_hint = (
+        f"  TOKEN=$(python -m localdev.token_issuer mint --user user-alex)\n"
+        f'  curl -s {agent_url}/invocations -H "Authorization: Bearer $TOKEN" '
+        f"-H 'Content-Type: application/json' -d '{{\"prompt\": \"How should you contact me?\"}}'\n"
+        if agent_url
+        else ""
+    )
     print(
         "\nThe services are still running. Try them:\n"
         f"  curl -s {hindsight.url}/health\n"
         "  python -m localdev.token_issuer mint --user user-alex     # a bearer token for the local agent\n"
+        f"{agent_hint}"
         "Stop them with:\n"
+        "  python -m localdev.agent stop   # the agent\n"
         "  make hindsight-stop      # stops Hindsight, PostgreSQL, the LLM stand-in and the token issuer"
     )
     if os.environ.get("CI"):  # nobody is there to explore: leave nothing running
+        default_agent().stop()
         hindsight.stop()
         stop_background()
-    return 0 if ok else 1
 
 
 if __name__ == "__main__":
