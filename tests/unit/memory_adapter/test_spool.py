@@ -123,3 +123,17 @@ async def test_custom_spool_backend(make_adapter, fake):
     fake.fault = Fault.NONE
     assert (await adapter.replay()).delivered == 1
     assert backend.records == []
+
+
+def test_a_spool_directory_owned_by_someone_else_is_refused(tmp_path, monkeypatch):
+    spool = DirectorySpool(tmp_path / "s")
+    monkeypatch.setattr(os, "getuid", lambda: os.stat(tmp_path).st_uid + 1)
+    with pytest.raises(SpoolError, match="another user"):
+        spool.put(record("a", 1.0))
+
+
+def test_group_or_world_access_is_removed(tmp_path):
+    (tmp_path / "s").mkdir()
+    os.chmod(tmp_path / "s", 0o777)  # noqa: S103 (the insecure state under test)
+    DirectorySpool(tmp_path / "s").put(record("a", 1.0))
+    assert stat.S_IMODE(os.stat(tmp_path / "s").st_mode) == 0o700

@@ -28,7 +28,6 @@ import logging
 import threading
 import time
 import uuid
-import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -218,12 +217,12 @@ class HindsightRuntimeAdapter:
             on_delivered=self._maybe_auto_replay,
         )
         pool = concurrent.futures.ThreadPoolExecutor(max_workers=_RECALL_THREADS, thread_name_prefix="memory-recall")
-        ref = weakref.ref(self)
+        exit_flush_timeout = s.exit_flush_timeout
 
         def exit_hook() -> None:
-            adapter = ref()
-            if adapter is not None and adapter._rt is not None:
-                adapter._rt.delivery.shutdown(adapter.settings.exit_flush_timeout)
+            # Holds the delivery, not the adapter: retains queued by an adapter nobody references any more are
+            # still flushed or spooled when the interpreter exits.
+            delivery.shutdown(exit_flush_timeout)
 
         atexit.register(exit_hook)
         return _Runtime(transport, breaker, delivery, pool, exit_hook)
@@ -514,6 +513,7 @@ class HindsightRuntimeAdapter:
         text = self._formatter(memories) if memories else ""
         self._observer.latency(Metric.RECALL_LATENCY, latency)
         self._observer.count(Metric.RECALL_HITS, len(memories))
+        self._maybe_auto_replay()  # Hindsight answers: a spool left by an earlier outage or process can drain
         self._observer.event(
             logging.INFO,
             "memory recalled",

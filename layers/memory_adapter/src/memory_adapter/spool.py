@@ -142,7 +142,11 @@ class DirectorySpool:
         try:
             for directory in (self.path, self._pending, self._dead):
                 directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-                if directory.stat().st_uid == os.getuid() and (directory.stat().st_mode & 0o077):
+                info = directory.stat()
+                if info.st_uid != os.getuid():
+                    # It holds bearer credentials: never write them into a directory someone else controls.
+                    raise SpoolError(f"spool directory {directory} belongs to another user")
+                if info.st_mode & 0o077:
                     directory.chmod(0o700)
         except OSError as exc:
             raise SpoolError(f"cannot create spool directory {self.path}: {exc}") from exc
