@@ -241,3 +241,12 @@ asyncio.run(adapter.after_turn(ctx, result="the answer", query="the question"))
     saved = json.loads(path.read_text())
     assert saved["item"]["content"] == "User: the question\nAssistant: the answer"
     assert saved["credential"] == "user-jwt"
+
+
+def test_a_flush_that_times_out_in_a_finished_loop_leaves_the_delivery_running(make_adapter, fake, caplog):
+    fake.fault = Fault.HANG
+    adapter = make_adapter(timeout=0.3, max_retries=0, breaker_failure_threshold=100)
+    handle = adapter.retain_for_turn(ctx(), result="A")
+    assert asyncio.run(adapter.flush(timeout=0.01)) is False
+    assert handle.result(timeout=10) is RetainOutcome.SPOOLED
+    assert "exception calling callback" not in caplog.text

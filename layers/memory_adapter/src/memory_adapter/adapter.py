@@ -377,6 +377,10 @@ class HindsightRuntimeAdapter:
         if not pending:
             return True
         _, not_done = await asyncio.wait([asyncio.wrap_future(f) for f in pending], timeout=timeout)
+        for waiter in not_done:
+            # Detach the waiter from this loop (which may close before the delivery ends); the delivery itself
+            # cannot be cancelled (its future is already running).
+            waiter.cancel()
         return not not_done
 
     async def aclose(self, timeout: float | None = None) -> None:  # noqa: ASYNC109 (bounded drain)
