@@ -1,0 +1,122 @@
+"""Measure the local Hindsight: cold and warm start to healthy, retain and recall latency, memory (RSS).
+
+    python -m localdev.measure [--embeddings local|hashed] [--retains 20] [--recalls 50]
+
+Starts its own throwaway instance (free ports, temp data dir, no isolation so the numbers are
+Hindsight's own), prints a table, and removes everything. The numbers in the README's
+``## Local Hindsight`` section come from this script; they depend on machine load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+
+from localdev.hindsight import EmbeddingsMode, LocalHindsight, LocalHindsightConfig
+
+_SENTENCES = [
+    "Alex prefers email over phone calls.",
+    "The quarterly budget review happens in the Berlin office.",
+    "My dog is allergic to chicken.",
+    "Sam is learning to play the cello on weekends.",
+    "The delivery to Oslo was two days late last month.",
+]
+_QUERIES = ["How should we contact Alex?", "Which food should the pet avoid?", "Where is the finance meeting held?"]
+
+
+def _post(url: str, body: object, timeout: float = 120.0) -> float:
+    """POST JSON; return the wall time in milliseconds."""
+    request = urllib.request.Request(  # noqa: S310 - loopback http only
+        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}, method="POST"
+    )
+    started = time.perf_counter()
+    with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - loopback http only
+        response.read()
+    return (time.perf_counter() - started) * 1000
+
+
+def _mem_mb(pid: int, field: str = "Rss") -> float:
+    """``Rss`` or ``Pss`` (shared pages divided among their users) of a process, in MB."""
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+        if line.startswith(f"{field}:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _percentile(values: list[float], pct: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(pct / 100 * (len(ordered) - 1)))]
+
+
+def _summary(name: str, values: list[float]) -> str:
+    return (
+        f"{name:<22} n={len(values):<3} p50={statistics.median(values):7.1f} ms  "
+        f"p95={_percentile(values, 95):7.1f} ms  max={max(values):7.1f} ms"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m localdev.measure", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--embeddings", choices=[m.value for m in EmbeddingsMode], default="local")
+    parser.add_argument("--retains", type=int, default=20)
+    parser.add_argument("--recalls", type=int, default=50)
+    args = parser.parse_args(argv)
+
+    config = LocalHindsightConfig.ephemeral(embeddings=EmbeddingsMode(args.embeddings), isolation=False)
+    hs = LocalHindsight(config)
+    try:
+        started = time.monotonic()
+        hs.start()
+        cold = time.monotonic() - started
+        hs.stop()
+        started = time.monotonic()
+        hs.start()
+        warm = time.monotonic() - started
+
+        bank = f"measure-{uuid.uuid4().hex[:8]}"
+        base = f"{hs.url}/v1/default/banks/{bank}"
+        retains = [
+            _post(f"{base}/memories", {"items": [{"content": _SENTENCES[i % len(_SENTENCES)] + f" (note {i})"}]})
+            for i in range(args.retains)
+        ]
+        recalls = [
+            _post(f"{base}/memories/recall", {"query": _QUERIES[i % len(_QUERIES)]}) for i in range(args.recalls)
+        ]
+
+        state = json.loads(hs.state_file.read_text())
+        pg_pid = int((hs.pg_data / "postmaster.pid").read_text().splitlines()[0])
+        api_rss = _mem_mb(int(state["api_pid"]))
+        pg_pss = sum(_mem_mb(pid, "Pss") for pid in [pg_pid, *_children(pg_pid)])
+        stub_rss = _mem_mb(int(state["llm_pid"])) if state.get("llm_pid") else 0.0
+
+        print(f"embeddings: {args.embeddings}")
+        print(f"cold start to healthy (initdb + migrations + model load): {cold:5.1f} s")
+        print(f"warm start to healthy (existing data dir):                {warm:5.1f} s")
+        print(_summary("retain (sync, 1 item)", retains))
+        print(_summary("recall", recalls))
+        print(f"memory: hindsight-api RSS {api_rss:.0f} MB, PostgreSQL PSS (all processes) {pg_pss:.0f} MB, ", end="")
+        print(f"stand-in RSS {stub_rss:.0f} MB")
+    finally:
+        hs.destroy()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
