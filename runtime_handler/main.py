@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import os
 import re
@@ -284,19 +285,23 @@ def _default_model(settings: Settings) -> Model:
 def _default_verifier(settings: Settings) -> TokenVerifier | None:
     if settings.auth_mode is not AuthMode.JWT:
         return None
-    return JwtVerifier(
-        JwtVerifierConfig(
-            discovery_url=settings.jwt_discovery_url,
-            allowed_clients=settings.jwt_allowed_clients,
-            allowed_audience=settings.jwt_allowed_audience,
-            token_use=settings.jwt_token_use,
-            user_claim=settings.jwt_user_claim,
-            tenant_claim=settings.jwt_tenant_claim,
-            algorithms=settings.jwt_algorithms,
-            leeway_s=settings.jwt_leeway_s,
-            max_token_bytes=settings.jwt_max_token_bytes,
-        )
+    checks = JwtVerifierConfig(
+        discovery_url=settings.jwt_discovery_url,
+        allowed_clients=settings.jwt_allowed_clients,
+        allowed_audience=settings.jwt_allowed_audience,
+        token_use=settings.jwt_token_use,
+        user_claim=settings.jwt_user_claim,
+        tenant_claim=settings.jwt_tenant_claim,
+        algorithms=settings.jwt_algorithms,
+        leeway_s=settings.jwt_leeway_s,
+        max_token_bytes=settings.jwt_max_token_bytes,
     )
+    if settings.jwt_jwks_parameter:
+        from runtime_handler.keys import MirroredKeysVerifier
+
+        mirrored = dataclasses.replace(checks, discovery_url=None, issuer=settings.jwt_issuer)
+        return MirroredKeysVerifier(mirrored, settings.jwt_jwks_parameter)
+    return JwtVerifier(checks)
 
 
 def create_app(

@@ -33,6 +33,8 @@ __all__ = [
     "ENV_JWT_ALLOWED_AUDIENCE",
     "ENV_JWT_ALLOWED_CLIENTS",
     "ENV_JWT_DISCOVERY_URL",
+    "ENV_JWT_ISSUER",
+    "ENV_JWT_JWKS_PARAMETER",
     "ENV_JWT_LEEWAY_SECONDS",
     "ENV_JWT_MAX_TOKEN_BYTES",
     "ENV_JWT_TENANT_CLAIM",
@@ -58,6 +60,8 @@ ENV_HINDSIGHT_API_KEY = "HINDSIGHT_API_KEY"
 ENV_HINDSIGHT_API_KEY_SECRET_ARN = "HINDSIGHT_API_KEY_SECRET_ARN"  # noqa: S105 - a variable name, not a secret
 ENV_AUTH_MODE = "AUTH_MODE"
 ENV_JWT_DISCOVERY_URL = "JWT_DISCOVERY_URL"
+ENV_JWT_ISSUER = "JWT_ISSUER"
+ENV_JWT_JWKS_PARAMETER = "JWT_JWKS_PARAMETER"
 ENV_JWT_ALLOWED_CLIENTS = "JWT_ALLOWED_CLIENTS"
 ENV_JWT_ALLOWED_AUDIENCE = "JWT_ALLOWED_AUDIENCE"
 ENV_JWT_TOKEN_USE = "JWT_TOKEN_USE"  # noqa: S105 - a variable name, not a secret
@@ -90,6 +94,7 @@ _HEADER_NAME = re.compile(r"[A-Za-z0-9-]{1,200}")
 _ASYMMETRIC = frozenset({"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"})
 
 DEFAULT_MAX_PROMPT_CHARS = 16_000
+_DISCOVERY_SUFFIX = "/.well-known/openid-configuration"
 _E = TypeVar("_E", bound=StrEnum)
 MAX_MAX_PROMPT_CHARS = 200_000
 
@@ -127,6 +132,8 @@ class Settings:
     hindsight_api_key: str | None = None
     hindsight_api_key_secret_arn: str | None = None
     jwt_discovery_url: str | None = None
+    jwt_issuer: str | None = None
+    jwt_jwks_parameter: str | None = None
     jwt_allowed_clients: tuple[str, ...] = ()
     jwt_allowed_audience: tuple[str, ...] = ()
     jwt_token_use: str | None = None
@@ -180,6 +187,8 @@ class Settings:
             problems.append(f"{ENV_HINDSIGHT_API_KEY_SECRET_ARN} must be a Secrets Manager ARN")
 
         discovery = get.text(ENV_JWT_DISCOVERY_URL)
+        issuer = get.text(ENV_JWT_ISSUER)
+        jwks_parameter = get.text(ENV_JWT_JWKS_PARAMETER)
         clients = get.csv(ENV_JWT_ALLOWED_CLIENTS)
         audience = get.csv(ENV_JWT_ALLOWED_AUDIENCE)
         token_use = get.text(ENV_JWT_TOKEN_USE)
@@ -192,10 +201,17 @@ class Settings:
         tenant_header = get.text(ENV_TENANT_HEADER)
 
         if mode is AuthMode.JWT:
-            if discovery is None:
-                problems.append(f"{ENV_JWT_DISCOVERY_URL} is required when {ENV_AUTH_MODE}=jwt")
-            elif not discovery.rstrip("/").endswith("/.well-known/openid-configuration"):
-                problems.append(f"{ENV_JWT_DISCOVERY_URL} must end with /.well-known/openid-configuration")
+            if discovery is None and not (jwks_parameter and issuer):
+                problems.append(
+                    f"{ENV_JWT_DISCOVERY_URL} is required when {ENV_AUTH_MODE}=jwt (or {ENV_JWT_ISSUER} with "
+                    f"{ENV_JWT_JWKS_PARAMETER} for mirrored keys)"
+                )
+            elif discovery is not None and not discovery.rstrip("/").endswith(_DISCOVERY_SUFFIX):
+                problems.append(f"{ENV_JWT_DISCOVERY_URL} must end with {_DISCOVERY_SUFFIX}")
+            if issuer is not None and jwks_parameter is None:
+                problems.append(f"{ENV_JWT_ISSUER} is used only with {ENV_JWT_JWKS_PARAMETER}")
+            if issuer is None and jwks_parameter and discovery:
+                issuer = discovery.rstrip("/")[: -len(_DISCOVERY_SUFFIX)]
             if not clients and not audience:
                 problems.append(
                     f"set {ENV_JWT_ALLOWED_CLIENTS} and/or {ENV_JWT_ALLOWED_AUDIENCE} when {ENV_AUTH_MODE}=jwt"
@@ -216,7 +232,7 @@ class Settings:
                     f"Hindsight key ({ENV_HINDSIGHT_API_KEY}/{ENV_HINDSIGHT_API_KEY_SECRET_ARN})"
                 )
         elif mode is AuthMode.IAM:
-            if discovery or clients or audience or tenant_claim:
+            if discovery or clients or audience or tenant_claim or issuer or jwks_parameter:
                 problems.append(f"JWT_* settings apply to {ENV_AUTH_MODE}=jwt only")
             if tenant_id and tenant_header:
                 problems.append(f"set {ENV_TENANT_ID} or {ENV_TENANT_HEADER}, not both")
@@ -254,6 +270,8 @@ class Settings:
             hindsight_api_key=api_key,
             hindsight_api_key_secret_arn=secret_arn,
             jwt_discovery_url=discovery,
+            jwt_issuer=issuer,
+            jwt_jwks_parameter=jwks_parameter,
             jwt_allowed_clients=clients,
             jwt_allowed_audience=audience,
             jwt_token_use=token_use,

@@ -1,0 +1,86 @@
+"""Settings.from_env: typed values, defaults, and every problem reported at once."""
+
+from __future__ import annotations
+
+import pytest
+
+from runtime_handler.settings import ALL_ENV_VARS, AuthMode, ModelProvider, Settings, SettingsError
+
+JWT = {
+    "AGENT_NAME": "support",
+    "HINDSIGHT_API_URL": "http://127.0.0.1:8888/",
+    "AUTH_MODE": "jwt",
+    "JWT_DISCOVERY_URL": "https://idp.example/pool/.well-known/openid-configuration",
+    "JWT_ALLOWED_CLIENTS": "a, b,,",
+    "MODEL_PROVIDER": "bedrock",
+    "MODEL_ID": "anthropic.claude",
+}
+
+
+def _problems(env: dict[str, str]) -> str:
+    with pytest.raises(SettingsError) as info:
+        Settings.from_env(env)
+    return "\n".join(info.value.problems)
+
+
+def test_jwt_settings_parse_with_defaults() -> None:
+    settings = Settings.from_env(JWT)
+    assert settings.auth_mode is AuthMode.JWT
+    assert settings.model_provider is ModelProvider.BEDROCK
+    assert settings.hindsight_api_url == "http://127.0.0.1:8888"
+    assert settings.jwt_allowed_clients == ("a", "b")
+    assert (settings.jwt_user_claim, settings.jwt_algorithms, settings.allow_anonymous) == ("sub", ("RS256",), False)
+    assert settings.max_prompt_chars == 16_000
+
+
+def test_every_problem_is_listed_at_once() -> None:
+    text = _problems(
+        {"AUTH_MODE": "jwt", "JWT_ALGORITHMS": "HS256", "JWT_LEEWAY_SECONDS": "-1", "ALLOW_ANONYMOUS": "?"}
+    )
+    for expected in (
+        "AGENT_NAME is required",
+        "HINDSIGHT_API_URL is required",
+        "JWT_DISCOVERY_URL is required",
+        "JWT_ALLOWED_CLIENTS",
+        "asymmetric",
+        "JWT_LEEWAY_SECONDS",
+        "ALLOW_ANONYMOUS",
+        "MODEL_ID is required",
+    ):
+        assert expected in text
+
+
+def test_jwt_mode_refuses_a_hindsight_key_and_a_fixed_tenant() -> None:
+    text = _problems(JWT | {"HINDSIGHT_API_KEY": "k", "TENANT_ID": "acme"})
+    assert "do not give the agent a Hindsight key" in text
+    assert "TENANT_ID/TENANT_HEADER apply to AUTH_MODE=iam only" in text
+
+
+def test_iam_mode_checks_the_tenant_header_name() -> None:
+    base = {"AGENT_NAME": "a", "HINDSIGHT_API_URL": "http://h", "AUTH_MODE": "iam", "MODEL_PROVIDER": "echo"}
+    assert "TENANT_HEADER must be" in _problems(base | {"TENANT_HEADER": "X-Tenant"})
+    assert "not both" in _problems(
+        base | {"TENANT_HEADER": "X-Amzn-Bedrock-AgentCore-Runtime-Custom-T", "TENANT_ID": "t"}
+    )
+    assert "JWT_* settings apply" in _problems(base | {"JWT_ALLOWED_CLIENTS": "x"})
+    settings = Settings.from_env(base | {"HINDSIGHT_API_KEY_SECRET_ARN": "arn:aws:secretsmanager:r:1:secret:k"})
+    assert settings.hindsight_api_key_secret_arn is not None
+
+
+def test_mirrored_keys_take_the_issuer_from_the_discovery_url() -> None:
+    settings = Settings.from_env(JWT | {"JWT_JWKS_PARAMETER": "/agent/jwks"})
+    assert settings.jwt_issuer == "https://idp.example/pool"
+    no_discovery = {k: v for k, v in JWT.items() if k != "JWT_DISCOVERY_URL"}
+    assert "JWT_DISCOVERY_URL is required" in _problems(no_discovery | {"JWT_JWKS_PARAMETER": "/agent/jwks"})
+    explicit = Settings.from_env(no_discovery | {"JWT_JWKS_PARAMETER": "/p", "JWT_ISSUER": "https://idp.example/x"})
+    assert explicit.jwt_issuer == "https://idp.example/x"
+
+
+@pytest.mark.parametrize(("name", "value"), [("AUTH_MODE", "saml"), ("MODEL_PROVIDER", "gpt"), ("AGENT_NAME", "a:b")])
+def test_bad_values_are_named(name: str, value: str) -> None:
+    assert name in _problems(JWT | {name: value})
+
+
+def test_all_env_vars_lists_what_is_read() -> None:
+    assert {"AGENT_NAME", "AUTH_MODE", "JWT_DISCOVERY_URL", "HINDSIGHT_API_KEY_SECRET_ARN"} <= set(ALL_ENV_VARS)
+    assert len(ALL_ENV_VARS) == len(set(ALL_ENV_VARS))
