@@ -4,8 +4,8 @@ Hindsight calls an LLM to extract facts on retain, to consolidate facts into obs
 drive the reflect agent. Tests must be able to assert exactly what gets recalled, so this server
 answers every request the same way every time, derived only from what it was sent:
 
-- **fact extraction** (a user message ending with ``Content:\\n<text>``): each sentence or line of
-  the content becomes one ``world`` fact whose ``what`` is that sentence, verbatim;
+- **fact extraction** (a user message ending with ``Content:\\n<text>``): each distinct sentence or
+  line of the content becomes one ``world`` fact whose ``what`` is that sentence, verbatim;
 - **consolidation** (a schema with ``creates``): ``{"creates": [], "updates": [], "deletes": []}``, so
   recall returns exactly the extracted facts;
 - **reflect** (tool calls): a retrieval tool first (``recall``, or whatever ``tool_choice`` forces),
@@ -117,12 +117,14 @@ def _last_user_text(body: Mapping[str, Any]) -> str:
 
 
 def extract_facts(content: str) -> list[JSON]:
-    """One ``world`` fact per sentence or line of ``content``, its text kept verbatim."""
+    """One ``world`` fact per distinct sentence or line of ``content``, its text kept verbatim."""
     facts: list[JSON] = []
+    seen: set[str] = set()
     for raw in _SENTENCE_SPLIT.split(content):
         sentence = raw.strip()
-        if not any(ch.isalnum() for ch in sentence):
+        if not any(ch.isalnum() for ch in sentence) or sentence in seen:
             continue
+        seen.add(sentence)
         entities = list(dict.fromkeys(_ENTITY.findall(sentence)))[:5]
         facts.append(
             {

@@ -61,8 +61,8 @@ def test_retain_answer_is_deterministic():
     assert _content(chat_completion(request)) == _content(chat_completion(request))
 
 
-def test_extract_facts_skips_blank_and_punctuation_only_pieces():
-    assert [f["what"] for f in extract_facts("  \n...\nOne fact.\n\n")] == ["One fact."]
+def test_extract_facts_skips_blank_punctuation_only_and_repeated_pieces():
+    assert [f["what"] for f in extract_facts("  \n...\nOne fact.\n\nOne fact. Two.")] == ["One fact.", "Two."]
 
 
 def test_consolidation_creates_nothing():
