@@ -126,3 +126,9 @@ def test_configure_get_and_reset():
 
 def test_default_recall_deadline_is_at_most_two_seconds():
     assert HindsightRuntimeAdapter(hindsight_api_url="http://h").settings.recall_timeout <= 2.0
+
+
+def test_the_api_key_is_never_in_a_repr():
+    adapter = HindsightRuntimeAdapter(hindsight_api_url="http://h", api_key="s3cret-key")
+    assert "s3cret-key" not in repr(adapter.settings)
+    assert "s3cret-key" not in repr(configure(hindsight_api_url="http://h", api_key="s3cret-key"))

@@ -76,8 +76,8 @@ class HindsightAgentCoreConfig:
 
     hindsight_api_url: str = ""
     """Hindsight server URL. Empty means "not configured" (there is deliberately no SaaS default)."""
-    api_key: str | None = None
-    """Bearer credential used when a turn carries none of its own."""
+    api_key: str | None = field(default=None, repr=False)
+    """Bearer credential used when a turn carries none of its own (kept out of ``repr``)."""
     recall_budget: str = "mid"
     """Recall search depth: 'low', 'mid', or 'high'."""
     recall_max_tokens: int = 1500
@@ -117,7 +117,7 @@ class Settings:
     """Fully resolved adapter settings (what one adapter actually uses)."""
 
     hindsight_api_url: str
-    api_key: str | None
+    api_key: str | None = field(repr=False)
     recall_budget: str
     recall_max_tokens: int
     retain_async: bool
