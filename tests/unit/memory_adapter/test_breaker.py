@@ -80,7 +80,7 @@ async def test_open_breaker_skips_recall_without_network_then_recovers(make_adap
     fake.release()
     await asyncio.sleep(0.35)
     assert (await adapter.recall_for_turn(ctx(), "hello")).reason == "breaker_open"  # triggers the probe
-    for _ in range(100):
+    for _ in range(500):
         if adapter.breaker_state == "closed":
             break
         await asyncio.sleep(0.02)
@@ -96,7 +96,7 @@ async def test_failed_probe_keeps_the_breaker_open(make_adapter, fake):
     await adapter.recall_for_turn(ctx(), "hello")
     await asyncio.sleep(0.06)
     await adapter.recall_for_turn(ctx(), "hello")  # starts a probe that fails
-    for _ in range(50):
+    for _ in range(500):
         if fake.calls("/health") and adapter.breaker_state == "open":
             break
         await asyncio.sleep(0.02)
@@ -111,7 +111,7 @@ async def test_auto_replay_after_recovery(make_adapter, fake):
     fake.fault = Fault.NONE
     await asyncio.sleep(0.06)
     await adapter.recall_for_turn(ctx(), "hello")  # probe -> closed -> background replay
-    for _ in range(100):
+    for _ in range(500):
         if adapter.spooled_retains == 0:
             break
         await asyncio.sleep(0.02)

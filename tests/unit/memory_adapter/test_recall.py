@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from memory_adapter import RecallPolicy, TurnContext
@@ -88,12 +86,10 @@ async def test_forbidden_recall_is_degraded_and_does_not_trip_the_breaker(make_a
 
 async def test_a_hung_hindsight_costs_at_most_the_recall_deadline(make_adapter, fake):
     fake.fault = Fault.HANG
-    adapter = make_adapter(recall_timeout=0.2)
-    started = time.perf_counter()
+    adapter = make_adapter(recall_timeout=0.2, timeout=60)
     recollection = await adapter.recall_for_turn(ctx(), "hello")
-    elapsed = time.perf_counter() - started
+    # ended by the recall deadline (reason "timeout"), not by the transport's own timeout ("unavailable")
     assert (recollection.degraded, recollection.reason) == (True, "timeout")
-    assert elapsed < 5  # generous bound: the deadline, not the 15 s HTTP timeout
 
 
 async def test_turn_credential_is_sent_else_the_api_key(make_adapter, fake):
