@@ -43,7 +43,6 @@ def _start_agent(hindsight_url: str, issuer_url: str, spool: Path) -> tuple[subp
     env = dict(os.environ)
     env.update(agent_env(hindsight_url=hindsight_url, issuer_url=issuer_url, port=port, spool_dir=spool))
     env.update({"ALLOW_ANONYMOUS": "true", "POWERTOOLS_METRICS_DISABLED": "true", "POWERTOOLS_LOG_LEVEL": "WARNING"})
-    env["PYTHONDONTWRITEBYTECODE"] = "0"
     sources = [str(REPO_ROOT), str(REPO_ROOT / "layers" / "memory_adapter" / "src")]
     env["PYTHONPATH"] = os.pathsep.join(sources)
     started = time.perf_counter()
