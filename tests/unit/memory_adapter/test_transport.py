@@ -24,11 +24,8 @@ def test_transient_statuses(status, transient):
     assert is_transient_status(status) is transient
 
 
-def test_json_request_headers_and_keep_alive(httpserver):
-    peers: list[object] = []
-
+def test_json_request_and_bearer_header(httpserver):
     def handler(request: Request) -> Response:
-        peers.append(request.environ.get("REMOTE_PORT"))
         body = {"auth": request.headers.get("Authorization"), "echo": json.loads(request.data)}
         return Response(json.dumps(body), content_type="application/json")
 
