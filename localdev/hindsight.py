@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import fcntl
 import json
 import os
 import pwd
@@ -39,7 +40,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -224,7 +225,7 @@ class LocalHindsight:
         self.extra_env: dict[str, str] = dict(self.config.extra_env)
         self._log = log if log is not None else (lambda _msg: None)
         self._ports: dict[str, int] = {}
-        self._started_here = False
+        self._lock_depth = 0
 
     # --- paths and derived values -------------------------------------------------------------
 
@@ -346,8 +347,36 @@ class LocalHindsight:
 
     # --- start --------------------------------------------------------------------------------
 
+    @contextlib.contextmanager
+    def _exclusive(self) -> Iterator[None]:
+        """One start/stop at a time per data dir, across processes (re-entrant within this object)."""
+        if self._lock_depth:
+            self._lock_depth += 1
+            try:
+                yield
+            finally:
+                self._lock_depth -= 1
+            return
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        with (self.data_dir / ".lock").open("a") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                self._log(f"Another start or stop is in progress for {self.data_dir}; waiting for it")
+                fcntl.flock(handle, fcntl.LOCK_EX)
+            self._lock_depth = 1
+            try:
+                yield
+            finally:
+                self._lock_depth = 0
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
     def start(self) -> Self:
         """Start everything (or reuse what already runs from this data dir) and wait until healthy."""
+        with self._exclusive():
+            return self._start()
+
+    def _start(self) -> Self:
         state = self._read_state()
         if state and _pid_alive(state.get("api_pid")) and self._pg_running():
             self._ports = {k: int(state[k]) for k in ("port", "pg_port", "llm_port") if state.get(k)}
@@ -391,7 +420,6 @@ class LocalHindsight:
             raise
         state["ready_after_s"] = round(time.monotonic() - started, 2)
         self._write_state(state)
-        self._started_here = True
         self._log(f"Hindsight is ready at {self.url} after {state['ready_after_s']:.1f} s")
         return self
 
@@ -688,6 +716,10 @@ class LocalHindsight:
 
     def stop(self) -> None:
         """Stop the API (SIGTERM, then SIGKILL), PostgreSQL (``pg_ctl stop``) and the stand-in."""
+        with self._exclusive():
+            self._stop()
+
+    def _stop(self) -> None:
         state = self._read_state()
         api_pid = int(state.get("api_pid") or 0)
         if _pid_alive(api_pid):
@@ -709,7 +741,6 @@ class LocalHindsight:
             _terminate(llm_pid, grace=5.0)
         with contextlib.suppress(FileNotFoundError):
             self.state_file.unlink()
-        self._started_here = False
 
     def destroy(self) -> None:
         """Stop and delete the data dir (for throwaway instances)."""
