@@ -5,6 +5,7 @@ The echo model makes recalled memory visible in the answer, so each test asserts
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from collections.abc import Iterator
@@ -214,3 +215,32 @@ def test_hindsight_down_or_hung_answers_degraded(
         assert answer["memory"] == {"recalled": 0, "degraded": True}
         client.settle(timeout=60)  # the retain ends up spooled, and the session stops being busy
     assert list((tmp_path / "spool").rglob("*")), "the undeliverable retain was spooled"
+
+
+def _forged_none(token_issuer: TokenIssuer) -> str:
+    good = token_issuer.mint("user-alex")
+    header = base64.urlsafe_b64encode(json.dumps({"alg": "none", "typ": "JWT"}).encode()).rstrip(b"=").decode()
+    return f"{header}.{good.split('.')[1]}."
+
+
+def test_forged_and_invalid_tokens_never_reach_memory(jwt_agent: Client, token_issuer: TokenIssuer) -> None:
+    good = token_issuer.mint("user-alex")
+    head, body, signature = good.split(".")
+    claims = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+    claims["sub"] = "user-bob"
+    tampered = base64.urlsafe_b64encode(json.dumps(claims).encode()).rstrip(b"=").decode()
+    bad = {
+        "expired": token_issuer.mint("user-alex", ttl=-120),
+        "unknown kid": token_issuer.mint("user-alex", kid="not-published"),
+        "wrong client": token_issuer.mint("user-alex", client_id="someone-else"),
+        "wrong token_use": token_issuer.mint("user-alex", token_use="refresh"),
+        "alg none": _forged_none(token_issuer),
+        "tampered payload": f"{head}.{tampered}.{signature}",
+        "garbage": "garbage",
+    }
+    for case, token in bad.items():
+        response = jwt_agent.http.post(
+            "/invocations", json={"prompt": "What is my PIN?"}, headers={"Authorization": f"Bearer {token}"}
+        )
+        assert response.status_code == 401, case
+        assert response.json() == {"error": "unauthorized", "code": "unauthorized"}, case
