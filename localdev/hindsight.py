@@ -70,6 +70,7 @@ ENV_EMBEDDINGS = "LOCAL_HINDSIGHT_EMBEDDINGS"
 ENV_PG_OS_USER = "LOCAL_HINDSIGHT_PG_OS_USER"
 ENV_STARTUP_TIMEOUT = "LOCAL_HINDSIGHT_STARTUP_TIMEOUT"
 ENV_ISOLATION = "LOCAL_HINDSIGHT_ISOLATION"  # "false"/"0" turns hindsight_isolation off
+ENV_OBSERVATIONS = "LOCAL_HINDSIGHT_OBSERVATIONS"  # "true"/"false"; default: on with a real LLM only
 
 DEFAULT_PORT = 8888
 DEFAULT_PG_PORT = 54329
@@ -127,6 +128,9 @@ class LocalHindsightConfig:
     embeddings: EmbeddingsMode = EmbeddingsMode.LOCAL
     pg_os_user: str = DEFAULT_PG_OS_USER  # only used when running as root
     startup_timeout: float = 180.0  # seconds until /health must answer 200
+    # Consolidation into observations. None: on with a real LLM, off with the stand-in (which consolidates
+    # nothing, so the work, several LLM round trips and recalls per batch of facts, would only burn CPU).
+    observations: bool | None = None
     # Per-user bank isolation (hindsight_isolation, issue 6) is loaded by default: a bank is served only to the
     # holder of its owner's token (from this OIDC issuer) or of the operator key.
     isolation: bool = True
@@ -151,6 +155,8 @@ class LocalHindsightConfig:
             values["data_dir"] = Path(env[ENV_DATA_DIR])
         if env.get(ENV_VENV):
             values["venv"] = Path(env[ENV_VENV])
+        if env.get(ENV_OBSERVATIONS):
+            values["observations"] = env[ENV_OBSERVATIONS].strip().lower() in ("1", "true", "yes", "on")
         if env.get(ENV_ISOLATION):
             values["isolation"] = env[ENV_ISOLATION].strip().lower() not in ("0", "false", "no", "off")
         if env.get(ENV_STARTUP_TIMEOUT):
@@ -605,6 +611,10 @@ class LocalHindsight:
         )
         env.update(self._llm_env())
         env.update(self._embeddings_env())
+        observations = self.config.observations
+        if observations is None:
+            observations = self.config.llm is not LLMMode.STUB
+        env["HINDSIGHT_API_ENABLE_OBSERVATIONS"] = "true" if observations else "false"
         if self.config.isolation:
             env.update(self._isolation_env())
         elif self.operator_key:
@@ -792,7 +802,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m localdev.hindsight",
         description="Run a real Hindsight locally (PostgreSQL + pgvector, loopback, offline).",
         epilog=f"Environment: {ENV_VENV}, {ENV_DATA_DIR}, {ENV_PORT}, {ENV_PG_PORT}, {ENV_LLM_PORT}, {ENV_LLM}, "
-        f"{ENV_LLM_MODEL}, {ENV_EMBEDDINGS}, {ENV_PG_OS_USER}, {ENV_STARTUP_TIMEOUT}, {ENV_ISOLATION}. "
+        f"{ENV_LLM_MODEL}, {ENV_EMBEDDINGS}, {ENV_PG_OS_USER}, {ENV_STARTUP_TIMEOUT}, {ENV_ISOLATION}, "
+        f"{ENV_OBSERVATIONS}. "
         "Flags win over them.",
     )
     parser.add_argument("command", choices=["start", "stop", "status"])
@@ -805,6 +816,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--embeddings", choices=[m.value for m in EmbeddingsMode], help="default local (MiniLM)")
     parser.add_argument("--venv", type=Path, help="the Hindsight virtualenv (default .venv-hindsight)")
     parser.add_argument("--timeout", type=float, dest="startup_timeout", help="seconds to wait for /health")
+    parser.add_argument(
+        "--observations",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="consolidate facts into observations (default: only with a real LLM)",
+    )
     parser.add_argument(
         "--no-isolation",
         dest="isolation",
@@ -832,6 +849,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "venv": args.venv,
         "startup_timeout": args.startup_timeout,
         "isolation": args.isolation,
+        "observations": args.observations,
         "extra_env": extra or None,
     }
     config = LocalHindsightConfig.from_env(**overrides)

@@ -135,6 +135,10 @@ def test_server_env_is_offline_and_points_at_the_bundled_model(tmp_path):
     assert env["HINDSIGHT_API_HOST"] == "127.0.0.1"
     assert env["HINDSIGHT_API_DATABASE_URL"].startswith("postgresql://postgres@127.0.0.1:2/")
     assert env["HINDSIGHT_API_LLM_BASE_URL"] == "http://127.0.0.1:3/v1"
+    # the stand-in consolidates nothing, so consolidation is off unless asked for
+    assert env["HINDSIGHT_API_ENABLE_OBSERVATIONS"] == "false"
+    with_observations = LocalHindsight(LocalHindsightConfig(data_dir=tmp_path, isolation=False, observations=True))
+    assert with_observations.server_env()["HINDSIGHT_API_ENABLE_OBSERVATIONS"] == "true"
 
 
 def test_config_from_env_reads_the_documented_variables(tmp_path):
