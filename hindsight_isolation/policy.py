@@ -22,7 +22,7 @@ from enum import StrEnum
 from hindsight_isolation.principal import Kind, Principal
 from memory_adapter.bank_ids import BankOwner, parse_bank_id
 
-__all__ = ["Action", "Decision", "authorize", "owns"]
+__all__ = ["Action", "Decision", "authorize", "owns", "reaches"]
 
 
 class Action(StrEnum):
@@ -77,7 +77,7 @@ def authorize(principal: Principal | None, bank_id: str, action: Action, *, inte
     if internal:
         if principal is None:
             return Decision(True, "server housekeeping")
-        return _ownership(principal, bank_id)
+        return reaches(principal, bank_id)
     if principal is None:
         return Decision(False, "request carries no authenticated principal")
     if action is Action.NEVER:
@@ -88,10 +88,11 @@ def authorize(principal: Principal | None, bank_id: str, action: Action, *, inte
         return Decision(False, "operator-only operation")
     if principal.kind is Kind.USER_GRACE and action not in _GRACE_ACTIONS:
         return Decision(False, f"expired token (grace window) may only retain, not {action.value}")
-    return _ownership(principal, bank_id)
+    return reaches(principal, bank_id)
 
 
-def _ownership(principal: Principal, bank_id: str) -> Decision:
+def reaches(principal: Principal, bank_id: str) -> Decision:
+    """Ownership alone: whether ``bank_id`` is within ``principal``'s reach, whatever the action."""
     if principal.kind is Kind.OPERATOR:
         return Decision(True, "operator")
     owner = parse_bank_id(bank_id)

@@ -25,16 +25,18 @@ from hindsight_api.extensions.operation_validator import (
     MemoryUpdateContext,
     MentalModelGetContext,
     MentalModelRefreshContext,
+    OperationValidationError,
     OperationValidatorExtension,
     PrecheckContext,
     RecallContext,
     ReflectContext,
     RetainContext,
+    TagScopeContext,
     ValidationResult,
 )
 
 from hindsight_isolation.audit import log_denied, logger
-from hindsight_isolation.policy import Action, authorize
+from hindsight_isolation.policy import Action, authorize, reaches
 from hindsight_isolation.principal import Kind, Principal
 
 if TYPE_CHECKING:
@@ -87,6 +89,9 @@ PRECHECK_ACTIONS: dict[str, Action] = {
     "mental_model_refresh": Action.WRITE,
 }
 
+#: What a refused caller is told (the reason is logged, never sent).
+_FORBIDDEN = "forbidden"
+
 #: MCP tools that do not act on the session bank (they take their own bank, which the engine checks).
 MCP_UNSCOPED_TOOLS = frozenset({"list_banks", "create_bank"})
 #: MCP tools an expired token within the grace window may see on its own bank.
@@ -120,7 +125,7 @@ class IsolationOperationValidator(OperationValidatorExtension):  # type: ignore[
             reason=decision.reason,
             internal=bool(request_context.internal),
         )
-        return ValidationResult.reject("forbidden", 403)
+        return ValidationResult.reject(_FORBIDDEN, 403)
 
     # -- core operations -----------------------------------------------------------------------------------------
 
@@ -199,6 +204,27 @@ class IsolationOperationValidator(OperationValidatorExtension):  # type: ignore[
             and authorize(principal, bank["bank_id"], Action.READ, internal=internal).allowed
         ]
         return BankListResult(banks=visible)
+
+    async def resolve_write_tag_scope(self, ctx: TagScopeContext) -> list[str] | None:
+        """Backstop: a whole-bank operation on a bank outside the caller's reach is refused here (403 ``forbidden``).
+
+        Hindsight asks this for every bank a whole-bank operation names, including one that reaches no validation
+        hook (the bank a transfer restore is recorded against). Raising (rather than returning an empty scope, which
+        Hindsight would turn into a 403 naming tag scopes) keeps the refusal identical to every other one. Owners,
+        operators and internal work: unrestricted.
+        """
+        rc = ctx.request_context
+        principal = _principal(rc)
+        if rc.internal or (principal is not None and reaches(principal, ctx.bank_id).allowed):
+            return None
+        log_denied(
+            principal,
+            operation="write_tag_scope",
+            bank_id=ctx.bank_id,
+            reason="bank belongs to another identity",
+            internal=False,
+        )
+        raise OperationValidationError(_FORBIDDEN, 403)
 
     async def filter_mcp_tools(
         self, bank_id: str, request_context: RequestContext, tools: frozenset[str]

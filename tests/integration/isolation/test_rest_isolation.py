@@ -199,3 +199,24 @@ def test_every_denial_is_logged_with_its_reason(iso: Server, people: People) -> 
     assert "hindsight_isolation denied status=403 operation=" in line
     assert "reason='bank belongs to another identity'" in line
     assert "reason='token malformed'" in log
+
+
+def test_restore_cannot_be_recorded_against_another_users_bank(people: People) -> None:
+    # GIVEN a genuine export archive of alice's own bank
+    base = f"/v1/default/banks/{people.alice_bank}"
+    export = people.alice.call("POST", f"{base}/transfer/export").json()
+    done = people.alice.wait_operation(people.alice_bank, export["operation_id"])
+    key = done["result_metadata"]["storage_key"]
+    archive = people.alice.call("GET", f"/v1/default/files/download/{key}")
+    assert archive.status_code == 200
+    # WHEN she restores it into a fresh bank of her own, but through bob's bank (which the restore is recorded against)
+    response = people.alice.call(
+        "POST",
+        f"/v1/default/banks/{people.bob_bank}/transfer/import",
+        params={"target_bank_id": format_bank_id(user=people.alice_user, agent=f"restored-{uuid.uuid4().hex[:4]}")},
+        files={"file": ("bank.zip", archive.content, "application/zip")},
+    )
+    # THEN it is refused, and nothing lands in bob's bank
+    assert response.status_code == 403, response.text
+    operations = people.operator.call("GET", f"/v1/default/banks/{people.bob_bank}/operations").json()
+    assert all(op.get("operation_type") != "import_bank" for op in operations.get("operations", []))

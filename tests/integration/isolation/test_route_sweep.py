@@ -108,8 +108,14 @@ def _archive() -> bytes:
     return buffer.getvalue()
 
 
-def _request(method: str, path: str, op: dict[str, Any], victim: Victim, spec: dict[str, Any]) -> dict[str, Any]:
-    """Arguments for one call: real ids in the path, a minimal valid body, required query parameters."""
+def _request(
+    method: str, path: str, op: dict[str, Any], victim: Victim, spec: dict[str, Any], *, caller: str
+) -> dict[str, Any]:
+    """Arguments for one call: real ids in the path, a minimal valid body, required query parameters.
+
+    A target bank (clone, restore) is a fresh bank of the caller's own, so only the victim's bank stands between
+    the caller and the operation.
+    """
     ids = {**victim.ids, "bank_id": victim.bank, "alias": "some-alias"}
 
     def fill(match: re.Match[str]) -> str:
@@ -122,7 +128,7 @@ def _request(method: str, path: str, op: dict[str, Any], victim: Victim, spec: d
         if parameter.get("in") == "query" and parameter.get("required"):
             params[parameter["name"]] = _example(parameter.get("schema", {}), spec)
     if "target_bank_id" in {p.get("name") for p in op.get("parameters", [])}:
-        params["target_bank_id"] = format_bank_id(user="mallory", agent=uuid.uuid4().hex[:6])
+        params["target_bank_id"] = format_bank_id(user=caller, agent=uuid.uuid4().hex[:6])
     kwargs["params"] = params
     content = (op.get("requestBody") or {}).get("content", {})
     if f"{method} {path}" in BODY_OVERRIDES:
@@ -182,7 +188,8 @@ def test_openapi_lists_the_routes_we_know(iso: Server) -> None:
 
 def test_every_bank_route_refuses_another_users_token(iso: Server, victim: Victim) -> None:
     # GIVEN mallory's valid token and bob's bank full of data
-    mallory = iso.api(iso.mint(f"mallory-{uuid.uuid4().hex[:6]}", ttl=3600))
+    caller = f"mallory-{uuid.uuid4().hex[:6]}"
+    mallory = iso.api(iso.mint(caller, ttl=3600))
     spec, routes = _routes(iso)
     leaks: list[str] = []
     swept = 0
@@ -191,7 +198,7 @@ def test_every_bank_route_refuses_another_users_token(iso: Server, victim: Victi
         if name in NOT_BANK_SCOPED:
             continue
         # WHEN she calls the route on bob's bank (or on one of bob's chunks or files)
-        response = mallory.call(**_request(method, path, op, victim, spec))
+        response = mallory.call(**_request(method, path, op, victim, spec, caller=caller))
         swept += 1
         expected = REMOVED_OR_DISABLED.get(name, 403)
         # THEN it is refused with a bare 403 (or answered by a removed/disabled route with no bank data)
@@ -214,5 +221,5 @@ def test_sweep_requests_are_valid_for_the_owner(iso: Server, victim: Victim) -> 
         "GET /v1/default/banks/{bank_id}/documents/{document_id}",
     ):
         method, path, op = next(r for r in routes if f"{r[0]} {r[1]}" == name)
-        response = operator.call(**_request(method, path, op, victim, spec))
+        response = operator.call(**_request(method, path, op, victim, spec, caller="operator"))
         assert response.status_code == 200, f"{name}: {response.status_code} {response.text[:200]}"

@@ -21,8 +21,7 @@ HINDSIGHT_PYTHON = Path(os.environ.get("HINDSIGHT_VENV", REPO / ".venv-hindsight
 
 #: Hooks of the base class we deliberately leave to its default, and why.
 INHERITED = {
-    "resolve_tag_scope": "no tag scoping: a whole bank belongs to one owner",
-    "resolve_write_tag_scope": "no tag scoping: a whole bank belongs to one owner",
+    "resolve_tag_scope": "no read scoping: a whole bank belongs to one owner (reads are refused by the hooks)",
 }
 
 _PROBE = textwrap.dedent(
