@@ -10,6 +10,8 @@ PYTHON ?= python3
 VENV ?= .venv
 HS_VENV ?= .venv-hindsight
 CHECKOV_VENV ?= .venv-checkov
+BENCH_VENV ?= .venv-bench
+BENCH_ARGS ?=
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 
@@ -54,6 +56,12 @@ $(CHECKOV_VENV)/.installed: requirements-checkov.txt | check-python
 	$(CHECKOV_VENV)/bin/pip install --progress-bar off -r requirements-checkov.txt
 	@touch $@
 
+$(BENCH_VENV)/.installed: requirements-bench.txt layers/memory_adapter/pyproject.toml | check-python
+	@echo "==> Creating $(BENCH_VENV): the benchmark's own virtualenv (the prior art, hindsight-agentcore 0.1.3, lives only here)"
+	$(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/pip install --progress-bar off -r requirements-bench.txt -e layers/memory_adapter
+	@touch $@
+
 # The deployable artifacts (no Docker): agent bundle, memory_adapter layer, Hindsight isolation extension.
 BUILD_INPUTS := $(shell find runtime_handler hindsight_isolation layers/memory_adapter/src -name '*.py' -o -name 'requirements.txt' 2>/dev/null) \
 	layers/memory_adapter/pyproject.toml infra/build.py infra/build-constraints.txt
@@ -72,6 +80,11 @@ venv: $(VENV)/.installed ## Create the project virtualenv
 hindsight-venv: $(HS_VENV)/.installed ## Create the local Hindsight server's virtualenv
 node: node_modules/.installed ## Install the CDK CLI locally
 setup: venv hindsight-venv node ## Install everything
+
+.PHONY: bench bench-venv
+bench-venv: $(BENCH_VENV)/.installed ## Create the benchmark's virtualenv (the prior-art adapter lives only there)
+bench: setup bench-venv ## Benchmark against the prior art on a real local Hindsight (~12 min; writes bench/results/)
+	$(BENCH_VENV)/bin/python -m bench $(BENCH_ARGS)
 
 .PHONY: lint
 lint: venv ## ruff (lint + format check) and mypy
@@ -106,4 +119,4 @@ clean: ## Remove build outputs (keeps the virtualenvs)
 
 .PHONY: distclean
 distclean: clean ## Remove build outputs, virtualenvs and node_modules
-	rm -rf $(VENV) $(HS_VENV) $(CHECKOV_VENV) node_modules .local
+	rm -rf $(VENV) $(HS_VENV) $(CHECKOV_VENV) $(BENCH_VENV) node_modules .local

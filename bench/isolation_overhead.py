@@ -20,6 +20,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 FACTS = [f"Fact number {i}: the user's item {i} is stored on shelf {i % 7}." for i in range(20)]
@@ -146,6 +147,7 @@ def end_to_end(rounds: int) -> dict[str, dict[str, float]]:
                 ),
             }
             samples: dict[str, dict[str, list[float]]] = {r: {"without": [], "with": []} for r in requests}
+            hooks_before = _validator_seconds(clients["with"])
             for round_no in range(rounds):
                 for name, request in requests.items():
                     if name == "retain" and round_no % 5:
@@ -155,6 +157,7 @@ def end_to_end(rounds: int) -> dict[str, dict[str, float]]:
                         start = time.perf_counter()
                         request(clients[side]).raise_for_status()
                         samples[name][side].append((time.perf_counter() - start) * 1000)
+            hooks_after = _validator_seconds(clients["with"])
         finally:
             plain.destroy()
             isolated.destroy()
@@ -168,7 +171,27 @@ def end_to_end(rounds: int) -> dict[str, dict[str, float]]:
             row[f"{side} p90"] = ordered[int(0.9 * (len(ordered) - 1))]
         row["delta p50"] = row["with p50"] - row["without p50"]
         report[name] = row
+    calls = hooks_after[1] - hooks_before[1]
+    requests_made = sum(len(sides["with"]) for sides in samples.values())
+    report["validator hooks, measured in the server"] = {
+        "n": float(requests_made),
+        "hook calls per request": calls / requests_made,
+        "mean us per hook call": (hooks_after[0] - hooks_before[0]) / max(calls, 1) * 1e6,
+        "us per request": (hooks_after[0] - hooks_before[0]) / requests_made * 1e6,
+    }
     return report
+
+
+def _validator_seconds(client: Any) -> tuple[float, float]:
+    """Total seconds and calls of the operation-validator hooks, from the server's own histogram (/metrics)."""
+    text = client.get("/metrics").text
+    total = calls = 0.0
+    for line in text.splitlines():
+        if line.startswith("hindsight_validator_phase_duration_seconds_sum"):
+            total += float(line.rsplit(" ", 1)[1])
+        elif line.startswith("hindsight_validator_phase_duration_seconds_count"):
+            calls += float(line.rsplit(" ", 1)[1])
+    return total, calls
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -187,6 +210,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print(f"\nEnd to end ({args.rounds} alternating rounds; milliseconds):")
     for name, row in end_to_end(args.rounds).items():
+        if "us per request" in row:
+            print(
+                f"  {name}: {row['hook calls per request']:.1f} hook calls per request, "
+                f"{row['mean us per hook call']:.1f} us each, {row['us per request']:.1f} us per request"
+            )
+            continue
         print(
             f"  {name:<14} n={row['n']:.0f}  without p50 {row['without p50']:7.2f} p90 {row['without p90']:7.2f}  "
             f"with p50 {row['with p50']:7.2f} p90 {row['with p90']:7.2f}  delta p50 {row['delta p50']:+6.2f}"

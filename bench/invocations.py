@@ -1,0 +1,155 @@
+"""6. ``/invocations`` p50/p99 with and without memory (echo model), and one JWT verification with a warm key cache.
+
+Two agent processes (:mod:`bench.agent_server`) serve the real ``runtime_handler`` app over HTTP on loopback in JWT
+mode, trusting the local issuer: one with memory (our adapter against the local Hindsight, the caller's token as
+the per-turn credential), one with a memory that does nothing. Requests alternate between them, same token, same
+prompts. The first invocation of the memory process (fresh process: imports, JWKS fetch, first recall) is reported
+separately. The JWT figure times ``memory_adapter.tokens.JwtVerifier.verify`` in this process after one warming call.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+
+from bench.env import AGENT
+from bench.stats import Timer, ratio, summarize
+
+__all__ = ["measure"]
+
+SIDES = ("with_memory", "without_memory")
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _start(mode: str, env: Any, workdir: Any) -> tuple[subprocess.Popen[bytes], str, float]:
+    from localdev.token_issuer import LOCAL_CLIENT_ID
+
+    port = _free_port()
+    child_env = {
+        **os.environ,
+        "PORT": str(port),
+        "AGENT_NAME": AGENT,
+        "HINDSIGHT_API_URL": env.url,
+        "AUTH_MODE": "jwt",
+        "JWT_DISCOVERY_URL": env.issuer.discovery_url,
+        "JWT_ALLOWED_CLIENTS": LOCAL_CLIENT_ID,
+        "MODEL_PROVIDER": "echo",
+        "HINDSIGHT_ADAPTER_SPOOL_DIR": str(workdir / f"spool-agent-{mode}"),
+        "POWERTOOLS_METRICS_NAMESPACE": "Bench",
+        "POWERTOOLS_LOG_LEVEL": "WARNING",
+    }
+    for name in ("HINDSIGHT_API_KEY", "HINDSIGHT_API_KEY_SECRET_ARN"):
+        child_env.pop(name, None)
+    started = time.perf_counter()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "bench.agent_server", mode],
+        env=child_env,
+        stdout=subprocess.DEVNULL,
+        stderr=open(workdir / f"agent-{mode}.log", "wb"),  # noqa: SIM115 - lives as long as the process
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if httpx.get(f"{url}/ping", timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError(f"the agent ({mode}) did not start; see {workdir / f'agent-{mode}.log'}")
+        time.sleep(0.05)
+    return process, url, (time.perf_counter() - started) * 1000
+
+
+def _jwt_verify(env: Any, token: str, calls: int) -> dict[str, Any]:
+    from localdev.token_issuer import LOCAL_CLIENT_ID
+    from memory_adapter.tokens import JwtVerifier, JwtVerifierConfig
+
+    verifier = JwtVerifier(
+        JwtVerifierConfig(discovery_url=env.issuer.discovery_url, allowed_clients=(LOCAL_CLIENT_ID,))
+    )
+    with Timer() as cold:
+        verifier.verify(token)
+    samples = []
+    for _ in range(calls):
+        with Timer() as timer:
+            verifier.verify(token)
+        samples.append(timer.ms)
+    return {"first_call_with_jwks_fetch_ms": round(cold.ms, 3), "warm": summarize(samples)}
+
+
+async def measure(
+    env: Any, *, calls: int = 200, warmup: int = 5, jwt_calls: int = 1000, log: Callable[[str], None] = print
+) -> dict[str, Any]:
+    """Alternate requests between the two agents; report both distributions and the JWT cost."""
+    user = f"bench-invoke-{uuid.uuid4().hex[:8]}"
+    token = env.mint(user)
+    processes: dict[str, subprocess.Popen[bytes]] = {}
+    urls: dict[str, str] = {}
+    ready_ms: dict[str, float] = {}
+    samples: dict[str, list[float]] = {side: [] for side in SIDES}
+    recalled: dict[str, int] = dict.fromkeys(SIDES, 0)
+    first: dict[str, float] = {}
+    try:
+        for side in SIDES:
+            processes[side], urls[side], ready_ms[side] = _start(
+                "on" if side == "with_memory" else "off", env, env.workdir
+            )
+        headers = {"Authorization": f"Bearer {token}"}
+        with httpx.Client(timeout=30) as client:
+
+            def invoke(side: str, n: int) -> tuple[float, dict[str, Any]]:
+                body = {"prompt": f"Please remember that my lucky number is {n}. What do you know about me?"}
+                hdrs = {**headers, "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id": f"bench-session-{user}-{'0' * 20}"}
+                with Timer() as timer:
+                    response = client.post(f"{urls[side]}/invocations", json=body, headers=hdrs)
+                if response.status_code != 200:
+                    raise RuntimeError(f"/invocations ({side}) answered {response.status_code}: {response.text[:300]}")
+                return timer.ms, response.json()
+
+            for side in SIDES:
+                first[side], _ = invoke(side, -1)
+            for n in range(warmup):
+                for side in SIDES:
+                    invoke(side, n)
+            for n in range(calls):
+                for k in range(len(SIDES)):
+                    side = SIDES[(n + k) % len(SIDES)]
+                    ms, answer = invoke(side, n)
+                    samples[side].append(ms)
+                    recalled[side] += int(answer.get("memory", {}).get("recalled", 0) > 0)
+    finally:
+        for process in processes.values():
+            process.terminate()
+        for process in processes.values():
+            try:
+                process.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+    summary = {side: summarize(samples[side]) for side in SIDES}
+    log("  JWT verification (warm key cache) ...")
+    return {
+        "calls_per_side": calls,
+        "summary": summary,
+        "memory_cost_p50_ms": round(summary["with_memory"]["p50_ms"] - summary["without_memory"]["p50_ms"], 3),
+        "with_over_without_p50": ratio(summary["with_memory"]["p50_ms"], summary["without_memory"]["p50_ms"]),
+        "turns_that_recalled_memories": recalled,
+        "process_start_to_ready_ms": {side: round(v, 1) for side, v in ready_ms.items()},
+        "first_invocation_ms": {side: round(v, 2) for side, v in first.items()},
+        "jwt_verification": _jwt_verify(env, token, jwt_calls),
+        "samples_ms": samples,
+    }

@@ -1,0 +1,80 @@
+"""2. The turn-path cost of ``after_turn``: how long the turn waits for "retain this", p50/p99.
+
+Both adapters are called exactly as an agent calls them after its model answered (default settings: both return
+before the network, ours onto its delivery threads, the prior art as a fire-and-forget ``asyncio`` task). Calls are
+interleaved and spaced a little (as real turns are, by the model call), and every retain really goes to the local
+Hindsight. ``call`` is the time until ``after_turn`` returns; ``call_plus_tick`` adds one event-loop tick
+(``await asyncio.sleep(0)``), which is where the prior art's task does its first synchronous work (building the
+client request) on the turn's own loop. What happens to each retain afterwards is measured by ``outage``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from bench.bank import SEED_FACTS
+from bench.sides import contexts, make_ours, make_prior, prior_pending
+from bench.stats import ratio, summarize
+
+__all__ = ["measure"]
+
+SIDES = ("ours", "prior")
+
+
+async def measure(
+    env: Any, *, calls: int = 200, warmup: int = 5, gap_s: float = 0.05, log: Callable[[str], None] = print
+) -> dict[str, Any]:
+    """Time ``after_turn`` on both sides; returns summaries, samples and delivery counts."""
+    users = {side: f"bench-retain-{side}-{uuid.uuid4().hex[:8]}" for side in SIDES}
+    ours = make_ours(env.url, env.operator_key, env.workdir / "spool-retain")
+    prior = make_prior(env.url, env.operator_key)
+    adapters = {"ours": ours, "prior": prior}
+    samples: dict[str, list[float]] = {side: [] for side in SIDES}
+    ticked: dict[str, list[float]] = {side: [] for side in SIDES}
+
+    async def one(side: str, n: int) -> tuple[float, float]:
+        ctx_ours, ctx_prior = contexts(users[side])
+        ctx = ctx_ours if side == "ours" else ctx_prior
+        fact = SEED_FACTS[n % len(SEED_FACTS)]
+        query = f"Remember this, please (turn {n}): {fact}"
+        result = f"Got it. I will remember that: {fact} Anything else I can help you with today?"
+        started = time.perf_counter()
+        await adapters[side].after_turn(ctx, result=result, query=query)
+        returned = time.perf_counter()
+        await asyncio.sleep(0)
+        ticked_at = time.perf_counter()
+        return (returned - started) * 1000, (ticked_at - started) * 1000
+
+    for n in range(warmup):
+        for side in SIDES:
+            await one(side, n)
+    for n in range(calls):
+        for k in range(len(SIDES)):
+            side = SIDES[(n + k) % len(SIDES)]
+            call_ms, tick_ms = await one(side, n)
+            samples[side].append(call_ms)
+            ticked[side].append(tick_ms)
+            await asyncio.sleep(gap_s)
+    log("  waiting for both sides' deliveries ...")
+    ours_flushed = await ours.flush(120)
+    await prior_pending(prior, 120)
+    pending_prior = len(getattr(prior, "_pending", ()))
+    await ours.aclose()
+    summary = {side: summarize(samples[side]) for side in SIDES}
+    summary_tick = {side: summarize(ticked[side]) for side in SIDES}
+    return {
+        "calls_per_side": calls,
+        "gap_between_calls_ms": gap_s * 1000,
+        "summary": summary,
+        "ours_over_prior_p50": ratio(summary["ours"]["p50_ms"], summary["prior"]["p50_ms"]),
+        "ours_over_prior_p99": ratio(summary["ours"]["p99_ms"], summary["prior"]["p99_ms"]),
+        "summary_call_plus_tick": summary_tick,
+        "retains_per_side": calls + warmup,
+        "ours_all_delivered_within_120s": ours_flushed,
+        "prior_tasks_unfinished_after_120s": pending_prior,
+        "samples_ms": samples,
+    }
