@@ -757,6 +757,23 @@ class LocalHindsight:
         self.stop()
         shutil.rmtree(self.data_dir, ignore_errors=True)
 
+    def stop_when_gone(self, pid: int | None = None, *, delete: bool = False) -> None:
+        """Stop this server (and delete its data dir when ``delete``) once process ``pid`` has died.
+
+        The servers run in their own sessions so a CLI can leave them running; a test session that is
+        killed (SIGKILL, a timeout that exits the interpreter) would leave them running too. A small
+        watchdog process polls ``pid`` (default: this process) and cleans up after it.
+        """
+        owner = os.getpid() if pid is None else pid
+        args = ["--data-dir", str(self.data_dir), "--venv", str(self.config.venv), "--owner-pid", str(owner)]
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
+        self._spawn(
+            [sys.executable, "-m", "localdev.hindsight", "watch", *args, *(["--delete"] if delete else [])],
+            self.data_dir / "watchdog.log",
+            env,
+        )
+
     def __enter__(self) -> Self:
         return self.start()
 
@@ -797,6 +814,23 @@ def _terminate(pid: int, *, grace: float) -> None:
 # --- CLI ------------------------------------------------------------------------------------------
 
 
+def _watch(hs: LocalHindsight, *, owner_pid: int | None, delete: bool) -> int:
+    """The watchdog behind :meth:`LocalHindsight.stop_when_gone`."""
+    if not owner_pid:
+        print("watch needs --owner-pid", file=sys.stderr)
+        return 2
+    while hs.state_file.exists():
+        if not _pid_alive(owner_pid):
+            print(f"owner {owner_pid} is gone: stopping the local Hindsight in {hs.data_dir}", flush=True)
+            if delete:
+                hs.destroy()
+            else:
+                hs.stop()
+            return 0
+        time.sleep(1.0)
+    return 0  # stopped normally
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m localdev.hindsight",
@@ -806,7 +840,7 @@ def _parser() -> argparse.ArgumentParser:
         f"{ENV_OBSERVATIONS}. "
         "Flags win over them.",
     )
-    parser.add_argument("command", choices=["start", "stop", "status"])
+    parser.add_argument("command", choices=["start", "stop", "status", "watch"])
     parser.add_argument("--data-dir", type=Path, help="default .local/hindsight")
     parser.add_argument("--port", type=int, help=f"API port (default {DEFAULT_PORT}; 0 = free port)")
     parser.add_argument("--pg-port", type=int, help=f"PostgreSQL port (default {DEFAULT_PG_PORT})")
@@ -829,6 +863,8 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="do not load hindsight_isolation (no auth at all: anyone on this machine reaches every bank)",
     )
+    parser.add_argument("--owner-pid", type=int, help=argparse.SUPPRESS)  # watch: stop once this pid is gone
+    parser.add_argument("--delete", action="store_true", help=argparse.SUPPRESS)  # watch: and delete the data dir
     parser.add_argument(
         "--env", action="append", default=[], metavar="KEY=VALUE", help="extra server environment (repeatable)"
     )
@@ -854,6 +890,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     }
     config = LocalHindsightConfig.from_env(**overrides)
     hs = LocalHindsight(config, log=lambda msg: print(msg, flush=True))
+    if args.command == "watch":
+        return _watch(hs, owner_pid=args.owner_pid, delete=args.delete)
     if args.command == "start":
         try:
             hs.start()

@@ -60,11 +60,13 @@ def local_hindsight(token_issuer: TokenIssuer) -> Iterator[LocalHindsight | Exte
         return
     hindsight = LocalHindsight(LocalHindsightConfig.ephemeral(issuer_discovery_url=token_issuer.discovery_url))
     hindsight.start()  # HindsightStartError carries the server log tail and a hint
+    keep = bool(os.environ.get("LOCAL_HINDSIGHT_KEEP_DATA"))
+    hindsight.stop_when_gone(delete=not keep)  # even if this session is killed, nothing is left running
     try:
         yield hindsight
     finally:
         hindsight.stop()
-        if os.environ.get("LOCAL_HINDSIGHT_KEEP_DATA"):
+        if keep:
             print(f"\nlocal Hindsight data kept in {hindsight.data_dir}")
         else:
             shutil.rmtree(hindsight.data_dir, ignore_errors=True)

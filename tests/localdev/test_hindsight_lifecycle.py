@@ -10,6 +10,7 @@ import json
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -123,6 +124,26 @@ def test_busy_port_is_reported_before_anything_starts():
             assert not hs.status()["postgres_running"]
         finally:
             hs.destroy()
+
+
+def test_watchdog_cleans_up_after_a_dead_owner(tmp_path):
+    # GIVEN an instance's state (no live processes needed) watched on behalf of a short-lived process
+    hs = LocalHindsight(LocalHindsightConfig(data_dir=tmp_path / "hs", isolation=False))
+    hs.data_dir.mkdir()
+    hs.state_file.write_text(json.dumps({"port": 1}))
+    owner = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    hs.stop_when_gone(owner.pid, delete=True)
+    assert hs.data_dir.exists()
+
+    # WHEN the owner dies without cleaning up
+    owner.kill()
+    owner.wait()
+
+    # THEN the watchdog stops the instance and deletes its data dir
+    deadline = time.monotonic() + 30
+    while hs.data_dir.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not hs.data_dir.exists()
 
 
 def test_server_env_is_offline_and_points_at_the_bundled_model(tmp_path):
