@@ -1,0 +1,76 @@
+"""Identity without HTTP: which header counts in which mode, and everything that must fail closed."""
+
+from __future__ import annotations
+
+import pytest
+
+from memory_adapter.tokens import RejectReason, TokenRejected, VerifiedIdentity
+from runtime_handler.errors import AuthError
+from runtime_handler.identity import USER_ID_HEADER, Identity
+from runtime_handler.settings import Settings
+
+BASE = {"AGENT_NAME": "support", "HINDSIGHT_API_URL": "http://h", "MODEL_PROVIDER": "echo"}
+JWT = BASE | {"AUTH_MODE": "jwt", "JWT_DISCOVERY_URL": "http://i/.well-known/openid-configuration"}
+JWT |= {"JWT_ALLOWED_CLIENTS": "c"}
+
+
+class StubVerifier:
+    def __init__(self, user: str = "user-alex", tenant: str | None = None) -> None:
+        self.user, self.tenant, self.tokens = user, tenant, list[str]()
+
+    def verify(self, token: str) -> VerifiedIdentity:
+        self.tokens.append(token)
+        if token == "bad":
+            raise TokenRejected(RejectReason.SIGNATURE)
+        return VerifiedIdentity(user=self.user, tenant=self.tenant, claims={}, expires_at=0)
+
+
+def test_jwt_caller_comes_from_the_token_only() -> None:
+    verifier = StubVerifier()
+    caller = Identity(Settings.from_env(JWT), verifier).authenticate(
+        [("authorization", "Bearer good"), (USER_ID_HEADER, "user-bob")]
+    )
+    assert (caller.user, caller.credential, caller.source) == ("user-alex", "good", "jwt")
+    assert "good" not in repr(caller)
+    assert "user-alex" not in repr(caller)
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        [],
+        [("Authorization", "Bearer bad")],
+        [("Authorization", "Token good")],
+        [("Authorization", "Bearer good"), ("authorization", "Bearer good")],
+    ],
+)
+def test_jwt_failures(headers: list[tuple[str, str]]) -> None:
+    with pytest.raises(AuthError):
+        Identity(Settings.from_env(JWT), StubVerifier()).authenticate(headers)
+
+
+def test_jwt_anonymous_only_without_any_credential() -> None:
+    identity = Identity(Settings.from_env(JWT | {"ALLOW_ANONYMOUS": "true"}), StubVerifier())
+    assert identity.authenticate([]).anonymous
+    with pytest.raises(AuthError):
+        identity.authenticate([("Authorization", "Bearer bad")])
+
+
+def test_unusable_identities_are_refused_before_any_turn() -> None:
+    with pytest.raises(AuthError) as info:
+        Identity(Settings.from_env(JWT), StubVerifier(user="x" * 300)).authenticate([("Authorization", "Bearer ok")])
+    assert info.value.reason == "unusable_identity"
+
+
+def test_iam_user_header_and_tenant() -> None:
+    identity = Identity(Settings.from_env(BASE | {"AUTH_MODE": "iam", "TENANT_ID": "acme"}))
+    caller = identity.authenticate([(USER_ID_HEADER.lower(), "user-alex"), ("Authorization", "Bearer ignored")])
+    assert (caller.user, caller.tenant, caller.source, caller.credential) == ("user-alex", "acme", "iam", None)
+    for headers in ([], [(USER_ID_HEADER, "  ")], [(USER_ID_HEADER, "a"), (USER_ID_HEADER, "b")]):
+        with pytest.raises(AuthError):
+            identity.authenticate(headers)
+
+
+def test_jwt_mode_needs_a_verifier() -> None:
+    with pytest.raises(ValueError, match="verifier"):
+        Identity(Settings.from_env(JWT))
