@@ -56,3 +56,12 @@ def test_recall_matches_a_paraphrase_with_no_shared_words(client, bank, query, e
     texts = [r.text for r in response.results]
     assert texts, "recall returned nothing"
     assert texts[0] == FACTS[expected]
+
+
+def test_reflect_answers_deterministically_from_recalled_memories(client, bank):
+    # WHEN reflecting on a question only one memory answers
+    answer = client.reflect(bank, "Which food should the pet avoid?").text
+
+    # THEN the stand-in's answer quotes what the reflect agent's recall returned
+    assert answer.startswith("From memory: ")
+    assert FACTS["dog"] in answer
