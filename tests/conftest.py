@@ -11,7 +11,8 @@ selects only unit tests never starts Hindsight.
   ``.local/hindsight/operator-key`` (or ``LOCAL_HINDSIGHT_TEST_OPERATOR_KEY``) and ``token_issuer``
   then mints with the background issuer's key (``.local/token-issuer``). Never set in CI.
 - ``token_issuer``: a :class:`localdev.token_issuer.TokenIssuer` (``.discovery_url``, ``.issuer``,
-  ``.jwks_url``, ``.mint(user, tenant=..., ttl=..., ...)``).
+  ``.jwks_url``, ``.mint(user, tenant=..., ttl=..., ...)``). It is shared by the session and trusted by
+  ``local_hindsight``: to test key rotation, make your own ``TokenIssuer()`` rather than rotating this one.
 - ``hung_url`` (accepts, never answers), ``refused_url`` (nothing listening), ``failing_url``
   (HTTP 503 to everything): ``http://127.0.0.1:<port>`` strings.
 

@@ -179,3 +179,33 @@ def test_config_from_env_reads_the_documented_variables(tmp_path):
         EmbeddingsMode.HASHED,
     )
     assert (config.data_dir, config.venv) == (tmp_path, Path("/opt/hs"))
+
+
+def test_openai_mode_needs_a_key_and_uses_the_callers_credentials(tmp_path, monkeypatch):
+    config = LocalHindsightConfig(data_dir=tmp_path, isolation=False, llm=LLMMode.OPENAI)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(HindsightStartError, match="OPENAI_API_KEY"):
+        LocalHindsight(config).server_env()
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("OPENAI_BASE_URL", "https://gateway.example/v1")
+    env = LocalHindsight(config).server_env()
+    assert (env["HINDSIGHT_API_LLM_PROVIDER"], env["HINDSIGHT_API_LLM_API_KEY"]) == ("openai", "sk-test")
+    assert env["HINDSIGHT_API_LLM_BASE_URL"] == "https://gateway.example/v1"
+    assert env["HINDSIGHT_API_ENABLE_OBSERVATIONS"] == "true"
+
+
+def test_bedrock_mode_uses_litellm_with_the_boto3_chain(tmp_path):
+    config = LocalHindsightConfig(data_dir=tmp_path, isolation=False, llm=LLMMode.BEDROCK, llm_model="amazon.nova-lite")
+    env = LocalHindsight(config).server_env()
+    assert (env["HINDSIGHT_API_LLM_PROVIDER"], env["HINDSIGHT_API_LLM_MODEL"]) == ("bedrock", "amazon.nova-lite")
+    assert "HINDSIGHT_API_LLM_API_KEY" not in env
+    assert "HINDSIGHT_API_LLM_BASE_URL" not in env
+
+
+def test_inherited_hindsight_settings_are_ignored_but_extra_env_wins(tmp_path, monkeypatch):
+    monkeypatch.setenv("HINDSIGHT_API_LLM_PROVIDER", "mock")
+    config = LocalHindsightConfig(data_dir=tmp_path, isolation=False, extra_env={"HINDSIGHT_API_MCP_ENABLED": "false"})
+    env = LocalHindsight(config).server_env()
+    assert env["HINDSIGHT_API_LLM_PROVIDER"] == "openai"
+    assert env["HINDSIGHT_API_MCP_ENABLED"] == "false"
