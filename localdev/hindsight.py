@@ -337,7 +337,7 @@ class LocalHindsight:
 
     def is_healthy(self) -> bool:
         """True when ``/health`` answers 200 (the API is up and its database reachable)."""
-        return _http_status(f"{self.url}/health") == 200
+        return _http_status(f"{self.url}/health", timeout=5.0) == 200
 
     def status(self) -> dict[str, Any]:
         """What is running, from ``state.json`` plus live checks."""
@@ -388,9 +388,13 @@ class LocalHindsight:
         state = self._read_state()
         if state and _pid_alive(state.get("api_pid")) and self._pg_running():
             self._ports = {k: int(state[k]) for k in ("port", "pg_port", "llm_port") if state.get(k)}
-            if self.is_healthy():
-                self._log(f"Hindsight is already running at {self.url} (data dir {self.data_dir})")
-                return self
+            # Running: give a busy server time to answer before deciding it is broken and restarting it.
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and _pid_alive(state.get("api_pid")):
+                if _http_status(f"{self.url}/health", timeout=5.0) == 200:
+                    self._log(f"Hindsight is already running at {self.url} (data dir {self.data_dir})")
+                    return self
+                time.sleep(1.0)
         if state:
             self._log("Cleaning up a previous local Hindsight that is no longer healthy")
             self.stop()
