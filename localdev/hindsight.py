@@ -541,7 +541,8 @@ class LocalHindsight:
                 "-o",
                 options,
                 "start",
-            ]
+            ],
+            timeout=90.0,
         )
         if result.returncode != 0:
             raise HindsightStartError(
@@ -697,6 +698,9 @@ class LocalHindsight:
         exe = self.config.venv / "bin" / "hindsight-api"
         if not exe.exists():
             raise HindsightStartError(f"{exe} is missing: run `make hindsight-venv`")
+        # hindsight-api loads the first .env found walking up from its cwd (this dir), overriding our settings:
+        # an empty one here stops a developer's repo-level .env from silently changing the local server.
+        (self.data_dir / ".env").write_text("# intentionally empty: see localdev/hindsight.py\n")
         self._log(f"Starting hindsight-api on {self.url} (log: {self.server_log})")
         with self.server_log.open("ab") as log_file:
             log_file.write(f"\n=== start {time.strftime('%Y-%m-%dT%H:%M:%S')} ===\n".encode())
