@@ -464,11 +464,19 @@ class LocalHindsight:
             return pwd.getpwnam(name)
         except KeyError:
             self._log(f"Creating the unprivileged OS user {name!r} that PostgreSQL runs as (it refuses root)")
-            subprocess.run(
-                ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
-                check=True,
+            useradd = shutil.which("useradd") or "/usr/sbin/useradd"
+            result = subprocess.run(
+                [useradd, "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
                 capture_output=True,
+                text=True,
+                check=False,
             )
+            if result.returncode != 0:
+                raise HindsightStartError(
+                    f"could not create the OS user {name!r} PostgreSQL must run as under root: "
+                    f"{result.stderr.strip()}. Create it yourself or set {ENV_PG_OS_USER} to an existing "
+                    "unprivileged user."
+                )
             return pwd.getpwnam(name)
 
     def _run_pg(self, args: Sequence[str], *, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
