@@ -476,7 +476,7 @@ class LocalHindsight:
                     f"could not create the OS user {name!r} PostgreSQL must run as under root: "
                     f"{result.stderr.strip()}. Create it yourself or set {ENV_PG_OS_USER} to an existing "
                     "unprivileged user."
-                )
+                ) from None
             return pwd.getpwnam(name)
 
     def _run_pg(self, args: Sequence[str], *, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
