@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 
 from localdev.faults import FailingServer, HungServer, RefusedPort
-from localdev.hindsight import LocalHindsight, LocalHindsightConfig
+from localdev.hindsight import HindsightStartError, LocalHindsight, LocalHindsightConfig
 from localdev.token_issuer import TokenIssuer
 
 ENV_TEST_URL = "LOCAL_HINDSIGHT_TEST_URL"
@@ -59,8 +59,7 @@ def local_hindsight(token_issuer: TokenIssuer) -> Iterator[LocalHindsight | Exte
     if external:
         yield ExternalHindsight(url=external.rstrip("/"), operator_key=_external_operator_key())
         return
-    hindsight = LocalHindsight(LocalHindsightConfig.ephemeral(issuer_discovery_url=token_issuer.discovery_url))
-    hindsight.start()  # HindsightStartError carries the server log tail and a hint
+    hindsight = _start_local_hindsight(token_issuer)
     keep = bool(os.environ.get("LOCAL_HINDSIGHT_KEEP_DATA"))
     hindsight.stop_when_gone(delete=not keep)  # even if this session is killed, nothing is left running
     try:
@@ -71,6 +70,19 @@ def local_hindsight(token_issuer: TokenIssuer) -> Iterator[LocalHindsight | Exte
             print(f"\nlocal Hindsight data kept in {hindsight.data_dir}")
         else:
             shutil.rmtree(hindsight.data_dir, ignore_errors=True)
+
+
+def _start_local_hindsight(token_issuer: TokenIssuer) -> LocalHindsight:
+    """Start on free ports; once more if another process took one of them between picking and binding."""
+    for attempt in (1, 2):
+        hindsight = LocalHindsight(LocalHindsightConfig.ephemeral(issuer_discovery_url=token_issuer.discovery_url))
+        try:
+            return hindsight.start()  # HindsightStartError carries the server log tail and a hint
+        except HindsightStartError as err:
+            hindsight.destroy()
+            if attempt == 2 or "in use" not in str(err):
+                raise
+    raise AssertionError("unreachable")
 
 
 def _external_operator_key() -> str | None:
