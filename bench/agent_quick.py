@@ -27,8 +27,9 @@ from typing import Any
 
 import httpx
 
-from localdev.agent import REPO_ROOT, agent_env
+from localdev.agent import AGENT_NAME, REPO_ROOT, agent_env
 from localdev.token_issuer import LOCAL_CLIENT_ID, default_data_dir, ensure_running, load_or_create_key, mint_token
+from memory_adapter.bank_ids import format_bank_id
 from memory_adapter.tokens import JwtVerifier, JwtVerifierConfig
 
 
@@ -89,6 +90,9 @@ def _ms(values: list[float]) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.agent_quick", description=__doc__.split("\n\n")[0])
     parser.add_argument("--hindsight-url", default="http://127.0.0.1:8888")
+    parser.add_argument(
+        "--throwaway", action="store_true", help="start an idle throwaway local Hindsight instead (~20-40 s)"
+    )
     parser.add_argument("--calls", type=int, default=100)
     parser.add_argument(
         "--pause", type=float, default=0.2, help="seconds between call pairs, so the server digests the retains"
@@ -96,10 +100,25 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     issuer_url = ensure_running()
+    if args.throwaway:
+        from localdev.hindsight import LocalHindsight, LocalHindsightConfig
+
+        hindsight = LocalHindsight(
+            LocalHindsightConfig.ephemeral(issuer_discovery_url=f"{issuer_url}/.well-known/openid-configuration")
+        )
+        hindsight.start()
+        try:
+            return _run(args, issuer_url, hindsight.url)
+        finally:
+            hindsight.stop()
+    return _run(args, issuer_url, args.hindsight_url)
+
+
+def _run(args: argparse.Namespace, issuer_url: str, hindsight_url: str) -> int:
     key = load_or_create_key(default_data_dir())
     user = f"bench-{uuid.uuid4().hex[:8]}"
     token = mint_token(key, issuer=issuer_url, user=user, ttl=3600)
-    report: dict[str, Any] = {"hindsight_url": args.hindsight_url, "load_average": os.getloadavg()}
+    report: dict[str, Any] = {"hindsight_url": hindsight_url, "load_average": os.getloadavg()}
 
     # One JWT verification with a warm key cache (in process, same code as the agent and the server extension).
     verifier = JwtVerifier(
@@ -117,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp, httpx.Client(timeout=30) as client:
         # First invocation in a fresh process: start-up to /ping, then the first turn with memory (discovery, JWKS
         # fetch, the adapter's threads and first connection are all paid here).
-        process, url, startup_s = _start_agent(args.hindsight_url, issuer_url, Path(tmp) / "spool1")
+        process, url, startup_s = _start_agent(hindsight_url, issuer_url, Path(tmp) / "spool1")
         try:
             first_s, first = _turn(client, url, token, "I prefer email over phone.")
             report["fresh_process"] = {
@@ -129,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
             process.terminate()
             process.wait(10)
 
-        process, url, _ = _start_agent(args.hindsight_url, issuer_url, Path(tmp) / "spool2")
+        process, url, _ = _start_agent(hindsight_url, issuer_url, Path(tmp) / "spool2")
         try:
             first_anon_s, _ = _turn(client, url, None, "hello")
             report["fresh_process"]["first_invocation_without_memory_ms"] = round(first_anon_s * 1000, 1)
@@ -138,6 +157,8 @@ def main(argv: list[str] | None = None) -> int:
                 _turn(client, url, None, "warm up")
             with_memory: list[float] = []
             without_memory: list[float] = []
+            raw_recall: list[float] = []
+            bank = format_bank_id(user=user, agent=AGENT_NAME)
             degraded = 0
             for i in range(args.calls):
                 elapsed, body = _turn(client, url, token, f"How should you contact me? ({i})")
@@ -145,9 +166,17 @@ def main(argv: list[str] | None = None) -> int:
                 degraded += bool(body["memory"]["degraded"])
                 elapsed, _ = _turn(client, url, None, f"How should you contact me? ({i})")
                 without_memory.append(elapsed)
+                started = time.perf_counter()  # the same recall straight to Hindsight: the server's share
+                client.post(
+                    f"{hindsight_url}/v1/default/banks/{bank}/memories/recall",
+                    json={"query": f"How should you contact me? ({i})", "max_tokens": 1500, "budget": "mid"},
+                    headers={"Authorization": f"Bearer {token}"},
+                ).raise_for_status()
+                raw_recall.append(time.perf_counter() - started)
                 time.sleep(args.pause)
             report["invocations_with_memory"] = _ms(with_memory) | {"degraded": degraded}
             report["invocations_without_memory"] = _ms(without_memory)
+            report["raw_hindsight_recall"] = _ms(raw_recall)
         finally:
             process.terminate()
             process.wait(10)
