@@ -1,5 +1,6 @@
-"""The property the whole design rests on: the adapter names banks with ``format_bank_id``, the server extension
-authorizes with ``parse_bank_id``, and for arbitrary identities the server check accepts exactly the owner's banks."""
+"""The property the whole design rests on: the adapter names banks with its resolver (``default_bank_resolver``, built
+on ``format_bank_id``), the server extension authorizes with ``parse_bank_id``, and for arbitrary identities the
+server check accepts exactly the owner's banks."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from hypothesis import strategies as st
 from hindsight_isolation.policy import Action, authorize
 from hindsight_isolation.principal import Kind, Principal
 from memory_adapter.bank_ids import format_bank_id, parse_bank_id
+from memory_adapter.context import TurnContext, default_bank_resolver
 from memory_adapter.exceptions import BankResolutionError
 
 # Any text the identity provider could put in a claim: separators, '~', '/', unicode, look-alikes of our own syntax.
@@ -20,10 +22,15 @@ _tenant = st.one_of(st.none(), _part)
 
 
 def _bank(user: str, agent: str, tenant: str | None) -> str | None:
+    """The bank the adapter would use for this turn identity (None: the adapter refuses it, so no bank exists)."""
     try:
-        return format_bank_id(user=user, agent=agent, tenant=tenant)
+        bank = default_bank_resolver(
+            TurnContext(runtime_session_id="s", user_id=user, agent_name=agent, tenant_id=tenant)
+        )
     except BankResolutionError:
-        return None  # the adapter refuses such an identity outright: there is no bank to protect
+        return None
+    assert bank == format_bank_id(user=user, agent=agent, tenant=tenant)
+    return bank
 
 
 def _norm(tenant: str | None) -> str | None:
