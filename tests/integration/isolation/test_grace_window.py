@@ -65,6 +65,17 @@ def test_async_retain_by_expired_token_completes_in_the_worker(expired: Expired)
         time.sleep(0.5)
 
 
+def test_the_worker_is_never_refused_legitimate_work(iso: Server, expired: Expired) -> None:
+    # Queued work was authorized at submission and runs with the submitter's principal: a refusal of internal work
+    # would mean the worker lost or changed the principal on the way.
+    if iso.server_log is None:
+        pytest.skip("the server log is not reachable (external server)")
+    refused = [
+        line for line in iso.log_text().splitlines() if "hindsight_isolation denied" in line and "internal=True" in line
+    ]
+    assert not refused, refused[:3]
+
+
 def test_expired_token_cannot_retain_into_another_users_bank(expired: Expired) -> None:
     response = expired.api.retain(expired.other_bank, "Dave hates jazz.")
     assert response.status_code == 403
