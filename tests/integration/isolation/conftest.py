@@ -48,6 +48,7 @@ def tenant_iso(token_issuer: TokenIssuer) -> Iterator[Server]:
     )
     hindsight = LocalHindsight(config)
     hindsight.start()
+    hindsight.stop_when_gone(delete=True)  # even if this session is killed, nothing is left running
     assert hindsight.operator_key is not None
     try:
         yield Server(
