@@ -281,3 +281,26 @@ def test_bearer_token(header: str, expected: str) -> None:
 def test_bearer_token_rejects(header: str | None) -> None:
     with pytest.raises(TokenRejected):
         bearer_token(header)
+
+
+def test_issuer_outage_keeps_the_last_keys_and_does_not_hammer_it(unit_issuer: UnitIssuer) -> None:
+    verifier = unit_issuer.verifier(jwks_cache_ttl_s=0.01, jwks_refetch_interval_s=3600)
+    token = unit_issuer.mint()
+    assert verifier.verify(token).user == "user-alex"
+    unit_issuer.server.clear()  # the JWKS endpoint now answers 500
+    time.sleep(0.05)  # the cached key set has expired
+    for _ in range(5):
+        assert verifier.verify(token).user == "user-alex"  # last good keys
+    assert len(unit_issuer.server.log) == 1  # one failed fetch, then no retry within the interval
+
+
+def test_issuer_outage_without_any_keys_fails_closed_fast(unit_issuer: UnitIssuer) -> None:
+    verifier = unit_issuer.verifier(jwks_refetch_interval_s=3600)
+    unit_issuer.server.clear()
+    unit_issuer.server.expect_request("/pool/.well-known/openid-configuration").respond_with_json(
+        {"issuer": unit_issuer.issuer, "jwks_uri": unit_issuer.issuer + "/jwks.json"}
+    )
+    for _ in range(3):
+        assert _rejected(verifier, unit_issuer.mint()) is RejectReason.KEYS_UNAVAILABLE
+    jwks_requests = [entry for entry in unit_issuer.server.log if entry[0].path.endswith("jwks.json")]
+    assert len(jwks_requests) == 1

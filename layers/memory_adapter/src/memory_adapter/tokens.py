@@ -134,7 +134,9 @@ class JwtVerifierConfig:
         algorithms: Accepted ``alg`` values, a subset of :data:`ASYMMETRIC_ALGORITHMS`.
         leeway_s: Clock skew tolerated on ``exp``, ``nbf`` and ``iat``, in seconds.
         jwks_cache_ttl_s: How long a fetched JWKS (and discovery document) is reused, in seconds.
-        jwks_refetch_interval_s: Minimum seconds between refetches caused by an unknown ``kid``.
+        jwks_refetch_interval_s: Minimum seconds between refetches caused by an unknown ``kid``, and between fetch
+            attempts while the JWKS endpoint fails.
+        jwks_max_stale_s: While the JWKS endpoint fails, how long the last fetched keys stay in use, in seconds.
         http_timeout_s: Timeout of each discovery/JWKS request, in seconds.
         max_token_bytes: Longer tokens are refused before any parsing.
     """
@@ -152,6 +154,7 @@ class JwtVerifierConfig:
     leeway_s: float = 30.0
     jwks_cache_ttl_s: float = 300.0
     jwks_refetch_interval_s: float = 60.0
+    jwks_max_stale_s: float = 86400.0
     http_timeout_s: float = 5.0
     max_token_bytes: int = 8192
 
@@ -187,7 +190,7 @@ class JwtVerifierConfig:
         unsafe = sorted(set(self.algorithms) - ASYMMETRIC_ALGORITHMS)
         if unsafe:
             errors.append(f"algorithms must be asymmetric; not allowed: {', '.join(unsafe)}")
-        for name in ("leeway_s", "jwks_cache_ttl_s", "jwks_refetch_interval_s", "http_timeout_s"):
+        for name in ("leeway_s", "jwks_cache_ttl_s", "jwks_refetch_interval_s", "jwks_max_stale_s", "http_timeout_s"):
             value = getattr(self, name)
             if not math.isfinite(value) or value < 0 or (name != "leeway_s" and value == 0):
                 errors.append(f"{name} must be a finite number{' >= 0' if name == 'leeway_s' else ' > 0'}")
@@ -209,12 +212,20 @@ def bearer_token(authorization: str | None) -> str:
 
 
 class _Keys:
-    """The issuer's signing keys: cached JWKS, at most one forced refetch per interval for unknown key ids."""
+    """The issuer's signing keys: cached JWKS, at most one forced refetch per interval for unknown key ids.
+
+    While the JWKS endpoint fails, fetches are not retried more than once per interval (no request waits on a dead
+    endpoint again and again), and the last keys fetched successfully stay in use for up to ``jwks_max_stale_s``.
+    """
 
     def __init__(self, config: JwtVerifierConfig, jwks_url: str | None) -> None:
         self._lock = threading.Lock()
         self._interval = config.jwks_refetch_interval_s
+        self._max_stale = config.jwks_max_stale_s
         self._last_forced: float | None = None
+        self._failed_at: float | None = None
+        self._last_good: list[PyJWK] | None = None
+        self._last_good_at = 0.0
         self._static: list[PyJWK] | None = None
         self._client: PyJWKClient | None = None
         if config.static_jwks is not None:
@@ -231,22 +242,34 @@ class _Keys:
     def get(self, kid: str, now_monotonic: float) -> PyJWK:
         if self._static is not None:
             return _match(self._static, kid)
-        assert self._client is not None
         with self._lock:
             try:
-                return _match(self._signing_keys(refresh=False), kid)
-            except TokenRejected:
+                return _match(self._signing_keys(refresh=False, now=now_monotonic), kid)
+            except TokenRejected as exc:
+                if exc.reason is not RejectReason.UNKNOWN_KEY:
+                    raise
                 if self._last_forced is not None and now_monotonic - self._last_forced < self._interval:
                     raise
                 self._last_forced = now_monotonic
-            return _match(self._signing_keys(refresh=True), kid)
+            return _match(self._signing_keys(refresh=True, now=now_monotonic), kid)
 
-    def _signing_keys(self, *, refresh: bool) -> list[PyJWK]:
+    def _signing_keys(self, *, refresh: bool, now: float) -> list[PyJWK]:
         assert self._client is not None
+        if self._failed_at is not None and now - self._failed_at < self._interval:
+            return self._stale_or_raise(now, "JWKS endpoint failed recently; not retrying yet")
         try:
-            return self._client.get_signing_keys(refresh=refresh)
+            keys = self._client.get_signing_keys(refresh=refresh)
         except jwt.PyJWTError as exc:
-            raise TokenRejected(RejectReason.KEYS_UNAVAILABLE, f"JWKS fetch failed: {exc}") from exc
+            self._failed_at = now
+            return self._stale_or_raise(now, f"JWKS fetch failed: {exc}")
+        self._failed_at = None
+        self._last_good, self._last_good_at = keys, now
+        return keys
+
+    def _stale_or_raise(self, now: float, detail: str) -> list[PyJWK]:
+        if self._last_good is not None and now - self._last_good_at <= self._max_stale:
+            return self._last_good
+        raise TokenRejected(RejectReason.KEYS_UNAVAILABLE, detail)
 
 
 def _match(keys: Sequence[PyJWK], kid: str) -> PyJWK:
@@ -305,7 +328,8 @@ class JwtVerifier:
         """Fetch the discovery document and JWKS now (e.g. at start-up to warm the cache); raise TokenRejected."""
         keys = self._resolve()
         if keys._client is not None:
-            keys._signing_keys(refresh=False)
+            with keys._lock:
+                keys._signing_keys(refresh=False, now=time.monotonic())
 
     def verify(self, token: str, *, now: float | None = None, expiry_grace: float = 0.0) -> VerifiedIdentity:
         """Verify ``token`` and return its identity; raise :class:`TokenRejected` on any failure.
