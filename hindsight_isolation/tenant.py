@@ -12,7 +12,12 @@ import asyncio
 import os
 from typing import TYPE_CHECKING
 
-from hindsight_api.config import ENV_MCP_AUTH_TOKEN, ENV_METRICS_INCLUDE_BANK_ID, get_config
+from hindsight_api.config import (
+    ENV_ENABLE_DOCUMENT_IMPORT_API,
+    ENV_MCP_AUTH_TOKEN,
+    ENV_METRICS_INCLUDE_BANK_ID,
+    get_config,
+)
 from hindsight_api.extensions.tenant import AuthenticationError, Tenant, TenantContext, TenantExtension
 
 from hindsight_isolation.audit import log_unauthenticated, logger
@@ -64,6 +69,14 @@ class IsolationTenantExtension(TenantExtension):  # type: ignore[misc]  # hindsi
 
     async def on_startup(self) -> None:
         """Warm the issuer's keys; an unreachable issuer is logged loudly but does not stop the server."""
+        if os.environ.get(ENV_ENABLE_DOCUMENT_IMPORT_API, "true").strip().lower() not in ("false", "0", "no", "off"):
+            logger.warning(
+                "hindsight_isolation: %s is on. Archive imports are refused to everyone but the operator, but a "
+                "user may still restore a bank's settings (webhooks included) from an archive into a new bank of "
+                "their own, and clone/restore answers tell whether a target bank id exists. Set it to false unless "
+                "an operator needs imports.",
+                ENV_ENABLE_DOCUMENT_IMPORT_API,
+            )
         verifier = self.authenticator.verifier
         try:
             if verifier is not None:

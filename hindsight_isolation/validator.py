@@ -73,6 +73,11 @@ BANK_WRITE_ACTIONS: dict[str, Action] = {
     # Queued by every retain (and by POST .../consolidate): part of retaining.
     "submit_async_consolidation": Action.CONSOLIDATE,
     "retry_failed_consolidation": Action.CONSOLIDATE,
+    # Re-runs a finished operation from its stored task payload, which a restored transfer archive supplies
+    # verbatim (bank id and principal included): only the operator may re-run work.
+    "retry_operation": Action.OPERATOR_ONLY,
+    # Archives carry rows Hindsight restores verbatim (facts, operations, webhooks): operator only.
+    "import_documents": Action.OPERATOR_ONLY,
     # Server maintenance; the server runs it itself (internal) when needed.
     "submit_async_graph_maintenance": Action.OPERATOR_ONLY,
     "submit_async_vector_index_maintenance": Action.OPERATOR_ONLY,
@@ -182,8 +187,8 @@ class IsolationOperationValidator(OperationValidatorExtension):  # type: ignore[
         return self.check(ctx.bank_id, ctx.request_context, Action.CREATE_BANK, "create_bank")
 
     async def validate_import(self, ctx: ImportContext) -> ValidationResult:
-        """Transfer-archive imports (document import, bank restore)."""
-        return self.check(ctx.bank_id, ctx.request_context, Action.WRITE, "import")
+        """Transfer-archive imports (document import, bank restore): operator only (archives are restored verbatim)."""
+        return self.check(ctx.bank_id, ctx.request_context, Action.OPERATOR_ONLY, "import")
 
     async def bank_list_scope(self, request_context: RequestContext) -> BankListScope | None:
         """Operators list every bank directly; everyone else goes through :meth:`filter_bank_list`."""
