@@ -59,6 +59,17 @@ def deliver_directly(url: str, record: RetainRecord) -> None:
     response.raise_for_status()
 
 
+async def wait_until_spool_empty(adapter: HindsightRuntimeAdapter, polls: int = 300) -> int:
+    """Poll the adapter's spool (a background replay may still be removing its last record); return what is left."""
+    import asyncio
+
+    for _ in range(polls):
+        if not adapter.spooled_retains:
+            break
+        await asyncio.sleep(0.1)
+    return adapter.spooled_retains
+
+
 @pytest.fixture
 def spool(tmp_path: Path) -> DirectorySpool:
     """The spool directory every adapter made by ``make_adapter`` in this test shares."""

@@ -8,7 +8,7 @@ import pytest
 
 from memory_adapter import RetainOutcome, format_bank_id
 
-from .conftest import deliver_directly
+from .conftest import deliver_directly, wait_until_spool_empty
 
 pytestmark = pytest.mark.integration
 
@@ -75,4 +75,4 @@ async def test_breaker_recovers_and_auto_replays(refused_url, local_hindsight, m
     # THEN the spooled turn follows in the background, and both are stored once
     ids = bank.wait_for_documents(format_bank_id(user=user, agent="support"), {"outage-turn", "next-turn"})
     assert sorted(ids) == ["next-turn", "outage-turn"]
-    assert up.spooled_retains == 0
+    assert await wait_until_spool_empty(up) == 0

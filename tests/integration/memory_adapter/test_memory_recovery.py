@@ -13,6 +13,7 @@ import pytest
 
 from memory_adapter import RetainOutcome, format_bank_id
 
+from .conftest import wait_until_spool_empty
 from .switchable_proxy import SwitchableProxy
 
 pytestmark = pytest.mark.integration
@@ -73,4 +74,4 @@ async def test_same_adapter_recovers_by_itself(outage, proxy, make_adapter, user
     expected = {f"turn-{n}" for n in range(turn)}
     ids = bank.wait_for_documents(format_bank_id(user=user, agent="support"), expected)
     assert sorted(ids) == sorted(expected)
-    assert adapter.spooled_retains == 0
+    assert await wait_until_spool_empty(adapter) == 0

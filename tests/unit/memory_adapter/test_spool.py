@@ -137,3 +137,28 @@ def test_group_or_world_access_is_removed(tmp_path):
     os.chmod(tmp_path / "s", 0o777)  # noqa: S103 (the insecure state under test)
     DirectorySpool(tmp_path / "s").put(record("a", 1.0))
     assert stat.S_IMODE(os.stat(tmp_path / "s").st_mode) == 0o700
+
+
+async def test_a_retain_spooled_just_as_hindsight_recovers_is_replayed_without_further_traffic(make_adapter, fake):
+    """The spool write lands after recovery: nothing else happens afterwards, yet the record is delivered."""
+    import asyncio
+
+    from memory_adapter import RetainOutcome, TurnContext
+    from memory_adapter.testing import Fault
+
+    class RecoveringSpool(ListSpool):
+        def put(self, record: RetainRecord) -> None:
+            fake.fault = Fault.NONE  # Hindsight comes back while the record is being written
+            super().put(record)
+
+    backend = RecoveringSpool()
+    fake.fault = Fault.DOWN
+    adapter = make_adapter(spool=backend, max_retries=0, breaker_failure_threshold=100, auto_replay=True)
+    ctx = TurnContext(runtime_session_id="s", user_id="u", agent_name="a")
+    assert await adapter.retain_for_turn(ctx, result="x") is RetainOutcome.SPOOLED
+    for _ in range(500):
+        if not backend.records:
+            break
+        await asyncio.sleep(0.01)
+    assert backend.records == []
+    assert len(fake.documents("user:u:agent:a")) == 1

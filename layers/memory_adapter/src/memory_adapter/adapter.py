@@ -215,6 +215,7 @@ class HindsightRuntimeAdapter:
             default_credential=s.api_key,
             on_short_circuit=self._maybe_probe,
             on_delivered=self._maybe_auto_replay,
+            auto_replay=s.auto_replay,
         )
         pool = concurrent.futures.ThreadPoolExecutor(max_workers=_RECALL_THREADS, thread_name_prefix="memory-recall")
         exit_flush_timeout = s.exit_flush_timeout
@@ -580,7 +581,7 @@ class HindsightRuntimeAdapter:
         self._last_auto_replay = now
         if rt.delivery.spool_count() == 0:
             return
-        threading.Thread(target=rt.delivery.replay, kwargs={"wait": False}, name="memory-replay", daemon=True).start()
+        rt.delivery.request_replay()
 
 
 def _memory(raw: dict[str, Any]) -> RecalledMemory:

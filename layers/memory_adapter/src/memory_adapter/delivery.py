@@ -133,6 +133,8 @@ class RetainDelivery:
         default_credential: Bearer used for records without their own credential (never written to the spool).
         on_short_circuit: Called when the open breaker stops a delivery (the adapter starts a probe).
         on_delivered: Called after each delivery (the adapter may start an automatic replay).
+        auto_replay: Request a replay when something is spooled while the breaker is closed again (a retain that
+            was spooled during an outage but written just after recovery would otherwise wait for the next event).
     """
 
     def __init__(
@@ -148,6 +150,7 @@ class RetainDelivery:
         default_credential: str | None,
         on_short_circuit: Callable[[], None] = lambda: None,
         on_delivered: Callable[[], None] = lambda: None,
+        auto_replay: bool = False,
         rng: random.Random | None = None,
     ) -> None:
         self._transport = transport
@@ -167,6 +170,8 @@ class RetainDelivery:
         self._threads: list[threading.Thread] = []
         self._stop = threading.Event()
         self._replay_lock = threading.Lock()
+        self._replay_requested = threading.Event()
+        self._auto_replay = auto_replay
 
     # -- submission -------------------------------------------------------------------------------------------
 
@@ -324,6 +329,8 @@ class RetainDelivery:
             )
             return RetainOutcome.DROPPED
         self._obs.count(Metric.RETAIN_SPOOLED)
+        if self._auto_replay and self._breaker.allow():
+            self.request_replay()
         # While the breaker is open this is the expected path (its opening was logged once as a warning).
         self._obs.event(
             logging.INFO if reason == _BREAKER_OPEN else logging.WARNING,
@@ -363,6 +370,32 @@ class RetainDelivery:
             return self._replay_locked(self._spool, limit, dead_letters, credential)
         finally:
             self._replay_lock.release()
+
+    def request_replay(self) -> None:
+        """Replay the spool in the background; never blocks. Requests made while a replay runs are not lost: the
+        running replay makes another pass for them."""
+        if self._spool is None:
+            return
+        self._replay_requested.set()
+        if not self._replay_lock.acquire(blocking=False):
+            return  # the running replay sees the request when its pass ends
+        threading.Thread(target=self._replay_loop, name="memory-replay", daemon=True).start()
+
+    def _replay_loop(self) -> None:
+        """Runs with ``_replay_lock`` held (taken by :meth:`request_replay`); one pass per request."""
+        assert self._spool is not None
+        try:
+            while self._replay_requested.is_set():
+                self._replay_requested.clear()
+                try:
+                    self._replay_locked(self._spool, None, False, None)
+                except Exception:
+                    logging.getLogger("memory_adapter").exception("memory spool replay failed")
+                    return
+        finally:
+            self._replay_lock.release()
+        if self._replay_requested.is_set():  # requested between the last pass and the release
+            self.request_replay()
 
     def _replay_locked(
         self, spool: Spool, limit: int | None, dead_letters: bool, credential: str | None
