@@ -105,6 +105,16 @@ class BankAdmin:
             if not items or offset >= int(page.get("total") or 0):
                 return out
 
+    def prune(self, bank_id: str, keep_prefix: str = "seed-") -> int:
+        """Delete every document whose id does not start with ``keep_prefix`` (with its memories); return how many."""
+        removed = 0
+        for doc in self.documents(bank_id):
+            doc_id = str(doc.get("id"))
+            if not doc_id.startswith(keep_prefix):
+                self._call("DELETE", f"{self._bank(bank_id)}/documents/{urllib.parse.quote(doc_id, safe='')}")
+                removed += 1
+        return removed
+
     def unfinished_operations(self, bank_id: str) -> int:
         """Queued or running operations of the bank (retains, consolidation)."""
         unfinished = 0
@@ -129,5 +139,5 @@ class BankAdmin:
         while time.monotonic() - started < timeout:
             if all(self.unfinished_operations(b) == 0 for b in banks):
                 break
-            time.sleep(0.5)
+            time.sleep(0.1)
         return time.monotonic() - started

@@ -4,7 +4,8 @@ A turn's memory cost here is ``before_turn`` + ``after_turn`` + one loop tick, b
 Ours runs with its defaults (recall deadline 2 s, breaker opens after 3 consecutive failures, probes every 30 s in
 the background). The prior art has no deadline of its own, only the client ``timeout`` (default 15 s): 50 turns at
 15 s would take 12.5 minutes, so it runs with ``timeout=2.0`` (the same budget as our recall deadline) for the 50
-turns, plus a few turns at its default 15 s to show what an unconfigured deployment pays.
+turns, plus a few turns at its default 15 s to show what an unconfigured deployment pays. The turn thread's own
+CPU time (``time.thread_time``) is recorded next to the wall time, to tell work from waiting on a busy machine.
 """
 
 from __future__ import annotations
@@ -23,11 +24,13 @@ __all__ = ["measure"]
 SIDES = ("ours", "prior")
 
 
-async def _turn(adapter: Any, ctx: Any, n: int) -> float:
-    started = time.perf_counter()
+async def _turn(adapter: Any, ctx: Any, n: int, cpu: list[float] | None = None) -> float:
+    started, cpu_started = time.perf_counter(), time.thread_time()
     await adapter.before_turn(ctx, query=f"What did I tell you last time? ({n})")
     await adapter.after_turn(ctx, result=f"Here is my answer number {n}.", query=f"Question {n}")
     await asyncio.sleep(0)
+    if cpu is not None:
+        cpu.append((time.thread_time() - cpu_started) * 1000)
     return (time.perf_counter() - started) * 1000
 
 
@@ -48,6 +51,7 @@ async def _one_fault(
     ours = make_ours(url, env.operator_key, env.workdir / f"spool-{fault}")
     prior = make_prior(url, env.operator_key, timeout=prior_timeout_s)
     samples: dict[str, list[float]] = {side: [] for side in SIDES}
+    cpu: dict[str, list[float]] = {side: [] for side in SIDES}
     breaker_open_after: int | None = None
     started = time.perf_counter()
     for n in range(turns):
@@ -55,11 +59,11 @@ async def _one_fault(
             side = SIDES[(n + k) % len(SIDES)]
             ctx_ours, ctx_prior = contexts(user)
             if side == "ours":
-                samples[side].append(await _turn(ours, ctx_ours, n))
+                samples[side].append(await _turn(ours, ctx_ours, n, cpu[side]))
                 if breaker_open_after is None and ours.breaker_state is not BreakerState.CLOSED:
                     breaker_open_after = n + 1
             else:
-                samples[side].append(await _turn(prior, ctx_prior, n))
+                samples[side].append(await _turn(prior, ctx_prior, n, cpu[side]))
     wall_s = time.perf_counter() - started
     await _cancel_prior_tasks(prior)
     default: list[float] = []
@@ -77,6 +81,7 @@ async def _one_fault(
         "ours_breaker_open_after_turns": breaker_open_after,
         "summary": {side: summarize(samples[side]) for side in SIDES},
         "summary_after_breaker_open": {side: summarize(samples[side][skip:]) for side in SIDES},
+        "summary_thread_cpu_after_breaker_open": {side: summarize(cpu[side][skip:]) for side in SIDES},
         "total_ms": {side: round(sum(samples[side]), 1) for side in SIDES},
         "mean_per_turn_ms": {side: round(sum(samples[side]) / len(samples[side]), 3) for side in SIDES},
         "prior_default_timeout_turns": {"timeout_s": PRIOR_ART_DEFAULT_TIMEOUT_S, **summarize(default)}

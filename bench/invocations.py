@@ -4,7 +4,16 @@ Two agent processes (:mod:`bench.agent_server`) serve the real ``runtime_handler
 mode, trusting the local issuer: one with memory (our adapter against the local Hindsight, the caller's token as
 the per-turn credential), one with a memory that does nothing. Requests alternate between them, same token, same
 prompts. The first invocation of the memory process (fresh process: imports, JWKS fetch, first recall) is reported
-separately. The JWT figure times ``memory_adapter.tokens.JwtVerifier.verify`` in this process after one warming call.
+separately. Before every round the bench waits (untimed) until Hindsight has processed the retain the memory agent
+queued: on this 2-core machine Hindsight's in-process worker (fact extraction, embeddings, consolidation: about a
+second of CPU per retain) competes with recall for the same cores, and a client sending a turn every few
+milliseconds measures a saturated server (unpaced, a third of the turns hit the 2 s recall deadline; with a backlog
+of 15 retains, recall p50 went from 70 to 400 ms). Deployed, workers run as separate tasks and turns are seconds
+apart. The user's bank is seeded with the same 12 facts as the recall benchmark, and before every round the
+documents the timed turns added are deleted (untimed): the echo model repeats every recalled memory in its answer,
+which is retained and extracted again, so without pruning the bank snowballs (140+ memories per recall after 20
+turns) and the figure measures Hindsight assembling ever larger recalls instead of the agent. The JWT figure times
+``memory_adapter.tokens.JwtVerifier.verify`` in this process after one warming call.
 """
 
 from __future__ import annotations
@@ -19,6 +28,7 @@ from typing import Any
 
 import httpx
 
+from bench.bank import BankAdmin
 from bench.env import AGENT
 from bench.stats import Timer, ratio, summarize
 
@@ -93,9 +103,17 @@ def _jwt_verify(env: Any, token: str, calls: int) -> dict[str, Any]:
 
 
 async def measure(
-    env: Any, *, calls: int = 200, warmup: int = 5, jwt_calls: int = 1000, log: Callable[[str], None] = print
+    env: Any,
+    *,
+    calls: int = 100,
+    warmup: int = 5,
+    settle_every: int = 1,
+    jwt_calls: int = 1000,
+    log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Alternate requests between the two agents; report both distributions and the JWT cost."""
+    from memory_adapter.bank_ids import format_bank_id
+
     user = f"bench-invoke-{uuid.uuid4().hex[:8]}"
     token = env.mint(user)
     processes: dict[str, subprocess.Popen[bytes]] = {}
@@ -104,6 +122,11 @@ async def measure(
     samples: dict[str, list[float]] = {side: [] for side in SIDES}
     recalled: dict[str, int] = dict.fromkeys(SIDES, 0)
     first: dict[str, float] = {}
+    admin = BankAdmin(env.url, env.operator_key)
+    bank = format_bank_id(user=user, agent=AGENT)
+    settle_s = 0.0
+    pruned = 0
+    admin.seed(bank)
     try:
         for side in SIDES:
             processes[side], urls[side], ready_ms[side] = _start(
@@ -127,6 +150,9 @@ async def measure(
                 for side in SIDES:
                     invoke(side, n)
             for n in range(calls):
+                if n % settle_every == 0:
+                    settle_s += admin.wait_settled([bank], timeout=60)
+                pruned += admin.prune(bank)
                 for k in range(len(SIDES)):
                     side = SIDES[(n + k) % len(SIDES)]
                     ms, answer = invoke(side, n)
@@ -144,6 +170,9 @@ async def measure(
     log("  JWT verification (warm key cache) ...")
     return {
         "calls_per_side": calls,
+        "settled_every_rounds": settle_every,
+        "settle_wait_s": round(settle_s, 1),
+        "turn_documents_pruned": pruned,
         "summary": summary,
         "memory_cost_p50_ms": round(summary["with_memory"]["p50_ms"] - summary["without_memory"]["p50_ms"], 3),
         "with_over_without_p50": ratio(summary["with_memory"]["p50_ms"], summary["without_memory"]["p50_ms"]),

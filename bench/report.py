@@ -138,17 +138,19 @@ def markdown(r: dict[str, Any]) -> str:
     at = r.get("after_turn")
     if at:
         s, t = at["summary"], at["summary_call_plus_tick"]
+        c = at.get("summary_thread_cpu", {})
         lines += [
             "",
             f"## 2. `after_turn` on the turn path, {at['calls_per_side']} calls per side",
             "",
-            "| Side | p50 ms | p99 ms | max ms | p50 ms incl. next loop tick | p99 ms incl. next loop tick |",
+            "| Side | p50 ms | p99 ms | max ms | p50 / p99 ms incl. next loop tick | thread CPU p50 / p99 / max ms |",
             "|---|---|---|---|---|---|",
         ]
         for side in ("ours", "prior"):
             lines.append(
                 f"| {side} | {_ms(s[side]['p50_ms'])} | {_ms(s[side]['p99_ms'])} | {_ms(s[side]['max_ms'])} | "
-                f"{_ms(t[side]['p50_ms'])} | {_ms(t[side]['p99_ms'])} |"
+                f"{_ms(t[side]['p50_ms'])} / {_ms(t[side]['p99_ms'])} | "
+                f"{_ms(_get(c, side, 'p50_ms'))} / {_ms(_get(c, side, 'p99_ms'))} / {_ms(_get(c, side, 'max_ms'))} |"
             )
         lines.append("")
         lines.append(
@@ -180,10 +182,13 @@ def markdown(r: dict[str, Any]) -> str:
                 )
         hung = dg.get("hung", {})
         default = hung.get("prior_default_timeout_turns")
+        hung_cpu = _get(hung, "summary_thread_cpu_after_breaker_open", "ours") or {}
         lines.append("")
         lines.append(
             f"Our breaker opened after {hung.get('ours_breaker_open_after_turns')} turns (hung) and "
-            f"{dg.get('refused', {}).get('ours_breaker_open_after_turns')} turns (refused)."
+            f"{dg.get('refused', {}).get('ours_breaker_open_after_turns')} turns (refused). Our turn thread's own CPU "
+            f"time per hung turn after the breaker opened: p50 {_ms(hung_cpu.get('p50_ms'))} / p99 "
+            f"{_ms(hung_cpu.get('p99_ms'))} / max {_ms(hung_cpu.get('max_ms'))} ms."
             + (
                 f" The prior art at its default 15 s timeout: {_ms(default['p50_ms'])} ms per hung turn "
                 f"({default['n']} turns)."

@@ -6,6 +6,8 @@ interleaved and spaced a little (as real turns are, by the model call), and ever
 Hindsight. ``call`` is the time until ``after_turn`` returns; ``call_plus_tick`` adds one event-loop tick
 (``await asyncio.sleep(0)``), which is where the prior art's task does its first synchronous work (building the
 client request) on the turn's own loop. What happens to each retain afterwards is measured by ``outage``.
+The CPU time the calling thread itself spent in ``after_turn`` (``time.thread_time``) is recorded too: where the
+wall time of a call is far above it, the call was waiting (for a CPU on a busy machine, or for the GIL), not working.
 """
 
 from __future__ import annotations
@@ -35,19 +37,20 @@ async def measure(
     adapters = {"ours": ours, "prior": prior}
     samples: dict[str, list[float]] = {side: [] for side in SIDES}
     ticked: dict[str, list[float]] = {side: [] for side in SIDES}
+    cpu: dict[str, list[float]] = {side: [] for side in SIDES}
 
-    async def one(side: str, n: int) -> tuple[float, float]:
+    async def one(side: str, n: int) -> tuple[float, float, float]:
         ctx_ours, ctx_prior = contexts(users[side])
         ctx = ctx_ours if side == "ours" else ctx_prior
         fact = SEED_FACTS[n % len(SEED_FACTS)]
         query = f"Remember this, please (turn {n}): {fact}"
         result = f"Got it. I will remember that: {fact} Anything else I can help you with today?"
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.thread_time()
         await adapters[side].after_turn(ctx, result=result, query=query)
-        returned = time.perf_counter()
+        returned, cpu_used = time.perf_counter(), time.thread_time() - cpu_started
         await asyncio.sleep(0)
         ticked_at = time.perf_counter()
-        return (returned - started) * 1000, (ticked_at - started) * 1000
+        return (returned - started) * 1000, (ticked_at - started) * 1000, cpu_used * 1000
 
     for n in range(warmup):
         for side in SIDES:
@@ -55,8 +58,9 @@ async def measure(
     for n in range(calls):
         for k in range(len(SIDES)):
             side = SIDES[(n + k) % len(SIDES)]
-            call_ms, tick_ms = await one(side, n)
+            call_ms, tick_ms, cpu_ms = await one(side, n)
             samples[side].append(call_ms)
+            cpu[side].append(cpu_ms)
             ticked[side].append(tick_ms)
             await asyncio.sleep(gap_s)
     log("  waiting for both sides' deliveries ...")
@@ -73,6 +77,7 @@ async def measure(
         "ours_over_prior_p50": ratio(summary["ours"]["p50_ms"], summary["prior"]["p50_ms"]),
         "ours_over_prior_p99": ratio(summary["ours"]["p99_ms"], summary["prior"]["p99_ms"]),
         "summary_call_plus_tick": summary_tick,
+        "summary_thread_cpu": {side: summarize(cpu[side]) for side in SIDES},
         "retains_per_side": calls + warmup,
         "ours_all_delivered_within_120s": ours_flushed,
         "prior_tasks_unfinished_after_120s": pending_prior,
