@@ -54,7 +54,7 @@ class AgentRuntime(Construct):
             description="Agent: to the Hindsight load balancer and AWS endpoints only",
             allow_all_outbound=False,
         )
-        # The VPC has no egress; 443 reaches the VPC endpoints (Bedrock, Secrets Manager, logs, traces).
+        # The VPC has no egress; 443 reaches the VPC endpoints (Bedrock, Secrets Manager, SSM, logs, traces).
         self.security_group.add_egress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "HTTPS to AWS endpoints")
         self.network_configuration = agentcore.RuntimeNetworkConfiguration.using_vpc(
             self, vpc=network.vpc, vpc_subnets=network.subnets, security_groups=[self.security_group]
@@ -94,6 +94,10 @@ class AgentRuntime(Construct):
             tracing_enabled=True,
         )
         grant_bedrock_invoke(self, self.runtime, [config.model_id])
+        if identity is not None:
+            # The agent reads the mirrored signing keys through the VPC's SSM endpoint (it cannot reach the issuer).
+            # A String parameter: no KMS key is involved, so read on this one parameter is all the role gets.
+            identity.jwks_parameter.grant_read(self.runtime)
         if memory.secrets.agent_key is not None:
             # By ARN plus a direct decrypt grant, so the memory stack's key policy never names this stack's role.
             agent_key = secretsmanager.Secret.from_secret_complete_arn(
@@ -126,7 +130,10 @@ def agent_environment(
         return env
     assert identity is not None
     env[rs.ENV_AUTH_MODE] = "jwt"
-    env[rs.ENV_JWT_DISCOVERY_URL] = identity.discovery_url
+    # Keys from the SSM mirror and the configured issuer, like Hindsight's: the VPC has no route to the issuer, so
+    # no discovery URL is given (the agent would otherwise fetch the issuer's JWKS over the internet).
+    env[rs.ENV_JWT_ISSUER] = identity.issuer
+    env[rs.ENV_JWT_JWKS_PARAMETER] = identity.jwks_parameter.parameter_name
     env[rs.ENV_JWT_USER_CLAIM] = auth.user_claim
     if identity.allowed_clients:
         env[rs.ENV_JWT_ALLOWED_CLIENTS] = ",".join(identity.allowed_clients)

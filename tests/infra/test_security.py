@@ -404,15 +404,10 @@ def test_agent_role_invokes_only_its_model(synths: dict[str, Synth], variant: st
         assert "secretsmanager:*" not in _text(s["Action"])
 
 
-@pytest.mark.parametrize("variant", ALL)
-def test_agent_environment_is_exactly_what_settings_reads(synths: dict[str, Synth], variant: str) -> None:
-    from runtime_handler.settings import ALL_ENV_VARS, Settings
-
-    env = dict(synths[variant].stacks.agent.agent.environment)
-    ours = {k for k in env if not k.startswith("POWERTOOLS_")}
-    assert ours <= set(ALL_ENV_VARS), ours - set(ALL_ENV_VARS)
-    # Deploy-time tokens stand in for real values; the settings must accept the combination.
-    concrete = {
+def _concrete_agent_env(synth: Synth) -> dict[str, str]:
+    """The agent's environment with deploy-time tokens replaced by plausible values."""
+    env = dict(synth.stacks.agent.agent.environment)
+    return {
         k: (
             "arn:aws:secretsmanager:us-east-1:111122223333:secret:x"
             if k == "HINDSIGHT_API_KEY_SECRET_ARN"
@@ -426,8 +421,83 @@ def test_agent_environment_is_exactly_what_settings_reads(synths: dict[str, Synt
         )
         for k, v in env.items()
     }
-    settings = Settings.from_env(concrete)
+
+
+@pytest.mark.parametrize("variant", ALL)
+def test_agent_environment_is_exactly_what_settings_reads(synths: dict[str, Synth], variant: str) -> None:
+    from runtime_handler.settings import ALL_ENV_VARS, Settings
+
+    env = dict(synths[variant].stacks.agent.agent.environment)
+    ours = {k for k in env if not k.startswith("POWERTOOLS_")}
+    assert ours <= set(ALL_ENV_VARS), ours - set(ALL_ENV_VARS)
+    # Deploy-time tokens stand in for real values; the settings must accept the combination.
+    settings = Settings.from_env(_concrete_agent_env(synths[variant]))
     assert settings.agent_name == synths[variant].config.agent.name
+
+
+JWT_VARIANTS = [name for name in ALL if VARIANTS[name].get("auth.mode", "cognito") != "iam"]
+
+
+def _jwks_parameter_id(synth: Synth) -> str:
+    (logical_id,) = [
+        k for k in resources(synth.template("-Identity"), "AWS::SSM::Parameter") if k.startswith("IdentityJwks")
+    ]
+    return logical_id
+
+
+@pytest.mark.parametrize("variant", JWT_VARIANTS)
+def test_agent_reads_the_mirrored_signing_keys_not_the_issuer(synths: dict[str, Synth], variant: str) -> None:
+    from runtime_handler.keys import MirroredKeysVerifier
+    from runtime_handler.main import _default_verifier
+    from runtime_handler.settings import Settings
+
+    synth = synths[variant]
+    (runtime,) = resources(synth.template("-Agent"), "AWS::BedrockAgentCore::Runtime").values()
+    env = runtime["Properties"]["EnvironmentVariables"]
+    # GIVEN a VPC without egress: no discovery URL (the agent would fetch the issuer's JWKS over the internet) ...
+    assert "JWT_DISCOVERY_URL" not in env
+    # ... but the mirrored parameter, and the same issuer Hindsight's extension expects.
+    assert _jwks_parameter_id(synth) in _text(env["JWT_JWKS_PARAMETER"])
+    hindsight = {
+        e["Name"]: e["Value"]
+        for e in _containers(synth.template("-MemoryService"), "MemoryApiTask")["Hindsight"]["Environment"]
+    }
+    assert _text(env["JWT_ISSUER"]) == _text(hindsight["HINDSIGHT_API_TENANT_JWT_ISSUER"])
+    if synth.config.auth.discovery_url:
+        assert env["JWT_ISSUER"] == synth.config.auth.discovery_url.removesuffix("/.well-known/openid-configuration")
+    # WHEN the agent starts with that environment THEN it verifies against the parameter's keys.
+    settings = Settings.from_env(_concrete_agent_env(synth))
+    assert settings.jwt_discovery_url is None
+    assert isinstance(_default_verifier(settings), MirroredKeysVerifier)
+
+
+@pytest.mark.parametrize("variant", ALL)
+def test_agent_role_reads_exactly_the_mirrored_keys_parameter(synths: dict[str, Synth], variant: str) -> None:
+    synth = synths[variant]
+    statements = [
+        s
+        for p in resources(synth.template("-Agent"), "AWS::IAM::Policy").values()
+        for s in p["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    ssm = [s for s in statements if "ssm:" in _text(s["Action"])]
+    if variant not in JWT_VARIANTS:
+        assert ssm == []
+        return
+    (statement,) = ssm
+    assert set(statement["Action"]) <= {
+        "ssm:DescribeParameters",
+        "ssm:GetParameter",
+        "ssm:GetParameters",
+        "ssm:GetParameterHistory",
+    }
+    assert "ssm:GetParameter" in statement["Action"]
+    resource = statement["Resource"]
+    assert isinstance(resource, dict)  # one ARN, not a list or a wildcard
+    assert ":parameter/" in _text(resource)
+    assert _jwks_parameter_id(synth) in _text(resource)
+    assert "*" not in _text(resource)
+    # A String parameter: the agent needs no KMS key for it (in JWT modes it holds no key material at all).
+    assert not [s for s in statements if "kms:" in _text(s["Action"])]
 
 
 def test_layer_is_arm64_and_published_to_ssm(default: Synth) -> None:
