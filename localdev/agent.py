@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from localdev.token_issuer import LOCAL_CLIENT_ID, default_issuer_url
+from localdev.token_issuer import LOCAL_CLIENT_ID, running_issuer_url
 
 __all__ = ["DEFAULT_PORT", "AgentStartError", "LocalAgent", "agent_env"]
 
@@ -192,7 +192,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     start = sub.add_parser("start", help="start the agent in the background")
     start.add_argument("--port", type=int, default=default_port())
     start.add_argument("--hindsight-url", default=DEFAULT_HINDSIGHT_URL)
-    start.add_argument("--issuer-url", default=default_issuer_url())
+    start.add_argument("--issuer-url", default=running_issuer_url())
     sub.add_parser("status", help="is the agent running?")
     sub.add_parser("stop", help="stop the agent")
     args = parser.parse_args(argv)

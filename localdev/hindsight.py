@@ -641,9 +641,10 @@ class LocalHindsight:
     def _isolation_env(self) -> dict[str, str]:
         """Load hindsight_isolation (from this repository) into the server, trusting the local token issuer."""
         from hindsight_isolation.settings import server_env as isolation_env
-        from localdev.token_issuer import LOCAL_CLIENT_ID, default_issuer_url
+        from localdev.token_issuer import LOCAL_CLIENT_ID, running_issuer_url
 
-        discovery = self.config.issuer_discovery_url or f"{default_issuer_url()}/.well-known/openid-configuration"
+        # The issuer start() brought up (or found running), on whatever port it serves: not the default port.
+        discovery = self.config.issuer_discovery_url or f"{running_issuer_url()}/.well-known/openid-configuration"
         env = isolation_env(
             discovery_url=discovery,
             allowed_clients=(LOCAL_CLIENT_ID,),

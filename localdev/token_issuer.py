@@ -51,6 +51,7 @@ __all__ = [
     "TokenIssuer",
     "load_or_create_key",
     "mint_token",
+    "running_issuer_url",
 ]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -382,6 +383,15 @@ def default_port() -> int:
 def default_issuer_url() -> str:
     """The ``iss`` (and discovery base) of the background issuer: ``http://127.0.0.1:<default_port()>``."""
     return f"http://127.0.0.1:{default_port()}"
+
+
+def running_issuer_url(data_dir: Path | None = None) -> str:
+    """The ``iss`` of the background issuer of ``data_dir`` if one runs (whatever port it was started on), else
+    :func:`default_issuer_url`: what a server that trusts the local issuer must be configured with."""
+    state = _read_state(default_data_dir() if data_dir is None else data_dir)
+    if state.get("pid") and _pid_alive(int(state["pid"])) and state.get("issuer"):
+        return str(state["issuer"])
+    return default_issuer_url()
 
 
 def ensure_running(data_dir: Path | None = None, *, port: int | None = None, client_id: str = LOCAL_CLIENT_ID) -> str:
