@@ -24,6 +24,8 @@ ENV_OPERATOR_KEY = _env(iso.KEY_OPERATOR_KEY)
 ENV_AGENT_KEY = _env(iso.KEY_AGENT_KEY)
 ENV_STATIC_JWKS = _env(iso.KEY_STATIC_JWKS)
 ENV_ISSUER = _env(iso.KEY_ISSUER)
+#: Hindsight's own switch for document import, bank restore and clone (``hindsight_api.config``).
+ENV_ENABLE_DOCUMENT_IMPORT_API = "HINDSIGHT_API_ENABLE_DOCUMENT_IMPORT_API"
 
 
 def isolation_environment(
@@ -34,6 +36,10 @@ def isolation_environment(
         iso.ENV_TENANT_EXTENSION: iso.TENANT_CLASS,
         iso.ENV_OPERATION_VALIDATOR_EXTENSION: iso.OPERATION_VALIDATOR_CLASS,
         _env(iso.KEY_EXPIRY_GRACE_S): str(expiry_grace_s),
+        # Off: while on, restore and clone reveal whether a bank id exists and let a user restore crafted bank
+        # settings (webhooks) into a bank of their own, which no extension hook can tell apart from a plain
+        # bank creation (hindsight_isolation/README.md). An operator turns it on for a maintenance window.
+        ENV_ENABLE_DOCUMENT_IMPORT_API: "false",
     }
     if auth.mode is AuthMode.IAM:
         env[_env(iso.KEY_AGENT_NAME)] = agent_name

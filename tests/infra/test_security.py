@@ -257,6 +257,19 @@ def test_hindsight_tasks_are_non_root_read_only_and_load_the_extension(synths: d
 
 
 @pytest.mark.parametrize("variant", ALL)
+def test_document_import_restore_and_clone_are_off_in_every_hindsight_task(
+    synths: dict[str, Synth], variant: str
+) -> None:
+    t = synths[variant].template("-MemoryService")
+    tasks = [k for k in resources(t, "AWS::ECS::TaskDefinition") if k.startswith("Memory")]
+    assert any(k.startswith("MemoryApiTask") for k in tasks)
+    assert sum(k.startswith("MemoryWorker") for k in tasks) == synths[variant].config.hindsight.worker_count
+    for prefix in tasks:
+        env = {e["Name"]: e["Value"] for e in _containers(t, prefix)["Hindsight"]["Environment"]}
+        assert env["HINDSIGHT_API_ENABLE_DOCUMENT_IMPORT_API"] == "false", prefix
+
+
+@pytest.mark.parametrize("variant", ALL)
 def test_secrets_reach_hindsight_only_as_ecs_secrets(synths: dict[str, Synth], variant: str) -> None:
     synth = synths[variant]
     t = synth.template("-MemoryService")
