@@ -138,6 +138,9 @@ class LocalHindsightConfig:
     isolation: bool = True
     issuer_discovery_url: str | None = None  # None: the local token issuer's default URL (localdev.token_issuer)
     jwt_tenant_claim: str | None = None  # JWT claim holding the tenant; None: single-tenant bank ids
+    # A per-deployment agent key (what an IAM-mode agent holds), limited to this agent's banks: None, no agent key.
+    agent_name: str | None = None
+    agent_tenant: str | None = None  # the tenant in those banks' ids; None: no tenant; "*": any tenant
     extra_env: Mapping[str, str] = field(default_factory=dict)  # added last: extensions, overrides
 
     @classmethod
@@ -229,7 +232,14 @@ class LocalHindsight:
         self.config = config if config is not None else LocalHindsightConfig.from_env()
         self.operator_key = operator_key
         if self.operator_key is None and self.config.isolation:
-            self.operator_key = self._load_or_create_operator_key()
+            self.operator_key = self._load_or_create_key(self.operator_key_file)
+        #: The per-deployment agent key, limited to ``agent_name``'s banks (in ``agent_tenant``); None
+        #: unless the config names an agent. Give this, never ``operator_key``, to an agent.
+        self.agent_key: str | None = None
+        self.agent_name = self.config.agent_name if self.config.isolation else None
+        self.agent_tenant = self.config.agent_tenant if self.agent_name else None
+        if self.agent_name is not None:
+            self.agent_key = self._load_or_create_key(self.agent_key_file)
         self.extra_env: dict[str, str] = dict(self.config.extra_env)
         self._log = log if log is not None else (lambda _msg: None)
         self._ports: dict[str, int] = {}
@@ -254,14 +264,19 @@ class LocalHindsight:
         """Where the generated operator key is kept (mode 0600), so a later ``start()`` or a CLI user can read it."""
         return self.data_dir / "operator-key"
 
-    def _load_or_create_operator_key(self) -> str:
+    @property
+    def agent_key_file(self) -> Path:
+        """Where the generated agent key is kept (mode 0600), next to the operator key."""
+        return self.data_dir / "agent-key"
+
+    def _load_or_create_key(self, path: Path) -> str:
         with contextlib.suppress(OSError):
-            key = self.operator_key_file.read_text().strip()
+            key = path.read_text().strip()
             if key:
                 return key
         key = secrets.token_urlsafe(32)
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.operator_key_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as handle:
             handle.write(key)
         return key
@@ -650,6 +665,9 @@ class LocalHindsight:
             allowed_clients=(LOCAL_CLIENT_ID,),
             tenant_claim=self.config.jwt_tenant_claim,
             operator_key=self.operator_key,
+            agent_key=self.agent_key,
+            agent_name=self.agent_name,
+            agent_tenant=self.agent_tenant,
         )
         sources = [str(REPO_ROOT), str(REPO_ROOT / "layers" / "memory_adapter" / "src")]
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [*sources, os.environ.get("PYTHONPATH")]))

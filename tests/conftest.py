@@ -5,10 +5,13 @@ selects only unit tests never starts Hindsight.
 
 - ``local_hindsight``: a real ``hindsight-api`` on embedded PostgreSQL + pgvector (free ports, a temp
   data dir, the deterministic LLM stand-in, real all-MiniLM-L6-v2 embeddings, per-user isolation
-  trusting ``token_issuer``). ``.url``, ``.operator_key``, ``.llm_base_url``, ``.server_log``.
+  trusting ``token_issuer``). ``.url``, ``.operator_key``, ``.llm_base_url``, ``.server_log``, and
+  ``.agent_key``: a per-deployment agent key limited to the banks of agent ``.agent_name`` (``"support"``) in
+  any tenant (``.agent_tenant == "*"``), the credential an IAM-mode agent holds (never the operator key).
   Set ``LOCAL_HINDSIGHT_TEST_URL=http://127.0.0.1:8888`` to reuse the server ``make hindsight-start``
   runs and skip the ~20-30 s start-up while iterating: its operator key is read from
-  ``.local/hindsight/operator-key`` (or ``LOCAL_HINDSIGHT_TEST_OPERATOR_KEY``) and ``token_issuer``
+  ``.local/hindsight/operator-key`` (or ``LOCAL_HINDSIGHT_TEST_OPERATOR_KEY``; its agent key, if it has one, from
+  ``LOCAL_HINDSIGHT_TEST_AGENT_KEY``, ``..._AGENT_NAME`` and ``..._AGENT_TENANT``) and ``token_issuer``
   then mints with the background issuer's key (``.local/token-issuer``). Never set in CI.
 - ``token_issuer``: a :class:`localdev.token_issuer.TokenIssuer` (``.discovery_url``, ``.issuer``,
   ``.jwks_url``, ``.mint(user, tenant=..., ttl=..., ...)``). It is shared by the session and trusted by
@@ -34,6 +37,9 @@ from localdev.hindsight import HindsightStartError, LocalHindsight, LocalHindsig
 from localdev.token_issuer import TokenIssuer
 
 ENV_TEST_URL = "LOCAL_HINDSIGHT_TEST_URL"
+#: The session server's agent key opens this agent's banks, in every tenant (IAM tests vary the tenant).
+TEST_AGENT_NAME = "support"
+TEST_AGENT_TENANT = "*"
 _LOG_TAIL_LINES = 60
 
 
@@ -43,6 +49,9 @@ class ExternalHindsight:
 
     url: str
     operator_key: str | None = None
+    agent_key: str | None = None
+    agent_name: str | None = None
+    agent_tenant: str | None = None
     llm_base_url: str | None = None
     server_log: Path | None = None
 
@@ -57,7 +66,13 @@ def local_hindsight(token_issuer: TokenIssuer) -> Iterator[LocalHindsight | Exte
     """
     external = os.environ.get(ENV_TEST_URL)
     if external:
-        yield ExternalHindsight(url=external.rstrip("/"), operator_key=_external_operator_key())
+        yield ExternalHindsight(
+            url=external.rstrip("/"),
+            operator_key=_external_operator_key(),
+            agent_key=os.environ.get("LOCAL_HINDSIGHT_TEST_AGENT_KEY") or None,
+            agent_name=os.environ.get("LOCAL_HINDSIGHT_TEST_AGENT_NAME") or None,
+            agent_tenant=os.environ.get("LOCAL_HINDSIGHT_TEST_AGENT_TENANT") or None,
+        )
         return
     hindsight = _start_local_hindsight(token_issuer)
     keep = bool(os.environ.get("LOCAL_HINDSIGHT_KEEP_DATA"))
@@ -75,7 +90,12 @@ def local_hindsight(token_issuer: TokenIssuer) -> Iterator[LocalHindsight | Exte
 def _start_local_hindsight(token_issuer: TokenIssuer) -> LocalHindsight:
     """Start on free ports; once more if another process took one of them between picking and binding."""
     for attempt in (1, 2):
-        hindsight = LocalHindsight(LocalHindsightConfig.ephemeral(issuer_discovery_url=token_issuer.discovery_url))
+        config = LocalHindsightConfig.ephemeral(
+            issuer_discovery_url=token_issuer.discovery_url,
+            agent_name=TEST_AGENT_NAME,
+            agent_tenant=TEST_AGENT_TENANT,
+        )
+        hindsight = LocalHindsight(config)
         try:
             return hindsight.start()  # HindsightStartError carries the server log tail and a hint
         except HindsightStartError as err:

@@ -178,11 +178,16 @@ TENANT_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Custom-Tenant-Id"
 
 
 def test_iam_runtime_user_header_and_tenant_isolation(local_hindsight: Any, tmp_path: Path) -> None:
-    # The session's local Hindsight has no per-deployment agent key configured, so the operator key stands in for
-    # it here: this test is about the agent's side (which bank each IAM turn uses). The server's own refusal of
-    # other tenants' banks is tested in tests/integration/isolation.
+    # The agent holds the session server's per-deployment agent key (its agent's banks, any tenant), as in an IAM
+    # deployment; never the operator key. This test is about the agent's side (which bank each IAM turn uses); the
+    # server's own refusal of other agents' and tenants' banks is tested in tests/integration/isolation.
+    if not local_hindsight.agent_key:
+        pytest.skip("the external Hindsight has no agent key (LOCAL_HINDSIGHT_TEST_AGENT_KEY)")
+    assert local_hindsight.agent_name == AGENT
+    assert local_hindsight.agent_tenant == "*"
+    assert local_hindsight.agent_key != local_hindsight.operator_key
     settings = _settings(
-        local_hindsight.url, None, TENANT_HEADER=TENANT_HEADER, HINDSIGHT_API_KEY=local_hindsight.operator_key or ""
+        local_hindsight.url, None, TENANT_HEADER=TENANT_HEADER, HINDSIGHT_API_KEY=local_hindsight.agent_key
     )
     app = create_app(settings, memory=_memory(settings, tmp_path / "spool"), model=EchoModel())
     user = f"user-iam-{time.time_ns()}"
