@@ -32,6 +32,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--quick", action="store_true", help="small sample counts (a smoke run, not figures)")
     parser.add_argument("--out", type=Path, default=RESULTS, help="output directory (default: bench/results)")
+    parser.add_argument(
+        "--merge",
+        action="store_true",
+        help="update only the selected measurements in an existing <out>/latest.json (re-running one figure)",
+    )
+    parser.add_argument("--render-only", action="store_true", help="rewrite latest.md and the chart from latest.json")
     return parser
 
 
@@ -68,6 +74,16 @@ async def _server_measurements(selected: set[str], quick: bool, results: dict[st
             _log(f"    {name} took {results[name]['wall_s']} s")
 
 
+def _write(results: dict[str, Any], out: Path, report: Any, chart: Any) -> None:
+    results["targets"] = report.targets(results)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "latest.json").write_text(json.dumps(results, indent=1, default=str) + "\n")
+    (out / "latest.md").write_text(report.markdown(results))
+    chart.draw(results, out / "latencies.png")
+    _log(report.markdown(results))
+    _log(f"wrote {out}/latest.json, latest.md, latencies.png")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     selected = {name.strip() for name in args.only.split(",") if name.strip()}
@@ -82,6 +98,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(filename=log_file, level=logging.WARNING, force=True)
     _log(f"benchmark logs (adapters' warnings) go to {log_file}")
     started = time.perf_counter()
+    previous = args.out / "latest.json"
+    if args.render_only:
+        _write(json.loads(previous.read_text()), args.out, report, chart)
+        return 0
+    merged_into: dict[str, Any] | None = json.loads(previous.read_text()) if args.merge and previous.exists() else None
     results: dict[str, Any] = {
         "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "machine": describe(),
@@ -96,13 +117,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     results["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
     results["wall_s"] = round(time.perf_counter() - started, 1)
     results["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
-    results["targets"] = report.targets(results)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "latest.json").write_text(json.dumps(results, indent=1, default=str) + "\n")
-    (args.out / "latest.md").write_text(report.markdown(results))
-    chart.draw(results, args.out / "latencies.png")
-    _log(report.markdown(results))
-    _log(f"wrote {args.out}/latest.json, latest.md, latencies.png")
+    if merged_into is not None:
+        # Keep the full run's header; record this partial re-run next to the figures it replaced.
+        merged_into.setdefault("merged_runs", []).append(
+            {k: results[k] for k in ("started_at", "finished_at", "wall_s", "machine", "load_average_end", "selected")}
+        )
+        merged_into.update({name: results[name] for name in selected if name in results})
+        results = merged_into
+    _write(results, args.out, report, chart)
     return 0
 
 

@@ -1,19 +1,20 @@
 """6. ``/invocations`` p50/p99 with and without memory (echo model), and one JWT verification with a warm key cache.
 
 Two agent processes (:mod:`bench.agent_server`) serve the real ``runtime_handler`` app over HTTP on loopback in JWT
-mode, trusting the local issuer: one with memory (our adapter against the local Hindsight, the caller's token as
-the per-turn credential), one with a memory that does nothing. Requests alternate between them, same token, same
-prompts. The first invocation of the memory process (fresh process: imports, JWKS fetch, first recall) is reported
-separately. Before every round the bench waits (untimed) until Hindsight has processed the retain the memory agent
-queued: on this 2-core machine Hindsight's in-process worker (fact extraction, embeddings, consolidation: about a
-second of CPU per retain) competes with recall for the same cores, and a client sending a turn every few
-milliseconds measures a saturated server (unpaced, a third of the turns hit the 2 s recall deadline; with a backlog
-of 15 retains, recall p50 went from 70 to 400 ms). Deployed, workers run as separate tasks and turns are seconds
-apart. The user's bank is seeded with the same 12 facts as the recall benchmark, and before every round the
-documents the timed turns added are deleted (untimed): the echo model repeats every recalled memory in its answer,
-which is retained and extracted again, so without pruning the bank snowballs (140+ memories per recall after 20
-turns) and the figure measures Hindsight assembling ever larger recalls instead of the agent. The JWT figure times
-``memory_adapter.tokens.JwtVerifier.verify`` in this process after one warming call.
+mode, trusting the local issuer: one with memory (our adapter against the local Hindsight, the caller's token as the
+per-turn credential), one with a memory that does nothing. Requests alternate between them, same token, same prompts.
+The first invocation of the memory process (fresh process: imports, JWKS fetch, first recall) is reported separately.
+Each round also sends the memory agent's recall straight to Hindsight (same token, query and parameters), so the
+server's share of the "with memory" figure is visible. Before every round the bench waits (untimed) until Hindsight
+has processed the retain the memory agent queued: on this 2-core machine Hindsight's in-process worker (fact
+extraction, embeddings, consolidation: about a second of CPU per retain) competes with recall for the same cores, and
+a client sending a turn every few milliseconds measures a saturated server (unpaced, a third of the turns hit the 2 s
+recall deadline; with a backlog of 15 retains, recall p50 went from 70 to 400 ms). Deployed, workers run as separate
+tasks and turns are seconds apart. The user's bank is seeded with the same 12 facts as the recall benchmark, and
+before every round the documents the timed turns added are deleted (untimed): the echo model repeats every recalled
+memory in its answer, which is retained and extracted again, so without pruning the bank snowballs (140+ memories per
+recall after 20 turns) and the figure measures Hindsight assembling ever larger recalls instead of the agent. The JWT
+figure times ``memory_adapter.tokens.JwtVerifier.verify`` in this process after one warming call.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import os
 import subprocess
 import sys
 import time
+import urllib.parse
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -30,7 +32,7 @@ import httpx
 
 from bench.bank import BankAdmin
 from bench.env import AGENT
-from bench.stats import Timer, ratio, summarize
+from bench.stats import Timer, percentile, ratio, summarize
 
 __all__ = ["measure"]
 
@@ -85,6 +87,10 @@ def _start(mode: str, env: Any, workdir: Any) -> tuple[subprocess.Popen[bytes], 
     return process, url, (time.perf_counter() - started) * 1000
 
 
+def _prompt(n: int) -> str:
+    return f"Please remember that my lucky number is {n}. What do you know about me?"
+
+
 def _jwt_verify(env: Any, token: str, calls: int) -> dict[str, Any]:
     from localdev.token_issuer import LOCAL_CLIENT_ID
     from memory_adapter.tokens import JwtVerifier, JwtVerifierConfig
@@ -122,6 +128,7 @@ async def measure(
     samples: dict[str, list[float]] = {side: [] for side in SIDES}
     recalled: dict[str, int] = dict.fromkeys(SIDES, 0)
     first: dict[str, float] = {}
+    raw_recall: list[float] = []
     admin = BankAdmin(env.url, env.operator_key)
     bank = format_bank_id(user=user, agent=AGENT)
     settle_s = 0.0
@@ -136,7 +143,7 @@ async def measure(
         with httpx.Client(timeout=30) as client:
 
             def invoke(side: str, n: int) -> tuple[float, dict[str, Any]]:
-                body = {"prompt": f"Please remember that my lucky number is {n}. What do you know about me?"}
+                body = {"prompt": _prompt(n)}
                 hdrs = {**headers, "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id": f"bench-session-{user}-{'0' * 20}"}
                 with Timer() as timer:
                     response = client.post(f"{urls[side]}/invocations", json=body, headers=hdrs)
@@ -149,12 +156,24 @@ async def measure(
             for n in range(warmup):
                 for side in SIDES:
                     invoke(side, n)
+
+            def recall_directly(n: int) -> float:
+                query = {"query": _prompt(n), "budget": "mid", "max_tokens": 1500}
+                with Timer() as timer:
+                    client.post(recall_url, json=query, headers=headers).raise_for_status()
+                return timer.ms
+
+            recall_url = f"{env.url}/v1/default/banks/{urllib.parse.quote(bank, safe='@:.-_~')}/memories/recall"
             for n in range(calls):
                 if n % settle_every == 0:
                     settle_s += admin.wait_settled([bank], timeout=60)
                 pruned += admin.prune(bank)
-                for k in range(len(SIDES)):
-                    side = SIDES[(n + k) % len(SIDES)]
+                for k in range(len(SIDES) + 1):
+                    if (n + k) % (len(SIDES) + 1) == len(SIDES):
+                        # The same recall the memory agent sends, straight to Hindsight: the server's share.
+                        raw_recall.append(recall_directly(n))
+                        continue
+                    side = SIDES[(n + k) % (len(SIDES) + 1)]
                     ms, answer = invoke(side, n)
                     samples[side].append(ms)
                     recalled[side] += int(answer.get("memory", {}).get("recalled", 0) > 0)
@@ -174,7 +193,11 @@ async def measure(
         "settle_wait_s": round(settle_s, 1),
         "turn_documents_pruned": pruned,
         "summary": summary,
+        "raw_recall_same_query": summarize(raw_recall),
         "memory_cost_p50_ms": round(summary["with_memory"]["p50_ms"] - summary["without_memory"]["p50_ms"], 3),
+        "agent_overhead_over_raw_recall_p50_ms": round(
+            summary["with_memory"]["p50_ms"] - percentile(raw_recall, 50), 3
+        ),
         "with_over_without_p50": ratio(summary["with_memory"]["p50_ms"], summary["without_memory"]["p50_ms"]),
         "turns_that_recalled_memories": recalled,
         "process_start_to_ready_ms": {side: round(v, 1) for side, v in ready_ms.items()},

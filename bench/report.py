@@ -99,6 +99,11 @@ def markdown(r: dict[str, Any]) -> str:
         f"Machine: {m.get('cores')} cores, {m.get('cpu_model')}, {m.get('memory_gib')} GiB RAM, "
         f"Python {m.get('python')} ({m.get('os')}); load average at start {m.get('load_average_1_5_15')}, "
         f"at end {r.get('load_average_end')}. Total run time {r.get('wall_s')} s.",
+        *[
+            f"Re-run since (figures replaced): {', '.join(m.get('selected', []))} at {m.get('started_at')} "
+            f"({m.get('wall_s')} s, load average at end {m.get('load_average_end')})."
+            for m in r.get("merged_runs", [])
+        ],
         "",
         "## Targets",
         "",
@@ -260,8 +265,12 @@ def markdown(r: dict[str, Any]) -> str:
                 f"{_ms(iv['process_start_to_ready_ms'][side])} |"
             )
         lines.append("")
+        raw = iv.get("raw_recall_same_query") or {}
         lines.append(
-            f"Memory adds {_ms(iv['memory_cost_p50_ms'])} ms at p50 ({_x(iv['with_over_without_p50'])}). "
+            f"Memory adds {_ms(iv['memory_cost_p50_ms'])} ms at p50 ({_x(iv['with_over_without_p50'])}); the same "
+            f"recall sent straight to Hindsight: p50 {_ms(raw.get('p50_ms'))} ms, p99 {_ms(raw.get('p99_ms'))} ms "
+            f"(the agent with memory over that raw recall at p50: "
+            f"{_ms(iv.get('agent_overhead_over_raw_recall_p50_ms'))} ms). "
             f"JWT verification, warm key cache: p50 {_ms(jwt['warm']['p50_ms'])} ms, "
             f"p99 {_ms(jwt['warm']['p99_ms'])} ms "
             f"over {jwt['warm']['n']} calls (first call with discovery + JWKS fetch: "
