@@ -36,6 +36,11 @@ __all__ = ["IsolationTenantExtension"]
 
 #: What a refused caller is told: nothing that helps guess a valid credential.
 _UNAUTHORIZED = "unauthorized"
+#: Set on a refused request's context. Hindsight asks twice per REST request (alias resolution on the route class,
+#: then the endpoint, sharing one context) and remembers only successes, so a refusal would otherwise be checked
+#: and logged twice.
+_REFUSED_CREDENTIAL = "_hindsight_isolation_refused"
+_NOTHING_REFUSED = object()
 
 
 def _startup_problems() -> list[str]:
@@ -113,10 +118,14 @@ class IsolationTenantExtension(TenantExtension):  # type: ignore[misc]  # hindsi
         return await self._authenticate(context, transport="mcp")
 
     async def _authenticate(self, context: RequestContext, *, transport: str) -> TenantContext:
+        if getattr(context, _REFUSED_CREDENTIAL, _NOTHING_REFUSED) == context.api_key:
+            context.tenant_id = None  # this request's credential was refused (and logged) already
+            raise AuthenticationError(_UNAUTHORIZED)
         try:
             principal = await self.principal_for(context.api_key)
         except Unauthenticated as exc:
             context.tenant_id = None
+            setattr(context, _REFUSED_CREDENTIAL, context.api_key)
             log_unauthenticated(exc.reason, transport=transport)
             raise AuthenticationError(_UNAUTHORIZED) from None
         context.tenant_id = principal.encode()

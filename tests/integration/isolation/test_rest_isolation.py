@@ -203,6 +203,22 @@ def test_every_denial_is_logged_with_its_reason(iso: Server, people: People) -> 
     assert "reason='token malformed'" in log
 
 
+def test_a_refused_credential_is_logged_once_per_request(iso: Server, people: People) -> None:
+    if iso.server_log is None:
+        pytest.skip("the server log is not reachable (external server)")
+    marker = "hindsight_isolation denied status=401"
+    before = iso.log_text().count(marker)
+    # WHEN one request on a bank route (alias resolution, then the endpoint: two authentications) is refused
+    response = iso.api("an-unknown-credential").recall(people.alice_bank, "tea")
+    assert response.status_code == 401
+    deadline = time.monotonic() + 10
+    while iso.log_text().count(marker) == before:
+        assert time.monotonic() < deadline, "denial not logged"
+        time.sleep(0.2)
+    # THEN the denial is one log line (written before the response, so a second one would be there already)
+    assert iso.log_text().count(marker) == before + 1
+
+
 def test_restore_cannot_be_recorded_against_another_users_bank(people: People) -> None:
     # GIVEN a genuine export archive of alice's own bank
     base = f"/v1/default/banks/{people.alice_bank}"
