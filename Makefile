@@ -83,7 +83,7 @@ setup: venv hindsight-venv node ## Install everything
 
 .PHONY: bench bench-venv
 bench-venv: $(BENCH_VENV)/.installed ## Create the benchmark's virtualenv (the prior-art adapter lives only there)
-bench: setup bench-venv ## Benchmark against the prior art on a real local Hindsight (~12 min; writes bench/results/)
+bench: setup bench-venv ## Benchmark against the prior art on a real local Hindsight (~10 min; writes bench/results/)
 	$(BENCH_VENV)/bin/python -m bench $(BENCH_ARGS)
 
 .PHONY: lint
