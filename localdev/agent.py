@@ -27,11 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from localdev._process import REPO_ROOT as REPO_ROOT  # re-exported: bench builds agent commands from it
+from localdev._process import pid_alive, repo_pythonpath
 from localdev.token_issuer import LOCAL_CLIENT_ID, running_issuer_url
 
 __all__ = ["DEFAULT_PORT", "AgentStartError", "LocalAgent", "agent_env"]
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA_DIR = REPO_ROOT / ".local" / "agent"
 DEFAULT_PORT = 8080
 DEFAULT_HINDSIGHT_URL = "http://127.0.0.1:8888"
@@ -63,21 +64,6 @@ def agent_env(*, hindsight_url: str, issuer_url: str, port: int, spool_dir: Path
     }
 
 
-def _pid_alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    with contextlib.suppress(ChildProcessError):
-        if os.waitpid(pid, os.WNOHANG)[0] == pid:
-            return False
-    return True
-
-
 @dataclass
 class LocalAgent:
     """One local agent server, identified by its data directory."""
@@ -102,7 +88,7 @@ class LocalAgent:
     @property
     def url(self) -> str | None:
         state = self.state()
-        return str(state["url"]) if state.get("url") and _pid_alive(int(state.get("pid") or 0)) else None
+        return str(state["url"]) if state.get("url") and pid_alive(int(state.get("pid") or 0)) else None
 
     def healthy(self) -> bool:
         url = self.url
@@ -130,8 +116,7 @@ class LocalAgent:
         env = dict(os.environ)
         env.update(agent_env(hindsight_url=hindsight_url, issuer_url=issuer_url, port=port, spool_dir=self.spool_dir))
         env.update(extra_env or {})
-        sources = [str(REPO_ROOT), str(REPO_ROOT / "layers" / "memory_adapter" / "src")]
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [*sources, os.environ.get("PYTHONPATH")]))
+        env["PYTHONPATH"] = repo_pythonpath(adapter=True)
         with self.log_file.open("ab") as log:
             process = subprocess.Popen(
                 [sys.executable, "-m", "runtime_handler"],
@@ -159,13 +144,13 @@ class LocalAgent:
     def stop(self) -> bool:
         """Stop the agent (SIGTERM, then SIGKILL); False when it was not running."""
         pid = int(self.state().get("pid") or 0)
-        running = _pid_alive(pid)
+        running = pid_alive(pid)
         if running:
             os.kill(pid, signal.SIGTERM)
             deadline = time.monotonic() + 10
-            while _pid_alive(pid) and time.monotonic() < deadline:
+            while pid_alive(pid) and time.monotonic() < deadline:
                 time.sleep(0.05)
-            if _pid_alive(pid):
+            if pid_alive(pid):
                 os.kill(pid, signal.SIGKILL)
         with contextlib.suppress(FileNotFoundError):
             self.state_file.unlink()

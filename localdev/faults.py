@@ -15,31 +15,14 @@ import json
 import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
 from typing import Self
+
+from localdev._serving import BackgroundHTTPServer, Lifecycle
 
 __all__ = ["FailingServer", "HungServer", "RefusedPort"]
 
 
-class _Lifecycle:
-    """Context-manager plumbing shared by the three servers."""
-
-    def start(self) -> Self:
-        return self
-
-    def stop(self) -> None:
-        """Release the port."""
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
-
-
-class HungServer(_Lifecycle):
+class HungServer(Lifecycle):
     """A TCP listener that accepts every connection, reads nothing and never answers."""
 
     def __init__(self, host: str = "127.0.0.1") -> None:
@@ -85,7 +68,7 @@ class HungServer(_Lifecycle):
         self._listener.close()
 
 
-class RefusedPort(_Lifecycle):
+class RefusedPort(Lifecycle):
     """A port that refuses connections: bound (so nothing else takes it) but never listening."""
 
     def __init__(self, host: str = "127.0.0.1") -> None:
@@ -138,14 +121,13 @@ class _FailingHTTPServer(ThreadingHTTPServer):
             self.requests += 1
 
 
-class FailingServer(_Lifecycle):
+class FailingServer(BackgroundHTTPServer[_FailingHTTPServer]):
     """An HTTP server answering every request with ``status`` (503 by default)."""
 
     def __init__(self, host: str = "127.0.0.1", status: int = 503) -> None:
-        self._server = _FailingHTTPServer((host, 0), status)
-        self._thread: threading.Thread | None = None
+        super().__init__(_FailingHTTPServer((host, 0), status), name="failing-server", join_timeout_s=2)
         self.host = host
-        self.port = int(self._server.server_address[1])
+        self.port = int(self.server.server_address[1])
 
     @property
     def url(self) -> str:
@@ -153,17 +135,4 @@ class FailingServer(_Lifecycle):
 
     @property
     def request_count(self) -> int:
-        return self._server.requests
-
-    def start(self) -> Self:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._server.serve_forever, name="failing-server", daemon=True)
-            self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._thread is not None:
-            self._server.shutdown()
-            self._thread.join(timeout=2)
-            self._thread = None
-        self._server.server_close()
+        return self.server.requests

@@ -46,8 +46,10 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Self
+
+from localdev._process import REPO_ROOT, pid_alive, read_state, repo_pythonpath
+from localdev._serving import Lifecycle
 
 __all__ = [
     "EmbeddingsMode",
@@ -58,7 +60,6 @@ __all__ = [
     "free_port",
 ]
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 
 # Environment variables read by the CLI and by LocalHindsightConfig.from_env().
 ENV_VENV = "HINDSIGHT_VENV"
@@ -180,22 +181,6 @@ class LocalHindsightConfig:
         return cls(**values)
 
 
-def _pid_alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie child still answers kill(0); reap it if it is ours.
-    with contextlib.suppress(ChildProcessError):
-        if os.waitpid(pid, os.WNOHANG)[0] == pid:
-            return False
-    return True
-
-
 def _tail(path: Path, lines: int = _LOG_TAIL_LINES) -> str:
     try:
         text = path.read_text(errors="replace")
@@ -215,7 +200,7 @@ def _http_status(url: str, timeout: float = 2.0) -> int | None:
         return None
 
 
-class LocalHindsight:
+class LocalHindsight(Lifecycle):
     """One local Hindsight: PostgreSQL + pgvector, the LLM stand-in and ``hindsight-api``.
 
     ``start()`` is idempotent (a server already running from the same data dir is reused) and
@@ -338,11 +323,7 @@ class LocalHindsight:
     # --- state --------------------------------------------------------------------------------
 
     def _read_state(self) -> dict[str, Any]:
-        try:
-            state = json.loads(self.state_file.read_text())
-        except (OSError, ValueError):
-            return {}
-        return state if isinstance(state, dict) else {}
+        return read_state(self.state_file)
 
     def _write_state(self, state: Mapping[str, Any]) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -360,9 +341,9 @@ class LocalHindsight:
         return {
             "url": self.url if state else None,
             "healthy": bool(state) and self.is_healthy(),
-            "api_running": _pid_alive(state.get("api_pid")),
+            "api_running": pid_alive(state.get("api_pid")),
             "postgres_running": self._pg_running(),
-            "llm_stub_running": _pid_alive(state.get("llm_pid")),
+            "llm_stub_running": pid_alive(state.get("llm_pid")),
             "data_dir": str(self.data_dir),
             "server_log": str(self.server_log),
             **{k: state[k] for k in ("port", "pg_port", "llm_port", "llm", "embeddings") if k in state},
@@ -401,11 +382,11 @@ class LocalHindsight:
 
     def _start(self) -> Self:
         state = self._read_state()
-        if state and _pid_alive(state.get("api_pid")) and self._pg_running():
+        if state and pid_alive(state.get("api_pid")) and self._pg_running():
             self._ports = {k: int(state[k]) for k in ("port", "pg_port", "llm_port") if state.get(k)}
             # Running: give a busy server time to answer before deciding it is broken and restarting it.
             deadline = time.monotonic() + 30
-            while time.monotonic() < deadline and _pid_alive(state.get("api_pid")):
+            while time.monotonic() < deadline and pid_alive(state.get("api_pid")):
                 if _http_status(f"{self.url}/health", timeout=5.0) == 200:
                     self._log(f"Hindsight is already running at {self.url} (data dir {self.data_dir})")
                     return self
@@ -605,7 +586,7 @@ class LocalHindsight:
         port = self._ports["llm_port"]
         self._log(f"Starting the deterministic LLM stand-in on 127.0.0.1:{port}")
         env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
+        env["PYTHONPATH"] = repo_pythonpath()
         pid = self._spawn(
             [sys.executable, "-m", "localdev.llm_stub", "--port", str(port)],
             self.llm_log,
@@ -613,7 +594,7 @@ class LocalHindsight:
         )
         deadline = time.monotonic() + 15
         while _http_status(f"http://127.0.0.1:{port}/health", timeout=0.5) != 200:
-            if not _pid_alive(pid) or time.monotonic() > deadline:
+            if not pid_alive(pid) or time.monotonic() > deadline:
                 raise HindsightStartError(f"the LLM stand-in did not start:\n{_tail(self.llm_log)}")
             time.sleep(0.05)
         return pid
@@ -669,8 +650,7 @@ class LocalHindsight:
             agent_name=self.agent_name,
             agent_tenant=self.agent_tenant,
         )
-        sources = [str(REPO_ROOT), str(REPO_ROOT / "layers" / "memory_adapter" / "src")]
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [*sources, os.environ.get("PYTHONPATH")]))
+        env["PYTHONPATH"] = repo_pythonpath(adapter=True)
         return env
 
     def _llm_env(self) -> dict[str, str]:
@@ -740,7 +720,7 @@ class LocalHindsight:
             if self.is_healthy():
                 return
             elapsed = time.monotonic() - started
-            if not _pid_alive(pid):
+            if not pid_alive(pid):
                 raise HindsightStartError(self._failure("hindsight-api exited during start-up"))
             if time.monotonic() > deadline:
                 raise HindsightStartError(self._failure(f"not healthy after {self.config.startup_timeout:.0f} s"))
@@ -769,7 +749,7 @@ class LocalHindsight:
     def _stop(self) -> None:
         state = self._read_state()
         api_pid = int(state.get("api_pid") or 0)
-        if _pid_alive(api_pid):
+        if pid_alive(api_pid):
             self._log(f"Stopping hindsight-api (pid {api_pid})")
             _terminate(api_pid, grace=10.0)
         if self.pg_data.exists() and self._site_packages_exists() and self._pg_running():
@@ -783,7 +763,7 @@ class LocalHindsight:
                 if pid:
                     _terminate(pid, grace=5.0)
         llm_pid = int(state.get("llm_pid") or 0)
-        if _pid_alive(llm_pid):
+        if pid_alive(llm_pid):
             self._log(f"Stopping the LLM stand-in (pid {llm_pid})")
             _terminate(llm_pid, grace=5.0)
         with contextlib.suppress(FileNotFoundError):
@@ -804,20 +784,12 @@ class LocalHindsight:
         owner = os.getpid() if pid is None else pid
         args = ["--data-dir", str(self.data_dir), "--venv", str(self.config.venv), "--owner-pid", str(owner)]
         env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
+        env["PYTHONPATH"] = repo_pythonpath()
         self._spawn(
             [sys.executable, "-m", "localdev.hindsight", "watch", *args, *(["--delete"] if delete else [])],
             self.data_dir / "watchdog.log",
             env,
         )
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
 
 def _postmaster_pid(pg_data: Path) -> int | None:
@@ -839,12 +811,12 @@ def _terminate(pid: int, *, grace: float) -> None:
 
     send(signal.SIGTERM)
     deadline = time.monotonic() + grace
-    while _pid_alive(pid) and time.monotonic() < deadline:
+    while pid_alive(pid) and time.monotonic() < deadline:
         time.sleep(0.1)
-    if _pid_alive(pid):
+    if pid_alive(pid):
         send(signal.SIGKILL)
         deadline = time.monotonic() + 5
-        while _pid_alive(pid) and time.monotonic() < deadline:
+        while pid_alive(pid) and time.monotonic() < deadline:
             time.sleep(0.05)
 
 
@@ -857,7 +829,7 @@ def _watch(hs: LocalHindsight, *, owner_pid: int | None, delete: bool) -> int:
         print("watch needs --owner-pid", file=sys.stderr)
         return 2
     while hs.state_file.exists():
-        if not _pid_alive(owner_pid):
+        if not pid_alive(owner_pid):
             print(f"owner {owner_pid} is gone: stopping the local Hindsight in {hs.data_dir}", flush=True)
             if delete:
                 hs.destroy()

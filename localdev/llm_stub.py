@@ -29,15 +29,15 @@ import hashlib
 import json
 import math
 import re
-import signal
 import struct
 import threading
 import time
 from collections import deque
 from collections.abc import Iterator, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
+
+from localdev._serving import BackgroundHTTPServer, serve_in_foreground
 
 __all__ = ["DEFAULT_EMBEDDING_DIMENSIONS", "LLMStub", "chat_completion", "extract_facts", "hashed_embedding"]
 
@@ -459,7 +459,7 @@ class _StubServer(ThreadingHTTPServer):
             self.request_log.append({"endpoint": endpoint, "kind": kind, "request": body, "response": response})
 
 
-class LLMStub:
+class LLMStub(BackgroundHTTPServer[_StubServer]):
     """The stand-in served from a background thread.
 
     >>> with LLMStub() as stub:
@@ -467,12 +467,11 @@ class LLMStub:
     """
 
     def __init__(self, *, host: str = "127.0.0.1", port: int = 0) -> None:
-        self._server = _StubServer((host, port))
-        self._thread: threading.Thread | None = None
+        super().__init__(_StubServer((host, port)), name="llm-stub")
 
     @property
     def port(self) -> int:
-        return int(self._server.server_address[1])
+        return int(self.server.server_address[1])
 
     @property
     def base_url(self) -> str:
@@ -482,31 +481,10 @@ class LLMStub:
     @property
     def requests(self) -> list[JSON]:
         """The most recent requests served (oldest first), with their kind and response."""
-        return list(self._server.request_log)
+        return list(self.server.request_log)
 
     def requests_of(self, kind: str) -> Iterator[JSON]:
         return (r for r in self.requests if r["kind"] == kind)
-
-    def start(self) -> Self:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._server.serve_forever, name="llm-stub", daemon=True)
-            self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._thread is not None:
-            self._server.shutdown()
-            self._thread.join(timeout=5)
-            self._thread = None
-        self._server.server_close()
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -516,14 +494,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port (printed on start)")
     args = parser.parse_args(argv)
     server = _StubServer((args.host, args.port))
-    signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown, daemon=True).start())
     print(f"llm stub listening on http://{args.host}:{server.server_address[1]}/v1", flush=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
+    serve_in_foreground(server)
     return 0
 
 

@@ -29,19 +29,20 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 import uuid
 from collections.abc import Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Self
 
 import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
+
+from localdev._process import REPO_ROOT, pid_alive, read_state, repo_pythonpath
+from localdev._serving import BackgroundHTTPServer, Lifecycle, serve_in_foreground
 
 __all__ = [
     "DEFAULT_PORT",
@@ -54,7 +55,6 @@ __all__ = [
     "running_issuer_url",
 ]
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA_DIR = REPO_ROOT / ".local" / "token-issuer"
 DEFAULT_PORT = 8890
 LOCAL_CLIENT_ID = "local-agent-client"
@@ -195,7 +195,7 @@ class _IssuerHTTPServer(ThreadingHTTPServer):
         self.owner = owner
 
 
-class TokenIssuer:
+class TokenIssuer(Lifecycle):
     """A local OIDC issuer: an RSA key, discovery + JWKS over HTTP, and :meth:`mint`.
 
     Args:
@@ -219,10 +219,9 @@ class TokenIssuer:
         self.client_id = client_id
         self.key = load_or_create_key(data_dir) if data_dir is not None else SigningKey.generate()
         self._published: list[SigningKey] = [self.key]
-        self._server = _IssuerHTTPServer((host, port), self) if serve else None
-        self._thread: threading.Thread | None = None
+        self._http = BackgroundHTTPServer(_IssuerHTTPServer((host, port), self), name="token-issuer") if serve else None
         self.host = host
-        self.port = int(self._server.server_address[1]) if self._server is not None else port
+        self.port = int(self._http.server.server_address[1]) if self._http is not None else port
         self.jwks_fetches = 0
 
     @classmethod
@@ -300,9 +299,8 @@ class TokenIssuer:
 
     def start(self) -> Self:
         """Serve discovery and JWKS from a background thread (and record the URL in the data dir)."""
-        if self._thread is None and self._server is not None:
-            self._thread = threading.Thread(target=self._server.serve_forever, name="token-issuer", daemon=True)
-            self._thread.start()
+        if self._http is not None and not self._http.serving:
+            self._http.start()
             self._write_state()
         return self
 
@@ -312,62 +310,34 @@ class TokenIssuer:
             (self.data_dir / _STATE_FILE).write_text(json.dumps(state, indent=2))
 
     def stop(self) -> None:
-        if self._server is None:
+        if self._http is None:
             return
-        if self._thread is not None:
-            self._server.shutdown()
-            self._thread.join(timeout=5)
-            self._thread = None
-            if self.data_dir is not None:
-                with contextlib.suppress(FileNotFoundError):
-                    (self.data_dir / _STATE_FILE).unlink()
-        self._server.server_close()
+        was_serving = self._http.serving
+        self._http.stop()
+        if was_serving:
+            self._forget_state()
+
+    def _forget_state(self) -> None:
+        if self.data_dir is not None:
+            with contextlib.suppress(FileNotFoundError):
+                (self.data_dir / _STATE_FILE).unlink()
 
     def serve_forever(self) -> None:
         """Serve in the foreground until SIGTERM/SIGINT."""
-        if self._server is None:
+        if self._http is None:
             raise RuntimeError("this TokenIssuer was made with serve=False")
-        server = self._server
         self._write_state()
-        signal.signal(signal.SIGTERM, lambda *_: threading.Thread(target=server.shutdown, daemon=True).start())
         try:
-            server.serve_forever()
-        except KeyboardInterrupt:
-            pass
+            serve_in_foreground(self._http.server)
         finally:
-            server.server_close()
-            if self.data_dir is not None:
-                with contextlib.suppress(FileNotFoundError):
-                    (self.data_dir / _STATE_FILE).unlink()
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
+            self._forget_state()
 
 
 # --- minting without a server (the CLI) ------------------------------------------------------------
 
 
 def _read_state(data_dir: Path) -> dict[str, Any]:
-    try:
-        state = json.loads((data_dir / _STATE_FILE).read_text())
-    except (OSError, ValueError):
-        return {}
-    return state if isinstance(state, dict) else {}
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return read_state(data_dir / _STATE_FILE)
 
 
 def default_data_dir() -> Path:
@@ -389,7 +359,7 @@ def running_issuer_url(data_dir: Path | None = None) -> str:
     """The ``iss`` of the background issuer of ``data_dir`` if one runs (whatever port it was started on), else
     :func:`default_issuer_url`: what a server that trusts the local issuer must be configured with."""
     state = _read_state(default_data_dir() if data_dir is None else data_dir)
-    if state.get("pid") and _pid_alive(int(state["pid"])) and state.get("issuer"):
+    if state.get("pid") and pid_alive(int(state["pid"])) and state.get("issuer"):
         return str(state["issuer"])
     return default_issuer_url()
 
@@ -399,12 +369,12 @@ def ensure_running(data_dir: Path | None = None, *, port: int | None = None, cli
     data_dir = default_data_dir() if data_dir is None else data_dir
     port = default_port() if port is None else port
     state = _read_state(data_dir)
-    if state.get("pid") and _pid_alive(int(state["pid"])) and state.get("issuer"):
+    if state.get("pid") and pid_alive(int(state["pid"])) and state.get("issuer"):
         return str(state["issuer"])
     data_dir.mkdir(parents=True, exist_ok=True)
     (data_dir / _STATE_FILE).unlink(missing_ok=True)  # stale: its process is gone
     log_path = data_dir / "issuer.log"
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")])))
+    env = dict(os.environ, PYTHONPATH=repo_pythonpath())
     cmd = [sys.executable, "-m", "localdev.token_issuer", "serve", "--data-dir", str(data_dir)]
     with log_path.open("ab") as log:
         subprocess.Popen(
@@ -427,11 +397,11 @@ def stop_background(data_dir: Path | None = None) -> bool:
     """Stop the background issuer of ``data_dir`` (SIGTERM); False when none was running."""
     data_dir = default_data_dir() if data_dir is None else data_dir
     pid = int(_read_state(data_dir).get("pid") or 0)
-    if not pid or not _pid_alive(pid):
+    if not pid or not pid_alive(pid):
         return False
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + 5
-    while _pid_alive(pid) and time.monotonic() < deadline:
+    while pid_alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     return True
 
@@ -449,7 +419,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     data_dir: Path = args.data_dir
     state = _read_state(data_dir)
-    running = bool(state.get("pid")) and _pid_alive(int(state["pid"]))
+    running = bool(state.get("pid")) and pid_alive(int(state["pid"]))
 
     if args.command == "serve":
         issuer = TokenIssuer(data_dir, port=args.port, client_id=args.client_id)
