@@ -68,6 +68,19 @@ INSTALL_EXTENSION = (
 
 
 @dataclass(frozen=True)
+class _TaskParts:
+    """What every Hindsight task (the API's and each worker's) is built from: the same image, extension,
+    environment and secrets, so API and workers cannot drift apart."""
+
+    config: HindsightConfig
+    image: ecs.ContainerImage
+    extension: s3_assets.Asset
+    extension_sha256: str
+    environment: dict[str, str]
+    secrets: dict[str, ecs.Secret]
+
+
+@dataclass(frozen=True)
 class ServiceSecrets:
     """Credentials the memory service owns. The operator key is never granted to the agent."""
 
@@ -134,19 +147,10 @@ class MemoryService(Construct):
         environment.update(
             isolation_environment(auth, identity, agent_name=agent_name, expiry_grace_s=auth.retain_grace_seconds)
         )
-        secrets = self._container_secrets(database, identity)
-        self.api_task = self._task_definition(
-            "Api",
-            config,
-            image,
-            extension,
-            extension_sha256,
-            environment,
-            secrets,
-            command=API_COMMAND,
-            port=config.port,
-            worker_id=None,
+        parts = _TaskParts(
+            config, image, extension, extension_sha256, environment, self._container_secrets(database, identity)
         )
+        self.api_task = self._task_definition("Api", parts, command=API_COMMAND, port=config.port, worker_id=None)
         self.api_service = ecs.FargateService(
             self,
             "Api",
@@ -165,10 +169,7 @@ class MemoryService(Construct):
             min_capacity=config.api_min_count, max_capacity=config.api_max_count
         )
         scaling.scale_on_cpu_utilization("Cpu", target_utilization_percent=config.cpu_target_percent)
-        self.worker_services = [
-            self._worker(i, config, image, extension, extension_sha256, environment, secrets, network)
-            for i in range(1, config.worker_count + 1)
-        ]
+        self.worker_services = [self._worker(i, parts, network) for i in range(1, config.worker_count + 1)]
         if image_dependency is not None:
             for service in [self.api_service, *self.worker_services]:
                 service.node.add_dependency(image_dependency)
@@ -290,19 +291,9 @@ class MemoryService(Construct):
         return secrets
 
     def _task_definition(
-        self,
-        construct_id: str,
-        config: HindsightConfig,
-        image: ecs.ContainerImage,
-        extension: s3_assets.Asset,
-        extension_sha256: str,
-        environment: dict[str, str],
-        secrets: dict[str, ecs.Secret],
-        *,
-        command: str,
-        port: int,
-        worker_id: str | None,
+        self, construct_id: str, parts: _TaskParts, *, command: str, port: int, worker_id: str | None
     ) -> ecs.FargateTaskDefinition:
+        config, image, extension = parts.config, parts.image, parts.extension
         task = ecs.FargateTaskDefinition(
             self,
             f"{construct_id}Task",
@@ -328,7 +319,7 @@ class MemoryService(Construct):
             environment={
                 "EXT_BUCKET": extension.s3_bucket_name,
                 "EXT_KEY": extension.s3_object_key,
-                "EXT_SHA256": extension_sha256,
+                "EXT_SHA256": parts.extension_sha256,
                 "AWS_REGION": Aws.REGION,
                 "HOME": "/tmp",  # noqa: S108
             },
@@ -338,7 +329,7 @@ class MemoryService(Construct):
             ecs.MountPoint(container_path=EXTENSION_DIR, source_volume="extension", read_only=False),
             ecs.MountPoint(container_path="/tmp", source_volume="tmp", read_only=False),  # noqa: S108
         )
-        env = dict(environment)
+        env = dict(parts.environment)
         health_port = port
         if worker_id is not None:
             env["HINDSIGHT_API_WORKER_ID"] = worker_id
@@ -353,7 +344,7 @@ class MemoryService(Construct):
             entry_point=["/bin/bash", "-c"],
             command=[command],
             environment=env,
-            secrets=secrets,
+            secrets=parts.secrets,
             port_mappings=[ecs.PortMapping(container_port=port)] if worker_id is None else [],
             # Liveness: the process answers without touching the database. Readiness (/health, which checks the
             # database) is the load balancer's health check.
@@ -383,30 +374,11 @@ class MemoryService(Construct):
             models.append(config.llm_model)
         return models
 
-    def _worker(
-        self,
-        index: int,
-        config: HindsightConfig,
-        image: ecs.ContainerImage,
-        extension: s3_assets.Asset,
-        extension_sha256: str,
-        environment: dict[str, str],
-        secrets: dict[str, ecs.Secret],
-        network: Network,
-    ) -> ecs.FargateService:
+    def _worker(self, index: int, parts: _TaskParts, network: Network) -> ecs.FargateService:
         # One service per worker id, never two tasks at once (max 100 %): work a dead task had claimed is
         # reclaimed only by a worker with the same id, so ids must survive task replacement.
         task = self._task_definition(
-            f"Worker{index}",
-            config,
-            image,
-            extension,
-            extension_sha256,
-            environment,
-            secrets,
-            command=WORKER_COMMAND,
-            port=config.port,
-            worker_id=f"worker-{index}",
+            f"Worker{index}", parts, command=WORKER_COMMAND, port=parts.config.port, worker_id=f"worker-{index}"
         )
         return ecs.FargateService(
             self,
