@@ -19,6 +19,8 @@ AURORA_POSTGRES_VERSION = rds.AuroraPostgresEngineVersion.VER_17_7
 DATABASE_NAME = "hindsight"
 #: The master user: on RDS it holds rds_superuser, which Hindsight's migrations need for CREATE EXTENSION vector.
 MASTER_USERNAME = "hindsight"
+#: Server parameters of either engine: TLS only, and every connection and disconnection logged.
+SERVER_PARAMETERS = {"rds.force_ssl": "1", "log_connections": "1", "log_disconnections": "1"}
 
 
 class VectorDatabase(Construct):
@@ -80,15 +82,14 @@ class VectorDatabase(Construct):
             vpc_subnets=network.subnets,
         )
 
+    def _parameter_group(self, engine: rds.IEngine, description: str) -> rds.ParameterGroup:
+        return rds.ParameterGroup(
+            self, "Parameters", engine=engine, description=description, parameters=dict(SERVER_PARAMETERS)
+        )
+
     def _instance(self, config: DatabaseConfig, common: dict[str, object]) -> None:
         engine = rds.DatabaseInstanceEngine.postgres(version=POSTGRES_VERSION)
-        parameters = rds.ParameterGroup(
-            self,
-            "Parameters",
-            engine=engine,
-            description="Hindsight PostgreSQL: TLS only, connection logging",
-            parameters={"rds.force_ssl": "1", "log_connections": "1", "log_disconnections": "1"},
-        )
+        parameters = self._parameter_group(engine, "Hindsight PostgreSQL: TLS only, connection logging")
         instance = rds.DatabaseInstance(
             self,
             "Instance",
@@ -115,13 +116,7 @@ class VectorDatabase(Construct):
 
     def _aurora(self, config: DatabaseConfig, common: dict[str, object], network: Network) -> None:
         engine = rds.DatabaseClusterEngine.aurora_postgres(version=AURORA_POSTGRES_VERSION)
-        parameters = rds.ParameterGroup(
-            self,
-            "Parameters",
-            engine=engine,
-            description="Hindsight Aurora PostgreSQL: TLS only, connection logging",
-            parameters={"rds.force_ssl": "1", "log_connections": "1", "log_disconnections": "1"},
-        )
+        parameters = self._parameter_group(engine, "Hindsight Aurora PostgreSQL: TLS only, connection logging")
         del common["vpc"], common["vpc_subnets"], common["storage_encryption_key"]
         common["cloudwatch_logs_exports"] = ["postgresql"]  # Aurora has no "upgrade" log
         readers = (
