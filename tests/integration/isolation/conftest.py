@@ -3,14 +3,12 @@ multi-tenant and agent-credential tests, a dedicated one configured with a tenan
 
 from __future__ import annotations
 
-import secrets
 import shutil
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from hindsight_isolation.settings import ENV_TENANT_PREFIX
 from localdev.hindsight import LocalHindsight, LocalHindsightConfig
 from localdev.token_issuer import TENANT_CLAIM, TokenIssuer
 from tests.integration.isolation.support import Server
@@ -36,27 +34,24 @@ def iso(local_hindsight: Any, token_issuer: TokenIssuer) -> Server:
 @pytest.fixture(scope="session")
 def tenant_iso(token_issuer: TokenIssuer) -> Iterator[Server]:
     """A dedicated Hindsight whose tokens carry a tenant claim, with a per-deployment agent key for (acme, support)."""
-    agent_key = secrets.token_urlsafe(32)
     config = LocalHindsightConfig.ephemeral(
         issuer_discovery_url=token_issuer.discovery_url,
         jwt_tenant_claim=TENANT_CLAIM,
-        extra_env={
-            f"{ENV_TENANT_PREFIX}AGENT_KEY": agent_key,
-            f"{ENV_TENANT_PREFIX}AGENT_NAME": AGENT_NAME,
-            f"{ENV_TENANT_PREFIX}AGENT_TENANT": AGENT_TENANT,
-        },
+        agent_name=AGENT_NAME,
+        agent_tenant=AGENT_TENANT,
     )
     hindsight = LocalHindsight(config)
     hindsight.start()
     hindsight.stop_when_gone(delete=True)  # even if this session is killed, nothing is left running
     assert hindsight.operator_key is not None
+    assert hindsight.agent_key is not None
     try:
         yield Server(
             url=hindsight.url,
             operator_key=hindsight.operator_key,
             mint=token_issuer.mint,
             server_log=hindsight.server_log,
-            agent_key=agent_key,
+            agent_key=hindsight.agent_key,
             agent_name=AGENT_NAME,
             agent_tenant=AGENT_TENANT,
             extra={"issuer": token_issuer},
