@@ -113,6 +113,11 @@ hindsight-stop: venv ## Stop the local Hindsight
 hindsight-status: venv ## Is the local Hindsight running?
 	$(BIN)/python -m localdev.hindsight status
 
+.PHONY: local-stop
+local-stop: venv ## Stop everything `make local` started (agent, Hindsight, PostgreSQL, LLM stand-in, token issuer)
+	$(BIN)/python -m localdev.agent stop
+	$(BIN)/python -m localdev.hindsight stop
+
 .PHONY: clean
 clean: ## Remove build outputs (keeps the virtualenvs)
 	rm -rf build cdk.out .pytest_cache .mypy_cache .ruff_cache

@@ -282,9 +282,16 @@ def main(argv: list[str] | None = None) -> int:
     return 0 if ok else 1
 
 
+def _shown_python() -> str:
+    """The interpreter to show in hints: ``.venv/bin/python`` when run from the repository's virtualenv."""
+    shown = os.path.relpath(sys.executable)
+    return shown if not shown.startswith("..") else sys.executable
+
+
 def _finish(hindsight: LocalHindsight, agent_url: str | None) -> None:
+    py = _shown_python()
     agent_hint = (
-        f"  TOKEN=$(python -m localdev.token_issuer mint --user user-alex)\n"
+        f"  TOKEN=$({py} -m localdev.token_issuer mint --user user-alex)\n"
         f'  curl -s {agent_url}/invocations -H "Authorization: Bearer $TOKEN" '
         f"-H 'Content-Type: application/json' -d '{{\"prompt\": \"How should you contact me?\"}}'\n"
         if agent_url
@@ -293,11 +300,9 @@ def _finish(hindsight: LocalHindsight, agent_url: str | None) -> None:
     print(
         "\nThe services are still running. Try them:\n"
         f"  curl -s {hindsight.url}/health\n"
-        "  python -m localdev.token_issuer mint --user user-alex     # a bearer token for the local agent\n"
         f"{agent_hint}"
         "Stop them with:\n"
-        "  python -m localdev.agent stop   # the agent\n"
-        "  make hindsight-stop      # stops Hindsight, PostgreSQL, the LLM stand-in and the token issuer"
+        "  make local-stop      # the agent, Hindsight, PostgreSQL, the LLM stand-in and the token issuer"
     )
     if os.environ.get("CI"):  # nobody is there to explore: leave nothing running
         default_agent().stop()
