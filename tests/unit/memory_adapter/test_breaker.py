@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import threading
+from typing import Any
 
 from memory_adapter import TurnContext
 from memory_adapter.breaker import BreakerState, CircuitBreaker
 from memory_adapter.observability import Metric
 from memory_adapter.testing import Fault
+
+from .conftest import MetricsRecorder
 
 
 class Clock:
@@ -37,9 +41,12 @@ def test_state_machine():
     breaker.record_failure()
     assert not breaker.allow()
     assert state(breaker) is BreakerState.OPEN
+    assert not breaker.probe_due()
     assert not breaker.begin_probe()  # too early
     clock.now = 10
+    assert breaker.probe_due()
     assert breaker.begin_probe()
+    assert not breaker.probe_due()  # claimed: half-open
     assert not breaker.begin_probe()  # one probe at a time
     assert state(breaker) is BreakerState.HALF_OPEN
     assert not breaker.allow()
@@ -117,3 +124,41 @@ async def test_auto_replay_after_recovery(make_adapter, fake):
         await asyncio.sleep(0.02)
     assert adapter.spooled_retains == 0
     assert len(fake.documents("user:alice:agent:support")) == 1
+
+
+class ThreadRecordingMetrics(MetricsRecorder):
+    """Records which thread emitted each breaker-state point."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.state_threads: list[tuple[float, int]] = []
+
+    def add_metric(self, name: str, unit: Any, value: float) -> None:
+        super().add_metric(name, unit, value)
+        if name == Metric.BREAKER_STATE:
+            self.state_threads.append((value, threading.get_ident()))
+
+
+async def test_probe_is_claimed_off_the_turn_thread(make_adapter, fake):
+    # GIVEN an open breaker whose reset timeout has passed, with a metrics sink that notes the emitting thread
+    recorder = ThreadRecordingMetrics()
+    fake.fault = Fault.DOWN
+    adapter = make_adapter(breaker_failure_threshold=1, breaker_reset_timeout=0.05, metrics=recorder)
+    await adapter.recall_for_turn(ctx(), "hello")
+    assert adapter.breaker_state == "open"
+    fake.fault = Fault.NONE
+    await asyncio.sleep(0.06)
+    # WHEN a turn finds the breaker open and a probe due
+    skipped = await adapter.recall_for_turn(ctx(), "hello")
+    assert skipped.reason == "breaker_open"
+    for _ in range(500):
+        if adapter.breaker_state == "closed":
+            break
+        await asyncio.sleep(0.02)
+    # THEN the probe ran and closed the breaker, and the half-open and closed transitions (metric and log
+    # callbacks) ran on a pool thread, never on the turn's thread
+    assert adapter.breaker_state == "closed"
+    turn_thread = threading.get_ident()
+    transitions = [(value, thread) for value, thread in recorder.state_threads if value != 1]
+    assert [value for value, _ in transitions] == [2, 0]
+    assert all(thread != turn_thread for _, thread in transitions)

@@ -89,6 +89,8 @@ class _Runtime:
     delivery: RetainDelivery
     recall_pool: concurrent.futures.ThreadPoolExecutor
     exit_hook: Callable[[], None]
+    probe_gate: threading.Lock = dataclasses.field(default_factory=threading.Lock)
+    """Held from handing a probe job to the pool until that job ends: at most one job queued or running."""
 
 
 class HindsightRuntimeAdapter:
@@ -553,13 +555,30 @@ class HindsightRuntimeAdapter:
         return True
 
     def _maybe_probe(self) -> None:
+        """Called on the turn path while the breaker is open: two reads, and at most one job handed to the pool.
+
+        Claiming the probe (a lock and the half-open transition, whose callbacks emit a metric and a log line) and
+        the probe itself run in :meth:`_probe_job` on a recall thread, so no turn pays for them.
+        """
         rt = self._rt
-        if rt is None or not rt.breaker.begin_probe():
+        if rt is None or not rt.breaker.probe_due() or not rt.probe_gate.acquire(blocking=False):
             return
         try:
-            rt.recall_pool.submit(self._probe_blocking, rt)
-        except RuntimeError:  # pool shut down by aclose
-            rt.breaker.record_failure()
+            rt.recall_pool.submit(self._probe_job, rt)
+        except RuntimeError:  # pool shut down by aclose: no probe, the breaker stays open
+            rt.probe_gate.release()
+
+    def _probe_job(self, rt: _Runtime) -> None:
+        """Runs on a recall thread: claim the probe (only one caller wins) and probe, unless the adapter closed."""
+        try:
+            if self._rt is rt and rt.breaker.begin_probe():
+                try:
+                    self._probe_blocking(rt)
+                except Exception:  # an unexpected error must not leave the breaker half-open for good
+                    logging.getLogger("memory_adapter").warning("memory probe failed", exc_info=True)
+                    rt.breaker.record_failure()
+        finally:
+            rt.probe_gate.release()
 
     def _breaker_changed(self, old: BreakerState, new: BreakerState) -> None:
         self._observer.count(Metric.BREAKER_STATE, new.metric_value)

@@ -1,9 +1,10 @@
 """A small thread-safe circuit breaker: turns skip memory at near-zero cost while Hindsight is down or hung.
 
-Closed: calls go through; ``failure_threshold`` consecutive failures open it. Open: :meth:`allow` is ``False`` (a
-lock and a comparison) until ``reset_timeout`` has passed; then exactly one caller gets ``True`` from
-:meth:`begin_probe` and the breaker is half-open while that probe runs (the adapter probes in the background, so no
-turn waits on it). A successful probe or call closes it; a failed probe re-opens it for another ``reset_timeout``.
+Closed: calls go through; ``failure_threshold`` consecutive failures open it. Open: :meth:`allow` is ``False`` (one
+read) until ``reset_timeout`` has passed (:meth:`probe_due`, also lock-free); then exactly one caller gets ``True``
+from :meth:`begin_probe` and the breaker is half-open while that probe runs (the adapter claims and runs the probe on a
+background thread, so no turn pays for the claim, its ``on_change`` callbacks or the probe). A successful probe or
+call closes it; a failed probe re-opens it for another ``reset_timeout``.
 """
 
 from __future__ import annotations
@@ -66,6 +67,14 @@ class CircuitBreaker:
     def allow(self) -> bool:
         """Whether a call may go to the dependency now (only when closed)."""
         return self._state is BreakerState.CLOSED
+
+    def probe_due(self) -> bool:
+        """Whether the breaker is open and its reset timeout has passed (no lock: a hint for :meth:`begin_probe`).
+
+        Cheap enough for every short-circuited call; a stale answer only costs one :meth:`begin_probe` that
+        returns ``False``.
+        """
+        return self._state is BreakerState.OPEN and self._clock() - self._opened_at >= self._reset_timeout
 
     def begin_probe(self) -> bool:
         """Claim the single probe of an open breaker whose reset timeout has passed; ``True`` means "probe now"."""
