@@ -10,7 +10,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 __all__ = ["SEED_FACTS", "BankAdmin"]
@@ -88,22 +88,25 @@ class BankAdmin:
         found = self._call("POST", f"{self._bank(bank_id)}/memories/recall", body)
         return len(found.get("results") or [])
 
-    def documents(self, bank_id: str) -> list[dict[str, Any]]:
-        """Every document of the bank (paged); empty when the bank does not exist."""
-        out: list[dict[str, Any]] = []
+    def _paged(self, bank_id: str, resource: str, items_key: str, limit: int) -> Iterator[dict[str, Any]]:
+        """Every item of a paged bank listing (`{items_key: [...], "total": n}`); none when the bank is absent."""
         offset = 0
         while True:
             try:
-                page = self._call("GET", f"{self._bank(bank_id)}/documents?limit=500&offset={offset}")
+                page = self._call("GET", f"{self._bank(bank_id)}/{resource}?limit={limit}&offset={offset}")
             except urllib.error.HTTPError as exc:
                 if exc.code == 404:
-                    return out
+                    return
                 raise
-            items = page.get("items") or []
-            out.extend(items)
+            items = page.get(items_key) or []
+            yield from items
             offset += len(items)
             if not items or offset >= int(page.get("total") or 0):
-                return out
+                return
+
+    def documents(self, bank_id: str) -> list[dict[str, Any]]:
+        """Every document of the bank (paged); empty when the bank does not exist."""
+        return list(self._paged(bank_id, "documents", "items", limit=500))
 
     def prune(self, bank_id: str, keep_prefix: str = "seed-") -> int:
         """Delete every document whose id does not start with ``keep_prefix`` (with its memories); return how many."""
@@ -117,20 +120,8 @@ class BankAdmin:
 
     def unfinished_operations(self, bank_id: str) -> int:
         """Queued or running operations of the bank (retains, consolidation)."""
-        unfinished = 0
-        offset = 0
-        while True:
-            try:
-                page = self._call("GET", f"{self._bank(bank_id)}/operations?limit=100&offset={offset}")
-            except urllib.error.HTTPError as exc:
-                if exc.code == 404:
-                    return unfinished
-                raise
-            ops = page.get("operations") or []
-            unfinished += sum(1 for op in ops if str(op.get("status")) not in _TERMINAL)
-            offset += len(ops)
-            if not ops or offset >= int(page.get("total") or 0):
-                return unfinished
+        operations = self._paged(bank_id, "operations", "operations", limit=100)
+        return sum(1 for op in operations if str(op.get("status")) not in _TERMINAL)
 
     def wait_settled(self, banks: Iterable[str], timeout: float = 300.0) -> float:
         """Wait until no operation of ``banks`` is queued or running; return the seconds waited (capped)."""
