@@ -48,8 +48,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Self
 
-from localdev._process import REPO_ROOT, pid_alive, read_state, repo_pythonpath
 from localdev._serving import Lifecycle
+from localdev.supervisor import REPO_ROOT, StateFile, pid_alive, repo_pythonpath
 
 __all__ = [
     "EmbeddingsMode",
@@ -323,7 +323,7 @@ class LocalHindsight(Lifecycle):
     # --- state --------------------------------------------------------------------------------
 
     def _read_state(self) -> dict[str, Any]:
-        return read_state(self.state_file)
+        return StateFile(self.state_file).read()
 
     def _write_state(self, state: Mapping[str, Any]) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)

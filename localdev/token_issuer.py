@@ -23,11 +23,8 @@ Never use it outside local development: anyone with the data dir can mint any id
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
-import signal
-import subprocess
 import sys
 import time
 import uuid
@@ -41,8 +38,9 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
 
-from localdev._process import REPO_ROOT, pid_alive, read_state, repo_pythonpath
 from localdev._serving import BackgroundHTTPServer, Lifecycle, serve_in_foreground
+from localdev.supervisor import REPO_ROOT, StartError, StateFile, child_env, spawn, terminate, wait_until_ready
+from localdev.supervisor import stop_when_gone as _stop_when_gone
 
 __all__ = [
     "DEFAULT_PORT",
@@ -228,7 +226,7 @@ class TokenIssuer(Lifecycle):
     def attach(cls, data_dir: Path | None = None, *, port: int | None = None) -> TokenIssuer:
         """Mint for the background issuer (``ensure_running``) without serving: same key, same ``iss``."""
         data_dir = default_data_dir() if data_dir is None else data_dir
-        state = _read_state(data_dir)
+        state = _state(data_dir).read()
         port = int(state.get("port") or (default_port() if port is None else port))
         return cls(data_dir, port=port, serve=False)
 
@@ -306,8 +304,7 @@ class TokenIssuer(Lifecycle):
 
     def _write_state(self) -> None:
         if self.data_dir is not None:
-            state = {"issuer": self.issuer, "port": self.port, "kid": self.kid, "pid": os.getpid()}
-            (self.data_dir / _STATE_FILE).write_text(json.dumps(state, indent=2))
+            _state(self.data_dir).write({"issuer": self.issuer, "port": self.port, "kid": self.kid, "pid": os.getpid()})
 
     def stop(self) -> None:
         if self._http is None:
@@ -319,8 +316,7 @@ class TokenIssuer(Lifecycle):
 
     def _forget_state(self) -> None:
         if self.data_dir is not None:
-            with contextlib.suppress(FileNotFoundError):
-                (self.data_dir / _STATE_FILE).unlink()
+            _state(self.data_dir).clear()
 
     def serve_forever(self) -> None:
         """Serve in the foreground until SIGTERM/SIGINT."""
@@ -336,8 +332,9 @@ class TokenIssuer(Lifecycle):
 # --- minting without a server (the CLI) ------------------------------------------------------------
 
 
-def _read_state(data_dir: Path) -> dict[str, Any]:
-    return read_state(data_dir / _STATE_FILE)
+def _state(data_dir: Path) -> StateFile:
+    """What the serving process records about itself (its pid, port and ``iss``)."""
+    return StateFile(data_dir / _STATE_FILE)
 
 
 def default_data_dir() -> Path:
@@ -358,52 +355,58 @@ def default_issuer_url() -> str:
 def running_issuer_url(data_dir: Path | None = None) -> str:
     """The ``iss`` of the background issuer of ``data_dir`` if one runs (whatever port it was started on), else
     :func:`default_issuer_url`: what a server that trusts the local issuer must be configured with."""
-    state = _read_state(default_data_dir() if data_dir is None else data_dir)
-    if state.get("pid") and pid_alive(int(state["pid"])) and state.get("issuer"):
-        return str(state["issuer"])
-    return default_issuer_url()
+    return _running_issuer(default_data_dir() if data_dir is None else data_dir) or default_issuer_url()
+
+
+def _running_issuer(data_dir: Path) -> str | None:
+    state = _state(data_dir)
+    issuer = state.read().get("issuer")
+    return str(issuer) if issuer and state.live_pid() else None
 
 
 def ensure_running(data_dir: Path | None = None, *, port: int | None = None, client_id: str = LOCAL_CLIENT_ID) -> str:
     """Start ``serve`` as a background process for ``data_dir`` unless one runs already; return the issuer URL."""
     data_dir = default_data_dir() if data_dir is None else data_dir
     port = default_port() if port is None else port
-    state = _read_state(data_dir)
-    if state.get("pid") and pid_alive(int(state["pid"])) and state.get("issuer"):
-        return str(state["issuer"])
-    data_dir.mkdir(parents=True, exist_ok=True)
-    (data_dir / _STATE_FILE).unlink(missing_ok=True)  # stale: its process is gone
-    log_path = data_dir / "issuer.log"
-    env = dict(os.environ, PYTHONPATH=repo_pythonpath())
+    running = _running_issuer(data_dir)
+    if running:
+        return running
+    state = _state(data_dir)
+    state.clear()  # stale: its process is gone
+    log_file = data_dir / "issuer.log"
     cmd = [sys.executable, "-m", "localdev.token_issuer", "serve", "--data-dir", str(data_dir)]
-    with log_path.open("ab") as log:
-        subprocess.Popen(
-            [*cmd, "--port", str(port), "--client-id", client_id],
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=env,
-            start_new_session=True,
+    pid = spawn(
+        [*cmd, "--port", str(port), "--client-id", client_id], log_file=log_file, env=child_env(), cwd=REPO_ROOT
+    )
+    try:  # the serving process records its URL once it listens
+        wait_until_ready(
+            lambda: bool(state.read().get("issuer")),
+            name="the token issuer",
+            pid=pid,
+            log_file=log_file,
+            timeout_s=10.0,
+            poll_s=0.05,
         )
-    deadline = time.monotonic() + 10
-    while not _read_state(data_dir).get("issuer"):
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"the token issuer did not start; see {log_path}")
-        time.sleep(0.05)
-    return str(_read_state(data_dir)["issuer"])
+    except StartError:
+        terminate(pid, grace_s=5.0)
+        raise
+    return str(state.read()["issuer"])
 
 
 def stop_background(data_dir: Path | None = None) -> bool:
-    """Stop the background issuer of ``data_dir`` (SIGTERM); False when none was running."""
+    """Stop the background issuer of ``data_dir`` (SIGTERM, then SIGKILL); False when none was running."""
+    return terminate(_state(default_data_dir() if data_dir is None else data_dir).live_pid(), grace_s=5.0)
+
+
+def stop_when_gone(data_dir: Path | None = None, *, owner_pid: int | None = None) -> None:
+    """Stop the background issuer of ``data_dir`` once ``owner_pid`` (default: this process) has died."""
     data_dir = default_data_dir() if data_dir is None else data_dir
-    pid = int(_read_state(data_dir).get("pid") or 0)
-    if not pid or not pid_alive(pid):
-        return False
-    os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + 5
-    while pid_alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return True
+    _stop_when_gone(
+        [sys.executable, "-m", "localdev.token_issuer", "stop", "--data-dir", str(data_dir)],
+        while_exists=data_dir / _STATE_FILE,
+        log_file=data_dir / "watchdog.log",
+        owner_pid=owner_pid,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -418,8 +421,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--token-use", default="access", choices=["access", "id"])
     args = parser.parse_args(argv)
     data_dir: Path = args.data_dir
-    state = _read_state(data_dir)
-    running = bool(state.get("pid")) and pid_alive(int(state["pid"]))
+    state = _state(data_dir).read()
+    running = _state(data_dir).live_pid() is not None
 
     if args.command == "serve":
         issuer = TokenIssuer(data_dir, port=args.port, client_id=args.client_id)
