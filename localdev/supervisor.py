@@ -216,9 +216,10 @@ def http_status(url: str, timeout: float = 2.0) -> int | None:
 
 
 def pid_alive(pid: int | None) -> bool:
-    """True while process ``pid`` runs; False for no pid, a gone one, or an exited child of ours.
+    """True while process ``pid`` runs; False for no pid, a gone one, or one that has exited (a zombie).
 
-    A zombie child still answers ``kill(pid, 0)``, so an exited child of this process is reaped here.
+    A zombie still answers ``kill(pid, 0)``: an exited child of this process is reaped here, and any other zombie
+    (an orphan whose init does not reap, as in some containers) is recognised from ``/proc``.
     """
     if pid is None or pid <= 0:
         return False
@@ -231,7 +232,15 @@ def pid_alive(pid: int | None) -> bool:
     with contextlib.suppress(ChildProcessError):
         if os.waitpid(pid, os.WNOHANG)[0] == pid:
             return False
-    return True
+    return not _is_zombie(pid)
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False  # no /proc (or the process just went): kill(pid, 0) said it runs
+    return stat.rpartition(")")[2].split()[:1] == ["Z"]
 
 
 def terminate(pid: int | None, *, grace_s: float) -> bool:
