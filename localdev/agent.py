@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from localdev.supervisor import REPO_ROOT as REPO_ROOT  # re-exported: bench builds agent commands from it
-from localdev.supervisor import StartError, StateFile, child_env, spawn, terminate, wait_until_ready
+from localdev.supervisor import StartError, StateFile, child_env, spawn, terminate, try_start, wait_until_ready
 from localdev.supervisor import stop_when_gone as _stop_when_gone
 from localdev.token_issuer import LOCAL_CLIENT_ID, running_issuer_url
 
@@ -173,10 +173,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     agent = LocalAgent(args.data_dir) if args.data_dir else default_agent()
     if args.command == "start":
-        try:
-            url = agent.start(hindsight_url=args.hindsight_url, issuer_url=args.issuer_url, port=args.port)
-        except AgentStartError as err:
-            print(err, file=sys.stderr)
+        url = try_start(
+            lambda: agent.start(hindsight_url=args.hindsight_url, issuer_url=args.issuer_url, port=args.port)
+        )
+        if url is None:
             return 1
         print(f"agent running at {url} (log: {agent.log_file})")
         return 0

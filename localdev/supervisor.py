@@ -32,7 +32,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 __all__ = [
     "REPO_ROOT",
@@ -47,12 +47,15 @@ __all__ = [
     "stop_when_gone",
     "tail",
     "terminate",
+    "try_start",
     "wait_until_ready",
 ]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 ADAPTER_SOURCES = REPO_ROOT / "layers" / "memory_adapter" / "src"
 LOG_TAIL_LINES = 40
+
+_T = TypeVar("_T")
 
 
 class StartError(RuntimeError):
@@ -199,6 +202,15 @@ def _failure(name: str, reason: str, log_file: Path, hint: str) -> str:
         f"--- last lines of {log_file} ---\n{tail(log_file)}\n"
         f"--- end of log ---" + (f"\nHint: {hint}" if hint else "")
     )
+
+
+def try_start(start: Callable[[], _T]) -> _T | None:
+    """``start()``, or None after printing its :class:`StartError` to stderr: how the CLIs report a failed start."""
+    try:
+        return start()
+    except StartError as err:
+        print(err, file=sys.stderr)
+        return None
 
 
 def http_status(url: str, timeout: float = 2.0) -> int | None:

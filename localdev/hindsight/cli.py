@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -20,8 +19,8 @@ from localdev.hindsight.config import (
     LLMMode,
     LocalHindsightConfig,
 )
-from localdev.hindsight.errors import HindsightStartError
 from localdev.hindsight.server import LocalHindsight
+from localdev.supervisor import try_start
 from localdev.token_issuer import stop_background as stop_issuer
 
 __all__ = ["main"]
@@ -96,10 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _start(hs: LocalHindsight) -> int:
-    try:
-        hs.start()
-    except HindsightStartError as err:
-        print(err, file=sys.stderr)
+    if try_start(hs.start) is None:
         return 1
     print(f"Local Hindsight: {hs.url}  (stop with `make hindsight-stop`)")
     if hs.config.isolation:

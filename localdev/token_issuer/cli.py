@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from localdev.supervisor import try_start
 from localdev.token_issuer.background import default_data_dir, default_port, ensure_running, state_file, stop_background
 from localdev.token_issuer.keys import load_or_create_key
 from localdev.token_issuer.server import TokenIssuer
@@ -40,10 +40,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if running:
             print(f"token issuer already running: {state['issuer']}/.well-known/openid-configuration")
             return 0
-        try:
-            issuer_url = ensure_running(data_dir, port=args.port, client_id=args.client_id)
-        except RuntimeError as err:
-            print(err, file=sys.stderr)
+        issuer_url = try_start(lambda: ensure_running(data_dir, port=args.port, client_id=args.client_id))
+        if issuer_url is None:
             return 1
         print(f"token issuer: {issuer_url}/.well-known/openid-configuration")
         return 0
