@@ -7,7 +7,8 @@ deterministic echo model (it shows what it recalled) instead of Bedrock::
     python -m localdev.agent status
     python -m localdev.agent stop
 
-State (pid, URL), the log and the adapter's spool live in ``.local/agent`` (``LOCAL_AGENT_DATA_DIR``).
+State (pid, URL), the log and the adapter's spool live in ``.local/agent`` (``--data-dir``, before the command, or
+``LOCAL_AGENT_DATA_DIR``). Starting, awaiting and stopping the process is :mod:`localdev.supervisor`.
 """
 
 from __future__ import annotations
