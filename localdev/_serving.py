@@ -46,6 +46,17 @@ class BackgroundHTTPServer(Lifecycle, Generic[_Server]):
         self._thread: threading.Thread | None = None
 
     @property
+    def port(self) -> int:
+        """The port the server is bound to (the OS picked it when asked for 0)."""
+        return int(self.server.server_address[1])
+
+    @property
+    def url(self) -> str:
+        """``http://<host>:<port>``, with no trailing slash."""
+        host = self.server.server_address[0]
+        return f"http://{host if isinstance(host, str) else host.decode()}:{self.port}"
+
+    @property
     def serving(self) -> bool:
         """True between ``start()`` and ``stop()``."""
         return self._thread is not None

@@ -7,28 +7,25 @@ deterministic echo model (it shows what it recalled) instead of Bedrock::
     python -m localdev.agent status
     python -m localdev.agent stop
 
-State (pid, URL), the log and the adapter's spool live in ``.local/agent`` (``LOCAL_AGENT_DATA_DIR``).
+State (pid, URL), the log and the adapter's spool live in ``.local/agent`` (``--data-dir``, before the command, or
+``LOCAL_AGENT_DATA_DIR``). Starting, awaiting and stopping the process is :mod:`localdev.supervisor`.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
-import signal
-import subprocess
 import sys
-import time
-import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from localdev._process import REPO_ROOT as REPO_ROOT  # re-exported: bench builds agent commands from it
-from localdev._process import pid_alive, repo_pythonpath
+from localdev.supervisor import REPO_ROOT as REPO_ROOT  # re-exported: bench builds agent commands from it
+from localdev.supervisor import StartError, StateFile, child_env, spawn, terminate, try_start, wait_until_ready
+from localdev.supervisor import stop_when_gone as _stop_when_gone
 from localdev.token_issuer import LOCAL_CLIENT_ID, running_issuer_url
 
 __all__ = ["DEFAULT_PORT", "AgentStartError", "LocalAgent", "agent_env"]
@@ -43,7 +40,7 @@ _STATE_FILE = "agent.json"
 _START_TIMEOUT_S = 30.0
 
 
-class AgentStartError(RuntimeError):
+class AgentStartError(StartError):
     """The agent did not come up; the message carries the tail of its log."""
 
 
@@ -78,17 +75,21 @@ class LocalAgent:
     def log_file(self) -> Path:
         return self.data_dir / "agent.log"
 
+    @property
+    def spool_dir(self) -> Path:
+        return self.data_dir / "spool"
+
+    @property
+    def _state(self) -> StateFile:
+        return StateFile(self.state_file)
+
     def state(self) -> dict[str, Any]:
-        try:
-            data: dict[str, Any] = json.loads(self.state_file.read_text())
-        except (FileNotFoundError, ValueError):
-            return {}
-        return data
+        return self._state.read()
 
     @property
     def url(self) -> str | None:
         state = self.state()
-        return str(state["url"]) if state.get("url") and pid_alive(int(state.get("pid") or 0)) else None
+        return str(state["url"]) if state.get("url") and self._state.live_pid() else None
 
     def healthy(self) -> bool:
         url = self.url
@@ -112,55 +113,44 @@ class LocalAgent:
         if self.healthy():
             assert self.url is not None
             return self.url
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        env = dict(os.environ)
-        env.update(agent_env(hindsight_url=hindsight_url, issuer_url=issuer_url, port=port, spool_dir=self.spool_dir))
+        env = agent_env(hindsight_url=hindsight_url, issuer_url=issuer_url, port=port, spool_dir=self.spool_dir)
         env.update(extra_env or {})
-        env["PYTHONPATH"] = repo_pythonpath(adapter=True)
-        with self.log_file.open("ab") as log:
-            process = subprocess.Popen(
-                [sys.executable, "-m", "runtime_handler"],
-                cwd=REPO_ROOT,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+        pid = spawn(
+            [sys.executable, "-m", "runtime_handler"],
+            log_file=self.log_file,
+            env=child_env(env, adapter=True),
+            cwd=REPO_ROOT,
+        )
         url = f"http://127.0.0.1:{port}"
-        self.state_file.write_text(json.dumps({"pid": process.pid, "url": url, "hindsight_url": hindsight_url}))
-        deadline = time.monotonic() + _START_TIMEOUT_S
-        while not self.healthy():
-            if process.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                raise AgentStartError(f"the agent did not start; log tail:\n{self._tail()}")
-            time.sleep(0.1)
+        self._state.write({"pid": pid, "url": url, "hindsight_url": hindsight_url})
+        try:
+            wait_until_ready(
+                self.healthy,
+                name="the agent",
+                pid=pid,
+                log_file=self.log_file,
+                timeout_s=_START_TIMEOUT_S,
+                error=AgentStartError,
+            )
+        except AgentStartError:
+            self.stop()
+            raise
         return url
-
-    @property
-    def spool_dir(self) -> Path:
-        return self.data_dir / "spool"
 
     def stop(self) -> bool:
         """Stop the agent (SIGTERM, then SIGKILL); False when it was not running."""
-        pid = int(self.state().get("pid") or 0)
-        running = pid_alive(pid)
-        if running:
-            os.kill(pid, signal.SIGTERM)
-            deadline = time.monotonic() + 10
-            while pid_alive(pid) and time.monotonic() < deadline:
-                time.sleep(0.05)
-            if pid_alive(pid):
-                os.kill(pid, signal.SIGKILL)
-        with contextlib.suppress(FileNotFoundError):
-            self.state_file.unlink()
+        running = terminate(self._state.live_pid(), grace_s=10.0)
+        self._state.clear()
         return running
 
-    def _tail(self, lines: int = 40) -> str:
-        try:
-            return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-lines:])
-        except FileNotFoundError:
-            return "(no log)"
+    def stop_when_gone(self, pid: int | None = None) -> None:
+        """Stop the agent once process ``pid`` (default: this one) has died: a killed test run leaves no agent."""
+        _stop_when_gone(
+            [sys.executable, "-m", "localdev.agent", "--data-dir", str(self.data_dir), "stop"],
+            while_exists=self.state_file,
+            log_file=self.data_dir / "watchdog.log",
+            owner_pid=pid,
+        )
 
 
 def default_agent() -> LocalAgent:
@@ -173,6 +163,7 @@ def default_port() -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m localdev.agent", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data-dir", type=Path, help=f"default .local/agent ({ENV_DATA_DIR})")
     sub = parser.add_subparsers(dest="command", required=True)
     start = sub.add_parser("start", help="start the agent in the background")
     start.add_argument("--port", type=int, default=default_port())
@@ -181,12 +172,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub.add_parser("status", help="is the agent running?")
     sub.add_parser("stop", help="stop the agent")
     args = parser.parse_args(argv)
-    agent = default_agent()
+    agent = LocalAgent(args.data_dir) if args.data_dir else default_agent()
     if args.command == "start":
-        try:
-            url = agent.start(hindsight_url=args.hindsight_url, issuer_url=args.issuer_url, port=args.port)
-        except AgentStartError as err:
-            print(err, file=sys.stderr)
+        url = try_start(
+            lambda: agent.start(hindsight_url=args.hindsight_url, issuer_url=args.issuer_url, port=args.port)
+        )
+        if url is None:
             return 1
         print(f"agent running at {url} (log: {agent.log_file})")
         return 0

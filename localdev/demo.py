@@ -27,9 +27,10 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from localdev.agent import AgentStartError, default_agent
+from localdev.agent import default_agent
 from localdev.agent import default_port as default_agent_port
-from localdev.hindsight import HindsightStartError, LocalHindsight, LocalHindsightConfig
+from localdev.hindsight import LocalHindsight, LocalHindsightConfig
+from localdev.supervisor import try_start
 from localdev.token_issuer import default_data_dir, ensure_running, load_or_create_key, mint_token, stop_background
 from memory_adapter.bank_ids import format_bank_id
 
@@ -243,10 +244,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print("== Starting the local services (first start loads the embedding model: ~20 s) ==")
     hindsight = LocalHindsight(LocalHindsightConfig.from_env(), log=lambda msg: print(f"  {msg}", flush=True))
-    try:
-        hindsight.start()
-    except HindsightStartError as err:
-        print(err, file=sys.stderr)
+    if try_start(hindsight.start) is None:
         return 1
     issuer_url = ensure_running()
     token = mint_token(load_or_create_key(default_data_dir()), issuer=issuer_url, user=USER, ttl=3600)
@@ -258,10 +256,10 @@ def main(argv: list[str] | None = None) -> int:
     reset_bank(hindsight.url, hindsight.operator_key)
     if not (args.client or args.adapter):
         agent = default_agent()
-        try:
-            agent_url = agent.start(hindsight_url=hindsight.url, issuer_url=issuer_url, port=default_agent_port())
-        except AgentStartError as err:
-            print(err, file=sys.stderr)
+        agent_url = try_start(
+            lambda: agent.start(hindsight_url=hindsight.url, issuer_url=issuer_url, port=default_agent_port())
+        )
+        if agent_url is None:
             return 1
         print(f"  Agent:        {agent_url}   (python -m runtime_handler: JWT mode, echo model; log {agent.log_file})")
         ok = run_agent_demo(agent_url, hindsight.url, token)

@@ -22,23 +22,32 @@ from localdev._serving import BackgroundHTTPServer, Lifecycle
 __all__ = ["FailingServer", "HungServer", "RefusedPort"]
 
 
-class HungServer(Lifecycle):
-    """A TCP listener that accepts every connection, reads nothing and never answers."""
+class _ReservedPort(Lifecycle):
+    """A TCP port bound on ``host`` (the OS picks it), so nothing else takes it, and its URL."""
 
-    def __init__(self, host: str = "127.0.0.1") -> None:
-        self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._listener.bind((host, 0))
-        self._listener.listen(128)
-        self._held: list[socket.socket] = []
-        self._stopped = threading.Event()
-        self._thread: threading.Thread | None = None
+    def __init__(self, host: str) -> None:
+        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._socket.bind((host, 0))
         self.host = host
-        self.port = int(self._listener.getsockname()[1])
+        self.port = int(self._socket.getsockname()[1])
 
     @property
     def url(self) -> str:
         return f"http://{self.host}:{self.port}"
+
+    def stop(self) -> None:
+        self._socket.close()
+
+
+class HungServer(_ReservedPort):
+    """A TCP listener that accepts every connection, reads nothing and never answers."""
+
+    def __init__(self, host: str = "127.0.0.1") -> None:
+        super().__init__(host)
+        self._socket.listen(128)
+        self._held: list[socket.socket] = []
+        self._stopped = threading.Event()
+        self._thread: threading.Thread | None = None
 
     def start(self) -> Self:
         if self._thread is None:
@@ -47,10 +56,10 @@ class HungServer(Lifecycle):
         return self
 
     def _accept_forever(self) -> None:
-        self._listener.settimeout(0.2)
+        self._socket.settimeout(0.2)
         while not self._stopped.is_set():
             try:
-                conn, _ = self._listener.accept()
+                conn, _ = self._socket.accept()
             except TimeoutError:
                 continue
             except OSError:
@@ -65,24 +74,14 @@ class HungServer(Lifecycle):
         for conn in self._held:
             conn.close()
         self._held.clear()
-        self._listener.close()
+        super().stop()
 
 
-class RefusedPort(Lifecycle):
+class RefusedPort(_ReservedPort):
     """A port that refuses connections: bound (so nothing else takes it) but never listening."""
 
     def __init__(self, host: str = "127.0.0.1") -> None:
-        self._socket = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._socket.bind((host, 0))
-        self.host = host
-        self.port = int(self._socket.getsockname()[1])
-
-    @property
-    def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
-
-    def stop(self) -> None:
-        self._socket.close()
+        super().__init__(host)
 
 
 class _FailingHandler(BaseHTTPRequestHandler):
@@ -126,12 +125,6 @@ class FailingServer(BackgroundHTTPServer[_FailingHTTPServer]):
 
     def __init__(self, host: str = "127.0.0.1", status: int = 503) -> None:
         super().__init__(_FailingHTTPServer((host, 0), status), name="failing-server", join_timeout_s=2)
-        self.host = host
-        self.port = int(self.server.server_address[1])
-
-    @property
-    def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
 
     @property
     def request_count(self) -> int:

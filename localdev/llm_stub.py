@@ -470,13 +470,9 @@ class LLMStub(BackgroundHTTPServer[_StubServer]):
         super().__init__(_StubServer((host, port)), name="llm-stub")
 
     @property
-    def port(self) -> int:
-        return int(self.server.server_address[1])
-
-    @property
     def base_url(self) -> str:
         """The OpenAI-compatible base URL, ending in ``/v1``."""
-        return f"http://127.0.0.1:{self.port}/v1"
+        return f"{self.url}/v1"
 
     @property
     def requests(self) -> list[JSON]:

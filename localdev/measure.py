@@ -100,11 +100,10 @@ def main(argv: list[str] | None = None) -> int:
             _post(f"{base}/memories/recall", {"query": _QUERIES[i % len(_QUERIES)]}) for i in range(args.recalls)
         ]
 
-        state = json.loads(hs.state_file.read_text())
-        pg_pid = int((hs.pg_data / "postmaster.pid").read_text().splitlines()[0])
-        api_rss = _mem_mb(int(state["api_pid"]))
-        pg_pss = sum(_mem_mb(pid, "Pss") for pid in [pg_pid, *_children(pg_pid)])
-        stub_rss = _mem_mb(int(state["llm_pid"])) if state.get("llm_pid") else 0.0
+        pids = hs.pids()
+        api_rss = _mem_mb(pids["hindsight-api"])
+        pg_pss = sum(_mem_mb(pid, "Pss") for pid in [pids["postgres"], *_children(pids["postgres"])])
+        stub_rss = _mem_mb(pids["llm-stub"]) if "llm-stub" in pids else 0.0
 
         print(f"embeddings: {args.embeddings}")
         print(f"cold start to healthy (initdb + migrations + model load): {cold:5.1f} s")

@@ -127,10 +127,11 @@ def test_busy_port_is_reported_before_anything_starts():
 
 
 def test_watchdog_cleans_up_after_a_dead_owner(tmp_path):
-    # GIVEN an instance's state (no live processes needed) watched on behalf of a short-lived process
+    # GIVEN an instance's state (a stand-in process as its API) watched on behalf of a short-lived process
     hs = LocalHindsight(LocalHindsightConfig(data_dir=tmp_path / "hs", isolation=False))
     hs.data_dir.mkdir()
-    hs.state_file.write_text(json.dumps({"port": 1}))
+    api = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    hs.state_file.write_text(json.dumps({"port": 1, "api_pid": api.pid}))
     owner = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     hs.stop_when_gone(owner.pid, delete=True)
     assert hs.data_dir.exists()
@@ -139,11 +140,12 @@ def test_watchdog_cleans_up_after_a_dead_owner(tmp_path):
     owner.kill()
     owner.wait()
 
-    # THEN the watchdog stops the instance and deletes its data dir
+    # THEN the watchdog stops the instance's processes and deletes its data dir
     deadline = time.monotonic() + 30
     while hs.data_dir.exists() and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not hs.data_dir.exists()
+    assert api.poll() is not None, "the watchdog left the API running"
 
 
 def test_server_env_is_offline_and_points_at_the_bundled_model(tmp_path):

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from localdev.hindsight import EmbeddingsMode, LocalHindsight, LocalHindsightConfig, free_port
-from localdev.token_issuer import TokenIssuer, ensure_running, stop_background
+from localdev.token_issuer import TokenIssuer, ensure_running, stop_background, stop_when_gone
 from memory_adapter.bank_ids import format_bank_id
 
 DISCOVERY_ENV = "HINDSIGHT_API_TENANT_JWT_DISCOVERY_URL"
@@ -33,6 +33,7 @@ def test_server_trusts_a_running_issuer_started_on_another_port(tmp_path: Path, 
     # GIVEN the background issuer started on a non-default port (`python -m localdev.token_issuer start --port N`)
     port = free_port()
     issuer_url = ensure_running(issuer_dir, port=port)
+    stop_when_gone(issuer_dir)  # even if this session is killed, no issuer is left running
     assert issuer_url == f"http://127.0.0.1:{port}"
     # WHEN the local Hindsight builds its environment, without LOCAL_ISSUER_PORT set
     env = LocalHindsight(_offline_config(tmp_path)).server_env()
@@ -56,9 +57,11 @@ def test_tokens_from_an_issuer_on_a_non_default_port_open_their_own_bank(issuer_
     # GIVEN the background issuer on a non-default port, then a local Hindsight with isolation on
     port = free_port()
     ensure_running(issuer_dir, port=port)
+    stop_when_gone(issuer_dir)  # even if this session is killed, no issuer is left running
     hindsight = LocalHindsight(LocalHindsightConfig.ephemeral(embeddings=EmbeddingsMode.HASHED))
     try:
         hindsight.start()
+        hindsight.stop_when_gone(delete=True)
         issuer = TokenIssuer.attach(issuer_dir)
         assert issuer.issuer == f"http://127.0.0.1:{port}"
         alex = {"Authorization": f"Bearer {issuer.mint('user-alex')}"}

@@ -12,7 +12,15 @@ import httpx
 import jwt
 import pytest
 
-from localdev.token_issuer import LOCAL_CLIENT_ID, TENANT_CLAIM, TokenIssuer
+from localdev.supervisor import pid_alive
+from localdev.token_issuer import (
+    LOCAL_CLIENT_ID,
+    TENANT_CLAIM,
+    TokenIssuer,
+    ensure_running,
+    stop_background,
+    stop_when_gone,
+)
 from memory_adapter.tokens import JwtVerifier, JwtVerifierConfig, RejectReason, TokenRejected
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -128,3 +136,25 @@ def test_cli_mints_tokens_the_background_issuer_accepts(tmp_path):
     while _cli("status", data_dir=tmp_path).returncode == 0 and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _cli("status", data_dir=tmp_path).returncode == 3
+
+
+def test_background_issuer_is_stopped_once_its_owner_dies(tmp_path):
+    # GIVEN the background issuer, watched on behalf of a short-lived owner
+    issuer_url = ensure_running(tmp_path, port=0)
+    pid = json.loads((tmp_path / "issuer.json").read_text())["pid"]
+    owner = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        stop_when_gone(tmp_path, owner_pid=owner.pid)
+        assert httpx.get(f"{issuer_url}/.well-known/jwks.json", timeout=5).status_code == 200
+
+        # WHEN the owner dies without stopping it
+        owner.kill()
+        owner.wait()
+
+        # THEN the watchdog stops the issuer
+        deadline = time.monotonic() + 30
+        while pid_alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not pid_alive(pid), (tmp_path / "watchdog.log").read_text()
+    finally:
+        stop_background(tmp_path)

@@ -21,6 +21,7 @@ def test_demo_agent_loop_recalls_the_preference(
 ) -> None:
     agent = LocalAgent(tmp_path / "agent")
     url = agent.start(hindsight_url=local_hindsight.url, issuer_url=token_issuer.issuer, port=free_port())
+    agent.stop_when_gone()  # even if this session is killed, no agent is left running
     try:
         assert agent.healthy()
         assert run_agent_demo(url, local_hindsight.url, token_issuer.mint(USER, ttl=600))

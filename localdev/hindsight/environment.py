@@ -1,0 +1,131 @@
+"""The environment ``hindsight-api`` runs with: every ``HINDSIGHT_API_*`` setting of the local server, in one place.
+
+:func:`server_env` is the whole story; the helpers below it only pick the LLM, embeddings and isolation variables
+for the configured modes.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from hindsight_isolation.settings import server_env as isolation_env
+from localdev.hindsight.config import (
+    DEFAULT_BEDROCK_MODEL,
+    DEFAULT_OPENAI_MODEL,
+    EmbeddingsMode,
+    LLMMode,
+    LocalHindsightConfig,
+)
+from localdev.hindsight.errors import HindsightStartError
+from localdev.hindsight.keys import ServerKeys
+from localdev.hindsight.venv import HindsightVenv
+from localdev.supervisor import repo_pythonpath
+from localdev.token_issuer import LOCAL_CLIENT_ID, running_issuer_url
+
+__all__ = ["Endpoints", "server_env"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Endpoints:
+    """Where the server listens and what it talks to, once the ports are chosen."""
+
+    port: int
+    database_url: str
+    llm_port: int  # the stand-in's port (0 when it does not run)
+
+
+def server_env(config: LocalHindsightConfig, endpoints: Endpoints, keys: ServerKeys) -> dict[str, str]:
+    """The environment ``hindsight-api`` runs with (inherited ``HINDSIGHT_API_*`` are dropped)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HINDSIGHT_API_")}
+    env.update(
+        {
+            "HINDSIGHT_API_HOST": config.host,
+            "HINDSIGHT_API_PORT": str(endpoints.port),
+            "HINDSIGHT_API_DATABASE_URL": endpoints.database_url,
+            "HINDSIGHT_API_WORKER_ID": "local",
+            "HINDSIGHT_API_RERANKER_PROVIDER": "rrf",
+            "HINDSIGHT_API_LOG_LEVEL": "info",
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+            "HF_HUB_DISABLE_TELEMETRY": "1",
+            "TOKENIZERS_PARALLELISM": "false",
+            "PYTHONUNBUFFERED": "1",
+            "NO_COLOR": "1",
+        }
+    )
+    env.update(_llm_env(config, endpoints.llm_port))
+    env.update(_embeddings_env(config, endpoints.llm_port))
+    observations = config.observations
+    if observations is None:
+        observations = config.llm is not LLMMode.STUB
+    env["HINDSIGHT_API_ENABLE_OBSERVATIONS"] = "true" if observations else "false"
+    if config.isolation:
+        env.update(_isolation_env(config, keys))
+    elif keys.operator_key:
+        env["HINDSIGHT_API_TENANT_EXTENSION"] = "hindsight_api.extensions.builtin.tenant:ApiKeyTenantExtension"
+        env["HINDSIGHT_API_TENANT_API_KEY"] = keys.operator_key
+    env.update(config.extra_env)
+    return env
+
+
+def _isolation_env(config: LocalHindsightConfig, keys: ServerKeys) -> dict[str, str]:
+    """Load hindsight_isolation (from this repository) into the server, trusting the local token issuer."""
+    # The issuer start() brought up (or found running), on whatever port it serves: not the default port.
+    discovery = config.issuer_discovery_url or f"{running_issuer_url()}/.well-known/openid-configuration"
+    env = isolation_env(
+        discovery_url=discovery,
+        allowed_clients=(LOCAL_CLIENT_ID,),
+        tenant_claim=config.jwt_tenant_claim,
+        operator_key=keys.operator_key,
+        agent_key=keys.agent_key,
+        agent_name=keys.agent_name,
+        agent_tenant=keys.agent_tenant,
+    )
+    env["PYTHONPATH"] = repo_pythonpath(adapter=True)
+    return env
+
+
+def _llm_env(config: LocalHindsightConfig, llm_port: int) -> dict[str, str]:
+    mode = config.llm
+    if mode is LLMMode.STUB:
+        return {
+            "HINDSIGHT_API_LLM_PROVIDER": "openai",
+            "HINDSIGHT_API_LLM_BASE_URL": f"http://127.0.0.1:{llm_port}/v1",
+            "HINDSIGHT_API_LLM_API_KEY": "local-stub",
+            "HINDSIGHT_API_LLM_MODEL": config.llm_model or "stub",
+            "HINDSIGHT_API_LLM_MAX_RETRIES": "1",
+        }
+    if mode is LLMMode.OPENAI:
+        key = os.environ.get("OPENAI_API_KEY")
+        if not key:
+            raise HindsightStartError("--llm openai needs OPENAI_API_KEY in the environment")
+        env = {
+            "HINDSIGHT_API_LLM_PROVIDER": "openai",
+            "HINDSIGHT_API_LLM_API_KEY": key,
+            "HINDSIGHT_API_LLM_MODEL": config.llm_model or DEFAULT_OPENAI_MODEL,
+        }
+        if os.environ.get("OPENAI_BASE_URL"):
+            env["HINDSIGHT_API_LLM_BASE_URL"] = os.environ["OPENAI_BASE_URL"]
+        return env
+    return {
+        "HINDSIGHT_API_LLM_PROVIDER": "bedrock",
+        "HINDSIGHT_API_LLM_MODEL": config.llm_model or DEFAULT_BEDROCK_MODEL,
+        "HINDSIGHT_API_LLM_STRUCTURED_OUTPUT_FORCED_TOOL": "true",
+        "HINDSIGHT_API_LLM_SUPPORTS_MAX_ITEMS": "false",
+    }
+
+
+def _embeddings_env(config: LocalHindsightConfig, llm_port: int) -> dict[str, str]:
+    if config.embeddings is EmbeddingsMode.HASHED:
+        return {
+            "HINDSIGHT_API_EMBEDDINGS_PROVIDER": "openai",
+            "HINDSIGHT_API_EMBEDDINGS_OPENAI_BASE_URL": f"http://127.0.0.1:{llm_port}/v1",
+            "HINDSIGHT_API_EMBEDDINGS_OPENAI_API_KEY": "local-stub",
+            "HINDSIGHT_API_EMBEDDINGS_OPENAI_MODEL": "hashed-384",
+        }
+    return {
+        "HINDSIGHT_API_EMBEDDINGS_PROVIDER": "local",
+        "HINDSIGHT_API_EMBEDDINGS_LOCAL_MODEL": str(HindsightVenv(config.venv).embedding_model_dir()),
+        "HINDSIGHT_API_EMBEDDINGS_LOCAL_FORCE_CPU": "true",
+    }
