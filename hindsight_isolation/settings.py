@@ -19,21 +19,38 @@ from typing import Any
 __all__ = [
     "ANY_TENANT",
     "DEFAULT_EXPIRY_GRACE_S",
+    "ENV_ENABLE_DOCUMENT_IMPORT_API",
+    "ENV_HTTP_EXTENSION",
     "ENV_OPERATION_VALIDATOR_EXTENSION",
     "ENV_TENANT_EXTENSION",
     "ENV_TENANT_PREFIX",
+    "HTTP_EXTENSION_CLASS",
     "OPERATION_VALIDATOR_CLASS",
+    "SERVER_REQUIRED_ENV",
     "TENANT_CLASS",
     "ConfigError",
     "IsolationSettings",
     "server_env",
 ]
 
-#: Hindsight reads these two variables to load our classes.
+#: Hindsight reads these three variables to load our classes.
 ENV_TENANT_EXTENSION = "HINDSIGHT_API_TENANT_EXTENSION"
 ENV_OPERATION_VALIDATOR_EXTENSION = "HINDSIGHT_API_OPERATION_VALIDATOR_EXTENSION"
+ENV_HTTP_EXTENSION = "HINDSIGHT_API_HTTP_EXTENSION"
 TENANT_CLASS = "hindsight_isolation.tenant:IsolationTenantExtension"
 OPERATION_VALIDATOR_CLASS = "hindsight_isolation.validator:IsolationOperationValidator"
+#: Puts the request guard (bad input, request kinds) in front of every route (hindsight_isolation/http_extension.py).
+HTTP_EXTENSION_CLASS = "hindsight_isolation.http_extension:RequestGuardExtension"
+#: Hindsight's switch for document import, bank restore and clone (``hindsight_api.config``).
+ENV_ENABLE_DOCUMENT_IMPORT_API = "HINDSIGHT_API_ENABLE_DOCUMENT_IMPORT_API"
+#: What every server running the extension is started with, locally and deployed: the three slots, and transfer
+#: imports off while users are served (an operator turns them on for a maintenance window; see README.md).
+SERVER_REQUIRED_ENV: Mapping[str, str] = {
+    ENV_TENANT_EXTENSION: TENANT_CLASS,
+    ENV_OPERATION_VALIDATOR_EXTENSION: OPERATION_VALIDATOR_CLASS,
+    ENV_HTTP_EXTENSION: HTTP_EXTENSION_CLASS,
+    ENV_ENABLE_DOCUMENT_IMPORT_API: "false",
+}
 
 #: Every key below reaches us as ``ENV_TENANT_PREFIX + key.upper()``.
 ENV_TENANT_PREFIX = "HINDSIGHT_API_TENANT_"
@@ -229,12 +246,12 @@ def server_env(
     agent_tenant: str | None = None,
     expiry_grace_s: float | None = None,
 ) -> dict[str, str]:
-    """The environment that loads both extension slots with these settings (for local runs and tests).
+    """The environment that loads the extension's three slots with these settings (for local runs and tests).
 
     Secrets (``operator_key``, ``agent_key``) are included as given: in the stack they come from Secrets Manager
     through ECS secrets instead.
     """
-    env = {ENV_TENANT_EXTENSION: TENANT_CLASS, ENV_OPERATION_VALIDATOR_EXTENSION: OPERATION_VALIDATOR_CLASS}
+    env = dict(SERVER_REQUIRED_ENV)
     values: dict[str, str | None] = {
         KEY_DISCOVERY_URL: discovery_url,
         KEY_ISSUER: issuer,

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Match, Template
 
+from hindsight_isolation.settings import SERVER_REQUIRED_ENV
 from tests.infra.conftest import VARIANTS, Synth, resources
 
 ALL = list(VARIANTS)
@@ -257,7 +258,7 @@ def test_hindsight_tasks_are_non_root_read_only_and_load_the_extension(synths: d
 
 
 @pytest.mark.parametrize("variant", ALL)
-def test_document_import_restore_and_clone_are_off_in_every_hindsight_task(
+def test_every_hindsight_task_runs_the_extension_as_required_with_imports_off(
     synths: dict[str, Synth], variant: str
 ) -> None:
     t = synths[variant].template("-MemoryService")
@@ -267,6 +268,8 @@ def test_document_import_restore_and_clone_are_off_in_every_hindsight_task(
     for prefix in tasks:
         env = {e["Name"]: e["Value"] for e in _containers(t, prefix)["Hindsight"]["Environment"]}
         assert env["HINDSIGHT_API_ENABLE_DOCUMENT_IMPORT_API"] == "false", prefix
+        # all three slots, the request guard included (the same environment the local server runs with)
+        assert {k: env.get(k) for k in SERVER_REQUIRED_ENV} == dict(SERVER_REQUIRED_ENV), prefix
 
 
 @pytest.mark.parametrize("variant", ALL)
