@@ -25,8 +25,8 @@ from enum import StrEnum
 from memory_adapter.config import ENV_VARS as ADAPTER_ENV_VARS
 from memory_adapter.config import HindsightAgentCoreConfig, read_settings
 from memory_adapter.constants import HINDSIGHT_API_KEY_ENV, HINDSIGHT_API_TOKEN_ENV, HINDSIGHT_API_URL_ENV
-from memory_adapter.identity.settings import JwtSettings
-from memory_adapter.settings_reader import Naming, SettingsReader
+from memory_adapter.identity.settings import ENV_NAMING, JwtSettings
+from memory_adapter.settings_reader import SettingsReader
 
 __all__ = [
     "ALL_ENV_VARS",
@@ -64,7 +64,7 @@ __all__ = [
 ]
 
 #: How the agent spells the identity contract's settings: ``JWT_`` + the field, seconds spelled out.
-JWT_ENV = Naming(prefix="JWT_", upper=True, seconds="_SECONDS")
+JWT_ENV = ENV_NAMING
 
 ENV_AGENT_NAME = "AGENT_NAME"
 ENV_HINDSIGHT_API_URL = HINDSIGHT_API_URL_ENV  # read by the memory adapter's settings

@@ -4,13 +4,7 @@ Kept because code outside this package imports ``memory_adapter.bank_ids`` (the 
 infrastructure's bundle check). New code imports ``memory_adapter.identity``.
 """
 
-from memory_adapter.identity.bank_ids import (
-    MAX_PART_BYTES,
-    BankOwner,
-    decode_part,
-    encode_part,
-    format_bank_id,
-    parse_bank_id,
-)
+from memory_adapter.identity import bank_ids as _moved
+from memory_adapter.identity.bank_ids import *  # noqa: F403 (the moved module's public names, as they were)
 
-__all__ = ["MAX_PART_BYTES", "BankOwner", "decode_part", "encode_part", "format_bank_id", "parse_bank_id"]
+__all__ = _moved.__all__

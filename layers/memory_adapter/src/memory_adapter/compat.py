@@ -1,7 +1,8 @@
 """The prior art's public face (hindsight-agentcore 0.1.3), in one module, and what only compatibility needs.
 
 A user of hindsight-agentcore switches by renaming the package in the imports: the package's top level re-exports
-every name of :data:`PRIOR_ART_NAMES`, and the prior art's modules exist under the same names
+every name the prior art exported (``__all__`` here, plus the two compatibility extras), and the prior art's modules
+exist under the same names
 (``memory_adapter.adapter``, ``.bank``, ``.config``, ``.errors``). What behaves differently on purpose is listed in
 the README ("Migrating from hindsight-agentcore 0.1.3"); :func:`format_memories_as_prior_art` gives back the one
 output the defaults changed, for code that depends on it.
@@ -10,7 +11,6 @@ output the defaults changed, for code that depends on it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final
 
 from memory_adapter.adapter import HindsightRuntimeAdapter
 from memory_adapter.config import (
@@ -28,7 +28,6 @@ from memory_adapter.policies import RecallPolicy, RetentionPolicy
 
 __all__ = [
     "DEFAULT_HINDSIGHT_API_URL",
-    "PRIOR_ART_NAMES",
     "BankResolutionError",
     "BankResolver",
     "HindsightAgentCoreConfig",
@@ -43,22 +42,6 @@ __all__ = [
     "get_config",
     "reset_config",
 ]
-
-#: ``hindsight_agentcore.__all__`` (0.1.3): all of them are importable from ``memory_adapter``.
-PRIOR_ART_NAMES: Final = (
-    "HindsightRuntimeAdapter",
-    "RecallPolicy",
-    "RetentionPolicy",
-    "TurnContext",
-    "BankResolver",
-    "default_bank_resolver",
-    "configure",
-    "get_config",
-    "reset_config",
-    "HindsightAgentCoreConfig",
-    "HindsightAgentCoreError",
-    "BankResolutionError",
-)
 
 
 def format_memories_as_prior_art(memories: Sequence[RecalledMemory]) -> str:

@@ -16,7 +16,7 @@ Where keys come from (exactly one source):
   (the URL without its ``/.well-known/openid-configuration`` suffix; nothing is fetched from it).
 
 Example:
-    >>> settings = JwtSettings.from_mapping(os.environ, AGENT_ENV)   # raises IdentityConfigError listing every problem
+    >>> settings = JwtSettings.from_mapping(os.environ, ENV_NAMING)  # raises IdentityConfigError listing every problem
     >>> jwt_settings_problems({"discovery_url": url, "allowed_clients": ["app"]}, Naming(shown_prefix="auth."))
     []
 """
@@ -34,6 +34,7 @@ from memory_adapter.settings_reader import Naming, SettingsReader, out_of_range
 __all__ = [
     "ASYMMETRIC_ALGORITHMS",
     "DISCOVERY_SUFFIX",
+    "ENV_NAMING",
     "FIELD_NAMES",
     "KEY_SOURCES",
     "TOKEN_USES",
@@ -55,6 +56,9 @@ TOKEN_USES: Final = ("access", "id")
 KEY_SOURCES: Final = ("jwks_url", "static_jwks", "jwks_parameter")
 #: Names messages after the fields themselves (for settings built in code).
 FIELD_NAMES: Final = Naming()
+#: Environment variables: ``JWT_`` + the field upper-cased, seconds spelled out (``JWT_LEEWAY_SECONDS``). The agent's
+#: spelling, and the one for any other process configured through its environment (e.g. a gateway interceptor).
+ENV_NAMING: Final = Naming(prefix="JWT_", upper=True, seconds="_SECONDS")
 
 _HTTP = ("https://", "http://")
 _JWKS_DOCUMENT = "a JWKS JSON object with 'keys'"
