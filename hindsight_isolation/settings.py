@@ -71,7 +71,7 @@ KEY_TOKEN_CACHE_SIZE = "token_cache_size"  # noqa: S105 - a setting name
 KEY_SCHEMA = "schema"
 
 _JWT_KEYS = JwtSettings.setting_keys(JWT_NAMING)
-_KNOWN_KEYS = _JWT_KEYS | {value for name, value in dict(globals()).items() if name.startswith("KEY_")}
+_KNOWN_KEYS = _JWT_KEYS | {v for name, v in dict(globals()).items() if name.startswith("KEY_") and isinstance(v, str)}
 #: The stock single global key: refused (see :meth:`IsolationSettings.from_config`).
 _GLOBAL_KEY = "api_key"
 

@@ -25,7 +25,8 @@ from enum import StrEnum
 from memory_adapter.config import ENV_VARS as ADAPTER_ENV_VARS
 from memory_adapter.config import HindsightAgentCoreConfig, read_settings
 from memory_adapter.constants import HINDSIGHT_API_KEY_ENV, HINDSIGHT_API_TOKEN_ENV, HINDSIGHT_API_URL_ENV
-from memory_adapter.identity.settings import ENV_NAMING, JwtSettings
+from memory_adapter.identity.settings import ENV_NAMING as JWT_ENV  # JWT_ + the field, seconds spelled out
+from memory_adapter.identity.settings import JwtSettings
 from memory_adapter.settings_reader import SettingsReader
 
 __all__ = [
@@ -63,9 +64,6 @@ __all__ = [
     "SettingsError",
 ]
 
-#: How the agent spells the identity contract's settings: ``JWT_`` + the field, seconds spelled out.
-JWT_ENV = ENV_NAMING
-
 ENV_AGENT_NAME = "AGENT_NAME"
 ENV_HINDSIGHT_API_URL = HINDSIGHT_API_URL_ENV  # read by the memory adapter's settings
 ENV_HINDSIGHT_API_KEY = HINDSIGHT_API_KEY_ENV  # read by the memory adapter's settings
@@ -99,7 +97,7 @@ _JWT_VARS = JwtSettings.setting_keys(JWT_ENV)
 ALL_ENV_VARS: tuple[str, ...] = tuple(
     dict.fromkeys(
         [
-            *(value for name, value in dict(globals()).items() if name.startswith("ENV_")),
+            *(value for name, value in dict(globals()).items() if name.startswith("ENV_") and isinstance(value, str)),
             *sorted(_JWT_VARS),
             HINDSIGHT_API_TOKEN_ENV,
             *ADAPTER_ENV_VARS.values(),

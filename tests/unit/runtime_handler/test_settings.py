@@ -100,3 +100,4 @@ def test_all_env_vars_lists_what_is_read() -> None:
     assert {"AGENT_NAME", "AUTH_MODE", "JWT_DISCOVERY_URL", "HINDSIGHT_API_KEY_SECRET_ARN"} <= set(ALL_ENV_VARS)
     assert {"JWT_LEEWAY_SECONDS", "JWT_JWKS_CACHE_TTL_SECONDS", "HINDSIGHT_ADAPTER_MAX_RETRIES"} <= set(ALL_ENV_VARS)
     assert len(ALL_ENV_VARS) == len(set(ALL_ENV_VARS))
+    assert all(isinstance(name, str) and name.isupper() for name in ALL_ENV_VARS)

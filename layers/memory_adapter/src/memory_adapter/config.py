@@ -1,8 +1,8 @@
 """Configuration: the prior-art ``configure()`` API plus the adapter's own settings, each with an environment variable.
 
 :class:`HindsightAgentCoreConfig` is the one definition of the settings (field, default, meaning). Its field types
-say how each ``HINDSIGHT_ADAPTER_<NAME>`` variable is parsed (:data:`ENV_VARS`), :data:`_BOUNDS` what values are
-accepted; :func:`read_settings` resolves all of them through the shared
+say how each ``HINDSIGHT_ADAPTER_<NAME>`` variable is parsed (:data:`ENV_VARS`, by the type of the default),
+:data:`_BOUNDS` what values are accepted; :func:`read_settings` resolves all of them through the shared
 :class:`~memory_adapter.settings_reader.SettingsReader`, so every problem is reported at once.
 
 Precedence for every setting: adapter constructor argument > ``configure()`` > environment variable > default.
@@ -132,20 +132,6 @@ _DEFAULTS: Final = HindsightAgentCoreConfig()
 _global_config: HindsightAgentCoreConfig | None = None
 
 
-def _from_env(reader: SettingsReader, name: str) -> Any:
-    """Setting ``name`` from its variable, parsed as the type of its default (the default when unset or invalid)."""
-    default, variable = getattr(_DEFAULTS, name), ENV_VARS[name]
-    if isinstance(default, bool):
-        return reader.flag(variable, default)
-    if isinstance(default, int):
-        return reader.integer(variable, default)
-    if isinstance(default, float):
-        return reader.number(variable, default)
-    if isinstance(default, list):
-        return list(reader.csv(variable)) or default
-    return reader.text(variable) or default
-
-
 def read_settings(
     reader: SettingsReader,
     overrides: Mapping[str, Any],
@@ -172,7 +158,11 @@ def read_settings(
         elif config is not None:
             value = getattr(config, name)
         else:
-            value, source = _from_env(reader, name), ENV_VARS[name] if reader.given(ENV_VARS[name]) else name
+            variable = ENV_VARS[name]
+            value, source = (
+                reader.typed(variable, getattr(_DEFAULTS, name)),
+                variable if reader.given(variable) else name,
+            )
         values[name] = list(value) if name == "tags" else value
         limits = _BOUNDS.get(name)
         if limits is None:

@@ -208,15 +208,13 @@ class JwtSettings:
     @classmethod
     def read(cls, reader: SettingsReader) -> JwtSettings:
         """The settings under ``reader.naming``'s keys; every problem (types and rules) goes to ``reader.problems``."""
-        key = reader.naming.key
-        text_fields = ("discovery_url", "issuer", "jwks_url", "jwks_parameter", "token_use", "user_claim")
-        values: dict[str, Any] = {name: reader.text(key(name)) for name in (*text_fields, "tenant_claim")}
-        values["static_jwks"] = reader.json_object(key("static_jwks"), what=_JWKS_DOCUMENT)
-        for name in ("allowed_clients", "allowed_audience", "algorithms"):
-            values[name] = reader.csv(key(name)) or None
-        for name in ("leeway_s", "jwks_cache_ttl_s", "jwks_refetch_interval_s", "jwks_max_stale_s", "http_timeout_s"):
-            values[name] = reader.number(key(name), getattr(_DEFAULTS, name))
-        values["max_token_bytes"] = reader.integer(key("max_token_bytes"), _DEFAULTS.max_token_bytes)
+        values: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):
+            key = reader.naming.key(f.name)
+            if f.name == "static_jwks":
+                values[f.name] = reader.json_object(key, what=_JWKS_DOCUMENT)
+            else:
+                values[f.name] = reader.typed(key, f.default)
         settings = cls(**{name: value for name, value in values.items() if value is not None})
         reader.problems.extend(settings.problems(reader.naming))
         return settings
@@ -234,9 +232,6 @@ class JwtSettings:
         if reader.problems:
             raise IdentityConfigError(reader.problems)
         return settings
-
-
-_DEFAULTS: Final = JwtSettings()
 
 
 def jwt_settings_problems(values: Mapping[str, object], naming: Naming = FIELD_NAMES) -> list[str]:
