@@ -23,7 +23,15 @@ from memory_adapter.identity import JwtVerifier, VerifiedIdentity
 ISSUER = "https://issuer.test"
 OPERATOR_KEY = "operator-" + "x" * 40
 AGENT_KEY = "agent-" + "y" * 40
+#: "Now" for the test that is running (reset before each test: PyJWT checks expiry against the real clock, so
+#: tokens must be minted relative to the moment the test runs, not to when the module was imported).
 NOW = time.time()
+
+
+@pytest.fixture(autouse=True)
+def _now() -> None:
+    global NOW
+    NOW = time.time()
 
 
 def _key(kid: str) -> tuple[rsa.RSAPrivateKey, dict[str, Any]]:
@@ -45,7 +53,8 @@ class Clock:
         return self.now
 
 
-def _token(user: str = "alice", *, exp: float = NOW + 300, tenant: str | None = "acme") -> str:
+def _token(user: str = "alice", *, exp: float | None = None, tenant: str | None = "acme") -> str:
+    exp = NOW + 300 if exp is None else exp
     payload: dict[str, Any] = {"iss": ISSUER, "sub": user, "client_id": "app", "token_use": "access", "exp": exp}
     if tenant is not None:
         payload["custom:tenant"] = tenant
