@@ -61,6 +61,10 @@ _EXPORTS: dict[str, str] = {
     "BankOwner": "memory_adapter.identity.bank_ids",
     "format_bank_id": "memory_adapter.identity.bank_ids",
     "parse_bank_id": "memory_adapter.identity.bank_ids",
+    "MemoryKind": "memory_adapter.kinds",
+    "RetentionRules": "memory_adapter.kinds",
+    "kind_of": "memory_adapter.kinds",
+    "kind_tag": "memory_adapter.kinds",
 }
 
 __all__ = [
@@ -77,6 +81,7 @@ __all__ = [
     "HindsightRuntimeAdapter",
     "HindsightUnavailableError",
     "MemoryFormatter",
+    "MemoryKind",
     "Metric",
     "MetricsSink",
     "RecallPolicy",
@@ -87,6 +92,7 @@ __all__ = [
     "RetainOutcome",
     "RetainRecord",
     "RetentionPolicy",
+    "RetentionRules",
     "Spool",
     "SpoolError",
     "TurnContext",
@@ -97,6 +103,8 @@ __all__ = [
     "format_memories_as_bullets",
     "format_memories_as_data",
     "get_config",
+    "kind_of",
+    "kind_tag",
     "parse_bank_id",
     "reset_config",
 ]
@@ -123,6 +131,7 @@ if TYPE_CHECKING:
     from memory_adapter.identity.bank_ids import BankOwner, format_bank_id, parse_bank_id
     from memory_adapter.identity.caller import Caller
     from memory_adapter.identity.errors import BankResolutionError
+    from memory_adapter.kinds import MemoryKind, RetentionRules, kind_of, kind_tag
     from memory_adapter.observability import Metric, MetricsSink
     from memory_adapter.policies import RecallPolicy, RetentionPolicy
     from memory_adapter.spool import DirectorySpool, RetainRecord, Spool

@@ -42,6 +42,7 @@ from memory_adapter.delivery import ReplayResult, RetainDelivery, RetainHandle, 
 from memory_adapter.exceptions import ConfigurationError, HindsightRequestError, HindsightUnavailableError
 from memory_adapter.formatting import MemoryFormatter, RecalledMemory, ReflectAnswer, format_memories_as_data
 from memory_adapter.identity.caller import Caller
+from memory_adapter.kinds import KIND_METADATA_KEY, kind_tag
 from memory_adapter.observability import Metric, MetricsSink, Observer, logger, short_hash
 from memory_adapter.policies import RecallPolicy, RetentionPolicy
 from memory_adapter.spool import DirectorySpool, RetainRecord, Spool
@@ -505,11 +506,13 @@ class HindsightRuntimeAdapter:
                     tenant=caller.tenant,
                     request_id=request_id,
                 ),
+                KIND_METADATA_KEY: str(policy.kind),
                 **policy.extra_metadata,
             },
             "document_id": request_id or str(uuid.uuid4()),
             "tags": [
                 *turn_tags(session_id=session_id, user=caller.user, agent=caller.agent, tenant=caller.tenant),
+                kind_tag(policy.kind),
                 *self.settings.tags,
                 *policy.extra_tags,
             ],
