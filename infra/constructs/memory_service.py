@@ -4,6 +4,11 @@ How the extension gets in without building an image: an init container (the same
 the extension zip (a CDK S3 asset, checked against its SHA-256) into a task-scoped volume; the Hindsight container
 starts only after the init container succeeded, mounts that volume read-only and has it on ``PYTHONPATH``. Both
 containers run as uid 1000 with a read-only root filesystem; ``/tmp`` is a task volume.
+
+Fargate creates task volumes owned by root (mode 0755), and the stock image declares no ``VOLUME`` that would copy
+ownership in, so uid 1000 could write neither. A first, non-essential container runs as root for exactly one
+command (hand the extension directory to uid 1000, make ``/tmp`` 1777) with every capability dropped but the one
+that needs; both other containers start only after it succeeded.
 """
 
 from __future__ import annotations
@@ -39,6 +44,8 @@ from infra.permissions import ECS_REDEPLOY_ACTIONS, grant_bedrock_invoke
 
 #: The stock image's user (``hindsight``), set explicitly so the task never runs as root.
 CONTAINER_USER = "1000:1000"
+#: The volume-preparation step runs as root: a non-root process cannot change a root-owned directory.
+ROOT_USER = "0:0"
 IMAGE_PYTHON = "/app/api/.venv/bin/python"
 EXTENSION_DIR = "/opt/hindsight-ext"
 WORKER_HTTP_PORT = 8889
@@ -53,6 +60,28 @@ _DATABASE_URL = (
 API_COMMAND = "set -eu; " + _DATABASE_URL + f"exec {IMAGE_PYTHON} -m hindsight_api.main"
 WORKER_COMMAND = (
     "set -eu; " + _DATABASE_URL + f"exec {IMAGE_PYTHON} -m hindsight_api.worker.main --http-port {WORKER_HTTP_PORT}"
+)
+
+#: Hands the (root-owned) task volumes to the image's user; /tmp is world-writable with the sticky bit, like /tmp.
+PREPARE_VOLUMES = (
+    f"set -eu; chmod 0755 {EXTENSION_DIR}; chmod 1777 /tmp; chown {CONTAINER_USER} {EXTENSION_DIR}; "
+    f"ls -ldn {EXTENSION_DIR} /tmp"
+)
+#: Linux capabilities dropped from the root step: it only needs CHOWN (chmod of a root-owned path needs none).
+PREPARE_DROPPED_CAPABILITIES = (
+    ecs.Capability.AUDIT_WRITE,
+    ecs.Capability.DAC_OVERRIDE,
+    ecs.Capability.FOWNER,
+    ecs.Capability.FSETID,
+    ecs.Capability.KILL,
+    ecs.Capability.MKNOD,
+    ecs.Capability.NET_BIND_SERVICE,
+    ecs.Capability.NET_RAW,
+    ecs.Capability.SETFCAP,
+    ecs.Capability.SETGID,
+    ecs.Capability.SETPCAP,
+    ecs.Capability.SETUID,
+    ecs.Capability.SYS_CHROOT,
 )
 
 #: The init container's program: fetch the extension zip through the S3 gateway endpoint, check its digest,
@@ -308,6 +337,22 @@ class MemoryService(Construct):
         extension.grant_read(task.task_role)
         grant_bedrock_invoke(self, task.task_role, self._bedrock_models(config))
         logging = ecs.LogDrivers.aws_logs(stream_prefix=construct_id.lower(), log_group=self.log_group)
+        prepare = task.add_container(
+            "PrepareVolumes",
+            image=image,
+            essential=False,
+            user=ROOT_USER,
+            readonly_root_filesystem=True,
+            entry_point=["/bin/sh", "-c"],
+            command=[PREPARE_VOLUMES],
+            linux_parameters=self._prepare_linux_parameters(task),
+            logging=logging,
+        )
+        prepare.add_mount_points(
+            ecs.MountPoint(container_path=EXTENSION_DIR, source_volume="extension", read_only=False),
+            ecs.MountPoint(container_path="/tmp", source_volume="tmp", read_only=False),  # noqa: S108
+        )
+        prepared = ecs.ContainerDependency(container=prepare, condition=ecs.ContainerDependencyCondition.SUCCESS)
         init = task.add_container(
             "InstallExtension",
             image=image,
@@ -329,6 +374,7 @@ class MemoryService(Construct):
             ecs.MountPoint(container_path=EXTENSION_DIR, source_volume="extension", read_only=False),
             ecs.MountPoint(container_path="/tmp", source_volume="tmp", read_only=False),  # noqa: S108
         )
+        init.add_container_dependencies(prepared)
         env = dict(parts.environment)
         health_port = port
         if worker_id is not None:
@@ -363,10 +409,15 @@ class MemoryService(Construct):
             ecs.MountPoint(container_path="/tmp", source_volume="tmp", read_only=False),  # noqa: S108
         )
         main.add_container_dependencies(
-            ecs.ContainerDependency(container=init, condition=ecs.ContainerDependencyCondition.SUCCESS)
+            prepared, ecs.ContainerDependency(container=init, condition=ecs.ContainerDependencyCondition.SUCCESS)
         )
         self._database_key.grant_decrypt(task.obtain_execution_role())
         return task
+
+    def _prepare_linux_parameters(self, task: ecs.FargateTaskDefinition) -> ecs.LinuxParameters:
+        parameters = ecs.LinuxParameters(self, f"{task.node.id}PrepareLinux")
+        parameters.drop_capabilities(*PREPARE_DROPPED_CAPABILITIES)
+        return parameters
 
     def _bedrock_models(self, config: HindsightConfig) -> list[str]:
         models = [config.embeddings_model.removeprefix("bedrock/")]

@@ -239,7 +239,11 @@ def test_hindsight_tasks_are_non_root_read_only_and_load_the_extension(synths: d
             assert c["User"] == "1000:1000"
             assert c["ReadonlyRootFilesystem"] is True
         assert init["Essential"] is False
-        assert main["DependsOn"] == [{"ContainerName": "InstallExtension", "Condition": "SUCCESS"}]
+        assert init["DependsOn"] == [{"ContainerName": "PrepareVolumes", "Condition": "SUCCESS"}]
+        assert main["DependsOn"] == [
+            {"ContainerName": "PrepareVolumes", "Condition": "SUCCESS"},
+            {"ContainerName": "InstallExtension", "Condition": "SUCCESS"},
+        ]
         ext_mounts = {m["ContainerPath"]: m["ReadOnly"] for m in main["MountPoints"]}
         assert ext_mounts["/opt/hindsight-ext"] is True
         env = {e["Name"]: e["Value"] for e in main["Environment"]}
@@ -254,6 +258,30 @@ def test_hindsight_tasks_are_non_root_read_only_and_load_the_extension(synths: d
         assert "HINDSIGHT_API_DATABASE_URL" not in env
         assert main["HealthCheck"]["StartPeriod"] >= 60
         assert "/health/live" in " ".join(main["HealthCheck"]["Command"])
+
+
+@pytest.mark.parametrize("variant", ALL)
+def test_task_volumes_are_handed_to_uid_1000_by_a_root_first_step(synths: dict[str, Synth], variant: str) -> None:
+    # Fargate creates task volumes root:root 0755 and the stock image declares no VOLUME: without this step the
+    # extension install and the server (uid 1000) could write neither /opt/hindsight-ext nor /tmp.
+    t = synths[variant].template("-MemoryService")
+    for prefix in ("MemoryApiTask", "MemoryWorker1Task"):
+        prepare = _containers(t, prefix)["PrepareVolumes"]
+        assert prepare["User"] == "0:0"
+        assert prepare["Essential"] is False
+        assert prepare["ReadonlyRootFilesystem"] is True
+        script = " ".join(prepare["Command"])
+        assert "chown 1000:1000 /opt/hindsight-ext" in script
+        assert "chmod 1777 /tmp" in script
+        assert script.index("chmod 0755 /opt/hindsight-ext") < script.index("chown")  # chmod needs no FOWNER first
+        assert {(m["ContainerPath"], m["ReadOnly"]) for m in prepare["MountPoints"]} == {
+            ("/opt/hindsight-ext", False),
+            ("/tmp", False),
+        }
+        dropped = set(prepare["LinuxParameters"]["Capabilities"]["Drop"])
+        assert "CHOWN" not in dropped
+        assert {"DAC_OVERRIDE", "FOWNER", "SETUID", "SETGID", "NET_RAW"} <= dropped
+        assert "Add" not in prepare["LinuxParameters"]["Capabilities"]
 
 
 @pytest.mark.parametrize("variant", ALL)
