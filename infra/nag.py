@@ -12,9 +12,11 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct, IConstruct
 
 from infra.app_builder import Stacks
-from infra.config import AppConfig, ImageSource
+from infra.config import AppConfig
 
 ECR_DEPLOYMENT_PREFIX = "Custom::CDKECRDeployment"
+#: The singleton function behind every ``AwsCustomResource`` in a stack (its id is fixed by CDK).
+AWS_CUSTOM_RESOURCE_ID = "AWS679f53fac002430cb0da5b7982bd2287"
 
 
 def _ack(scope: IConstruct, rule: str, reason: str) -> None:
@@ -254,19 +256,27 @@ def _memory(stacks: Stacks, config: AppConfig) -> None:
         memory.node.find_child("RedeployOnRotation"),
         "it calls only the ECS API (no data path); keeping it out of the VPC avoids an ECS endpoint per AZ",
     )
-    if config.hindsight.image_source is ImageSource.MIRROR:
+    mirror = memory.mirror
+    if mirror is not None:
         for child in stack.node.children:
             if child.node.id.startswith(ECR_DEPLOYMENT_PREFIX):
                 _lambda_outside_vpc(
                     child, "it copies the pinned Hindsight image from the public registry into ECR at deploy time"
                 )
-                _ack(
-                    child,
-                    "AwsSolutions-IAM5[Resource::*]",
-                    "cdk-ecr-deployment needs ecr:GetAuthorizationToken "
-                    "(unscopable); its push rights are granted on the one repository",
-                )
                 _ack(child, "AwsSolutions-L1", "cdk-ecr-deployment ships its own provided.al2023 Go handler")
+            if child.node.id == AWS_CUSTOM_RESOURCE_ID:
+                _lambda_outside_vpc(child, "it only reads the mirrored image's digest from the ECR API at deploy time")
+        _ack(
+            mirror.role,
+            "AwsSolutions-IAM5[Resource::*]",
+            "only ecr:GetAuthorizationToken, which supports no resource scoping; every push and read action is "
+            "granted on the one mirror repository",
+        )
+        _ack(
+            mirror.role,
+            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]",
+            "the AWS-managed basic execution policy grants only log writes",
+        )
 
 
 def _agent(stacks: Stacks, config: AppConfig) -> None:

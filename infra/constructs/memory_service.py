@@ -16,7 +16,6 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-import cdk_ecr_deployment as ecr_deployment
 from aws_cdk import Aws, Duration, RemovalPolicy
 from aws_cdk import aws_certificatemanager as acm
 from aws_cdk import aws_ec2 as ec2
@@ -37,6 +36,7 @@ from constructs import Construct
 from infra.config import AuthConfig, AuthMode, HindsightConfig, ImageSource, LlmProvider
 from infra.constructs.database import VectorDatabase
 from infra.constructs.identity import FUNCTIONS_DIR, Identity
+from infra.constructs.image_mirror import ImageMirror
 from infra.constructs.log_retention import retention
 from infra.constructs.network import Network
 from infra.isolation_env import ENV_AGENT_KEY, ENV_OPERATOR_KEY, ENV_STATIC_JWKS, isolation_environment
@@ -139,6 +139,7 @@ class MemoryService(Construct):
         self._logs_key = logs_key
         self._database_key = database.key
         self.key = kms.Key(self, "Key", description="Hindsight service secrets", enable_key_rotation=True)
+        self.mirror: ImageMirror | None = None
         self.secrets = self._secrets(config, auth)
         image, image_dependency = self._image(config)
         extension = s3_assets.Asset(self, "IsolationExtension", path=str(config.extension_path))
@@ -245,32 +246,23 @@ class MemoryService(Construct):
         return ServiceSecrets(operator_key=operator, agent_key=agent, llm_api_key=llm)
 
     def _image(self, config: HindsightConfig) -> tuple[ecs.ContainerImage, Construct | None]:
-        source = f"{config.image_repository}:{config.image_tag}"
+        digest = config.image_digest
         if config.image_source is ImageSource.REGISTRY:
-            return ecs.ContainerImage.from_registry(source), None
+            ref = f"@{digest}" if digest else f":{config.image_tag}"
+            return ecs.ContainerImage.from_registry(config.image_repository + ref), None
         if config.image_source is ImageSource.ECR:
             assert config.ecr_repository_arn is not None
             repo = ecr.Repository.from_repository_arn(self, "Repository", config.ecr_repository_arn)
-            return ecs.ContainerImage.from_ecr_repository(repo, config.image_tag), None
-        repository = ecr.Repository(
-            self,
-            "Repository",
-            image_scan_on_push=True,
-            image_tag_mutability=ecr.TagMutability.IMMUTABLE,
-            encryption=ecr.RepositoryEncryption.KMS,
-            encryption_key=self.key,
-            removal_policy=RemovalPolicy.DESTROY,
-            empty_on_delete=True,
-        )
-        # Runs outside the VPC at deploy time (it needs the public registry) and copies only the arm64 image.
-        copy = ecr_deployment.ECRDeployment(
+            return ecs.ContainerImage.from_ecr_repository(repo, digest or config.image_tag), None
+        self.mirror = ImageMirror(
             self,
             "Mirror",
-            src=ecr_deployment.DockerImageName(source),
-            dest=ecr_deployment.DockerImageName(f"{repository.repository_uri}:{config.image_tag}"),
-            image_arch=["arm64"],
+            source_repository=config.image_repository,
+            image_tag=config.image_tag,
+            digest=digest,
+            key=self.key,
         )
-        return ecs.ContainerImage.from_ecr_repository(repository, config.image_tag), copy
+        return self.mirror.image, self.mirror.lookup
 
     def _environment(self, config: HindsightConfig, database: VectorDatabase) -> dict[str, str]:
         env = {
@@ -412,6 +404,8 @@ class MemoryService(Construct):
             prepared, ecs.ContainerDependency(container=init, condition=ecs.ContainerDependencyCondition.SUCCESS)
         )
         self._database_key.grant_decrypt(task.obtain_execution_role())
+        if self.mirror is not None:
+            self.mirror.grant_pull(task.obtain_execution_role())
         return task
 
     def _prepare_linux_parameters(self, task: ecs.FargateTaskDefinition) -> ecs.LinuxParameters:

@@ -372,21 +372,86 @@ def test_load_balancer_is_internal_and_tls_when_configured(synths: dict[str, Syn
         assert tg["Properties"]["HealthCheckPath"] == "/health"
 
 
+def _mirror_copy(t: dict[str, Any]) -> dict[str, Any]:
+    (copy,) = [r for r in t["Resources"].values() if r["Type"] == "Custom::CDKECRDeployment"]
+    return copy
+
+
 def test_image_mirror_copies_the_pinned_arm64_image(default: Synth) -> None:
     t = default.template("-MemoryService")
-    (copy,) = [
-        r
-        for r in t["Resources"].values()
-        if r["Type"] == "Custom::CDKBucketDeployment"
-        or "ECRDeployment" in r["Type"]
-        or r["Type"].startswith("Custom::CDKECRDeployment")
-    ]
-    text = _text(copy["Properties"])
+    text = _text(_mirror_copy(t)["Properties"])
     assert "ghcr.io/vectorize-io/hindsight-api:1.1.0-slim" in text
     assert "arm64" in text
     repo = next(iter(resources(t, "AWS::ECR::Repository").values()))
-    assert repo["Properties"]["ImageTagMutability"] == "IMMUTABLE"
     assert repo["Properties"]["ImageScanningConfiguration"] == {"ScanOnPush": True}
+
+
+def _statements(t: dict[str, Any], role_prefix: str) -> list[dict[str, Any]]:
+    return [
+        s
+        for p in resources(t, "AWS::IAM::Policy").values()
+        if any(r["Ref"].startswith(role_prefix) for r in p["Properties"]["Roles"])
+        for s in p["Properties"]["PolicyDocument"]["Statement"]
+    ]
+
+
+def test_image_mirror_may_push_only_to_its_one_repository(default: Synth) -> None:
+    t = default.template("-MemoryService")
+    (repo_id,) = resources(t, "AWS::ECR::Repository")
+    # GIVEN the copy function runs with our role, not one the library fills with push rights on "*"
+    (function,) = [
+        f for k, f in resources(t, "AWS::Lambda::Function").items() if k.startswith("CustomCDKECRDeployment")
+    ]
+    assert "MemoryMirrorCopyRole" in _text(function["Properties"]["Role"])
+    statements = _statements(t, "MemoryMirrorCopyRole")
+    assert statements
+    for statement in statements:
+        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        if statement["Resource"] == "*":
+            # THEN the only unscoped action is the one ECR cannot scope
+            assert actions == ["ecr:GetAuthorizationToken"]
+        else:
+            assert repo_id in _text(statement["Resource"]), statement
+            assert "s3:" not in _text(actions)
+    pushes = [s for s in statements if "ecr:PutImage" in _text(s["Action"])]
+    assert len(pushes) == 1
+    assert pushes[0]["Resource"] != "*"
+    # ... and no role in the stack may push anywhere else
+    for policy in resources(t, "AWS::IAM::Policy").values():
+        for s in policy["Properties"]["PolicyDocument"]["Statement"]:
+            if "ecr:PutImage" in _text(s["Action"]) or "ecr:UploadLayerPart" in _text(s["Action"]):
+                assert s["Resource"] != "*"
+
+
+def test_image_mirror_is_idempotent_and_tasks_pull_by_digest(synths: dict[str, Synth]) -> None:
+    t = synths["default"].template("-MemoryService")
+    repo = next(iter(resources(t, "AWS::ECR::Repository").values()))["Properties"]
+    copy = _mirror_copy(t)["Properties"]
+    tag = copy["DestImage"]["Fn::Join"][1][-1].rsplit(":", 1)[-1]
+    # GIVEN an immutable repository, the one tag the mirror writes may be written again (a repeated copy of the same
+    # image, e.g. an update or a rollback, must not fail the deploy: cdk-ecr-deployment#207) ...
+    assert repo["ImageTagMutability"] == "IMMUTABLE_WITH_EXCLUSION"
+    assert repo["ImageTagMutabilityExclusionFilters"] == [
+        {"ImageTagMutabilityExclusionFilterType": "WILDCARD", "ImageTagMutabilityExclusionFilterValue": tag}
+    ]
+    # ... and what runs never depends on a tag: the digest is read back after the copy and every task pulls by it.
+    (lookup_id, lookup) = next(iter(resources(t, "Custom::AWS").items()))
+    assert "describeImages" in _text(lookup["Properties"])
+    assert any(d.startswith("MemoryMirrorCopy") for d in lookup["DependsOn"])
+    for prefix in ("MemoryApiTask", "MemoryWorker1Task"):
+        for container in _containers(t, prefix).values():
+            image = _text(container["Image"])
+            assert "@" in image and lookup_id in image and "imageDetails.0.imageDigest" in image, image
+
+
+def test_a_configured_digest_pins_the_source_and_gets_its_own_tag(tmp_path: Any) -> None:
+    from tests.infra.conftest import synthesize
+
+    digest = "sha256:" + "0123456789ab" + "c" * 52
+    synth = synthesize(tmp_path, {"hindsight.image_digest": digest}, nag=False)
+    copy = _mirror_copy(synth.template("-MemoryService"))["Properties"]
+    assert copy["SrcImage"] == f"docker://ghcr.io/vectorize-io/hindsight-api@{digest}"
+    assert _text(copy["DestImage"]).endswith(':1.1.0-slim-0123456789ab"]]}')
 
 
 def test_the_operator_key_is_never_granted_to_the_agent(synths: dict[str, Synth]) -> None:
