@@ -441,7 +441,9 @@ def test_image_mirror_is_idempotent_and_tasks_pull_by_digest(synths: dict[str, S
     for prefix in ("MemoryApiTask", "MemoryWorker1Task"):
         for container in _containers(t, prefix).values():
             image = _text(container["Image"])
-            assert "@" in image and lookup_id in image and "imageDetails.0.imageDigest" in image, image
+            assert "@" in image, image
+            assert lookup_id in image, image
+            assert "imageDetails.0.imageDigest" in image, image
 
 
 def test_a_configured_digest_pins_the_source_and_gets_its_own_tag(tmp_path: Any) -> None:
