@@ -97,7 +97,7 @@ class AgentRuntime(Construct):
         if identity is not None:
             # The agent reads the mirrored signing keys through the VPC's SSM endpoint (it cannot reach the issuer).
             # A String parameter: no KMS key is involved, so read on this one parameter is all the role gets.
-            identity.jwks_parameter.grant_read(self.runtime)
+            identity.grant_read_keys(self.runtime)
         if memory.secrets.agent_key is not None:
             # By ARN plus a direct decrypt grant, so the memory stack's key policy never names this stack's role.
             agent_key = secretsmanager.Secret.from_secret_complete_arn(

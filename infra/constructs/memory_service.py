@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from aws_cdk import Aws, Duration, RemovalPolicy
 from aws_cdk import aws_certificatemanager as acm
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_ecs as ecs
@@ -34,6 +35,7 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from infra.config import AuthConfig, AuthMode, HindsightConfig, ImageSource, LlmProvider
+from infra.constructs.alerts import Alerts
 from infra.constructs.database import VectorDatabase
 from infra.constructs.identity import FUNCTIONS_DIR, Identity
 from infra.constructs.image_mirror import ImageMirror
@@ -133,9 +135,11 @@ class MemoryService(Construct):
         identity: Identity | None,
         agent_name: str,
         logs_key: kms.IKey,
+        alerts: Alerts,
     ) -> None:
         super().__init__(scope, construct_id)
         self.config = config
+        self._alerts = alerts
         self._logs_key = logs_key
         self._database_key = database.key
         self.key = kms.Key(self, "Key", description="Hindsight service secrets", enable_key_rotation=True)
@@ -485,7 +489,7 @@ class MemoryService(Construct):
         else:
             listener = alb.add_listener("Http", port=80, protocol=elbv2.ApplicationProtocol.HTTP, open=False)
             port = 80
-        listener.add_targets(
+        self.target_group = listener.add_targets(
             "Api",
             port=config.port,
             protocol=elbv2.ApplicationProtocol.HTTP,
@@ -499,6 +503,21 @@ class MemoryService(Construct):
                 healthy_threshold_count=2,
                 unhealthy_threshold_count=3,
             ),
+        )
+        self.unhealthy_alarm = self._alerts.watch(
+            cloudwatch.Alarm(
+                self,
+                "NoHealthyApiTask",
+                alarm_description="No Hindsight API task passes the load balancer's health check: agents run without "
+                "memory (degraded). See the service's events and the Hindsight log group.",
+                metric=self.target_group.metrics.healthy_host_count(
+                    period=Duration.minutes(1), statistic=cloudwatch.Stats.MINIMUM
+                ),
+                comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+                threshold=1,
+                evaluation_periods=3,
+                treat_missing_data=cloudwatch.TreatMissingData.BREACHING,
+            )
         )
         return alb, port
 
@@ -544,6 +563,17 @@ class MemoryService(Construct):
             ),
         )
         rule.add_target(targets.LambdaFunction(function, retry_attempts=2))
+        self._alerts.watch(
+            cloudwatch.Alarm(
+                self,
+                "RedeployFailing",
+                alarm_description="Restarting the Hindsight services after a credential or key change failed",
+                metric=function.metric_errors(period=Duration.minutes(5)),
+                threshold=1,
+                evaluation_periods=1,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            )
+        )
         if identity is not None:
             keys_rule = events.Rule(
                 self,

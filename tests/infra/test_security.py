@@ -546,11 +546,16 @@ def test_agent_environment_is_exactly_what_settings_reads(synths: dict[str, Synt
 JWT_VARIANTS = [name for name in ALL if VARIANTS[name].get("auth.mode", "cognito") != "iam"]
 
 
-def _jwks_parameter_id(synth: Synth) -> str:
-    (logical_id,) = [
-        k for k in resources(synth.template("-Identity"), "AWS::SSM::Parameter") if k.startswith("IdentityJwks")
-    ]
+def _keys_resource_id(synth: Synth) -> str:
+    (logical_id,) = resources(synth.template("-Identity"), "Custom::MirroredSigningKeys")
     return logical_id
+
+
+def _export_of(synth: Synth, value: Any) -> str:
+    """The Identity stack export whose value is ``value`` (a GetAtt), as consumers import it."""
+    outputs = synth.template("-Identity")["Outputs"]
+    (name,) = [o["Export"]["Name"] for o in outputs.values() if "Export" in o and o["Value"] == value]
+    return name
 
 
 @pytest.mark.parametrize("variant", JWT_VARIANTS)
@@ -565,14 +570,18 @@ def test_agent_reads_the_mirrored_signing_keys_not_the_issuer(synths: dict[str, 
     # GIVEN a VPC without egress: no discovery URL (the agent would fetch the issuer's JWKS over the internet) ...
     assert "JWT_DISCOVERY_URL" not in env
     # ... but the mirrored parameter, and the same issuer Hindsight's extension expects.
-    assert _jwks_parameter_id(synth) in _text(env["JWT_JWKS_PARAMETER"])
+    keys = _keys_resource_id(synth)
+    parameter_export = _export_of(synth, {"Fn::GetAtt": [keys, "ParameterName"]})
+    assert env["JWT_JWKS_PARAMETER"] == {"Fn::ImportValue": parameter_export}
     hindsight = {
         e["Name"]: e["Value"]
         for e in _containers(synth.template("-MemoryService"), "MemoryApiTask")["Hindsight"]["Environment"]
     }
-    assert _text(env["JWT_ISSUER"]) == _text(hindsight["HINDSIGHT_API_TENANT_JWT_ISSUER"])
-    if synth.config.auth.discovery_url:
-        assert env["JWT_ISSUER"] == synth.config.auth.discovery_url.removesuffix("/.well-known/openid-configuration")
+    # The issuer is the discovery document's own `issuer` (read at deploy time by the keys' owner), never the
+    # discovery URL minus its suffix: some issuers' `issuer` ends with a slash.
+    issuer_export = _export_of(synth, {"Fn::GetAtt": [keys, "Issuer"]})
+    assert env["JWT_ISSUER"] == {"Fn::ImportValue": issuer_export}
+    assert hindsight["HINDSIGHT_API_TENANT_JWT_ISSUER"] == {"Fn::ImportValue": issuer_export}
     # WHEN the agent starts with that environment THEN it verifies against the parameter's keys.
     settings = Settings.from_env(_concrete_agent_env(synth))
     assert settings.jwt_discovery_url is None
@@ -601,8 +610,8 @@ def test_agent_role_reads_exactly_the_mirrored_keys_parameter(synths: dict[str, 
     assert "ssm:GetParameter" in statement["Action"]
     resource = statement["Resource"]
     assert isinstance(resource, dict)  # one ARN, not a list or a wildcard
-    assert ":parameter/" in _text(resource)
-    assert _jwks_parameter_id(synth) in _text(resource)
+    assert ":parameter" in _text(resource)
+    assert _export_of(synth, {"Fn::GetAtt": [_keys_resource_id(synth), "ParameterName"]}) in _text(resource)
     assert "*" not in _text(resource)
     # A String parameter: the agent needs no KMS key for it (in JWT modes it holds no key material at all).
     assert not [s for s in statements if "kms:" in _text(s["Action"])]
@@ -628,19 +637,46 @@ def test_layer_is_arm64_and_published_to_ssm(default: Synth) -> None:
 
 def test_signing_keys_are_mirrored_for_a_vpc_without_egress(default: Synth) -> None:
     t = default.template("-Identity")
-    (param,) = resources(t, "AWS::SSM::Parameter").values()
-    assert param["Properties"]["Tier"] == "Advanced"
     functions = resources(t, "AWS::Lambda::Function")
     mirror = next(f for k, f in functions.items() if k.startswith("IdentityMirror"))
     assert "VpcConfig" not in mirror["Properties"]  # it must reach the issuer on the internet
     rule = next(iter(resources(t, "AWS::Events::Rule").values()))
     assert rule["Properties"]["ScheduleExpression"] == "rate(1 hour)"
-    assert resources(t, "Custom::Trigger")  # refreshed on every deploy; the deploy fails if the issuer is unusable
     assert resources(t, "AWS::CloudWatch::Alarm")
     pool = next(iter(resources(t, "AWS::Cognito::UserPool").values()))
     assert pool["Properties"]["AdminCreateUserConfig"]["AllowAdminCreateUserOnly"] is True
     client = next(iter(resources(t, "AWS::Cognito::UserPoolClient").values()))
     assert client["Properties"]["GenerateSecret"] is False
+
+
+@pytest.mark.parametrize("variant", JWT_VARIANTS)
+def test_the_keys_parameter_belongs_to_the_mirror_function_not_to_cloudformation(
+    synths: dict[str, Synth], variant: str
+) -> None:
+    synth = synths[variant]
+    t = synth.template("-Identity")
+    # GIVEN no CloudFormation-managed parameter: an update of one would reset the value the function rewrote
+    assert resources(t, "AWS::SSM::Parameter") == {}
+    # THEN the mirror function owns it as a custom resource that runs on every deploy changing the issuer or itself
+    ((keys_id, keys),) = resources(t, "Custom::MirroredSigningKeys").items()
+    props = keys["Properties"]
+    (mirror_id,) = [k for k in resources(t, "AWS::Lambda::Function") if k.startswith("IdentityMirror")]
+    assert props["ServiceToken"] == {"Fn::GetAtt": [mirror_id, "Arn"]}
+    name = f"/HindsightMemory/{synth.config.env_name}/identity/jwks"
+    assert props["ParameterName"] == name
+    assert len(props["HandlerSha256"]) == 64
+    if synth.config.auth.discovery_url:
+        assert props["DiscoveryUrl"] == synth.config.auth.discovery_url
+    # ... and the function may write and delete that one parameter, nothing else in SSM
+    statements = [
+        s for p in resources(t, "AWS::IAM::Policy").values() for s in p["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    (ssm,) = [s for s in statements if "ssm:" in _text(s["Action"])]
+    assert set(ssm["Action"]) == {"ssm:GetParameter", "ssm:PutParameter", "ssm:DeleteParameter"}
+    assert _text(ssm["Resource"]).endswith(f':parameter{name}"]]}}')
+    # The schedule goes before its owner on delete, so no refresh re-creates a deleted parameter.
+    (rule,) = resources(t, "AWS::Events::Rule").values()
+    assert keys_id in rule["DependsOn"]
 
 
 def test_iam_mode_has_no_identity_stack_and_a_scoped_agent_key(synths: dict[str, Synth]) -> None:
@@ -650,3 +686,28 @@ def test_iam_mode_has_no_identity_stack_and_a_scoped_agent_key(synths: dict[str,
     assert env["AUTH_MODE"] == "iam"
     assert env["TENANT_ID"] == "acme"
     assert "HINDSIGHT_API_KEY_SECRET_ARN" in env
+
+
+# -- alarms ---------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variant", ALL)
+def test_every_alarm_notifies_the_encrypted_alerts_topic(synths: dict[str, Synth], variant: str) -> None:
+    synth = synths[variant]
+    network = synth.template("-Network")
+    ((topic_id, topic),) = resources(network, "AWS::SNS::Topic").items()
+    assert "KmsMasterKeyId" in topic["Properties"]
+    export = next(o["Export"]["Name"] for o in network["Outputs"].values() if o["Value"] == {"Ref": topic_id})
+    alarms = [a for t in synth.templates.values() for a in resources(t, "AWS::CloudWatch::Alarm").values()]
+    assert alarms
+    for alarm in alarms:
+        assert alarm["Properties"]["AlarmActions"] == [{"Fn::ImportValue": export}]
+        assert alarm["Properties"]["OKActions"] == [{"Fn::ImportValue": export}]
+
+
+def test_the_alarm_email_subscribes_to_the_topic(tmp_path: Any) -> None:
+    from tests.infra.conftest import synthesize
+
+    synth = synthesize(tmp_path, {"alarms.email": "oncall@example.com"}, nag=False)
+    (sub,) = resources(synth.template("-Network"), "AWS::SNS::Subscription").values()
+    assert (sub["Properties"]["Protocol"], sub["Properties"]["Endpoint"]) == ("email", "oncall@example.com")
