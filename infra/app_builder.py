@@ -63,6 +63,7 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
         network=network.network,
         memory=memory.memory,
         identity=identity.identity if identity else None,
+        logs_key=network.logs_key,
         env=env,
     )
     for key, value in config.tags.items():

@@ -7,7 +7,7 @@ certificate) are added only when that configuration is chosen.
 
 from __future__ import annotations
 
-from aws_cdk import Acknowledgment, Stack, Validations
+from aws_cdk import Acknowledgment, DefaultStackSynthesizer, Stack, Validations
 from aws_cdk import aws_iam as iam
 from constructs import Construct, IConstruct
 
@@ -23,13 +23,26 @@ def _ack(scope: IConstruct, rule: str, reason: str) -> None:
     Validations.of(scope).acknowledge(Acknowledgment(id=rule, reason=f"{scope.node.path}: {reason}"))
 
 
-def _asset_read_findings(region: str) -> list[str]:
-    """The findings CDK's asset grant (read of one bootstrap-bucket object) produces."""
+def _asset_read_findings(stack: Stack) -> list[str]:
+    """The findings CDK's asset grant (read of the bootstrap bucket's objects) produces, for this stack's bucket.
+
+    The bucket's name comes from the stack's synthesizer, so a custom bootstrap qualifier
+    (``-c @aws-cdk/core:bootstrapQualifier=...``) names its own bucket here.
+    """
+    synthesizer = stack.synthesizer
+    assert isinstance(synthesizer, DefaultStackSynthesizer)
+    bucket = (
+        DefaultStackSynthesizer.DEFAULT_FILE_ASSETS_BUCKET_NAME.replace(
+            "${Qualifier}", synthesizer.bootstrap_qualifier or ""
+        )
+        .replace("${AWS::AccountId}", "<AWS::AccountId>")
+        .replace("${AWS::Region}", stack.region)
+    )
     return [
         "AwsSolutions-IAM5[Action::s3:GetBucket*]",
         "AwsSolutions-IAM5[Action::s3:GetObject*]",
         "AwsSolutions-IAM5[Action::s3:List*]",
-        f"AwsSolutions-IAM5[Resource::arn:aws:s3:::cdk-hnb659fds-assets-<AWS::AccountId>-{region}/*]",
+        f"AwsSolutions-IAM5[Resource::arn:aws:s3:::{bucket}/*]",
     ]
 
 
@@ -169,13 +182,6 @@ def _memory(stacks: Stacks, config: AppConfig) -> None:
             "only non-secret settings are plain environment variables; credentials "
             "(database, operator/agent keys, signing keys) are ECS secrets from Secrets Manager and SSM",
         )
-        for finding in _asset_read_findings(config.region):
-            _ack(
-                task.task_role,
-                finding,
-                "read access to the CDK asset holding the isolation extension (CDK's "
-                "asset grant: s3:GetObject*/GetBucket*/List* on the bootstrap bucket's objects)",
-            )
         execution_role = task.execution_role
         assert execution_role is not None
         _ack(
@@ -295,7 +301,7 @@ def _agent(stacks: Stacks, config: AppConfig) -> None:
         "directory/default/workload-identity/*]": "workload access tokens for this runtime's identity, whose name "
         "AgentCore assigns at deploy time",
     }
-    for finding in _asset_read_findings(region):
+    for finding in _asset_read_findings(stacks.agent):
         reasons[finding] = "AgentCore reads the agent's code bundle (a CDK asset) through CDK's asset grant"
     for finding, reason in reasons.items():
         _ack(runtime.role, finding, reason)

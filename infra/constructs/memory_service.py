@@ -330,7 +330,13 @@ class MemoryService(Construct):
         )
         task.add_volume(name="extension")
         task.add_volume(name="tmp")
-        extension.grant_read(task.task_role)
+        # Exactly what the install step reads: one object of the asset bucket (CDK's grant_read adds List* and
+        # GetBucket* on the whole bootstrap bucket).
+        task.add_to_task_role_policy(
+            iam.PolicyStatement(
+                actions=["s3:GetObject"], resources=[extension.bucket.arn_for_objects(extension.s3_object_key)]
+            )
+        )
         grant_bedrock_invoke(self, task.task_role, self._bedrock_models(config))
         logging = ecs.LogDrivers.aws_logs(stream_prefix=construct_id.lower(), log_group=self.log_group)
         prepare = task.add_container(

@@ -38,6 +38,8 @@ VARIANTS: dict[str, dict[str, str]] = {
         "hindsight.domain_name": "memory.internal.example.com",
     },
     "iam-aurora": {
+        # An enterprise bootstrap with its own qualifier: no name may assume the default one.
+        "@aws-cdk/core:bootstrapQualifier": "corp12345",
         "auth.mode": "iam",
         "auth.tenant_id": "acme",
         "database.engine": "aurora-serverless",

@@ -711,3 +711,36 @@ def test_the_alarm_email_subscribes_to_the_topic(tmp_path: Any) -> None:
     synth = synthesize(tmp_path, {"alarms.email": "oncall@example.com"}, nag=False)
     (sub,) = resources(synth.template("-Network"), "AWS::SNS::Subscription").values()
     assert (sub["Properties"]["Protocol"], sub["Properties"]["Endpoint"]) == ("email", "oncall@example.com")
+
+
+@pytest.mark.parametrize("variant", ALL)
+def test_agent_logs_go_to_groups_we_create_with_retention_and_the_logs_key(
+    synths: dict[str, Synth], variant: str
+) -> None:
+    synth = synths[variant]
+    t = synth.template("-Agent")
+    (runtime_id,) = resources(t, "AWS::BedrockAgentCore::Runtime")
+    groups = resources(t, "AWS::Logs::LogGroup")
+    names = sorted(_text(g["Properties"]["LogGroupName"]) for g in groups.values())
+    # Both endpoints' groups, named after the runtime id AgentCore assigns, exist before the first invocation ...
+    assert len(names) == 2
+    for name, endpoint in zip(names, ("-DEFAULT", "-live"), strict=True):
+        assert "/aws/bedrock-agentcore/runtimes/" in name
+        assert runtime_id in name
+        assert "AgentRuntimeId" in name
+        assert endpoint in name
+    # ... with the configured agent.log_retention_days and the deployment's logs key (not "forever, unencrypted")
+    for group in groups.values():
+        assert group["Properties"]["RetentionInDays"] == synth.config.agent.log_retention_days
+        assert "Fn::ImportValue" in _text(group["Properties"]["KmsKeyId"])
+
+
+def test_hindsight_tasks_read_exactly_the_extension_object(default: Synth) -> None:
+    t = default.template("-MemoryService")
+    for prefix in ("MemoryApiTaskTaskRole", "MemoryWorker1TaskTaskRole"):
+        s3 = [s for s in _statements(t, prefix) if "s3:" in _text(s["Action"])]
+        assert len(s3) == 1
+        assert s3[0]["Action"] == "s3:GetObject"
+        resource = _text(s3[0]["Resource"])
+        assert resource.endswith('.zip"]]}')  # one object key, no bucket-wide wildcard
+        assert "*" not in resource
