@@ -41,6 +41,7 @@ from infra.constructs.identity import FUNCTIONS_DIR, Identity
 from infra.constructs.image_mirror import ImageMirror
 from infra.constructs.log_retention import retention
 from infra.constructs.network import Network
+from infra.constructs.private_dns import PrivateDnsName
 from infra.isolation_env import ENV_AGENT_KEY, ENV_OPERATOR_KEY, ENV_STATIC_JWKS, isolation_environment
 from infra.permissions import ECS_REDEPLOY_ACTIONS, grant_bedrock_invoke
 
@@ -208,6 +209,16 @@ class MemoryService(Construct):
             for service in [self.api_service, *self.worker_services]:
                 service.node.add_dependency(image_dependency)
         self.load_balancer, listener_port = self._load_balancer(config, network)
+        self.dns: PrivateDnsName | None = None
+        if config.domain_name is not None:
+            self.dns = PrivateDnsName(
+                self,
+                "Dns",
+                domain_name=config.domain_name,
+                hosted_zone_id=config.hosted_zone_id,
+                vpc=network.vpc,
+                load_balancer=self.load_balancer,
+            )
         host = config.domain_name or self.load_balancer.load_balancer_dns_name
         scheme = "https" if config.certificate_arn else "http"
         self.url = f"{scheme}://{host}"

@@ -744,3 +744,37 @@ def test_hindsight_tasks_read_exactly_the_extension_object(default: Synth) -> No
         resource = _text(s3[0]["Resource"])
         assert resource.endswith('.zip"]]}')  # one object key, no bucket-wide wildcard
         assert "*" not in resource
+
+
+def test_the_tls_name_resolves_to_the_load_balancer_inside_the_vpc(synths: dict[str, Synth]) -> None:
+    t = synths["jwt-import"].template("-MemoryService")
+    ((zone_id, zone),) = resources(t, "AWS::Route53::HostedZone").items()
+    assert zone["Properties"]["Name"] == "memory.internal.example.com."
+    assert zone["Properties"]["VPCs"] == [{"VPCId": "vpc-0123456789abcdef0", "VPCRegion": "us-east-1"}]
+    (record,) = resources(t, "AWS::Route53::RecordSet").values()
+    assert record["Properties"]["Type"] == "A"
+    assert record["Properties"]["Name"] == "memory.internal.example.com."
+    assert record["Properties"]["HostedZoneId"] == {"Ref": zone_id}
+    (alb_id,) = resources(t, "AWS::ElasticLoadBalancingV2::LoadBalancer")
+    assert alb_id in _text(record["Properties"]["AliasTarget"]["DNSName"])
+    # Without a name there is nothing to resolve: plain HTTP to the load balancer's own name (dev only).
+    assert resources(synths["default"].template("-MemoryService"), "AWS::Route53::RecordSet") == {}
+
+
+def test_an_existing_private_zone_receives_the_record(tmp_path: Any) -> None:
+    from tests.infra.conftest import synthesize
+
+    synth = synthesize(
+        tmp_path,
+        {
+            "hindsight.certificate_arn": "arn:aws:acm:us-east-1:111122223333:certificate/abcd-1234",
+            "hindsight.domain_name": "memory.internal.example.com",
+            "hindsight.hosted_zone_id": "Z0123456789ABCDEFGHIJ",
+        },
+        nag=False,
+    )
+    t = synth.template("-MemoryService")
+    assert resources(t, "AWS::Route53::HostedZone") == {}
+    (record,) = resources(t, "AWS::Route53::RecordSet").values()
+    assert record["Properties"]["HostedZoneId"] == "Z0123456789ABCDEFGHIJ"
+    assert synth.stacks.memory.memory.url == "https://memory.internal.example.com"
