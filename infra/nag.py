@@ -7,11 +7,12 @@ certificate) are added only when that configuration is chosen.
 
 from __future__ import annotations
 
-from aws_cdk import Acknowledgment, DefaultStackSynthesizer, Stack, Validations
+from aws_cdk import Acknowledgment, Stack, Validations
 from aws_cdk import aws_iam as iam
 from constructs import Construct, IConstruct
 
 from infra.app_builder import Stacks
+from infra.bootstrap import asset_bucket_name
 from infra.config import AppConfig
 
 ECR_DEPLOYMENT_PREFIX = "Custom::CDKECRDeployment"
@@ -29,15 +30,7 @@ def _asset_read_findings(stack: Stack) -> list[str]:
     The bucket's name comes from the stack's synthesizer, so a custom bootstrap qualifier
     (``-c @aws-cdk/core:bootstrapQualifier=...``) names its own bucket here.
     """
-    synthesizer = stack.synthesizer
-    assert isinstance(synthesizer, DefaultStackSynthesizer)
-    bucket = (
-        DefaultStackSynthesizer.DEFAULT_FILE_ASSETS_BUCKET_NAME.replace(
-            "${Qualifier}", synthesizer.bootstrap_qualifier or ""
-        )
-        .replace("${AWS::AccountId}", "<AWS::AccountId>")
-        .replace("${AWS::Region}", stack.region)
-    )
+    bucket = asset_bucket_name(stack, account="<AWS::AccountId>")
     return [
         "AwsSolutions-IAM5[Action::s3:GetBucket*]",
         "AwsSolutions-IAM5[Action::s3:GetObject*]",

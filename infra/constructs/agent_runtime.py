@@ -68,6 +68,7 @@ class AgentRuntime(Construct):
         )
         # The VPC has no egress; 443 reaches the VPC endpoints (Bedrock, Secrets Manager, SSM, logs, traces).
         self.security_group.add_egress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "HTTPS to AWS endpoints")
+        network.allow_endpoints_from(self, self.security_group)
         self.network_configuration = agentcore.RuntimeNetworkConfiguration.using_vpc(
             self, vpc=network.vpc, vpc_subnets=network.subnets, security_groups=[self.security_group]
         )

@@ -170,6 +170,7 @@ class MemoryService(Construct):
         # addresses are public, hence no narrower CIDR); with image_source=registry or an external LLM it also
         # reaches the customer's egress path.
         self.security_group.add_egress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "HTTPS to AWS endpoints")
+        network.allow_endpoints_from(self, self.security_group)
         # The rule is written in this stack (through an imported handle on the database's group), so the stateful
         # stack never references this one.
         database_sg = ec2.SecurityGroup.from_security_group_id(

@@ -105,6 +105,70 @@ def test_endpoint_group_admits_only_https_from_the_vpc(synths: dict[str, Synth],
     assert (rule["CidrIp"], rule["FromPort"], rule["ToPort"], rule["IpProtocol"]) == (expected, 443, 443, "tcp")
 
 
+@pytest.mark.parametrize("variant", ALL)
+def test_workload_security_groups_may_reach_the_endpoints(synths: dict[str, Synth], variant: str) -> None:
+    # The CIDR rule covers only the VPC's primary CIDR; each workload's own group is admitted as well.
+    synth = synths[variant]
+    for suffix, group in (("-MemoryService", "MemorySecurityGroup"), ("-Agent", "AgentSecurityGroup")):
+        rules = [
+            r["Properties"]
+            for r in resources(synth.template(suffix), "AWS::EC2::SecurityGroupIngress").values()
+            if "NetworkEndpointSecurityGroup" in _text(r["Properties"]["GroupId"])
+        ]
+        assert len(rules) == 1, suffix
+        assert (rules[0]["FromPort"], rules[0]["ToPort"], rules[0]["IpProtocol"]) == (443, 443, "tcp")
+        assert group in _text(rules[0]["SourceSecurityGroupId"])
+
+
+@pytest.mark.parametrize("variant", ALL)
+def test_interface_endpoints_serve_only_this_accounts_principals(synths: dict[str, Synth], variant: str) -> None:
+    t = synths[variant].template("-Network")
+    interface = [
+        e for e in resources(t, "AWS::EC2::VPCEndpoint").values() if e["Properties"]["VpcEndpointType"] == "Interface"
+    ]
+    for endpoint in interface:
+        if "cognito-idp" in _text(endpoint["Properties"]["ServiceName"]):
+            assert "PolicyDocument" not in endpoint["Properties"]  # its user-pool APIs are called unauthenticated
+            continue
+        (statement,) = endpoint["Properties"]["PolicyDocument"]["Statement"]
+        assert statement["Condition"] == {"StringEquals": {"aws:PrincipalAccount": {"Ref": "AWS::AccountId"}}}
+
+
+def test_the_s3_gateway_of_a_created_vpc_reaches_only_ecr_layers_and_the_asset_bucket(
+    synths: dict[str, Synth],
+) -> None:
+    for variant, qualifier in (("default", "hnb659fds"), ("iam-aurora", "corp12345")):
+        t = synths[variant].template("-Network")
+        (gateway,) = [
+            e for e in resources(t, "AWS::EC2::VPCEndpoint").values() if e["Properties"]["VpcEndpointType"] == "Gateway"
+        ]
+        (statement,) = gateway["Properties"]["PolicyDocument"]["Statement"]
+        assert statement["Action"] == "s3:GetObject"
+        text = _text(statement["Resource"])
+        assert "prod-us-east-1-starport-layer-bucket/*" in text
+        assert f"cdk-{qualifier}-assets-" in text
+    # An imported VPC's route tables carry other workloads' S3 traffic: its gateway policy stays AWS's default.
+    imported = synths["jwt-import"].template("-Network")
+    (gateway,) = [
+        e
+        for e in resources(imported, "AWS::EC2::VPCEndpoint").values()
+        if e["Properties"]["VpcEndpointType"] == "Gateway"
+    ]
+    assert "PolicyDocument" not in gateway["Properties"]
+
+
+def test_each_endpoint_can_be_left_to_an_imported_vpc(tmp_path: Any) -> None:
+    from tests.infra.conftest import VARIANTS, synthesize
+
+    overrides = {**VARIANTS["jwt-import"], "network.skip_endpoints": "S3,Ssm,XRay"}
+    t = synthesize(tmp_path, overrides, nag=False).template("-Network")
+    services = " ".join(_text(e["Properties"]["ServiceName"]) for e in resources(t, "AWS::EC2::VPCEndpoint").values())
+    for skipped in (".s3", ".ssm", ".xray"):
+        assert skipped not in services
+    for kept in ("ecr.api", "secretsmanager", ".kms", "bedrock-runtime"):
+        assert kept in services
+
+
 def test_imported_vpc_is_not_looked_up(synths: dict[str, Synth]) -> None:
     synth = synths["jwt-import"]
     assert resources(synth.template("-Network"), "AWS::EC2::VPC") == {}
@@ -129,7 +193,11 @@ def test_security_groups_allow_only_what_flows(synths: dict[str, Synth], variant
     assert db_rules[0]["ToPort"] == db_port
     # Agent -> load balancer listener port only.
     listener_port = 443 if synth.config.hindsight.certificate_arn else 80
-    agent_rules = [r["Properties"] for r in resources(agent, "AWS::EC2::SecurityGroupIngress").values()]
+    agent_rules = [
+        r["Properties"]
+        for r in resources(agent, "AWS::EC2::SecurityGroupIngress").values()
+        if "NetworkEndpointSecurityGroup" not in _text(r["Properties"]["GroupId"])
+    ]
     assert [(r["FromPort"], r["ToPort"]) for r in agent_rules] == [(listener_port, listener_port)]
     # Load balancer -> tasks on Hindsight's port only.
     hs_port = synth.config.hindsight.port
