@@ -152,8 +152,8 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     physical_id = "hindsight-database-provisioning"
     if event["RequestType"] == "Delete":
         return {"PhysicalResourceId": event.get("PhysicalResourceId", physical_id)}
-    import boto3  # noqa: PLC0415 (the Lambda runtime's boto3; imported here so tests need no AWS)
-    import pg8000.dbapi  # noqa: PLC0415 (bundled into the function by make build)
+    import boto3  # the Lambda runtime's; imported here so the SQL tests need neither AWS nor boto3 set up
+    import pg8000.dbapi  # bundled into the function by make build
 
     secrets_client = boto3.client("secretsmanager")
     master = _secret(secrets_client, properties["MasterSecretArn"])
