@@ -37,7 +37,7 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
     env = Environment(account=config.account, region=config.region)
     prefix = config.stack_prefix
     network = NetworkStack(app, f"{prefix}-Network", config=config, env=env)
-    data = DataStack(app, f"{prefix}-Data", config=config, network=network.network, env=env)
+    data = DataStack(app, f"{prefix}-Data", config=config, network=network.network, logs_key=network.logs_key, env=env)
     identity = (
         IdentityStack(
             app, f"{prefix}-Identity", config=config, logs_key=network.logs_key, alerts=network.alerts, env=env

@@ -230,6 +230,7 @@ class DatabaseConfig:
     backup_retention_days: int
     rotation_days: int
     port: int
+    provisioning_path: Path
 
 
 @dataclass(frozen=True)

@@ -42,6 +42,7 @@ from infra.constructs.image_mirror import ImageMirror
 from infra.constructs.log_retention import retention
 from infra.constructs.network import Network
 from infra.constructs.private_dns import PrivateDnsName
+from infra.constructs.rds_ca_bundle import CA_FILE
 from infra.isolation_env import ENV_AGENT_KEY, ENV_OPERATOR_KEY, ENV_STATIC_JWKS, isolation_environment
 from infra.permissions import ECS_REDEPLOY_ACTIONS, grant_bedrock_invoke
 
@@ -55,10 +56,13 @@ WORKER_HTTP_PORT = 8889
 
 #: Assembles the database URL from the secret's fields inside the container, so it never appears in the task
 #: definition, the template or a log line (no ``set -x``), then runs the API or the worker module of the image's
-#: venv directly (the image's ``start-all.sh`` may start more than the API).
+#: venv directly (the image's ``start-all.sh`` may start more than the API). The login is Hindsight's own (never the
+#: master), and TLS verifies the server against the RDS certificate bundle (``verify-full``: encrypted *and* the
+#: right server), which arrives as an ECS secret and is written to the task's /tmp first.
 _DATABASE_URL = (
+    f"printf '%s\\n' \"$DB_CA_BUNDLE\" > {CA_FILE}; unset DB_CA_BUNDLE; "
     'export HINDSIGHT_API_DATABASE_URL="postgresql://$DB_USERNAME:$DB_PASSWORD@$DB_HOST:$DB_PORT/'
-    '$DB_NAME?sslmode=require"; unset DB_PASSWORD; '
+    f'$DB_NAME?sslmode=verify-full&sslrootcert={CA_FILE}"; unset DB_PASSWORD; '
 )
 API_COMMAND = "set -eu; " + _DATABASE_URL + f"exec {IMAGE_PYTHON} -m hindsight_api.main"
 WORKER_COMMAND = (
@@ -313,10 +317,13 @@ class MemoryService(Construct):
     def _container_secrets(self, database: VectorDatabase, identity: Identity | None) -> dict[str, ecs.Secret]:
         # Referenced by ARN, not by object: granting through the object would write this stack's roles into the
         # data stack's key policy and make the stateful stack depend on this one. Decrypt is granted below instead.
-        db_secret = secretsmanager.Secret.from_secret_complete_arn(self, "DatabaseSecret", database.secret.secret_arn)
+        db_secret = secretsmanager.Secret.from_secret_complete_arn(
+            self, "DatabaseSecret", database.login.secret.secret_arn
+        )
         secrets = {
             "DB_USERNAME": ecs.Secret.from_secrets_manager(db_secret, "username"),
             "DB_PASSWORD": ecs.Secret.from_secrets_manager(db_secret, "password"),
+            "DB_CA_BUNDLE": ecs.Secret.from_ssm_parameter(database.ca_bundle.parameter),
             ENV_OPERATOR_KEY: ecs.Secret.from_secrets_manager(self.secrets.operator_key),
         }
         if self.secrets.agent_key is not None:
@@ -576,7 +583,7 @@ class MemoryService(Construct):
                 detail_type=["AWS Service Event via CloudTrail"],
                 detail={
                     "eventName": ["RotationSucceeded"],
-                    "additionalEventData": {"SecretId": [database.secret.secret_arn]},
+                    "additionalEventData": {"SecretId": [database.login.secret.secret_arn]},
                 },
             ),
         )

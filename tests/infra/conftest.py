@@ -56,12 +56,19 @@ def asset_overrides() -> dict[str, str]:
     agent = BUILD / "agent"
     layer = BUILD / "layer"
     extension = BUILD / "hindsight_ext.zip"
-    if agent.is_dir() and layer.is_dir() and extension.is_file():
-        return {"agent.bundle_path": str(agent), "layer.path": str(layer), "hindsight.extension_path": str(extension)}
+    provisioning = BUILD / "db_provisioning"
+    if agent.is_dir() and layer.is_dir() and extension.is_file() and provisioning.is_dir():
+        return {
+            "agent.bundle_path": str(agent),
+            "layer.path": str(layer),
+            "hindsight.extension_path": str(extension),
+            "database.provisioning_path": str(provisioning),
+        }
     return {
         "agent.bundle_path": str(FIXTURES / "agent"),
         "layer.path": str(FIXTURES / "layer"),
         "hindsight.extension_path": str(FIXTURES / "hindsight_ext.zip"),
+        "database.provisioning_path": str(FIXTURES / "db_provisioning"),
     }
 
 

@@ -157,3 +157,56 @@ def test_redeploy_forces_new_deployments(monkeypatch: pytest.MonkeyPatch) -> Non
     assert redeploy.handler({"detail-type": "x"}, None, ecs=FakeEcs()) == {"redeployed": 2}
     assert [c["service"] for c in calls] == ["arn:a", "arn:b"]
     assert all(c["forceNewDeployment"] for c in calls)
+
+
+def _pem(body: str = "MIIBszCCAVmgAwIBAgIUQ0FRB29vdA==") -> str:
+    return f"-----BEGIN CERTIFICATE-----\n{body}\n-----END CERTIFICATE-----\n"
+
+
+def test_the_rds_bundle_is_stored_and_owned_by_its_custom_resource(ssm: Any) -> None:
+    from infra.functions.rds_ca import index as rds_ca
+
+    responses: list[dict[str, Any]] = []
+    event = {
+        **_event("Create"),
+        "ResourceProperties": {"BundleUrl": "https://truststore.example/r.pem", "ParameterName": "/p/dev/ca"},
+    }
+    bundle = _pem() + _pem("MIIBtDCCAVmgAwIBAgIUQ0FRB29vdB==")
+    result = rds_ca.handler(
+        event, None, ssm=ssm, download=lambda _url: bundle, respond=lambda _u, b: responses.append(b)
+    )
+    assert result == {"status": "SUCCESS"}
+    assert responses[0]["Data"] == {"ParameterName": "/p/dev/ca", "Certificates": "2"}
+    assert ssm.get_parameter(Name="/p/dev/ca")["Parameter"]["Value"] == bundle
+    rds_ca.handler(
+        {**event, "RequestType": "Delete", "PhysicalResourceId": "/p/dev/ca"},
+        None,
+        ssm=ssm,
+        respond=lambda _u, b: responses.append(b),
+    )
+    assert ssm.describe_parameters()["Parameters"] == []
+
+
+@pytest.mark.parametrize(
+    ("document", "reason"),
+    [
+        ("<html>not found</html>", "other than PEM certificates"),
+        (_pem() + "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n", "other than PEM certificates"),
+        ("-----BEGIN CERTIFICATE-----\n%%%%\n-----END CERTIFICATE-----\n", "other than PEM certificates"),
+        ("", "other than PEM certificates"),
+    ],
+)
+def test_the_rds_bundle_must_hold_only_certificates(document: str, reason: str) -> None:
+    from infra.functions.rds_ca import index as rds_ca
+
+    with pytest.raises(rds_ca.BundleError, match=reason):
+        rds_ca.certificates(document)
+
+
+def test_a_failed_bundle_download_fails_the_deploy_with_its_reason(ssm: Any) -> None:
+    from infra.functions.rds_ca import index as rds_ca
+
+    responses: list[dict[str, Any]] = []
+    event = {**_event("Create"), "ResourceProperties": {"BundleUrl": "http://x", "ParameterName": "/p/dev/ca"}}
+    assert rds_ca.handler(event, None, ssm=ssm, respond=lambda _u, b: responses.append(b)) == {"status": "FAILED"}
+    assert "non-https" in responses[0]["Reason"]

@@ -269,6 +269,78 @@ def test_database_credentials_have_no_punctuation_and_rotate(default: Synth) -> 
     )
 
 
+@pytest.mark.parametrize("variant", ALL)
+def test_hindsight_logs_in_as_its_own_login_never_the_master(synths: dict[str, Synth], variant: str) -> None:
+    synth = synths[variant]
+    data, memory = synth.template("-Data"), synth.template("-MemoryService")
+    secrets = resources(data, "AWS::SecretsManager::Secret")
+    (login_id,) = [k for k, v in secrets.items() if _text(v).count('\\"username\\":\\"hindsight_app\\"')]
+    (master_id,) = [k for k in secrets if k != login_id]
+    # The login's secret names the master for the rotation (multi-user rotation reads it), like RDS's own pattern.
+    assert "masterarn" in _text(secrets[login_id]["Properties"]["GenerateSecretString"])
+    (attachment_id,) = [
+        k
+        for k, v in resources(data, "AWS::SecretsManager::SecretTargetAttachment").items()
+        if v["Properties"]["SecretId"] == {"Ref": login_id}
+    ]
+    outputs = data["Outputs"]
+    login_export = next(o["Export"]["Name"] for o in outputs.values() if o["Value"] == {"Ref": attachment_id})
+    main = _containers(memory, "MemoryApiTask")["Hindsight"]
+    creds = {s["Name"]: _text(s["ValueFrom"]) for s in main["Secrets"] if s["Name"] in ("DB_USERNAME", "DB_PASSWORD")}
+    assert len(creds) == 2
+    for value in creds.values():
+        assert login_export in value
+    # Nothing in the memory service may even name the master's secret.
+    master_exports = [o["Export"]["Name"] for o in outputs.values() if master_id in _text(o["Value"])]
+    for name in master_exports:
+        assert name not in _text(memory), name
+
+
+@pytest.mark.parametrize("variant", ALL)
+def test_the_login_rotates_with_alternating_users_after_provisioning(synths: dict[str, Synth], variant: str) -> None:
+    data = synths[variant].template("-Data")
+    mappings = _text(data.get("Mappings", {}))
+    assert "SecretsManagerRDSPostgreSQLRotationMultiUser" in mappings  # Hindsight's login: alternating users
+    assert "SecretsManagerRDSPostgreSQLRotationSingleUser" in mappings  # the master (used by no running task)
+    apps = resources(data, "AWS::Serverless::Application")
+    assert len(apps) == 2
+    ((provisioning_id, provisioning),) = resources(data, "Custom::HindsightDatabaseLogin").items()
+    # The first rotation runs as soon as it is scheduled: never before both logins exist, nor while the provisioning
+    # function uses the master's password. Each schedule takes its function from an application that waits for it.
+    for app in apps.values():
+        assert provisioning_id in app["DependsOn"]
+    schedules = resources(data, "AWS::SecretsManager::RotationSchedule")
+    assert sorted(s["Properties"]["RotationLambdaARN"]["Fn::GetAtt"][0] for s in schedules.values()) == sorted(apps)
+    props = provisioning["Properties"]
+    assert {"MasterSecretArn", "AppSecretArn", "CaParameterName", "Host", "Port", "DatabaseName"} <= set(props)
+    (function,) = [
+        f for k, f in resources(data, "AWS::Lambda::Function").items() if k.startswith("DatabaseLoginFunction")
+    ]
+    assert "VpcConfig" in function["Properties"]  # it reaches the database in the isolated subnets
+    assert function["Properties"]["Handler"] == "index.handler"
+
+
+@pytest.mark.parametrize("variant", ALL)
+def test_tls_to_the_database_verifies_the_server(synths: dict[str, Synth], variant: str) -> None:
+    synth = synths[variant]
+    data, memory = synth.template("-Data"), synth.template("-MemoryService")
+    ((bundle_id, bundle),) = resources(data, "Custom::RdsCaBundle").items()
+    assert bundle["Properties"]["BundleUrl"] == (
+        "https://truststore.pki.rds.amazonaws.com/us-east-1/us-east-1-bundle.pem"
+    )
+    export = next(
+        o["Export"]["Name"]
+        for o in data["Outputs"].values()
+        if o["Value"] == {"Fn::GetAtt": [bundle_id, "ParameterName"]}
+    )
+    for prefix in ("MemoryApiTask", "MemoryWorker1Task"):
+        main = _containers(memory, prefix)["Hindsight"]
+        (ca,) = [s for s in main["Secrets"] if s["Name"] == "DB_CA_BUNDLE"]
+        assert export in _text(ca["ValueFrom"])
+        assert "sslmode=verify-full&sslrootcert=/tmp/rds-ca.pem" in main["Command"][0]
+        assert "sslmode=require" not in main["Command"][0]
+
+
 def test_prod_overlay_makes_the_database_multi_az(synths: dict[str, Synth]) -> None:
     t = Template.from_json(synths["jwt-import"].template("-Data"))
     t.has_resource_properties("AWS::RDS::DBInstance", {"MultiAZ": True, "BackupRetentionPeriod": 30})
@@ -378,7 +450,7 @@ def test_secrets_reach_hindsight_only_as_ecs_secrets(synths: dict[str, Synth], v
     # The database URL is assembled in the container from the secret's fields and never echoed.
     command = main["Command"][0]
     assert "HINDSIGHT_API_DATABASE_URL=" in command
-    assert "sslmode=require" in command
+    assert "sslmode=verify-full&sslrootcert=/tmp/rds-ca.pem" in command
     assert "set -x" not in command
     assert "echo" not in command
     # No generated secret value appears anywhere in any template.
