@@ -324,7 +324,7 @@ def load_config(node: ContextSource) -> AppConfig:
     errors.extend(_validate_parts(cfg_top, sections))
     if errors:
         raise ConfigError(errors)
-    return AppConfig(env_name=env_name, **cfg_top, **sections)
+    return AppConfig(env_name=env_name, **cfg_top, **sections)  # type: ignore[arg-type]
 
 
 def validate(cfg: AppConfig) -> list[str]:

@@ -59,3 +59,4 @@ class AgentStack(Stack):
             description="Qualifier for invoke-agent-runtime",
         )
         CfnOutput(self, "AgentRoleArn", value=runtime.role.role_arn)
+        CfnOutput(self, "AuthMode", value=config.auth.mode.value, description="How callers authenticate (smoke test)")

@@ -52,9 +52,9 @@ def test_cdk_cli_synthesizes_every_stack_without_credentials(tmp_path: Path, var
     )
     assert result.returncode == 0, result.stderr[-3000:]
     names = sorted(p.name for p in out.glob("*.template.json"))
-    env = "prod" if variant.startswith("prod") else "dev"
+    env_name = "prod" if variant.startswith("prod") else "dev"
     assert names == [
-        f"HindsightMemory-{env}-{s}.template.json" for s in ("Agent", "Data", "Identity", "MemoryService", "Network")
+        f"HindsightMemory-{env_name}-{s}.template.json" for s in ("Agent", "Data", "Identity", "MemoryService", "Network")
     ]
 
 

@@ -514,7 +514,7 @@ def test_load_balancer_is_internal_and_tls_when_configured(synths: dict[str, Syn
 
 def _mirror_copy(t: dict[str, Any]) -> dict[str, Any]:
     (copy,) = [r for r in t["Resources"].values() if r["Type"] == "Custom::CDKECRDeployment"]
-    return copy
+    return dict(copy)
 
 
 def test_image_mirror_copies_the_pinned_arm64_image(default: Synth) -> None:
@@ -695,7 +695,7 @@ def _export_of(synth: Synth, value: Any) -> str:
     """The Identity stack export whose value is ``value`` (a GetAtt), as consumers import it."""
     outputs = synth.template("-Identity")["Outputs"]
     (name,) = [o["Export"]["Name"] for o in outputs.values() if "Export" in o and o["Value"] == value]
-    return name
+    return str(name)
 
 
 @pytest.mark.parametrize("variant", JWT_VARIANTS)
