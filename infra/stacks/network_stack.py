@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import ArnFormat, RemovalPolicy, Stack
+from aws_cdk import ArnFormat, CfnOutput, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct
@@ -44,6 +44,12 @@ class NetworkStack(Stack):
             )
         )
         self.alerts = Alerts(self, "Alerts", email=config.alarms.email)
+        CfnOutput(
+            self,
+            "AlertsTopicArn",
+            value=self.alerts.topic.topic_arn,
+            description="Every alarm of the deployment notifies this topic: subscribe your alerting to it",
+        )
         self.network = Network(
             self, "Network", config=config.network, auth_mode=config.auth.mode, logs_key=self.logs_key
         )
