@@ -13,7 +13,7 @@ from constructs import Construct, IConstruct
 
 from infra.app_builder import Stacks
 from infra.bootstrap import asset_bucket_name
-from infra.config import AppConfig
+from infra.config import AppConfig, ImageSource
 
 ECR_DEPLOYMENT_PREFIX = "Custom::CDKECRDeployment"
 #: The singleton function behind every ``AwsCustomResource`` in a stack (its id is fixed by CDK).
@@ -72,27 +72,29 @@ def _network(stacks: Stacks) -> None:
 
 def _data(stacks: Stacks, config: AppConfig) -> None:
     db = stacks.data.database
-    resource = db.node.find_child("Instance") if db.node.try_find_child("Instance") else db.node.find_child("Cluster")
-    _ack(
-        resource,
-        "AwsSolutions-RDS11",
-        "the port is reachable only from the Hindsight tasks' and the rotation "
-        "function's security groups in isolated subnets; a non-standard port adds no protection",
-    )
+    instance = db.node.try_find_child("Instance")  # RDS for PostgreSQL; Aurora has a Cluster (its rules differ)
+    resource = instance if instance is not None else db.node.find_child("Cluster")
+    if instance is not None:
+        _ack(
+            instance,
+            "AwsSolutions-RDS11",
+            "the port is reachable only from the Hindsight tasks', the provisioning and the rotation "
+            "functions' security groups in isolated subnets; a non-standard port adds no protection",
+        )
     _ack(
         resource,
         "NIST.800.53.R5-RDSInBackupPlan",
         "automated backups with the configured retention "
         f"({config.database.backup_retention_days} days) and deletion protection; add an AWS Backup plan centrally",
     )
-    if not config.database.multi_az:
+    if not config.database.multi_az and instance is not None:
         _ack(
-            resource,
+            instance,
             "AwsSolutions-RDS3",
             f"env '{config.env_name}' sets database.multi_az=false (cost); production sets it true",
         )
         _ack(
-            resource,
+            instance,
             "NIST.800.53.R5-RDSMultiAZSupport",
             f"env '{config.env_name}' sets database.multi_az=false (cost); production sets it true",
         )
@@ -159,12 +161,6 @@ def _identity(stacks: Stacks) -> None:
         )
     mirror = identity.mirror_function
     _lambda_outside_vpc(mirror, "it must reach the token issuer's public JWKS URL, which the isolated VPC cannot")
-    _ack(
-        identity.mirror_alarm,
-        "NIST.800.53.R5-CloudWatchAlarmAction",
-        "no notification target is configured "
-        "by this stack; subscribe your alerting to the alarm (documented in the README)",
-    )
 
 
 def _lambda_outside_vpc(function: IConstruct, why: str) -> None:
@@ -205,12 +201,13 @@ def _memory(stacks: Stacks, config: AppConfig) -> None:
         )
         execution_role = task.execution_role
         assert execution_role is not None
-        _ack(
-            execution_role,
-            "AwsSolutions-IAM5[Resource::*]",
-            "ecr:GetAuthorizationToken supports no resource "
-            "scoping; image pulls themselves are scoped to the one repository",
-        )
+        if config.hindsight.image_source is not ImageSource.REGISTRY:  # pulled from ECR
+            _ack(
+                execution_role,
+                "AwsSolutions-IAM5[Resource::*]",
+                "ecr:GetAuthorizationToken supports no resource "
+                "scoping; image pulls themselves are scoped to the one repository",
+            )
     _ack(
         memory.secrets.operator_key,
         "AwsSolutions-SMG4",
@@ -290,7 +287,6 @@ def _memory(stacks: Stacks, config: AppConfig) -> None:
                 _lambda_outside_vpc(
                     child, "it copies the pinned Hindsight image from the public registry into ECR at deploy time"
                 )
-                _ack(child, "AwsSolutions-L1", "cdk-ecr-deployment ships its own provided.al2023 Go handler")
             if child.node.id == AWS_CUSTOM_RESOURCE_ID:
                 _lambda_outside_vpc(child, "it only reads the mirrored image's digest from the ECR API at deploy time")
         _ack(

@@ -89,7 +89,7 @@ class Synth:
         return self.templates[name]
 
 
-def synthesize(outdir: Path, overrides: dict[str, str], *, nag: bool = True) -> Synth:
+def synthesize(outdir: Path, overrides: dict[str, str], *, nag: bool = True, acknowledge: bool = True) -> Synth:
     """Build the app exactly as app.py does (config, stacks, acknowledgements, nag packs) and synthesize it."""
     from aws_cdk import App, Validations
     from cdk_nag import AwsSolutionsChecks, NIST80053R5Checks
@@ -101,7 +101,8 @@ def synthesize(outdir: Path, overrides: dict[str, str], *, nag: bool = True) -> 
     app = App(context=context_from_cdk_json({**asset_overrides(), **overrides}), outdir=str(outdir))
     config = load_config(app.node)
     stacks = build_stacks(app, config)
-    acknowledge_findings(stacks, config)
+    if acknowledge:
+        acknowledge_findings(stacks, config)
     if nag:
         Validations.of(app).add_plugins(AwsSolutionsChecks(app), NIST80053R5Checks(app))
     error = None
@@ -121,6 +122,15 @@ def synthesize(outdir: Path, overrides: dict[str, str], *, nag: bool = True) -> 
 def synths(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Synth]:
     """Every variant, synthesized once."""
     return {name: synthesize(tmp_path_factory.mktemp(f"cdk-{name}"), overrides) for name, overrides in VARIANTS.items()}
+
+
+@pytest.fixture(scope="session")
+def unacknowledged(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Synth]:
+    """Every variant with the nag packs but no acknowledgements: the findings each acknowledgement must match."""
+    return {
+        name: synthesize(tmp_path_factory.mktemp(f"cdk-raw-{name}"), overrides, acknowledge=False)
+        for name, overrides in VARIANTS.items()
+    }
 
 
 @pytest.fixture(scope="session")

@@ -54,7 +54,8 @@ def test_cdk_cli_synthesizes_every_stack_without_credentials(tmp_path: Path, var
     names = sorted(p.name for p in out.glob("*.template.json"))
     env_name = "prod" if variant.startswith("prod") else "dev"
     assert names == [
-        f"HindsightMemory-{env_name}-{s}.template.json" for s in ("Agent", "Data", "Identity", "MemoryService", "Network")
+        f"HindsightMemory-{env_name}-{s}.template.json"
+        for s in ("Agent", "Data", "Identity", "MemoryService", "Network")
     ]
 
 
