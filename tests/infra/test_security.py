@@ -66,7 +66,7 @@ def _recorded_acknowledgements(synth: Synth) -> list[tuple[str, str, str]]:
     def spy(scope: Any, rule: str, reason: str) -> None:
         recorded.append((scope.node.path, rule, reason))
 
-    nag._ack = spy  # type: ignore[assignment]
+    nag._ack = spy
     try:
         nag.acknowledge_findings(synth.stacks, synth.config)
     finally:
