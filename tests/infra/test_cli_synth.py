@@ -74,3 +74,4 @@ def test_prod_without_a_certificate_is_refused_with_the_settings_named(tmp_path:
     )
     assert result.returncode != 0
     assert "hindsight.certificate_arn, hindsight.domain_name: required because hindsight.require_tls" in result.stderr
+    assert "Traceback" not in result.stderr  # the problems, not a stack
