@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 from aws_cdk import CustomResource, Duration, RemovalPolicy
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_kms as kms
@@ -21,9 +23,12 @@ from aws_cdk import custom_resources as cr
 from constructs import Construct
 
 from infra.config import PASSWORD_EXCLUDED_CHARACTERS, DatabaseConfig
+from infra.constructs.identity import FUNCTIONS_DIR
 from infra.constructs.network import Network
 from infra.constructs.rds_ca_bundle import RdsCaBundle
 
+#: The provisioning function's source (``make build`` bundles it with its driver into ``database.provisioning_path``).
+PROVISIONING_SRC = FUNCTIONS_DIR / "db_provisioning"
 #: The login Hindsight uses; rotation alternates it with ``<name>_clone``.
 APP_USERNAME = "hindsight_app"
 
@@ -121,6 +126,8 @@ class DatabaseLogin(Construct):
                 "Host": endpoint.hostname,
                 "Port": str(config.port),
                 "DatabaseName": database_name,
+                # Changed SQL runs again at the next deploy (the statements are idempotent).
+                "HandlerSha256": hashlib.sha256((PROVISIONING_SRC / "index.py").read_bytes()).hexdigest(),
             },
         )
         # The server itself (for Aurora also its writer instance, without which the endpoint does not answer); not the
@@ -147,7 +154,8 @@ def rotation_security_group(scope: Construct, construct_id: str, network: Networ
         construct_id,
         vpc=network.vpc,
         description="Secret rotation function: to PostgreSQL and the AWS endpoints only",
-        allow_all_outbound=True,  # CDK's rotation wiring adds the database rule; the VPC has no other egress path
+        allow_all_outbound=False,  # CDK's rotation wiring adds the rule to the database's port
     )
+    group.add_egress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "HTTPS to AWS endpoints (Secrets Manager)")
     network.allow_endpoints_from(group, group)
     return group

@@ -359,6 +359,21 @@ def test_the_login_rotates_with_alternating_users_after_provisioning(synths: dic
 
 
 @pytest.mark.parametrize("variant", ALL)
+def test_the_data_stacks_functions_reach_only_the_database_and_https(synths: dict[str, Synth], variant: str) -> None:
+    synth = synths[variant]
+    data = synth.template("-Data")
+    groups = resources(data, "AWS::EC2::SecurityGroup")
+    assert len(groups) == 4  # the database, the provisioning function, two rotation functions
+    for sg in groups.values():
+        for rule in sg["Properties"].get("SecurityGroupEgress", []):
+            # the database's own group has no egress (CDK renders a "disallow all" rule)
+            assert (rule["FromPort"], rule["ToPort"]) in ((443, 443), (252, 86)), rule
+    for egress in resources(data, "AWS::EC2::SecurityGroupEgress").values():
+        port = egress["Properties"]["FromPort"]
+        assert port == synth.config.database.port or "Endpoint.Port" in _text(port)
+
+
+@pytest.mark.parametrize("variant", ALL)
 def test_tls_to_the_database_verifies_the_server(synths: dict[str, Synth], variant: str) -> None:
     synth = synths[variant]
     data, memory = synth.template("-Data"), synth.template("-MemoryService")
