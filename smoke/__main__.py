@@ -63,14 +63,15 @@ def local_minter(args: argparse.Namespace) -> tuple[str, targets.Minter]:
 
 
 def _local(args: argparse.Namespace, users: tuple[str, str], mint: targets.Minter | None) -> targets.BearerInvoker:
-    issuer = args.issuer_url or "the test's issuer"
+    source = "tokens minted by the caller"
     if mint is None:
         issuer, mint = local_minter(args)
+        source = f"JWT from the local issuer {issuer}"
     tokens = {user: mint(user) for user in users}
     return targets.BearerInvoker(
         url=args.agent_url.rstrip("/") + "/invocations",
         tokens=tokens,
-        description=f"the local agent at {args.agent_url} (JWT from the local issuer {issuer})",
+        description=f"the local agent at {args.agent_url} ({source})",
         hints=targets.local_hints(args.agent_log),
     )
 

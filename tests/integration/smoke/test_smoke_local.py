@@ -28,6 +28,7 @@ def test_smoke_passes_against_the_local_agent_and_prints_each_step(agent_url: st
     out = io.StringIO()
     code = main(["--local", "--agent-url", agent_url, "--recall-timeout", "90"], out=out, mint=token_issuer.mint)
     report = out.getvalue()
+    print(report)  # the step timings, in the test log
     assert code == 0, report
     assert "[1/3] user A, session 1: tell a code word ... ok in" in report
     assert "[2/3] user A, session 2: recall it ... ok in" in report
