@@ -57,6 +57,10 @@ _EXPORTS: dict[str, str] = {
     "BankOwner": "memory_adapter.bank_ids",
     "format_bank_id": "memory_adapter.bank_ids",
     "parse_bank_id": "memory_adapter.bank_ids",
+    "MemoryKind": "memory_adapter.kinds",
+    "RetentionRules": "memory_adapter.kinds",
+    "kind_of": "memory_adapter.kinds",
+    "kind_tag": "memory_adapter.kinds",
 }
 
 __all__ = [
@@ -72,6 +76,7 @@ __all__ = [
     "HindsightRuntimeAdapter",
     "HindsightUnavailableError",
     "MemoryFormatter",
+    "MemoryKind",
     "Metric",
     "MetricsSink",
     "RecallPolicy",
@@ -82,6 +87,7 @@ __all__ = [
     "RetainOutcome",
     "RetainRecord",
     "RetentionPolicy",
+    "RetentionRules",
     "Spool",
     "SpoolError",
     "TurnContext",
@@ -92,6 +98,8 @@ __all__ = [
     "format_memories_as_bullets",
     "format_memories_as_data",
     "get_config",
+    "kind_of",
+    "kind_tag",
     "parse_bank_id",
     "reset_config",
 ]
@@ -117,6 +125,7 @@ if TYPE_CHECKING:
         format_memories_as_bullets,
         format_memories_as_data,
     )
+    from memory_adapter.kinds import MemoryKind, RetentionRules, kind_of, kind_tag
     from memory_adapter.observability import Metric, MetricsSink
     from memory_adapter.policies import RecallPolicy, RetentionPolicy
     from memory_adapter.spool import DirectorySpool, RetainRecord, Spool

@@ -39,6 +39,7 @@ from memory_adapter.context import BankResolver, TurnContext, default_bank_resol
 from memory_adapter.delivery import ReplayResult, RetainDelivery, RetainHandle, RetainOutcome, RetryPolicy
 from memory_adapter.exceptions import HindsightRequestError, HindsightUnavailableError
 from memory_adapter.formatting import MemoryFormatter, RecalledMemory, format_memories_as_data
+from memory_adapter.kinds import KIND_METADATA_KEY, kind_tag
 from memory_adapter.observability import Metric, MetricsSink, Observer, short_hash
 from memory_adapter.policies import RecallPolicy, RetentionPolicy
 from memory_adapter.spool import DirectorySpool, RetainRecord, Spool
@@ -473,9 +474,9 @@ class HindsightRuntimeAdapter:
         item: dict[str, Any] = {
             "content": content,
             "context": policy.context_label,
-            "metadata": {**context.as_metadata(), **policy.extra_metadata},
+            "metadata": {**context.as_metadata(), KIND_METADATA_KEY: str(policy.kind), **policy.extra_metadata},
             "document_id": context.request_id or str(uuid.uuid4()),
-            "tags": [*context.as_tags(), *self.settings.tags, *policy.extra_tags],
+            "tags": [*context.as_tags(), kind_tag(policy.kind), *self.settings.tags, *policy.extra_tags],
         }
         digest = hashlib.sha256(json.dumps(item, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
         item["timestamp"] = datetime.now(UTC).isoformat()
