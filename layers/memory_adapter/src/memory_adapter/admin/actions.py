@@ -165,7 +165,6 @@ def run_action(request: Mapping[str, Any], *, deps: AdminDeps, principal: str) -
             principal=principal,
             outcome="refused",
             error=type(exc).__name__,
-            message=str(exc),
             **_audit_fields(action, request if isinstance(request, Mapping) else {}, None),
         )
         raise

@@ -69,8 +69,10 @@ def expire(
     now: datetime,
     dry_run: bool = False,
     batch_size: int = 500,
+    bank_ids: list[str] | None = None,
 ) -> ExpiryReport:
-    """Delete (or, with ``dry_run``, only list) up to ``batch_size`` documents past their kind's retention."""
+    """Delete (or, with ``dry_run``, only list) up to ``batch_size`` documents past their kind's retention, in
+    every bank (or only ``bank_ids``)."""
     if now.tzinfo is None:
         raise InvalidRequestError("expiry needs an aware 'now' (with a time zone)")
     if batch_size < 1:
@@ -80,7 +82,7 @@ def expire(
     latest = max((c for c in cutoffs.values() if c is not None), default=None)
     if latest is None:
         return report  # every kind is kept
-    for bank_id in client.bank_ids():
+    for bank_id in bank_ids if bank_ids is not None else client.bank_ids():
         if parse_bank_id(bank_id) is None:
             continue  # not a user's bank: never expired by this job
         report.banks_scanned += 1
