@@ -1,7 +1,8 @@
 """The authorization rule: may this principal perform this kind of action on this bank? Pure, no I/O.
 
-A bank belongs to the identity :func:`memory_adapter.bank_ids.parse_bank_id` reads out of its id: the same module the
-adapter uses to name banks (``format_bank_id``), so the two agree by construction (and a property test proves it).
+A bank belongs to the identity :func:`memory_adapter.identity.bank_ids.parse_bank_id` reads out of its id: the same
+module the adapter uses to name banks (``format_bank_id``), so the two agree by construction (a property test proves
+it).
 
 * A user token reaches the banks of its own (tenant, user), any agent.
 * A user token within the expiry grace window may only retain into those banks (including the bank creation of a
@@ -25,7 +26,7 @@ from enum import StrEnum
 
 from hindsight_isolation.principal import Kind, Principal
 from hindsight_isolation.route import RequestKind
-from memory_adapter.bank_ids import BankOwner, parse_bank_id
+from memory_adapter.identity.bank_ids import BankOwner, parse_bank_id
 
 __all__ = ["Action", "Decision", "authorize", "owns", "reaches"]
 

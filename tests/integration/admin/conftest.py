@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from memory_adapter.admin import AdminDeps, DirectoryStore, OperatorClient
-from memory_adapter.bank_ids import format_bank_id
+from memory_adapter.identity.bank_ids import format_bank_id
 from memory_adapter.kinds import RetentionRules, kind_tag
 from memory_adapter.transport import HttpTransport, bank_path
 

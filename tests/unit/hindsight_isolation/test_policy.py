@@ -7,7 +7,7 @@ import pytest
 from hindsight_isolation.policy import Action, authorize
 from hindsight_isolation.principal import Kind, Principal
 from hindsight_isolation.route import RequestKind
-from memory_adapter.bank_ids import format_bank_id
+from memory_adapter.identity.bank_ids import format_bank_id
 
 ALICE = Principal(Kind.USER, user="alice")
 ALICE_ACME = Principal(Kind.USER, tenant="acme", user="alice")

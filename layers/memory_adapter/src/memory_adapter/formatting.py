@@ -21,6 +21,7 @@ __all__ = [
     "MEMORY_BLOCK_OPEN",
     "MemoryFormatter",
     "RecalledMemory",
+    "ReflectAnswer",
     "format_memories_as_bullets",
     "format_memories_as_data",
     "sanitize_text",
@@ -50,6 +51,13 @@ class RecalledMemory:
     mentioned_at: str | None = None
     id: str | None = None
     document_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ReflectAnswer(RecalledMemory):
+    """Hindsight's reflect answer (``RecallPolicy(mode="reflect")``): one per recall, synthesised from memories by
+    the server's LLM. Formatters treat it as a memory; :func:`memory_adapter.compat.format_memories_as_prior_art`
+    returns its text as it is, like hindsight-agentcore 0.1.3 did."""
 
 
 class MemoryFormatter(Protocol):

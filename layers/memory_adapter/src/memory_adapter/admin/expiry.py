@@ -15,7 +15,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from memory_adapter.admin.errors import InvalidRequestError
-from memory_adapter.bank_ids import parse_bank_id
+from memory_adapter.identity.bank_ids import parse_bank_id
 from memory_adapter.kinds import MemoryKind, RetentionRules, kind_of
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from memory_adapter.admin.inventory import Subject, subject_banks
-from memory_adapter.bank_ids import parse_bank_id
+from memory_adapter.identity.bank_ids import parse_bank_id
 from memory_adapter.kinds import kind_of
 
 if TYPE_CHECKING:
