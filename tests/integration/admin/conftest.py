@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 import urllib.request
 import uuid
 from collections.abc import Callable
@@ -64,12 +65,26 @@ class Users:
         return [r["text"] for r in response.body["results"]]
 
 
-def stub_chat_requests(llm_base_url: str | None) -> list[Any]:
-    """The LLM stand-in's recent chat requests (its log: the last 200 requests of every kind)."""
+def extraction_requests(llm_base_url: str | None) -> list[Any]:
+    """The fact-extraction requests in the LLM stand-in's log (its last 200 requests of every kind)."""
     assert llm_base_url, "the local Hindsight runs without the LLM stand-in"
     with urllib.request.urlopen(llm_base_url.removesuffix("/v1") + "/_stub/requests", timeout=10) as answer:  # noqa: S310
         log = json.loads(answer.read())
-    return [r for r in log if "embeddings" not in str(r.get("endpoint"))]
+    return [r for r in log if r.get("kind") == "retain"]
+
+
+def run_maintenance(server: Any, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``python -m memory_adapter.admin.maintenance ...`` in Hindsight's virtualenv with the server's environment,
+    as the operator's ECS task runs it."""
+    python = Path(server.config.venv) / "bin" / "python"
+    return subprocess.run(
+        [str(python), "-m", "memory_adapter.admin.maintenance", *args],
+        env={**server.server_env(), **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
 
 
 @pytest.fixture

@@ -142,16 +142,16 @@ class _Engine:
         await self._engine.close()
 
     def space(self) -> EmbeddingSpace:
-        from hindsight_api.config import get_config
-
-        config = get_config()
-        provider = str(config.embeddings_provider)
-        model = getattr(config, f"embeddings_{provider.replace('-', '_')}_model", None)
-        return EmbeddingSpace(provider, str(model or provider), int(self._engine.embeddings.dimension))
+        provider, model = configured_model()
+        return EmbeddingSpace(provider, model, int(self._engine.embeddings.dimension))
 
     def _context(self) -> Any:
+        """An internal request context, with Hindsight's current schema (a context variable, which Hindsight's
+        exporter moves to the source schema) pointed back at this engine's."""
+        from hindsight_api.engine.memory_engine import _current_schema
         from hindsight_api.models import RequestContext
 
+        _current_schema.set(self.schema)
         return RequestContext(internal=True, user_initiated=True)
 
     async def import_archive(self, archive: bytes) -> Any:
@@ -162,6 +162,28 @@ class _Engine:
 
     async def delete_bank(self, bank_id: str) -> None:
         await self._engine.delete_bank(bank_id, request_context=self._context())
+
+
+def configured_model() -> tuple[str, str]:
+    """The embedding provider and model this process's environment configures (known before any model loads)."""
+    from hindsight_api.config import HindsightConfig
+
+    config = HindsightConfig.from_env()
+    provider = str(config.embeddings_provider)
+    model = getattr(config, f"embeddings_{provider.replace('-', '_')}_model", None)
+    return provider, str(model or provider)
+
+
+def _refuse_mixing(schema: str, recorded: Mapping[str, Any] | None, space: Mapping[str, Any]) -> None:
+    """Refuse when ``schema`` records another vector space than ``space`` (only the keys ``space`` has)."""
+    if recorded is None:
+        return
+    held = recorded.get("space") or {}
+    if any(held.get(k) != v for k, v in space.items()):
+        raise InvalidRequestError(
+            f"schema {schema!r} holds vectors of {held}, this process embeds with {dict(space)}: refusing to mix "
+            "vector spaces (finish with the same model, or use a fresh schema)"
+        )
 
 
 async def _export_archive(bank_id: str, schema: str) -> bytes:
@@ -242,14 +264,11 @@ async def reembed(*, source_schema: str, target_schema: str, progress: Progress 
             raise InvalidRequestError(
                 f"schema {target_schema!r} already holds banks this task did not write: choose a fresh schema"
             )
+        provider, model = configured_model()
+        _refuse_mixing(target_schema, target_space, {"provider": provider, "model": model})  # before loading it
         async with _Engine(target_schema) as engine:
             space = engine.space()
-            if target_space is not None and target_space.get("space") != space.as_dict():
-                raise InvalidRequestError(
-                    f"schema {target_schema!r} holds vectors of {target_space.get('space')}, this process embeds "
-                    f"with {space.as_dict()}: refusing to mix vector spaces (finish with the same model, or use a "
-                    "fresh schema)"
-                )
+            _refuse_mixing(target_schema, target_space, space.as_dict())
             if source_space is not None and source_space.get("space") == space.as_dict():
                 raise InvalidRequestError(f"schema {source_schema!r} is already embedded with {space.as_dict()}")
             await _record_space(
@@ -312,16 +331,24 @@ def main(argv: list[str] | None = None) -> int:
     e.add_argument("--source-schema", required=True)
     e.add_argument("--target-schema", required=True)
     args = parser.parse_args(argv)
+
+    def progress(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
     try:
         if args.command == "restore":
             store, key = _store(args.manifest)
-            result = asyncio.run(restore(store, key, schema=args.schema, bank_ids=args.banks, replace=args.replace))
+            result = asyncio.run(
+                restore(store, key, schema=args.schema, bank_ids=args.banks, replace=args.replace, progress=progress)
+            )
         else:
-            result = asyncio.run(reembed(source_schema=args.source_schema, target_schema=args.target_schema))
+            result = asyncio.run(
+                reembed(source_schema=args.source_schema, target_schema=args.target_schema, progress=progress)
+            )
     except AdminError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(json.dumps(result, indent=2, sort_keys=True, default=str))
+    print(json.dumps(result, sort_keys=True, default=str))  # one line, the last on stdout: the result
     return 1 if result.get("refused") else 0
 
 
