@@ -35,6 +35,7 @@ from runtime_handler.model import BedrockModel, EchoModel, Model
 from runtime_handler.observability import Observability
 from runtime_handler.settings import IdentitySource, ModelProvider, Settings
 from runtime_handler.turn import Memory, TurnDeps, TurnMeta, TurnRequest, parse_turn, run_turn, stream_turn
+from runtime_handler.working_memory import WorkingMemory
 
 if TYPE_CHECKING:
     from memory_adapter.delivery import RetainHandle
@@ -125,6 +126,7 @@ class Agent:
         self.authenticator = RequestAuthenticator(settings, verifier)
         self.agent_key = agent_key
         self.obs = observability
+        self.working = WorkingMemory(settings.working_memory)
         self.app: BedrockAgentCoreApp | None = None
         self._watchers: set[asyncio.Future[None]] = set()
 
@@ -216,6 +218,7 @@ class Agent:
             model=self.model,
             recall_timeout_s=self.settings.recall_timeout_s + RECALL_BACKSTOP_MARGIN_S,
             memory_unavailable=unavailable,
+            working=self.working,
         )
 
     async def _stream(self, invocation: _Invocation, deps: TurnDeps, started: float) -> AsyncIterator[dict[str, Any]]:

@@ -1,5 +1,8 @@
 """The model behind a small interface: Amazon Bedrock (Converse) or a deterministic local stand-in.
 
+A turn hands the model a :class:`ModelTurn`: the prompt, the session's conversation so far (working memory, as
+conversation messages: Converse ``messages`` for Bedrock) and what was recalled from long-term memory.
+
 Recalled memories are data, not instructions: they reach the model inside a delimited block of the system prompt
 that says so, with anything resembling the delimiter neutralised, so a memory cannot close the block and speak as
 the system (stored prompt injection across sessions).
@@ -11,27 +14,44 @@ import asyncio
 import re
 import threading
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from runtime_handler.errors import ModelError
+from runtime_handler.working_memory import Exchange
 
 if TYPE_CHECKING:
     from mypy_boto3_bedrock_runtime import BedrockRuntimeClient
 
-__all__ = ["BedrockModel", "EchoModel", "Model", "memory_block", "system_prompt"]
+__all__ = ["BedrockModel", "EchoModel", "Model", "ModelTurn", "converse_messages", "memory_block", "system_prompt"]
 
 BASE_SYSTEM_PROMPT = "You are a helpful assistant. Answer the user's message concisely."
 _MEMORY_TAG = re.compile(r"</?\s*memory[^>]*>", re.IGNORECASE)
 
 
+@dataclass(frozen=True, slots=True)
+class ModelTurn:
+    """Everything the model is given for one turn.
+
+    Attributes:
+        prompt: The user's message.
+        memories: What was recalled from long-term memory, formatted (``""``: nothing).
+        history: The session's earlier exchanges, oldest first (working memory).
+    """
+
+    prompt: str
+    memories: str = ""
+    history: tuple[Exchange, ...] = ()
+
+
 class Model(Protocol):
     """What the turn needs from a model."""
 
-    async def reply(self, prompt: str, memories: str) -> str:
-        """The full answer to ``prompt`` given the recalled ``memories`` (may be empty)."""
+    async def reply(self, turn: ModelTurn) -> str:
+        """The full answer to ``turn.prompt``, given the conversation and the recalled memories."""
         ...
 
-    def stream(self, prompt: str, memories: str) -> AsyncIterator[str]:
+    def stream(self, turn: ModelTurn) -> AsyncIterator[str]:
         """The answer in pieces, for SSE."""
         ...
 
@@ -55,22 +75,40 @@ def system_prompt(memories: str) -> str:
     return f"{BASE_SYSTEM_PROMPT}\n\n{block}" if block else BASE_SYSTEM_PROMPT
 
 
+def converse_messages(turn: ModelTurn) -> list[dict[str, Any]]:
+    """The conversation as Converse ``messages``: each earlier exchange as a user and an assistant message (the
+    roles alternate, as Converse requires), then the prompt."""
+    messages: list[dict[str, Any]] = []
+    for exchange in turn.history:
+        messages.append({"role": "user", "content": [{"text": exchange.user}]})
+        messages.append({"role": "assistant", "content": [{"text": exchange.assistant}]})
+    messages.append({"role": "user", "content": [{"text": turn.prompt}]})
+    return messages
+
+
 class EchoModel:
-    """Deterministic stand-in for local runs and tests: echoes the prompt and shows what memory was recalled."""
+    """Deterministic stand-in for local runs and tests: echoes the prompt and shows what it was given (what the user
+    said earlier in this session, and what was recalled from earlier sessions)."""
 
-    async def reply(self, prompt: str, memories: str) -> str:
-        return self._answer(prompt, memories)
+    async def reply(self, turn: ModelTurn) -> str:
+        return self._answer(turn)
 
-    async def stream(self, prompt: str, memories: str) -> AsyncIterator[str]:
-        for line in self._answer(prompt, memories).splitlines(keepends=True):
+    async def stream(self, turn: ModelTurn) -> AsyncIterator[str]:
+        for line in self._answer(turn).splitlines(keepends=True):
             yield line
 
     @staticmethod
-    def _answer(prompt: str, memories: str) -> str:
-        answer = f"You said: {prompt.strip()}"
-        if memories.strip():
-            return f"{answer}\nFrom earlier conversations I remember:\n{memories.strip()}"
-        return f"{answer}\n(I have no memories of you yet.)"
+    def _answer(turn: ModelTurn) -> str:
+        lines = [f"You said: {turn.prompt.strip()}"]
+        if turn.history:
+            lines.append("Earlier in this session you said:")
+            lines.extend(f"- {' '.join(exchange.user.split())}" for exchange in turn.history)
+        if turn.memories.strip():
+            lines.append("From earlier conversations I remember:")
+            lines.append(turn.memories.strip())
+        elif not turn.history:
+            lines.append("(I have no memories of you yet.)")
+        return "\n".join(lines)
 
 
 class BedrockModel:
@@ -97,17 +135,17 @@ class BedrockModel:
                 self._client = boto3.client("bedrock-runtime")
             return self._client
 
-    def _request(self, prompt: str, memories: str) -> dict[str, Any]:
+    def _request(self, turn: ModelTurn) -> dict[str, Any]:
         return {
             "modelId": self._model_id,
-            "system": [{"text": system_prompt(memories)}],
-            "messages": [{"role": "user", "content": [{"text": prompt}]}],
+            "system": [{"text": system_prompt(turn.memories)}],
+            "messages": converse_messages(turn),
             "inferenceConfig": {"maxTokens": self._max_tokens},
         }
 
-    async def reply(self, prompt: str, memories: str) -> str:
+    async def reply(self, turn: ModelTurn) -> str:
         def call() -> str:
-            response = self._bedrock().converse(**self._request(prompt, memories))
+            response = self._bedrock().converse(**self._request(turn))
             parts = response["output"]["message"]["content"]
             return "".join(part.get("text", "") for part in parts)
 
@@ -116,13 +154,13 @@ class BedrockModel:
         except Exception as exc:  # botocore raises many unrelated types; all mean "no answer"
             raise ModelError(f"Bedrock Converse failed: {type(exc).__name__}") from exc
 
-    async def stream(self, prompt: str, memories: str) -> AsyncIterator[str]:
+    async def stream(self, turn: ModelTurn) -> AsyncIterator[str]:
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[tuple[str, str | BaseException | None]] = asyncio.Queue()
 
         def produce() -> None:
             try:
-                response = self._bedrock().converse_stream(**self._request(prompt, memories))
+                response = self._bedrock().converse_stream(**self._request(turn))
                 for event in response["stream"]:
                     delta = event.get("contentBlockDelta", {}).get("delta", {}).get("text")
                     if delta:

@@ -1,7 +1,9 @@
-"""One turn, told as a one-way pipeline: verified caller (with its bank) -> recall -> model -> retain -> answer.
+"""One turn, told as a one-way pipeline: verified caller (with its bank) -> recall and the session's conversation ->
+model -> retain and remember the exchange -> answer.
 
 Each step uses only what earlier steps returned; nothing here reads headers, environment variables or globals. The
-turn talks to long-term memory through :class:`Memory`, which ``memory_adapter.HindsightRuntimeAdapter`` satisfies as
+session's own conversation comes from :class:`~runtime_handler.working_memory.WorkingMemory` (per session and
+caller), long-term memory through :class:`Memory`, which ``memory_adapter.HindsightRuntimeAdapter`` satisfies as
 it is: the caller ``main.py`` verified is handed to it unchanged. Memory failures never fail the turn: they mark it
 ``degraded``. The retain is scheduled last and its handle is returned, so the caller (``main.py``) can keep the
 session busy until it is delivered without making the answer wait.
@@ -19,7 +21,8 @@ from memory_adapter.adapter import Recollection
 from memory_adapter.delivery import RetainHandle
 from memory_adapter.identity.caller import Caller
 from runtime_handler.errors import PayloadError
-from runtime_handler.model import Model
+from runtime_handler.model import Model, ModelTurn
+from runtime_handler.working_memory import Exchange, WorkingMemory
 
 __all__ = ["Memory", "TurnDeps", "TurnMeta", "TurnRequest", "TurnResult", "parse_turn", "run_turn", "stream_turn"]
 
@@ -86,12 +89,14 @@ class TurnResult:
 
 @dataclass(frozen=True, slots=True)
 class TurnDeps:
-    """What a turn needs. ``memory_unavailable`` marks memory as down for this turn (e.g. its key is unreadable)."""
+    """What a turn needs. ``memory_unavailable`` marks memory as down for this turn (e.g. its key is unreadable);
+    ``working`` keeps the session's conversation (``None``: none is kept)."""
 
     memory: Memory | None
     model: Model
     recall_timeout_s: float
     memory_unavailable: bool = False
+    working: WorkingMemory | None = None
 
 
 def parse_turn(payload: object, *, max_prompt_chars: int) -> TurnRequest:
@@ -149,13 +154,28 @@ def _retain(
     return handle, False
 
 
+async def _model_turn(
+    deps: TurnDeps, caller: Caller | None, meta: TurnMeta, prompt: str
+) -> tuple[ModelTurn, Recollection]:
+    """What the model is given (the prompt, the session's conversation, the recalled memories), and the recall."""
+    history = deps.working.history(caller, meta.session_id) if deps.working is not None else ()
+    recollection = await _recall(deps, caller, prompt)
+    return ModelTurn(prompt=prompt, memories=recollection.text, history=history), recollection
+
+
+def _remember_exchange(deps: TurnDeps, caller: Caller | None, meta: TurnMeta, prompt: str, output: str) -> None:
+    if deps.working is not None and output.strip():
+        deps.working.add(caller, meta.session_id, Exchange(prompt, output))
+
+
 async def run_turn(request: TurnRequest, caller: Caller | None, meta: TurnMeta, deps: TurnDeps) -> TurnResult:
     """Recall, answer, schedule the retain; the answer never waits for the retain to be delivered.
 
-    ``caller`` is ``None`` for an anonymous turn (no memory at all).
+    ``caller`` is ``None`` for an anonymous turn (no memory at all, no working memory).
     """
-    recollection = await _recall(deps, caller, request.prompt)
-    output = await deps.model.reply(request.prompt, recollection.text)
+    model_turn, recollection = await _model_turn(deps, caller, meta, request.prompt)
+    output = await deps.model.reply(model_turn)
+    _remember_exchange(deps, caller, meta, request.prompt, output)
     handle, retain_failed = _retain(deps, caller, meta, request.prompt, output)
     return TurnResult(
         output=output,
@@ -174,12 +194,13 @@ async def stream_turn(
     on_retain: Callable[[RetainHandle], None],
 ) -> AsyncIterator[dict[str, Any]]:
     """The same turn as server-sent events: ``{"type": "delta", "text"}`` pieces, then ``{"type": "done", ...}``."""
-    recollection = await _recall(deps, caller, request.prompt)
+    model_turn, recollection = await _model_turn(deps, caller, meta, request.prompt)
     pieces: list[str] = []
-    async for piece in deps.model.stream(request.prompt, recollection.text):
+    async for piece in deps.model.stream(model_turn):
         pieces.append(piece)
         yield {"type": "delta", "text": piece}
     output = "".join(pieces)
+    _remember_exchange(deps, caller, meta, request.prompt, output)
     handle, retain_failed = _retain(deps, caller, meta, request.prompt, output)
     if handle is not None:
         on_retain(handle)

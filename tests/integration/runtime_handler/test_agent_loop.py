@@ -135,6 +135,25 @@ def test_memory_carries_across_sessions(jwt_agent: Client, local_hindsight: Any,
     assert "email over phone" in streamed["output"]
 
 
+def test_the_session_remembers_its_own_conversation_at_once(jwt_agent: Client, token_issuer: TokenIssuer) -> None:
+    # GIVEN a statement, asked about at once (its retain is still being processed by Hindsight)
+    alex = token_issuer.mint(f"user-alex-{time.time_ns()}")
+    session = session_id("wm")
+    jwt_agent.turn("My project codename is Bluebird.", session=session, token=alex)
+    # WHEN alex asks in the same session, streamed or not
+    answer = jwt_agent.turn("What is my project codename?", session=session, token=alex)
+    streamed = jwt_agent.turn("And what was it again?", session=session, token=alex, stream=True)
+    # THEN the agent was given the conversation
+    assert "Earlier in this session you said:\n- My project codename is Bluebird." in answer["output"]
+    assert "- What is my project codename?" in streamed["output"]
+    # AND another user presenting the same session id is not
+    bob = token_issuer.mint(f"user-bob-{time.time_ns()}")
+    other = jwt_agent.turn("What is my project codename?", session=session, token=bob)
+    assert "Bluebird" not in other["output"]
+    assert "Earlier in this session" not in other["output"]
+    jwt_agent.settle()
+
+
 def test_users_are_isolated(jwt_agent: Client, local_hindsight: Any, token_issuer: TokenIssuer) -> None:
     alex = f"user-alex-{time.time_ns()}"
     token = token_issuer.mint(alex)
