@@ -205,6 +205,11 @@ def default_server() -> LocalMcpServer:
     return LocalMcpServer(Path(os.environ.get("LOCAL_MCP_DATA_DIR") or DEFAULT_DATA_DIR))
 
 
+def default_port() -> int:
+    """``LOCAL_MCP_PORT``, else 8891."""
+    return int(os.environ.get("LOCAL_MCP_PORT") or DEFAULT_PORT)
+
+
 def _serve(port: int, hindsight_url: str, issuer_url: str) -> int:
     import uvicorn
 
@@ -219,7 +224,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     for name in ("start", "serve"):
         command = sub.add_parser(name, help="start in the background" if name == "start" else "serve in the foreground")
-        command.add_argument("--port", type=int, default=int(os.environ.get("LOCAL_MCP_PORT") or DEFAULT_PORT))
+        command.add_argument("--port", type=int, default=default_port())
         command.add_argument("--hindsight-url", default="http://127.0.0.1:8888")
         command.add_argument("--issuer-url", default=running_issuer_url())
     sub.add_parser("status", help="is the MCP server running?")
