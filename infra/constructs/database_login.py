@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import hashlib
+import string
 
 from aws_cdk import CustomResource, Duration, RemovalPolicy
 from aws_cdk import aws_ec2 as ec2
@@ -22,13 +23,16 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import custom_resources as cr
 from constructs import Construct
 
-from infra.config import PASSWORD_EXCLUDED_CHARACTERS, DatabaseConfig
+from infra.config import DatabaseConfig
 from infra.constructs.identity import FUNCTIONS_DIR
 from infra.constructs.network import Network
 from infra.constructs.rds_ca_bundle import RdsCaBundle
 
 #: The provisioning function's source (``make build`` bundles it with its driver into ``database.provisioning_path``).
 PROVISIONING_SRC = FUNCTIONS_DIR / "db_provisioning"
+#: Characters kept out of generated passwords: Hindsight's Alembic config breaks on ``%`` and the database URL on
+#: ``@:/?#``; excluding all punctuation keeps the URL assembly trivially safe.
+PASSWORD_EXCLUDED_CHARACTERS = string.punctuation + " "
 #: The login Hindsight uses; rotation alternates it with ``<name>_clone``.
 APP_USERNAME = "hindsight_app"
 
