@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import hashlib
 
-from aws_cdk import CustomResource, Duration, RemovalPolicy, Stack
+from aws_cdk import CustomResource, Duration, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
-from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_logs as logs
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
-from infra.constructs.identity import FUNCTIONS_DIR
+from infra.constructs.functions import FUNCTIONS_DIR, python_function
 
 FUNCTION_DIR = FUNCTIONS_DIR / "rds_ca"
 #: Where the containers write the bundle before connecting (``/tmp`` is the tasks' writable volume).
@@ -35,23 +33,14 @@ class RdsCaBundle(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, parameter_name: str, logs_key: kms.IKey) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
-        self.function = lambda_.Function(
+        self.function = python_function(
             self,
             "Function",
+            log_group_id="Logs",
+            source=FUNCTION_DIR,
             description="Copies the region's RDS certificate bundle into SSM at deploy time (verify-full TLS)",
-            runtime=lambda_.Runtime.PYTHON_3_14,
-            architecture=lambda_.Architecture.ARM_64,
-            handler="index.handler",
-            code=lambda_.Code.from_asset(str(FUNCTION_DIR)),
             timeout=Duration.seconds(30),
-            memory_size=128,
-            log_group=logs.LogGroup(
-                self,
-                "Logs",
-                retention=logs.RetentionDays.THREE_MONTHS,
-                encryption_key=logs_key,
-                removal_policy=RemovalPolicy.DESTROY,
-            ),
+            logs_key=logs_key,
         )
         parameter_arn = stack.format_arn(service="ssm", resource="parameter", resource_name=parameter_name.lstrip("/"))
         self.function.add_to_role_policy(
