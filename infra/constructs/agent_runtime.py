@@ -9,6 +9,7 @@ from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_bedrockagentcore as agentcore
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
+from aws_lambda_powertools.shared.constants import METRICS_NAMESPACE_ENV, SERVICE_NAME_ENV
 from constructs import Construct
 
 from infra.config import AgentConfig, AuthConfig, AuthMode
@@ -25,8 +26,6 @@ ENDPOINT_NAME = "live"
 #: The endpoint every runtime has besides ours; it logs to its own group.
 DEFAULT_ENDPOINT_NAME = "DEFAULT"
 RUNTIME_LOG_GROUP_PREFIX = "/aws/bedrock-agentcore/runtimes/"
-POWERTOOLS_SERVICE_NAME = "POWERTOOLS_SERVICE_NAME"
-POWERTOOLS_METRICS_NAMESPACE = "POWERTOOLS_METRICS_NAMESPACE"
 METRICS_NAMESPACE = "AgentCoreHindsightMemory"
 
 
@@ -122,8 +121,8 @@ def agent_environment(
         rs.ENV_MODEL_PROVIDER: "bedrock",
         rs.ENV_MODEL_ID: config.model_id,
         rs.ENV_ALLOW_ANONYMOUS: "true" if config.allow_anonymous else "false",
-        POWERTOOLS_SERVICE_NAME: config.name,
-        POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
+        SERVICE_NAME_ENV: config.name,
+        METRICS_NAMESPACE_ENV: METRICS_NAMESPACE,
     }
     if auth.mode is AuthMode.IAM:
         env[rs.ENV_AUTH_MODE] = "iam"

@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import string
 
 from aws_cdk import CustomResource, Duration, RemovalPolicy
@@ -23,7 +22,7 @@ from aws_cdk import custom_resources as cr
 from constructs import Construct
 
 from infra.config import DatabaseConfig
-from infra.constructs.functions import FUNCTIONS_DIR, python_function
+from infra.constructs.functions import FUNCTIONS_DIR, handler_sha256, python_function
 from infra.constructs.network import Network
 from infra.constructs.rds_ca_bundle import RdsCaBundle
 
@@ -118,7 +117,7 @@ class DatabaseLogin(Construct):
                 "Port": str(config.port),
                 "DatabaseName": database_name,
                 # Changed SQL runs again at the next deploy (the statements are idempotent).
-                "HandlerSha256": hashlib.sha256((PROVISIONING_SRC / "index.py").read_bytes()).hexdigest(),
+                "HandlerSha256": handler_sha256(PROVISIONING_SRC),
             },
         )
         # The server itself (for Aurora also its writer instance, without which the endpoint does not answer); not the

@@ -24,6 +24,14 @@ from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
 from infra.config import HindsightConfig, LlmProvider
+from infra.constructs.database import (
+    ENV_DB_CA_BUNDLE,
+    ENV_DB_HOST,
+    ENV_DB_NAME,
+    ENV_DB_PASSWORD,
+    ENV_DB_PORT,
+    ENV_DB_USERNAME,
+)
 from infra.constructs.rds_ca_bundle import CA_FILE
 from infra.permissions import grant_bedrock_invoke
 
@@ -41,9 +49,9 @@ WORKER_HTTP_PORT = 8889
 #: master), and TLS verifies the server against the RDS certificate bundle (``verify-full``: encrypted *and* the
 #: right server), which arrives as an ECS secret and is written to the task's /tmp first.
 _DATABASE_URL = (
-    f"printf '%s\\n' \"$DB_CA_BUNDLE\" > {CA_FILE}; unset DB_CA_BUNDLE; "
-    'export HINDSIGHT_API_DATABASE_URL="postgresql://$DB_USERNAME:$DB_PASSWORD@$DB_HOST:$DB_PORT/'
-    f'$DB_NAME?sslmode=verify-full&sslrootcert={CA_FILE}"; unset DB_PASSWORD; '
+    f"printf '%s\\n' \"${ENV_DB_CA_BUNDLE}\" > {CA_FILE}; unset {ENV_DB_CA_BUNDLE}; "
+    f'export HINDSIGHT_API_DATABASE_URL="postgresql://${ENV_DB_USERNAME}:${ENV_DB_PASSWORD}@${ENV_DB_HOST}:${ENV_DB_PORT}/'
+    f'${ENV_DB_NAME}?sslmode=verify-full&sslrootcert={CA_FILE}"; unset {ENV_DB_PASSWORD}; '
 )
 API_COMMAND = "set -eu; " + _DATABASE_URL + f"exec {IMAGE_PYTHON} -m hindsight_api.main"
 WORKER_COMMAND = (

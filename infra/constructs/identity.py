@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-
 from aws_cdk import CustomResource, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cognito as cognito
@@ -17,7 +15,7 @@ from constructs import Construct
 
 from infra.config import AuthConfig, AuthMode
 from infra.constructs.alerts import Alerts
-from infra.constructs.functions import FUNCTIONS_DIR, python_function
+from infra.constructs.functions import FUNCTIONS_DIR, handler_sha256, python_function
 from infra.permissions import SSM_WRITE_ACTIONS
 
 MIRROR_DIR = FUNCTIONS_DIR / "jwks_mirror"
@@ -147,7 +145,7 @@ class Identity(Construct):
                 "DiscoveryUrl": self.discovery_url,
                 "ParameterName": self._parameter_name,
                 # A changed mirror function runs again at deploy (it may check or store the keys differently).
-                "HandlerSha256": hashlib.sha256((MIRROR_DIR / "index.py").read_bytes()).hexdigest(),
+                "HandlerSha256": handler_sha256(MIRROR_DIR),
             },
         )
         keys.node.add_dependency(function.role or function)

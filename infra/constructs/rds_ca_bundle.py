@@ -7,15 +7,13 @@ deploy time (``infra/functions/rds_ca``) and owns the parameter, so CloudFormati
 
 from __future__ import annotations
 
-import hashlib
-
 from aws_cdk import CustomResource, Duration, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
-from infra.constructs.functions import FUNCTIONS_DIR, python_function
+from infra.constructs.functions import FUNCTIONS_DIR, handler_sha256, python_function
 
 FUNCTION_DIR = FUNCTIONS_DIR / "rds_ca"
 #: Where the containers write the bundle before connecting (``/tmp`` is the tasks' writable volume).
@@ -54,7 +52,7 @@ class RdsCaBundle(Construct):
             properties={
                 "BundleUrl": bundle_url(stack.region),
                 "ParameterName": parameter_name,
-                "HandlerSha256": hashlib.sha256((FUNCTION_DIR / "index.py").read_bytes()).hexdigest(),
+                "HandlerSha256": handler_sha256(FUNCTION_DIR),
             },
         )
         bundle.node.add_dependency(self.function.role or self.function)
