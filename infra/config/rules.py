@@ -144,15 +144,13 @@ def _imported_network_problems(n: NetworkConfig) -> list[str]:
         errors, n.vpc_cidr is not None and bool(_CIDR.match(n.vpc_cidr)), "network.vpc_cidr must be the VPC's CIDR"
     )
     _require(errors, len(n.subnet_ids) >= 2, "network.subnet_ids must name at least two private subnets in two AZs")
-    for s in n.subnet_ids:
-        _require(errors, bool(_SUBNET_ID.match(s)), f"network.subnet_ids: '{s}' is not a subnet id")
+    _each_matches(errors, "network.subnet_ids", n.subnet_ids, _SUBNET_ID, "a subnet id")
     _require(
         errors,
         len(n.availability_zones) == len(n.subnet_ids),
         "network.availability_zones must give one AZ name per subnet id, in the same order",
     )
-    for az in n.availability_zones:
-        _require(errors, bool(_AZ_NAME.match(az)), f"network.availability_zones: '{az}' is not an AZ name")
+    _each_matches(errors, "network.availability_zones", n.availability_zones, _AZ_NAME, "an AZ name")
     _require(errors, len(set(n.availability_zones)) >= 2, "network.availability_zones must hold two distinct AZs")
     if n.route_table_ids:
         _require(
@@ -160,8 +158,7 @@ def _imported_network_problems(n: NetworkConfig) -> list[str]:
             len(n.route_table_ids) == len(n.subnet_ids),
             "network.route_table_ids must give one route table id per subnet id, in the same order",
         )
-        for r in n.route_table_ids:
-            _require(errors, bool(_ROUTE_TABLE_ID.match(r)), f"network.route_table_ids: '{r}' is not a route table id")
+        _each_matches(errors, "network.route_table_ids", n.route_table_ids, _ROUTE_TABLE_ID, "a route table id")
     _require(
         errors,
         len(n.az_ids) == len(n.subnet_ids),
@@ -399,9 +396,13 @@ def _bounded(errors: list[str], name: str, value: float, *, low: float, high: fl
         errors.append(problem)
 
 
+def _each_matches(errors: list[str], name: str, values: tuple[str, ...], pattern: re.Pattern[str], what: str) -> None:
+    for value in values:
+        _require(errors, bool(pattern.match(value)), f"{name}: '{value}' is not {what}")
+
+
 def _az_id_format(errors: list[str], name: str, az_ids: tuple[str, ...]) -> None:
-    for az in az_ids:
-        _require(errors, bool(_AZ_ID.match(az)), f"{name}: '{az}' is not an AZ id like use1-az1")
+    _each_matches(errors, name, az_ids, _AZ_ID, "an AZ id like use1-az1")
 
 
 def _retention(errors: list[str], name: str, days: int) -> None:

@@ -197,10 +197,7 @@ class HindsightTaskDefinition(ecs.FargateTaskDefinition):
             linux_parameters=self._prepare_linux_parameters(),
             logging=logging,
         )
-        prepare.add_mount_points(
-            ecs.MountPoint(container_path=EXTENSION_DIR, source_volume="extension", read_only=False),
-            ecs.MountPoint(container_path="/tmp", source_volume="tmp", read_only=False),  # noqa: S108
-        )
+        _mount_volumes(prepare, extension_read_only=False)
         prepared = ecs.ContainerDependency(container=prepare, condition=ecs.ContainerDependencyCondition.SUCCESS)
         init = self.add_container(
             "InstallExtension",
@@ -219,10 +216,7 @@ class HindsightTaskDefinition(ecs.FargateTaskDefinition):
             },
             logging=logging,
         )
-        init.add_mount_points(
-            ecs.MountPoint(container_path=EXTENSION_DIR, source_volume="extension", read_only=False),
-            ecs.MountPoint(container_path="/tmp", source_volume="tmp", read_only=False),  # noqa: S108
-        )
+        _mount_volumes(init, extension_read_only=False)
         init.add_container_dependencies(prepared)
         env = dict(parts.environment)
         health_port = config.port
@@ -253,10 +247,7 @@ class HindsightTaskDefinition(ecs.FargateTaskDefinition):
             stop_timeout=Duration.seconds(30),
             logging=logging,
         )
-        self.main_container.add_mount_points(
-            ecs.MountPoint(container_path=EXTENSION_DIR, source_volume="extension", read_only=True),
-            ecs.MountPoint(container_path="/tmp", source_volume="tmp", read_only=False),  # noqa: S108
-        )
+        _mount_volumes(self.main_container, extension_read_only=True)
         self.main_container.add_container_dependencies(
             prepared, ecs.ContainerDependency(container=init, condition=ecs.ContainerDependencyCondition.SUCCESS)
         )
@@ -267,3 +258,11 @@ class HindsightTaskDefinition(ecs.FargateTaskDefinition):
         parameters = ecs.LinuxParameters(self, "PrepareLinux")
         parameters.drop_capabilities(*PREPARE_DROPPED_CAPABILITIES)
         return parameters
+
+
+def _mount_volumes(container: ecs.ContainerDefinition, *, extension_read_only: bool) -> None:
+    """The task's two volumes: the extension directory and ``/tmp`` (the only writable paths)."""
+    container.add_mount_points(
+        ecs.MountPoint(container_path=EXTENSION_DIR, source_volume="extension", read_only=extension_read_only),
+        ecs.MountPoint(container_path="/tmp", source_volume="tmp", read_only=False),  # noqa: S108
+    )

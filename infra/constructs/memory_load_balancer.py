@@ -21,6 +21,7 @@ from infra.constructs.alerts import Alerts
 from infra.constructs.network import Network
 from infra.constructs.part import Part
 from infra.constructs.private_dns import PrivateDnsName
+from infra.constructs.props import raise_if_invalid
 
 HTTPS_PORT = 443
 HTTP_PORT = 80
@@ -47,6 +48,23 @@ class MemoryLoadBalancer(Part):
         alerts: Alerts,
     ) -> None:
         super().__init__(scope, construct_id)
+        raise_if_invalid(
+            self.node.path,
+            [
+                problem
+                for problem, bad in (
+                    (
+                        "domain_name needs certificate_arn (the name is what the certificate covers), and only with it",
+                        (config.domain_name is None) != (config.certificate_arn is None),
+                    ),
+                    (
+                        "hosted_zone_id needs domain_name (the record it holds)",
+                        config.hosted_zone_id is not None and config.domain_name is None,
+                    ),
+                )
+                if bad
+            ],
+        )
         self.load_balancer = elbv2.ApplicationLoadBalancer(
             self,
             "LoadBalancer",

@@ -19,8 +19,10 @@ import hashlib
 import re
 from collections.abc import Sequence
 
-from aws_cdk import CfnElement, Stack
+from aws_cdk import App, CfnElement, Stack
 from constructs import Construct, IConstruct
+
+from infra.constructs.props import PropsError
 
 #: CDK leaves this id out of logical and unique ids (``core/lib/private/uniqueid.ts``: ``HIDDEN_ID``).
 HIDDEN_ID = "Default"
@@ -43,6 +45,10 @@ class Part(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, home: Construct | None = None) -> None:
         super().__init__(scope, construct_id)
         self.home: Construct = home if home is not None else scope
+        if self.home is not scope and self.home not in scope.node.scopes:
+            raise PropsError(self.node.path, [f"home must be {scope.node.path} or one of its parents in its stack"])
+        if isinstance(self.home, App) or Stack.of(self.home) is not Stack.of(scope):
+            raise PropsError(self.node.path, ["home must be in the part's own stack"])
 
 
 class PartAwareStack(Stack):

@@ -22,6 +22,7 @@ from constructs import Construct
 from infra.constructs.alerts import Alerts
 from infra.constructs.functions import FUNCTIONS_DIR, python_function
 from infra.constructs.part import HIDDEN_ID, Part
+from infra.constructs.props import raise_if_invalid
 from infra.permissions import ECS_REDEPLOY_ACTIONS
 
 
@@ -54,6 +55,19 @@ class RedeployOnRotation(Construct):
         alerts: Alerts,
     ) -> None:
         super().__init__(scope, construct_id)
+        ids = [t.construct_id for t in triggers]
+        raise_if_invalid(
+            self.node.path,
+            [
+                problem
+                for problem, bad in (
+                    ("services must name at least one service to restart", not services),
+                    ("triggers must name at least one event (else nothing ever restarts the services)", not triggers),
+                    (f"trigger ids must be distinct, got {ids}", len(set(ids)) != len(ids)),
+                )
+                if bad
+            ],
+        )
         parts = Part(self, "Parts", home=scope)
         self.function = python_function(
             self,

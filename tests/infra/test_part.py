@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 from aws_cdk import App, CfnElement, Stack
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from infra.constructs.part import HIDDEN_ID, Part, PartAwareStack, make_unique_id
+from infra.constructs.props import PropsError
 
 
 class _CheckingStack(PartAwareStack):
@@ -59,3 +61,41 @@ def test_a_part_keeps_the_logical_ids_of_its_homes_children() -> None:
     # THEN both synthesize the same logical ids
     assert _ids(flat) == _ids(parted)
     assert len(_ids(parted)) == 2
+
+
+def test_a_part_is_homed_only_in_its_own_ancestry_within_its_stack() -> None:
+    app = App()
+    stack = PartAwareStack(app, "S")
+    memory = Construct(stack, "Memory")
+    other = Construct(stack, "Other")
+    with pytest.raises(PropsError, match="home must be S/Memory or one of its parents"):
+        Part(memory, "Elsewhere", home=other)
+    with pytest.raises(PropsError, match="home must be in the part's own stack"):
+        Part(memory, "AboveTheStack", home=app)
+
+
+def test_redeploy_on_rotation_lists_every_bad_prop_at_once() -> None:
+    from aws_cdk import aws_ec2 as ec2
+    from aws_cdk import aws_ecs as ecs
+    from aws_cdk import aws_events as events
+    from aws_cdk import aws_kms as kms
+
+    from infra.constructs.alerts import Alerts
+    from infra.constructs.redeploy_on_rotation import RedeployOnRotation, RestartTrigger
+
+    stack = PartAwareStack(App(), "S")
+    cluster = ecs.Cluster(stack, "Cluster", vpc=ec2.Vpc(stack, "Vpc", nat_gateways=0))
+    pattern = events.EventPattern(source=["aws.ssm"])
+    with pytest.raises(PropsError) as err:
+        RedeployOnRotation(
+            stack,
+            "Redeploy",
+            cluster=cluster,
+            services=[],
+            triggers=[RestartTrigger("Same", "a", pattern), RestartTrigger("Same", "b", pattern)],
+            logs_key=kms.Key(stack, "Key"),
+            alerts=Alerts(stack, "Alerts", email=None),
+        )
+    assert len(err.value.problems) == 2
+    assert "services must name at least one service" in str(err.value)
+    assert "trigger ids must be distinct" in str(err.value)
