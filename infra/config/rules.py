@@ -32,7 +32,7 @@ from infra.config.model import (
     NetworkConfig,
     VpcMode,
 )
-from memory_adapter.identity.settings import jwt_settings_problems
+from memory_adapter.identity.settings import DISCOVERY_SUFFIX, jwt_settings_problems
 from memory_adapter.settings_reader import Naming, out_of_range
 
 #: How the identity contract names the ``auth`` section's JWT settings: ``cdk.json`` keys, "auth.<key>" in messages.
@@ -218,7 +218,17 @@ def auth_problems(a: AuthConfig) -> list[str]:
     _bounded(errors, "auth.jwks_refresh_minutes", a.jwks_refresh_minutes, low=5, high=1440)
     _bounded(errors, "auth.retain_grace_seconds", a.retain_grace_seconds, low=0, high=MAX_EXPIRY_GRACE_S)
     if a.mode is AuthMode.JWT:
-        errors.extend(jwt_settings_problems(dataclasses.asdict(a), AUTH_NAMING))
+        values = dataclasses.asdict(a)
+        if a.discovery_url is None:
+            # The contract also accepts an issuer with a JWKS URL, a static JWKS or a parameter; the deployment
+            # mirrors the keys from the discovery document, so it needs exactly that (a placeholder lets the
+            # contract check the other settings in the same run).
+            errors.append(
+                "auth.discovery_url is required with auth.mode=jwt: your issuer's "
+                "https://.../.well-known/openid-configuration"
+            )
+            values["discovery_url"] = f"https://issuer.invalid{DISCOVERY_SUFFIX}"
+        errors.extend(jwt_settings_problems(values, AUTH_NAMING))
         # AgentCore's authorizer and the key mirror fetch the discovery document over the internet: https only.
         _require(
             errors,

@@ -203,6 +203,15 @@ def test_jwt_settings_are_checked_by_the_identity_contract_with_the_deployments_
     assert ok.auth.allowed_audience == ("api://memory-agent",)
 
 
+def test_jwt_mode_needs_a_discovery_url_and_still_lists_the_other_problems() -> None:
+    with pytest.raises(ConfigError) as err:
+        _load(**{"auth.mode": "jwt"})
+    (required,) = [e for e in err.value.errors if e.startswith("auth.discovery_url")]
+    assert "required with auth.mode=jwt" in required
+    assert "auth.issuer" not in required  # the deployment has no such setting
+    assert [e for e in err.value.errors if "auth.allowed_clients and/or auth.allowed_audience" in e]
+
+
 def test_the_deployment_adds_its_stricter_rules_to_the_contracts() -> None:
     # GIVEN an http issuer (the contract accepts it for local issuers) and a claim name CloudFormation cannot carry
     with pytest.raises(ConfigError) as err:
