@@ -37,7 +37,8 @@ def mirror_tag(image_tag: str, digest: str | None) -> str:
 
 
 class ImageMirror(Construct):
-    """Exposes ``repository``, ``image`` (by digest), ``digest``, ``copy`` and ``role``; ``grant_pull(role)``."""
+    """Exposes ``repository``, ``image`` (by digest), ``digest``, ``copy`` and ``role``; ``grant_pull(role)``,
+    ``grant_task_pull(task)``."""
 
     def __init__(
         self,
@@ -110,6 +111,10 @@ class ImageMirror(Construct):
     def grant_pull(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let a task's execution role pull the mirrored image (``from_registry`` grants nothing by itself)."""
         return self.repository.grant_pull(grantee)
+
+    def grant_task_pull(self, task: ecs.TaskDefinition) -> iam.Grant:
+        """:meth:`grant_pull` to task's execution role."""
+        return self.grant_pull(task.obtain_execution_role())
 
 
 def hindsight_image(

@@ -99,7 +99,6 @@ class MemoryService(Construct):
         if identity is not None:
             secrets[ENV_STATIC_JWKS] = identity.keys_container_secret()
         secrets.update(self.secrets.llm_secrets())
-        mirror = self.mirror
         parts = HindsightTaskParts(
             config=config,
             image=image,
@@ -113,10 +112,7 @@ class MemoryService(Construct):
             },
             secrets=secrets,
             log_group=self.log_group,
-            execution_grants=(
-                database.grant_connect,
-                *([lambda task: mirror.grant_pull(task.obtain_execution_role())] if mirror is not None else []),
-            ),
+            execution_grants=(database.grant_connect, *([self.mirror.grant_task_pull] if self.mirror else [])),
         )
         self.api_task = HindsightTaskDefinition(self, "ApiTask", parts=parts, command=API_COMMAND, log_prefix="api")
         self.api_service = self._service("Api", self.api_task, desired_count=config.api_min_count, network=network)

@@ -248,3 +248,10 @@ def load_config_from_cdk_json_with_section_key(section: str, key: str, value: st
         path = Path(folder) / "cdk.json"
         path.write_text(json.dumps(document))
         return load_config_from_cdk_json(path=path)
+
+
+def test_skip_endpoints_names_exactly_the_endpoints_the_network_creates() -> None:
+    from infra.config import ENDPOINT_NAMES
+    from infra.constructs.network import INTERFACE_ENDPOINTS, UNAUTHENTICATED_ENDPOINTS
+
+    assert set(ENDPOINT_NAMES) == {"S3", *INTERFACE_ENDPOINTS, *UNAUTHENTICATED_ENDPOINTS}
