@@ -7,6 +7,9 @@
   Hindsight image has PyJWT, cryptography and boto3), unpacked into the Hindsight tasks by their init container.
 * ``build/db_provisioning/``: the database provisioning function (``infra/functions/db_provisioning``) with its
   pure-Python PostgreSQL driver, pg8000.
+* ``build/<name>/``: every function of ``infra/functions/<name>`` that has a ``requirements.txt`` (the memory admin
+  functions: Powertools), its modules plus those requirements for arm64 and the layer's Python; ``memory_adapter``
+  comes from the memory adapter layer, boto3 from the Lambda runtime.
 
 Everything is resolved in one pip run per artifact with ``build-constraints.txt`` (hindsight-client accepts
 python-dateutil 4.x while botocore needs <3: one resolver pass with the constraint keeps both satisfied). Bytecode is
@@ -37,6 +40,9 @@ PROVISIONING_SRC = Path(__file__).resolve().parent / "functions" / "db_provision
 PROVISIONING_REQUIREMENTS = ("pg8000>=1.31,<1.32",)
 PROVISIONING_PYTHON = "3.14"  # the function's Lambda runtime
 CONSTRAINTS = Path(__file__).resolve().parent / "build-constraints.txt"
+FUNCTIONS_SRC = Path(__file__).resolve().parent / "functions"
+#: What marks a function that is bundled with its own dependencies (and runs on the memory adapter layer).
+FUNCTION_REQUIREMENTS = "requirements.txt"
 ADAPTER_SRC = ROOT / "layers" / "memory_adapter" / "src" / "memory_adapter"
 ADAPTER_PYPROJECT = ROOT / "layers" / "memory_adapter" / "pyproject.toml"
 AGENT_REQUIREMENTS = ROOT / "runtime_handler" / "requirements.txt"
@@ -50,6 +56,7 @@ AGENT_BUDGET_MIB = 120
 LAYER_BUDGET_MIB = 60
 EXTENSION_BUDGET_KIB = 512
 PROVISIONING_BUDGET_MIB = 5
+FUNCTION_BUDGET_MIB = 10
 
 #: The agent's shim entry point: AgentCore runs ``python main.py`` from the bundle root.
 AGENT_MAIN = (
@@ -225,6 +232,30 @@ def build_provisioning() -> int:
     return _check_budget("database provisioning function", PROVISIONING_DIR, PROVISIONING_BUDGET_MIB * 2**20)
 
 
+def bundled_functions() -> list[str]:
+    """The functions of ``infra/functions`` that ship their own requirements (``build/<name>/``)."""
+    return sorted(p.parent.name for p in FUNCTIONS_SRC.glob(f"*/{FUNCTION_REQUIREMENTS}"))
+
+
+def build_function(name: str) -> int:
+    """Build ``build/<name>/``: the function's modules and its requirements (arm64, the layer's Python)."""
+    source, target = FUNCTIONS_SRC / name, BUILD / name
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    _pip_install(target, ["-r", str(source / FUNCTION_REQUIREMENTS)])
+    for module in sorted(source.glob("*.py")):
+        if module.name != "__init__.py":  # the package marker of the source tree; Lambda imports index.py flat
+            shutil.copy2(module, target / module.name)
+    _prune(target)
+    _compile(target, TARGET_PYTHON)
+    return _check_budget(f"function {name}", target, FUNCTION_BUDGET_MIB * 2**20)
+
+
+def build_functions() -> int:
+    """Build every bundled function; return their total size in bytes."""
+    return sum(build_function(name) for name in bundled_functions())
+
+
 def sha256(path: Path) -> str:
     """Hex digest of a file (the init container checks the extension zip against it)."""
     return hashlib.sha256(path.read_bytes()).hexdigest()
@@ -237,6 +268,7 @@ def main(argv: Sequence[str]) -> int:
         "layer": build_layer,
         "extension": build_extension,
         "provisioning": build_provisioning,
+        "functions": build_functions,
     }
     names = list(argv) or list(builders)
     unknown = [n for n in names if n not in builders]

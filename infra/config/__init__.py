@@ -34,6 +34,8 @@ from infra.config.model import (
     LayerConfig,
     LlmProvider,
     NetworkConfig,
+    OperationsConfig,
+    RetentionConfig,
     VpcMode,
 )
 
@@ -57,6 +59,8 @@ __all__ = [
     "LayerConfig",
     "LlmProvider",
     "NetworkConfig",
+    "OperationsConfig",
+    "RetentionConfig",
     "VpcMode",
     "context_from_cdk_json",
     "load_config",

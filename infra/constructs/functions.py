@@ -17,6 +17,8 @@ from constructs import Construct
 #: Where the functions' sources live (``make build`` bundles those with dependencies into ``build/``).
 FUNCTIONS_DIR = Path(__file__).resolve().parent.parent / "functions"
 RUNTIME = lambda_.Runtime.PYTHON_3_14
+#: Functions on the memory adapter layer run the Python its wheels are built for (``infra.build.TARGET_PYTHON``).
+LAYER_RUNTIME = lambda_.Runtime.PYTHON_3_12
 ARCHITECTURE = lambda_.Architecture.ARM_64
 LOG_RETENTION = logs.RetentionDays.THREE_MONTHS
 
@@ -36,13 +38,17 @@ def python_function(
     vpc: ec2.IVpc | None = None,
     vpc_subnets: ec2.SubnetSelection | None = None,
     security_groups: Sequence[ec2.ISecurityGroup] | None = None,
+    handler: str = "index.handler",
+    layers: Sequence[lambda_.ILayerVersion] = (),
+    log_retention: logs.RetentionDays = LOG_RETENTION,
 ) -> lambda_.Function:
-    """A function running ``index.handler`` from ``source``, logging to ``log_group_id`` (in ``log_scope``, default
-    ``scope``); inside the VPC when ``vpc`` is given."""
+    """A function running ``handler`` from ``source``, logging to ``log_group_id`` (in ``log_scope``, default
+    ``scope``); inside the VPC when ``vpc`` is given. With ``layers`` (the memory adapter layer) it runs the layer's
+    Python, :data:`LAYER_RUNTIME`, whose bytecode and wheels the layer carries."""
     log_group = logs.LogGroup(
         log_scope or scope,
         log_group_id,
-        retention=LOG_RETENTION,
+        retention=log_retention,
         encryption_key=logs_key,
         removal_policy=RemovalPolicy.DESTROY,
     )
@@ -50,9 +56,10 @@ def python_function(
         scope,
         construct_id,
         description=description,
-        runtime=RUNTIME,
+        runtime=LAYER_RUNTIME if layers else RUNTIME,
         architecture=ARCHITECTURE,
-        handler="index.handler",
+        handler=handler,
+        layers=list(layers) or None,
         code=lambda_.Code.from_asset(str(source)),
         timeout=timeout,
         memory_size=memory_size,

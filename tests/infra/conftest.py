@@ -57,18 +57,21 @@ def asset_overrides() -> dict[str, str]:
     layer = BUILD / "layer"
     extension = BUILD / "hindsight_ext.zip"
     provisioning = BUILD / "db_provisioning"
-    if agent.is_dir() and layer.is_dir() and extension.is_file() and provisioning.is_dir():
+    admin = BUILD / "memory_admin"
+    if agent.is_dir() and layer.is_dir() and extension.is_file() and provisioning.is_dir() and admin.is_dir():
         return {
             "agent.bundle_path": str(agent),
             "layer.path": str(layer),
             "hindsight.extension_path": str(extension),
             "database.provisioning_path": str(provisioning),
+            "operations.admin_function_path": str(admin),
         }
     return {
         "agent.bundle_path": str(FIXTURES / "agent"),
         "layer.path": str(FIXTURES / "layer"),
         "hindsight.extension_path": str(FIXTURES / "hindsight_ext.zip"),
         "database.provisioning_path": str(FIXTURES / "db_provisioning"),
+        "operations.admin_function_path": str(FIXTURES / "memory_admin"),
     }
 
 

@@ -110,6 +110,15 @@ class RetentionRules:
     @classmethod
     def from_mapping(cls, raw: Mapping[str, Any] | None) -> RetentionRules:
         """Defaults overlaid with ``raw`` (kind name -> whole days >= 1, or ``None`` to keep); every error at once."""
+        rules, errors = cls.checked(raw)
+        if errors:
+            raise RetentionRulesError("invalid retention: " + "; ".join(errors))
+        return rules
+
+    @classmethod
+    def checked(cls, raw: Mapping[str, Any] | None) -> tuple[RetentionRules, list[str]]:
+        """:meth:`from_mapping` without raising: the rules (a default wherever ``raw`` is unusable) and every
+        problem, one message each (the CDK configuration check lists them with its own)."""
         days: dict[MemoryKind, int | None] = dict(DEFAULT_RETENTION_DAYS)
         errors: list[str] = []
         for name, value in (raw or {}).items():
@@ -124,9 +133,7 @@ class RetentionRules:
                 errors.append(f"{name}: retention must be whole days from 1 to {MAX_RETENTION_DAYS}, or null to keep")
             else:
                 days[kind] = value
-        if errors:
-            raise RetentionRulesError("invalid retention: " + "; ".join(errors))
-        return cls(days)
+        return cls(days), errors
 
     @classmethod
     def from_json(cls, text: str | None) -> RetentionRules:
