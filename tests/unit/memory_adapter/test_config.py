@@ -80,6 +80,18 @@ def test_every_setting_reads_its_environment_variable(monkeypatch, tmp_path):
         assert getattr(settings, name) == expected, name
 
 
+def test_the_queue_variable_is_the_one_the_constants_name():
+    from memory_adapter.constants import SPOOL_QUEUE_URL_ENV
+
+    assert ENV_VARS["spool_queue_url"] == SPOOL_QUEUE_URL_ENV
+
+
+def test_a_queue_url_must_be_a_url(monkeypatch):
+    monkeypatch.setenv("HINDSIGHT_ADAPTER_SPOOL_QUEUE_URL", "retains")
+    with pytest.raises(ConfigurationError, match="spool_queue_url must be an SQS queue URL"):
+        resolve_settings({"hindsight_api_url": "http://h"}, config=None)
+
+
 def test_invalid_values_are_all_reported_at_once(monkeypatch):
     monkeypatch.setenv("HINDSIGHT_ADAPTER_RECALL_TIMEOUT", "soon")
     monkeypatch.setenv("HINDSIGHT_ADAPTER_RETAIN_ASYNC", "maybe")
