@@ -208,3 +208,46 @@ async def test_a_turn_too_large_for_the_queue_is_counted_and_logged_as_lost(queu
     assert metrics.total("MemoryRetainTooLarge") == 1
     assert metrics.total("MemoryRetainFailed") == 1
     assert "too large for the spool" in caplog.text
+
+
+class FlakySqs:
+    """An SQS client that cannot be reached ``failures`` times, then accepts."""
+
+    def __init__(self, failures: int, error: Exception) -> None:
+        self.failures = failures
+        self.error = error
+        self.sent: list[dict[str, Any]] = []
+
+    def send_message(self, **kwargs: Any) -> dict[str, Any]:
+        if self.failures:
+            self.failures -= 1
+            raise self.error
+        self.sent.append(kwargs)
+        return {"MessageId": "m"}
+
+
+def test_a_send_is_retried_while_sqs_cannot_be_reached():
+    from botocore.exceptions import EndpointConnectionError
+
+    client = FlakySqs(3, EndpointConnectionError(endpoint_url="https://sqs.us-east-1.amazonaws.com/"))
+    pauses: list[float] = []
+    spool = SqsSpool("https://sqs.us-east-1.amazonaws.com/1/q", client=client, sleep=pauses.append)  # type: ignore[arg-type]
+    spool.put(record("a"))
+    assert len(client.sent) == 1
+    assert pauses == [0.5, 1.0, 2.0]
+
+
+def test_a_send_gives_up_after_its_budget_or_at_once_when_sqs_says_no():
+    from botocore.exceptions import ClientError, EndpointConnectionError
+
+    from memory_adapter.exceptions import SpoolError
+
+    unreachable = FlakySqs(1000, EndpointConnectionError(endpoint_url="https://sqs.us-east-1.amazonaws.com/"))
+    spool = SqsSpool("https://sqs.x/1/q", client=unreachable, send_budget_s=3.0, sleep=lambda _: None)  # type: ignore[arg-type]
+    with pytest.raises(SpoolError, match="EndpointConnectionError"):
+        spool.put(record("a"))
+    denied = FlakySqs(1, ClientError({"Error": {"Code": "AccessDenied", "Message": "no"}}, "SendMessage"))
+    pauses: list[float] = []
+    with pytest.raises(SpoolError, match="AccessDenied"):
+        SqsSpool("https://sqs.x/1/q", client=denied, sleep=pauses.append).put(record("a"))  # type: ignore[arg-type]
+    assert pauses == []

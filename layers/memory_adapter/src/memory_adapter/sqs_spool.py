@@ -25,8 +25,9 @@ import binascii
 import os
 import re
 import threading
+import time
 import zlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
@@ -218,6 +219,8 @@ class SqsSpool:
         max_message_bytes: The queue's message size limit.
         visibility_timeout: Seconds a message received by :meth:`items` stays hidden from other consumers.
         wait_seconds: Long-poll time of one receive (an empty answer ends :meth:`items`).
+        send_budget_s: How long :meth:`put` keeps trying while SQS cannot be reached (boto3 retries each call a few
+            times; this retries the call): the turn is not safe yet, so the agent's ``/ping`` stays busy meanwhile.
     """
 
     def __init__(
@@ -229,6 +232,8 @@ class SqsSpool:
         max_message_bytes: int = SQS_MAX_MESSAGE_BYTES,
         visibility_timeout: int = 60,
         wait_seconds: int = 1,
+        send_budget_s: float = 30.0,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         if not queue_url.startswith(("https://", "http://")):
             raise ValueError(f"not an SQS queue URL: {queue_url!r}")
@@ -237,6 +242,8 @@ class SqsSpool:
         self.max_message_bytes = max_message_bytes
         self._visibility_timeout = visibility_timeout
         self._wait_seconds = wait_seconds
+        self._send_budget_s = send_budget_s
+        self._sleep = sleep
         self._client = client
         self._client_lock = threading.Lock()
 
@@ -267,8 +274,8 @@ class SqsSpool:
         try:
             return getattr(client, operation)(**kwargs)
         except Exception as exc:  # botocore's errors (client, connection, credentials): the spool failed
-            code = _error_code(exc)
-            raise SpoolError(f"cannot {what}: {type(exc).__name__}{f' ({code})' if code else ''}") from exc
+            # botocore's messages name the operation, the endpoint and the error code; never a message body.
+            raise SpoolError(f"cannot {what}: {type(exc).__name__}: {str(exc)[:300]}") from exc
 
     def _url(self, dead: bool) -> str:
         if not dead:
@@ -282,13 +289,23 @@ class SqsSpool:
     def put(self, record: RetainRecord) -> None:
         """Send ``record`` to the queue (compressed if needed); raise :class:`RecordTooLargeError` if it cannot fit."""
         body, attributes = encode_record(record, max_bytes=self.max_message_bytes)
-        self._call(
-            "send to the retain queue",
-            "send_message",
-            QueueUrl=self.queue_url,
-            MessageBody=body,
-            MessageAttributes=_string_attributes(attributes),
-        )
+        deadline = time.monotonic() + self._send_budget_s
+        delay = 0.5
+        while True:
+            try:
+                self._call(
+                    "send to the retain queue",
+                    "send_message",
+                    QueueUrl=self.queue_url,
+                    MessageBody=body,
+                    MessageAttributes=_string_attributes(attributes),
+                )
+                return
+            except SpoolError as exc:
+                if not _unreachable(exc.__cause__) or time.monotonic() + delay > deadline:
+                    raise
+            self._sleep(delay)
+            delay = min(delay * 2, 5.0)
 
     def items(self, limit: int | None = None, *, dead: bool = False) -> list[RetainRecord]:
         """Receive up to ``limit`` records (hidden for ``visibility_timeout`` s), approximately oldest first.
@@ -417,6 +434,16 @@ class SqsSpool:
             if _error_code(exc.__cause__) in ("ReceiptHandleIsInvalid", "InvalidParameterValue"):
                 return  # already deleted, or its receipt expired: "missing records are ignored"
             raise
+
+
+def _unreachable(exc: BaseException | None) -> bool:
+    """Whether a botocore error means "SQS could not be reached" (worth another call), not "SQS said no"."""
+    try:
+        from botocore.exceptions import ConnectionError as NoConnection
+        from botocore.exceptions import HTTPClientError
+    except ImportError:  # pragma: no cover - a custom client without botocore
+        return False
+    return isinstance(exc, NoConnection | HTTPClientError)
 
 
 def _error_code(exc: BaseException | None) -> str | None:
