@@ -33,6 +33,7 @@ from memory_adapter.constants import (
 from memory_adapter.identity.settings import ENV_NAMING as JWT_ENV  # JWT_ + the field, seconds spelled out
 from memory_adapter.identity.settings import JwtSettings
 from memory_adapter.settings_reader import SettingsReader
+from runtime_handler.working_memory import DEFAULT_LIMITS, WorkingMemoryLimits
 
 __all__ = [
     "ALL_ENV_VARS",
@@ -58,11 +59,16 @@ __all__ = [
     "ENV_MEMORY_RECALL_TIMEOUT_SECONDS",
     "ENV_MEMORY_RETAIN_WAIT_SECONDS",
     "ENV_MEMORY_SPOOL_QUEUE_URL",
+    "ENV_MEMORY_TOOLS",
+    "ENV_MEMORY_TOOL_ROUNDS",
     "ENV_MODEL_ID",
     "ENV_MODEL_MAX_TOKENS",
     "ENV_MODEL_PROVIDER",
     "ENV_TENANT_HEADER",
     "ENV_TENANT_ID",
+    "ENV_WORKING_MEMORY_MAX_CHARS",
+    "ENV_WORKING_MEMORY_MAX_SESSIONS",
+    "ENV_WORKING_MEMORY_MAX_TURNS",
     "JWT_ENV",
     "IdentitySource",
     "ModelProvider",
@@ -97,6 +103,11 @@ ENV_MEMORY_RECALL_TIMEOUT_SECONDS = "MEMORY_RECALL_TIMEOUT_SECONDS"
 ENV_MEMORY_RETAIN_WAIT_SECONDS = "MEMORY_RETAIN_WAIT_SECONDS"
 #: The durable retain queue the stack creates (read by the memory adapter's settings: ``spool_queue_url``).
 ENV_MEMORY_SPOOL_QUEUE_URL = SPOOL_QUEUE_URL_ENV
+ENV_MEMORY_TOOLS = "MEMORY_TOOLS"
+ENV_MEMORY_TOOL_ROUNDS = "MEMORY_TOOL_ROUNDS"
+ENV_WORKING_MEMORY_MAX_TURNS = "WORKING_MEMORY_MAX_TURNS"
+ENV_WORKING_MEMORY_MAX_CHARS = "WORKING_MEMORY_MAX_CHARS"
+ENV_WORKING_MEMORY_MAX_SESSIONS = "WORKING_MEMORY_MAX_SESSIONS"
 
 _JWT_VARS = JwtSettings.setting_keys(JWT_ENV)
 #: Every variable :meth:`Settings.from_env` reads: the ``ENV_*`` names, every ``JWT_*`` setting and the memory
@@ -167,6 +178,9 @@ class Settings:
     model_max_tokens: int = 1024
     max_prompt_chars: int = DEFAULT_MAX_PROMPT_CHARS
     retain_wait_s: float = 30.0
+    working_memory: WorkingMemoryLimits = DEFAULT_LIMITS
+    memory_tools: bool = True
+    tool_rounds: int = 4
 
     @property
     def hindsight_api_url(self) -> str:
@@ -255,6 +269,13 @@ class Settings:
         max_prompt = get.integer(ENV_MAX_PROMPT_CHARS, DEFAULT_MAX_PROMPT_CHARS, low=1, high=MAX_MAX_PROMPT_CHARS)
         retain_wait = get.number(ENV_MEMORY_RETAIN_WAIT_SECONDS, 30.0, low=0.1, high=900.0)
         allow_anonymous = get.flag(ENV_ALLOW_ANONYMOUS)
+        memory_tools = get.flag(ENV_MEMORY_TOOLS, default=True)
+        tool_rounds = get.integer(ENV_MEMORY_TOOL_ROUNDS, 4, low=1, high=10)
+        working_memory = WorkingMemoryLimits(
+            max_turns=get.integer(ENV_WORKING_MEMORY_MAX_TURNS, DEFAULT_LIMITS.max_turns, low=0, high=200),
+            max_chars=get.integer(ENV_WORKING_MEMORY_MAX_CHARS, DEFAULT_LIMITS.max_chars, low=1_000, high=1_000_000),
+            max_sessions=get.integer(ENV_WORKING_MEMORY_MAX_SESSIONS, DEFAULT_LIMITS.max_sessions, low=1, high=100_000),
+        )
 
         if get.problems:
             raise SettingsError(get.problems)
@@ -275,4 +296,7 @@ class Settings:
             model_max_tokens=max_tokens,
             max_prompt_chars=max_prompt,
             retain_wait_s=retain_wait,
+            working_memory=working_memory,
+            memory_tools=memory_tools,
+            tool_rounds=tool_rounds,
         )

@@ -19,7 +19,7 @@ selects only unit tests never starts Hindsight.
 - ``hung_url`` (accepts, never answers), ``refused_url`` (nothing listening), ``failing_url``
   (HTTP 503 to everything): ``http://127.0.0.1:<port>`` strings.
 - ``moto_server``: moto in server mode on a free loopback port, a real AWS HTTP API (SQS here) other processes
-  reach too: ``.url``, ``.env`` (the ``AWS_*`` variables that point boto3 at it), ``.client(service)``.
+  reach too: ``.url``, ``.env`` (the ``AWS_*`` variables that point boto3 at it), ``.sqs()`` (a client).
 
 When a test that used ``local_hindsight`` fails, the tail of the server log is attached to its report.
 """
@@ -166,12 +166,12 @@ class MotoServer:
             "AWS_REGION": self.region,
         }
 
-    def client(self, service: str) -> Any:
-        """A boto3 client of ``service`` on this server."""
+    def sqs(self) -> Any:
+        """A boto3 SQS client on this server."""
         import boto3
 
         return boto3.client(
-            service,
+            "sqs",
             endpoint_url=self.url,
             region_name=self.region,
             aws_access_key_id="testing",

@@ -28,7 +28,7 @@ SEVEN_HOURS = 7 * 3600  # the local server's grace window is 6 h (hindsight_isol
 
 @pytest.fixture
 def queues(moto_server: Any) -> RetainQueues:
-    return make_queues(moto_server.client("sqs"))
+    return make_queues(moto_server.sqs())
 
 
 async def queue_turn(refused_url: str, queues: RetainQueues, context: TurnContext, text: str) -> None:

@@ -31,7 +31,7 @@ OUTAGE_STARTS, AGENT_KILLED = 10, 55  # turns 0-9 with Hindsight up; 10-54 on th
 
 @pytest.fixture
 def queues(moto_server: Any) -> RetainQueues:
-    return make_queues(moto_server.client("sqs"))
+    return make_queues(moto_server.sqs())
 
 
 @pytest.fixture
