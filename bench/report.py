@@ -227,41 +227,6 @@ def markdown(r: dict[str, Any]) -> str:
                 else ""
             )
         )
-    sp = r.get("spools")
-    if sp:
-        lines += [
-            "",
-            "## 8. Hindsight down, per spool: the turn path and when each retain is safe (after the breaker opened)",
-            "",
-            "| Fault | Spool | turns | turn p50 / p99 / max ms | turn thread CPU p50 / p99 ms "
-            "| safe (spooled) after p50 / p99 ms |",
-            "|---|---|---|---|---|---|",
-        ]
-        labels = {
-            "directory": "directory (`DirectorySpool`)",
-            "sqs": "SQS (`SqsSpool`, moto server)",
-            "sqs_slow": f"SQS, each send +{sp.get('slow_send_s', 0) * 1000:.0f} ms",
-        }
-        for fault in ("hung", "refused"):
-            f = sp.get(fault)
-            if not f:
-                continue
-            for side, label in labels.items():
-                s, c, u = (
-                    f["summary_after_breaker_open"][side],
-                    f["summary_thread_cpu_after_breaker_open"][side],
-                    f["summary_until_safe_after_breaker_open"][side],
-                )
-                lines.append(
-                    f"| {fault} | {label} | {s.get('n')} | {_ms(s.get('p50_ms'))} / {_ms(s.get('p99_ms'))} / "
-                    f"{_ms(s.get('max_ms'))} | {_ms(c.get('p50_ms'))} / {_ms(c.get('p99_ms'))} | "
-                    f"{_ms(u.get('p50_ms'))} / {_ms(u.get('p99_ms'))} |"
-                )
-        lines.append("")
-        lines.append(
-            f"Breaker open after (turns, hung): {sp.get('hung', {}).get('breaker_open_after_turns')}. Spooled at the "
-            f"end (hung): {sp.get('hung', {}).get('spooled')}. Load average at the end: {sp.get('load_average_end')}."
-        )
     ft = r.get("first_turn")
     if ft:
         md = ft["median"]
@@ -371,5 +336,40 @@ def markdown(r: dict[str, Any]) -> str:
                 )
             else:
                 lines.append(f"| {name} | missing | | |")
+    sp = r.get("spools")
+    if sp:
+        lines += [
+            "",
+            "## 8. Hindsight down, per spool: the turn path and when each retain is safe (after the breaker opened)",
+            "",
+            "| Fault | Spool | turns | turn p50 / p99 / max ms | turn thread CPU p50 / p99 ms "
+            "| safe (spooled) after p50 / p99 ms |",
+            "|---|---|---|---|---|---|",
+        ]
+        labels = {
+            "directory": "directory (`DirectorySpool`)",
+            "sqs": "SQS (`SqsSpool`, moto server)",
+            "sqs_slow": f"SQS, each send +{sp.get('slow_send_s', 0) * 1000:.0f} ms",
+        }
+        for fault in ("hung", "refused"):
+            f = sp.get(fault)
+            if not f:
+                continue
+            for side, label in labels.items():
+                s, c, u = (
+                    f["summary_after_breaker_open"][side],
+                    f["summary_thread_cpu_after_breaker_open"][side],
+                    f["summary_until_safe_after_breaker_open"][side],
+                )
+                lines.append(
+                    f"| {fault} | {label} | {s.get('n')} | {_ms(s.get('p50_ms'))} / {_ms(s.get('p99_ms'))} / "
+                    f"{_ms(s.get('max_ms'))} | {_ms(c.get('p50_ms'))} / {_ms(c.get('p99_ms'))} | "
+                    f"{_ms(u.get('p50_ms'))} / {_ms(u.get('p99_ms'))} |"
+                )
+        lines.append("")
+        lines.append(
+            f"Breaker open after (turns, hung): {sp.get('hung', {}).get('breaker_open_after_turns')}. Spooled at the "
+            f"end (hung): {sp.get('hung', {}).get('spooled')}. Load average at the end: {sp.get('load_average_end')}."
+        )
     lines.append("")
     return "\n".join(lines)

@@ -11,8 +11,11 @@ that is down (hung: accepts, never answers; and refusing connections):
 - ``sqs_slow``: the same queue, every send held back ``SLOW_SEND_S`` more (a congested or distant SQS endpoint).
 
 A turn's memory cost is ``recall_for_turn`` + ``retain_for_turn`` + one loop tick, as in measurement 3; the turn
-thread's own CPU time is recorded next to it. Also recorded: when each retain became safe (its handle resolved:
-spooled), measured from the turn's start. That is where a spool's own cost shows; the turn path must not show it.
+thread's own CPU time is recorded next to it. Turns are spaced ``gap_s`` apart (as real turns are, by the model
+call; as in measurement 2): back to back, every turn would also compete with the previous turns' spooling, which runs
+on delivery threads of this same interpreter (boto3 signs and serialises each send in Python). Also recorded: when
+each retain became safe (its handle resolved: spooled), from the turn's start. That is where a spool's own cost
+shows; the turn path must not show it.
 Target: the turn path stays at or under 5 ms at p99 once the breaker is open, with every spool.
 """
 
@@ -108,7 +111,7 @@ async def _turn(adapter: Any, ctx: Any, n: int, cpu: list[float], safe: dict[int
     return elapsed
 
 
-async def _one_fault(env: Any, fault: str, url: str, sqs: MotoSqs, *, turns: int) -> dict[str, Any]:
+async def _one_fault(env: Any, fault: str, url: str, sqs: MotoSqs, *, turns: int, gap_s: float) -> dict[str, Any]:
     from memory_adapter import BreakerState, DirectorySpool, HindsightRuntimeAdapter, SqsSpool, TurnContext
 
     client = sqs.client()
@@ -135,6 +138,7 @@ async def _one_fault(env: Any, fault: str, url: str, sqs: MotoSqs, *, turns: int
             samples[side].append(await _turn(adapters[side], ctx, n, cpu[side], safe[side]))
             if open_after[side] is None and adapters[side].breaker_state is not BreakerState.CLOSED:
                 open_after[side] = n + 1
+            await asyncio.sleep(gap_s)
     flushed = {side: await adapters[side].flush(120) for side in SIDES}
     await asyncio.sleep(0.1)  # the until_safe waiters record their last samples
     queued = int(
@@ -148,6 +152,7 @@ async def _one_fault(env: Any, fault: str, url: str, sqs: MotoSqs, *, turns: int
     skip = {side: open_after[side] or 0 for side in SIDES}
     return {
         "turns_per_side": turns,
+        "gap_between_turns_ms": gap_s * 1000,
         "breaker_open_after_turns": open_after,
         "summary_after_breaker_open": {side: summarize(samples[side][skip[side] :]) for side in SIDES},
         "summary_thread_cpu_after_breaker_open": {side: summarize(cpu[side][skip[side] :]) for side in SIDES},
@@ -161,7 +166,9 @@ async def _one_fault(env: Any, fault: str, url: str, sqs: MotoSqs, *, turns: int
     }
 
 
-async def measure(env: Any, *, turns: int = 200, log: Callable[[str], None] = print) -> dict[str, Any]:
+async def measure(
+    env: Any, *, turns: int = 200, gap_s: float = 0.05, log: Callable[[str], None] = print
+) -> dict[str, Any]:
     """Both faults, the three spools; moto's server runs for the measurement only."""
     import os
 
@@ -169,6 +176,6 @@ async def measure(env: Any, *, turns: int = 200, log: Callable[[str], None] = pr
     with MotoSqs(env.workdir) as sqs:
         for fault, url in (("hung", env.hung_url), ("refused", env.refused_url)):
             log(f"  {fault}: {turns} turns per spool ...")
-            out[fault] = await _one_fault(env, fault, url, sqs, turns=turns)
+            out[fault] = await _one_fault(env, fault, url, sqs, turns=turns, gap_s=gap_s)
     out["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
     return out
