@@ -251,3 +251,15 @@ def test_a_send_gives_up_after_its_budget_or_at_once_when_sqs_says_no():
     with pytest.raises(SpoolError, match="AccessDenied"):
         SqsSpool("https://sqs.x/1/q", client=denied, sleep=pauses.append).put(record("a"))  # type: ignore[arg-type]
     assert pauses == []
+
+
+def test_a_client_that_cannot_be_created_is_a_spool_error(monkeypatch):
+    # e.g. no region anywhere: the delivery must get a SpoolError (DROPPED, logged), never an exception it cannot place
+    from memory_adapter.exceptions import SpoolError
+
+    for name in ("AWS_REGION", "AWS_DEFAULT_REGION"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
+    spool = SqsSpool("http://127.0.0.1:9/123456789012/q", send_budget_s=0)
+    with pytest.raises(SpoolError, match="NoRegionError"):
+        spool.put(record("a"))

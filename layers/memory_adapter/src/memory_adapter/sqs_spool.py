@@ -270,10 +270,11 @@ class SqsSpool:
             return self._client
 
     def _call(self, what: str, operation: str, **kwargs: Any) -> Any:
-        client = self._sqs()
         try:
-            return getattr(client, operation)(**kwargs)
-        except Exception as exc:  # botocore's errors (client, connection, credentials): the spool failed
+            return getattr(self._sqs(), operation)(**kwargs)
+        except SpoolError:
+            raise
+        except Exception as exc:  # botocore's errors (no region, client, connection, credentials): the spool failed
             # botocore's messages name the operation, the endpoint and the error code; never a message body.
             raise SpoolError(f"cannot {what}: {type(exc).__name__}: {str(exc)[:300]}") from exc
 
