@@ -20,7 +20,6 @@ in the dead-letter queue for an operator to review (``python -m memory_adapter.r
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -29,16 +28,25 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from infra.config import RetainQueueConfig
 from infra.constructs.alerts import Alerts
+from infra.constructs.props import raise_if_invalid
 from infra.permissions import SQS_PRODUCER_KEY_ACTIONS, SQS_SEND_ACTIONS
 from memory_adapter.constants import SQS_MAX_MESSAGE_BYTES
 
-__all__ = ["RetainQueue", "RetainQueueProps", "max_receive_count"]
+__all__ = ["MIN_RECEIVE_COUNT", "VISIBILITY_TIMEOUT_FACTOR", "RetainQueue", "max_receive_count", "visibility_timeout"]
 
 #: SQS's longest retention: dead letters stay reviewable for two weeks.
 RETENTION = Duration.days(14)
 #: Fewest receives before SQS gives up on a message, however short the grace window.
 MIN_RECEIVE_COUNT = 3
+#: AWS's advice for an SQS event source mapping: a visibility timeout of six times the function's timeout.
+VISIBILITY_TIMEOUT_FACTOR = 6
+
+
+def visibility_timeout(config: RetainQueueConfig) -> int:
+    """Seconds a received message stays hidden: six times the replay function's timeout."""
+    return VISIBILITY_TIMEOUT_FACTOR * config.replay_timeout_seconds
 
 
 def max_receive_count(grace_seconds: int, visibility_timeout_seconds: int) -> int:
@@ -46,34 +54,38 @@ def max_receive_count(grace_seconds: int, visibility_timeout_seconds: int) -> in
     return max(MIN_RECEIVE_COUNT, math.ceil(grace_seconds / visibility_timeout_seconds))
 
 
-@dataclass(frozen=True)
-class RetainQueueProps:
-    """What shapes the queues.
+class RetainQueue(Construct):
+    """Exposes ``queue``, ``dead_letters``, ``key``, ``max_receive_count`` and the two alarms.
 
-    Attributes:
-        visibility_timeout_seconds: How long a received message stays hidden (six times the function's timeout).
+    Args:
+        config: The ``retain_queue`` section (the replay function's timeout sets the visibility timeout).
         grace_seconds: The retain grace window (``auth.retain_grace_seconds``): the retry window's length.
-        oldest_message_alarm_minutes: Alarm when the oldest message is older than this.
-        removal_policy: What happens to the queues and their key on stack deletion (they hold undelivered turns).
+        removal: What becomes of the queues and their key when the stack is deleted (they hold undelivered turns).
+        alerts: Where the alarms notify.
     """
 
-    visibility_timeout_seconds: int
-    grace_seconds: int
-    oldest_message_alarm_minutes: int = 15
-    removal_policy: RemovalPolicy = RemovalPolicy.RETAIN
-
-
-class RetainQueue(Construct):
-    """Exposes ``queue``, ``dead_letters``, ``key``, ``max_receive_count`` and the two alarms."""
-
-    def __init__(self, scope: Construct, construct_id: str, *, props: RetainQueueProps, alerts: Alerts) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: RetainQueueConfig,
+        grace_seconds: int,
+        removal: RemovalPolicy,
+        alerts: Alerts,
+    ) -> None:
         super().__init__(scope, construct_id)
+        raise_if_invalid(
+            self.node.path,
+            [f"grace_seconds must be positive, got {grace_seconds}"] if grace_seconds <= 0 else [],
+        )
+        visibility = visibility_timeout(config)
         self.key = kms.Key(
             self,
             "Key",
             description="Encrypts the retain queue and its dead letters (they carry the turns' bearer tokens)",
             enable_key_rotation=True,
-            removal_policy=props.removal_policy,
+            removal_policy=removal,
         )
         self.dead_letters = sqs.Queue(
             self,
@@ -83,9 +95,9 @@ class RetainQueue(Construct):
             enforce_ssl=True,
             max_message_size_bytes=SQS_MAX_MESSAGE_BYTES,
             retention_period=RETENTION,
-            removal_policy=props.removal_policy,
+            removal_policy=removal,
         )
-        self.max_receive_count = max_receive_count(props.grace_seconds, props.visibility_timeout_seconds)
+        self.max_receive_count = max_receive_count(grace_seconds, visibility)
         self.queue = sqs.Queue(
             self,
             "Queue",
@@ -94,9 +106,9 @@ class RetainQueue(Construct):
             enforce_ssl=True,
             max_message_size_bytes=SQS_MAX_MESSAGE_BYTES,
             retention_period=RETENTION,
-            visibility_timeout=Duration.seconds(props.visibility_timeout_seconds),
+            visibility_timeout=Duration.seconds(visibility),
             dead_letter_queue=sqs.DeadLetterQueue(max_receive_count=self.max_receive_count, queue=self.dead_letters),
-            removal_policy=props.removal_policy,
+            removal_policy=removal,
         )
         period = Duration.minutes(5)
         self.dead_letter_alarm = alerts.watch(
@@ -118,10 +130,10 @@ class RetainQueue(Construct):
             cloudwatch.Alarm(
                 self,
                 "OldestMessageAlarm",
-                alarm_description=f"A queued retain is older than {props.oldest_message_alarm_minutes} minutes: "
+                alarm_description=f"A queued retain is older than {config.oldest_message_alarm_minutes} minutes: "
                 "Hindsight is unreachable from the replay function, or the function fails",
                 metric=self.queue.metric_approximate_age_of_oldest_message(period=period, statistic="Maximum"),
-                threshold=props.oldest_message_alarm_minutes * 60,
+                threshold=config.oldest_message_alarm_minutes * 60,
                 evaluation_periods=1,
                 comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
                 treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,

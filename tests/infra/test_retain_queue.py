@@ -5,78 +5,40 @@ least-privilege grants (the agent may only send; the function only consume and d
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from infra.constructs.retain_queue import MIN_RECEIVE_COUNT, max_receive_count
+from infra.constructs.retain_queue import MIN_RECEIVE_COUNT, max_receive_count, visibility_timeout
 from memory_adapter.constants import (
     HINDSIGHT_API_URL_ENV,
     RETAIN_DEAD_LETTER_QUEUE_URL_ENV,
     RETAIN_DELIVERY_TIMEOUT_ENV,
     SQS_MAX_MESSAGE_BYTES,
 )
-from tests.infra.conftest import FIXTURES, resources
+from tests.infra.conftest import Synth, resources
 
 
 @pytest.fixture(scope="module")
-def retain(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """The default configuration's agent stack with the retain queue and its replay function in it."""
-    from aws_cdk import App
-
-    from infra.app_builder import build_stacks
-    from infra.config import context_from_cdk_json, load_config
-    from infra.constructs.retain_queue import RetainQueue, RetainQueueProps
-    from infra.constructs.retain_replay import RetainReplay, RetainReplayProps
-    from tests.infra.conftest import asset_overrides
-
-    outdir = tmp_path_factory.mktemp("cdk-retain")
-    app = App(context=context_from_cdk_json(asset_overrides()), outdir=str(outdir))
-    config = load_config(app.node)
-    stacks = build_stacks(app, config)
-    replay_props = RetainReplayProps(bundle_path=FIXTURES / "retain_replay")
-    queue = RetainQueue(
-        stacks.agent,
-        "RetainQueue",
-        props=RetainQueueProps(
-            visibility_timeout_seconds=replay_props.visibility_timeout_seconds,
-            grace_seconds=config.auth.retain_grace_seconds,
-        ),
-        alerts=stacks.network.alerts,
-    )
-    replay = RetainReplay(
-        stacks.agent,
-        "RetainReplay",
-        props=replay_props,
-        queue=queue,
-        layer=stacks.agent.layer.layer,
-        network=stacks.network.network,
-        memory=stacks.memory.memory,
-        logs_key=stacks.network.logs_key,
-        alerts=stacks.network.alerts,
-    )
-    queue.grant_send(stacks.agent.agent.runtime)
-    app.synth()
-    (path,) = Path(outdir).glob("*-Agent.template.json")
-    template = json.loads(path.read_text())
-    stack = stacks.agent
+def retain(default: Synth) -> dict[str, Any]:
+    """The default configuration's agent stack, with the logical ids of the retain queue's resources."""
+    agent = default.stacks.agent
+    queue, replay = agent.retain_queue, agent.retain_replay
 
     def logical_id(construct: Any) -> str:
-        return str(stack.resolve(stack.get_logical_id(construct.node.default_child)))
+        return str(agent.resolve(agent.get_logical_id(construct.node.default_child)))
 
     return {
-        "template": template,
-        "config": config,
+        "template": default.template("-Agent"),
+        "config": default.config,
         "queue": logical_id(queue.queue),
         "dead_letters": logical_id(queue.dead_letters),
         "key": logical_id(queue.key),
         "function": logical_id(replay.function),
         "function_role": logical_id(replay.function.role),
-        "agent_role": logical_id(stacks.agent.agent.runtime.role),
-        "layer": logical_id(stacks.agent.layer.layer),
+        "agent_role": logical_id(agent.agent.runtime.role),
+        "layer": logical_id(agent.layer.layer),
         "security_group": logical_id(replay.security_group),
-        "replay_props": replay_props,
         "max_receive_count": queue.max_receive_count,
     }
 
@@ -108,8 +70,9 @@ def test_both_queues_use_the_customer_key_the_largest_messages_and_two_weeks_of_
 
 def test_the_queue_retries_for_about_the_grace_window_then_dead_letters(retain):
     properties = resources(retain["template"], "AWS::SQS::Queue")[retain["queue"]]["Properties"]
-    visibility = retain["replay_props"].visibility_timeout_seconds
-    assert properties["VisibilityTimeout"] == visibility == 6 * retain["replay_props"].timeout_seconds
+    config = retain["config"].retain_queue
+    visibility = visibility_timeout(config)
+    assert properties["VisibilityTimeout"] == visibility == 6 * config.replay_timeout_seconds
     assert properties["RedrivePolicy"] == {
         "deadLetterTargetArn": {"Fn::GetAtt": [retain["dead_letters"], "Arn"]},
         "maxReceiveCount": retain["max_receive_count"],
@@ -141,8 +104,9 @@ def test_the_queue_triggers_the_function_with_partial_batch_failures(retain):
     assert properties["EventSourceArn"] == {"Fn::GetAtt": [retain["queue"], "Arn"]}
     assert properties["FunctionName"] == {"Ref": retain["function"]}
     assert properties["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
-    assert properties["BatchSize"] == retain["replay_props"].batch_size
-    assert properties["ScalingConfig"] == {"MaximumConcurrency": retain["replay_props"].max_concurrency}
+    config = retain["config"].retain_queue
+    assert properties["BatchSize"] == config.batch_size
+    assert properties["ScalingConfig"] == {"MaximumConcurrency": config.max_concurrency}
 
 
 def test_the_function_runs_on_arm64_in_the_vpc_on_the_memory_adapter_layer(retain):
@@ -166,7 +130,7 @@ def test_the_functions_logs_are_kept_and_encrypted(retain):
     function = resources(retain["template"], "AWS::Lambda::Function")[retain["function"]]["Properties"]
     log_group_id = function["LoggingConfig"]["LogGroup"]["Ref"]
     log_group = resources(retain["template"], "AWS::Logs::LogGroup")[log_group_id]["Properties"]
-    assert log_group["RetentionInDays"] == retain["replay_props"].log_retention_days
+    assert log_group["RetentionInDays"] == 90
     assert "KmsKeyId" in log_group
 
 
@@ -232,3 +196,23 @@ def test_dead_letters_a_stalled_queue_and_failing_invocations_raise_alarms_to_th
         assert len(alarm["AlarmActions"]) == 1
         assert alarm["AlarmActions"] == alarm["OKActions"]
         assert "AlertsTopic" in json.dumps(alarm["AlarmActions"])
+
+
+def test_the_agent_spools_to_the_queue(retain):
+    (runtime,) = resources(retain["template"], "AWS::BedrockAgentCore::Runtime").values()
+    variables = runtime["Properties"]["EnvironmentVariables"]
+    assert variables["HINDSIGHT_ADAPTER_SPOOL_QUEUE_URL"] == {"Ref": retain["queue"]}
+
+
+def test_the_queues_and_their_key_outlive_the_stack_by_default(retain):
+    template = retain["template"]["Resources"]
+    for name in (retain["queue"], retain["dead_letters"], retain["key"]):
+        assert template[name]["DeletionPolicy"] == "Retain", name
+
+
+def test_the_operator_finds_the_queues_in_the_outputs(retain):
+    outputs = retain["template"]["Outputs"]
+    values = {name: output["Value"] for name, output in outputs.items()}
+    assert values["RetainQueueUrl"] == {"Ref": retain["queue"]}
+    assert values["RetainDeadLetterQueueUrl"] == {"Ref": retain["dead_letters"]}
+    assert values["RetainDeadLetterQueueArn"] == {"Fn::GetAtt": [retain["dead_letters"], "Arn"]}
