@@ -83,6 +83,8 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
         config=config.agent,
         auth=config.auth,
         layer=config.layer,
+        retain_queue=config.retain_queue,
+        removal=config.removal,
         runtime_name=make_runtime_name(config.prefix, config.env_name, config.agent.name),
         layer_parameter_name=f"{config.parameter_prefix}/memory-adapter-layer-arn",
         foundation=foundation,

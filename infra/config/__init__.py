@@ -34,6 +34,7 @@ from infra.config.model import (
     LayerConfig,
     LlmProvider,
     NetworkConfig,
+    RetainQueueConfig,
     VpcMode,
 )
 
@@ -57,6 +58,7 @@ __all__ = [
     "LayerConfig",
     "LlmProvider",
     "NetworkConfig",
+    "RetainQueueConfig",
     "VpcMode",
     "context_from_cdk_json",
     "load_config",

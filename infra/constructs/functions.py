@@ -36,9 +36,11 @@ def python_function(
     vpc: ec2.IVpc | None = None,
     vpc_subnets: ec2.SubnetSelection | None = None,
     security_groups: Sequence[ec2.ISecurityGroup] | None = None,
+    layers: Sequence[lambda_.ILayerVersion] | None = None,
+    runtime: lambda_.Runtime = RUNTIME,
 ) -> lambda_.Function:
     """A function running ``index.handler`` from ``source``, logging to ``log_group_id`` (in ``log_scope``, default
-    ``scope``); inside the VPC when ``vpc`` is given."""
+    ``scope``); inside the VPC when ``vpc`` is given. A function on a layer runs on the layer's ``runtime``."""
     log_group = logs.LogGroup(
         log_scope or scope,
         log_group_id,
@@ -50,7 +52,7 @@ def python_function(
         scope,
         construct_id,
         description=description,
-        runtime=RUNTIME,
+        runtime=runtime,
         architecture=ARCHITECTURE,
         handler="index.handler",
         code=lambda_.Code.from_asset(str(source)),
@@ -61,6 +63,7 @@ def python_function(
         vpc=vpc,
         vpc_subnets=vpc_subnets,
         security_groups=list(security_groups) if security_groups else None,
+        layers=list(layers) if layers else None,
     )
 
 
