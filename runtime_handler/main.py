@@ -25,6 +25,7 @@ from memory_adapter.agentcore.app import BodyGuard, error_response, unauthorized
 from memory_adapter.agentcore.busy import RetainWatcher
 from memory_adapter.agentcore.credentials import AgentKey, KeyUnavailableError
 from memory_adapter.agentcore.identity import RequestAuthenticator, TokenVerifier, default_verifier
+from memory_adapter.agentcore.memory import RECALL_BACKSTOP_MARGIN_S
 from memory_adapter.agentcore.request import (
     REQUEST_ID_HEADER,
     SESSION_HEADER,
@@ -44,10 +45,6 @@ if TYPE_CHECKING:
     from memory_adapter.delivery import RetainHandle
 
 __all__ = ["REQUEST_ID_HEADER", "SESSION_HEADER", "Agent", "BodyGuard", "create_app"]
-
-#: The turn's own recall deadline exceeds the adapter's by this much, so the adapter (which also feeds its circuit
-#: breaker) is normally the one that gives up; this is only the backstop for any Memory implementation.
-RECALL_BACKSTOP_MARGIN_S = 0.5
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,9 +13,10 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from memory_adapter.adapter import Recollection
+from memory_adapter.agentcore.memory import TurnMemory
 from memory_adapter.delivery import RetainHandle
 from memory_adapter.identity.caller import Caller
 from runtime_handler.errors import PayloadError
@@ -29,24 +30,8 @@ NOTHING_RECALLED = Recollection(text="", count=0, degraded=False)
 MEMORY_UNAVAILABLE = Recollection(text="", count=0, degraded=True, reason="unavailable")
 
 
-class Memory(Protocol):
-    """Long-term memory as the turn sees it (``memory_adapter.HindsightRuntimeAdapter`` is one). Implementations never
-    raise for Hindsight failures: they degrade."""
-
-    async def recall_for_turn(self, context: Caller, query: str) -> Recollection:
-        """The caller's memories relevant to ``query``."""
-        ...
-
-    def retain_for_turn(
-        self, context: Caller, *, result: str, query: str | None = None, session_id: str, request_id: str | None = None
-    ) -> RetainHandle:
-        """Schedule retaining the turn and return at once (the handle resolves once delivered or spooled)."""
-        ...
-
-    async def aclose(self, timeout: float | None = None) -> None:  # noqa: ASYNC109 (bounded drain)
-        """Deliver or spool what is pending (bounded), then release connections."""
-        ...
-
+#: Long-term memory as the turn sees it: the memory wiring's protocol (``HindsightRuntimeAdapter`` is one).
+Memory = TurnMemory
 
 _ALLOWED_KEYS = frozenset({"prompt", "stream"})
 

@@ -1,0 +1,259 @@
+"""Strands Agents: the reference agent's memory for a Strands ``Agent`` (``pip install 'memory-adapter[strands]'``).
+
+* :class:`HindsightMemoryHooks`, a ``HookProvider``: on ``BeforeInvocationEvent`` it recalls the caller's memories
+  for the new user message and adds them to the system prompt for this invocation only, as the inert data block of
+  :func:`memory_adapter.formatting.format_memories_as_data` (sanitised, delimited, marked as data, not instructions:
+  the reference agent's prompt-safety rules); on ``AfterInvocationEvent`` it restores the system prompt and retains
+  the exchange in the background (``/ping`` busy until it is delivered or spooled). The memories never enter
+  ``agent.messages``, so they are not carried into later turns nor retained again.
+* :func:`memory_tools`: the memory tools as Strands tools, each call for the verified caller.
+* :class:`EchoModel`: a deterministic Strands model provider for local runs and tests.
+
+The caller is the :class:`~memory_adapter.agentcore.MemoryTurn` passed in ``invocation_state`` (server-side: the model
+never sees or sets it). Without one there is no memory: nothing is recalled or retained, tools refuse.
+
+Example:
+    >>> hooks = HindsightMemoryHooks(memory)                    # memory: memory_adapter.agentcore.AgentCoreMemory
+    >>> agent = Agent(model=BedrockModel(model_id=...), hooks=[hooks])
+    >>> result = await agent.invoke_async(prompt, invocation_state=turn.state())
+    >>> report = memory_report(turn_state)                      # MemoryReport(recalled=2, degraded=False)
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncGenerator, AsyncIterable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+try:
+    from strands.hooks import AfterInvocationEvent, BeforeInvocationEvent, HookProvider, HookRegistry
+    from strands.models.model import Model
+    from strands.types.content import Messages, SystemContentBlock
+    from strands.types.events import ToolResultEvent
+    from strands.types.tools import AgentTool, ToolGenerator, ToolUse
+except ImportError as exc:  # pragma: no cover - depends on the installed extras
+    raise ImportError(
+        "memory_adapter.integrations.strands needs Strands Agents: pip install 'memory-adapter[strands]'"
+    ) from exc
+
+from memory_adapter.integrations import echo
+from memory_adapter.integrations.tools import NO_VERIFIED_CALLER, MemoryToolset, ToolSpec, checked_specs, find_turn
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+    from strands.types.streaming import StreamEvent
+    from strands.types.tools import ToolChoice
+    from strands.types.tools import ToolSpec as StrandsToolSpec
+
+    from memory_adapter.agentcore.memory import AgentCoreMemory, MemoryTurn
+
+__all__ = ["MEMORY_REPORT_KEY", "EchoModel", "HindsightMemoryHooks", "MemoryReport", "memory_report", "memory_tools"]
+
+#: Where the hooks leave the invocation's :class:`MemoryReport` in ``invocation_state``.
+MEMORY_REPORT_KEY = "memory_report"
+_PENDING_KEY = "memory_adapter.strands.pending"
+_RETAINED_STOP_REASONS = frozenset({"end_turn", "stop_sequence"})
+
+_T = TypeVar("_T", bound="BaseModel")
+
+
+@dataclass(slots=True)
+class MemoryReport:
+    """What memory did for one invocation (the reference agent's ``{"recalled", "degraded"}``)."""
+
+    recalled: int = 0
+    degraded: bool = False
+
+    def body(self) -> dict[str, Any]:
+        return {"recalled": self.recalled, "degraded": self.degraded}
+
+
+@dataclass(slots=True)
+class _Pending:
+    turn: MemoryTurn
+    query: str
+    report: MemoryReport
+    injected: bool = False
+    saved_prompt: list[SystemContentBlock] | None = field(default=None)
+
+
+def memory_report(invocation_state: dict[str, Any]) -> MemoryReport:
+    """The :class:`MemoryReport` the hooks left in ``invocation_state`` (an empty one if they did not run)."""
+    report = invocation_state.get(MEMORY_REPORT_KEY)
+    return report if isinstance(report, MemoryReport) else MemoryReport()
+
+
+class HindsightMemoryHooks(HookProvider):
+    """Recall before each invocation, retain after it (see the module docstring). Stateless between invocations, so
+    one instance can serve many agents; a Strands ``Agent`` runs one invocation at a time."""
+
+    def __init__(self, memory: AgentCoreMemory) -> None:
+        self._memory = memory
+
+    def register_hooks(self, registry: HookRegistry, **kwargs: Any) -> None:
+        registry.add_callback(BeforeInvocationEvent, self.before_invocation)
+        registry.add_callback(AfterInvocationEvent, self.after_invocation)
+
+    async def before_invocation(self, event: BeforeInvocationEvent) -> None:
+        """Recall for the new user message and put the memories into this invocation's system prompt."""
+        state = event.invocation_state
+        report = MemoryReport()
+        state[MEMORY_REPORT_KEY] = report
+        turn = find_turn(state)
+        query = _last_user_text(event.messages or [])
+        if turn is None or not query:
+            return
+        pending = _Pending(turn=turn, query=query, report=report)
+        state[_PENDING_KEY] = pending
+        recollection = await self._memory.recall(turn, query)
+        report.recalled, report.degraded = recollection.count, recollection.degraded
+        if recollection.text:
+            agent = event.agent
+            pending.saved_prompt = agent.system_prompt_content
+            pending.injected = True
+            agent.system_prompt = [*(pending.saved_prompt or []), {"text": recollection.text}]
+
+    async def after_invocation(self, event: AfterInvocationEvent) -> None:
+        """Restore the system prompt; retain the exchange if the invocation answered."""
+        pending = event.invocation_state.pop(_PENDING_KEY, None)
+        if not isinstance(pending, _Pending):
+            return
+        if pending.injected:
+            event.agent.system_prompt = pending.saved_prompt
+        result = event.result
+        if result is None or result.stop_reason not in _RETAINED_STOP_REASONS:
+            return
+        answer = str(result).strip()
+        if answer and self._memory.retain(pending.turn, query=pending.query, result=answer) is None:
+            pending.report.degraded = True
+
+
+def memory_tools(memory: AgentCoreMemory, toolset: MemoryToolset) -> list[AgentTool]:
+    """The memory tools of ``toolset`` as Strands tools; each call runs for the turn in ``invocation_state``.
+
+    Retains a tool schedules (``remember``) keep ``/ping`` busy like the turn's own.
+    """
+    return [_MemoryTool(spec, toolset) for spec in checked_specs(toolset)]
+
+
+class _MemoryTool(AgentTool):
+    """One memory tool. Its arguments are the model's; the caller comes only from ``invocation_state``."""
+
+    def __init__(self, spec: ToolSpec, toolset: MemoryToolset) -> None:
+        super().__init__()
+        self._spec = spec
+        self._toolset = toolset
+
+    @property
+    def tool_name(self) -> str:
+        return self._spec.name
+
+    @property
+    def tool_spec(self) -> StrandsToolSpec:
+        return {
+            "name": self._spec.name,
+            "description": self._spec.description,
+            "inputSchema": {"json": dict(self._spec.input_schema)},
+        }
+
+    @property
+    def tool_type(self) -> str:
+        return "memory"
+
+    async def stream(self, tool_use: ToolUse, invocation_state: dict[str, Any], **kwargs: Any) -> ToolGenerator:
+        turn = find_turn(invocation_state)
+        arguments = tool_use.get("input")
+        status: Literal["success", "error"] = "error"
+        if turn is None:
+            text = NO_VERIFIED_CALLER
+        elif not isinstance(arguments, dict):
+            text = "The tool's arguments must be a JSON object."
+        else:
+            text, status = await self._toolset.call(self._spec.name, arguments, turn), "success"
+        yield ToolResultEvent({"toolUseId": tool_use["toolUseId"], "status": status, "content": [{"text": text}]})
+
+
+class EchoModel(Model):
+    """A deterministic Strands model provider (no network): answers ``You said: ...`` with the recalled memories it
+    found in its system prompt, and calls a memory tool when asked to (see :mod:`memory_adapter.integrations.echo`)."""
+
+    def __init__(self) -> None:
+        self.config: dict[str, Any] = {"model_id": "echo"}
+
+    def update_config(self, **model_config: Any) -> None:
+        self.config.update(model_config)
+
+    def get_config(self) -> dict[str, Any]:
+        return dict(self.config)
+
+    def structured_output(
+        self, output_model: type[_T], prompt: Messages, system_prompt: str | None = None, **kwargs: Any
+    ) -> AsyncGenerator[dict[str, _T | Any], None]:
+        raise NotImplementedError("the echo model has no structured output")
+
+    async def stream(
+        self,
+        messages: Messages,
+        tool_specs: list[StrandsToolSpec] | None = None,
+        system_prompt: str | None = None,
+        *,
+        tool_choice: ToolChoice | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterable[StreamEvent]:
+        tool_result = _tool_result(messages)
+        if tool_result is not None:
+            name, text = tool_result
+            async for event in _text_events(echo.tool_reply(name, text)):
+                yield event
+            return
+        prompt = _last_user_text(messages)
+        call = echo.tool_call_for(prompt, {spec["name"] for spec in tool_specs or []})
+        if call is not None:
+            yield {"messageStart": {"role": "assistant"}}
+            start = {"toolUse": {"name": call.name, "toolUseId": f"tooluse_{uuid.uuid4().hex[:24]}"}}
+            yield {"contentBlockStart": {"start": start}}  # type: ignore[typeddict-item]
+            yield {"contentBlockDelta": {"delta": {"toolUse": {"input": json.dumps(call.arguments)}}}}
+            yield {"contentBlockStop": {}}
+            yield {"messageStop": {"stopReason": "tool_use"}}
+            return
+        text = echo.answer(prompt, system_prompt, earlier_messages=max(0, len(messages) - 1))
+        async for event in _text_events(text):
+            yield event
+
+
+async def _text_events(text: str) -> AsyncGenerator[StreamEvent, None]:
+    yield {"messageStart": {"role": "assistant"}}
+    yield {"contentBlockStart": {"start": {}}}
+    yield {"contentBlockDelta": {"delta": {"text": text}}}
+    yield {"contentBlockStop": {}}
+    yield {"messageStop": {"stopReason": "end_turn"}}
+
+
+def _last_user_text(messages: Sequence[Any]) -> str:
+    """The text of the last user message (its text blocks joined), ``""`` if it has none."""
+    for message in reversed(messages):
+        if message.get("role") == "user":
+            texts = [block["text"] for block in message.get("content", []) if isinstance(block.get("text"), str)]
+            return "\n".join(texts).strip()
+    return ""
+
+
+def _tool_result(messages: Messages) -> tuple[str, str] | None:
+    """(tool name, text) when the last message carries a tool result (the echo model reports it)."""
+    last = messages[-1] if messages else None
+    if not last or last.get("role") != "user":
+        return None
+    names = {
+        block["toolUse"]["toolUseId"]: block["toolUse"]["name"]
+        for message in messages
+        for block in message.get("content", [])
+        if "toolUse" in block
+    }
+    for block in last.get("content", []):
+        result = block.get("toolResult")
+        if result:
+            text = "".join(part.get("text", "") for part in result.get("content", []))
+            return names.get(result["toolUseId"], "tool"), text
+    return None
