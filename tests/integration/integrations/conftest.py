@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from localdev.token_issuer import LOCAL_CLIENT_ID, TokenIssuer
+from memory_adapter.adapter import HindsightRuntimeAdapter
 from memory_adapter.agentcore import AgentCoreMemory, MemoryTurn
 from memory_adapter.identity.caller import Caller
 
@@ -40,6 +41,12 @@ def turn_for(issuer: TokenIssuer, user: str, session: str) -> MemoryTurn:
     """The turn ``AgentCoreMemory.authenticate`` builds for a verified token of ``user`` (tests skip the HTTP)."""
     token = issuer.mint(user)
     return MemoryTurn(Caller.of(user=user, agent=AGENT, credential=token), session, f"req-{time.time_ns()}")
+
+
+def adapter_of(memory: AgentCoreMemory) -> HindsightRuntimeAdapter:
+    """The wiring's default memory: the real adapter (for flush, pending and spooled counts)."""
+    assert isinstance(memory.memory, HindsightRuntimeAdapter)
+    return memory.memory
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from memory_adapter.bank_ids import format_bank_id
 from memory_adapter.integrations.strands import EchoModel, HindsightMemoryHooks, memory_report
 from tests.integration.runtime_handler.test_agent_loop import wait_for_memory
 
-from .conftest import AGENT, session_id, turn_for
+from .conftest import AGENT, adapter_of, session_id, turn_for
 
 pytestmark = pytest.mark.integration
 
@@ -44,7 +44,7 @@ async def test_a_strands_agent_remembers_across_sessions(
     assert report == {"recalled": 0, "degraded": False}
     assert "I have no memories of you yet" in output
     assert agent.system_prompt == SYSTEM  # the memory block lives only for the invocation
-    assert await memory.memory.flush(30)  # type: ignore[attr-defined]
+    assert await adapter_of(memory).flush(30)
     wait_for_memory(local_hindsight.url, format_bank_id(user=user, agent=AGENT), first.caller.credential, "email")
 
     second = turn_for(token_issuer, user, session_id("s2"))
@@ -65,7 +65,7 @@ async def test_a_strands_agent_keeps_users_apart(
     alex = f"user-alex-{time.time_ns()}"
     alex_turn = turn_for(token_issuer, alex, session_id("a"))
     await ask(memory, alex_turn, "My locker code is 4711.")
-    assert await memory.memory.flush(30)  # type: ignore[attr-defined]
+    assert await adapter_of(memory).flush(30)
     wait_for_memory(local_hindsight.url, format_bank_id(user=alex, agent=AGENT), alex_turn.caller.credential, "locker")
 
     bob_turn = turn_for(token_issuer, f"user-bob-{time.time_ns()}", session_id("b"))
@@ -84,7 +84,7 @@ async def test_without_a_verified_caller_nothing_is_recalled_or_retained(
     output, report, _ = await ask(memory, None, "I prefer email over phone.")
     assert report == {"recalled": 0, "degraded": False}
     assert "I have no memories of you yet" in output
-    assert memory.memory.pending_retains == 0  # type: ignore[attr-defined]
+    assert adapter_of(memory).pending_retains == 0
     await memory.aclose()
 
 
@@ -99,6 +99,6 @@ async def test_a_strands_agent_answers_without_memory_when_hindsight_is_down(
     assert report["degraded"] is True
     assert report["recalled"] == 0
     assert output.startswith("You said: Remember my shoe size is 44.")
-    assert await memory.memory.flush(30)  # type: ignore[attr-defined]
-    assert memory.memory.spooled_retains == 1  # type: ignore[attr-defined]  (kept for replay, not lost)
+    assert await adapter_of(memory).flush(30)
+    assert adapter_of(memory).spooled_retains == 1  # kept for replay, not lost
     await memory.aclose()
