@@ -15,8 +15,9 @@ never sees or sets it). Without one there is no memory: nothing is recalled or r
 Example:
     >>> hooks = HindsightMemoryHooks(memory)                    # memory: memory_adapter.agentcore.AgentCoreMemory
     >>> agent = Agent(model=BedrockModel(model_id=...), hooks=[hooks])
-    >>> result = await agent.invoke_async(prompt, invocation_state=turn.state())
-    >>> report = memory_report(turn_state)                      # MemoryReport(recalled=2, degraded=False)
+    >>> state = turn.state()                                    # turn: AgentCoreMemory.authenticate(context)
+    >>> result = await agent.invoke_async(prompt, invocation_state=state)
+    >>> memory_report(state).body()                             # {"recalled": 2, "degraded": False}
 """
 
 from __future__ import annotations
@@ -39,7 +40,14 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
     ) from exc
 
 from memory_adapter.integrations import echo
-from memory_adapter.integrations.tools import NO_VERIFIED_CALLER, MemoryToolset, ToolSpec, checked_specs, find_turn
+from memory_adapter.integrations.run_state import (
+    MEMORY_REPORT_KEY,
+    MemoryReport,
+    find_turn,
+    memory_report,
+    start_report,
+)
+from memory_adapter.integrations.tools import NO_VERIFIED_CALLER, MemoryToolset, ToolSpec, checked_specs
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -51,23 +59,10 @@ if TYPE_CHECKING:
 
 __all__ = ["MEMORY_REPORT_KEY", "EchoModel", "HindsightMemoryHooks", "MemoryReport", "memory_report", "memory_tools"]
 
-#: Where the hooks leave the invocation's :class:`MemoryReport` in ``invocation_state``.
-MEMORY_REPORT_KEY = "memory_report"
 _PENDING_KEY = "memory_adapter.strands.pending"
 _RETAINED_STOP_REASONS = frozenset({"end_turn", "stop_sequence"})
 
 _T = TypeVar("_T", bound="BaseModel")
-
-
-@dataclass(slots=True)
-class MemoryReport:
-    """What memory did for one invocation (the reference agent's ``{"recalled", "degraded"}``)."""
-
-    recalled: int = 0
-    degraded: bool = False
-
-    def body(self) -> dict[str, Any]:
-        return {"recalled": self.recalled, "degraded": self.degraded}
 
 
 @dataclass(slots=True)
@@ -77,12 +72,6 @@ class _Pending:
     report: MemoryReport
     injected: bool = False
     saved_prompt: list[SystemContentBlock] | None = field(default=None)
-
-
-def memory_report(invocation_state: dict[str, Any]) -> MemoryReport:
-    """The :class:`MemoryReport` the hooks left in ``invocation_state`` (an empty one if they did not run)."""
-    report = invocation_state.get(MEMORY_REPORT_KEY)
-    return report if isinstance(report, MemoryReport) else MemoryReport()
 
 
 class HindsightMemoryHooks(HookProvider):
@@ -99,8 +88,7 @@ class HindsightMemoryHooks(HookProvider):
     async def before_invocation(self, event: BeforeInvocationEvent) -> None:
         """Recall for the new user message and put the memories into this invocation's system prompt."""
         state = event.invocation_state
-        report = MemoryReport()
-        state[MEMORY_REPORT_KEY] = report
+        report = start_report(state)
         turn = find_turn(state)
         query = _last_user_text(event.messages or [])
         if turn is None or not query:

@@ -3,8 +3,8 @@
 The tool implementation itself (``recall_memory``, ``remember``, ``forget``) is the memory adapter's, shared with the
 reference agent; the framework integrations only adapt it: each spec becomes a framework tool whose arguments are
 what the model supplies, and each call gets the :class:`~memory_adapter.agentcore.MemoryTurn` found in the run's
-server-side state. A spec that names an identity field (user, tenant, agent, bank) is refused: identity never comes
-from the model's arguments.
+server-side state (:mod:`memory_adapter.integrations.run_state`). A spec that names an identity field (user, tenant,
+agent, bank) is refused: identity never comes from the model's arguments.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from memory_adapter.agentcore.memory import MEMORY_TURN_KEY, MemoryTurn
+from memory_adapter.agentcore.memory import MemoryTurn
 
 __all__ = [
     "IDENTITY_FIELDS",
@@ -21,7 +21,6 @@ __all__ = [
     "MemoryToolset",
     "ToolSpec",
     "checked_specs",
-    "find_turn",
 ]
 
 #: Argument names a memory tool's schema must never have (identity comes from the verified caller).
@@ -61,15 +60,3 @@ def checked_specs(toolset: MemoryToolset) -> tuple[ToolSpec, ...]:
         if leaked:
             raise ValueError(f"memory tool {spec.name!r} takes identity arguments {leaked}: identity is server-side")
     return specs
-
-
-def find_turn(state: object) -> MemoryTurn | None:
-    """The verified turn in a run's server-side state: a :class:`MemoryTurn` itself, a mapping holding one under
-    :data:`~memory_adapter.agentcore.memory.MEMORY_TURN_KEY`, or an object with that attribute; else ``None``.
-
-    Anything that is not a real :class:`MemoryTurn` counts as no turn (fail closed).
-    """
-    if isinstance(state, MemoryTurn):
-        return state
-    found = state.get(MEMORY_TURN_KEY) if isinstance(state, Mapping) else getattr(state, MEMORY_TURN_KEY, None)
-    return found if isinstance(found, MemoryTurn) else None
