@@ -35,7 +35,7 @@ try:
     from langchain_core.outputs import ChatGeneration, ChatResult
     from langchain_core.tools import BaseTool, StructuredTool
     from langchain_core.utils.function_calling import convert_to_openai_tool
-    from langgraph.runtime import Runtime, get_runtime
+    from langgraph.runtime import get_runtime
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise ImportError(
         "memory_adapter.integrations.langgraph needs LangGraph: pip install 'memory-adapter[langgraph]'"
@@ -79,13 +79,13 @@ class HindsightMemoryHooks:
         self._memory = memory
         self._recalls: OrderedDict[tuple[str, str], Recollection] = OrderedDict()
 
-    async def pre_model_hook(self, state: Mapping[str, Any], runtime: Runtime[Any]) -> dict[str, Any]:
+    async def pre_model_hook(self, state: Any) -> dict[str, Any]:
         """A node before the model: ``{"llm_input_messages": ...}`` with the memories in front (state unchanged)."""
-        return {"llm_input_messages": await self.model_input(state["messages"], runtime.context)}
+        return {"llm_input_messages": await self.model_input(state["messages"], _run_context())}
 
-    async def post_model_hook(self, state: Mapping[str, Any], runtime: Runtime[Any]) -> dict[str, Any]:
+    async def post_model_hook(self, state: Any) -> dict[str, Any]:
         """A node after the model: retain once the last message is the final answer; changes no state."""
-        self.retain_answer(state["messages"], runtime.context)
+        self.retain_answer(state["messages"], _run_context())
         return {}
 
     async def model_input(self, messages: Sequence[AnyMessage], context: object) -> list[AnyMessage]:
@@ -143,13 +143,18 @@ def _tool(spec: ToolSpec, toolset: MemoryToolset) -> BaseTool:
     )
 
 
-def _run_turn() -> MemoryTurn | None:
-    """The turn of the graph run this tool executes in (``None`` outside a run: fail closed)."""
+def _run_context() -> object:
+    """The context of the graph run this node or tool executes in (``None`` outside a run: no memory)."""
     try:
         runtime = get_runtime()
     except Exception:  # outside a graph run there is no config to read it from
         return None
-    return find_turn(runtime.context) if runtime is not None else None
+    return runtime.context if runtime is not None else None
+
+
+def _run_turn() -> MemoryTurn | None:
+    """The turn of the graph run this tool executes in (``None`` outside a run: fail closed)."""
+    return find_turn(_run_context())
 
 
 class EchoChatModel(BaseChatModel):
