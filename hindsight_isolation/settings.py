@@ -23,6 +23,7 @@ __all__ = [
     "DEFAULT_EXPIRY_GRACE_S",
     "ENV_ENABLE_DOCUMENT_IMPORT_API",
     "ENV_HTTP_EXTENSION",
+    "ENV_LLM_TRACE_ENABLED",
     "ENV_OPERATION_VALIDATOR_EXTENSION",
     "ENV_TENANT_EXTENSION",
     "ENV_TENANT_PREFIX",
@@ -46,13 +47,18 @@ OPERATION_VALIDATOR_CLASS = "hindsight_isolation.validator:IsolationOperationVal
 HTTP_EXTENSION_CLASS = "hindsight_isolation.http_extension:RequestGuardExtension"
 #: Hindsight's switch for document import, bank restore and clone (``hindsight_api.config``).
 ENV_ENABLE_DOCUMENT_IMPORT_API = "HINDSIGHT_API_ENABLE_DOCUMENT_IMPORT_API"
-#: What every server running the extension is started with, locally and deployed: the three slots, and transfer
-#: imports off while users are served (an operator turns them on for a maintenance window; see README.md).
+#: Hindsight's per-bank LLM request traces (on by default, kept a day): rows holding the prompts, with the user's
+#: text, that a bank delete leaves behind (no foreign key to the bank), so a forgotten user would not be gone.
+ENV_LLM_TRACE_ENABLED = "HINDSIGHT_API_LLM_TRACE_ENABLED"
+#: What every server running the extension is started with, locally and deployed: the three slots, transfer
+#: imports off while users are served (an operator restores with ``memory_adapter.admin.maintenance``; see
+#: README.md), and no LLM request traces (forgetting a user must leave none of their text behind).
 SERVER_REQUIRED_ENV: Mapping[str, str] = {
     ENV_TENANT_EXTENSION: TENANT_CLASS,
     ENV_OPERATION_VALIDATOR_EXTENSION: OPERATION_VALIDATOR_CLASS,
     ENV_HTTP_EXTENSION: HTTP_EXTENSION_CLASS,
     ENV_ENABLE_DOCUMENT_IMPORT_API: "false",
+    ENV_LLM_TRACE_ENABLED: "false",
 }
 
 #: Every key below reaches us as ``ENV_TENANT_PREFIX + key.upper()``.

@@ -63,6 +63,15 @@ async def test_a_policy_kind_labels_the_retained_item(make_adapter, fake):
     assert "kind:turn" not in item["tags"]
 
 
+async def test_text_the_server_cannot_store_is_cleaned_not_lost(make_adapter, fake):
+    # GIVEN a model reply with a NUL and a lone surrogate (the server refuses both with a 400)
+    adapter = make_adapter()
+    outcome = await adapter.retain_for_turn(ctx(request_id="r"), result="ok\x00 \ud800done", query="q\x00")
+    # THEN the turn is delivered, with the NUL removed and the surrogate replaced
+    assert outcome is RetainOutcome.DELIVERED
+    assert fake.documents(BANK)["r"]["content"] == "User: q\nAssistant: ok \ufffddone"
+
+
 async def test_include_user_message_false_stores_the_result_only(make_adapter, fake):
     adapter = make_adapter(retention_policy=RetentionPolicy(include_user_message=False))
     await adapter.retain_for_turn(ctx(), result="only this", query="Q")

@@ -40,7 +40,13 @@ from memory_adapter.config import SETTING_NAMES, HindsightAgentCoreConfig, get_c
 from memory_adapter.context import BankResolver, TurnContext, default_bank_resolver, turn_metadata, turn_tags
 from memory_adapter.delivery import ReplayResult, RetainDelivery, RetainHandle, RetainOutcome, RetryPolicy
 from memory_adapter.exceptions import ConfigurationError, HindsightRequestError, HindsightUnavailableError
-from memory_adapter.formatting import MemoryFormatter, RecalledMemory, ReflectAnswer, format_memories_as_data
+from memory_adapter.formatting import (
+    MemoryFormatter,
+    RecalledMemory,
+    ReflectAnswer,
+    format_memories_as_data,
+    storable_text,
+)
 from memory_adapter.identity.caller import Caller
 from memory_adapter.kinds import KIND_METADATA_KEY, kind_tag
 from memory_adapter.observability import Metric, MetricsSink, Observer, logger, short_hash
@@ -496,7 +502,7 @@ class HindsightRuntimeAdapter:
         if policy.include_user_message and query and query.strip():
             content = f"User: {query}\nAssistant: {result}"
         item: dict[str, Any] = {
-            "content": content,
+            "content": storable_text(content),
             "context": policy.context_label,
             "metadata": {
                 **turn_metadata(

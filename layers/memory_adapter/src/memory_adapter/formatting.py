@@ -25,8 +25,11 @@ __all__ = [
     "format_memories_as_bullets",
     "format_memories_as_data",
     "sanitize_text",
+    "storable_text",
 ]
 
+#: A surrogate code point in a ``str`` is always a lone one (pairs decode to a single code point).
+_SURROGATE = re.compile("[\ud800-\udfff]")
 MEMORY_BLOCK_OPEN = "<recalled_memories>"
 MEMORY_BLOCK_CLOSE = "</recalled_memories>"
 MEMORY_BLOCK_NOTICE = (
@@ -66,6 +69,15 @@ class MemoryFormatter(Protocol):
     def __call__(self, memories: Sequence[RecalledMemory]) -> str:
         """Return the prompt text for ``memories``."""
         ...
+
+
+def storable_text(text: str) -> str:
+    """``text`` as Hindsight can store it: NUL removed, lone surrogates replaced by U+FFFD.
+
+    The server refuses both with a 400 (PostgreSQL text cannot hold NUL; a lone surrogate is not UTF-8), which would
+    send a whole turn to the dead letters because a model's reply happened to contain one such character.
+    """
+    return _SURROGATE.sub("\ufffd", text.replace("\x00", ""))
 
 
 def sanitize_text(text: str) -> str:
