@@ -126,7 +126,8 @@ def test_your_agent_refuses_unverified_callers(agent: str, request: pytest.Fixtu
 
 def test_the_example_answers_bad_input_with_400(example: Client, token_issuer: TokenIssuer) -> None:
     token = token_issuer.mint(f"user-bad-{time.time_ns()}")
-    for body in ({"prompt": ""}, {"prompt": 7}, [], b"{not json", b"[" * 100_000 + b"]" * 100_000):
+    bodies: list[Any] = [{"prompt": ""}, {"prompt": 7}, [], b"{not json", b"[" * 100_000 + b"]" * 100_000]
+    for body in bodies:
         response = example.post(body, token=token, session=session_id("bad"))
         assert response.status_code == 400, (body[:20] if isinstance(body, bytes) else body, response.text)
         assert response.json()["code"] in {"bad_request", "payload_too_large"}
