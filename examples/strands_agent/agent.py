@@ -6,7 +6,7 @@ locally (``make local AGENT=examples/strands_agent``). AgentCore Runtime runs ``
 The memory wiring is the reference agent's (``memory_adapter.agentcore``): the caller comes from a verified JWT (or,
 on IAM runtimes, the runtime user-id header), never from the payload or the model; recall runs before each invocation
 and the retain after it, with ``/ping`` busy until the retain is delivered. This file is only the agent: a Strands
-``Agent`` per caller (its conversation is that caller's working memory for the session), the hooks, and the model.
+``Agent`` per (session, caller) (its conversation is that caller's working memory), the hooks, and the model.
 
 Environment: the reference agent's (``AGENT_NAME``, ``HINDSIGHT_API_URL``, ``AUTH_MODE``, ``JWT_*``, ...; the stack
 sets them), plus ``MODEL_ID`` (the Bedrock model) or ``MODEL_PROVIDER=echo`` (the deterministic local stand-in).
@@ -29,7 +29,7 @@ from memory_adapter.integrations.strands import EchoModel, HindsightMemoryHooks,
 
 SYSTEM_PROMPT = "You are a helpful assistant. Answer the user's message concisely."
 MAX_PROMPT_CHARS = 16_000
-#: Callers whose conversation this process keeps (one AgentCore session is one process; callers are few).
+#: Conversations this process keeps (one AgentCore session is one process: its callers are few).
 MAX_CONVERSATIONS = 64
 logger = logging.getLogger("strands_agent")
 
@@ -48,19 +48,25 @@ except SettingsError as exc:  # every problem at once, before anything is served
     sys.exit(str(exc))
 app = memory.create_app()
 hooks = HindsightMemoryHooks(memory)
-_conversations: dict[str, Agent] = {}
+_conversations: dict[tuple[str, str], Agent] = {}
 
 
 def agent_for(turn: MemoryTurn | None) -> Agent:
-    """The caller's agent: a second user presenting the same session id never sees the first one's conversation."""
-    key = turn.caller.bank_id if turn is not None else ""
+    """The conversation of this caller in this session (its working memory): a second user presenting the same
+    session id never sees it, and an anonymous caller gets a fresh one every time."""
+    if turn is None:
+        return _new_agent()
+    key = (turn.session_id, turn.caller.bank_id)
     agent = _conversations.get(key)
     if agent is None:
         if len(_conversations) >= MAX_CONVERSATIONS:
             _conversations.pop(next(iter(_conversations)))
-        agent = Agent(model=_model(), system_prompt=SYSTEM_PROMPT, hooks=[hooks], callback_handler=None)
-        _conversations[key] = agent
+        agent = _conversations[key] = _new_agent()
     return agent
+
+
+def _new_agent() -> Agent:
+    return Agent(model=_model(), system_prompt=SYSTEM_PROMPT, hooks=[hooks], callback_handler=None)
 
 
 @memory.entrypoint

@@ -134,7 +134,7 @@ def test_the_example_answers_bad_input_with_400(example: Client, token_issuer: T
     assert example.post({"prompt": "x"}, token=token, session="bad session id").status_code == 400
 
 
-def test_the_example_keeps_one_conversation_per_caller(example: Client, token_issuer: TokenIssuer) -> None:
+def test_the_example_keeps_one_conversation_per_caller_and_session(example: Client, token_issuer: TokenIssuer) -> None:
     session = session_id("shared")
     alex = token_issuer.mint(f"user-alex-{time.time_ns()}")
     example.turn("My project is called Bluebird.", token=alex, session=session)
@@ -143,3 +143,5 @@ def test_the_example_keeps_one_conversation_per_caller(example: Client, token_is
     eve = example.turn("What is my project called?", token=token_issuer.mint(f"eve-{time.time_ns()}"), session=session)
     assert "conversation so far" not in eve["output"]  # same session id, another caller: a conversation of its own
     assert "Bluebird" not in eve["output"]
+    later = example.turn("What is my project called?", token=alex, session=session_id("later"))
+    assert "conversation so far" not in later["output"]  # a new session starts a new conversation
