@@ -76,6 +76,12 @@ build/.built: $(VENV)/.installed $(BUILD_INPUTS)
 build-project: $(VENV)/.installed
 	$(if $(AGENT),$(BIN)/python -m infra.build project $(AGENT),@true)
 
+# The example agent's bundle, which `make test` checks (tests/infra/test_artifacts.py); rebuilt when its inputs change.
+EXAMPLE_AGENT := examples/strands_agent
+build/.example-built: $(VENV)/.installed $(wildcard $(EXAMPLE_AGENT)/*) $(BUILD_INPUTS)
+	$(BIN)/python -m infra.build project $(EXAMPLE_AGENT)
+	@touch $@
+
 .PHONY: build synth checkov-venv
 checkov-venv: $(CHECKOV_VENV)/.installed ## Create checkov's own virtualenv
 build: build/.built build-project ## Build the agent bundle, the layer and the Hindsight extension (Linux arm64, no Docker; AGENT=<folder>: your agent project too)
@@ -105,7 +111,7 @@ format: venv ## Apply ruff's formatting and safe fixes
 	$(BIN)/ruff format $(PY_SOURCES)
 
 .PHONY: test
-test: setup lint build checkov-venv ## Run every test (unit, integration against a real local Hindsight, infra)
+test: setup lint build build/.example-built checkov-venv ## Run every test (unit, integration against a real local Hindsight, infra)
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 .PHONY: smoke
