@@ -132,8 +132,9 @@ hindsight-status: venv ## Is the local Hindsight running?
 	$(BIN)/python -m localdev.hindsight status
 
 .PHONY: local-stop
-local-stop: venv ## Stop everything `make local` started (agent, Hindsight, PostgreSQL, LLM stand-in, token issuer)
+local-stop: venv ## Stop everything `make local` started (agent, MCP server, Hindsight, PostgreSQL, LLM stand-in, token issuer)
 	$(BIN)/python -m localdev.agent stop
+	$(BIN)/python -m localdev.mcp_server stop
 	$(BIN)/python -m localdev.hindsight stop
 
 .PHONY: clean

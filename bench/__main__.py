@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import Any
 
 RESULTS = Path(__file__).resolve().parent / "results"
-MEASUREMENTS = ("recall", "first_turn", "degraded", "outage", "invocations", "after_turn", "build")
+MEASUREMENTS = ("recall", "first_turn", "degraded", "outage", "invocations", "after_turn", "working_memory", "build")
+#: Measurements that need no Hindsight (they run in-process, or build).
+_SERVERLESS = frozenset({"working_memory", "build"})
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -109,8 +111,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "quick": args.quick,
         "selected": sorted(selected),
     }
-    if selected - {"build"}:
+    if selected - _SERVERLESS:
         asyncio.run(_server_measurements(selected, args.quick, results))
+    if "working_memory" in selected:
+        from bench import working_memory
+
+        _log("==> working_memory (in-process: a full conversation, 1,000 held)")
+        results["working_memory"] = asyncio.run(working_memory.measure(turns=1_000 if args.quick else 20_000, log=_log))
     if "build" in selected:
         _log("==> build (make build, make synth, bundle sizes)")
         results["build"] = asyncio.run(build_sizes.measure(log=_log))

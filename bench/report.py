@@ -58,6 +58,16 @@ def targets(r: dict[str, Any]) -> list[dict[str, Any]]:
             "median over fresh processes of import + construction + first recall",
         )
     )
+    added = _get(r, "working_memory", "added_p99_ms")
+    out.append(
+        _target(
+            "working memory added per turn at p99 (ms)",
+            added,
+            "< 1.0",
+            None if added is None else added < 1.0,
+            "read the conversation, build the model's messages, record the exchange (full window, 1,000 sessions)",
+        )
+    )
     ours = _get(r, "outage", "counts", "ours")
     if ours is None:
         out.append(_target("retains lost after a 30 s outage", None, "0", None, "not measured"))
@@ -276,6 +286,23 @@ def markdown(r: dict[str, Any]) -> str:
             f"over {jwt['warm']['n']} calls (first call with discovery + JWKS fetch: "
             f"{_ms(jwt['first_call_with_jwks_fetch_ms'])} ms)."
         )
+    wm = r.get("working_memory")
+    if wm:
+        s = wm["summary"]
+        lines += [
+            "",
+            f"## Working memory, {wm['turns']} in-process turns ({wm['history_turns']} exchanges, "
+            f"{wm['history_chars']} characters in the conversation, {wm['sessions_held']} conversations held)",
+            "",
+            "| Per turn | p50 ms | p99 ms | max ms |",
+            "|---|---|---|---|",
+            *(
+                f"| {name.replace('_', ' ')} | {_ms(v['p50_ms'])} | {_ms(v['p99_ms'])} | {_ms(v['max_ms'])} |"
+                for name, v in s.items()
+            ),
+            "",
+            f"Added by working memory: {_ms(wm['added_p50_ms'])} ms at p50, {_ms(wm['added_p99_ms'])} ms at p99.",
+        ]
     bs = r.get("build")
     if bs:
         lines += ["", "## 7. Synthesis and bundles", ""]

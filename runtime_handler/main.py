@@ -40,9 +40,11 @@ from runtime_handler.model import BedrockModel, EchoModel, Model
 from runtime_handler.observability import Observability
 from runtime_handler.settings import IdentitySource, ModelProvider, Settings
 from runtime_handler.turn import Memory, TurnDeps, TurnMeta, TurnRequest, parse_turn, run_turn, stream_turn
+from runtime_handler.working_memory import WorkingMemory
 
 if TYPE_CHECKING:
     from memory_adapter.delivery import RetainHandle
+    from memory_adapter.tools.memory_tools import MemoryTools
 
 __all__ = ["REQUEST_ID_HEADER", "SESSION_HEADER", "Agent", "BodyGuard", "create_app"]
 
@@ -66,14 +68,17 @@ class Agent:
         verifier: TokenVerifier | None,
         agent_key: AgentKey,
         observability: Observability,
+        tools: MemoryTools | None = None,
     ) -> None:
         self.settings = settings
         self.memory = memory
         self.model = model
+        self.tools = tools
         self.authenticator = RequestAuthenticator(settings, verifier)
         self.agent_key = agent_key
         self.obs = observability
         self.retains = RetainWatcher(wait_s=settings.retain_wait_s, logger=observability.logger)
+        self.working = WorkingMemory(settings.working_memory)
 
     # -- the entrypoint -----------------------------------------------------------------------------------------
 
@@ -156,6 +161,8 @@ class Agent:
             model=self.model,
             recall_timeout_s=self.settings.recall_timeout_s + RECALL_BACKSTOP_MARGIN_S,
             memory_unavailable=unavailable,
+            working=self.working,
+            tools=self.tools if memory is not None else None,
         )
 
     async def _stream(self, invocation: _Invocation, deps: TurnDeps, started: float) -> AsyncIterator[dict[str, Any]]:
@@ -215,7 +222,23 @@ def _default_model(settings: Settings) -> Model:
     if settings.model_provider is ModelProvider.ECHO:
         return EchoModel()
     assert settings.model_id is not None
-    return BedrockModel(settings.model_id, max_tokens=settings.model_max_tokens)
+    return BedrockModel(settings.model_id, max_tokens=settings.model_max_tokens, max_tool_rounds=settings.tool_rounds)
+
+
+def _default_tools(settings: Settings) -> MemoryTools | None:
+    """The memory tools over their own connections to Hindsight (``MEMORY_TOOLS=false``: none)."""
+    if not settings.memory_tools:
+        return None
+    from memory_adapter.tools.memory_tools import MemoryTools
+    from memory_adapter.transport import HttpTransport
+
+    memory = settings.memory
+    return MemoryTools(
+        HttpTransport(memory.hindsight_api_url),
+        timeout=memory.timeout,
+        recall_budget=memory.recall_budget,
+        recall_max_tokens=memory.recall_max_tokens,
+    )
 
 
 def _default_verifier(settings: Settings) -> TokenVerifier | None:
@@ -230,6 +253,7 @@ def create_app(
     verifier: TokenVerifier | None = None,
     agent_key: AgentKey | None = None,
     observability: Observability | None = None,
+    tools: MemoryTools | None = None,
 ) -> BedrockAgentCoreApp:
     """Build the app. Every collaborator can be injected (tests); defaults come from ``settings``."""
     observability = observability or Observability()
@@ -241,6 +265,7 @@ def create_app(
         agent_key=agent_key
         or AgentKey(static_key=settings.hindsight_api_key, secret_arn=settings.hindsight_api_key_secret_arn),
         observability=observability,
+        tools=tools if tools is not None else _default_tools(settings),
     )
 
     @contextlib.asynccontextmanager

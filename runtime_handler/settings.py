@@ -51,6 +51,7 @@ from memory_adapter.agentcore.settings import (
     SettingsError,
 )
 from memory_adapter.settings_reader import SettingsReader
+from runtime_handler.working_memory import DEFAULT_LIMITS, WorkingMemoryLimits
 
 __all__ = [
     "ALL_ENV_VARS",
@@ -75,11 +76,16 @@ __all__ = [
     "ENV_MAX_PROMPT_CHARS",
     "ENV_MEMORY_RECALL_TIMEOUT_SECONDS",
     "ENV_MEMORY_RETAIN_WAIT_SECONDS",
+    "ENV_MEMORY_TOOLS",
+    "ENV_MEMORY_TOOL_ROUNDS",
     "ENV_MODEL_ID",
     "ENV_MODEL_MAX_TOKENS",
     "ENV_MODEL_PROVIDER",
     "ENV_TENANT_HEADER",
     "ENV_TENANT_ID",
+    "ENV_WORKING_MEMORY_MAX_CHARS",
+    "ENV_WORKING_MEMORY_MAX_SESSIONS",
+    "ENV_WORKING_MEMORY_MAX_TURNS",
     "JWT_ENV",
     "IdentitySource",
     "ModelProvider",
@@ -91,6 +97,11 @@ ENV_MODEL_PROVIDER = "MODEL_PROVIDER"
 ENV_MODEL_ID = "MODEL_ID"
 ENV_MODEL_MAX_TOKENS = "MODEL_MAX_TOKENS"
 ENV_MAX_PROMPT_CHARS = "MAX_PROMPT_CHARS"
+ENV_MEMORY_TOOLS = "MEMORY_TOOLS"
+ENV_MEMORY_TOOL_ROUNDS = "MEMORY_TOOL_ROUNDS"
+ENV_WORKING_MEMORY_MAX_TURNS = "WORKING_MEMORY_MAX_TURNS"
+ENV_WORKING_MEMORY_MAX_CHARS = "WORKING_MEMORY_MAX_CHARS"
+ENV_WORKING_MEMORY_MAX_SESSIONS = "WORKING_MEMORY_MAX_SESSIONS"
 
 #: Every variable :meth:`Settings.from_env` reads: the memory wiring's (``ENV_*`` of
 #: :mod:`memory_adapter.agentcore.settings`, every ``JWT_*`` setting and the memory adapter's) and the model's.
@@ -102,6 +113,11 @@ ALL_ENV_VARS: tuple[str, ...] = (
     ENV_MODEL_ID,
     ENV_MODEL_MAX_TOKENS,
     ENV_MAX_PROMPT_CHARS,
+    ENV_MEMORY_TOOLS,
+    ENV_MEMORY_TOOL_ROUNDS,
+    ENV_WORKING_MEMORY_MAX_TURNS,
+    ENV_WORKING_MEMORY_MAX_CHARS,
+    ENV_WORKING_MEMORY_MAX_SESSIONS,
 )
 
 DEFAULT_MAX_PROMPT_CHARS = 16_000
@@ -118,12 +134,16 @@ class ModelProvider(StrEnum):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Settings(AgentMemorySettings):
     """Typed, validated configuration: the memory wiring's (:class:`AgentMemorySettings`, shared with any agent you
-    bring) plus the reference agent's model and payload limits. Build it with :meth:`from_env`; pass it down."""
+    bring) plus the reference agent's model, payload limits, working memory and memory tools. Build it with
+    :meth:`from_env`; pass it down."""
 
     model_provider: ModelProvider
     model_id: str | None = None
     model_max_tokens: int = 1024
     max_prompt_chars: int = DEFAULT_MAX_PROMPT_CHARS
+    working_memory: WorkingMemoryLimits = DEFAULT_LIMITS
+    memory_tools: bool = True
+    tool_rounds: int = 4
 
     @property
     def max_body_bytes(self) -> int:
@@ -141,6 +161,14 @@ class Settings(AgentMemorySettings):
             get.problem(f"{ENV_MODEL_ID} is required when {ENV_MODEL_PROVIDER}=bedrock")
         max_tokens = get.integer(ENV_MODEL_MAX_TOKENS, 1024, low=1, high=64000)
         max_prompt = get.integer(ENV_MAX_PROMPT_CHARS, DEFAULT_MAX_PROMPT_CHARS, low=1, high=MAX_MAX_PROMPT_CHARS)
+        memory_tools = get.flag(ENV_MEMORY_TOOLS, default=True)
+        tool_rounds = get.integer(ENV_MEMORY_TOOL_ROUNDS, 4, low=1, high=10)
+        working_memory = WorkingMemoryLimits(
+            max_turns=get.integer(ENV_WORKING_MEMORY_MAX_TURNS, DEFAULT_LIMITS.max_turns, low=0, high=200),
+            max_chars=get.integer(ENV_WORKING_MEMORY_MAX_CHARS, DEFAULT_LIMITS.max_chars, low=1_000, high=1_000_000),
+            max_sessions=get.integer(ENV_WORKING_MEMORY_MAX_SESSIONS, DEFAULT_LIMITS.max_sessions, low=1, high=100_000),
+        )
+
         if get.problems:
             raise SettingsError(get.problems)
         assert provider is not None
@@ -150,4 +178,7 @@ class Settings(AgentMemorySettings):
             model_id=model_id,
             model_max_tokens=max_tokens,
             max_prompt_chars=max_prompt,
+            working_memory=working_memory,
+            memory_tools=memory_tools,
+            tool_rounds=tool_rounds,
         )

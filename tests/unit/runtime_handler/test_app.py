@@ -22,7 +22,7 @@ from cryptography.hazmat.primitives import serialization
 
 from memory_adapter.testing import Fault
 from runtime_handler.main import create_app
-from runtime_handler.model import EchoModel
+from runtime_handler.model import EchoModel, ModelTurn
 from runtime_handler.settings import Settings
 from tests.unit.issuers import LoopbackIssuer
 
@@ -329,7 +329,7 @@ def test_iam_tenant_from_an_allowlisted_custom_header(tmp_path: Path) -> None:
 
 def test_model_failure_answers_502(loopback_issuer: LoopbackIssuer, tmp_path: Path) -> None:
     class Broken(EchoModel):
-        async def reply(self, prompt: str, memories: str) -> str:
+        async def reply(self, turn: ModelTurn) -> str:
             from runtime_handler.errors import ModelError
 
             raise ModelError("throttled")

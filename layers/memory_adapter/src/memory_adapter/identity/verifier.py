@@ -68,6 +68,18 @@ class VerifiedIdentity:
     client_id: str | None = None
     within_grace: bool = False
 
+    @property
+    def is_machine(self) -> bool:
+        """Whether the token is a machine-to-machine (client credentials) token: it names a client, not a user.
+
+        Cognito's client-credentials access tokens carry the client id as ``sub``; Okta's ``sub`` is the client id
+        too; Entra ID marks app tokens ``idtyp: app``; Auth0 ``gty: client-credentials``. Whatever acts for a user
+        (the memory tools, the gateway) refuses these.
+        """
+        if self.claims.get("idtyp") == "app" or self.claims.get("gty") == "client-credentials":
+            return True
+        return self.client_id is not None and self.user == self.client_id
+
 
 def bearer_token(authorization: str | None) -> str:
     """The token of an ``Authorization: Bearer <token>`` header value; raise :class:`TokenRejected` otherwise."""
