@@ -33,8 +33,6 @@ __all__ = ["Memory", "TurnDeps", "TurnMeta", "TurnRequest", "TurnResult", "parse
 
 logger = logging.getLogger(__name__)
 
-#: What a retained turn says the agent answered when the answer was made of memories (recall, reflect, list_recent).
-ANSWERED_FROM_MEMORY = "(answered from memory)"
 NOTHING_RECALLED = Recollection(text="", count=0, degraded=False)
 MEMORY_UNAVAILABLE = Recollection(text="", count=0, degraded=True, reason="unavailable")
 
@@ -164,15 +162,17 @@ def _after_answer(
     """Keep the exchange in working memory and schedule its retain, unless the turn wrote memory itself: a turn
     that forgot drops the matching exchanges and is not kept (its answer lists what was forgotten), and a turn that
     remembered or forgot is not retained (the tool already wrote what should stay). A turn that only read memory is
-    retained with :data:`ANSWERED_FROM_MEMORY` as its answer: the memories it quotes are stored already."""
+    retained with :data:`~memory_adapter.tools.turn.ANSWERED_FROM_MEMORY` as its answer: the memories it quotes are
+    stored already (:meth:`~memory_adapter.tools.turn.TurnTools.retained_answer`, the rule every agent shares)."""
     if deps.working is not None:
         if tools is not None and tools.forgot:
             deps.working.drop(caller, meta.session_id, tools.forgotten)
         elif output.strip():
             deps.working.add(caller, meta.session_id, Exchange(prompt, output))
-    if tools is not None and tools.wrote_memory:
+    answer = tools.retained_answer(output) if tools is not None else output
+    if answer is None:
         return None, False
-    return _retain(deps, caller, meta, prompt, ANSWERED_FROM_MEMORY if tools is not None and tools.calls else output)
+    return _retain(deps, caller, meta, prompt, answer)
 
 
 def _tool_names(tools: TurnTools | None) -> tuple[str, ...]:
