@@ -230,15 +230,8 @@ def _default_tools(settings: Settings) -> MemoryTools | None:
     if not settings.memory_tools:
         return None
     from memory_adapter.tools.memory_tools import MemoryTools
-    from memory_adapter.transport import HttpTransport
 
-    memory = settings.memory
-    return MemoryTools(
-        HttpTransport(memory.hindsight_api_url),
-        timeout=memory.timeout,
-        recall_budget=memory.recall_budget,
-        recall_max_tokens=memory.recall_max_tokens,
-    )
+    return MemoryTools.for_settings(settings.memory)
 
 
 def _default_verifier(settings: Settings) -> TokenVerifier | None:

@@ -5,8 +5,9 @@ locally (``make local AGENT=examples/strands_agent``). AgentCore Runtime runs ``
 
 The memory wiring is the reference agent's (``memory_adapter.agentcore``): the caller comes from a verified JWT (or,
 on IAM runtimes, the runtime user-id header), never from the payload or the model; recall runs before each invocation
-and the retain after it, with ``/ping`` busy until the retain is delivered. This file is only the agent: a Strands
-``Agent`` per (session, caller) (its conversation is that caller's working memory), the hooks, and the model.
+and the retain after it, with ``/ping`` busy until the retain is delivered; the model can use the memory tools
+(``forget ...`` really forgets). This file is only the agent: a Strands ``Agent`` per (session, caller) (its
+conversation is that caller's working memory), the hooks, the tools, and the model.
 
 Environment: the reference agent's (``AGENT_NAME``, ``HINDSIGHT_API_URL``, ``AUTH_MODE``, ``JWT_*``, ...; the stack
 sets them), plus ``MODEL_ID`` (the Bedrock model) or ``MODEL_PROVIDER=echo`` (the deterministic local stand-in).
@@ -25,7 +26,7 @@ from strands.models.model import Model
 from strands.types.exceptions import ConcurrencyException
 
 from memory_adapter.agentcore import AgentCoreMemory, MemoryTurn, SettingsError
-from memory_adapter.integrations.strands import EchoModel, HindsightMemoryHooks, memory_report
+from memory_adapter.integrations.strands import EchoModel, HindsightMemoryHooks, memory_report, memory_tools
 
 SYSTEM_PROMPT = "You are a helpful assistant. Answer the user's message concisely."
 MAX_PROMPT_CHARS = 16_000
@@ -48,6 +49,7 @@ except SettingsError as exc:  # every problem at once, before anything is served
     sys.exit(str(exc))
 app = memory.create_app()
 hooks = HindsightMemoryHooks(memory)
+tools = memory_tools(memory)  # recall, reflect, remember, forget, list_recent: for the verified caller only
 _conversations: dict[tuple[str, str], Agent] = {}
 
 
@@ -66,7 +68,7 @@ def agent_for(turn: MemoryTurn | None) -> Agent:
 
 
 def _new_agent() -> Agent:
-    return Agent(model=_model(), system_prompt=SYSTEM_PROMPT, hooks=[hooks], callback_handler=None)
+    return Agent(model=_model(), system_prompt=SYSTEM_PROMPT, hooks=[hooks], tools=tools, callback_handler=None)
 
 
 @memory.entrypoint

@@ -124,6 +124,22 @@ def test_your_agent_refuses_unverified_callers(agent: str, request: pytest.Fixtu
         assert response.headers["WWW-Authenticate"] == "Bearer"
 
 
+def test_the_example_forgets_when_asked(example: Client, local_hindsight: Any, token_issuer: TokenIssuer) -> None:
+    user = f"user-forget-{time.time_ns()}"
+    token = token_issuer.mint(user)
+    example.turn("I prefer email over phone.", token=token, session=session_id("f1"))
+    example.turn("My locker code is 4711.", token=token, session=session_id("f1"))
+    example.settle()
+    wait_for_memory(local_hindsight.url, format_bank_id(user=user, agent=AGENT), token, "email over phone")
+    wait_for_memory(local_hindsight.url, format_bank_id(user=user, agent=AGENT), token, "locker code")
+    forgot = example.turn("forget that I prefer email", token=token, session=session_id("f2"))
+    assert "email over phone" in forgot["output"]  # the answer says what was forgotten
+    example.settle()
+    after = example.turn("How should you contact me? email?", token=token, session=session_id("f3"))
+    assert "email over phone" not in after["output"]
+    assert "4711" in example.turn("What is my locker code?", token=token, session=session_id("f4"))["output"]
+
+
 def test_the_example_answers_bad_input_with_400(example: Client, token_issuer: TokenIssuer) -> None:
     token = token_issuer.mint(f"user-bad-{time.time_ns()}")
     bodies: list[Any] = [{"prompt": ""}, {"prompt": 7}, [], b"{not json", b"[" * 100_000 + b"]" * 100_000]
@@ -139,9 +155,9 @@ def test_the_example_keeps_one_conversation_per_caller_and_session(example: Clie
     alex = token_issuer.mint(f"user-alex-{time.time_ns()}")
     example.turn("My project is called Bluebird.", token=alex, session=session)
     again = example.turn("What is my project called?", token=alex, session=session)
-    assert "(conversation so far: 2 earlier messages)" in again["output"]  # Strands' own working memory
+    assert "Earlier in this session you said:\n- My project is called Bluebird." in again["output"]  # Strands' own
     eve = example.turn("What is my project called?", token=token_issuer.mint(f"eve-{time.time_ns()}"), session=session)
-    assert "conversation so far" not in eve["output"]  # same session id, another caller: a conversation of its own
+    assert "Earlier in this session" not in eve["output"]  # same session id, another caller: a conversation of its own
     assert "Bluebird" not in eve["output"]
     later = example.turn("What is my project called?", token=alex, session=session_id("later"))
-    assert "conversation so far" not in later["output"]  # a new session starts a new conversation
+    assert "Earlier in this session" not in later["output"]  # a new session starts a new conversation

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,8 @@ from memory_adapter.adapter import HindsightRuntimeAdapter
 from memory_adapter.agentcore import AgentCoreMemory, AgentMemorySettings, MemoryTurn
 from memory_adapter.formatting import format_memories_as_data
 from memory_adapter.identity.caller import Caller
-from memory_adapter.integrations.tools import ToolSpec
+from memory_adapter.testing import FakeHindsight
+from memory_adapter.tools.memory_tools import MemoryTools, ToolResult
 from tests.unit.runtime_handler.fakes import HoldableHindsight
 
 IAM_ENV = {
@@ -61,24 +61,13 @@ def make_memory(fake: HoldableHindsight, tmp_path: Path) -> Iterator[Callable[..
     fake.release_retains()
 
 
-@dataclass
-class RecordingToolset:
-    """A memory toolset that records each call (name, arguments, whose turn) and answers with what it got."""
+class RecordingTools(MemoryTools):
+    """The memory tools, recording each call (whose caller, which tool, what arguments) and answering at once."""
 
-    calls: list[tuple[str, dict[str, Any], MemoryTurn]] = field(default_factory=list)
-    extra_specs: Sequence[ToolSpec] = ()
+    def __init__(self) -> None:
+        super().__init__(FakeHindsight())
+        self.calls: list[tuple[Caller, str, Any]] = []
 
-    @property
-    def specs(self) -> Sequence[ToolSpec]:
-        text = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
-        query = {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}
-        return (
-            ToolSpec("recall_memory", "Look something up in the user's memory.", query),
-            ToolSpec("remember", "Store a fact the user asked to keep.", text),
-            ToolSpec("forget", "Forget the user's matching memories.", query),
-            *self.extra_specs,
-        )
-
-    async def call(self, name: str, arguments: Mapping[str, Any], turn: MemoryTurn) -> str:
-        self.calls.append((name, dict(arguments), turn))
-        return f"{name} done for {turn.caller.bank_id}"
+    def call(self, caller: Caller, name: str, arguments: object) -> ToolResult:
+        self.calls.append((caller, name, arguments))
+        return ToolResult(name, {"done": True}, f"{name} done for {caller.bank_id}")

@@ -15,7 +15,7 @@ from memory_adapter.integrations.langgraph import EchoChatModel, HindsightMemory
 from memory_adapter.integrations.tools import NO_VERIFIED_CALLER
 from tests.unit.runtime_handler.fakes import HoldableHindsight
 
-from .conftest import RecordingToolset, turn_of
+from .conftest import RecordingTools, turn_of
 
 
 def react_agent(memory: AgentCoreMemory, tools: list[Any]) -> Any:
@@ -50,30 +50,31 @@ async def test_the_model_sees_the_memories_the_state_does_not(
     assert len(fake.calls("/memories/recall")) == recalls
 
 
-async def test_a_tool_loop_recalls_once_and_tools_get_the_turn(
+async def test_a_tool_loop_recalls_once_tools_get_the_turn_and_a_forget_is_not_retained(
     make_memory: Callable[..., AgentCoreMemory], fake: HoldableHindsight
 ) -> None:
-    memory = make_memory()
-    toolset = RecordingToolset()
-    graph = react_agent(memory, memory_tools(memory, toolset))
+    recording = RecordingTools()
+    memory = make_memory(tools=recording)
+    graph = react_agent(memory, memory_tools(memory))
     turn = turn_of("user-alex")
     result = await graph.ainvoke({"messages": [HumanMessage("forget my old address")]}, context=turn.state())
-    assert toolset.calls == [("forget", {"query": "my old address"}, turn)]
-    assert result["messages"][-1].content == f"[forget] forget done for {turn.caller.bank_id}"
+    assert recording.calls == [(turn.caller, "forget", {"query": "my old address"})]
+    expected = f"You said: forget my old address\nforget done for {turn.caller.bank_id}"
+    assert result["messages"][-1].content == expected
     assert len(fake.calls("/memories/recall")) == 1  # two model calls, one recall
     await memory.memory.aclose()
-    assert len(fake.calls("/memories")) == 1  # the final answer was retained once
+    assert fake.calls("/memories") == []  # the tool wrote memory: the run is not retained on top
 
 
 async def test_without_a_turn_tools_refuse(
     make_memory: Callable[..., AgentCoreMemory], fake: HoldableHindsight
 ) -> None:
-    memory = make_memory()
-    toolset = RecordingToolset()
-    graph = react_agent(memory, memory_tools(memory, toolset))
+    recording = RecordingTools()
+    memory = make_memory(tools=recording)
+    graph = react_agent(memory, memory_tools(memory))
     result = await graph.ainvoke({"messages": [HumanMessage("forget my old address")]}, context={})
-    assert result["messages"][-1].content == f"[forget] {NO_VERIFIED_CALLER}"
-    assert toolset.calls == []
+    assert result["messages"][-1].content == f"You said: forget my old address\n{NO_VERIFIED_CALLER}"
+    assert recording.calls == []
     assert fake.requests == []
-    tool = memory_tools(memory, toolset)[0]
+    tool = memory_tools(memory)[0]
     assert await tool.ainvoke({"query": "anything"}) == NO_VERIFIED_CALLER  # outside any graph run

@@ -13,10 +13,10 @@ from strands import Agent
 from memory_adapter.agentcore import AgentCoreMemory
 from memory_adapter.formatting import MEMORY_BLOCK_OPEN
 from memory_adapter.integrations.strands import EchoModel, HindsightMemoryHooks, memory_report, memory_tools
-from memory_adapter.integrations.tools import NO_VERIFIED_CALLER, ToolSpec
+from memory_adapter.integrations.tools import NO_VERIFIED_CALLER
 from tests.unit.runtime_handler.fakes import HoldableHindsight
 
-from .conftest import RecordingToolset, turn_of
+from .conftest import RecordingTools, turn_of
 
 SYSTEM = "You are terse."
 
@@ -88,24 +88,36 @@ async def test_a_forged_turn_in_the_state_is_no_turn(
     assert fake.requests == []
 
 
-async def test_tools_run_for_the_verified_turn_only(make_memory: Callable[..., AgentCoreMemory]) -> None:
-    memory = make_memory()
-    toolset = RecordingToolset()
-    tools = memory_tools(memory, toolset)
-    assert [tool.tool_name for tool in tools] == ["recall_memory", "remember", "forget"]
+async def test_tools_run_for_the_verified_turn_only_and_a_write_is_not_retained_again(
+    make_memory: Callable[..., AgentCoreMemory], fake: HoldableHindsight
+) -> None:
+    recording = RecordingTools()
+    memory = make_memory(tools=recording)
+    tools = memory_tools(memory)
+    assert [tool.tool_name for tool in tools] == ["recall", "reflect", "remember", "forget", "list_recent"]
     turn = turn_of("user-alex")
-    result = await agent(memory, EchoModel(), tools=tools).invoke_async(
-        "remember that I like green tea", invocation_state=turn.state()
-    )
-    assert toolset.calls == [("remember", {"text": "I like green tea"}, turn)]
-    assert str(result).strip() == f"[remember] remember done for {turn.caller.bank_id}"
+    prompt = "remember that I like green tea"
+    result = await agent(memory, EchoModel(), tools=tools).invoke_async(prompt, invocation_state=turn.state())
+    assert recording.calls == [(turn.caller, "remember", {"text": "I like green tea"})]
+    assert recording.calls[0][0].credential == turn.caller.credential  # the caller's own credential
+    assert str(result).strip() == f"You said: {prompt}\nremember done for {turn.caller.bank_id}"
+    await memory.memory.aclose()
+    assert fake.calls("/memories") == []  # the tool wrote the memory: the turn is not retained on top
 
     anonymous = await agent(memory, EchoModel(), tools=tools).invoke_async("forget my address", invocation_state={})
-    assert str(anonymous).strip() == f"[forget] {NO_VERIFIED_CALLER}"
-    assert len(toolset.calls) == 1
+    assert str(anonymous).strip().endswith(NO_VERIFIED_CALLER)
+    assert len(recording.calls) == 1
 
 
-def test_a_tool_schema_naming_an_identity_is_refused(make_memory: Callable[..., AgentCoreMemory]) -> None:
-    leaky = ToolSpec("recall_for", "Recall for a user.", {"type": "object", "properties": {"user_id": {}}})
-    with pytest.raises(ValueError, match="identity"):
-        memory_tools(make_memory(), RecordingToolset(extra_specs=[leaky]))
+async def test_a_turn_that_only_read_memory_is_retained_without_what_it_quoted(
+    make_memory: Callable[..., AgentCoreMemory], fake: HoldableHindsight
+) -> None:
+    memory = make_memory(tools=RecordingTools())
+    turn = turn_of("user-alex")
+    await agent(memory, EchoModel(), tools=memory_tools(memory)).invoke_async(
+        "recall my address", invocation_state=turn.state()
+    )
+    await memory.memory.aclose()
+    [retained] = fake.calls("/memories")
+    assert "(answered from memory)" in str(retained.body)
+    assert "done for" not in str(retained.body)

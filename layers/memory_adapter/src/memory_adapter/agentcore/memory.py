@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from memory_adapter.adapter import Recollection
     from memory_adapter.delivery import RetainHandle
     from memory_adapter.observability import MetricsSink
+    from memory_adapter.tools.memory_tools import MemoryTools
 
 __all__ = [
     "DEFAULT_MAX_BODY_BYTES",
@@ -120,6 +121,8 @@ class AgentCoreMemory:
         verifier: The JWT verifier (default: from ``settings.jwt``; a seam for tests).
         agent_key: The IAM agent key source (default: ``HINDSIGHT_API_KEY`` / ``HINDSIGHT_API_KEY_SECRET_ARN``).
         metrics: A Powertools ``Metrics`` (or any ``add_metric`` sink) for the adapter's metrics.
+        tools: The memory tools (default: :meth:`MemoryTools.for_settings` on ``settings.memory``, built on first
+            use), which the framework integrations offer to the model.
     """
 
     def __init__(
@@ -130,8 +133,10 @@ class AgentCoreMemory:
         verifier: TokenVerifier | None = None,
         agent_key: AgentKey | None = None,
         metrics: MetricsSink | None = None,
+        tools: MemoryTools | None = None,
     ) -> None:
         self.settings = settings
+        self._tools = tools
         self.memory: TurnMemory = memory if memory is not None else _default_memory(settings, metrics)
         self.authenticator = RequestAuthenticator(
             settings, verifier if verifier is not None else default_verifier(settings)
@@ -141,6 +146,15 @@ class AgentCoreMemory:
         )
         self.retains = RetainWatcher(wait_s=settings.retain_wait_s)
         self.app: BedrockAgentCoreApp | None = None
+
+    @property
+    def tools(self) -> MemoryTools:
+        """The memory tools (``memory_adapter.tools``), for the verified caller of each call."""
+        if self._tools is None:
+            from memory_adapter.tools.memory_tools import MemoryTools
+
+            self._tools = MemoryTools.for_settings(self.settings.memory)
+        return self._tools
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **kwargs: Any) -> AgentCoreMemory:

@@ -18,7 +18,9 @@ Both plug into ``create_react_agent(pre_model_hook=..., post_model_hook=...)`` a
 before and after the model node (see :meth:`HindsightMemoryHooks.model_input` for a model node of your own). The
 caller is the :class:`~memory_adapter.agentcore.MemoryTurn` in the run's ``context`` (``graph.ainvoke(input,
 context=turn.state())``): server-side, never from the model or the input. Without one there is no memory.
-:func:`memory_tools` adapts the memory tools to LangChain tools; :class:`EchoChatModel` is a deterministic chat model
+:func:`memory_tools` adapts the memory tools (:mod:`memory_adapter.tools`, the reference agent's implementation) to
+LangChain tools, with the reference agent's retain rule (a run in which ``remember`` or ``forget`` succeeded is not
+retained again); :class:`EchoChatModel` is a deterministic chat model
 for local runs and tests.
 """
 
@@ -41,7 +43,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
         "memory_adapter.integrations.langgraph needs LangGraph: pip install 'memory-adapter[langgraph]'"
     ) from exc
 
-from memory_adapter.integrations import echo
+from memory_adapter.integrations.echo import recalled_memories
 from memory_adapter.integrations.run_state import (
     MEMORY_REPORT_KEY,
     MemoryReport,
@@ -49,7 +51,10 @@ from memory_adapter.integrations.run_state import (
     memory_report,
     start_report,
 )
-from memory_adapter.integrations.tools import NO_VERIFIED_CALLER, MemoryToolset, ToolSpec, checked_specs
+from memory_adapter.integrations.tools import NO_VERIFIED_CALLER, turn_tools
+from memory_adapter.tools.echo import echo_answer, echo_tool_answer, echo_tool_call
+from memory_adapter.tools.specs import TOOL_SPECS, ToolSpec
+from memory_adapter.tools.turn import answer_to_retain
 
 if TYPE_CHECKING:
     from langchain_core.callbacks import CallbackManagerForLLMRun
@@ -108,7 +113,7 @@ class HindsightMemoryHooks:
         human = _last_human(messages)
         if turn is None or human is None or not isinstance(last, AIMessage) or last.tool_calls:
             return
-        answer = _text(last)
+        answer = answer_to_retain(_tool_calls_since(messages, human), _text(last))  # None: the run wrote memory
         if answer and self._memory.retain(turn, query=_text(human), result=answer) is None:
             memory_report(context).degraded = True
 
@@ -126,20 +131,29 @@ class HindsightMemoryHooks:
         return recollection
 
 
-def memory_tools(memory: AgentCoreMemory, toolset: MemoryToolset) -> list[BaseTool]:
-    """The memory tools of ``toolset`` as LangChain tools; each call runs for the turn in the run's ``context``."""
-    return [_tool(spec, toolset) for spec in checked_specs(toolset)]
+def memory_tools(memory: AgentCoreMemory) -> list[BaseTool]:
+    """The memory tools as LangChain tools; each call runs for the verified turn in the run's ``context``.
+
+    Each tool answers with the tool's text and, as the message's artifact, ``{"ok": <succeeded>}``: the post-model
+    hook reads it for the retain rule.
+    """
+    return [_tool(spec, memory) for spec in TOOL_SPECS]
 
 
-def _tool(spec: ToolSpec, toolset: MemoryToolset) -> BaseTool:
-    async def run(**arguments: Any) -> str:
-        turn = _run_turn()
-        if turn is None:
-            return NO_VERIFIED_CALLER
-        return await toolset.call(spec.name, arguments, turn)
+def _tool(spec: ToolSpec, memory: AgentCoreMemory) -> BaseTool:
+    async def run(**arguments: Any) -> tuple[str, dict[str, bool]]:
+        tools = turn_tools(_run_context(), memory)
+        if tools is None:
+            return NO_VERIFIED_CALLER, {"ok": False}
+        result = await tools.call(spec.name, arguments)
+        return result.text, {"ok": not result.is_error}
 
     return StructuredTool.from_function(
-        coroutine=run, name=spec.name, description=spec.description, args_schema=dict(spec.input_schema)
+        coroutine=run,
+        name=spec.name,
+        description=spec.description,
+        args_schema=dict(spec.input_schema),
+        response_format="content_and_artifact",
     )
 
 
@@ -152,14 +166,11 @@ def _run_context() -> object:
     return runtime.context if runtime is not None else None
 
 
-def _run_turn() -> MemoryTurn | None:
-    """The turn of the graph run this tool executes in (``None`` outside a run: fail closed)."""
-    return find_turn(_run_context())
-
-
 class EchoChatModel(BaseChatModel):
-    """A deterministic LangChain chat model (no network): answers ``You said: ...`` with the recalled memories it found
-    in its system messages, and calls a memory tool when asked to (see :mod:`memory_adapter.integrations.echo`)."""
+    """A deterministic LangChain chat model (no network), with the reference agent's echo rules
+    (:mod:`memory_adapter.tools.echo`): it answers ``You said: ...`` with what the user said earlier in the
+    conversation and the memories recalled into its system messages, and calls a memory tool when the prompt asks for
+    it and the tool is bound."""
 
     @property
     def _llm_type(self) -> str:
@@ -179,25 +190,34 @@ class EchoChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         last = messages[-1] if messages else None
+        humans = [_text(m) for m in messages if isinstance(m, HumanMessage)]
+        prompt = humans[-1] if humans else ""
+        call = echo_tool_call(prompt)
         if isinstance(last, ToolMessage):
-            reply = AIMessage(content=echo.tool_reply(last.name or "tool", _text(last)))
+            reply = AIMessage(content=echo_tool_answer(prompt, _text(last)))
+        elif call is not None and call[0] in (kwargs.get("tool_names") or ()):
+            tool_call = {"name": call[0], "args": call[1], "id": f"call_{uuid.uuid4().hex[:24]}"}
+            reply = AIMessage(content="", tool_calls=[tool_call])
         else:
-            human = _last_human(messages)
-            prompt = _text(human) if human is not None else ""
-            call = echo.tool_call_for(prompt, kwargs.get("tool_names") or ())
-            if call is not None:
-                tool_call = {"name": call.name, "args": call.arguments, "id": f"call_{uuid.uuid4().hex[:24]}"}
-                reply = AIMessage(content="", tool_calls=[tool_call])
-            else:
-                system = "\n".join(_text(m) for m in messages if isinstance(m, SystemMessage))
-                earlier = sum(1 for m in messages if not isinstance(m, SystemMessage)) - 1
-                reply = AIMessage(content=echo.answer(prompt, system, earlier_messages=max(0, earlier)))
+            system = "\n".join(_text(m) for m in messages if isinstance(m, SystemMessage))
+            reply = AIMessage(content=echo_answer(prompt, memories=recalled_memories(system), earlier=humans[:-1]))
         return ChatResult(generations=[ChatGeneration(message=reply)])
 
 
 def _reported(context: object) -> bool:
     """Whether this run already has a report (the pre-model hook runs before every model call of a run)."""
     return isinstance(context, Mapping) and isinstance(context.get(MEMORY_REPORT_KEY), MemoryReport)
+
+
+def _tool_calls_since(messages: Sequence[BaseMessage], human: BaseMessage) -> list[tuple[str, bool]]:
+    """(tool name, succeeded) of the memory tools that ran after ``human`` (this run's), from their messages."""
+    start = next((i for i in range(len(messages) - 1, -1, -1) if messages[i] is human), 0)
+    calls = []
+    for message in messages[start:]:
+        if isinstance(message, ToolMessage) and message.name:
+            artifact = message.artifact if isinstance(message.artifact, Mapping) else {}
+            calls.append((message.name, bool(artifact.get("ok", message.status != "error"))))
+    return calls
 
 
 def _last_human(messages: Sequence[BaseMessage]) -> BaseMessage | None:

@@ -6,7 +6,10 @@
   the reference agent's prompt-safety rules); on ``AfterInvocationEvent`` it restores the system prompt and retains
   the exchange in the background (``/ping`` busy until it is delivered or spooled). The memories never enter
   ``agent.messages``, so they are not carried into later turns nor retained again.
-* :func:`memory_tools`: the memory tools as Strands tools, each call for the verified caller.
+* :func:`memory_tools`: the memory tools (``recall``, ``reflect``, ``remember``, ``forget``, ``list_recent``: the
+  reference agent's implementation, :mod:`memory_adapter.tools`) as Strands tools, each call for the verified caller.
+  An invocation in which ``remember`` or ``forget`` succeeded is not retained again, and one that only read memory is
+  retained as ``(answered from memory)``: the reference agent's rule.
 * :class:`EchoModel`: a deterministic Strands model provider for local runs and tests.
 
 The caller is the :class:`~memory_adapter.agentcore.MemoryTurn` passed in ``invocation_state`` (server-side: the model
@@ -39,7 +42,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
         "memory_adapter.integrations.strands needs Strands Agents: pip install 'memory-adapter[strands]'"
     ) from exc
 
-from memory_adapter.integrations import echo
+from memory_adapter.integrations.echo import recalled_memories
 from memory_adapter.integrations.run_state import (
     MEMORY_REPORT_KEY,
     MemoryReport,
@@ -47,7 +50,10 @@ from memory_adapter.integrations.run_state import (
     memory_report,
     start_report,
 )
-from memory_adapter.integrations.tools import NO_VERIFIED_CALLER, MemoryToolset, ToolSpec, checked_specs
+from memory_adapter.integrations.tools import NO_VERIFIED_CALLER, TURN_TOOLS_KEY, start_turn_tools, turn_tools
+from memory_adapter.tools.echo import echo_answer, echo_tool_answer, echo_tool_call
+from memory_adapter.tools.specs import TOOL_SPECS, ToolSpec
+from memory_adapter.tools.turn import TurnTools
 
 if TYPE_CHECKING:
     from pydantic import BaseModel
@@ -95,6 +101,7 @@ class HindsightMemoryHooks(HookProvider):
             return
         pending = _Pending(turn=turn, query=query, report=report)
         state[_PENDING_KEY] = pending
+        start_turn_tools(state, self._memory)  # this invocation's memory tool calls, for the retain rule
         recollection = await self._memory.recall(turn, query)
         report.recalled, report.degraded = recollection.count, recollection.degraded
         if recollection.text:
@@ -106,6 +113,7 @@ class HindsightMemoryHooks(HookProvider):
     async def after_invocation(self, event: AfterInvocationEvent) -> None:
         """Restore the system prompt; retain the exchange if the invocation answered."""
         pending = event.invocation_state.pop(_PENDING_KEY, None)
+        tools = event.invocation_state.pop(TURN_TOOLS_KEY, None)
         if not isinstance(pending, _Pending):
             return
         if pending.injected:
@@ -113,26 +121,25 @@ class HindsightMemoryHooks(HookProvider):
         result = event.result
         if result is None or result.stop_reason not in _RETAINED_STOP_REASONS:
             return
-        answer = str(result).strip()
+        answer: str | None = str(result).strip()
+        if isinstance(tools, TurnTools) and answer:
+            answer = tools.retained_answer(answer)  # None: the invocation wrote memory itself
         if answer and self._memory.retain(pending.turn, query=pending.query, result=answer) is None:
             pending.report.degraded = True
 
 
-def memory_tools(memory: AgentCoreMemory, toolset: MemoryToolset) -> list[AgentTool]:
-    """The memory tools of ``toolset`` as Strands tools; each call runs for the turn in ``invocation_state``.
-
-    Retains a tool schedules (``remember``) keep ``/ping`` busy like the turn's own.
-    """
-    return [_MemoryTool(spec, toolset) for spec in checked_specs(toolset)]
+def memory_tools(memory: AgentCoreMemory) -> list[AgentTool]:
+    """The memory tools as Strands tools; each call runs for the verified turn in ``invocation_state``."""
+    return [_MemoryTool(spec, memory) for spec in TOOL_SPECS]
 
 
 class _MemoryTool(AgentTool):
     """One memory tool. Its arguments are the model's; the caller comes only from ``invocation_state``."""
 
-    def __init__(self, spec: ToolSpec, toolset: MemoryToolset) -> None:
+    def __init__(self, spec: ToolSpec, memory: AgentCoreMemory) -> None:
         super().__init__()
         self._spec = spec
-        self._toolset = toolset
+        self._memory = memory
 
     @property
     def tool_name(self) -> str:
@@ -151,21 +158,21 @@ class _MemoryTool(AgentTool):
         return "memory"
 
     async def stream(self, tool_use: ToolUse, invocation_state: dict[str, Any], **kwargs: Any) -> ToolGenerator:
-        turn = find_turn(invocation_state)
-        arguments = tool_use.get("input")
+        tools = turn_tools(invocation_state, self._memory)
         status: Literal["success", "error"] = "error"
-        if turn is None:
+        if tools is None:
             text = NO_VERIFIED_CALLER
-        elif not isinstance(arguments, dict):
-            text = "The tool's arguments must be a JSON object."
         else:
-            text, status = await self._toolset.call(self._spec.name, arguments, turn), "success"
+            result = await tools.call(self._spec.name, tool_use.get("input"))
+            text, status = result.text, ("error" if result.is_error else "success")
         yield ToolResultEvent({"toolUseId": tool_use["toolUseId"], "status": status, "content": [{"text": text}]})
 
 
 class EchoModel(Model):
-    """A deterministic Strands model provider (no network): answers ``You said: ...`` with the recalled memories it
-    found in its system prompt, and calls a memory tool when asked to (see :mod:`memory_adapter.integrations.echo`)."""
+    """A deterministic Strands model provider (no network), with the reference agent's echo rules
+    (:mod:`memory_adapter.tools.echo`): it answers ``You said: ...`` with what the user said earlier in the
+    conversation and the memories recalled into its system prompt, and calls a memory tool when the prompt asks for
+    it (``forget ...``, ``remember ...``, ``recall ...``) and the tool is offered."""
 
     def __init__(self) -> None:
         self.config: dict[str, Any] = {"model_id": "echo"}
@@ -190,24 +197,26 @@ class EchoModel(Model):
         tool_choice: ToolChoice | None = None,
         **kwargs: Any,
     ) -> AsyncIterable[StreamEvent]:
+        prompt = _last_user_text(messages)
         tool_result = _tool_result(messages)
         if tool_result is not None:
-            name, text = tool_result
-            async for event in _text_events(echo.tool_reply(name, text)):
+            async for event in _text_events(echo_tool_answer(prompt, tool_result)):
                 yield event
             return
-        prompt = _last_user_text(messages)
-        call = echo.tool_call_for(prompt, {spec["name"] for spec in tool_specs or []})
-        if call is not None:
+        call = echo_tool_call(prompt)
+        if call is not None and call[0] in {spec["name"] for spec in tool_specs or []}:
+            name, arguments = call
             yield {"messageStart": {"role": "assistant"}}
-            start = {"toolUse": {"name": call.name, "toolUseId": f"tooluse_{uuid.uuid4().hex[:24]}"}}
+            start = {"toolUse": {"name": name, "toolUseId": f"tooluse_{uuid.uuid4().hex[:24]}"}}
             yield {"contentBlockStart": {"start": start}}  # type: ignore[typeddict-item]
-            yield {"contentBlockDelta": {"delta": {"toolUse": {"input": json.dumps(call.arguments)}}}}
+            yield {"contentBlockDelta": {"delta": {"toolUse": {"input": json.dumps(arguments)}}}}
             yield {"contentBlockStop": {}}
             yield {"messageStop": {"stopReason": "tool_use"}}
             return
-        text = echo.answer(prompt, system_prompt, earlier_messages=max(0, len(messages) - 1))
-        async for event in _text_events(text):
+        earlier = _user_texts(messages[:-1])
+        async for event in _text_events(
+            echo_answer(prompt, memories=recalled_memories(system_prompt), earlier=earlier)
+        ):
             yield event
 
 
@@ -219,29 +228,30 @@ async def _text_events(text: str) -> AsyncGenerator[StreamEvent, None]:
     yield {"messageStop": {"stopReason": "end_turn"}}
 
 
-def _last_user_text(messages: Sequence[Any]) -> str:
-    """The text of the last user message (its text blocks joined), ``""`` if it has none."""
-    for message in reversed(messages):
+def _user_texts(messages: Sequence[Any]) -> list[str]:
+    """What the user said in ``messages`` (text messages only: tool results are not the user speaking)."""
+    texts = []
+    for message in messages:
         if message.get("role") == "user":
-            texts = [block["text"] for block in message.get("content", []) if isinstance(block.get("text"), str)]
-            return "\n".join(texts).strip()
-    return ""
+            text = "\n".join(b["text"] for b in message.get("content", []) if isinstance(b.get("text"), str)).strip()
+            if text:
+                texts.append(text)
+    return texts
 
 
-def _tool_result(messages: Messages) -> tuple[str, str] | None:
-    """(tool name, text) when the last message carries a tool result (the echo model reports it)."""
+def _last_user_text(messages: Sequence[Any]) -> str:
+    """The text of the last user message that has any (the prompt, also while a tool result follows it)."""
+    texts = _user_texts(messages)
+    return texts[-1] if texts else ""
+
+
+def _tool_result(messages: Messages) -> str | None:
+    """The text of the tool result the last message carries, if it carries one (the echo model reports it)."""
     last = messages[-1] if messages else None
     if not last or last.get("role") != "user":
         return None
-    names = {
-        block["toolUse"]["toolUseId"]: block["toolUse"]["name"]
-        for message in messages
-        for block in message.get("content", [])
-        if "toolUse" in block
-    }
     for block in last.get("content", []):
         result = block.get("toolResult")
         if result:
-            text = "".join(part.get("text", "") for part in result.get("content", []))
-            return names.get(result["toolUseId"], "tool"), text
+            return "".join(part.get("text", "") for part in result.get("content", []))
     return None

@@ -1,62 +1,50 @@
-"""The memory tools as any framework sees them: specs without identity, one call with the verified turn.
+"""The memory tools (:mod:`memory_adapter.tools`, the one implementation the reference agent, the MCP server and the
+Gateway target use) as the framework integrations call them: for the verified turn of the run, tracked per run.
 
-The tool implementation itself (``recall_memory``, ``remember``, ``forget``) is the memory adapter's, shared with the
-reference agent; the framework integrations only adapt it: each spec becomes a framework tool whose arguments are
-what the model supplies, and each call gets the :class:`~memory_adapter.agentcore.MemoryTurn` found in the run's
-server-side state (:mod:`memory_adapter.integrations.run_state`). A spec that names an identity field (user, tenant,
-agent, bank) is refused: identity never comes from the model's arguments.
+The framework tool's arguments are what the model supplies (the schemas, :data:`~memory_adapter.tools.TOOL_SPECS`,
+have no identity parameter); who a tool acts for is the :class:`~memory_adapter.agentcore.MemoryTurn` in the run's
+server-side state (:mod:`memory_adapter.integrations.run_state`). Each run's calls go through one
+:class:`~memory_adapter.tools.turn.TurnTools` (kept in the run state when it is mutable), so the calls are capped and
+the run's retain follows the reference agent's rule (:func:`~memory_adapter.tools.turn.answer_to_retain`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from collections.abc import MutableMapping
+from typing import TYPE_CHECKING
 
-from memory_adapter.agentcore.memory import MemoryTurn
+from memory_adapter.integrations.run_state import find_turn
+from memory_adapter.tools.turn import TurnTools
 
-__all__ = [
-    "IDENTITY_FIELDS",
-    "NO_VERIFIED_CALLER",
-    "MemoryToolset",
-    "ToolSpec",
-    "checked_specs",
-]
+if TYPE_CHECKING:
+    from memory_adapter.agentcore.memory import AgentCoreMemory
 
-#: Argument names a memory tool's schema must never have (identity comes from the verified caller).
-IDENTITY_FIELDS = frozenset({"user", "user_id", "tenant", "tenant_id", "agent", "agent_name", "bank", "bank_id"})
+__all__ = ["NO_VERIFIED_CALLER", "TURN_TOOLS_KEY", "start_turn_tools", "turn_tools"]
+
 #: What a memory tool answers without a verified caller (fail closed: nothing is read or written).
 NO_VERIFIED_CALLER = "Memory is not available for this conversation (no verified caller)."
+#: Where a mutable run state keeps the run's :class:`TurnTools`.
+TURN_TOOLS_KEY = "memory_adapter.turn_tools"
 
 
-@dataclass(frozen=True, slots=True)
-class ToolSpec:
-    """One memory tool: its name, what it does (for the model) and the JSON Schema of its arguments."""
-
-    name: str
-    description: str
-    input_schema: Mapping[str, Any]
-
-
-class MemoryToolset(Protocol):
-    """The shared memory tool implementation, as the integrations call it."""
-
-    @property
-    def specs(self) -> Sequence[ToolSpec]:
-        """The tools, in the order they are offered to the model."""
-        ...
-
-    async def call(self, name: str, arguments: Mapping[str, Any], turn: MemoryTurn) -> str:
-        """Run tool ``name`` for ``turn`` (never raises for memory failures: the answer says what happened)."""
-        ...
+def start_turn_tools(state: object, memory: AgentCoreMemory) -> TurnTools | None:
+    """A fresh :class:`TurnTools` for the run's verified turn (stored in ``state`` when it is mutable); ``None``
+    without a turn."""
+    turn = find_turn(state)
+    if turn is None:
+        return None
+    tools = TurnTools(memory.tools, turn.caller)
+    if isinstance(state, MutableMapping):
+        state[TURN_TOOLS_KEY] = tools
+    return tools
 
 
-def checked_specs(toolset: MemoryToolset) -> tuple[ToolSpec, ...]:
-    """``toolset.specs``, refusing any whose arguments name an identity field (raises ``ValueError``)."""
-    specs = tuple(toolset.specs)
-    for spec in specs:
-        properties = spec.input_schema.get("properties", {})
-        leaked = sorted(IDENTITY_FIELDS & {str(name).lower() for name in properties})
-        if leaked:
-            raise ValueError(f"memory tool {spec.name!r} takes identity arguments {leaked}: identity is server-side")
-    return specs
+def turn_tools(state: object, memory: AgentCoreMemory) -> TurnTools | None:
+    """The run's :class:`TurnTools` (started on first use); ``None`` without a verified turn (fail closed)."""
+    turn = find_turn(state)
+    if turn is None:
+        return None
+    existing = state.get(TURN_TOOLS_KEY) if isinstance(state, MutableMapping) else None
+    if isinstance(existing, TurnTools) and existing.caller == turn.caller:
+        return existing
+    return start_turn_tools(state, memory)

@@ -58,6 +58,11 @@ class TurnTools:
         self.calls: list[ToolCall] = []
 
     @property
+    def caller(self) -> Caller:
+        """Who every call of this turn acts for."""
+        return self._caller
+
+    @property
     def specs(self) -> Sequence[ToolSpec]:
         """What the model may call (no schema names a user: the caller is bound here)."""
         return TOOL_SPECS
