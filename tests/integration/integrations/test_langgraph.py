@@ -138,3 +138,39 @@ async def test_a_langgraph_agent_answers_without_memory_when_hindsight_is_down(
     assert await adapter_of(memory).flush(30)
     assert adapter_of(memory).spooled_retains == 1  # kept for replay, not lost
     await memory.aclose()
+
+
+async def test_a_langgraph_agent_forgets_with_the_memory_tools(
+    make_memory: Callable[..., AgentCoreMemory], local_hindsight: Any, token_issuer: TokenIssuer
+) -> None:
+    from langgraph.prebuilt import create_react_agent
+
+    from memory_adapter.integrations.langgraph import memory_tools
+
+    memory = make_memory()
+    hooks = HindsightMemoryHooks(memory)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        graph = create_react_agent(
+            EchoChatModel(),
+            memory_tools(memory),
+            pre_model_hook=hooks.pre_model_hook,
+            post_model_hook=hooks.post_model_hook,
+        )
+    user = f"user-forget-{time.time_ns()}"
+    bank = format_bank_id(user=user, agent=AGENT)
+    first = turn_for(token_issuer, user, session_id("f1"))
+    await ask(graph, first, "I prefer email over phone.")
+    await ask(graph, turn_for(token_issuer, user, first.session_id), "My locker code is 4711.")  # its own request
+    assert await adapter_of(memory).flush(30)
+    wait_for_memory(local_hindsight.url, bank, first.caller.credential, "email over phone")
+    wait_for_memory(local_hindsight.url, bank, first.caller.credential, "locker code")
+
+    output, _, _ = await ask(graph, turn_for(token_issuer, user, session_id("f2")), "forget that I prefer email")
+    assert "email over phone" in output  # the answer says what was forgotten
+    assert await adapter_of(memory).flush(30)
+    output, _, _ = await ask(graph, turn_for(token_issuer, user, session_id("f3")), "How should you contact me? email?")
+    assert "email over phone" not in output
+    output, _, _ = await ask(graph, turn_for(token_issuer, user, session_id("f4")), "What is my locker code?")
+    assert "4711" in output
+    await memory.aclose()
