@@ -239,7 +239,7 @@ def _memory(stacks: Stacks, config: AppConfig) -> None:
                 "an external provider's API key: it is issued and rotated at the provider, then "
                 "stored here with put-secret-value (README)",
             )
-    alb = memory.load_balancer
+    alb = memory.load_balancing.load_balancer
     _ack(
         alb,
         "NIST.800.53.R5-ALBWAFEnabled",
@@ -259,7 +259,7 @@ def _memory(stacks: Stacks, config: AppConfig) -> None:
         )
         _ack(listener, "NIST.800.53.R5-ALBHttpToHttpsRedirection", reason)
         _ack(listener, "NIST.800.53.R5-ELBv2ACMCertificateRequired", reason)
-    logs_bucket = memory.node.find_child("AccessLogs")
+    logs_bucket = memory.load_balancing.access_logs
     _ack(
         logs_bucket,
         "AwsSolutions-S1",
@@ -277,7 +277,7 @@ def _memory(stacks: Stacks, config: AppConfig) -> None:
     )
     _ack(logs_bucket, "NIST.800.53.R5-S3DefaultEncryptionKMS", "load balancer access logs support SSE-S3 only")
     _lambda_outside_vpc(
-        memory.node.find_child("RedeployOnRotation"),
+        memory.redeploy.function,
         "it calls only the ECS API (no data path); keeping it out of the VPC avoids an ECS endpoint per AZ",
     )
     mirror = memory.mirror

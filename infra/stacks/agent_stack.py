@@ -4,51 +4,54 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import CfnOutput, Stack
-from aws_cdk import aws_kms as kms
+from aws_cdk import CfnOutput
 from constructs import Construct
 
-from infra.config import AppConfig
-from infra.constructs.agent_runtime import AgentRuntime, make_runtime_name
+from infra.config import AgentConfig, AuthConfig, LayerConfig
+from infra.constructs.agent_runtime import AgentRuntime
 from infra.constructs.identity import Identity
 from infra.constructs.memory_layer import MemoryAdapterLayer
 from infra.constructs.memory_service import MemoryService
-from infra.constructs.network import Network
+from infra.constructs.part import PartAwareStack
+from infra.stacks.network_stack import Foundation
 
 
-class AgentStack(Stack):
-    """Exposes ``agent`` and ``layer``."""
+class AgentStack(PartAwareStack):
+    """Exposes ``agent`` and ``layer``.
+
+    Args:
+        runtime_name: The AgentCore runtime's name (AgentCore requires one).
+        layer_parameter_name: The SSM name publishing the layer's ARN unless ``layer.parameter_name`` is set.
+    """
 
     def __init__(
         self,
         scope: Construct,
         construct_id: str,
         *,
-        config: AppConfig,
-        network: Network,
+        config: AgentConfig,
+        auth: AuthConfig,
+        layer: LayerConfig,
+        runtime_name: str,
+        layer_parameter_name: str,
+        foundation: Foundation,
         memory: MemoryService,
         identity: Identity | None,
-        logs_key: kms.IKey,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
         self.agent = AgentRuntime(
             self,
             "Agent",
-            config=config.agent,
-            auth=config.auth,
-            network=network,
+            config=config,
+            auth=auth,
+            network=foundation.network,
             memory=memory,
             identity=identity,
-            runtime_name=make_runtime_name(config.prefix, config.env_name, config.agent.name),
-            logs_key=logs_key,
+            runtime_name=runtime_name,
+            logs_key=foundation.logs_key,
         )
-        self.layer = MemoryAdapterLayer(
-            self,
-            "MemoryAdapterLayer",
-            config=config.layer,
-            parameter_name=f"/{config.prefix}/{config.env_name}/memory-adapter-layer-arn",
-        )
+        self.layer = MemoryAdapterLayer(self, "MemoryAdapterLayer", config=layer, parameter_name=layer_parameter_name)
         runtime = self.agent.runtime
         CfnOutput(self, "AgentRuntimeArn", value=runtime.agent_runtime_arn, description="Invoke this runtime")
         CfnOutput(self, "AgentRuntimeId", value=runtime.agent_runtime_id)
@@ -59,4 +62,4 @@ class AgentStack(Stack):
             description="Qualifier for invoke-agent-runtime",
         )
         CfnOutput(self, "AgentRoleArn", value=runtime.role.role_arn)
-        CfnOutput(self, "AuthMode", value=config.auth.mode.value, description="How callers authenticate (smoke test)")
+        CfnOutput(self, "AuthMode", value=auth.mode.value, description="How callers authenticate (smoke test)")
