@@ -128,8 +128,9 @@ class HindsightMemoryHooks(HookProvider):
             pending.report.degraded = True
 
 
-def memory_tools(memory: AgentCoreMemory) -> list[AgentTool]:
-    """The memory tools as Strands tools; each call runs for the verified turn in ``invocation_state``."""
+def memory_tools(memory: AgentCoreMemory) -> list[Any]:
+    """The memory tools as Strands tools (``AgentTool`` objects, typed to fit ``Agent(tools=...)``); each call runs for
+    the verified turn in ``invocation_state``."""
     return [_MemoryTool(spec, memory) for spec in TOOL_SPECS]
 
 
