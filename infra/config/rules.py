@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from hindsight_isolation.settings import MAX_EXPIRY_GRACE_S
+from infra.agent_code import agent_code_problems
 from infra.agentcore_zones import SOURCE as AGENTCORE_ZONES_SOURCE
 from infra.agentcore_zones import supported_az_ids
 from infra.config.model import (
@@ -258,6 +259,7 @@ def agent_problems(a: AgentConfig) -> list[str]:
         "agent.max_lifetime_seconds must be between agent.idle_timeout_seconds and 28800",
     )
     _retention(errors, "agent.log_retention_days", a.log_retention_days)
+    errors.extend(agent_code_problems(project=a.project, entrypoint=a.entrypoint))
     return errors
 
 
