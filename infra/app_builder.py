@@ -92,6 +92,8 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
         config=config.agent,
         auth=config.auth,
         layer=config.layer,
+        retain_queue=config.retain_queue,
+        removal=config.removal,
         runtime_name=make_runtime_name(config.prefix, config.env_name, config.agent.name),
         layer_parameter_name=f"{config.parameter_prefix}/memory-adapter-layer-arn",
         foundation=foundation,
@@ -116,6 +118,8 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
         foundation=foundation,
         database=data.database,
         memory=memory.memory,
+        retain_queue=agent.retain_queue,
+        retain_replay=agent.retain_replay,
         other_alarms=other_alarms,
         env=env,
     )

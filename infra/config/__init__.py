@@ -35,6 +35,7 @@ from infra.config.model import (
     LlmProvider,
     NetworkConfig,
     OperationsConfig,
+    RetainQueueConfig,
     RetentionConfig,
     VpcMode,
 )
@@ -60,6 +61,7 @@ __all__ = [
     "LlmProvider",
     "NetworkConfig",
     "OperationsConfig",
+    "RetainQueueConfig",
     "RetentionConfig",
     "VpcMode",
     "context_from_cdk_json",

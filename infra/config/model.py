@@ -13,6 +13,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from infra.agent_code import DEFAULT_PROJECT_ENTRYPOINT, AgentCode, agent_code
 from memory_adapter.kinds import MemoryKind, RetentionRules
 
 #: The VPC endpoints the network stack creates (``network.skip_endpoints`` names them).
@@ -28,6 +29,7 @@ ENDPOINT_NAMES = (
     "Ssm",
     "BedrockRuntime",
     "XRay",
+    "Sqs",
     "CognitoIdp",
 )
 #: The retention periods CloudWatch Logs accepts, in days.
@@ -116,7 +118,8 @@ class AuthConfig:
 
 @dataclass(frozen=True)
 class AgentConfig:
-    """The AgentCore Runtime agent."""
+    """The AgentCore Runtime agent: the reference agent (``bundle_path``), or an agent project you bring
+    (``project``, with its ``entrypoint``; see :mod:`infra.agent_code`)."""
 
     name: str
     model_id: str
@@ -125,6 +128,13 @@ class AgentConfig:
     idle_timeout_seconds: int
     max_lifetime_seconds: int
     log_retention_days: int
+    project: Path | None = None
+    entrypoint: str = DEFAULT_PROJECT_ENTRYPOINT
+
+    @property
+    def code(self) -> AgentCode:
+        """The folder the runtime deploys and the file AgentCore runs from its root."""
+        return agent_code(bundle_path=self.bundle_path, project=self.project, entrypoint=self.entrypoint)
 
 
 @dataclass(frozen=True)
@@ -133,6 +143,18 @@ class LayerConfig:
 
     path: Path
     parameter_name: str | None
+
+
+@dataclass(frozen=True)
+class RetainQueueConfig:
+    """The retain queue (SQS) the agent spools undeliverable turns to, and the function that delivers them."""
+
+    replay_path: Path
+    replay_timeout_seconds: int
+    delivery_timeout_seconds: int
+    batch_size: int
+    max_concurrency: int
+    oldest_message_alarm_minutes: int
 
 
 @dataclass(frozen=True)
@@ -253,6 +275,7 @@ class AppConfig:
     auth: AuthConfig
     agent: AgentConfig
     layer: LayerConfig
+    retain_queue: RetainQueueConfig
     hindsight: HindsightConfig
     database: DatabaseConfig
     alarms: AlarmsConfig

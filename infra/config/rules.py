@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from hindsight_isolation.settings import MAX_EXPIRY_GRACE_S
+from infra.agent_code import agent_code_problems
 from infra.agentcore_zones import SOURCE as AGENTCORE_ZONES_SOURCE
 from infra.agentcore_zones import supported_az_ids
 from infra.config.model import (
@@ -31,6 +32,7 @@ from infra.config.model import (
     LlmProvider,
     NetworkConfig,
     OperationsConfig,
+    RetainQueueConfig,
     VpcMode,
 )
 from memory_adapter.identity.settings import DISCOVERY_SUFFIX, jwt_settings_problems
@@ -88,6 +90,7 @@ def problems(env_name: str, top: Mapping[str, Any] | None, sections: Mapping[str
         "auth": auth_problems,
         "agent": agent_problems,
         "layer": layer_problems,
+        "retain_queue": retain_queue_problems,
         "hindsight": hindsight_problems,
         "database": database_problems,
         "alarms": alarms_problems,
@@ -263,6 +266,7 @@ def agent_problems(a: AgentConfig) -> list[str]:
         "agent.max_lifetime_seconds must be between agent.idle_timeout_seconds and 28800",
     )
     _retention(errors, "agent.log_retention_days", a.log_retention_days)
+    errors.extend(agent_code_problems(project=a.project, entrypoint=a.entrypoint))
     return errors
 
 
@@ -274,6 +278,22 @@ def layer_problems(layer: LayerConfig) -> list[str]:
         layer.parameter_name is None or bool(_SSM_NAME.match(layer.parameter_name)),
         "layer.parameter_name must be an SSM parameter path like /a/b (or null for the default)",
     )
+    return errors
+
+
+def retain_queue_problems(q: RetainQueueConfig) -> list[str]:
+    """The retain queue and its replay function (Lambda's limits; a batch's deliveries must fit an invocation)."""
+    errors: list[str] = []
+    _bounded(errors, "retain_queue.replay_timeout_seconds", q.replay_timeout_seconds, low=10, high=900)
+    _bounded(errors, "retain_queue.delivery_timeout_seconds", q.delivery_timeout_seconds, low=1, high=120)
+    _require(
+        errors,
+        q.delivery_timeout_seconds < q.replay_timeout_seconds,
+        "retain_queue.delivery_timeout_seconds must be less than retain_queue.replay_timeout_seconds",
+    )
+    _bounded(errors, "retain_queue.batch_size", q.batch_size, low=1, high=100)
+    _bounded(errors, "retain_queue.max_concurrency", q.max_concurrency, low=2, high=1000)
+    _bounded(errors, "retain_queue.oldest_message_alarm_minutes", q.oldest_message_alarm_minutes, low=1, high=1440)
     return errors
 
 

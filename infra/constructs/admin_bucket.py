@@ -117,12 +117,8 @@ class AdminBucket(Construct):
             server_access_logs_bucket=self.access_logs,
             server_access_logs_prefix="admin/",
             lifecycle_rules=[
-                s3.LifecycleRule(
-                    id="Exports", prefix=EXPORTS_PREFIX, expiration=Duration.days(export_retention_days)
-                ),
-                s3.LifecycleRule(
-                    id="Backups", prefix=BACKUPS_PREFIX, expiration=Duration.days(backup_retention_days)
-                ),
+                s3.LifecycleRule(id="Exports", prefix=EXPORTS_PREFIX, expiration=Duration.days(export_retention_days)),
+                s3.LifecycleRule(id="Backups", prefix=BACKUPS_PREFIX, expiration=Duration.days(backup_retention_days)),
                 s3.LifecycleRule(
                     id="OldVersions",
                     noncurrent_version_expiration=Duration.days(NONCURRENT_VERSION_DAYS),

@@ -1,9 +1,10 @@
-"""AgentRuntime: the ``runtime_handler`` agent on AgentCore Runtime as code (Linux arm64 wheels, no Docker)."""
+"""AgentRuntime: the agent on AgentCore Runtime as code (Linux arm64 wheels, no Docker): ``runtime_handler``, or
+the agent project ``agent.project`` names (its bundle and entrypoint, :mod:`infra.agent_code`), with the same role,
+network, authorizer and environment."""
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_bedrockagentcore as agentcore
@@ -18,11 +19,11 @@ from infra.constructs.identity import Identity
 from infra.constructs.log_retention import retention
 from infra.constructs.memory_service import MemoryService
 from infra.constructs.network import Network
+from infra.constructs.props import raise_if_invalid
+from infra.constructs.retain_queue import RetainQueue
 from infra.permissions import grant_bedrock_invoke
 from runtime_handler import settings as rs
 
-#: The bundle's root holds ``main.py``, which runs ``python -m runtime_handler`` (see ``infra.build``).
-ENTRYPOINT = ["main.py"]
 ENDPOINT_NAME = "live"
 #: The endpoint every runtime has besides ours; it logs to its own group.
 DEFAULT_ENDPOINT_NAME = "DEFAULT"
@@ -64,6 +65,7 @@ class AgentRuntime(Construct):
         network: Network,
         memory: MemoryService,
         identity: Identity | None,
+        retain_queue: RetainQueue,
         runtime_name: str,
         logs_key: kms.IKey,
     ) -> None:
@@ -76,12 +78,14 @@ class AgentRuntime(Construct):
             self, vpc=network.vpc, vpc_subnets=network.subnets, security_groups=[self.security_group]
         )
         memory.allow_from(self)
+        code = config.code
+        raise_if_invalid(self.node.path, [missing] if (missing := code.missing()) else [])
         artifact = agentcore.AgentRuntimeArtifact.from_code_asset(
-            path=str(Path(config.bundle_path)),
-            runtime=agentcore.AgentCoreRuntime.PYTHON_3_12,
-            entrypoint=ENTRYPOINT,
+            path=str(code.path), runtime=agentcore.AgentCoreRuntime.PYTHON_3_12, entrypoint=list(code.entrypoint)
         )
-        self.environment = agent_environment(config, auth, memory=memory, identity=identity)
+        self.environment = agent_environment(
+            config, auth, memory=memory, identity=identity, retain_queue_url=retain_queue.queue.queue_url
+        )
         self.runtime = agentcore.Runtime(
             self,
             "Runtime",
@@ -106,6 +110,8 @@ class AgentRuntime(Construct):
             # A String parameter: no KMS key is involved, so read on this one parameter is all the role gets.
             identity.grant_read_keys(self.runtime)
         memory.grant_agent_key_read(self.runtime)
+        # Undeliverable turns go to the retain queue (the microVM's disk goes with the session): send, nothing else.
+        retain_queue.grant_send(self.runtime)
         self.endpoint = self.runtime.add_endpoint(ENDPOINT_NAME, description="The agent's stable endpoint")
         # The runtime writes to /aws/bedrock-agentcore/runtimes/<id>-<endpoint> and, when they do not exist yet,
         # creates them itself: kept forever and unencrypted. Created here first, with the configured retention and
@@ -124,12 +130,18 @@ class AgentRuntime(Construct):
 
 
 def agent_environment(
-    config: AgentConfig, auth: AuthConfig, *, memory: MemoryService, identity: Identity | None
+    config: AgentConfig,
+    auth: AuthConfig,
+    *,
+    memory: MemoryService,
+    identity: Identity | None,
+    retain_queue_url: str,
 ) -> dict[str, str]:
     """Exactly the variables ``runtime_handler.settings.Settings.from_env`` reads (plus Powertools' own)."""
     env = {
         rs.ENV_AGENT_NAME: config.name,
         rs.ENV_HINDSIGHT_API_URL: memory.url,
+        rs.ENV_MEMORY_SPOOL_QUEUE_URL: retain_queue_url,
         rs.ENV_MODEL_PROVIDER: "bedrock",
         rs.ENV_MODEL_ID: config.model_id,
         rs.ENV_ALLOW_ANONYMOUS: "true" if config.allow_anonymous else "false",

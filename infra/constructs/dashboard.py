@@ -4,34 +4,38 @@ Rows, top to bottom (the README's "Read the dashboard" draws the same grid):
 
 1. the alarms of the deployment (their state at a glance);
 2. the agent: turns and their latency, recall latency, turns without memory, the circuit breaker;
-3. retains: delivered, spooled, refused or lost, replayed; the retain queue's depth and age when the deployment has
-   one (:meth:`SystemDashboard.add_retain_queue`);
+3. retains: delivered, spooled, refused or lost, replayed; with the retain queue
+   (:meth:`SystemDashboard.add_retain_queue`) its replay function's outcomes, the queue's and its dead letters'
+   depth and the age of their oldest message;
 4. Hindsight on ECS: CPU and memory, running and desired tasks, of the API and of the workers;
 5. the load balancer: 5xx, latency, requests;
 6. the database: CPU, connections, free storage (RDS) or capacity (Aurora);
 7. memory administration: expiry, backups, the admin functions' errors.
 
 The agent's metrics are the ones ``runtime_handler/main.py`` and ``memory_adapter.observability.Metric`` emit
-(:func:`~infra.constructs.agent_runtime.agent_metric`); everything else is AWS's own.
+(:func:`~infra.constructs.agent_runtime.agent_metric`), the replay function's the ``MemoryQueue*`` ones under its own
+``service`` (:data:`~infra.constructs.retain_replay.SERVICE_NAME`); everything else is AWS's own.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final
+from typing import Final, cast
 
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
-from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from infra.config import DatabaseEngine
-from infra.constructs.agent_runtime import agent_metric
+from infra.constructs.agent_runtime import METRICS_NAMESPACE, agent_metric
 from infra.constructs.database import VectorDatabase
 from infra.constructs.memory_admin import MemoryAdmin
 from infra.constructs.memory_service import MemoryService
+from infra.constructs.retain_queue import RetainQueue
+from infra.constructs.retain_replay import SERVICE_NAME as REPLAY_SERVICE
+from infra.constructs.retain_replay import RetainReplay
 from infra.functions.memory_admin import index as admin
 from memory_adapter.observability import Metric
 
@@ -49,6 +53,7 @@ TITLES: Final = {
     "degraded": "Turns without memory",
     "breaker": "Circuit breaker",
     "retains": "Retains",
+    "replay": "Retain replay",
     "queue_depth": "Retain queue depth",
     "queue_age": "Retain queue age",
     "api_usage": "API tasks: CPU, memory",
@@ -131,10 +136,11 @@ class SystemDashboard(Construct):
                     agent(Metric.RETAIN_FAILED, "Sum", "refused or lost"),
                     agent(Metric.RETAIN_REPLAYED, "Sum", "replayed"),
                 ],
-                width=12,
             )
         )
-        self.dashboard.add_widgets(self.retains_row)
+        # A Row is a widget (jsii's typing of it misses IWidget's warnings members); the replay and queue widgets join
+        # it later, in add_retain_queue: the dashboard lays out its rows at synthesis.
+        self.dashboard.add_widgets(cast(cloudwatch.IWidget, self.retains_row))
         workers = memory.worker_services
         self.dashboard.add_widgets(
             self._graph("api_usage", self._usage(memory.api_service, "API")),
@@ -184,7 +190,9 @@ class SystemDashboard(Construct):
             )
         self.dashboard.add_widgets(
             self._graph(
-                "db_cpu", [database.metric("CPUUtilization", period=PERIOD, statistic="Average", label="CPU %")], width=8
+                "db_cpu",
+                [database.metric("CPUUtilization", period=PERIOD, statistic="Average", label="CPU %")],
+                width=8,
             ),
             self._graph(
                 "db_connections",
@@ -218,19 +226,47 @@ class SystemDashboard(Construct):
             ),
         )
 
-    def add_retain_queue(self, queue: sqs.IQueue, dead_letters: sqs.IQueue) -> None:
-        """Show the retain queue (and its dead letters) beside the retains: depth and the oldest message's age."""
+    def add_retain_queue(self, queue: RetainQueue, replay: RetainReplay) -> None:
+        """Show the retain queue beside the retains: what its replay function did with the queued turns (delivered,
+        dead-lettered, left for later, whole invocations failed), the queue's and its dead letters' depth, and the
+        age of their oldest message."""
         if self.queue_added:
             raise ValueError("the dashboard already shows a retain queue")
         self.queue_added = True
+
+        def replayed(name: str, label: str) -> cloudwatch.Metric:
+            return cloudwatch.Metric(
+                namespace=METRICS_NAMESPACE,  # the replay function's, set by the -Agent stack
+                metric_name=name,
+                dimensions_map={"service": REPLAY_SERVICE},
+                period=PERIOD,
+                statistic="Sum",
+                label=label,
+            )
+
+        waiting, dead = queue.queue, queue.dead_letters
+        self.retains_row.add_widget(
+            self._graph(
+                "replay",
+                [
+                    replayed(Metric.QUEUE_DELIVERED, "delivered"),
+                    replayed(Metric.QUEUE_DEAD_LETTERED, "dead-lettered"),
+                    replayed(Metric.QUEUE_RETRIED, "left for later"),
+                    replay.function.metric_errors(period=PERIOD, statistic="Sum", label="invocations failed"),
+                ],
+            )
+        )
         self.retains_row.add_widget(
             self._graph(
                 "queue_depth",
                 [
-                    queue.metric_approximate_number_of_messages_visible(
+                    waiting.metric_approximate_number_of_messages_visible(
                         period=PERIOD, statistic="Maximum", label="waiting"
                     ),
-                    dead_letters.metric_approximate_number_of_messages_visible(
+                    waiting.metric_approximate_number_of_messages_not_visible(
+                        period=PERIOD, statistic="Maximum", label="being delivered"
+                    ),
+                    dead.metric_approximate_number_of_messages_visible(
                         period=PERIOD, statistic="Maximum", label="dead letters"
                     ),
                 ],
@@ -240,10 +276,10 @@ class SystemDashboard(Construct):
             self._graph(
                 "queue_age",
                 [
-                    queue.metric_approximate_age_of_oldest_message(
+                    waiting.metric_approximate_age_of_oldest_message(
                         period=PERIOD, statistic="Maximum", label="oldest (s)"
                     ),
-                    dead_letters.metric_approximate_age_of_oldest_message(
+                    dead.metric_approximate_age_of_oldest_message(
                         period=PERIOD, statistic="Maximum", label="oldest dead letter (s)"
                     ),
                 ],

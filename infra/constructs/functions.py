@@ -17,8 +17,6 @@ from constructs import Construct
 #: Where the functions' sources live (``make build`` bundles those with dependencies into ``build/``).
 FUNCTIONS_DIR = Path(__file__).resolve().parent.parent / "functions"
 RUNTIME = lambda_.Runtime.PYTHON_3_14
-#: Functions on the memory adapter layer run the Python its wheels are built for (``infra.build.TARGET_PYTHON``).
-LAYER_RUNTIME = lambda_.Runtime.PYTHON_3_12
 ARCHITECTURE = lambda_.Architecture.ARM_64
 LOG_RETENTION = logs.RetentionDays.THREE_MONTHS
 
@@ -38,13 +36,14 @@ def python_function(
     vpc: ec2.IVpc | None = None,
     vpc_subnets: ec2.SubnetSelection | None = None,
     security_groups: Sequence[ec2.ISecurityGroup] | None = None,
+    layers: Sequence[lambda_.ILayerVersion] | None = None,
+    runtime: lambda_.Runtime = RUNTIME,
     handler: str = "index.handler",
-    layers: Sequence[lambda_.ILayerVersion] = (),
     log_retention: logs.RetentionDays = LOG_RETENTION,
 ) -> lambda_.Function:
     """A function running ``handler`` from ``source``, logging to ``log_group_id`` (in ``log_scope``, default
-    ``scope``); inside the VPC when ``vpc`` is given. With ``layers`` (the memory adapter layer) it runs the layer's
-    Python, :data:`LAYER_RUNTIME`, whose bytecode and wheels the layer carries."""
+    ``scope``) kept ``log_retention``; inside the VPC when ``vpc`` is given. A function on a layer runs on the
+    layer's ``runtime``."""
     log_group = logs.LogGroup(
         log_scope or scope,
         log_group_id,
@@ -56,10 +55,9 @@ def python_function(
         scope,
         construct_id,
         description=description,
-        runtime=LAYER_RUNTIME if layers else RUNTIME,
+        runtime=runtime,
         architecture=ARCHITECTURE,
         handler=handler,
-        layers=list(layers) or None,
         code=lambda_.Code.from_asset(str(source)),
         timeout=timeout,
         memory_size=memory_size,
@@ -68,6 +66,7 @@ def python_function(
         vpc=vpc,
         vpc_subnets=vpc_subnets,
         security_groups=list(security_groups) if security_groups else None,
+        layers=list(layers) if layers else None,
     )
 
 

@@ -39,6 +39,7 @@ from infra.constructs.admin_bucket import AdminBucket
 from infra.constructs.alerts import Alerts
 from infra.constructs.functions import python_function
 from infra.constructs.log_retention import retention
+from infra.constructs.memory_layer import RUNTIME as LAYER_RUNTIME
 from infra.constructs.memory_layer import adapter_layer_version
 from infra.constructs.memory_service import MemoryService
 from infra.constructs.network import Network
@@ -105,6 +106,7 @@ class MemoryAdmin(Construct):
                 source=config.admin_function_path,
                 handler=handler,
                 layers=[self.layer],
+                runtime=LAYER_RUNTIME,
                 description=description,
                 timeout=TIMEOUT,
                 memory_size=memory_size,
@@ -147,7 +149,10 @@ class MemoryAdmin(Construct):
             "Expiry", "index.expire_handler", "Scheduled expiry of memories past their kind's retention", 512
         )
         self.backup_function = function(
-            "Backup", "index.backup_handler", "Scheduled logical backup of every bank to the administration bucket", 1024
+            "Backup",
+            "index.backup_handler",
+            "Scheduled logical backup of every bank to the administration bucket",
+            1024,
         )
         bucket.grant_write(self.backup_function)
         self.expiry_schedule = events.Rule(

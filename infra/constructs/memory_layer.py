@@ -17,6 +17,10 @@ from constructs import Construct
 
 from infra.config import LayerConfig
 
+#: The runtime the layer is built for (``infra.build.TARGET_PYTHON``: its bytecode and compiled wheels); functions
+#: that use the layer run on it.
+RUNTIME = lambda_.Runtime.PYTHON_3_12
+
 
 def adapter_layer_version(scope: Construct, construct_id: str, *, path: Path) -> lambda_.LayerVersion:
     """A version of the layer built by ``make build`` into ``path`` (``build/layer``, holding ``python/``)."""
@@ -25,7 +29,7 @@ def adapter_layer_version(scope: Construct, construct_id: str, *, path: Path) ->
         construct_id,
         code=lambda_.Code.from_asset(str(path)),
         compatible_architectures=[lambda_.Architecture.ARM_64],
-        compatible_runtimes=[lambda_.Runtime.PYTHON_3_12, lambda_.Runtime.PYTHON_3_13],
+        compatible_runtimes=[RUNTIME, lambda_.Runtime.PYTHON_3_13],
         description="memory_adapter: durable, isolated agent memory on self-hosted Hindsight (arm64, py3.12+)",
         removal_policy=RemovalPolicy.RETAIN,  # functions in other stacks and accounts may still use old versions
     )

@@ -4,7 +4,8 @@
 - :class:`~infra.constructs.memory_admin.MemoryAdmin`: the admin function (IAM function URL), the scheduled expiry
   and the scheduled logical backup, on the memory adapter layer, holding the operator key;
 - the maintenance task's read of the bucket (the task itself is a Hindsight task of the ``-MemoryService`` stack);
-- :class:`~infra.constructs.system_alarms.SystemAlarms` and :class:`~infra.constructs.dashboard.SystemDashboard`.
+- :class:`~infra.constructs.system_alarms.SystemAlarms` and :class:`~infra.constructs.dashboard.SystemDashboard`
+  (with the ``-Agent`` stack's retain queue and replay function, and every other stack's alarms).
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from infra.constructs.database import VectorDatabase
 from infra.constructs.memory_admin import MemoryAdmin
 from infra.constructs.memory_service import MemoryService
 from infra.constructs.part import PartAwareStack
+from infra.constructs.retain_queue import RetainQueue
+from infra.constructs.retain_replay import RetainReplay
 from infra.constructs.system_alarms import SystemAlarms
 from infra.stacks.network_stack import Foundation
 from infra.stacks.removal import removal_policy
@@ -37,6 +40,8 @@ class OperationsStack(PartAwareStack):
             the network's S3 gateway admits it by that name).
         agent_name: The agent whose metrics the dashboard and the alarms read.
         dashboard_name: The dashboard's name.
+        retain_queue, retain_replay: The agent's retain queue and its replay function (the dashboard's retains
+            row; their alarms join the others).
         other_alarms: The other stacks' alarms, shown with these on the dashboard.
     """
 
@@ -55,6 +60,8 @@ class OperationsStack(PartAwareStack):
         foundation: Foundation,
         database: VectorDatabase,
         memory: MemoryService,
+        retain_queue: RetainQueue,
+        retain_replay: RetainReplay,
         other_alarms: Sequence[cloudwatch.IAlarm] = (),
         **kwargs: Any,
     ) -> None:
@@ -92,8 +99,16 @@ class OperationsStack(PartAwareStack):
             database=database,
             memory=memory,
             admin_functions=self.admin,
-            alarms=[*self.alarms.alarms, *self.admin.alarms, *other_alarms],
+            alarms=[
+                *self.alarms.alarms,
+                *self.admin.alarms,
+                retain_queue.dead_letter_alarm,
+                retain_queue.oldest_message_alarm,
+                retain_replay.errors_alarm,
+                *other_alarms,
+            ],
         )
+        self.dashboard.add_retain_queue(retain_queue, retain_replay)
         CfnOutput(
             self,
             "MemoryAdminUrl",

@@ -8,8 +8,6 @@ import re
 from typing import Any
 
 import pytest
-from aws_cdk import aws_sqs as sqs
-from aws_cdk.assertions import Template
 
 from infra.constructs.admin_bucket import NONCURRENT_VERSION_DAYS, admin_bucket_name
 from infra.constructs.dashboard import AGENT_METRICS, TITLES
@@ -142,7 +140,8 @@ def test_exports_and_backups_expire_and_receipts_are_kept(synths: dict[str, Synt
     old = rules["OldVersions"]
     assert old["NoncurrentVersionExpiration"] == {"NoncurrentDays": NONCURRENT_VERSION_DAYS}
     assert old["ExpiredObjectDeleteMarker"] is True
-    assert "Prefix" not in old and "ExpirationInDays" not in old  # nothing current expires but exports and backups
+    assert "Prefix" not in old
+    assert "ExpirationInDays" not in old
     assert not any(r.get("Prefix", "").startswith("erasure-receipts") for r in rules.values())
 
 
@@ -235,13 +234,15 @@ def test_each_admin_function_holds_the_operator_key_and_only_what_its_job_needs(
         statements = _role_statements(t, f"MemoryAdmin{name}ServiceRole")
         actions = {a for s in statements for a in _actions(s)}
         secret_reads = [s for s in statements if "secretsmanager:GetSecretValue" in _actions(s)]
-        assert len(secret_reads) == 1 and "OperatorKey" in _render(secret_reads[0]["Resource"]), name
+        assert len(secret_reads) == 1, name
+        assert "OperatorKey" in _render(secret_reads[0]["Resource"]), name
         assert ("s3:PutObject" in actions) is writes, name
         assert not {a for a in actions if a.startswith("s3:") and a != "s3:PutObject"}, name
         assert not any(a.endswith("*") for a in actions if a.startswith(("s3:", "secretsmanager:"))), name
         if writes:
             (put,) = [s for s in statements if "s3:PutObject" in _actions(s)]
-            assert _render(put["Resource"]).startswith("<AdminBucket") and _render(put["Resource"]).endswith("/*")
+            assert _render(put["Resource"]).startswith("<AdminBucket")
+            assert _render(put["Resource"]).endswith("/*")
     # The agent never gets the operator key; the functions' group reaches Hindsight's listener only.
     assert "OperatorKey" not in json.dumps(_role_statements(synths[variant].template("-Agent"), "AgentRuntime"))
 
@@ -292,7 +293,9 @@ def test_the_admin_functions_reach_hindsights_listener_and_https_only(synths: di
     t = synth.template("-Operations")
     group_id, group = _one(t, "AWS::EC2::SecurityGroup", "MemoryAdminSecurityGroup")
     egress = [r["Properties"] for r in resources(t, "AWS::EC2::SecurityGroupEgress").values()]
-    egress += [{**r, "GroupId": {"Fn::GetAtt": [group_id, "GroupId"]}} for r in group["Properties"]["SecurityGroupEgress"]]
+    egress += [
+        {**r, "GroupId": {"Fn::GetAtt": [group_id, "GroupId"]}} for r in group["Properties"]["SecurityGroupEgress"]
+    ]
     listener = 443 if synth.config.hindsight.certificate_arn else 80
     assert sorted((r["FromPort"], r["ToPort"]) for r in egress) == sorted([(443, 443), (listener, listener)])
     ingress = [r["Properties"] for r in resources(t, "AWS::EC2::SecurityGroupIngress").values()]
@@ -329,7 +332,8 @@ def test_the_maintenance_task_is_a_one_off_hindsight_task_with_the_services_sett
     main = containers["Hindsight"]
     assert main["EntryPoint"] == ["/bin/bash", "-c", MAINTENANCE_COMMAND, "maintenance"]
     assert main["Command"] == ["--help"]
-    assert "memory_adapter.admin.maintenance" in MAINTENANCE_COMMAND and '"$@"' in MAINTENANCE_COMMAND
+    assert "memory_adapter.admin.maintenance" in MAINTENANCE_COMMAND
+    assert '"$@"' in MAINTENANCE_COMMAND
     assert "PortMappings" not in main or main["PortMappings"] == []
     assert "HealthCheck" not in main
     # The same image, settings, secrets and writable /tmp as the API: the extension (memory_adapter) on PYTHONPATH.
@@ -342,7 +346,13 @@ def test_the_maintenance_task_is_a_one_off_hindsight_task_with_the_services_sett
     assert env["HINDSIGHT_API_DATABASE_SCHEMA"] == synth.config.hindsight.database_schema == "public"
     assert env["PYTHONPATH"] == "/opt/hindsight-ext"
     outputs = t["Outputs"]
-    assert {"MaintenanceTaskDefinition", "ClusterName", "ServiceLogGroup", "TaskSecurityGroupId", "TaskSubnetIds"} <= set(outputs)
+    assert {
+        "MaintenanceTaskDefinition",
+        "ClusterName",
+        "ServiceLogGroup",
+        "TaskSecurityGroupId",
+        "TaskSubnetIds",
+    } <= set(outputs)
 
 
 # -- the database's backup plan -----------------------------------------------------------------------------------
@@ -396,7 +406,8 @@ def test_what_needs_a_person_raises_an_alarm_to_the_alerts_topic(synths: dict[st
     ):
         (alarm,) = [v for k, v in alarms.items() if k.startswith(name)]
         actions = alarm["Properties"]
-        assert "AlertsTopic" in _render(actions["AlarmActions"]) and actions["OKActions"] == actions["AlarmActions"]
+        assert "AlertsTopic" in _render(actions["AlarmActions"])
+        assert actions["OKActions"] == actions["AlarmActions"]
     assert len(alarms) == 9
 
 
@@ -412,7 +423,8 @@ def test_database_storage_alarm_fires_before_the_disk_is_full(default: Synth) ->
 
 def _dashboard_body(template: dict[str, Any]) -> dict[str, Any]:
     (dashboard,) = resources(template, "AWS::CloudWatch::Dashboard").values()
-    return json.loads(_render(dashboard["Properties"]["DashboardBody"]))
+    body: dict[str, Any] = json.loads(_render(dashboard["Properties"]["DashboardBody"]))
+    return body
 
 
 def _titles(body: dict[str, Any]) -> list[str]:
@@ -425,7 +437,7 @@ def test_the_dashboard_shows_every_layer_without_overlaps(synths: dict[str, Synt
     body = _dashboard_body(synth.template("-Operations"))
     titles = set(_titles(body))
     postgres = synth.config.database.engine.value == "postgres"
-    skipped = {"queue_depth", "queue_age", "db_capacity" if postgres else "db_storage"}
+    skipped = {"db_capacity" if postgres else "db_storage"}
     assert {TITLES[k] for k in TITLES if k not in skipped} <= titles
     assert not {TITLES[k] for k in skipped} & titles
     cells: set[tuple[int, int]] = set()
@@ -465,40 +477,9 @@ def test_the_readme_draws_the_dashboard_the_stack_builds() -> None:
 # -- configuration flows into the resources -------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def configured(tmp_path_factory: pytest.TempPathFactory) -> tuple[Any, dict[str, dict[str, Any]]]:
-    """The default app with a custom retention, dry-run expiry, a re-embedding target, and a retain queue shown."""
-    from aws_cdk import App
-
-    from infra.app_builder import build_stacks
-    from infra.config import context_from_cdk_json, load_config
-    from tests.infra.conftest import asset_overrides
-
-    overrides = {
-        **asset_overrides(),
-        "retention.plan": "7",
-        "retention.turn": "null",
-        "operations.expiry_dry_run": "true",
-        "operations.expiry_schedule": "rate(6 hours)",
-        "hindsight.database_schema": "emb_v2",
-        "hindsight.maintenance_embeddings_model": "bedrock/cohere.embed-english-v3",
-    }
-    app = App(context=context_from_cdk_json(overrides), outdir=str(tmp_path_factory.mktemp("cdk-ops")))
-    stacks = build_stacks(app, load_config(app.node))
-    dead = sqs.Queue(stacks.operations, "TestDeadLetters")
-    queue = sqs.Queue(
-        stacks.operations, "TestQueue", dead_letter_queue=sqs.DeadLetterQueue(max_receive_count=3, queue=dead)
-    )
-    stacks.operations.dashboard.add_retain_queue(queue, dead)
-    templates = {
-        name: Template.from_stack(getattr(stacks, name)).to_json() for name in ("operations", "memory", "network")
-    }
-    return stacks, templates
-
-
-def test_retention_and_dry_run_settings_reach_the_functions(configured: Any) -> None:
-    stacks, templates = configured
-    functions = [f["Properties"] for f in resources(templates["operations"], "AWS::Lambda::Function").values()]
+def test_retention_and_dry_run_settings_reach_the_functions(synths: dict[str, Synth]) -> None:
+    template = synths["iam-aurora"].template("-Operations")  # retention.plan=7, retention.turn=null, dry run
+    functions = [f["Properties"] for f in resources(template, "AWS::Lambda::Function").values()]
     assert len(functions) == 3
     for fn in functions:
         env = fn["Environment"]["Variables"]
@@ -506,17 +487,14 @@ def test_retention_and_dry_run_settings_reach_the_functions(configured: Any) -> 
         days = (rules.days_for(MemoryKind.PLAN), rules.days_for(MemoryKind.TURN), rules.days_for(MemoryKind.PROBLEM))
         assert days == (7, None, 90)
         assert env[index.ENV_EXPIRY_DRY_RUN] == "true"
-    (rule,) = [
-        r for k, r in resources(templates["operations"], "AWS::Events::Rule").items() if k.startswith("MemoryAdminExpiry")
-    ]
+    (rule,) = [r for k, r in resources(template, "AWS::Events::Rule").items() if k.startswith("MemoryAdminExpiry")]
     assert rule["Properties"]["ScheduleExpression"] == "rate(6 hours)"
 
 
 def test_the_schema_setting_moves_every_hindsight_task_and_the_next_model_is_the_maintenance_tasks_alone(
-    configured: Any,
+    synths: dict[str, Synth],
 ) -> None:
-    _, templates = configured
-    memory = templates["memory"]
+    memory = synths["iam-aurora"].template("-MemoryService")  # database_schema=emb_v2, a maintenance model
     for task in resources(memory, "AWS::ECS::TaskDefinition").values():
         (main,) = [c for c in task["Properties"]["ContainerDefinitions"] if c["Name"] == "Hindsight"]
         env = {e["Name"]: e["Value"] for e in main["Environment"]}
@@ -525,16 +503,34 @@ def test_the_schema_setting_moves_every_hindsight_task_and_the_next_model_is_the
     assert model in json.dumps(_role_statements(memory, "MemoryMaintenanceTaskTaskRole"))
     for role in ("MemoryApiTaskTaskRole", "MemoryWorker1TaskTaskRole"):
         assert model not in json.dumps(_role_statements(memory, role))
+    # Without the setting, the maintenance task may invoke only the service's own models.
+    default = synths["default"].template("-MemoryService")
+    assert model not in json.dumps(_role_statements(default, "MemoryMaintenanceTaskTaskRole"))
 
 
-def test_add_retain_queue_shows_depth_and_age_beside_the_retains(configured: Any) -> None:
-    stacks, templates = configured
-    body = _dashboard_body(templates["operations"])
+@pytest.mark.parametrize("variant", ALL)
+def test_the_retain_queue_row_shows_its_replay_depth_and_age_beside_the_retains(
+    synths: dict[str, Synth], variant: str
+) -> None:
+    synth = synths[variant]
+    body = _dashboard_body(synth.template("-Operations"))
     widgets = {w["properties"].get("title"): w for w in body["widgets"]}
-    retains, depth, age = (widgets[TITLES[k]] for k in ("retains", "queue_depth", "queue_age"))
-    assert retains["y"] == depth["y"] == age["y"]  # one row
-    assert "ApproximateNumberOfMessagesVisible" in json.dumps(depth)
-    assert "ApproximateAgeOfOldestMessage" in json.dumps(age)
+    row = [widgets[TITLES[k]] for k in ("retains", "replay", "queue_depth", "queue_age")]
+    assert {w["y"] for w in row} == {row[0]["y"]}  # one row, left to right
+    assert [w["x"] for w in row] == sorted(w["x"] for w in row)
+    agent = synth.template("-Agent")
+    queue_id, _ = _one(agent, "AWS::SQS::Queue", "RetainQueueQueue")
+    dead_id, _ = _one(agent, "AWS::SQS::Queue", "RetainQueueDeadLetters")
+    depth, age, replay = (json.dumps(widgets[TITLES[k]]) for k in ("queue_depth", "queue_age", "replay"))
+    for queue_id_ in (queue_id, dead_id):  # the -Agent stack's queues, by their exported names
+        assert queue_id_ in depth
+        assert queue_id_ in age
+    assert "ApproximateNumberOfMessagesVisible" in depth
+    assert "ApproximateAgeOfOldestMessage" in age
+    for name in ("MemoryQueueDelivered", "MemoryQueueDeadLettered", "MemoryQueueRetried"):
+        assert name in replay
+    assert '"service", "retain-replay"' in replay
     with pytest.raises(ValueError, match="already shows"):
-        stacks.operations.dashboard.add_retain_queue(*[c for c in stacks.operations.node.children if isinstance(c, sqs.Queue)])
-
+        synth.stacks.operations.dashboard.add_retain_queue(
+            synth.stacks.agent.retain_queue, synth.stacks.agent.retain_replay
+        )
