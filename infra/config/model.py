@@ -232,8 +232,8 @@ class RetentionConfig:
             key: int(value.strip()) if isinstance(value, str) and value.strip().isdigit() else value
             for key, value in raw.items()
         }
-        rules, problems = RetentionRules.checked(values)
-        return cls(rules), [f"{shown_prefix.rstrip('.')}: {problem}" for problem in problems]
+        rules, problems = RetentionRules.checked(values, shown_prefix=shown_prefix)
+        return cls(rules), problems
 
 
 @dataclass(frozen=True)

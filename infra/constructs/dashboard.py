@@ -4,9 +4,8 @@ Rows, top to bottom (the README's "Read the dashboard" draws the same grid):
 
 1. the alarms of the deployment (their state at a glance);
 2. the agent: turns and their latency, recall latency, turns without memory, the circuit breaker;
-3. retains: delivered, spooled, refused or lost, replayed; with the retain queue
-   (:meth:`SystemDashboard.add_retain_queue`) its replay function's outcomes, the queue's and its dead letters'
-   depth and the age of their oldest message;
+3. retains: delivered, spooled, refused or lost, replayed; the retain queue's replay function's outcomes, the
+   queue's and its dead letters' depth and the age of their oldest message;
 4. Hindsight on ECS: CPU and memory, running and desired tasks, of the API and of the workers;
 5. the load balancer: 5xx, latency, requests;
 6. the database: CPU, connections, free storage (RDS) or capacity (Aurora);
@@ -20,7 +19,7 @@ The agent's metrics are the ones ``runtime_handler/main.py`` and ``memory_adapte
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final, cast
+from typing import Final
 
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -77,7 +76,14 @@ CONTAINER_INSIGHTS = "ECS/ContainerInsights"
 
 
 class SystemDashboard(Construct):
-    """Exposes ``dashboard`` and ``retains_row``; :meth:`add_retain_queue` adds the retain queue's widgets."""
+    """Exposes ``dashboard``.
+
+    Args:
+        retain_queue, retain_replay: The ``-Agent`` stack's retain queue and its replay function (the retains row).
+            Props rather than a later ``add_*`` call: CloudWatch's ``Row.add_widget`` puts a widget below the row's
+            first line, so a widget added after construction cannot join a row.
+        alarms: Every alarm of the deployment (the alarm status widget).
+    """
 
     def __init__(
         self,
@@ -89,13 +95,14 @@ class SystemDashboard(Construct):
         database: VectorDatabase,
         memory: MemoryService,
         admin_functions: MemoryAdmin,
+        retain_queue: RetainQueue,
+        retain_replay: RetainReplay,
         alarms: Sequence[cloudwatch.IAlarm],
     ) -> None:
         super().__init__(scope, construct_id)
         self.dashboard = cloudwatch.Dashboard(
             self, "Dashboard", dashboard_name=dashboard_name, default_interval=Duration.hours(3)
         )
-        self.queue_added = False
 
         def agent(name: str, statistic: str, label: str) -> cloudwatch.Metric:
             return agent_metric(agent_name, name, period=PERIOD, statistic=statistic, label=label)
@@ -127,7 +134,7 @@ class SystemDashboard(Construct):
                 left_axis=cloudwatch.YAxisProps(min=0, max=2, show_units=False),
             ),
         )
-        self.retains_row = cloudwatch.Row(
+        self.dashboard.add_widgets(
             self._graph(
                 "retains",
                 [
@@ -136,11 +143,9 @@ class SystemDashboard(Construct):
                     agent(Metric.RETAIN_FAILED, "Sum", "refused or lost"),
                     agent(Metric.RETAIN_REPLAYED, "Sum", "replayed"),
                 ],
-            )
+            ),
+            *self._retain_queue_widgets(retain_queue, retain_replay),
         )
-        # A Row is a widget (jsii's typing of it misses IWidget's warnings members); the replay and queue widgets join
-        # it later, in add_retain_queue: the dashboard lays out its rows at synthesis.
-        self.dashboard.add_widgets(cast(cloudwatch.IWidget, self.retains_row))
         workers = memory.worker_services
         self.dashboard.add_widgets(
             self._graph("api_usage", self._usage(memory.api_service, "API")),
@@ -226,13 +231,10 @@ class SystemDashboard(Construct):
             ),
         )
 
-    def add_retain_queue(self, queue: RetainQueue, replay: RetainReplay) -> None:
-        """Show the retain queue beside the retains: what its replay function did with the queued turns (delivered,
-        dead-lettered, left for later, whole invocations failed), the queue's and its dead letters' depth, and the
-        age of their oldest message."""
-        if self.queue_added:
-            raise ValueError("the dashboard already shows a retain queue")
-        self.queue_added = True
+    @classmethod
+    def _retain_queue_widgets(cls, queue: RetainQueue, replay: RetainReplay) -> list[cloudwatch.IWidget]:
+        """Beside the retains: what the replay function did with the queued turns (delivered, dead-lettered, left
+        for later, whole invocations failed), the queue's and its dead letters' depth, their oldest message's age."""
 
         def replayed(name: str, label: str) -> cloudwatch.Metric:
             return cloudwatch.Metric(
@@ -245,8 +247,8 @@ class SystemDashboard(Construct):
             )
 
         waiting, dead = queue.queue, queue.dead_letters
-        self.retains_row.add_widget(
-            self._graph(
+        return [
+            cls._graph(
                 "replay",
                 [
                     replayed(Metric.QUEUE_DELIVERED, "delivered"),
@@ -254,10 +256,8 @@ class SystemDashboard(Construct):
                     replayed(Metric.QUEUE_RETRIED, "left for later"),
                     replay.function.metric_errors(period=PERIOD, statistic="Sum", label="invocations failed"),
                 ],
-            )
-        )
-        self.retains_row.add_widget(
-            self._graph(
+            ),
+            cls._graph(
                 "queue_depth",
                 [
                     waiting.metric_approximate_number_of_messages_visible(
@@ -270,10 +270,8 @@ class SystemDashboard(Construct):
                         period=PERIOD, statistic="Maximum", label="dead letters"
                     ),
                 ],
-            )
-        )
-        self.retains_row.add_widget(
-            self._graph(
+            ),
+            cls._graph(
                 "queue_age",
                 [
                     waiting.metric_approximate_age_of_oldest_message(
@@ -283,8 +281,8 @@ class SystemDashboard(Construct):
                         period=PERIOD, statistic="Maximum", label="oldest dead letter (s)"
                     ),
                 ],
-            )
-        )
+            ),
+        ]
 
     @staticmethod
     def _graph(

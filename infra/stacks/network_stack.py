@@ -83,3 +83,9 @@ class NetworkStack(PartAwareStack):
             gateway_buckets=gateway_buckets,
         )
         self.foundation = Foundation(network=self.network, logs_key=self.logs_key, alerts=self.alerts)
+        CfnOutput(
+            self,
+            "SubnetIds",
+            value=",".join(self.network.subnet_ids),
+            description="Where every workload runs (an ecs run-task of the maintenance task names them)",
+        )

@@ -99,6 +99,8 @@ class OperationsStack(PartAwareStack):
             database=database,
             memory=memory,
             admin_functions=self.admin,
+            retain_queue=retain_queue,
+            retain_replay=retain_replay,
             alarms=[
                 *self.alarms.alarms,
                 *self.admin.alarms,
@@ -108,7 +110,6 @@ class OperationsStack(PartAwareStack):
                 *other_alarms,
             ],
         )
-        self.dashboard.add_retain_queue(retain_queue, retain_replay)
         CfnOutput(
             self,
             "MemoryAdminUrl",

@@ -76,9 +76,3 @@ class MemoryServiceStack(PartAwareStack):
             value=self.memory.security_group.security_group_id,
             description="The Hindsight tasks' security group (run the maintenance task with it)",
         )
-        CfnOutput(
-            self,
-            "TaskSubnetIds",
-            value=",".join(foundation.network.subnet_ids),
-            description="Where the Hindsight tasks run (run the maintenance task there)",
-        )
