@@ -293,7 +293,7 @@ def test_bad_retention_names_the_setting_and_its_value_with_the_other_problems()
     assert "retention.problem must be whole days from 1 to 36500, or null to keep, got 'soon'" in errors
     assert "operations.expiry_batch_size must be between 1 and 10000, got 0" in errors
     with pytest.raises(ConfigError) as err:
-        load_config_from_cdk_json_with_section_key("retention", "plans", 7)
+        load_config_from_cdk_json_with_section_key("retention", "plans", "7")
     (error,) = err.value.errors
     assert error.startswith("retention.plans is not a memory kind (known: preference, decision, fact, plan,")
 
