@@ -117,7 +117,7 @@ def _timed(results: dict[str, Any], name: str, run: Any) -> None:
 
 def _run(selected: set[str], quick: bool, cache_dir: Path, results: dict[str, Any]) -> None:
     from bench.scale import concurrency, recall_size, write_path
-    from bench.scale.server import ScaleServer
+    from bench.scale.server import ScaleServer, Shape
 
     plan = _plan(quick)
     shapes = _shapes()
@@ -125,10 +125,25 @@ def _run(selected: set[str], quick: bool, cache_dir: Path, results: dict[str, An
     with ScaleServer(log=_log) as server:
         db = server.database()
         if "write" in selected:
+            # Deployed, embeddings come from Bedrock (no CPU in the task): the LLM stand-in's hashed vectors stand
+            # in for a remote embedding model, so this layout shows the worker's CPU without the local model.
+            shapes["deployed_remote_embeddings"] = Shape(
+                "split",
+                workers=1,
+                api_cpus=shapes["deployed"].api_cpus,
+                worker_cpus=shapes["deployed"].worker_cpus,
+                env={
+                    "HINDSIGHT_API_EMBEDDINGS_PROVIDER": "openai",
+                    "HINDSIGHT_API_EMBEDDINGS_OPENAI_BASE_URL": server.llm_base_url,
+                    "HINDSIGHT_API_EMBEDDINGS_OPENAI_API_KEY": "local-stub",
+                    "HINDSIGHT_API_EMBEDDINGS_OPENAI_MODEL": "hashed-384",
+                },
+            )
+            results["shapes"]["deployed_remote_embeddings"] = shapes["deployed_remote_embeddings"].describe()
 
             def write() -> dict[str, Any]:
                 out = {}
-                for name in ("deployed", "deployed_trace_off", "standalone"):
+                for name in ("deployed", "deployed_trace_off", "deployed_remote_embeddings", "standalone"):
                     server.apply(shapes[name])
                     out[name] = write_path.measure(server, db, log=_log, **plan["write"])
                 return out

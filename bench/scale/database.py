@@ -101,7 +101,10 @@ class Database:
             "SELECT (SELECT count(*) FROM memory_units), (SELECT count(*) FROM memory_links), "
             "(SELECT count(*) FROM banks), "
             "(SELECT count(*) FROM pg_indexes WHERE tablename = 'memory_units' AND indexdef LIKE '%USING hnsw%'), "
-            "pg_database_size(current_database())"
+            "pg_database_size(current_database()), "
+            "(SELECT coalesce(sum(pg_relation_size(i.indexrelid)), 0) FROM pg_index i JOIN pg_class c "
+            "ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam WHERE a.amname = 'hnsw'), "
+            "pg_total_relation_size('memory_units'), pg_total_relation_size('memory_links')"
         ).split("|")
         return {
             "memory_units": int(row[0]),
@@ -109,6 +112,9 @@ class Database:
             "banks": int(row[2]),
             "hnsw_indexes": int(row[3]),
             "database_mib": round(int(row[4]) / 2**20, 1),
+            "hnsw_mib": round(int(row[5]) / 2**20, 1),
+            "memory_units_mib": round(int(row[6]) / 2**20, 1),
+            "memory_links_mib": round(int(row[7]) / 2**20, 1),
         }
 
     def bulk_seed(

@@ -172,6 +172,11 @@ class ScaleServer:
         return self._hs.url
 
     @property
+    def llm_base_url(self) -> str:
+        """The LLM stand-in's OpenAI-compatible base URL (it also serves hashed embeddings)."""
+        return self._hs.llm_base_url or ""
+
+    @property
     def operator_key(self) -> str:
         return self._hs.operator_key or ""
 

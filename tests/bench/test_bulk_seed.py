@@ -39,8 +39,10 @@ def test_a_bulk_seeded_bank_answers_recall_like_a_retained_one(
     client = HindsightClient(local_hindsight.url, local_hindsight.operator_key)
     bank = f"bench-scale:test-{uuid.uuid4().hex[:8]}"
     client.create_bank(bank)
+    before = database.sizes()
     seeded = database.bulk_seed(bank, 40, cache_dir=tmp_path)
     assert seeded["documents_per_bank"] == 4
+    assert database.sizes()["memory_units"] == before["memory_units"] + 40
     # WHEN recall asks about one of them
     target = fact(7).text
     found = [str(r.get("text")) for r in client.recall(bank, target)]
