@@ -23,7 +23,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export HINDSIGHT_VENV := $(abspath $(HS_VENV))
 
 # Python sources checked by ruff and mypy (folders that exist).
-PY_SOURCES := $(wildcard app.py infra runtime_handler layers/memory_adapter/src localdev hindsight_isolation bench tests)
+PY_SOURCES := $(wildcard app.py infra runtime_handler layers/memory_adapter/src localdev hindsight_isolation bench smoke tests)
 
 .PHONY: help
 help: ## List the targets
@@ -64,7 +64,7 @@ $(BENCH_VENV)/.installed: requirements-bench.txt layers/memory_adapter/pyproject
 	@touch $@
 
 # The deployable artifacts (no Docker): agent bundle, memory_adapter layer, Hindsight isolation extension.
-BUILD_INPUTS := $(shell find runtime_handler hindsight_isolation layers/memory_adapter/src -name '*.py' -o -name 'requirements.txt' 2>/dev/null) \
+BUILD_INPUTS := $(shell find runtime_handler hindsight_isolation layers/memory_adapter/src infra/functions/db_provisioning -name '*.py' -o -name 'requirements.txt' 2>/dev/null) \
 	layers/memory_adapter/pyproject.toml infra/build.py infra/build-constraints.txt
 build/.built: $(VENV)/.installed $(BUILD_INPUTS)
 	$(BIN)/python -m infra.build
@@ -103,6 +103,11 @@ format: venv ## Apply ruff's formatting and safe fixes
 .PHONY: test
 test: setup lint build checkov-venv ## Run every test (unit, integration against a real local Hindsight, infra)
 	$(BIN)/pytest $(PYTEST_ARGS)
+
+.PHONY: smoke
+SMOKE_ARGS ?=
+smoke: venv ## Prove a deployment: two sessions of one user recall, a second user recalls nothing (SMOKE_ARGS=--local for make local)
+	$(BIN)/python -m smoke $(SMOKE_ARGS)
 
 .PHONY: local
 local: setup ## Run the product locally on embedded defaults and show a memory demo

@@ -16,11 +16,14 @@ from aws_cdk import App, Validations
 from cdk_nag import AwsSolutionsChecks, NIST80053R5Checks
 
 from infra.app_builder import build_stacks
-from infra.config import load_config
+from infra.config import ConfigError, load_config
 from infra.nag import acknowledge_findings
 
 app = App()
-config = load_config(app.node)
+try:
+    config = load_config(app.node)
+except ConfigError as err:  # every problem, listed once, without a traceback in the way
+    raise SystemExit(str(err)) from None
 stacks = build_stacks(app, config)
 acknowledge_findings(stacks, config)
 Validations.of(app).add_plugins(AwsSolutionsChecks(app), NIST80053R5Checks(app))

@@ -13,7 +13,9 @@ import os
 import sys
 from collections.abc import AsyncIterator
 
-from runtime_handler.memory import NOTHING_RECALLED, MemoryScope, Recollection, RetainReceipt
+from memory_adapter.adapter import Recollection
+from memory_adapter.delivery import RetainHandle, RetainOutcome
+from memory_adapter.identity import Caller
 
 #: The brief model's answer (also what :mod:`bench.scale.write_path` retains as a turn's answer).
 BRIEF_ANSWER = "Thanks, I will keep that in mind. Is there anything else I can help with?"
@@ -22,13 +24,15 @@ BRIEF_ANSWER = "Thanks, I will keep that in mind. Is there anything else I can h
 class NoMemory:
     """The turn without long-term memory: nothing recalled, nothing retained, no network."""
 
-    async def recall(self, scope: MemoryScope, query: str) -> Recollection:
-        return NOTHING_RECALLED
+    async def recall_for_turn(self, context: Caller, query: str) -> Recollection:
+        return Recollection(text="", count=0, degraded=False)
 
-    async def retain(self, scope: MemoryScope, query: str, output: str) -> RetainReceipt | None:
-        return None
+    def retain_for_turn(
+        self, context: Caller, *, result: str, query: str | None = None, session_id: str, request_id: str | None = None
+    ) -> RetainHandle:
+        return RetainHandle.resolved(RetainOutcome.SKIPPED)
 
-    async def aclose(self) -> None:
+    async def aclose(self, timeout: float | None = None) -> None:  # noqa: ASYNC109 (the turn's Memory protocol)
         return None
 
 

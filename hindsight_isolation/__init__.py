@@ -1,8 +1,9 @@
-"""Per-user bank isolation for a stock Hindsight server, through its tenant and operation-validator extension slots.
+"""Per-user bank isolation for a stock Hindsight server, through its HTTP, tenant and operation-validator slots.
 
-Hindsight loads :class:`hindsight_isolation.tenant.IsolationTenantExtension` (authentication) and
+Hindsight loads :class:`hindsight_isolation.http_extension.RequestGuardExtension` (the request guard in front of every
+route), :class:`hindsight_isolation.tenant.IsolationTenantExtension` (authentication) and
 :class:`hindsight_isolation.validator.IsolationOperationValidator` (authorization) by module path; see README.md for
-the settings. This package's top level imports neither (they need ``hindsight_api``, which only the server's
+the settings. This package's top level imports none of them (they need ``hindsight_api``, which only the server's
 virtualenv has), so the pure parts (settings, principal, policy) can be used from the stack and the tests.
 """
 

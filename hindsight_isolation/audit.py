@@ -19,10 +19,13 @@ def log_unauthenticated(reason: str, *, transport: str) -> None:
     logger.warning("hindsight_isolation denied status=401 transport=%s reason=%r", transport, reason)
 
 
-def log_denied(principal: Principal | None, *, operation: str, bank_id: str, reason: str, internal: bool) -> None:
-    """Log a refused operation (403)."""
+def log_denied(
+    principal: Principal | None, *, operation: str, bank_id: str, reason: str, internal: bool, status: int = 403
+) -> None:
+    """Log a refused operation (403, or 404 where a refusal must read as "not found")."""
     logger.warning(
-        "hindsight_isolation denied status=403 operation=%s bank_id=%r principal=%s internal=%s reason=%r",
+        "hindsight_isolation denied status=%d operation=%s bank_id=%r principal=%s internal=%s reason=%r",
+        status,
         operation,
         bank_id,
         principal.describe() if principal else "none",

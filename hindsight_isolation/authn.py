@@ -4,9 +4,10 @@ Three kinds of credential, tried in this order:
 
 1. the operator key (exact match, constant time);
 2. the per-deployment agent key (exact match, constant time), limited to one (tenant, agent);
-3. a user JWT, verified by ``memory_adapter.tokens.JwtVerifier`` (the very verifier the agent uses), with the
-   configured expiry grace: a token that verifies but expired within the grace window becomes a
-   :attr:`Kind.USER_GRACE` principal, which the policy lets retain into its own banks and nothing else.
+3. a user JWT, verified by :class:`memory_adapter.identity.JwtVerifier` (the identity contract's verifier, the
+   very one the agent uses), with the configured expiry grace: a token that verifies but expired within the grace
+   window becomes a :attr:`Kind.USER_GRACE` principal, which the policy lets retain into its own banks and nothing
+   else.
 
 Verified tokens are cached briefly (never past their ``exp``), so a request that Hindsight authenticates several
 times (MCP does) or a busy agent pays for one signature check, and key fetches never run on the event loop.
@@ -23,7 +24,8 @@ from collections.abc import Callable
 
 from hindsight_isolation.principal import Kind, Principal
 from hindsight_isolation.settings import ANY_TENANT, IsolationSettings
-from memory_adapter.tokens import JwtVerifier, JwtVerifierConfig, RejectReason, TokenRejected, VerifiedIdentity
+from memory_adapter.identity.errors import RejectReason, TokenRejected
+from memory_adapter.identity.verifier import JwtVerifier, VerifiedIdentity
 
 __all__ = ["Authenticator", "Unauthenticated"]
 
@@ -45,8 +47,8 @@ class Authenticator:
 
     Args:
         settings: Parsed extension settings.
-        verifier: A ready verifier (tests); built from ``settings.verifier`` when omitted.
-        clock: Unix-time source (tests).
+        verifier: A ready verifier (tests); built from ``settings.jwt`` when omitted.
+        clock: Unix-time source of the token cache (tests); token expiry itself is checked by the verifier.
     """
 
     def __init__(
@@ -57,8 +59,8 @@ class Authenticator:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._settings = settings
-        if verifier is None and settings.verifier:
-            verifier = JwtVerifier(JwtVerifierConfig(**settings.verifier))
+        if verifier is None and settings.jwt is not None:
+            verifier = JwtVerifier(settings.jwt)
         self._verifier = verifier
         self._clock = clock
         self._operator = _digest(settings.operator_key) if settings.operator_key else None
@@ -112,7 +114,7 @@ class Authenticator:
             raise Unauthenticated("not a known key, and no token issuer is configured")
         now = self._clock()
         try:
-            identity = self._verifier.verify(credential, now=now, expiry_grace=self._settings.expiry_grace_s)
+            identity = self._verifier.verify(credential, expiry_grace=self._settings.expiry_grace_s)
         except TokenRejected as exc:
             raise Unauthenticated(f"token {exc.reason.value}") from exc
         principal = Principal(

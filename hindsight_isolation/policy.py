@@ -1,7 +1,8 @@
 """The authorization rule: may this principal perform this kind of action on this bank? Pure, no I/O.
 
-A bank belongs to the identity :func:`memory_adapter.bank_ids.parse_bank_id` reads out of its id: the same module the
-adapter uses to name banks (``format_bank_id``), so the two agree by construction (and a property test proves it).
+A bank belongs to the identity :func:`memory_adapter.identity.bank_ids.parse_bank_id` reads out of its id: the same
+module the adapter uses to name banks (``format_bank_id``), so the two agree by construction (a property test proves
+it).
 
 * A user token reaches the banks of its own (tenant, user), any agent.
 * A user token within the expiry grace window may only retain into those banks (including the bank creation of a
@@ -12,6 +13,10 @@ adapter uses to name banks (``format_bank_id``), so the two agree by constructio
   ownership only; internal work with no principal is the server's own housekeeping.
 * Some actions are for the operator alone (webhooks make the server call out; aliases redirect other callers; config
   resets and maintenance affect the server), and alias creation is refused to everyone.
+* Some requests are for the operator alone, whatever hook they reach: a bank restore, clone or document import
+  (:attr:`RequestKind.TRANSFER`) writes an archive's rows as they are, naming any bank or none.
+* A grace-window token acts only inside a retain request (or over MCP, where it is shown the retain tools only).
+* A request the guard did not label (``request=None``) is refused: the guard is not in front of this server.
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from hindsight_isolation.principal import Kind, Principal
-from memory_adapter.bank_ids import BankOwner, parse_bank_id
+from hindsight_isolation.route import RequestKind
+from memory_adapter.identity.bank_ids import BankOwner, parse_bank_id
 
 __all__ = ["Action", "Decision", "authorize", "owns", "reaches"]
 
@@ -35,6 +41,7 @@ class Action(StrEnum):
     WRITE = "write"  # change or delete bank content or settings
     LIST = "list"  # see a bank in a bank list
     OPERATOR_ONLY = "operator_only"  # webhooks, alias listing/deletion, config reset, maintenance
+    WHOLE_BANK = "whole_bank"  # any operation on a whole bank (the tag-scope backstop): its own hook decides the rest
     NEVER = "never"  # alias creation: it lets one bank capture requests meant for another id
 
 
@@ -51,7 +58,11 @@ class Decision:
 
 _ALLOW_OWNER = Decision(True, "owner")
 #: What an expired token within the grace window may still do: a retain and what the server does because of it.
-_GRACE_ACTIONS = frozenset({Action.RETAIN, Action.CREATE_BANK, Action.CONSOLIDATE})
+_GRACE_ACTIONS = frozenset({Action.RETAIN, Action.CREATE_BANK, Action.CONSOLIDATE, Action.WHOLE_BANK})
+#: The requests inside which a grace-window token may do those (over MCP it is shown the retain tools only).
+_GRACE_REQUESTS = frozenset({RequestKind.RETAIN, RequestKind.MCP})
+_TRANSFER_REASON = "bank restore, clone and document import are the operator's (archive rows are kept as they are)"
+_UNGUARDED_REASON = "request did not pass the request guard (hindsight_isolation.guard is not in front)"
 
 
 def owns(principal: Principal, owner: BankOwner) -> bool:
@@ -65,7 +76,14 @@ def owns(principal: Principal, owner: BankOwner) -> bool:
     return owner.user == principal.user
 
 
-def authorize(principal: Principal | None, bank_id: str, action: Action, *, internal: bool = False) -> Decision:
+def authorize(
+    principal: Principal | None,
+    bank_id: str,
+    action: Action,
+    *,
+    internal: bool = False,
+    request: RequestKind | None = RequestKind.OTHER,
+) -> Decision:
     """Decide whether ``principal`` may perform ``action`` on ``bank_id``.
 
     Args:
@@ -73,6 +91,8 @@ def authorize(principal: Principal | None, bank_id: str, action: Action, *, inte
         bank_id: The bank the operation names (already resolved from any alias by Hindsight).
         action: What the operation does.
         internal: True for work the server runs itself (the worker, follow-up tasks).
+        request: The kind of HTTP request being served (:func:`hindsight_isolation.route.current`); ``None``: the
+            request did not pass the guard.
     """
     if internal:
         if principal is None:
@@ -80,14 +100,21 @@ def authorize(principal: Principal | None, bank_id: str, action: Action, *, inte
         return reaches(principal, bank_id)
     if principal is None:
         return Decision(False, "request carries no authenticated principal")
+    if request is None:
+        return Decision(False, _UNGUARDED_REASON)
     if action is Action.NEVER:
         return Decision(False, f"{action.value}: refused to every caller (bank aliases can redirect other users)")
     if principal.kind is Kind.OPERATOR:
         return Decision(True, "operator")
+    if request is RequestKind.TRANSFER:
+        return Decision(False, _TRANSFER_REASON)
     if action is Action.OPERATOR_ONLY:
         return Decision(False, "operator-only operation")
-    if principal.kind is Kind.USER_GRACE and action not in _GRACE_ACTIONS:
-        return Decision(False, f"expired token (grace window) may only retain, not {action.value}")
+    if principal.kind is Kind.USER_GRACE:
+        if action not in _GRACE_ACTIONS:
+            return Decision(False, f"expired token (grace window) may only retain, not {action.value}")
+        if request not in _GRACE_REQUESTS:
+            return Decision(False, f"expired token (grace window) may only send retains, not {request.value} requests")
     return reaches(principal, bank_id)
 
 

@@ -24,7 +24,9 @@ from hindsight_isolation.audit import log_unauthenticated, logger
 from hindsight_isolation.authn import Authenticator, Unauthenticated
 from hindsight_isolation.principal import Principal
 from hindsight_isolation.settings import (
+    ENV_HTTP_EXTENSION,
     ENV_OPERATION_VALIDATOR_EXTENSION,
+    HTTP_EXTENSION_CLASS,
     OPERATION_VALIDATOR_CLASS,
     IsolationSettings,
 )
@@ -51,6 +53,11 @@ def _startup_problems() -> list[str]:
             f"{ENV_OPERATION_VALIDATOR_EXTENSION} must be {OPERATION_VALIDATOR_CLASS}: without it every "
             "authenticated caller could reach every bank"
         )
+    if os.environ.get(ENV_HTTP_EXTENSION, "").strip() != HTTP_EXTENSION_CLASS:
+        problems.append(
+            f"{ENV_HTTP_EXTENSION} must be {HTTP_EXTENSION_CLASS}: without the request guard, malformed input answers "
+            "500 and restores, clones and imports cannot be told from plain bank creations"
+        )
     if os.environ.get(ENV_MCP_AUTH_TOKEN, "").strip():
         problems.append(f"{ENV_MCP_AUTH_TOKEN} must be unset: it makes MCP skip tenant authentication")
     if os.environ.get(ENV_METRICS_INCLUDE_BANK_ID, "").strip().lower() in ("1", "true", "yes", "on"):
@@ -76,10 +83,10 @@ class IsolationTenantExtension(TenantExtension):  # type: ignore[misc]  # hindsi
         """Warm the issuer's keys; an unreachable issuer is logged loudly but does not stop the server."""
         if os.environ.get(ENV_ENABLE_DOCUMENT_IMPORT_API, "true").strip().lower() not in ("false", "0", "no", "off"):
             logger.warning(
-                "hindsight_isolation: %s is on. Archive imports are refused to everyone but the operator, but a "
-                "user may still restore a bank's settings (webhooks included) from an archive into a new bank of "
-                "their own, and clone/restore answers tell whether a target bank id exists. Set it to false unless "
-                "an operator needs imports.",
+                "hindsight_isolation: %s is on. Bank restore, clone and document import are refused to everyone but "
+                "the operator; an operator's restore writes the archive's rows (banks, webhooks, directives, audit "
+                "entries) as they are, whatever bank they name, or none: restore only archives this deployment "
+                "exported. Set it to false again after the maintenance window.",
                 ENV_ENABLE_DOCUMENT_IMPORT_API,
             )
         verifier = self.authenticator.verifier

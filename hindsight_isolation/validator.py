@@ -35,8 +35,9 @@ from hindsight_api.extensions.operation_validator import (
     ValidationResult,
 )
 
+from hindsight_isolation import route
 from hindsight_isolation.audit import log_denied, logger
-from hindsight_isolation.policy import Action, authorize, reaches
+from hindsight_isolation.policy import Action, authorize
 from hindsight_isolation.principal import Kind, Principal
 
 if TYPE_CHECKING:
@@ -47,6 +48,7 @@ __all__ = [
     "BANK_WRITE_ACTIONS",
     "MCP_GRACE_TOOLS",
     "MCP_UNSCOPED_TOOLS",
+    "NOT_FOUND_READS",
     "PRECHECK_ACTIONS",
     "IsolationOperationValidator",
 ]
@@ -83,6 +85,13 @@ BANK_WRITE_ACTIONS: dict[str, Action] = {
     "submit_async_vector_index_maintenance": Action.OPERATOR_ONLY,
 }
 
+#: Lookups by an object id whose route names no bank (the bank is read from the object): Hindsight finds the object
+#: before it asks us, so a refusal answers exactly what a missing object answers (status and body), or the answer
+#: would tell whether another user's object exists. By ``BankReadOperation`` value.
+NOT_FOUND_READS: dict[str, str] = {
+    "get_chunk": "Chunk not found",  # GET /v1/default/chunks/{chunk_id}
+}
+
 #: Pre-body checks (by ``PrecheckOperation`` value). Unknown ones: WRITE.
 PRECHECK_ACTIONS: dict[str, Action] = {
     "retain": Action.RETAIN,
@@ -117,20 +126,25 @@ class IsolationOperationValidator(OperationValidatorExtension):  # type: ignore[
     # -- the one check -------------------------------------------------------------------------------------------
 
     @staticmethod
-    def check(bank_id: str, request_context: RequestContext, action: Action, operation: str) -> ValidationResult:
-        """Authorize ``action`` on ``bank_id`` for the request's principal; log and 403 on refusal."""
+    def check(
+        bank_id: str,
+        request_context: RequestContext,
+        action: Action,
+        operation: str,
+        *,
+        refusal: tuple[str, int] = (_FORBIDDEN, 403),
+    ) -> ValidationResult:
+        """Authorize ``action`` on ``bank_id`` for the request's principal; log and answer ``refusal`` if refused."""
         principal = _principal(request_context)
-        decision = authorize(principal, bank_id, action, internal=bool(request_context.internal))
+        internal = bool(request_context.internal)
+        decision = authorize(principal, bank_id, action, internal=internal, request=route.current())
         if decision.allowed:
             return ValidationResult.accept()
+        detail, status = refusal
         log_denied(
-            principal,
-            operation=operation,
-            bank_id=bank_id,
-            reason=decision.reason,
-            internal=bool(request_context.internal),
+            principal, operation=operation, bank_id=bank_id, reason=decision.reason, internal=internal, status=status
         )
-        return ValidationResult.reject(_FORBIDDEN, 403)
+        return ValidationResult.reject(detail, status)
 
     # -- core operations -----------------------------------------------------------------------------------------
 
@@ -174,7 +188,9 @@ class IsolationOperationValidator(OperationValidatorExtension):  # type: ignore[
         """Every other bank-scoped read: profile, stats, documents, chunks, exports, operations, ..."""
         operation = str(ctx.operation)
         action = BANK_READ_ACTIONS.get(operation, Action.READ)
-        return self.check(ctx.bank_id, ctx.request_context, action, f"bank_read:{operation}")
+        not_found = NOT_FOUND_READS.get(operation)
+        refusal = (not_found, 404) if not_found is not None else (_FORBIDDEN, 403)
+        return self.check(ctx.bank_id, ctx.request_context, action, f"bank_read:{operation}", refusal=refusal)
 
     async def validate_bank_write(self, ctx: BankWriteContext) -> ValidationResult:
         """Every bank-scoped write: delete bank, documents, mental models, aliases, webhooks, config, ..."""
@@ -187,13 +203,23 @@ class IsolationOperationValidator(OperationValidatorExtension):  # type: ignore[
         return self.check(ctx.bank_id, ctx.request_context, Action.CREATE_BANK, "create_bank")
 
     async def validate_import(self, ctx: ImportContext) -> ValidationResult:
-        """Transfer-archive imports (document import, bank restore): operator only (archives are restored verbatim)."""
+        """Transfer-archive imports (document import, bank restore): operator only (archive rows are kept as they are).
+
+        Hindsight 1.1.0 hands this hook the archive's documents only (no bank rows, webhooks or directives, which are
+        written with whatever bank they name), and skips it for a restore without data, so it cannot confine an
+        import to the caller's bank; the whole request is the operator's (see :class:`route.RequestKind`).
+        """
         return self.check(ctx.bank_id, ctx.request_context, Action.OPERATOR_ONLY, "import")
 
     async def bank_list_scope(self, request_context: RequestContext) -> BankListScope | None:
         """Operators list every bank directly; everyone else goes through :meth:`filter_bank_list`."""
         principal = _principal(request_context)
-        if principal is not None and principal.kind is Kind.OPERATOR and not request_context.internal:
+        if (
+            principal is not None
+            and principal.kind is Kind.OPERATOR
+            and not request_context.internal
+            and route.current() is not None
+        ):
             return BankListScope(bank_ids=None)
         return None
 
@@ -202,32 +228,32 @@ class IsolationOperationValidator(OperationValidatorExtension):  # type: ignore[
         rc = ctx.request_context
         principal = _principal(rc)
         internal = bool(rc.internal)
+        request = route.current()
         visible = [
             bank
             for bank in ctx.banks
             if isinstance(bank.get("bank_id"), str)
-            and authorize(principal, bank["bank_id"], Action.READ, internal=internal).allowed
+            and authorize(principal, bank["bank_id"], Action.READ, internal=internal, request=request).allowed
         ]
         return BankListResult(banks=visible)
 
     async def resolve_write_tag_scope(self, ctx: TagScopeContext) -> list[str] | None:
-        """Backstop: a whole-bank operation on a bank outside the caller's reach is refused here (403 ``forbidden``).
+        """Backstop: a whole-bank operation the caller may not run is refused here (403 ``forbidden``).
 
         Hindsight asks this for every bank a whole-bank operation names, including one that reaches no validation
-        hook (the bank a transfer restore is recorded against). Raising (rather than returning an empty scope, which
-        Hindsight would turn into a 403 naming tag scopes) keeps the refusal identical to every other one. Owners,
-        operators and internal work: unrestricted.
+        hook (the bank a transfer restore is recorded against), and before a restore or clone looks up whether its
+        target bank exists, so a refused restore tells nothing about other banks. Raising (rather than returning an
+        empty scope, which Hindsight would turn into a 403 naming tag scopes) keeps the refusal identical to every
+        other one. Otherwise unrestricted (no tag scopes): the operation's own hook decides the rest.
         """
         rc = ctx.request_context
         principal = _principal(rc)
-        if rc.internal or (principal is not None and reaches(principal, ctx.bank_id).allowed):
+        internal = bool(rc.internal)
+        decision = authorize(principal, ctx.bank_id, Action.WHOLE_BANK, internal=internal, request=route.current())
+        if decision.allowed:
             return None
         log_denied(
-            principal,
-            operation="write_tag_scope",
-            bank_id=ctx.bank_id,
-            reason="bank belongs to another identity",
-            internal=False,
+            principal, operation="write_tag_scope", bank_id=ctx.bank_id, reason=decision.reason, internal=internal
         )
         raise OperationValidationError(_FORBIDDEN, 403)
 
@@ -238,11 +264,12 @@ class IsolationOperationValidator(OperationValidatorExtension):  # type: ignore[
         try:
             principal = _principal(request_context)
             internal = bool(request_context.internal)
-            if authorize(principal, bank_id, Action.READ, internal=internal).allowed:
+            request = route.current()
+            if authorize(principal, bank_id, Action.READ, internal=internal, request=request).allowed:
                 return tools
-            if authorize(principal, bank_id, Action.RETAIN, internal=internal).allowed:
+            if authorize(principal, bank_id, Action.RETAIN, internal=internal, request=request).allowed:
                 return tools & MCP_GRACE_TOOLS
-            if principal is not None and principal.kind is not Kind.USER_GRACE:
+            if principal is not None and principal.kind is not Kind.USER_GRACE and request is not None:
                 return tools & MCP_UNSCOPED_TOOLS
         except Exception:  # an exception would make Hindsight show every tool: show none
             logger.exception("hindsight_isolation: filter_mcp_tools failed; hiding every tool")

@@ -37,9 +37,11 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
     env = Environment(account=config.account, region=config.region)
     prefix = config.stack_prefix
     network = NetworkStack(app, f"{prefix}-Network", config=config, env=env)
-    data = DataStack(app, f"{prefix}-Data", config=config, network=network.network, env=env)
+    data = DataStack(app, f"{prefix}-Data", config=config, network=network.network, logs_key=network.logs_key, env=env)
     identity = (
-        IdentityStack(app, f"{prefix}-Identity", config=config, logs_key=network.logs_key, env=env)
+        IdentityStack(
+            app, f"{prefix}-Identity", config=config, logs_key=network.logs_key, alerts=network.alerts, env=env
+        )
         if config.auth.mode is not AuthMode.IAM
         else None
     )
@@ -51,6 +53,7 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
         database=data.database,
         identity=identity.identity if identity else None,
         logs_key=network.logs_key,
+        alerts=network.alerts,
         env=env,
     )
     agent = AgentStack(
@@ -60,6 +63,7 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
         network=network.network,
         memory=memory.memory,
         identity=identity.identity if identity else None,
+        logs_key=network.logs_key,
         env=env,
     )
     for key, value in config.tags.items():

@@ -5,6 +5,8 @@
 * ``build/layer/python/``: the Lambda layer: ``memory_adapter`` and its dependencies for arm64, Python 3.12.
 * ``build/hindsight_ext.zip``: ``hindsight_isolation`` + ``memory_adapter`` sources (no dependencies: the stock
   Hindsight image has PyJWT, cryptography and boto3), unpacked into the Hindsight tasks by their init container.
+* ``build/db_provisioning/``: the database provisioning function (``infra/functions/db_provisioning``) with its
+  pure-Python PostgreSQL driver, pg8000.
 
 Everything is resolved in one pip run per artifact with ``build-constraints.txt`` (hindsight-client accepts
 python-dateutil 4.x while botocore needs <3: one resolver pass with the constraint keeps both satisfied). Bytecode is
@@ -29,6 +31,11 @@ BUILD = ROOT / "build"
 AGENT_DIR = BUILD / "agent"
 LAYER_DIR = BUILD / "layer"
 EXTENSION_ZIP = BUILD / "hindsight_ext.zip"
+PROVISIONING_DIR = BUILD / "db_provisioning"
+PROVISIONING_SRC = Path(__file__).resolve().parent / "functions" / "db_provisioning"
+#: The provisioning function's only dependency besides the Lambda runtime's boto3 (pure Python, any platform).
+PROVISIONING_REQUIREMENTS = ("pg8000>=1.31,<1.32",)
+PROVISIONING_PYTHON = "3.14"  # the function's Lambda runtime
 CONSTRAINTS = Path(__file__).resolve().parent / "build-constraints.txt"
 ADAPTER_SRC = ROOT / "layers" / "memory_adapter" / "src" / "memory_adapter"
 ADAPTER_PYPROJECT = ROOT / "layers" / "memory_adapter" / "pyproject.toml"
@@ -42,6 +49,7 @@ EXTENSION_PYTHON = "3.11"  # the stock Hindsight image's interpreter
 AGENT_BUDGET_MIB = 120
 LAYER_BUDGET_MIB = 60
 EXTENSION_BUDGET_KIB = 512
+PROVISIONING_BUDGET_MIB = 5
 
 #: The agent's shim entry point: AgentCore runs ``python main.py`` from the bundle root.
 AGENT_MAIN = (
@@ -207,6 +215,16 @@ def build_extension() -> int:
     return _check_budget("isolation extension", EXTENSION_ZIP, EXTENSION_BUDGET_KIB * 1024)
 
 
+def build_provisioning() -> int:
+    """Build ``build/db_provisioning`` (the function's source plus pg8000) and return its size in bytes."""
+    shutil.rmtree(PROVISIONING_DIR, ignore_errors=True)
+    PROVISIONING_DIR.mkdir(parents=True)
+    _pip_install(PROVISIONING_DIR, list(PROVISIONING_REQUIREMENTS))
+    shutil.copy2(PROVISIONING_SRC / "index.py", PROVISIONING_DIR / "index.py")
+    _prune(PROVISIONING_DIR)
+    return _check_budget("database provisioning function", PROVISIONING_DIR, PROVISIONING_BUDGET_MIB * 2**20)
+
+
 def sha256(path: Path) -> str:
     """Hex digest of a file (the init container checks the extension zip against it)."""
     return hashlib.sha256(path.read_bytes()).hexdigest()
@@ -214,7 +232,12 @@ def sha256(path: Path) -> str:
 
 def main(argv: Sequence[str]) -> int:
     """Build the named artifacts (default: all) and print their sizes."""
-    builders = {"agent": build_agent, "layer": build_layer, "extension": build_extension}
+    builders = {
+        "agent": build_agent,
+        "layer": build_layer,
+        "extension": build_extension,
+        "provisioning": build_provisioning,
+    }
     names = list(argv) or list(builders)
     unknown = [n for n in names if n not in builders]
     if unknown:

@@ -26,6 +26,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, TypeVar
 
+from infra.agentcore_zones import SOURCE as AGENTCORE_ZONES_SOURCE
+from infra.agentcore_zones import supported_az_ids
+
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 #: Characters kept out of generated passwords: Hindsight's Alembic config breaks on ``%`` and the database URL on
@@ -47,6 +50,25 @@ _REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d$")
 _ACCOUNT = re.compile(r"^\d{12}$")
 _CLAIM = re.compile(r"^[A-Za-z_][A-Za-z0-9_:.-]{0,63}$")
 _SSM_NAME = re.compile(r"^/[A-Za-z0-9_./-]{1,1000}$")
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[a-z]{2,}$", re.IGNORECASE)
+_DOMAIN = re.compile(r"^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$")
+_ZONE_ID = re.compile(r"^Z[0-9A-Z]{1,31}$")
+_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+#: The VPC endpoints the network stack creates (``network.skip_endpoints`` names them).
+ENDPOINT_NAMES = (
+    "S3",
+    "EcrApi",
+    "EcrDocker",
+    "Logs",
+    "Monitoring",
+    "SecretsManager",
+    "Kms",
+    "Sts",
+    "Ssm",
+    "BedrockRuntime",
+    "XRay",
+    "CognitoIdp",
+)
 _FARGATE_CPU_MEMORY = {
     256: range(512, 2049, 512),
     512: range(1024, 4097, 1024),
@@ -122,6 +144,8 @@ class NetworkConfig:
     availability_zones: tuple[str, ...]
     route_table_ids: tuple[str, ...]
     create_endpoints: bool
+    skip_endpoints: tuple[str, ...]
+    supported_az_ids: tuple[str, ...]
     flow_log_retention_days: int
 
 
@@ -168,6 +192,7 @@ class HindsightConfig:
     image_repository: str
     image_tag: str
     image_source: ImageSource
+    image_digest: str | None
     ecr_repository_arn: str | None
     extension_path: Path
     cpu: int
@@ -180,6 +205,8 @@ class HindsightConfig:
     mcp_enabled: bool
     certificate_arn: str | None
     domain_name: str | None
+    hosted_zone_id: str | None
+    require_tls: bool
     readonly_root_filesystem: bool
     llm_provider: LlmProvider
     llm_model: str
@@ -203,6 +230,14 @@ class DatabaseConfig:
     backup_retention_days: int
     rotation_days: int
     port: int
+    provisioning_path: Path
+
+
+@dataclass(frozen=True)
+class AlarmsConfig:
+    """Where the stacks' alarms notify (an SNS topic is always created; the e-mail subscription is optional)."""
+
+    email: str | None
 
 
 @dataclass(frozen=True)
@@ -221,6 +256,7 @@ class AppConfig:
     layer: LayerConfig
     hindsight: HindsightConfig
     database: DatabaseConfig
+    alarms: AlarmsConfig
 
     @property
     def stack_prefix(self) -> str:
@@ -242,6 +278,7 @@ _SECTIONS: dict[str, type[Any]] = {
     "layer": LayerConfig,
     "hindsight": HindsightConfig,
     "database": DatabaseConfig,
+    "alarms": AlarmsConfig,
 }
 _TOP_LEVEL = ("prefix", "account", "region", "removal", "tags")
 
@@ -269,7 +306,10 @@ def load_config(node: ContextSource) -> AppConfig:
             else:
                 merged[section] = value
     raw_top = {k: merged.get(k) for k in _TOP_LEVEL}
-    sections = {name: _build(cls, merged.get(name), name, errors) for name, cls in _SECTIONS.items()}
+    sections = {
+        name: _build(cls, merged.get(name), name, errors, fallback=defaults.get(name))
+        for name, cls in _SECTIONS.items()
+    }
     cfg_top: dict[str, Any] = {
         "prefix": _coerce(str, raw_top["prefix"], "prefix", errors),
         "account": _coerce(str | None, raw_top["account"], "account", errors),
@@ -279,33 +319,73 @@ def load_config(node: ContextSource) -> AppConfig:
     }
     if not _ENV_NAME.match(env_name):
         errors.append(f"env: '{env_name}' must be lowercase letters and digits, at most 12")
-    if errors or any(v is None for v in sections.values()):
-        raise ConfigError(errors)
-    cfg = AppConfig(env_name=env_name, **cfg_top, **sections)  # type: ignore[arg-type]
-    errors.extend(validate(cfg))
+    # A value that could not even be read (a bad enum, a non-number) must not hide the other problems: every part
+    # that was read is still checked, so one run lists everything.
+    errors.extend(_validate_parts(cfg_top, sections))
     if errors:
         raise ConfigError(errors)
-    return cfg
+    return AppConfig(env_name=env_name, **cfg_top, **sections)  # type: ignore[arg-type]
 
 
 def validate(cfg: AppConfig) -> list[str]:
     """Every cross-field rule; returns the problems (empty when the configuration is deployable)."""
+    top = {k: getattr(cfg, k) for k in _TOP_LEVEL}
+    return _validate_parts(top, {name: getattr(cfg, name) for name in _SECTIONS})
+
+
+def _validate_parts(top: Mapping[str, Any], sections: Mapping[str, Any]) -> list[str]:
+    """The rules of every part that was read (None marks a part that could not be read)."""
     errors: list[str] = []
-    _check(errors, bool(_PREFIX.match(cfg.prefix)), "prefix: PascalCase letters and digits, at most 24")
-    _check(errors, cfg.account is None or bool(_ACCOUNT.match(cfg.account)), "account: 12 digits")
-    _check(
-        errors, bool(_REGION.match(cfg.region)), "region: an AWS region like us-east-1 (AZ ids and ALB logs need it)"
-    )
-    for key, value in cfg.tags.items():
+    prefix, account, region, tags = top["prefix"], top["account"], top["region"], top["tags"]
+    if prefix is not None:
+        _check(errors, bool(_PREFIX.match(prefix)), "prefix: PascalCase letters and digits, at most 24")
+    _check(errors, account is None or bool(_ACCOUNT.match(account)), "account: 12 digits")
+    if region is not None:
+        _check(errors, bool(_REGION.match(region)), "region: an AWS region like us-east-1 (AZ ids, ALB logs)")
+    for key, value in (tags or {}).items():
         _check(errors, 0 < len(key) <= 128 and not key.startswith("aws:"), f"tags: bad key '{key}'")
         _check(errors, len(value) <= 256, f"tags: value of '{key}' longer than 256")
-    errors.extend(_validate_network(cfg.network))
-    errors.extend(_validate_auth(cfg.auth))
-    errors.extend(_validate_agent(cfg.agent))
-    errors.extend(_validate_hindsight(cfg.hindsight))
-    errors.extend(_validate_database(cfg.database))
-    if cfg.layer.parameter_name is not None:
-        _check(errors, bool(_SSM_NAME.match(cfg.layer.parameter_name)), "layer.parameter_name: an SSM path like /a/b")
+    network, auth, agent, hindsight = (sections[k] for k in ("network", "auth", "agent", "hindsight"))
+    database, layer, alarms = (sections[k] for k in ("database", "layer", "alarms"))
+    if network is not None:
+        errors.extend(_validate_network(network))
+        if region is not None:
+            errors.extend(_validate_az_ids(network, region))
+    if auth is not None:
+        errors.extend(_validate_auth(auth))
+    if agent is not None:
+        errors.extend(_validate_agent(agent))
+    if hindsight is not None:
+        errors.extend(_validate_hindsight(hindsight))
+    if database is not None:
+        errors.extend(_validate_database(database))
+    if layer is not None and layer.parameter_name is not None:
+        _check(errors, bool(_SSM_NAME.match(layer.parameter_name)), "layer.parameter_name: an SSM path like /a/b")
+    if alarms is not None and alarms.email is not None:
+        _check(errors, bool(_EMAIL.match(alarms.email)), "alarms.email: an e-mail address (or null for none)")
+    return errors
+
+
+def _validate_az_ids(n: NetworkConfig, region: str) -> list[str]:
+    """Subnets only in zones AgentCore supports (AZ *ids*: names map to different zones in every account)."""
+    errors: list[str] = []
+    for az in n.supported_az_ids:
+        _check(errors, bool(_AZ_ID.match(az)), f"network.supported_az_ids: '{az}' is not an AZ id like use1-az1")
+    supported = supported_az_ids(region, n.supported_az_ids)
+    if supported is None:
+        errors.append(
+            f"network.az_ids: the AgentCore-supported AZ ids of region '{region}' are not in this project's table; "
+            f"look them up ({AGENTCORE_ZONES_SOURCE}, 'Supported Availability Zones') and set "
+            "network.supported_az_ids to that region's list"
+        )
+        return errors
+    for az in n.az_ids:
+        if _AZ_ID.match(az) and az not in supported:
+            errors.append(
+                f"network.az_ids: '{az}' is not an AgentCore-supported AZ id in {region} "
+                f"(supported: {', '.join(sorted(supported))}; source: {AGENTCORE_ZONES_SOURCE}); a subnet there makes "
+                "the agent runtime's creation fail"
+            )
     return errors
 
 
@@ -319,6 +399,11 @@ def _validate_network(n: NetworkConfig) -> list[str]:
             _check(errors, bool(_AZ_ID.match(az)), f"network.az_ids: '{az}' is not an AZ id like use1-az1")
         _check(errors, len(set(n.az_ids)) == len(n.az_ids), "network.az_ids: must be distinct")
         _check(errors, n.create_endpoints, "network.create_endpoints: a created VPC has no egress and needs them")
+        _check(
+            errors,
+            not n.skip_endpoints,
+            "network.skip_endpoints: only for an imported VPC (a created VPC has no endpoints of its own)",
+        )
         return errors
     _check(errors, n.vpc_id is not None and bool(_VPC_ID.match(n.vpc_id)), "network.vpc_id: like vpc-0123abcd")
     _check(errors, n.vpc_cidr is not None and bool(_CIDR.match(n.vpc_cidr)), "network.vpc_cidr: the VPC's CIDR")
@@ -343,8 +428,28 @@ def _validate_network(n: NetworkConfig) -> list[str]:
             _check(errors, bool(_ROUTE_TABLE_ID.match(r)), f"network.route_table_ids: '{r}' is not a route table id")
     _check(
         errors,
-        not n.create_endpoints or bool(n.route_table_ids),
+        len(n.az_ids) == len(n.subnet_ids),
+        "network.az_ids: the AZ id of each subnet, in the same order (aws ec2 describe-subnets --subnet-ids ... "
+        "--query 'Subnets[].AvailabilityZoneId'); they are checked against AgentCore's supported zones",
+    )
+    for az in n.az_ids:
+        _check(errors, bool(_AZ_ID.match(az)), f"network.az_ids: '{az}' is not an AZ id like use1-az1")
+    needs_route_tables = n.create_endpoints and "S3" not in n.skip_endpoints
+    _check(
+        errors,
+        not needs_route_tables or bool(n.route_table_ids),
         "network.route_table_ids: required with create_endpoints (the S3 gateway endpoint attaches to them)",
+    )
+    for name in n.skip_endpoints:
+        _check(
+            errors,
+            name in ENDPOINT_NAMES,
+            f"network.skip_endpoints: '{name}' is not an endpoint of this stack (one of: {', '.join(ENDPOINT_NAMES)})",
+        )
+    _check(
+        errors,
+        n.create_endpoints or not n.skip_endpoints,
+        "network.skip_endpoints: only with create_endpoints=true (false already skips every endpoint)",
     )
     return errors
 
@@ -418,6 +523,29 @@ def _validate_hindsight(h: HindsightConfig) -> list[str]:
         errors,
         (h.certificate_arn is None) == (h.domain_name is None),
         "hindsight.domain_name: required with certificate_arn (the name the certificate covers), and only with it",
+    )
+    _check(
+        errors,
+        not h.require_tls or (h.certificate_arn is not None and h.domain_name is not None),
+        "hindsight.certificate_arn, hindsight.domain_name: required because hindsight.require_tls is true (the "
+        "prod default): callers' tokens travel from the agent to Hindsight, so prod refuses plain HTTP. Set an ACM "
+        "certificate ARN and the DNS name it covers (the stack creates the private DNS record), or set "
+        "hindsight.require_tls=false to accept HTTP inside the VPC",
+    )
+    _check(
+        errors,
+        h.domain_name is None or bool(_DOMAIN.match(h.domain_name)),
+        "hindsight.domain_name: a DNS name like memory.internal.example.com",
+    )
+    _check(
+        errors,
+        h.hosted_zone_id is None or (h.domain_name is not None and bool(_ZONE_ID.match(h.hosted_zone_id))),
+        "hindsight.hosted_zone_id: a Route 53 private hosted zone id (Z...) holding domain_name, and only with it",
+    )
+    _check(
+        errors,
+        h.image_digest is None or bool(_DIGEST.match(h.image_digest)),
+        "hindsight.image_digest: sha256:<64 hex digits> (the arm64 image's manifest digest), or null",
     )
     _check(errors, h.log_retention_days in LOG_RETENTION_DAYS, _retention_msg("hindsight.log_retention_days"))
     _check(errors, bool(h.llm_model), "hindsight.llm_model: required")
@@ -494,7 +622,9 @@ def _override_keys(merged: Mapping[str, Any]) -> list[str]:
     return keys
 
 
-def _build(cls: type[T], raw: Any, section: str, errors: list[str]) -> T | None:
+def _build(cls: type[T], raw: Any, section: str, errors: list[str], *, fallback: Any = None) -> T | None:
+    """The section's dataclass; a value that cannot be read is reported and replaced by its default (from
+    ``fallback``), so the section's other rules still run. None when the section cannot be built at all."""
     if not isinstance(raw, Mapping):
         errors.append(f"{section}: missing section")
         return None
@@ -509,8 +639,15 @@ def _build(cls: type[T], raw: Any, section: str, errors: list[str]) -> T | None:
         if name not in raw and not optional:  # CDK drops null context values, so a missing optional is None
             errors.append(f"{section}.{name}: missing (add it to cdk.json 'defaults')")
             continue
-        values[name] = _coerce(hints[name], raw.get(name), f"{section}.{name}", errors)
-    if len(errors) > before:
+        field_errors: list[str] = []
+        values[name] = _coerce(hints[name], raw.get(name), f"{section}.{name}", field_errors)
+        if field_errors:
+            errors.extend(field_errors)
+            default = fallback.get(name) if isinstance(fallback, Mapping) else None
+            values[name] = _coerce(hints[name], default, f"{section}.{name}", []) if default is not None else None
+            if values[name] is None and not optional:
+                return None
+    if len(errors) > before and any(n not in values for n in names):
         return None
     return cls(**values)
 

@@ -25,22 +25,19 @@ ENV_AGENT_KEY = _env(iso.KEY_AGENT_KEY)
 ENV_STATIC_JWKS = _env(iso.KEY_STATIC_JWKS)
 ENV_ISSUER = _env(iso.KEY_ISSUER)
 #: Hindsight's own switch for document import, bank restore and clone (``hindsight_api.config``).
-ENV_ENABLE_DOCUMENT_IMPORT_API = "HINDSIGHT_API_ENABLE_DOCUMENT_IMPORT_API"
+ENV_ENABLE_DOCUMENT_IMPORT_API = iso.ENV_ENABLE_DOCUMENT_IMPORT_API
 
 
 def isolation_environment(
     auth: AuthConfig, identity: Identity | None, *, agent_name: str, expiry_grace_s: int
 ) -> dict[str, str]:
-    """Load both extension slots and configure the token checks to match the agent's (plain values only)."""
-    env = {
-        iso.ENV_TENANT_EXTENSION: iso.TENANT_CLASS,
-        iso.ENV_OPERATION_VALIDATOR_EXTENSION: iso.OPERATION_VALIDATOR_CLASS,
-        _env(iso.KEY_EXPIRY_GRACE_S): str(expiry_grace_s),
-        # Off: while on, restore and clone reveal whether a bank id exists and let a user restore crafted bank
-        # settings (webhooks) into a bank of their own, which no extension hook can tell apart from a plain
-        # bank creation (hindsight_isolation/README.md). An operator turns it on for a maintenance window.
-        ENV_ENABLE_DOCUMENT_IMPORT_API: "false",
-    }
+    """Load the extension's three slots and configure the token checks to match the agent's (plain values only).
+
+    Transfer imports are off (``iso.SERVER_REQUIRED_ENV``): the extension keeps restores, clones and imports for the
+    operator, but an operator's restore writes the archive's rows as they are, so the switch goes on only for a
+    maintenance window (hindsight_isolation/README.md).
+    """
+    env = {**iso.SERVER_REQUIRED_ENV, _env(iso.KEY_EXPIRY_GRACE_S): str(expiry_grace_s)}
     if auth.mode is AuthMode.IAM:
         env[_env(iso.KEY_AGENT_NAME)] = agent_name
         if auth.tenant_id:

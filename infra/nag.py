@@ -12,22 +12,30 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct, IConstruct
 
 from infra.app_builder import Stacks
+from infra.bootstrap import asset_bucket_name
 from infra.config import AppConfig, ImageSource
 
 ECR_DEPLOYMENT_PREFIX = "Custom::CDKECRDeployment"
+#: The singleton function behind every ``AwsCustomResource`` in a stack (its id is fixed by CDK).
+AWS_CUSTOM_RESOURCE_ID = "AWS679f53fac002430cb0da5b7982bd2287"
 
 
 def _ack(scope: IConstruct, rule: str, reason: str) -> None:
     Validations.of(scope).acknowledge(Acknowledgment(id=rule, reason=f"{scope.node.path}: {reason}"))
 
 
-def _asset_read_findings(region: str) -> list[str]:
-    """The findings CDK's asset grant (read of one bootstrap-bucket object) produces."""
+def _asset_read_findings(stack: Stack) -> list[str]:
+    """The findings CDK's asset grant (read of the bootstrap bucket's objects) produces, for this stack's bucket.
+
+    The bucket's name comes from the stack's synthesizer, so a custom bootstrap qualifier
+    (``-c @aws-cdk/core:bootstrapQualifier=...``) names its own bucket here.
+    """
+    bucket = asset_bucket_name(stack, account="<AWS::AccountId>")
     return [
         "AwsSolutions-IAM5[Action::s3:GetBucket*]",
         "AwsSolutions-IAM5[Action::s3:GetObject*]",
         "AwsSolutions-IAM5[Action::s3:List*]",
-        f"AwsSolutions-IAM5[Resource::arn:aws:s3:::cdk-hnb659fds-assets-<AWS::AccountId>-{region}/*]",
+        f"AwsSolutions-IAM5[Resource::arn:aws:s3:::{bucket}/*]",
     ]
 
 
@@ -64,27 +72,29 @@ def _network(stacks: Stacks) -> None:
 
 def _data(stacks: Stacks, config: AppConfig) -> None:
     db = stacks.data.database
-    resource = db.node.find_child("Instance") if db.node.try_find_child("Instance") else db.node.find_child("Cluster")
-    _ack(
-        resource,
-        "AwsSolutions-RDS11",
-        "the port is reachable only from the Hindsight tasks' and the rotation "
-        "function's security groups in isolated subnets; a non-standard port adds no protection",
-    )
+    instance = db.node.try_find_child("Instance")  # RDS for PostgreSQL; Aurora has a Cluster (its rules differ)
+    resource = instance if instance is not None else db.node.find_child("Cluster")
+    if instance is not None:
+        _ack(
+            instance,
+            "AwsSolutions-RDS11",
+            "the port is reachable only from the Hindsight tasks', the provisioning and the rotation "
+            "functions' security groups in isolated subnets; a non-standard port adds no protection",
+        )
     _ack(
         resource,
         "NIST.800.53.R5-RDSInBackupPlan",
         "automated backups with the configured retention "
         f"({config.database.backup_retention_days} days) and deletion protection; add an AWS Backup plan centrally",
     )
-    if not config.database.multi_az:
+    if not config.database.multi_az and instance is not None:
         _ack(
-            resource,
+            instance,
             "AwsSolutions-RDS3",
             f"env '{config.env_name}' sets database.multi_az=false (cost); production sets it true",
         )
         _ack(
-            resource,
+            instance,
             "NIST.800.53.R5-RDSMultiAZSupport",
             f"env '{config.env_name}' sets database.multi_az=false (cost); production sets it true",
         )
@@ -97,15 +107,40 @@ def _data(stacks: Stacks, config: AppConfig) -> None:
             "AmazonRDSEnhancedMonitoringRole is the AWS-documented policy for "
             "RDS Enhanced Monitoring and grants only CloudWatch Logs writes for RDSOSMetrics",
         )
-    rotation_rules = [c for c in db.security_group.node.children if "RotationSingleUser" in c.node.id]
+    rotation_rules = [c for c in db.security_group.node.children if "RotationSecurityGroup" in c.node.id]
+    assert len(rotation_rules) == 2  # the master's and the login's rotation
     for rule in rotation_rules:
         for check in ("NIST.800.53.R5-EC2RestrictedCommonPorts", "NIST.800.53.R5-EC2RestrictedSSH"):
             _ack(
                 rule,
                 check,
-                "ingress from the rotation function's security group to the database port only "
+                "ingress from a rotation function's security group to the database port only "
                 "(the port is a token, so the rule cannot be evaluated at synth)",
             )
+    _lambda_outside_vpc(
+        db.ca_bundle.function,
+        "it downloads AWS's public RDS certificate bundle at deploy time, which the isolated VPC cannot reach",
+    )
+    login = db.login
+    _lambda_common(login.function, "invoked only by CloudFormation (through the provider framework) at deploy time")
+    _ack(
+        login.function.role or login.function,
+        "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole]",
+        "the AWS-managed policy a Lambda function in a VPC needs to manage its network interfaces",
+    )
+    framework = login.provider.node.find_child("framework-onEvent")
+    _lambda_outside_vpc(
+        framework,
+        "CDK's custom resource framework answers CloudFormation's pre-signed S3 URL, which the isolated VPC "
+        "cannot reach (the provisioning function itself runs inside the VPC)",
+    )
+    stack = Stack.of(login.function)
+    function_id = stack.resolve(stack.get_logical_id(login.function.node.default_child))  # type: ignore[arg-type]
+    _ack(
+        framework.node.find_child("ServiceRole"),
+        f"AwsSolutions-IAM5[Resource::<{function_id}.Arn>:*]",
+        "the provider framework may invoke any version of the one provisioning function it fronts",
+    )
 
 
 def _identity(stacks: Stacks) -> None:
@@ -126,16 +161,14 @@ def _identity(stacks: Stacks) -> None:
         )
     mirror = identity.mirror_function
     _lambda_outside_vpc(mirror, "it must reach the token issuer's public JWKS URL, which the isolated VPC cannot")
-    _ack(
-        identity.mirror_alarm,
-        "NIST.800.53.R5-CloudWatchAlarmAction",
-        "no notification target is configured "
-        "by this stack; subscribe your alerting to the alarm (documented in the README)",
-    )
 
 
 def _lambda_outside_vpc(function: IConstruct, why: str) -> None:
     _ack(function, "NIST.800.53.R5-LambdaInsideVPC", f"runs outside the VPC because {why}")
+    _lambda_common(function, "invoked by EventBridge/CloudFormation with retries")
+
+
+def _lambda_common(function: IConstruct, invoked: str) -> None:
     _ack(
         function,
         "NIST.800.53.R5-LambdaConcurrency",
@@ -145,8 +178,7 @@ def _lambda_outside_vpc(function: IConstruct, why: str) -> None:
     _ack(
         function,
         "NIST.800.53.R5-LambdaDLQ",
-        "invoked by EventBridge/CloudFormation with retries; a failure "
-        "raises an alarm or fails the deploy, and there is no payload worth keeping",
+        f"{invoked}; a failure raises an alarm or fails the deploy, and there is no payload worth keeping",
     )
     role = function.node.try_find_child("ServiceRole")
     if role is not None:
@@ -167,21 +199,15 @@ def _memory(stacks: Stacks, config: AppConfig) -> None:
             "only non-secret settings are plain environment variables; credentials "
             "(database, operator/agent keys, signing keys) are ECS secrets from Secrets Manager and SSM",
         )
-        for finding in _asset_read_findings(config.region):
-            _ack(
-                task.task_role,
-                finding,
-                "read access to the CDK asset holding the isolation extension (CDK's "
-                "asset grant: s3:GetObject*/GetBucket*/List* on the bootstrap bucket's objects)",
-            )
         execution_role = task.execution_role
         assert execution_role is not None
-        _ack(
-            execution_role,
-            "AwsSolutions-IAM5[Resource::*]",
-            "ecr:GetAuthorizationToken supports no resource "
-            "scoping; image pulls themselves are scoped to the one repository",
-        )
+        if config.hindsight.image_source is not ImageSource.REGISTRY:  # pulled from ECR
+            _ack(
+                execution_role,
+                "AwsSolutions-IAM5[Resource::*]",
+                "ecr:GetAuthorizationToken supports no resource "
+                "scoping; image pulls themselves are scoped to the one repository",
+            )
     _ack(
         memory.secrets.operator_key,
         "AwsSolutions-SMG4",
@@ -254,19 +280,26 @@ def _memory(stacks: Stacks, config: AppConfig) -> None:
         memory.node.find_child("RedeployOnRotation"),
         "it calls only the ECS API (no data path); keeping it out of the VPC avoids an ECS endpoint per AZ",
     )
-    if config.hindsight.image_source is ImageSource.MIRROR:
+    mirror = memory.mirror
+    if mirror is not None:
         for child in stack.node.children:
             if child.node.id.startswith(ECR_DEPLOYMENT_PREFIX):
                 _lambda_outside_vpc(
                     child, "it copies the pinned Hindsight image from the public registry into ECR at deploy time"
                 )
-                _ack(
-                    child,
-                    "AwsSolutions-IAM5[Resource::*]",
-                    "cdk-ecr-deployment needs ecr:GetAuthorizationToken "
-                    "(unscopable); its push rights are granted on the one repository",
-                )
-                _ack(child, "AwsSolutions-L1", "cdk-ecr-deployment ships its own provided.al2023 Go handler")
+            if child.node.id == AWS_CUSTOM_RESOURCE_ID:
+                _lambda_outside_vpc(child, "it only reads the mirrored image's digest from the ECR API at deploy time")
+        _ack(
+            mirror.role,
+            "AwsSolutions-IAM5[Resource::*]",
+            "only ecr:GetAuthorizationToken, which supports no resource scoping; every push and read action is "
+            "granted on the one mirror repository",
+        )
+        _ack(
+            mirror.role,
+            "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]",
+            "the AWS-managed basic execution policy grants only log writes",
+        )
 
 
 def _agent(stacks: Stacks, config: AppConfig) -> None:
@@ -285,7 +318,7 @@ def _agent(stacks: Stacks, config: AppConfig) -> None:
         "directory/default/workload-identity/*]": "workload access tokens for this runtime's identity, whose name "
         "AgentCore assigns at deploy time",
     }
-    for finding in _asset_read_findings(region):
+    for finding in _asset_read_findings(stacks.agent):
         reasons[finding] = "AgentCore reads the agent's code bundle (a CDK asset) through CDK's asset grant"
     for finding, reason in reasons.items():
         _ack(runtime.role, finding, reason)

@@ -11,6 +11,17 @@ from constructs import Construct
 BEDROCK_INVOKE_ACTIONS = ("bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream")
 ECS_REDEPLOY_ACTIONS = ("ecs:UpdateService", "ecs:DescribeServices")
 SSM_WRITE_ACTIONS = ("ssm:PutParameter",)
+#: What copying an image into one ECR repository needs on that repository (skopeo checks, uploads, tags).
+ECR_PUSH_ACTIONS = (
+    "ecr:BatchCheckLayerAvailability",
+    "ecr:BatchGetImage",
+    "ecr:CompleteLayerUpload",
+    "ecr:DescribeImages",
+    "ecr:GetDownloadUrlForLayer",
+    "ecr:InitiateLayerUpload",
+    "ecr:PutImage",
+    "ecr:UploadLayerPart",
+)
 
 #: Cross-region inference profile ids start with a geography (``us.amazon.nova-lite-v1:0``).
 _INFERENCE_PROFILE = re.compile(r"^(us|eu|apac|us-gov|global|jp|au|ca)\.(.+)$")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import json
 import os
 import re
@@ -19,22 +18,26 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bedrock_agentcore.runtime import BedrockAgentCoreApp
 from starlette.middleware import Middleware
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from memory_adapter.tokens import JwtVerifier, JwtVerifierConfig, RejectReason
-from runtime_handler.credentials import AgentKey, KeyUnavailableError
+from memory_adapter.identity.caller import Caller
+from memory_adapter.identity.errors import RejectReason
+from memory_adapter.identity.verifier import JwtVerifier
+from runtime_handler.agent_key import AgentKey, KeyUnavailableError
 from runtime_handler.errors import AuthError, ModelError, PayloadError
-from runtime_handler.identity import Caller, Identity, TokenVerifier
-from runtime_handler.memory import Memory, RetainReceipt
+from runtime_handler.identity import RequestAuthenticator, TokenVerifier
 from runtime_handler.model import BedrockModel, EchoModel, Model
 from runtime_handler.observability import Observability
-from runtime_handler.settings import AuthMode, ModelProvider, Settings
-from runtime_handler.turn import TurnDeps, TurnMeta, TurnRequest, parse_turn, run_turn, stream_turn
+from runtime_handler.settings import IdentitySource, ModelProvider, Settings
+from runtime_handler.turn import Memory, TurnDeps, TurnMeta, TurnRequest, parse_turn, run_turn, stream_turn
+
+if TYPE_CHECKING:
+    from memory_adapter.delivery import RetainHandle
 
 __all__ = ["Agent", "BodyGuard", "create_app"]
 
@@ -98,7 +101,7 @@ class BodyGuard:
 
 @dataclass(frozen=True, slots=True)
 class _Invocation:
-    caller: Caller
+    caller: Caller | None  # None: anonymous (no memory)
     request: TurnRequest
     meta: TurnMeta
 
@@ -119,7 +122,7 @@ class Agent:
         self.settings = settings
         self.memory = memory
         self.model = model
-        self.identity = Identity(settings, verifier)
+        self.authenticator = RequestAuthenticator(settings, verifier)
         self.agent_key = agent_key
         self.obs = observability
         self.app: BedrockAgentCoreApp | None = None
@@ -150,7 +153,7 @@ class Agent:
             if exc.reason == RejectReason.KEYS_UNAVAILABLE.value:
                 self.obs.logger.error("issuer keys unavailable: every JWT caller is refused until they are reachable")
                 self.obs.count("JwksUnavailable")
-            headers = {"WWW-Authenticate": "Bearer"} if self.settings.auth_mode is AuthMode.JWT else None
+            headers = {"WWW-Authenticate": "Bearer"} if self.settings.auth_mode is IdentitySource.JWT else None
             return JSONResponse(_UNAUTHORIZED, status_code=401, headers=headers)
         except PayloadError as exc:
             self.obs.logger.info("bad payload", extra={"code": exc.code, "detail": exc.message[:200]})
@@ -176,8 +179,11 @@ class Agent:
         raw = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw]
         meta = self._meta(raw)
         self.obs.begin(session_id=meta.session_id, request_id=meta.request_id)
-        caller = await asyncio.to_thread(self.identity.authenticate, raw)
-        self.obs.identify(user=caller.user, tenant=caller.tenant, source=caller.source)
+        caller = await asyncio.to_thread(self.authenticator.authenticate, raw)
+        if caller is None:
+            self.obs.identify(user=None, tenant=None, source="anonymous")
+        else:
+            self.obs.identify(user=caller.user, tenant=caller.tenant, source=self.settings.auth_mode.value)
         turn = parse_turn(payload, max_prompt_chars=self.settings.max_prompt_chars)
         return _Invocation(caller=caller, request=turn, meta=meta)
 
@@ -194,9 +200,9 @@ class Agent:
             request_id = str(uuid.uuid4())
         return TurnMeta(session_id=session, request_id=request_id)
 
-    async def _deps(self, caller: Caller) -> tuple[Caller, TurnDeps]:
+    async def _deps(self, caller: Caller | None) -> tuple[Caller | None, TurnDeps]:
         memory, unavailable = self.memory, False
-        if caller.source == "iam" and memory is not None:
+        if caller is not None and self.settings.auth_mode is IdentitySource.IAM and memory is not None:
             try:
                 key = await asyncio.to_thread(self.agent_key.get)
             except KeyUnavailableError as exc:
@@ -204,11 +210,10 @@ class Agent:
                 self.obs.count("MemoryKeyUnavailable")
                 memory, unavailable = None, True
             else:
-                caller = replace(caller, credential=key)
+                caller = caller.with_credential(key)
         return caller, TurnDeps(
             memory=memory,
             model=self.model,
-            agent_name=self.settings.agent_name,
             recall_timeout_s=self.settings.recall_timeout_s + RECALL_BACKSTOP_MARGIN_S,
             memory_unavailable=unavailable,
         )
@@ -242,16 +247,19 @@ class Agent:
 
     # -- the retain as an AgentCore async task -------------------------------------------------------------------
 
-    def _watch_retain(self, receipt: RetainReceipt) -> None:
+    def _watch_retain(self, handle: RetainHandle) -> None:
         """Keep /ping at HealthyBusy until the retain is delivered or spooled (at most MEMORY_RETAIN_WAIT_SECONDS)."""
         if self.app is None:
             return
         app = self.app
         task_id = app.add_async_task("memory_retain")
 
+        async def delivered() -> None:
+            await handle  # cancelling this wait never cancels the delivery
+
         async def watch() -> None:
             try:
-                await asyncio.wait_for(receipt.wait(), self.settings.retain_wait_s)
+                await asyncio.wait_for(delivered(), self.settings.retain_wait_s)
             except TimeoutError:
                 self.obs.logger.warning("retain not delivered within the wait; the adapter keeps retrying")
             except Exception:
@@ -270,9 +278,17 @@ class Agent:
 
 
 def _default_memory(settings: Settings, observability: Observability) -> Memory:
-    from runtime_handler.hindsight import HindsightMemory
+    """The memory adapter with the settings read at start-up; memories come back as its sanitised bullets, which
+    :mod:`runtime_handler.model` wraps as inert data."""
+    from memory_adapter.adapter import HindsightRuntimeAdapter
+    from memory_adapter.formatting import format_memories_as_bullets
 
-    return HindsightMemory(settings, metrics=observability.metrics)
+    return HindsightRuntimeAdapter(
+        settings.agent_name,
+        settings=settings.memory,
+        formatter=format_memories_as_bullets,
+        metrics=observability.metrics,
+    )
 
 
 def _default_model(settings: Settings) -> Model:
@@ -283,25 +299,13 @@ def _default_model(settings: Settings) -> Model:
 
 
 def _default_verifier(settings: Settings) -> TokenVerifier | None:
-    if settings.auth_mode is not AuthMode.JWT:
+    if settings.jwt is None:
         return None
-    checks = JwtVerifierConfig(
-        discovery_url=settings.jwt_discovery_url,
-        allowed_clients=settings.jwt_allowed_clients,
-        allowed_audience=settings.jwt_allowed_audience,
-        token_use=settings.jwt_token_use,
-        user_claim=settings.jwt_user_claim,
-        tenant_claim=settings.jwt_tenant_claim,
-        algorithms=settings.jwt_algorithms,
-        leeway_s=settings.jwt_leeway_s,
-        max_token_bytes=settings.jwt_max_token_bytes,
-    )
-    if settings.jwt_jwks_parameter:
+    if settings.jwt.jwks_parameter is not None:
         from runtime_handler.keys import MirroredKeysVerifier
 
-        mirrored = dataclasses.replace(checks, discovery_url=None, issuer=settings.jwt_issuer)
-        return MirroredKeysVerifier(mirrored, settings.jwt_jwks_parameter)
-    return JwtVerifier(checks)
+        return MirroredKeysVerifier(settings.jwt)
+    return JwtVerifier(settings.jwt)
 
 
 def create_app(

@@ -1,8 +1,10 @@
-"""One turn, told as a one-way pipeline: payload -> identity -> recall -> model -> retain -> answer.
+"""One turn, told as a one-way pipeline: verified caller (with its bank) -> recall -> model -> retain -> answer.
 
-Each step uses only what earlier steps returned; nothing here reads headers, environment variables or globals.
-Memory failures never fail the turn: they mark it ``degraded``. The retain is scheduled last and its receipt is
-returned, so the caller (``main.py``) can keep the session busy until it is delivered without making the answer wait.
+Each step uses only what earlier steps returned; nothing here reads headers, environment variables or globals. The
+turn talks to long-term memory through :class:`Memory`, which ``memory_adapter.HindsightRuntimeAdapter`` satisfies as
+it is: the caller ``main.py`` verified is handed to it unchanged. Memory failures never fail the turn: they mark it
+``degraded``. The retain is scheduled last and its handle is returned, so the caller (``main.py``) can keep the
+session busy until it is delivered without making the answer wait.
 """
 
 from __future__ import annotations
@@ -11,23 +13,40 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
+from memory_adapter.adapter import Recollection
+from memory_adapter.delivery import RetainHandle
+from memory_adapter.identity.caller import Caller
 from runtime_handler.errors import PayloadError
-from runtime_handler.identity import Caller
-from runtime_handler.memory import (
-    MEMORY_UNAVAILABLE,
-    NOTHING_RECALLED,
-    Memory,
-    MemoryScope,
-    Recollection,
-    RetainReceipt,
-)
 from runtime_handler.model import Model
 
-__all__ = ["TurnDeps", "TurnMeta", "TurnRequest", "TurnResult", "parse_turn", "run_turn", "stream_turn"]
+__all__ = ["Memory", "TurnDeps", "TurnMeta", "TurnRequest", "TurnResult", "parse_turn", "run_turn", "stream_turn"]
 
 logger = logging.getLogger(__name__)
+
+NOTHING_RECALLED = Recollection(text="", count=0, degraded=False)
+MEMORY_UNAVAILABLE = Recollection(text="", count=0, degraded=True, reason="unavailable")
+
+
+class Memory(Protocol):
+    """Long-term memory as the turn sees it (``memory_adapter.HindsightRuntimeAdapter`` is one). Implementations never
+    raise for Hindsight failures: they degrade."""
+
+    async def recall_for_turn(self, context: Caller, query: str) -> Recollection:
+        """The caller's memories relevant to ``query``."""
+        ...
+
+    def retain_for_turn(
+        self, context: Caller, *, result: str, query: str | None = None, session_id: str, request_id: str | None = None
+    ) -> RetainHandle:
+        """Schedule retaining the turn and return at once (the handle resolves once delivered or spooled)."""
+        ...
+
+    async def aclose(self, timeout: float | None = None) -> None:  # noqa: ASYNC109 (bounded drain)
+        """Deliver or spool what is pending (bounded), then release connections."""
+        ...
+
 
 _ALLOWED_KEYS = frozenset({"prompt", "stream"})
 
@@ -54,7 +73,7 @@ class TurnResult:
     session_id: str
     recalled: int
     degraded: bool
-    retain: RetainReceipt | None = None
+    retain: RetainHandle | None = None
 
     def body(self) -> dict[str, Any]:
         """The JSON answer of the invocation."""
@@ -71,10 +90,8 @@ class TurnDeps:
 
     memory: Memory | None
     model: Model
-    agent_name: str
     recall_timeout_s: float
     memory_unavailable: bool = False
-    retain_schedule_timeout_s: float = 2.0
 
 
 def parse_turn(payload: object, *, max_prompt_chars: int) -> TurnRequest:
@@ -103,27 +120,12 @@ def parse_turn(payload: object, *, max_prompt_chars: int) -> TurnRequest:
     return TurnRequest(prompt=prompt, stream=stream)
 
 
-def _scope(caller: Caller, meta: TurnMeta, deps: TurnDeps) -> MemoryScope | None:
-    if caller.user is None or deps.memory is None:
-        return None  # anonymous caller, or memory down for this turn
-    return MemoryScope(
-        session_id=meta.session_id,
-        user=caller.user,
-        agent=deps.agent_name,
-        tenant=caller.tenant,
-        request_id=meta.request_id,
-        credential=caller.credential,
-    )
-
-
-async def _recall(deps: TurnDeps, scope: MemoryScope | None, prompt: str) -> Recollection:
+async def _recall(deps: TurnDeps, caller: Caller | None, prompt: str) -> Recollection:
     memory, timeout_s = deps.memory, deps.recall_timeout_s
-    if deps.memory_unavailable and scope is None:
-        return MEMORY_UNAVAILABLE
-    if memory is None or scope is None:
-        return NOTHING_RECALLED
+    if memory is None or caller is None:  # memory down for this turn, or an anonymous caller
+        return MEMORY_UNAVAILABLE if deps.memory_unavailable and caller is not None else NOTHING_RECALLED
     try:
-        return await asyncio.wait_for(memory.recall(scope, prompt), timeout_s)
+        return await asyncio.wait_for(memory.recall_for_turn(caller, prompt), timeout_s)
     except TimeoutError:
         logger.warning("recall exceeded its %.2f s deadline; answering without memory", timeout_s)
     except Exception:
@@ -131,52 +133,56 @@ async def _recall(deps: TurnDeps, scope: MemoryScope | None, prompt: str) -> Rec
     return MEMORY_UNAVAILABLE
 
 
-async def _retain(
-    memory: Memory | None, scope: MemoryScope | None, prompt: str, output: str, timeout_s: float
-) -> tuple[RetainReceipt | None, bool]:
-    """Schedule the retain; returns (receipt, failed_to_schedule)."""
-    if memory is None or scope is None or not output.strip():
+def _retain(
+    deps: TurnDeps, caller: Caller | None, meta: TurnMeta, prompt: str, output: str
+) -> tuple[RetainHandle | None, bool]:
+    """Schedule the retain; returns (handle, failed_to_schedule)."""
+    if deps.memory is None or caller is None or not output.strip():
         return None, False
     try:
-        return await asyncio.wait_for(memory.retain(scope, prompt, output), timeout_s), False
-    except Exception:  # includes TimeoutError
+        handle = deps.memory.retain_for_turn(
+            caller, result=output, query=prompt, session_id=meta.session_id, request_id=meta.request_id
+        )
+    except Exception:
         logger.exception("could not schedule the retain of this turn")
         return None, True
+    return handle, False
 
 
-async def run_turn(request: TurnRequest, caller: Caller, meta: TurnMeta, deps: TurnDeps) -> TurnResult:
-    """Recall, answer, schedule the retain; the answer never waits for the retain to be delivered."""
-    scope = _scope(caller, meta, deps)
-    recollection = await _recall(deps, scope, request.prompt)
+async def run_turn(request: TurnRequest, caller: Caller | None, meta: TurnMeta, deps: TurnDeps) -> TurnResult:
+    """Recall, answer, schedule the retain; the answer never waits for the retain to be delivered.
+
+    ``caller`` is ``None`` for an anonymous turn (no memory at all).
+    """
+    recollection = await _recall(deps, caller, request.prompt)
     output = await deps.model.reply(request.prompt, recollection.text)
-    receipt, retain_failed = await _retain(deps.memory, scope, request.prompt, output, deps.retain_schedule_timeout_s)
+    handle, retain_failed = _retain(deps, caller, meta, request.prompt, output)
     return TurnResult(
         output=output,
         session_id=meta.session_id,
         recalled=recollection.count,
         degraded=recollection.degraded or retain_failed,
-        retain=receipt,
+        retain=handle,
     )
 
 
 async def stream_turn(
     request: TurnRequest,
-    caller: Caller,
+    caller: Caller | None,
     meta: TurnMeta,
     deps: TurnDeps,
-    on_retain: Callable[[RetainReceipt], None],
+    on_retain: Callable[[RetainHandle], None],
 ) -> AsyncIterator[dict[str, Any]]:
     """The same turn as server-sent events: ``{"type": "delta", "text"}`` pieces, then ``{"type": "done", ...}``."""
-    scope = _scope(caller, meta, deps)
-    recollection = await _recall(deps, scope, request.prompt)
+    recollection = await _recall(deps, caller, request.prompt)
     pieces: list[str] = []
     async for piece in deps.model.stream(request.prompt, recollection.text):
         pieces.append(piece)
         yield {"type": "delta", "text": piece}
     output = "".join(pieces)
-    receipt, retain_failed = await _retain(deps.memory, scope, request.prompt, output, deps.retain_schedule_timeout_s)
-    if receipt is not None:
-        on_retain(receipt)
+    handle, retain_failed = _retain(deps, caller, meta, request.prompt, output)
+    if handle is not None:
+        on_retain(handle)
     result = TurnResult(
         output=output,
         session_id=meta.session_id,

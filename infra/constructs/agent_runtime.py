@@ -5,14 +5,17 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from aws_cdk import Duration
+from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_bedrockagentcore as agentcore
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from infra.config import AgentConfig, AuthConfig, AuthMode
 from infra.constructs.identity import Identity
+from infra.constructs.log_retention import retention
 from infra.constructs.memory_service import MemoryService
 from infra.constructs.network import Network
 from infra.permissions import grant_bedrock_invoke
@@ -21,9 +24,17 @@ from runtime_handler import settings as rs
 #: The bundle's root holds ``main.py``, which runs ``python -m runtime_handler`` (see ``infra.build``).
 ENTRYPOINT = ["main.py"]
 ENDPOINT_NAME = "live"
+#: The endpoint every runtime has besides ours; it logs to its own group.
+DEFAULT_ENDPOINT_NAME = "DEFAULT"
+RUNTIME_LOG_GROUP_PREFIX = "/aws/bedrock-agentcore/runtimes/"
 POWERTOOLS_SERVICE_NAME = "POWERTOOLS_SERVICE_NAME"
 POWERTOOLS_METRICS_NAMESPACE = "POWERTOOLS_METRICS_NAMESPACE"
 METRICS_NAMESPACE = "AgentCoreHindsightMemory"
+
+
+def runtime_log_group_name(runtime_id: str, endpoint: str) -> str:
+    """Where AgentCore writes a runtime endpoint's logs."""
+    return f"{RUNTIME_LOG_GROUP_PREFIX}{runtime_id}-{endpoint}"
 
 
 def make_runtime_name(prefix: str, env_name: str, agent_name: str) -> str:
@@ -45,6 +56,7 @@ class AgentRuntime(Construct):
         memory: MemoryService,
         identity: Identity | None,
         runtime_name: str,
+        logs_key: kms.IKey,
     ) -> None:
         super().__init__(scope, construct_id)
         self.security_group = ec2.SecurityGroup(
@@ -56,6 +68,7 @@ class AgentRuntime(Construct):
         )
         # The VPC has no egress; 443 reaches the VPC endpoints (Bedrock, Secrets Manager, SSM, logs, traces).
         self.security_group.add_egress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "HTTPS to AWS endpoints")
+        network.allow_endpoints_from(self, self.security_group)
         self.network_configuration = agentcore.RuntimeNetworkConfiguration.using_vpc(
             self, vpc=network.vpc, vpc_subnets=network.subnets, security_groups=[self.security_group]
         )
@@ -97,7 +110,7 @@ class AgentRuntime(Construct):
         if identity is not None:
             # The agent reads the mirrored signing keys through the VPC's SSM endpoint (it cannot reach the issuer).
             # A String parameter: no KMS key is involved, so read on this one parameter is all the role gets.
-            identity.jwks_parameter.grant_read(self.runtime)
+            identity.grant_read_keys(self.runtime)
         if memory.secrets.agent_key is not None:
             # By ARN plus a direct decrypt grant, so the memory stack's key policy never names this stack's role.
             agent_key = secretsmanager.Secret.from_secret_complete_arn(
@@ -106,6 +119,20 @@ class AgentRuntime(Construct):
             agent_key.grant_read(self.runtime)
             memory.key.grant_decrypt(self.runtime)
         self.endpoint = self.runtime.add_endpoint(ENDPOINT_NAME, description="The agent's stable endpoint")
+        # The runtime writes to /aws/bedrock-agentcore/runtimes/<id>-<endpoint> and, when they do not exist yet,
+        # creates them itself: kept forever and unencrypted. Created here first, with the configured retention and
+        # the logs key (the service first writes on the first invocation, after the deploy).
+        self.log_groups = [
+            logs.LogGroup(
+                self,
+                f"{endpoint.title()}Logs",
+                log_group_name=runtime_log_group_name(self.runtime.agent_runtime_id, endpoint),
+                retention=retention(config.log_retention_days),
+                encryption_key=logs_key,
+                removal_policy=RemovalPolicy.DESTROY,
+            )
+            for endpoint in (DEFAULT_ENDPOINT_NAME, ENDPOINT_NAME)
+        ]
 
 
 def agent_environment(

@@ -1,4 +1,8 @@
-"""VectorDatabase: Hindsight's PostgreSQL with pgvector, encrypted, TLS-only, backed up and rotated."""
+"""VectorDatabase: Hindsight's PostgreSQL with pgvector, encrypted, TLS-only, backed up and rotated.
+
+Hindsight never holds the master's credentials: it logs in as its own least-privilege login (``login``, see
+``database_login.py``), verifying the server's certificate against the RDS bundle (``ca_bundle``).
+"""
 
 from __future__ import annotations
 
@@ -10,21 +14,24 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from infra.config import PASSWORD_EXCLUDED_CHARACTERS, DatabaseConfig, DatabaseEngine
+from infra.constructs.database_login import DatabaseLogin, rotation_security_group
 from infra.constructs.network import Network
+from infra.constructs.rds_ca_bundle import RdsCaBundle
 
 #: Pinned minor versions (pgvector 0.8 on both; cfn-lint flags deprecated ones).
 #: Bump deliberately and run the isolation tests.
 POSTGRES_VERSION = rds.PostgresEngineVersion.VER_17_6
 AURORA_POSTGRES_VERSION = rds.AuroraPostgresEngineVersion.VER_17_7
 DATABASE_NAME = "hindsight"
-#: The master user: on RDS it holds rds_superuser, which Hindsight's migrations need for CREATE EXTENSION vector.
+#: The master user (rds_superuser on RDS): used only to provision Hindsight's login (extensions, roles) and by rotation.
 MASTER_USERNAME = "hindsight"
 #: Server parameters of either engine: TLS only, and every connection and disconnection logged.
 SERVER_PARAMETERS = {"rds.force_ssl": "1", "log_connections": "1", "log_disconnections": "1"}
 
 
 class VectorDatabase(Construct):
-    """RDS PostgreSQL (or Aurora Serverless v2); exposes ``connections``, ``secret``, ``port`` and ``database_name``."""
+    """RDS PostgreSQL (or Aurora Serverless v2); exposes ``connections``, ``master_secret``, ``login`` (Hindsight's
+    own login: ``login.secret``), ``ca_bundle``, ``port``, ``endpoint_address`` and ``database_name``."""
 
     def __init__(
         self,
@@ -34,6 +41,8 @@ class VectorDatabase(Construct):
         config: DatabaseConfig,
         network: Network,
         removal_policy: RemovalPolicy,
+        logs_key: kms.IKey,
+        parameter_prefix: str,
     ) -> None:
         super().__init__(scope, construct_id)
         self.key = kms.Key(
@@ -73,14 +82,34 @@ class VectorDatabase(Construct):
             self._aurora(config, common, network)
         secret = self._resource.secret
         assert secret is not None
-        self.secret: secretsmanager.ISecret = secret
+        self.master_secret: secretsmanager.ISecret = secret
         self.connections: ec2.Connections = self._resource.connections
         self.endpoint_address = self._endpoint.hostname
-        self._resource.add_rotation_single_user(
+        self.ca_bundle = RdsCaBundle(
+            self, "CaBundle", parameter_name=f"{parameter_prefix}/database/rds-ca-bundle", logs_key=logs_key
+        )
+        self.login = DatabaseLogin(
+            self,
+            "Login",
+            config=config,
+            network=network,
+            database=self._resource,
+            endpoint=self._endpoint,
+            database_name=DATABASE_NAME,
+            database_security_group=self.security_group,
+            master_secret=secret,
+            key=self.key,
+            ca_bundle=self.ca_bundle,
+            logs_key=logs_key,
+        )
+        master_rotation = self._resource.add_rotation_single_user(
             automatically_after=Duration.days(config.rotation_days),
             exclude_characters=PASSWORD_EXCLUDED_CHARACTERS,
             vpc_subnets=network.subnets,
+            security_group=rotation_security_group(self, "MasterRotationSecurityGroup", network),
         )
+        # The master's first rotation runs at once; not while the provisioning function is using its password.
+        master_rotation.node.add_dependency(self.login.provisioning)
 
     def _parameter_group(self, engine: rds.IEngine, description: str) -> rds.ParameterGroup:
         return rds.ParameterGroup(

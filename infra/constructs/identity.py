@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
-from aws_cdk import Duration, RemovalPolicy, triggers
+from aws_cdk import CustomResource, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cognito as cognito
 from aws_cdk import aws_events as events
@@ -17,22 +18,27 @@ from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from infra.config import AuthConfig, AuthMode
+from infra.constructs.alerts import Alerts
 from infra.permissions import SSM_WRITE_ACTIONS
 
 FUNCTIONS_DIR = Path(__file__).resolve().parent.parent / "functions"
+MIRROR_DIR = FUNCTIONS_DIR / "jwks_mirror"
 DISCOVERY_SUFFIX = "/.well-known/openid-configuration"
-#: Written once by CloudFormation; the mirror function replaces it with the issuer's JWKS on every deploy.
-JWKS_PLACEHOLDER = '{"keys":[]}'
+SSM_MIRROR_ACTIONS = ("ssm:GetParameter", "ssm:DeleteParameter", *SSM_WRITE_ACTIONS)
 
 
 class Identity(Construct):
-    """Exposes ``discovery_url``, ``issuer``, ``jwks_parameter`` and, in Cognito mode, ``user_pool`` and ``client``.
+    """Exposes ``discovery_url``, ``issuer``, ``jwks_parameter`` and, in Cognito mode, ``user_pool`` and ``client``;
+    ``grant_read_keys(grantee)``.
 
     Signing keys in a VPC without egress: AgentCore verifies every token before the agent sees it, and the agent and
     the Hindsight extension verify it again against keys they read from ``jwks_parameter`` through the SSM endpoint.
-    A function outside the VPC refreshes the parameter on every deploy (the deploy fails if the issuer is
-    unreachable or serves private key material) and on a schedule; failures raise the ``MirrorFailing`` alarm while
-    the last good keys stay in place.
+    The parameter belongs to a function outside the VPC, not to CloudFormation (which would reset a value the
+    function rewrote on every update of the resource): as a custom resource the function creates it, fills it on
+    every deploy that changes the issuer or the function (the deploy fails if the issuer is unreachable or serves
+    private key material), hands back the discovery document's real ``issuer`` (``issuer``), and deletes it with
+    the stack; a schedule refreshes it in between, and failures raise the ``MirrorFailing`` alarm while the last
+    good keys stay in place.
     """
 
     def __init__(
@@ -43,6 +49,8 @@ class Identity(Construct):
         config: AuthConfig,
         logs_key: kms.IKey,
         removal_policy: RemovalPolicy,
+        parameter_name: str,
+        alerts: Alerts,
     ) -> None:
         super().__init__(scope, construct_id)
         if config.mode is AuthMode.IAM:
@@ -51,23 +59,25 @@ class Identity(Construct):
         self.client: cognito.UserPoolClient | None = None
         if config.mode is AuthMode.COGNITO:
             self.user_pool, self.client = self._cognito(removal_policy)
-            self.issuer = self.user_pool.user_pool_provider_url
+            self.discovery_url = self.user_pool.user_pool_provider_url + DISCOVERY_SUFFIX
             self.allowed_clients: list[str] = [self.client.user_pool_client_id]
             self.allowed_audience: list[str] = []
         else:
             assert config.discovery_url is not None
-            self.issuer = config.discovery_url[: -len(DISCOVERY_SUFFIX)]
+            self.discovery_url = config.discovery_url
             self.allowed_clients = list(config.allowed_clients)
             self.allowed_audience = list(config.allowed_audience)
-        self.discovery_url = self.issuer + DISCOVERY_SUFFIX
-        self.jwks_parameter = ssm.StringParameter(
-            self,
-            "Jwks",
-            description="Public signing keys (JWKS) of the token issuer, mirrored for VPCs without egress",
-            string_value=JWKS_PLACEHOLDER,
-            tier=ssm.ParameterTier.ADVANCED,
+        self._parameter_name = parameter_name
+        keys = self._mirror(config, logs_key, alerts)
+        #: The discovery document's ``issuer``, exactly as tokens carry it in ``iss`` (read at deploy time).
+        self.issuer = keys.get_att_string("Issuer")
+        self.jwks_parameter = ssm.StringParameter.from_string_parameter_attributes(
+            self, "Jwks", parameter_name=keys.get_att_string("ParameterName"), simple_name=False
         )
-        self._mirror(config, logs_key)
+
+    def grant_read_keys(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let grantee read the mirrored keys (a plain String parameter: no KMS key is involved)."""
+        return self.jwks_parameter.grant_read(grantee)
 
     def _cognito(self, removal_policy: RemovalPolicy) -> tuple[cognito.UserPool, cognito.UserPoolClient]:
         pool = cognito.UserPool(
@@ -101,7 +111,7 @@ class Identity(Construct):
         )
         return pool, client
 
-    def _mirror(self, config: AuthConfig, logs_key: kms.IKey) -> None:
+    def _mirror(self, config: AuthConfig, logs_key: kms.IKey, alerts: Alerts) -> CustomResource:
         log_group = logs.LogGroup(
             self,
             "MirrorLogs",
@@ -112,35 +122,51 @@ class Identity(Construct):
         function = lambda_.Function(
             self,
             "Mirror",
-            description="Copies the token issuer's public signing keys into SSM for workloads without egress",
+            description="Owns the mirrored public signing keys of the token issuer (SSM) for workloads without egress",
             runtime=lambda_.Runtime.PYTHON_3_14,
             architecture=lambda_.Architecture.ARM_64,
             handler="index.handler",
-            code=lambda_.Code.from_asset(str(FUNCTIONS_DIR / "jwks_mirror")),
-            timeout=Duration.seconds(30),
+            code=lambda_.Code.from_asset(str(MIRROR_DIR)),
+            timeout=Duration.seconds(60),
             memory_size=128,
             log_group=log_group,
-            environment={"DISCOVERY_URL": self.discovery_url, "PARAMETER_NAME": self.jwks_parameter.parameter_name},
+            environment={"DISCOVERY_URL": self.discovery_url, "PARAMETER_NAME": self._parameter_name},
         )
-        self.jwks_parameter.grant_read(function)
-        function.add_to_role_policy(
-            iam.PolicyStatement(actions=list(SSM_WRITE_ACTIONS), resources=[self.jwks_parameter.parameter_arn])
+        # By the configured name, not the custom resource's attribute: the policy must exist before the resource.
+        parameter_arn = Stack.of(self).format_arn(
+            service="ssm", resource="parameter", resource_name=self._parameter_name.lstrip("/")
         )
+        function.add_to_role_policy(iam.PolicyStatement(actions=list(SSM_MIRROR_ACTIONS), resources=[parameter_arn]))
+        keys = CustomResource(
+            self,
+            "Keys",
+            service_token=function.function_arn,
+            resource_type="Custom::MirroredSigningKeys",
+            properties={
+                "DiscoveryUrl": self.discovery_url,
+                "ParameterName": self._parameter_name,
+                # A changed mirror function runs again at deploy (it may check or store the keys differently).
+                "HandlerSha256": hashlib.sha256((MIRROR_DIR / "index.py").read_bytes()).hexdigest(),
+            },
+        )
+        keys.node.add_dependency(function.role or function)
+        if self.user_pool is not None:
+            keys.node.add_dependency(self.user_pool)
         rule = events.Rule(
             self, "MirrorSchedule", schedule=events.Schedule.rate(Duration.minutes(config.jwks_refresh_minutes))
         )
         rule.add_target(targets.LambdaFunction(function, retry_attempts=2))
-        trigger = triggers.Trigger(self, "MirrorOnDeploy", handler=function, execute_on_handler_change=True)
-        trigger.execute_after(self.jwks_parameter)
-        if self.user_pool is not None:
-            trigger.execute_after(self.user_pool)
-        self.mirror_alarm = cloudwatch.Alarm(
-            self,
-            "MirrorFailing",
-            alarm_description="The token issuer's signing keys could not be refreshed; the last good keys stay in use",
-            metric=function.metric_errors(period=Duration.minutes(config.jwks_refresh_minutes)),
-            threshold=1,
-            evaluation_periods=2,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        rule.node.add_dependency(keys)  # deleted before the parameter's owner, so no refresh re-creates it
+        self.mirror_alarm = alerts.watch(
+            cloudwatch.Alarm(
+                self,
+                "MirrorFailing",
+                alarm_description="The issuer's signing keys could not be refreshed; the last good keys stay in use",
+                metric=function.metric_errors(period=Duration.minutes(config.jwks_refresh_minutes)),
+                threshold=1,
+                evaluation_periods=2,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            )
         )
         self.mirror_function = function
+        return keys

@@ -4,6 +4,11 @@ How the extension gets in without building an image: an init container (the same
 the extension zip (a CDK S3 asset, checked against its SHA-256) into a task-scoped volume; the Hindsight container
 starts only after the init container succeeded, mounts that volume read-only and has it on ``PYTHONPATH``. Both
 containers run as uid 1000 with a read-only root filesystem; ``/tmp`` is a task volume.
+
+Fargate creates task volumes owned by root (mode 0755), and the stock image declares no ``VOLUME`` that would copy
+ownership in, so uid 1000 could write neither. A first, non-essential container runs as root for exactly one
+command (hand the extension directory to uid 1000, make ``/tmp`` 1777) with every capability dropped but the one
+that needs; both other containers start only after it succeeded.
 """
 
 from __future__ import annotations
@@ -11,9 +16,9 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-import cdk_ecr_deployment as ecr_deployment
 from aws_cdk import Aws, Duration, RemovalPolicy
 from aws_cdk import aws_certificatemanager as acm
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_ecs as ecs
@@ -30,29 +35,60 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from infra.config import AuthConfig, AuthMode, HindsightConfig, ImageSource, LlmProvider
+from infra.constructs.alerts import Alerts
 from infra.constructs.database import VectorDatabase
 from infra.constructs.identity import FUNCTIONS_DIR, Identity
+from infra.constructs.image_mirror import ImageMirror
 from infra.constructs.log_retention import retention
 from infra.constructs.network import Network
+from infra.constructs.private_dns import PrivateDnsName
+from infra.constructs.rds_ca_bundle import CA_FILE
 from infra.isolation_env import ENV_AGENT_KEY, ENV_OPERATOR_KEY, ENV_STATIC_JWKS, isolation_environment
 from infra.permissions import ECS_REDEPLOY_ACTIONS, grant_bedrock_invoke
 
 #: The stock image's user (``hindsight``), set explicitly so the task never runs as root.
 CONTAINER_USER = "1000:1000"
+#: The volume-preparation step runs as root: a non-root process cannot change a root-owned directory.
+ROOT_USER = "0:0"
 IMAGE_PYTHON = "/app/api/.venv/bin/python"
 EXTENSION_DIR = "/opt/hindsight-ext"
 WORKER_HTTP_PORT = 8889
 
 #: Assembles the database URL from the secret's fields inside the container, so it never appears in the task
 #: definition, the template or a log line (no ``set -x``), then runs the API or the worker module of the image's
-#: venv directly (the image's ``start-all.sh`` may start more than the API).
+#: venv directly (the image's ``start-all.sh`` may start more than the API). The login is Hindsight's own (never the
+#: master), and TLS verifies the server against the RDS certificate bundle (``verify-full``: encrypted *and* the
+#: right server), which arrives as an ECS secret and is written to the task's /tmp first.
 _DATABASE_URL = (
+    f"printf '%s\\n' \"$DB_CA_BUNDLE\" > {CA_FILE}; unset DB_CA_BUNDLE; "
     'export HINDSIGHT_API_DATABASE_URL="postgresql://$DB_USERNAME:$DB_PASSWORD@$DB_HOST:$DB_PORT/'
-    '$DB_NAME?sslmode=require"; unset DB_PASSWORD; '
+    f'$DB_NAME?sslmode=verify-full&sslrootcert={CA_FILE}"; unset DB_PASSWORD; '
 )
 API_COMMAND = "set -eu; " + _DATABASE_URL + f"exec {IMAGE_PYTHON} -m hindsight_api.main"
 WORKER_COMMAND = (
     "set -eu; " + _DATABASE_URL + f"exec {IMAGE_PYTHON} -m hindsight_api.worker.main --http-port {WORKER_HTTP_PORT}"
+)
+
+#: Hands the (root-owned) task volumes to the image's user; /tmp is world-writable with the sticky bit, like /tmp.
+PREPARE_VOLUMES = (
+    f"set -eu; chmod 0755 {EXTENSION_DIR}; chmod 1777 /tmp; chown {CONTAINER_USER} {EXTENSION_DIR}; "
+    f"ls -ldn {EXTENSION_DIR} /tmp"
+)
+#: Linux capabilities dropped from the root step: it only needs CHOWN (chmod of a root-owned path needs none).
+PREPARE_DROPPED_CAPABILITIES = (
+    ecs.Capability.AUDIT_WRITE,
+    ecs.Capability.DAC_OVERRIDE,
+    ecs.Capability.FOWNER,
+    ecs.Capability.FSETID,
+    ecs.Capability.KILL,
+    ecs.Capability.MKNOD,
+    ecs.Capability.NET_BIND_SERVICE,
+    ecs.Capability.NET_RAW,
+    ecs.Capability.SETFCAP,
+    ecs.Capability.SETGID,
+    ecs.Capability.SETPCAP,
+    ecs.Capability.SETUID,
+    ecs.Capability.SYS_CHROOT,
 )
 
 #: The init container's program: fetch the extension zip through the S3 gateway endpoint, check its digest,
@@ -104,12 +140,15 @@ class MemoryService(Construct):
         identity: Identity | None,
         agent_name: str,
         logs_key: kms.IKey,
+        alerts: Alerts,
     ) -> None:
         super().__init__(scope, construct_id)
         self.config = config
+        self._alerts = alerts
         self._logs_key = logs_key
         self._database_key = database.key
         self.key = kms.Key(self, "Key", description="Hindsight service secrets", enable_key_rotation=True)
+        self.mirror: ImageMirror | None = None
         self.secrets = self._secrets(config, auth)
         image, image_dependency = self._image(config)
         extension = s3_assets.Asset(self, "IsolationExtension", path=str(config.extension_path))
@@ -135,6 +174,7 @@ class MemoryService(Construct):
         # addresses are public, hence no narrower CIDR); with image_source=registry or an external LLM it also
         # reaches the customer's egress path.
         self.security_group.add_egress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "HTTPS to AWS endpoints")
+        network.allow_endpoints_from(self, self.security_group)
         # The rule is written in this stack (through an imported handle on the database's group), so the stateful
         # stack never references this one.
         database_sg = ec2.SecurityGroup.from_security_group_id(
@@ -174,6 +214,16 @@ class MemoryService(Construct):
             for service in [self.api_service, *self.worker_services]:
                 service.node.add_dependency(image_dependency)
         self.load_balancer, listener_port = self._load_balancer(config, network)
+        self.dns: PrivateDnsName | None = None
+        if config.domain_name is not None:
+            self.dns = PrivateDnsName(
+                self,
+                "Dns",
+                domain_name=config.domain_name,
+                hosted_zone_id=config.hosted_zone_id,
+                vpc=network.vpc,
+                load_balancer=self.load_balancer,
+            )
         host = config.domain_name or self.load_balancer.load_balancer_dns_name
         scheme = "https" if config.certificate_arn else "http"
         self.url = f"{scheme}://{host}"
@@ -216,32 +266,23 @@ class MemoryService(Construct):
         return ServiceSecrets(operator_key=operator, agent_key=agent, llm_api_key=llm)
 
     def _image(self, config: HindsightConfig) -> tuple[ecs.ContainerImage, Construct | None]:
-        source = f"{config.image_repository}:{config.image_tag}"
+        digest = config.image_digest
         if config.image_source is ImageSource.REGISTRY:
-            return ecs.ContainerImage.from_registry(source), None
+            ref = f"@{digest}" if digest else f":{config.image_tag}"
+            return ecs.ContainerImage.from_registry(config.image_repository + ref), None
         if config.image_source is ImageSource.ECR:
             assert config.ecr_repository_arn is not None
             repo = ecr.Repository.from_repository_arn(self, "Repository", config.ecr_repository_arn)
-            return ecs.ContainerImage.from_ecr_repository(repo, config.image_tag), None
-        repository = ecr.Repository(
-            self,
-            "Repository",
-            image_scan_on_push=True,
-            image_tag_mutability=ecr.TagMutability.IMMUTABLE,
-            encryption=ecr.RepositoryEncryption.KMS,
-            encryption_key=self.key,
-            removal_policy=RemovalPolicy.DESTROY,
-            empty_on_delete=True,
-        )
-        # Runs outside the VPC at deploy time (it needs the public registry) and copies only the arm64 image.
-        copy = ecr_deployment.ECRDeployment(
+            return ecs.ContainerImage.from_ecr_repository(repo, digest or config.image_tag), None
+        self.mirror = ImageMirror(
             self,
             "Mirror",
-            src=ecr_deployment.DockerImageName(source),
-            dest=ecr_deployment.DockerImageName(f"{repository.repository_uri}:{config.image_tag}"),
-            image_arch=["arm64"],
+            source_repository=config.image_repository,
+            image_tag=config.image_tag,
+            digest=digest,
+            key=self.key,
         )
-        return ecs.ContainerImage.from_ecr_repository(repository, config.image_tag), copy
+        return self.mirror.image, self.mirror.lookup
 
     def _environment(self, config: HindsightConfig, database: VectorDatabase) -> dict[str, str]:
         env = {
@@ -276,10 +317,13 @@ class MemoryService(Construct):
     def _container_secrets(self, database: VectorDatabase, identity: Identity | None) -> dict[str, ecs.Secret]:
         # Referenced by ARN, not by object: granting through the object would write this stack's roles into the
         # data stack's key policy and make the stateful stack depend on this one. Decrypt is granted below instead.
-        db_secret = secretsmanager.Secret.from_secret_complete_arn(self, "DatabaseSecret", database.secret.secret_arn)
+        db_secret = secretsmanager.Secret.from_secret_complete_arn(
+            self, "DatabaseSecret", database.login.secret.secret_arn
+        )
         secrets = {
             "DB_USERNAME": ecs.Secret.from_secrets_manager(db_secret, "username"),
             "DB_PASSWORD": ecs.Secret.from_secrets_manager(db_secret, "password"),
+            "DB_CA_BUNDLE": ecs.Secret.from_ssm_parameter(database.ca_bundle.parameter),
             ENV_OPERATOR_KEY: ecs.Secret.from_secrets_manager(self.secrets.operator_key),
         }
         if self.secrets.agent_key is not None:
@@ -305,9 +349,31 @@ class MemoryService(Construct):
         )
         task.add_volume(name="extension")
         task.add_volume(name="tmp")
-        extension.grant_read(task.task_role)
+        # Exactly what the install step reads: one object of the asset bucket (CDK's grant_read adds List* and
+        # GetBucket* on the whole bootstrap bucket).
+        task.add_to_task_role_policy(
+            iam.PolicyStatement(
+                actions=["s3:GetObject"], resources=[extension.bucket.arn_for_objects(extension.s3_object_key)]
+            )
+        )
         grant_bedrock_invoke(self, task.task_role, self._bedrock_models(config))
         logging = ecs.LogDrivers.aws_logs(stream_prefix=construct_id.lower(), log_group=self.log_group)
+        prepare = task.add_container(
+            "PrepareVolumes",
+            image=image,
+            essential=False,
+            user=ROOT_USER,
+            readonly_root_filesystem=True,
+            entry_point=["/bin/sh", "-c"],
+            command=[PREPARE_VOLUMES],
+            linux_parameters=self._prepare_linux_parameters(task),
+            logging=logging,
+        )
+        prepare.add_mount_points(
+            ecs.MountPoint(container_path=EXTENSION_DIR, source_volume="extension", read_only=False),
+            ecs.MountPoint(container_path="/tmp", source_volume="tmp", read_only=False),  # noqa: S108
+        )
+        prepared = ecs.ContainerDependency(container=prepare, condition=ecs.ContainerDependencyCondition.SUCCESS)
         init = task.add_container(
             "InstallExtension",
             image=image,
@@ -329,6 +395,7 @@ class MemoryService(Construct):
             ecs.MountPoint(container_path=EXTENSION_DIR, source_volume="extension", read_only=False),
             ecs.MountPoint(container_path="/tmp", source_volume="tmp", read_only=False),  # noqa: S108
         )
+        init.add_container_dependencies(prepared)
         env = dict(parts.environment)
         health_port = port
         if worker_id is not None:
@@ -363,10 +430,17 @@ class MemoryService(Construct):
             ecs.MountPoint(container_path="/tmp", source_volume="tmp", read_only=False),  # noqa: S108
         )
         main.add_container_dependencies(
-            ecs.ContainerDependency(container=init, condition=ecs.ContainerDependencyCondition.SUCCESS)
+            prepared, ecs.ContainerDependency(container=init, condition=ecs.ContainerDependencyCondition.SUCCESS)
         )
         self._database_key.grant_decrypt(task.obtain_execution_role())
+        if self.mirror is not None:
+            self.mirror.grant_pull(task.obtain_execution_role())
         return task
+
+    def _prepare_linux_parameters(self, task: ecs.FargateTaskDefinition) -> ecs.LinuxParameters:
+        parameters = ecs.LinuxParameters(self, f"{task.node.id}PrepareLinux")
+        parameters.drop_capabilities(*PREPARE_DROPPED_CAPABILITIES)
+        return parameters
 
     def _bedrock_models(self, config: HindsightConfig) -> list[str]:
         models = [config.embeddings_model.removeprefix("bedrock/")]
@@ -440,7 +514,7 @@ class MemoryService(Construct):
         else:
             listener = alb.add_listener("Http", port=80, protocol=elbv2.ApplicationProtocol.HTTP, open=False)
             port = 80
-        listener.add_targets(
+        self.target_group = listener.add_targets(
             "Api",
             port=config.port,
             protocol=elbv2.ApplicationProtocol.HTTP,
@@ -454,6 +528,21 @@ class MemoryService(Construct):
                 healthy_threshold_count=2,
                 unhealthy_threshold_count=3,
             ),
+        )
+        self.unhealthy_alarm = self._alerts.watch(
+            cloudwatch.Alarm(
+                self,
+                "NoHealthyApiTask",
+                alarm_description="No Hindsight API task passes the load balancer's health check: agents run without "
+                "memory (degraded). See the service's events and the Hindsight log group.",
+                metric=self.target_group.metrics.healthy_host_count(
+                    period=Duration.minutes(1), statistic=cloudwatch.Stats.MINIMUM
+                ),
+                comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+                threshold=1,
+                evaluation_periods=3,
+                treat_missing_data=cloudwatch.TreatMissingData.BREACHING,
+            )
         )
         return alb, port
 
@@ -494,11 +583,22 @@ class MemoryService(Construct):
                 detail_type=["AWS Service Event via CloudTrail"],
                 detail={
                     "eventName": ["RotationSucceeded"],
-                    "additionalEventData": {"SecretId": [database.secret.secret_arn]},
+                    "additionalEventData": {"SecretId": [database.login.secret.secret_arn]},
                 },
             ),
         )
         rule.add_target(targets.LambdaFunction(function, retry_attempts=2))
+        self._alerts.watch(
+            cloudwatch.Alarm(
+                self,
+                "RedeployFailing",
+                alarm_description="Restarting the Hindsight services after a credential or key change failed",
+                metric=function.metric_errors(period=Duration.minutes(5)),
+                threshold=1,
+                evaluation_periods=1,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            )
+        )
         if identity is not None:
             keys_rule = events.Rule(
                 self,

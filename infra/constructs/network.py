@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from aws_cdk import RemovalPolicy
+from aws_cdk import RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
+from infra.bootstrap import asset_bucket_name
 from infra.config import AuthMode, NetworkConfig, VpcMode
 from infra.constructs.log_retention import retention
 
@@ -25,6 +27,8 @@ INTERFACE_ENDPOINTS: dict[str, ec2.InterfaceVpcEndpointAwsService] = {
     "BedrockRuntime": ec2.InterfaceVpcEndpointAwsService.BEDROCK_RUNTIME,
     "XRay": ec2.InterfaceVpcEndpointAwsService.XRAY,
 }
+#: Endpoints whose API is also called without AWS credentials (Cognito's user-pool APIs): no principal condition.
+UNAUTHENTICATED_ENDPOINTS = frozenset({"CognitoIdp"})
 
 
 class Network(Construct):
@@ -93,7 +97,26 @@ class Network(Construct):
         return vpc
 
     def _add_endpoints(self, auth_mode: AuthMode) -> None:
-        self.vpc.add_gateway_endpoint("S3", service=ec2.GatewayVpcEndpointAwsService.S3, subnets=[self.subnets])
+        skip = set(self.config.skip_endpoints)
+        stack = Stack.of(self)
+        if "S3" not in skip:
+            # A created VPC holds only this deployment, so its S3 gateway reaches exactly what is read through it:
+            # ECR's image layers and the bootstrap bucket's assets (the extension, the agent's code). An imported
+            # VPC's route tables carry other workloads' S3 traffic too, so there the policy stays open.
+            s3 = self.vpc.add_gateway_endpoint(
+                "S3", service=ec2.GatewayVpcEndpointAwsService.S3, subnets=[self.subnets]
+            )
+            if self.config.mode is VpcMode.CREATE:
+                s3.add_to_policy(
+                    iam.PolicyStatement(
+                        principals=[iam.AnyPrincipal()],
+                        actions=["s3:GetObject"],
+                        resources=[
+                            f"arn:{stack.partition}:s3:::{bucket}/*"
+                            for bucket in (ecr_layer_bucket_name(stack), asset_bucket_name(stack))
+                        ],
+                    )
+                )
         sg = ec2.SecurityGroup(
             self,
             "EndpointSecurityGroup",
@@ -102,6 +125,8 @@ class Network(Construct):
             allow_all_outbound=False,
         )
         # The configured CIDR, not the VPC's token, so the rule is checkable at synth (and equal by construction).
+        # Workloads also get a rule from their own security group (allow_endpoints_from), which covers subnets of
+        # an imported VPC's secondary CIDRs.
         cidr = self.config.cidr if self.config.mode is VpcMode.CREATE else self.config.vpc_cidr
         assert cidr is not None
         sg.add_ingress_rule(ec2.Peer.ipv4(cidr), ec2.Port.tcp(443), "HTTPS from the VPC")
@@ -112,7 +137,9 @@ class Network(Construct):
             # because whether the JWKS path answers through this endpoint is not documented.
             services["CognitoIdp"] = ec2.InterfaceVpcEndpointAwsService.COGNITO_IDP
         for name, service in services.items():
-            self.vpc.add_interface_endpoint(
+            if name in skip:
+                continue
+            endpoint = self.vpc.add_interface_endpoint(
                 name,
                 service=service,
                 subnets=self.subnets,
@@ -120,3 +147,36 @@ class Network(Construct):
                 private_dns_enabled=True,
                 open=False,  # the group above already admits 443 from the VPC, and nothing else
             )
+            if name not in UNAUTHENTICATED_ENDPOINTS:
+                # Only this account's principals (the tasks', the agent's and the functions' roles) may use it.
+                endpoint.add_to_policy(
+                    iam.PolicyStatement(
+                        principals=[iam.AnyPrincipal()],
+                        actions=["*"],
+                        resources=["*"],
+                        conditions={"StringEquals": {"aws:PrincipalAccount": stack.account}},
+                    )
+                )
+
+    def allow_endpoints_from(self, scope: Construct, peer: ec2.ISecurityGroup) -> None:
+        """Admit HTTPS from a workload's security group to the interface endpoints.
+
+        The rule is written in ``scope``'s stack through an imported handle on the endpoint group, so the network
+        stack never depends on the workloads' stacks.
+        """
+        if self.endpoint_security_group is None:
+            return
+        handle = ec2.SecurityGroup.from_security_group_id(
+            scope,
+            "EndpointSecurityGroup",
+            self.endpoint_security_group.security_group_id,
+            allow_all_outbound=False,
+            mutable=True,
+        )
+        handle.add_ingress_rule(peer, ec2.Port.tcp(443), "HTTPS to the VPC endpoints")
+
+
+def ecr_layer_bucket_name(stack: Stack) -> str:
+    """The AWS-owned bucket ECR serves image layers from (Amazon ECR User Guide, "Amazon ECR interface VPC
+    endpoints": the gateway endpoint must reach ``prod-<region>-starport-layer-bucket``)."""
+    return f"prod-{stack.region}-starport-layer-bucket"

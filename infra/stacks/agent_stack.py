@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from aws_cdk import CfnOutput, Stack
+from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from infra.config import AppConfig
@@ -27,6 +28,7 @@ class AgentStack(Stack):
         network: Network,
         memory: MemoryService,
         identity: Identity | None,
+        logs_key: kms.IKey,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
@@ -39,6 +41,7 @@ class AgentStack(Stack):
             memory=memory,
             identity=identity,
             runtime_name=make_runtime_name(config.prefix, config.env_name, config.agent.name),
+            logs_key=logs_key,
         )
         self.layer = MemoryAdapterLayer(
             self,
@@ -56,3 +59,4 @@ class AgentStack(Stack):
             description="Qualifier for invoke-agent-runtime",
         )
         CfnOutput(self, "AgentRoleArn", value=runtime.role.role_arn)
+        CfnOutput(self, "AuthMode", value=config.auth.mode.value, description="How callers authenticate (smoke test)")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from aws_cdk import RemovalPolicy, Stack
+from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from infra.config import AppConfig, DataRemoval
@@ -22,7 +23,14 @@ class DataStack(Stack):
     """Exposes ``database``."""
 
     def __init__(
-        self, scope: Construct, construct_id: str, *, config: AppConfig, network: Network, **kwargs: Any
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: AppConfig,
+        network: Network,
+        logs_key: kms.IKey,
+        **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
         self.database = VectorDatabase(
@@ -31,4 +39,6 @@ class DataStack(Stack):
             config=config.database,
             network=network,
             removal_policy=REMOVAL_POLICIES[config.removal],
+            logs_key=logs_key,
+            parameter_prefix=f"/{config.prefix}/{config.env_name}",
         )

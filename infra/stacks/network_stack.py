@@ -4,17 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import ArnFormat, RemovalPolicy, Stack
+from aws_cdk import ArnFormat, CfnOutput, RemovalPolicy, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from infra.config import AppConfig
+from infra.constructs.alerts import Alerts
 from infra.constructs.network import Network
 
 
 class NetworkStack(Stack):
-    """Exposes ``network`` and ``logs_key``."""
+    """Exposes ``network``, ``logs_key`` and ``alerts`` (the topic every alarm of the deployment notifies)."""
 
     def __init__(self, scope: Construct, construct_id: str, *, config: AppConfig, **kwargs: Any) -> None:
         super().__init__(scope, construct_id, **kwargs)
@@ -41,6 +42,13 @@ class NetworkStack(Stack):
                     }
                 },
             )
+        )
+        self.alerts = Alerts(self, "Alerts", email=config.alarms.email)
+        CfnOutput(
+            self,
+            "AlertsTopicArn",
+            value=self.alerts.topic.topic_arn,
+            description="Every alarm of the deployment notifies this topic: subscribe your alerting to it",
         )
         self.network = Network(
             self, "Network", config=config.network, auth_mode=config.auth.mode, logs_key=self.logs_key

@@ -9,6 +9,7 @@ from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from infra.config import AppConfig
+from infra.constructs.alerts import Alerts
 from infra.constructs.database import VectorDatabase
 from infra.constructs.identity import Identity
 from infra.constructs.memory_service import MemoryService
@@ -28,6 +29,7 @@ class MemoryServiceStack(Stack):
         database: VectorDatabase,
         identity: Identity | None,
         logs_key: kms.IKey,
+        alerts: Alerts,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
@@ -41,6 +43,7 @@ class MemoryServiceStack(Stack):
             identity=identity,
             agent_name=config.agent.name,
             logs_key=logs_key,
+            alerts=alerts,
         )
         CfnOutput(self, "HindsightUrl", value=self.memory.url, description="Hindsight API (inside the VPC)")
         CfnOutput(

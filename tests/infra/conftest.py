@@ -38,6 +38,8 @@ VARIANTS: dict[str, dict[str, str]] = {
         "hindsight.domain_name": "memory.internal.example.com",
     },
     "iam-aurora": {
+        # An enterprise bootstrap with its own qualifier: no name may assume the default one.
+        "@aws-cdk/core:bootstrapQualifier": "corp12345",
         "auth.mode": "iam",
         "auth.tenant_id": "acme",
         "database.engine": "aurora-serverless",
@@ -54,12 +56,19 @@ def asset_overrides() -> dict[str, str]:
     agent = BUILD / "agent"
     layer = BUILD / "layer"
     extension = BUILD / "hindsight_ext.zip"
-    if agent.is_dir() and layer.is_dir() and extension.is_file():
-        return {"agent.bundle_path": str(agent), "layer.path": str(layer), "hindsight.extension_path": str(extension)}
+    provisioning = BUILD / "db_provisioning"
+    if agent.is_dir() and layer.is_dir() and extension.is_file() and provisioning.is_dir():
+        return {
+            "agent.bundle_path": str(agent),
+            "layer.path": str(layer),
+            "hindsight.extension_path": str(extension),
+            "database.provisioning_path": str(provisioning),
+        }
     return {
         "agent.bundle_path": str(FIXTURES / "agent"),
         "layer.path": str(FIXTURES / "layer"),
         "hindsight.extension_path": str(FIXTURES / "hindsight_ext.zip"),
+        "database.provisioning_path": str(FIXTURES / "db_provisioning"),
     }
 
 
@@ -80,7 +89,7 @@ class Synth:
         return self.templates[name]
 
 
-def synthesize(outdir: Path, overrides: dict[str, str], *, nag: bool = True) -> Synth:
+def synthesize(outdir: Path, overrides: dict[str, str], *, nag: bool = True, acknowledge: bool = True) -> Synth:
     """Build the app exactly as app.py does (config, stacks, acknowledgements, nag packs) and synthesize it."""
     from aws_cdk import App, Validations
     from cdk_nag import AwsSolutionsChecks, NIST80053R5Checks
@@ -92,7 +101,8 @@ def synthesize(outdir: Path, overrides: dict[str, str], *, nag: bool = True) -> 
     app = App(context=context_from_cdk_json({**asset_overrides(), **overrides}), outdir=str(outdir))
     config = load_config(app.node)
     stacks = build_stacks(app, config)
-    acknowledge_findings(stacks, config)
+    if acknowledge:
+        acknowledge_findings(stacks, config)
     if nag:
         Validations.of(app).add_plugins(AwsSolutionsChecks(app), NIST80053R5Checks(app))
     error = None
@@ -112,6 +122,15 @@ def synthesize(outdir: Path, overrides: dict[str, str], *, nag: bool = True) -> 
 def synths(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Synth]:
     """Every variant, synthesized once."""
     return {name: synthesize(tmp_path_factory.mktemp(f"cdk-{name}"), overrides) for name, overrides in VARIANTS.items()}
+
+
+@pytest.fixture(scope="session")
+def unacknowledged(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Synth]:
+    """Every variant with the nag packs but no acknowledgements: the findings each acknowledgement must match."""
+    return {
+        name: synthesize(tmp_path_factory.mktemp(f"cdk-raw-{name}"), overrides, acknowledge=False)
+        for name, overrides in VARIANTS.items()
+    }
 
 
 @pytest.fixture(scope="session")

@@ -96,3 +96,22 @@ def test_extension_zip_is_reproducible(tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.setattr(build, "EXTENSION_ZIP", tmp_path / "b.zip")
     build.build_extension()
     assert build.sha256(tmp_path / "b.zip") == first
+
+
+def test_provisioning_function_bundles_its_driver_and_imports() -> None:
+    import subprocess
+    import sys
+
+    root = _require(build.PROVISIONING_DIR)
+    assert (root / "index.py").read_bytes() == (build.PROVISIONING_SRC / "index.py").read_bytes()
+    assert (root / "pg8000").is_dir()
+    assert not list(root.rglob("*.so"))  # pure Python: any Lambda architecture
+    assert build.tree_size(root) <= build.PROVISIONING_BUDGET_MIB * 2**20
+    probe = "import index, pg8000.dbapi; print(index.OWNER_ROLE)"
+    result = subprocess.run(
+        [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(root)!r}); {probe}"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.stdout.strip() == "hindsight_owner", result.stderr

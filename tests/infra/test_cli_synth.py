@@ -10,8 +10,20 @@ import pytest
 
 from tests.infra.conftest import ROOT, asset_overrides
 
+#: ``make synth CDK_ARGS=...`` variants the README promises (the in-process synths cover the other modes).
+CLI_VARIANTS: dict[str, list[str]] = {
+    "default": [],
+    "prod-with-certificate": [
+        "env=prod",
+        "hindsight.certificate_arn=arn:aws:acm:us-east-1:111122223333:certificate/abcd-1234",
+        "hindsight.domain_name=memory.internal.example.com",
+    ],
+    "custom-bootstrap-qualifier": ["@aws-cdk/core:bootstrapQualifier=corp12345"],
+}
 
-def test_cdk_cli_synthesizes_every_stack_without_credentials(tmp_path: Path) -> None:
+
+@pytest.mark.parametrize("variant", list(CLI_VARIANTS))
+def test_cdk_cli_synthesizes_every_stack_without_credentials(tmp_path: Path, variant: str) -> None:
     cli = ROOT / "node_modules" / ".bin" / "cdk"
     if not cli.exists():
         if os.environ.get("CI"):
@@ -27,6 +39,7 @@ def test_cdk_cli_synthesizes_every_stack_without_credentials(tmp_path: Path) -> 
         JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION="20",
     )
     context = [arg for key, value in asset_overrides().items() for arg in ("-c", f"{key}={value}")]
+    context += [arg for setting in CLI_VARIANTS[variant] for arg in ("-c", setting)]
     out = tmp_path / "cdk.out"
     result = subprocess.run(
         [str(cli), "synth", "--quiet", "--output", str(out), *context],
@@ -39,6 +52,26 @@ def test_cdk_cli_synthesizes_every_stack_without_credentials(tmp_path: Path) -> 
     )
     assert result.returncode == 0, result.stderr[-3000:]
     names = sorted(p.name for p in out.glob("*.template.json"))
+    env_name = "prod" if variant.startswith("prod") else "dev"
     assert names == [
-        f"HindsightMemory-dev-{s}.template.json" for s in ("Agent", "Data", "Identity", "MemoryService", "Network")
+        f"HindsightMemory-{env_name}-{s}.template.json"
+        for s in ("Agent", "Data", "Identity", "MemoryService", "Network")
     ]
+
+
+def test_prod_without_a_certificate_is_refused_with_the_settings_named(tmp_path: Path) -> None:
+    cli = ROOT / "node_modules" / ".bin" / "cdk"
+    if not cli.exists():
+        pytest.skip("the CDK CLI is not installed: run `make node`")
+    result = subprocess.run(
+        [str(cli), "synth", "--quiet", "--output", str(tmp_path / "out"), "-c", "env=prod"],
+        cwd=ROOT,
+        env={**os.environ, "CDK_DISABLE_VERSION_CHECK": "true", "CDK_DISABLE_CLI_TELEMETRY": "true"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert result.returncode != 0
+    assert "hindsight.certificate_arn, hindsight.domain_name: required because hindsight.require_tls" in result.stderr
+    assert "Traceback" not in result.stderr  # the problems, not a stack

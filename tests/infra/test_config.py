@@ -26,13 +26,13 @@ def test_command_line_strings_are_coerced() -> None:
         **{
             "hindsight.api_max_count": "5",
             "database.multi_az": "true",
-            "network.az_ids": "use1-az4,use1-az6",
+            "network.az_ids": "use1-az4,use1-az1",
             "tags": '{"team": "ai"}',
         }
     )
     assert cfg.hindsight.api_max_count == 5
     assert cfg.database.multi_az is True
-    assert cfg.network.az_ids == ("use1-az4", "use1-az6")
+    assert cfg.network.az_ids == ("use1-az4", "use1-az1")
     assert cfg.tags == {"team": "ai"}
 
 
@@ -80,3 +80,103 @@ def test_cli_checks_offline(capsys: pytest.CaptureFixture[str]) -> None:
     assert '"mode": "iam"' in capsys.readouterr().out
     assert main(["-c", "auth.mode=nope"]) == 1
     assert main(["bogus"]) == 2
+
+
+IMPORTED = {
+    "network.mode": "import",
+    "network.vpc_id": "vpc-0123456789abcdef0",
+    "network.vpc_cidr": "10.20.0.0/16",
+    "network.subnet_ids": "subnet-0aaaaaaaaaaaaaaa1,subnet-0bbbbbbbbbbbbbbb2",
+    "network.availability_zones": "us-east-1a,us-east-1b",
+    "network.route_table_ids": "rtb-0aaaaaaaaaaaaaaa1,rtb-0bbbbbbbbbbbbbbb2",
+}
+
+
+def test_az_ids_outside_agentcores_supported_zones_are_refused_before_synthesis() -> None:
+    # GIVEN well-formed AZ ids that AgentCore does not support in us-east-1 (the stack would roll back)
+    with pytest.raises(ConfigError) as err:
+        _load(**{"network.az_ids": "use1-az3,use1-az9"})
+    # THEN both are named, with the supported list and its source
+    errors = err.value.errors
+    assert [e for e in errors if "'use1-az3' is not an AgentCore-supported AZ id" in e]
+    assert [e for e in errors if "'use1-az9' is not an AgentCore-supported AZ id" in e]
+    assert "use1-az1, use1-az2, use1-az4" in errors[0]
+    assert "agentcore-vpc.html" in errors[0]
+
+
+def test_imported_subnets_name_their_az_ids_and_are_checked_too() -> None:
+    with pytest.raises(ConfigError, match="'use1-az6' is not an AgentCore-supported"):
+        _load(**IMPORTED, **{"network.az_ids": "use1-az1,use1-az6"})
+    with pytest.raises(ConfigError, match="the AZ id of each subnet"):
+        _load(**IMPORTED, **{"network.az_ids": "use1-az1"})
+    assert _load(**IMPORTED).network.az_ids == ("use1-az1", "use1-az2")
+
+
+def test_a_region_missing_from_the_table_needs_an_explicit_override() -> None:
+    with pytest.raises(ConfigError, match=r"set network\.supported_az_ids"):
+        _load(region="eu-west-1", **{"network.az_ids": "euw1-az1,euw1-az2"})
+    cfg = _load(
+        region="eu-west-1",
+        **{"network.az_ids": "euw1-az1,euw1-az2", "network.supported_az_ids": "euw1-az1,euw1-az2,euw1-az3"},
+    )
+    assert cfg.network.az_ids == ("euw1-az1", "euw1-az2")
+    # The override replaces the table's entry for a listed region as well.
+    with pytest.raises(ConfigError, match="'use1-az1' is not an AgentCore-supported"):
+        _load(**{"network.supported_az_ids": "use1-az2,use1-az4"})
+
+
+def test_a_bad_enum_value_does_not_hide_the_other_problems() -> None:
+    # GIVEN an unknown engine, unsupported zones, a bad Fargate size and a bad database setting in one run
+    with pytest.raises(ConfigError) as err:
+        _load(
+            **{
+                "database.engine": "mysql",
+                "database.rotation_days": "0",
+                "network.az_ids": "use1-az3,use1-az9",
+                "hindsight.cpu": "300",
+                "auth.mode": "saml",
+            }
+        )
+    prefixes = {e.split(":")[0] for e in err.value.errors}
+    # THEN every problem is listed at once, including the other settings of the sections holding a bad enum
+    assert {"database.engine", "database.rotation_days", "network.az_ids", "hindsight.cpu/memory_mib", "auth.mode"} <= (
+        prefixes
+    )
+
+
+def test_prod_refuses_to_synthesize_without_tls_and_names_the_settings() -> None:
+    with pytest.raises(ConfigError) as err:
+        _load(env="prod")
+    (message,) = err.value.errors
+    assert "hindsight.certificate_arn, hindsight.domain_name" in message
+    assert "hindsight.require_tls" in message
+    cfg = _load(
+        env="prod",
+        **{
+            "hindsight.certificate_arn": "arn:aws:acm:us-east-1:111122223333:certificate/abcd-1234",
+            "hindsight.domain_name": "memory.internal.example.com",
+        },
+    )
+    assert cfg.hindsight.require_tls
+    assert not _load().hindsight.require_tls  # dev may stay HTTP (README says so)
+    assert _load(env="prod", **{"hindsight.require_tls": "false"}).hindsight.certificate_arn is None
+
+
+def test_endpoints_can_be_skipped_one_by_one_in_an_imported_vpc() -> None:
+    cfg = _load(**IMPORTED, **{"network.skip_endpoints": "Ssm,XRay"})
+    assert cfg.network.skip_endpoints == ("Ssm", "XRay")
+    with pytest.raises(ConfigError, match="'Nope' is not an endpoint"):
+        _load(**IMPORTED, **{"network.skip_endpoints": "Nope"})
+    with pytest.raises(ConfigError, match="only for an imported VPC"):
+        _load(**{"network.skip_endpoints": "Ssm"})
+    # Without the S3 gateway endpoint no route tables are needed.
+    no_rt = {k: v for k, v in IMPORTED.items() if k != "network.route_table_ids"}
+    assert _load(**no_rt, **{"network.skip_endpoints": "S3"}).network.route_table_ids == ()
+
+
+def test_alarm_email_and_image_digest_are_checked() -> None:
+    with pytest.raises(ConfigError) as err:
+        _load(**{"alarms.email": "not-an-address", "hindsight.image_digest": "latest"})
+    assert {e.split(":")[0] for e in err.value.errors} == {"alarms.email", "hindsight.image_digest"}
+    cfg = _load(**{"alarms.email": "oncall@example.com", "hindsight.image_digest": "sha256:" + "a" * 64})
+    assert cfg.alarms.email == "oncall@example.com"

@@ -19,28 +19,106 @@ def _fetch(documents: dict[str, Any]):
     return lambda url: documents[url]
 
 
-class FakeSsm:
-    def __init__(self, value: str) -> None:
-        self.value = value
-        self.puts: list[dict[str, Any]] = []
+@pytest.fixture
+def ssm(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A real boto3 SSM client against moto's SSM."""
+    import boto3
+    from moto import mock_aws
 
-    def get_parameter(self, Name: str) -> dict[str, Any]:
-        return {"Parameter": {"Value": self.value}}
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    with mock_aws():
+        yield boto3.client("ssm", region_name="us-east-1")
 
-    def put_parameter(self, **kwargs: Any) -> None:
-        self.puts.append(kwargs)
-        self.value = kwargs["Value"]
+
+def _docs(issuer: str = ISSUER, keys: list[Any] | None = None) -> dict[str, Any]:
+    base = issuer.rstrip("/")
+    return {
+        base + "/.well-known/openid-configuration": {"issuer": issuer, "jwks_uri": base + "/jwks"},
+        base + "/jwks": {"keys": [KEY] if keys is None else keys},
+    }
 
 
-def test_mirror_stores_public_keys_once(monkeypatch: pytest.MonkeyPatch) -> None:
+def _event(request_type: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "RequestType": request_type,
+        "ResponseURL": "https://cloudformation-response.example.com/signed",
+        "StackId": "arn:aws:cloudformation:us-east-1:111122223333:stack/x/1",
+        "RequestId": "req-1",
+        "LogicalResourceId": "IdentityKeys",
+        "ResourceProperties": {"DiscoveryUrl": DISCOVERY, "ParameterName": "/p/dev/identity/jwks"},
+        **extra,
+    }
+
+
+def test_the_schedule_stores_public_keys_once(monkeypatch: pytest.MonkeyPatch, ssm: Any) -> None:
     monkeypatch.setenv("PARAMETER_NAME", "/jwks")
     monkeypatch.setenv("DISCOVERY_URL", DISCOVERY)
-    docs = {DISCOVERY: {"issuer": ISSUER, "jwks_uri": ISSUER + "/jwks"}, ISSUER + "/jwks": {"keys": [KEY]}}
-    ssm = FakeSsm('{"keys":[]}')
-    assert mirror.handler({}, None, ssm=ssm, fetch=_fetch(docs)) == {"changed": True}
-    assert json.loads(ssm.value) == {"keys": [KEY]}
-    assert ssm.puts[0]["Tier"] == "Advanced"
-    assert mirror.handler({}, None, ssm=ssm, fetch=_fetch(docs)) == {"changed": False}
+    # GIVEN no parameter yet (the schedule may fire first): it is created
+    assert mirror.handler({}, None, ssm=ssm, fetch=_fetch(_docs())) == {"changed": True}
+    stored = ssm.get_parameter(Name="/jwks")["Parameter"]
+    assert json.loads(stored["Value"]) == {"keys": [KEY]}
+    assert ssm.describe_parameters()["Parameters"][0]["Tier"] == "Advanced"
+    # WHEN nothing changed THEN nothing is written
+    assert mirror.handler({}, None, ssm=ssm, fetch=_fetch(_docs())) == {"changed": False}
+    assert ssm.get_parameter(Name="/jwks")["Parameter"]["Version"] == stored["Version"]
+
+
+def test_the_custom_resource_owns_the_parameter_and_returns_the_real_issuer(ssm: Any) -> None:
+    responses: list[tuple[str, dict[str, Any]]] = []
+    respond = lambda url, body: responses.append((url, body))  # noqa: E731
+    # GIVEN an issuer whose `issuer` ends with a slash (the discovery URL cannot carry it)
+    docs = _fetch(_docs(issuer=ISSUER + "/"))
+    # WHEN CloudFormation creates the resource
+    assert mirror.handler(_event("Create"), None, ssm=ssm, fetch=docs, respond=respond) == {"status": "SUCCESS"}
+    (url, body) = responses[-1]
+    assert url == "https://cloudformation-response.example.com/signed"
+    # THEN the keys are stored, the physical id is the parameter, and the issuer is the document's, slash included
+    assert body["Status"] == "SUCCESS"
+    assert body["PhysicalResourceId"] == "/p/dev/identity/jwks"
+    assert body["Data"] == {"Issuer": ISSUER + "/", "ParameterName": "/p/dev/identity/jwks"}
+    assert (body["StackId"], body["RequestId"], body["LogicalResourceId"]) == (
+        "arn:aws:cloudformation:us-east-1:111122223333:stack/x/1",
+        "req-1",
+        "IdentityKeys",
+    )
+    assert json.loads(ssm.get_parameter(Name="/p/dev/identity/jwks")["Parameter"]["Value"]) == {"keys": [KEY]}
+    # WHEN a stack update runs the resource again with rotated keys THEN the parameter holds the new keys (no reset)
+    rotated = {**KEY, "kid": "k2"}
+    update = _event("Update", PhysicalResourceId="/p/dev/identity/jwks")
+    mirror.handler(update, None, ssm=ssm, fetch=_fetch(_docs(issuer=ISSUER + "/", keys=[rotated])), respond=respond)
+    assert responses[-1][1]["Status"] == "SUCCESS"
+    assert json.loads(ssm.get_parameter(Name="/p/dev/identity/jwks")["Parameter"]["Value"]) == {"keys": [rotated]}
+    # WHEN the stack is deleted THEN the parameter goes with it
+    mirror.handler(_event("Delete", PhysicalResourceId="/p/dev/identity/jwks"), None, ssm=ssm, respond=respond)
+    assert responses[-1][1]["Status"] == "SUCCESS"
+    assert ssm.describe_parameters()["Parameters"] == []
+
+
+def test_a_failing_issuer_fails_the_deploy_with_a_reason_and_keeps_the_keys(ssm: Any) -> None:
+    responses: list[dict[str, Any]] = []
+    ssm.put_parameter(Name="/p/dev/identity/jwks", Value='{"keys":[1]}', Type="String", Tier="Advanced")
+    docs = _fetch(_docs(keys=[{**KEY, "d": "secret"}]))
+    result = mirror.handler(
+        _event("Update", PhysicalResourceId="/p/dev/identity/jwks"),
+        None,
+        ssm=ssm,
+        fetch=docs,
+        respond=lambda _url, body: responses.append(body),
+    )
+    # THEN CloudFormation is answered (never left waiting), the deploy fails with the reason, the old keys stay
+    assert result == {"status": "FAILED"}
+    assert responses[0]["Status"] == "FAILED"
+    assert "private key material" in responses[0]["Reason"]
+    assert ssm.get_parameter(Name="/p/dev/identity/jwks")["Parameter"]["Value"] == '{"keys":[1]}'
+
+
+def test_delete_never_removes_a_parameter_this_resource_did_not_create(ssm: Any) -> None:
+    ssm.put_parameter(Name="/p/dev/identity/jwks", Value="{}", Type="String")
+    # A failed create reports the logical id as physical id; its delete must leave someone else's parameter alone.
+    mirror.handler(_event("Delete", PhysicalResourceId="IdentityKeys"), None, ssm=ssm, respond=lambda _url, _body: None)
+    assert ssm.get_parameter(Name="/p/dev/identity/jwks")["Parameter"]["Value"] == "{}"
 
 
 @pytest.mark.parametrize(
@@ -55,7 +133,11 @@ def test_mirror_stores_public_keys_once(monkeypatch: pytest.MonkeyPatch) -> None
 def test_mirror_refuses_unusable_documents(discovery: Any, jwks: Any, reason: str) -> None:
     docs = {DISCOVERY: discovery, ISSUER + "/jwks": jwks}
     with pytest.raises(mirror.MirrorError, match=reason):
-        mirror.public_jwks(DISCOVERY, fetch=_fetch(docs))
+        mirror.mirror_issuer(DISCOVERY, fetch=_fetch(docs))
+
+
+def test_an_issuer_ending_with_a_slash_is_accepted_verbatim() -> None:
+    assert mirror.mirror_issuer(DISCOVERY, fetch=_fetch(_docs(issuer=ISSUER + "/"))).issuer == ISSUER + "/"
 
 
 def test_mirror_refuses_plain_http() -> None:
@@ -75,3 +157,56 @@ def test_redeploy_forces_new_deployments(monkeypatch: pytest.MonkeyPatch) -> Non
     assert redeploy.handler({"detail-type": "x"}, None, ecs=FakeEcs()) == {"redeployed": 2}
     assert [c["service"] for c in calls] == ["arn:a", "arn:b"]
     assert all(c["forceNewDeployment"] for c in calls)
+
+
+def _pem(body: str = "MIIBszCCAVmgAwIBAgIUQ0FRB29vdA==") -> str:
+    return f"-----BEGIN CERTIFICATE-----\n{body}\n-----END CERTIFICATE-----\n"
+
+
+def test_the_rds_bundle_is_stored_and_owned_by_its_custom_resource(ssm: Any) -> None:
+    from infra.functions.rds_ca import index as rds_ca
+
+    responses: list[dict[str, Any]] = []
+    event = {
+        **_event("Create"),
+        "ResourceProperties": {"BundleUrl": "https://truststore.example/r.pem", "ParameterName": "/p/dev/ca"},
+    }
+    bundle = _pem() + _pem("MIIBtDCCAVmgAwIBAgIUQ0FRB29vdB==")
+    result = rds_ca.handler(
+        event, None, ssm=ssm, download=lambda _url: bundle, respond=lambda _u, b: responses.append(b)
+    )
+    assert result == {"status": "SUCCESS"}
+    assert responses[0]["Data"] == {"ParameterName": "/p/dev/ca", "Certificates": "2"}
+    assert ssm.get_parameter(Name="/p/dev/ca")["Parameter"]["Value"] == bundle
+    rds_ca.handler(
+        {**event, "RequestType": "Delete", "PhysicalResourceId": "/p/dev/ca"},
+        None,
+        ssm=ssm,
+        respond=lambda _u, b: responses.append(b),
+    )
+    assert ssm.describe_parameters()["Parameters"] == []
+
+
+@pytest.mark.parametrize(
+    ("document", "reason"),
+    [
+        ("<html>not found</html>", "other than PEM certificates"),
+        (_pem() + "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n", "other than PEM certificates"),
+        ("-----BEGIN CERTIFICATE-----\n%%%%\n-----END CERTIFICATE-----\n", "other than PEM certificates"),
+        ("", "other than PEM certificates"),
+    ],
+)
+def test_the_rds_bundle_must_hold_only_certificates(document: str, reason: str) -> None:
+    from infra.functions.rds_ca import index as rds_ca
+
+    with pytest.raises(rds_ca.BundleError, match=reason):
+        rds_ca.certificates(document)
+
+
+def test_a_failed_bundle_download_fails_the_deploy_with_its_reason(ssm: Any) -> None:
+    from infra.functions.rds_ca import index as rds_ca
+
+    responses: list[dict[str, Any]] = []
+    event = {**_event("Create"), "ResourceProperties": {"BundleUrl": "http://x", "ParameterName": "/p/dev/ca"}}
+    assert rds_ca.handler(event, None, ssm=ssm, respond=lambda _u, b: responses.append(b)) == {"status": "FAILED"}
+    assert "non-https" in responses[0]["Reason"]

@@ -24,9 +24,9 @@ CHECKOV_SKIPS = {
     "CKV_AWS_117": "Lambda in VPC: the JWKS mirror and the image mirror must reach the internet, which the isolated "
     "VPC cannot; the redeploy function and CDK's providers call only AWS control-plane APIs",
     "CKV_AWS_173": "Lambda environment encryption: the variables hold only names and ARNs, no secrets",
-    "CKV_AWS_108": "cdk-ecr-deployment's role: ecr:GetAuthorizationToken/Describe* have no resource scoping",
-    "CKV_AWS_111": "cdk-ecr-deployment's role: push rights are scoped to the one repository; the unconstrained "
-    "statement is ecr:GetAuthorizationToken",
+    "CKV_AWS_51": "ECR tag immutability: the mirror repository is IMMUTABLE_WITH_EXCLUSION for the one tag the mirror "
+    "rewrites (a repeated copy must not fail a deploy or its rollback); every task pulls by digest, so no tag decides "
+    "what runs",
     "CKV_AWS_157": "RDS Multi-AZ: the dev environment sets database.multi_az=false for cost; prod sets it true",
     "CKV_AWS_18": "S3 access logging: the flagged bucket is the load balancer's access-log bucket itself",
     "CKV_AWS_2": "ALB HTTPS: without hindsight.certificate_arn the internal listener is HTTP inside the VPC; TLS "

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Match, Template
 
+from hindsight_isolation.settings import SERVER_REQUIRED_ENV
 from tests.infra.conftest import VARIANTS, Synth, resources
 
 ALL = list(VARIANTS)
@@ -54,6 +55,44 @@ def test_every_acknowledgement_names_its_resource_and_a_reason(synths: dict[str,
     for path, reason in recorded:
         assert "/" in path
         assert len(reason) >= 40, (path, reason)
+
+
+def _recorded_acknowledgements(synth: Synth) -> list[tuple[str, str, str]]:
+    """(construct path, rule, reason) of every acknowledgement the app makes for this configuration."""
+    from infra import nag
+
+    recorded: list[tuple[str, str, str]] = []
+    original = nag._ack
+
+    def spy(scope: Any, rule: str, reason: str) -> None:
+        recorded.append((scope.node.path, rule, reason))
+
+    nag._ack = spy
+    try:
+        nag.acknowledge_findings(synth.stacks, synth.config)
+    finally:
+        nag._ack = original
+    return recorded
+
+
+@pytest.mark.parametrize("variant", ALL)
+def test_every_acknowledgement_matches_a_real_finding(
+    synths: dict[str, Synth], unacknowledged: dict[str, Synth], variant: str
+) -> None:
+    # An acknowledgement that matches nothing is a stale claim a reviewer would have to re-check: none may exist.
+    findings = [
+        (v["ruleName"], c["constructPath"])
+        for plugin in (unacknowledged[variant].nag_report or {}).get("pluginReports", [])
+        for v in plugin["violations"]
+        for c in v["violatingConstructs"]
+    ]
+    assert findings  # the packs really ran without acknowledgements
+    stale = [
+        (path, rule)
+        for path, rule, _ in _recorded_acknowledgements(synths[variant])
+        if not any(r == rule and (p == path or p.startswith(path + "/")) for r, p in findings)
+    ]
+    assert stale == []
 
 
 # -- network ------------------------------------------------------------------------------------------------------
@@ -105,6 +144,70 @@ def test_endpoint_group_admits_only_https_from_the_vpc(synths: dict[str, Synth],
     assert (rule["CidrIp"], rule["FromPort"], rule["ToPort"], rule["IpProtocol"]) == (expected, 443, 443, "tcp")
 
 
+@pytest.mark.parametrize("variant", ALL)
+def test_workload_security_groups_may_reach_the_endpoints(synths: dict[str, Synth], variant: str) -> None:
+    # The CIDR rule covers only the VPC's primary CIDR; each workload's own group is admitted as well.
+    synth = synths[variant]
+    for suffix, group in (("-MemoryService", "MemorySecurityGroup"), ("-Agent", "AgentSecurityGroup")):
+        rules = [
+            r["Properties"]
+            for r in resources(synth.template(suffix), "AWS::EC2::SecurityGroupIngress").values()
+            if "NetworkEndpointSecurityGroup" in _text(r["Properties"]["GroupId"])
+        ]
+        assert len(rules) == 1, suffix
+        assert (rules[0]["FromPort"], rules[0]["ToPort"], rules[0]["IpProtocol"]) == (443, 443, "tcp")
+        assert group in _text(rules[0]["SourceSecurityGroupId"])
+
+
+@pytest.mark.parametrize("variant", ALL)
+def test_interface_endpoints_serve_only_this_accounts_principals(synths: dict[str, Synth], variant: str) -> None:
+    t = synths[variant].template("-Network")
+    interface = [
+        e for e in resources(t, "AWS::EC2::VPCEndpoint").values() if e["Properties"]["VpcEndpointType"] == "Interface"
+    ]
+    for endpoint in interface:
+        if "cognito-idp" in _text(endpoint["Properties"]["ServiceName"]):
+            assert "PolicyDocument" not in endpoint["Properties"]  # its user-pool APIs are called unauthenticated
+            continue
+        (statement,) = endpoint["Properties"]["PolicyDocument"]["Statement"]
+        assert statement["Condition"] == {"StringEquals": {"aws:PrincipalAccount": {"Ref": "AWS::AccountId"}}}
+
+
+def test_the_s3_gateway_of_a_created_vpc_reaches_only_ecr_layers_and_the_asset_bucket(
+    synths: dict[str, Synth],
+) -> None:
+    for variant, qualifier in (("default", "hnb659fds"), ("iam-aurora", "corp12345")):
+        t = synths[variant].template("-Network")
+        (gateway,) = [
+            e for e in resources(t, "AWS::EC2::VPCEndpoint").values() if e["Properties"]["VpcEndpointType"] == "Gateway"
+        ]
+        (statement,) = gateway["Properties"]["PolicyDocument"]["Statement"]
+        assert statement["Action"] == "s3:GetObject"
+        text = _text(statement["Resource"])
+        assert "prod-us-east-1-starport-layer-bucket/*" in text
+        assert f"cdk-{qualifier}-assets-" in text
+    # An imported VPC's route tables carry other workloads' S3 traffic: its gateway policy stays AWS's default.
+    imported = synths["jwt-import"].template("-Network")
+    (gateway,) = [
+        e
+        for e in resources(imported, "AWS::EC2::VPCEndpoint").values()
+        if e["Properties"]["VpcEndpointType"] == "Gateway"
+    ]
+    assert "PolicyDocument" not in gateway["Properties"]
+
+
+def test_each_endpoint_can_be_left_to_an_imported_vpc(tmp_path: Any) -> None:
+    from tests.infra.conftest import VARIANTS, synthesize
+
+    overrides = {**VARIANTS["jwt-import"], "network.skip_endpoints": "S3,Ssm,XRay"}
+    t = synthesize(tmp_path, overrides, nag=False).template("-Network")
+    services = " ".join(_text(e["Properties"]["ServiceName"]) for e in resources(t, "AWS::EC2::VPCEndpoint").values())
+    for skipped in (".s3", ".ssm", ".xray"):
+        assert skipped not in services
+    for kept in ("ecr.api", "secretsmanager", ".kms", "bedrock-runtime"):
+        assert kept in services
+
+
 def test_imported_vpc_is_not_looked_up(synths: dict[str, Synth]) -> None:
     synth = synths["jwt-import"]
     assert resources(synth.template("-Network"), "AWS::EC2::VPC") == {}
@@ -129,7 +232,11 @@ def test_security_groups_allow_only_what_flows(synths: dict[str, Synth], variant
     assert db_rules[0]["ToPort"] == db_port
     # Agent -> load balancer listener port only.
     listener_port = 443 if synth.config.hindsight.certificate_arn else 80
-    agent_rules = [r["Properties"] for r in resources(agent, "AWS::EC2::SecurityGroupIngress").values()]
+    agent_rules = [
+        r["Properties"]
+        for r in resources(agent, "AWS::EC2::SecurityGroupIngress").values()
+        if "NetworkEndpointSecurityGroup" not in _text(r["Properties"]["GroupId"])
+    ]
     assert [(r["FromPort"], r["ToPort"]) for r in agent_rules] == [(listener_port, listener_port)]
     # Load balancer -> tasks on Hindsight's port only.
     hs_port = synth.config.hindsight.port
@@ -201,6 +308,93 @@ def test_database_credentials_have_no_punctuation_and_rotate(default: Synth) -> 
     )
 
 
+@pytest.mark.parametrize("variant", ALL)
+def test_hindsight_logs_in_as_its_own_login_never_the_master(synths: dict[str, Synth], variant: str) -> None:
+    synth = synths[variant]
+    data, memory = synth.template("-Data"), synth.template("-MemoryService")
+    secrets = resources(data, "AWS::SecretsManager::Secret")
+    (login_id,) = [k for k, v in secrets.items() if _text(v).count('\\"username\\":\\"hindsight_app\\"')]
+    (master_id,) = [k for k in secrets if k != login_id]
+    # The login's secret names the master for the rotation (multi-user rotation reads it), like RDS's own pattern.
+    assert "masterarn" in _text(secrets[login_id]["Properties"]["GenerateSecretString"])
+    (attachment_id,) = [
+        k
+        for k, v in resources(data, "AWS::SecretsManager::SecretTargetAttachment").items()
+        if v["Properties"]["SecretId"] == {"Ref": login_id}
+    ]
+    outputs = data["Outputs"]
+    login_export = next(o["Export"]["Name"] for o in outputs.values() if o["Value"] == {"Ref": attachment_id})
+    main = _containers(memory, "MemoryApiTask")["Hindsight"]
+    creds = {s["Name"]: _text(s["ValueFrom"]) for s in main["Secrets"] if s["Name"] in ("DB_USERNAME", "DB_PASSWORD")}
+    assert len(creds) == 2
+    for value in creds.values():
+        assert login_export in value
+    # Nothing in the memory service may even name the master's secret.
+    master_exports = [o["Export"]["Name"] for o in outputs.values() if master_id in _text(o["Value"])]
+    for name in master_exports:
+        assert name not in _text(memory), name
+
+
+@pytest.mark.parametrize("variant", ALL)
+def test_the_login_rotates_with_alternating_users_after_provisioning(synths: dict[str, Synth], variant: str) -> None:
+    data = synths[variant].template("-Data")
+    mappings = _text(data.get("Mappings", {}))
+    assert "SecretsManagerRDSPostgreSQLRotationMultiUser" in mappings  # Hindsight's login: alternating users
+    assert "SecretsManagerRDSPostgreSQLRotationSingleUser" in mappings  # the master (used by no running task)
+    apps = resources(data, "AWS::Serverless::Application")
+    assert len(apps) == 2
+    ((provisioning_id, provisioning),) = resources(data, "Custom::HindsightDatabaseLogin").items()
+    # The first rotation runs as soon as it is scheduled: never before both logins exist, nor while the provisioning
+    # function uses the master's password. Each schedule takes its function from an application that waits for it.
+    for app in apps.values():
+        assert provisioning_id in app["DependsOn"]
+    schedules = resources(data, "AWS::SecretsManager::RotationSchedule")
+    assert sorted(s["Properties"]["RotationLambdaARN"]["Fn::GetAtt"][0] for s in schedules.values()) == sorted(apps)
+    props = provisioning["Properties"]
+    assert {"MasterSecretArn", "AppSecretArn", "CaParameterName", "Host", "Port", "DatabaseName"} <= set(props)
+    (function,) = [
+        f for k, f in resources(data, "AWS::Lambda::Function").items() if k.startswith("DatabaseLoginFunction")
+    ]
+    assert "VpcConfig" in function["Properties"]  # it reaches the database in the isolated subnets
+    assert function["Properties"]["Handler"] == "index.handler"
+
+
+@pytest.mark.parametrize("variant", ALL)
+def test_the_data_stacks_functions_reach_only_the_database_and_https(synths: dict[str, Synth], variant: str) -> None:
+    synth = synths[variant]
+    data = synth.template("-Data")
+    groups = resources(data, "AWS::EC2::SecurityGroup")
+    assert len(groups) == 4  # the database, the provisioning function, two rotation functions
+    for sg in groups.values():
+        for rule in sg["Properties"].get("SecurityGroupEgress", []):
+            # the database's own group has no egress (CDK renders a "disallow all" rule)
+            assert (rule["FromPort"], rule["ToPort"]) in ((443, 443), (252, 86)), rule
+    for egress in resources(data, "AWS::EC2::SecurityGroupEgress").values():
+        port = egress["Properties"]["FromPort"]
+        assert port == synth.config.database.port or "Endpoint.Port" in _text(port)
+
+
+@pytest.mark.parametrize("variant", ALL)
+def test_tls_to_the_database_verifies_the_server(synths: dict[str, Synth], variant: str) -> None:
+    synth = synths[variant]
+    data, memory = synth.template("-Data"), synth.template("-MemoryService")
+    ((bundle_id, bundle),) = resources(data, "Custom::RdsCaBundle").items()
+    assert bundle["Properties"]["BundleUrl"] == (
+        "https://truststore.pki.rds.amazonaws.com/us-east-1/us-east-1-bundle.pem"
+    )
+    export = next(
+        o["Export"]["Name"]
+        for o in data["Outputs"].values()
+        if o["Value"] == {"Fn::GetAtt": [bundle_id, "ParameterName"]}
+    )
+    for prefix in ("MemoryApiTask", "MemoryWorker1Task"):
+        main = _containers(memory, prefix)["Hindsight"]
+        (ca,) = [s for s in main["Secrets"] if s["Name"] == "DB_CA_BUNDLE"]
+        assert export in _text(ca["ValueFrom"])
+        assert "sslmode=verify-full&sslrootcert=/tmp/rds-ca.pem" in main["Command"][0]
+        assert "sslmode=require" not in main["Command"][0]
+
+
 def test_prod_overlay_makes_the_database_multi_az(synths: dict[str, Synth]) -> None:
     t = Template.from_json(synths["jwt-import"].template("-Data"))
     t.has_resource_properties("AWS::RDS::DBInstance", {"MultiAZ": True, "BackupRetentionPeriod": 30})
@@ -239,7 +433,11 @@ def test_hindsight_tasks_are_non_root_read_only_and_load_the_extension(synths: d
             assert c["User"] == "1000:1000"
             assert c["ReadonlyRootFilesystem"] is True
         assert init["Essential"] is False
-        assert main["DependsOn"] == [{"ContainerName": "InstallExtension", "Condition": "SUCCESS"}]
+        assert init["DependsOn"] == [{"ContainerName": "PrepareVolumes", "Condition": "SUCCESS"}]
+        assert main["DependsOn"] == [
+            {"ContainerName": "PrepareVolumes", "Condition": "SUCCESS"},
+            {"ContainerName": "InstallExtension", "Condition": "SUCCESS"},
+        ]
         ext_mounts = {m["ContainerPath"]: m["ReadOnly"] for m in main["MountPoints"]}
         assert ext_mounts["/opt/hindsight-ext"] is True
         env = {e["Name"]: e["Value"] for e in main["Environment"]}
@@ -257,7 +455,31 @@ def test_hindsight_tasks_are_non_root_read_only_and_load_the_extension(synths: d
 
 
 @pytest.mark.parametrize("variant", ALL)
-def test_document_import_restore_and_clone_are_off_in_every_hindsight_task(
+def test_task_volumes_are_handed_to_uid_1000_by_a_root_first_step(synths: dict[str, Synth], variant: str) -> None:
+    # Fargate creates task volumes root:root 0755 and the stock image declares no VOLUME: without this step the
+    # extension install and the server (uid 1000) could write neither /opt/hindsight-ext nor /tmp.
+    t = synths[variant].template("-MemoryService")
+    for prefix in ("MemoryApiTask", "MemoryWorker1Task"):
+        prepare = _containers(t, prefix)["PrepareVolumes"]
+        assert prepare["User"] == "0:0"
+        assert prepare["Essential"] is False
+        assert prepare["ReadonlyRootFilesystem"] is True
+        script = " ".join(prepare["Command"])
+        assert "chown 1000:1000 /opt/hindsight-ext" in script
+        assert "chmod 1777 /tmp" in script
+        assert script.index("chmod 0755 /opt/hindsight-ext") < script.index("chown")  # chmod needs no FOWNER first
+        assert {(m["ContainerPath"], m["ReadOnly"]) for m in prepare["MountPoints"]} == {
+            ("/opt/hindsight-ext", False),
+            ("/tmp", False),
+        }
+        dropped = set(prepare["LinuxParameters"]["Capabilities"]["Drop"])
+        assert "CHOWN" not in dropped
+        assert {"DAC_OVERRIDE", "FOWNER", "SETUID", "SETGID", "NET_RAW"} <= dropped
+        assert "Add" not in prepare["LinuxParameters"]["Capabilities"]
+
+
+@pytest.mark.parametrize("variant", ALL)
+def test_every_hindsight_task_runs_the_extension_as_required_with_imports_off(
     synths: dict[str, Synth], variant: str
 ) -> None:
     t = synths[variant].template("-MemoryService")
@@ -267,6 +489,8 @@ def test_document_import_restore_and_clone_are_off_in_every_hindsight_task(
     for prefix in tasks:
         env = {e["Name"]: e["Value"] for e in _containers(t, prefix)["Hindsight"]["Environment"]}
         assert env["HINDSIGHT_API_ENABLE_DOCUMENT_IMPORT_API"] == "false", prefix
+        # all three slots, the request guard included (the same environment the local server runs with)
+        assert {k: env.get(k) for k in SERVER_REQUIRED_ENV} == dict(SERVER_REQUIRED_ENV), prefix
 
 
 @pytest.mark.parametrize("variant", ALL)
@@ -282,7 +506,7 @@ def test_secrets_reach_hindsight_only_as_ecs_secrets(synths: dict[str, Synth], v
     # The database URL is assembled in the container from the secret's fields and never echoed.
     command = main["Command"][0]
     assert "HINDSIGHT_API_DATABASE_URL=" in command
-    assert "sslmode=require" in command
+    assert "sslmode=verify-full&sslrootcert=/tmp/rds-ca.pem" in command
     assert "set -x" not in command
     assert "echo" not in command
     # No generated secret value appears anywhere in any template.
@@ -344,21 +568,88 @@ def test_load_balancer_is_internal_and_tls_when_configured(synths: dict[str, Syn
         assert tg["Properties"]["HealthCheckPath"] == "/health"
 
 
+def _mirror_copy(t: dict[str, Any]) -> dict[str, Any]:
+    (copy,) = [r for r in t["Resources"].values() if r["Type"] == "Custom::CDKECRDeployment"]
+    return dict(copy)
+
+
 def test_image_mirror_copies_the_pinned_arm64_image(default: Synth) -> None:
     t = default.template("-MemoryService")
-    (copy,) = [
-        r
-        for r in t["Resources"].values()
-        if r["Type"] == "Custom::CDKBucketDeployment"
-        or "ECRDeployment" in r["Type"]
-        or r["Type"].startswith("Custom::CDKECRDeployment")
-    ]
-    text = _text(copy["Properties"])
+    text = _text(_mirror_copy(t)["Properties"])
     assert "ghcr.io/vectorize-io/hindsight-api:1.1.0-slim" in text
     assert "arm64" in text
     repo = next(iter(resources(t, "AWS::ECR::Repository").values()))
-    assert repo["Properties"]["ImageTagMutability"] == "IMMUTABLE"
     assert repo["Properties"]["ImageScanningConfiguration"] == {"ScanOnPush": True}
+
+
+def _statements(t: dict[str, Any], role_prefix: str) -> list[dict[str, Any]]:
+    return [
+        s
+        for p in resources(t, "AWS::IAM::Policy").values()
+        if any(r["Ref"].startswith(role_prefix) for r in p["Properties"]["Roles"])
+        for s in p["Properties"]["PolicyDocument"]["Statement"]
+    ]
+
+
+def test_image_mirror_may_push_only_to_its_one_repository(default: Synth) -> None:
+    t = default.template("-MemoryService")
+    (repo_id,) = resources(t, "AWS::ECR::Repository")
+    # GIVEN the copy function runs with our role, not one the library fills with push rights on "*"
+    (function,) = [
+        f for k, f in resources(t, "AWS::Lambda::Function").items() if k.startswith("CustomCDKECRDeployment")
+    ]
+    assert "MemoryMirrorCopyRole" in _text(function["Properties"]["Role"])
+    statements = _statements(t, "MemoryMirrorCopyRole")
+    assert statements
+    for statement in statements:
+        actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+        if statement["Resource"] == "*":
+            # THEN the only unscoped action is the one ECR cannot scope
+            assert actions == ["ecr:GetAuthorizationToken"]
+        else:
+            assert repo_id in _text(statement["Resource"]), statement
+            assert "s3:" not in _text(actions)
+    pushes = [s for s in statements if "ecr:PutImage" in _text(s["Action"])]
+    assert len(pushes) == 1
+    assert pushes[0]["Resource"] != "*"
+    # ... and no role in the stack may push anywhere else
+    for policy in resources(t, "AWS::IAM::Policy").values():
+        for s in policy["Properties"]["PolicyDocument"]["Statement"]:
+            if "ecr:PutImage" in _text(s["Action"]) or "ecr:UploadLayerPart" in _text(s["Action"]):
+                assert s["Resource"] != "*"
+
+
+def test_image_mirror_is_idempotent_and_tasks_pull_by_digest(synths: dict[str, Synth]) -> None:
+    t = synths["default"].template("-MemoryService")
+    repo = next(iter(resources(t, "AWS::ECR::Repository").values()))["Properties"]
+    copy = _mirror_copy(t)["Properties"]
+    tag = copy["DestImage"]["Fn::Join"][1][-1].rsplit(":", 1)[-1]
+    # GIVEN an immutable repository, the one tag the mirror writes may be written again (a repeated copy of the same
+    # image, e.g. an update or a rollback, must not fail the deploy: cdk-ecr-deployment#207) ...
+    assert repo["ImageTagMutability"] == "IMMUTABLE_WITH_EXCLUSION"
+    assert repo["ImageTagMutabilityExclusionFilters"] == [
+        {"ImageTagMutabilityExclusionFilterType": "WILDCARD", "ImageTagMutabilityExclusionFilterValue": tag}
+    ]
+    # ... and what runs never depends on a tag: the digest is read back after the copy and every task pulls by it.
+    (lookup_id, lookup) = next(iter(resources(t, "Custom::AWS").items()))
+    assert "describeImages" in _text(lookup["Properties"])
+    assert any(d.startswith("MemoryMirrorCopy") for d in lookup["DependsOn"])
+    for prefix in ("MemoryApiTask", "MemoryWorker1Task"):
+        for container in _containers(t, prefix).values():
+            image = _text(container["Image"])
+            assert "@" in image, image
+            assert lookup_id in image, image
+            assert "imageDetails.0.imageDigest" in image, image
+
+
+def test_a_configured_digest_pins_the_source_and_gets_its_own_tag(tmp_path: Any) -> None:
+    from tests.infra.conftest import synthesize
+
+    digest = "sha256:" + "0123456789ab" + "c" * 52
+    synth = synthesize(tmp_path, {"hindsight.image_digest": digest}, nag=False)
+    copy = _mirror_copy(synth.template("-MemoryService"))["Properties"]
+    assert copy["SrcImage"] == f"docker://ghcr.io/vectorize-io/hindsight-api@{digest}"
+    assert _text(copy["DestImage"]).endswith(':1.1.0-slim-0123456789ab"]]}')
 
 
 def test_the_operator_key_is_never_granted_to_the_agent(synths: dict[str, Synth]) -> None:
@@ -451,11 +742,16 @@ def test_agent_environment_is_exactly_what_settings_reads(synths: dict[str, Synt
 JWT_VARIANTS = [name for name in ALL if VARIANTS[name].get("auth.mode", "cognito") != "iam"]
 
 
-def _jwks_parameter_id(synth: Synth) -> str:
-    (logical_id,) = [
-        k for k in resources(synth.template("-Identity"), "AWS::SSM::Parameter") if k.startswith("IdentityJwks")
-    ]
+def _keys_resource_id(synth: Synth) -> str:
+    (logical_id,) = resources(synth.template("-Identity"), "Custom::MirroredSigningKeys")
     return logical_id
+
+
+def _export_of(synth: Synth, value: Any) -> str:
+    """The Identity stack export whose value is ``value`` (a GetAtt), as consumers import it."""
+    outputs = synth.template("-Identity")["Outputs"]
+    (name,) = [o["Export"]["Name"] for o in outputs.values() if "Export" in o and o["Value"] == value]
+    return str(name)
 
 
 @pytest.mark.parametrize("variant", JWT_VARIANTS)
@@ -470,14 +766,18 @@ def test_agent_reads_the_mirrored_signing_keys_not_the_issuer(synths: dict[str, 
     # GIVEN a VPC without egress: no discovery URL (the agent would fetch the issuer's JWKS over the internet) ...
     assert "JWT_DISCOVERY_URL" not in env
     # ... but the mirrored parameter, and the same issuer Hindsight's extension expects.
-    assert _jwks_parameter_id(synth) in _text(env["JWT_JWKS_PARAMETER"])
+    keys = _keys_resource_id(synth)
+    parameter_export = _export_of(synth, {"Fn::GetAtt": [keys, "ParameterName"]})
+    assert env["JWT_JWKS_PARAMETER"] == {"Fn::ImportValue": parameter_export}
     hindsight = {
         e["Name"]: e["Value"]
         for e in _containers(synth.template("-MemoryService"), "MemoryApiTask")["Hindsight"]["Environment"]
     }
-    assert _text(env["JWT_ISSUER"]) == _text(hindsight["HINDSIGHT_API_TENANT_JWT_ISSUER"])
-    if synth.config.auth.discovery_url:
-        assert env["JWT_ISSUER"] == synth.config.auth.discovery_url.removesuffix("/.well-known/openid-configuration")
+    # The issuer is the discovery document's own `issuer` (read at deploy time by the keys' owner), never the
+    # discovery URL minus its suffix: some issuers' `issuer` ends with a slash.
+    issuer_export = _export_of(synth, {"Fn::GetAtt": [keys, "Issuer"]})
+    assert env["JWT_ISSUER"] == {"Fn::ImportValue": issuer_export}
+    assert hindsight["HINDSIGHT_API_TENANT_JWT_ISSUER"] == {"Fn::ImportValue": issuer_export}
     # WHEN the agent starts with that environment THEN it verifies against the parameter's keys.
     settings = Settings.from_env(_concrete_agent_env(synth))
     assert settings.jwt_discovery_url is None
@@ -506,8 +806,8 @@ def test_agent_role_reads_exactly_the_mirrored_keys_parameter(synths: dict[str, 
     assert "ssm:GetParameter" in statement["Action"]
     resource = statement["Resource"]
     assert isinstance(resource, dict)  # one ARN, not a list or a wildcard
-    assert ":parameter/" in _text(resource)
-    assert _jwks_parameter_id(synth) in _text(resource)
+    assert ":parameter" in _text(resource)
+    assert _export_of(synth, {"Fn::GetAtt": [_keys_resource_id(synth), "ParameterName"]}) in _text(resource)
     assert "*" not in _text(resource)
     # A String parameter: the agent needs no KMS key for it (in JWT modes it holds no key material at all).
     assert not [s for s in statements if "kms:" in _text(s["Action"])]
@@ -533,19 +833,46 @@ def test_layer_is_arm64_and_published_to_ssm(default: Synth) -> None:
 
 def test_signing_keys_are_mirrored_for_a_vpc_without_egress(default: Synth) -> None:
     t = default.template("-Identity")
-    (param,) = resources(t, "AWS::SSM::Parameter").values()
-    assert param["Properties"]["Tier"] == "Advanced"
     functions = resources(t, "AWS::Lambda::Function")
     mirror = next(f for k, f in functions.items() if k.startswith("IdentityMirror"))
     assert "VpcConfig" not in mirror["Properties"]  # it must reach the issuer on the internet
     rule = next(iter(resources(t, "AWS::Events::Rule").values()))
     assert rule["Properties"]["ScheduleExpression"] == "rate(1 hour)"
-    assert resources(t, "Custom::Trigger")  # refreshed on every deploy; the deploy fails if the issuer is unusable
     assert resources(t, "AWS::CloudWatch::Alarm")
     pool = next(iter(resources(t, "AWS::Cognito::UserPool").values()))
     assert pool["Properties"]["AdminCreateUserConfig"]["AllowAdminCreateUserOnly"] is True
     client = next(iter(resources(t, "AWS::Cognito::UserPoolClient").values()))
     assert client["Properties"]["GenerateSecret"] is False
+
+
+@pytest.mark.parametrize("variant", JWT_VARIANTS)
+def test_the_keys_parameter_belongs_to_the_mirror_function_not_to_cloudformation(
+    synths: dict[str, Synth], variant: str
+) -> None:
+    synth = synths[variant]
+    t = synth.template("-Identity")
+    # GIVEN no CloudFormation-managed parameter: an update of one would reset the value the function rewrote
+    assert resources(t, "AWS::SSM::Parameter") == {}
+    # THEN the mirror function owns it as a custom resource that runs on every deploy changing the issuer or itself
+    ((keys_id, keys),) = resources(t, "Custom::MirroredSigningKeys").items()
+    props = keys["Properties"]
+    (mirror_id,) = [k for k in resources(t, "AWS::Lambda::Function") if k.startswith("IdentityMirror")]
+    assert props["ServiceToken"] == {"Fn::GetAtt": [mirror_id, "Arn"]}
+    name = f"/HindsightMemory/{synth.config.env_name}/identity/jwks"
+    assert props["ParameterName"] == name
+    assert len(props["HandlerSha256"]) == 64
+    if synth.config.auth.discovery_url:
+        assert props["DiscoveryUrl"] == synth.config.auth.discovery_url
+    # ... and the function may write and delete that one parameter, nothing else in SSM
+    statements = [
+        s for p in resources(t, "AWS::IAM::Policy").values() for s in p["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    (ssm,) = [s for s in statements if "ssm:" in _text(s["Action"])]
+    assert set(ssm["Action"]) == {"ssm:GetParameter", "ssm:PutParameter", "ssm:DeleteParameter"}
+    assert _text(ssm["Resource"]).endswith(f':parameter{name}"]]}}')
+    # The schedule goes before its owner on delete, so no refresh re-creates a deleted parameter.
+    (rule,) = resources(t, "AWS::Events::Rule").values()
+    assert keys_id in rule["DependsOn"]
 
 
 def test_iam_mode_has_no_identity_stack_and_a_scoped_agent_key(synths: dict[str, Synth]) -> None:
@@ -555,3 +882,98 @@ def test_iam_mode_has_no_identity_stack_and_a_scoped_agent_key(synths: dict[str,
     assert env["AUTH_MODE"] == "iam"
     assert env["TENANT_ID"] == "acme"
     assert "HINDSIGHT_API_KEY_SECRET_ARN" in env
+
+
+# -- alarms ---------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("variant", ALL)
+def test_every_alarm_notifies_the_encrypted_alerts_topic(synths: dict[str, Synth], variant: str) -> None:
+    synth = synths[variant]
+    network = synth.template("-Network")
+    ((topic_id, topic),) = resources(network, "AWS::SNS::Topic").items()
+    assert "KmsMasterKeyId" in topic["Properties"]
+    export = next(
+        o["Export"]["Name"] for o in network["Outputs"].values() if "Export" in o and o["Value"] == {"Ref": topic_id}
+    )
+    assert any(k.startswith("AlertsTopicArn") for k in network["Outputs"])  # for subscribing your alerting
+    alarms = [a for t in synth.templates.values() for a in resources(t, "AWS::CloudWatch::Alarm").values()]
+    assert alarms
+    for alarm in alarms:
+        assert alarm["Properties"]["AlarmActions"] == [{"Fn::ImportValue": export}]
+        assert alarm["Properties"]["OKActions"] == [{"Fn::ImportValue": export}]
+
+
+def test_the_alarm_email_subscribes_to_the_topic(tmp_path: Any) -> None:
+    from tests.infra.conftest import synthesize
+
+    synth = synthesize(tmp_path, {"alarms.email": "oncall@example.com"}, nag=False)
+    (sub,) = resources(synth.template("-Network"), "AWS::SNS::Subscription").values()
+    assert (sub["Properties"]["Protocol"], sub["Properties"]["Endpoint"]) == ("email", "oncall@example.com")
+
+
+@pytest.mark.parametrize("variant", ALL)
+def test_agent_logs_go_to_groups_we_create_with_retention_and_the_logs_key(
+    synths: dict[str, Synth], variant: str
+) -> None:
+    synth = synths[variant]
+    t = synth.template("-Agent")
+    (runtime_id,) = resources(t, "AWS::BedrockAgentCore::Runtime")
+    groups = resources(t, "AWS::Logs::LogGroup")
+    names = sorted(_text(g["Properties"]["LogGroupName"]) for g in groups.values())
+    # Both endpoints' groups, named after the runtime id AgentCore assigns, exist before the first invocation ...
+    assert len(names) == 2
+    for name, endpoint in zip(names, ("-DEFAULT", "-live"), strict=True):
+        assert "/aws/bedrock-agentcore/runtimes/" in name
+        assert runtime_id in name
+        assert "AgentRuntimeId" in name
+        assert endpoint in name
+    # ... with the configured agent.log_retention_days and the deployment's logs key (not "forever, unencrypted")
+    for group in groups.values():
+        assert group["Properties"]["RetentionInDays"] == synth.config.agent.log_retention_days
+        assert "Fn::ImportValue" in _text(group["Properties"]["KmsKeyId"])
+
+
+def test_hindsight_tasks_read_exactly_the_extension_object(default: Synth) -> None:
+    t = default.template("-MemoryService")
+    for prefix in ("MemoryApiTaskTaskRole", "MemoryWorker1TaskTaskRole"):
+        s3 = [s for s in _statements(t, prefix) if "s3:" in _text(s["Action"])]
+        assert len(s3) == 1
+        assert s3[0]["Action"] == "s3:GetObject"
+        resource = _text(s3[0]["Resource"])
+        assert resource.endswith('.zip"]]}')  # one object key, no bucket-wide wildcard
+        assert "*" not in resource
+
+
+def test_the_tls_name_resolves_to_the_load_balancer_inside_the_vpc(synths: dict[str, Synth]) -> None:
+    t = synths["jwt-import"].template("-MemoryService")
+    ((zone_id, zone),) = resources(t, "AWS::Route53::HostedZone").items()
+    assert zone["Properties"]["Name"] == "memory.internal.example.com."
+    assert zone["Properties"]["VPCs"] == [{"VPCId": "vpc-0123456789abcdef0", "VPCRegion": "us-east-1"}]
+    (record,) = resources(t, "AWS::Route53::RecordSet").values()
+    assert record["Properties"]["Type"] == "A"
+    assert record["Properties"]["Name"] == "memory.internal.example.com."
+    assert record["Properties"]["HostedZoneId"] == {"Ref": zone_id}
+    (alb_id,) = resources(t, "AWS::ElasticLoadBalancingV2::LoadBalancer")
+    assert alb_id in _text(record["Properties"]["AliasTarget"]["DNSName"])
+    # Without a name there is nothing to resolve: plain HTTP to the load balancer's own name (dev only).
+    assert resources(synths["default"].template("-MemoryService"), "AWS::Route53::RecordSet") == {}
+
+
+def test_an_existing_private_zone_receives_the_record(tmp_path: Any) -> None:
+    from tests.infra.conftest import synthesize
+
+    synth = synthesize(
+        tmp_path,
+        {
+            "hindsight.certificate_arn": "arn:aws:acm:us-east-1:111122223333:certificate/abcd-1234",
+            "hindsight.domain_name": "memory.internal.example.com",
+            "hindsight.hosted_zone_id": "Z0123456789ABCDEFGHIJ",
+        },
+        nag=False,
+    )
+    t = synth.template("-MemoryService")
+    assert resources(t, "AWS::Route53::HostedZone") == {}
+    (record,) = resources(t, "AWS::Route53::RecordSet").values()
+    assert record["Properties"]["HostedZoneId"] == "Z0123456789ABCDEFGHIJ"
+    assert synth.stacks.memory.memory.url == "https://memory.internal.example.com"

@@ -211,3 +211,16 @@ def test_inherited_hindsight_settings_are_ignored_but_extra_env_wins(tmp_path, m
     env = LocalHindsight(config).server_env()
     assert env["HINDSIGHT_API_LLM_PROVIDER"] == "openai"
     assert env["HINDSIGHT_API_MCP_ENABLED"] == "false"
+
+
+def test_projected_embeddings_point_at_the_second_model(tmp_path):
+    # GIVEN the projected mode (the re-embedding test's second model)
+    hs = LocalHindsight(LocalHindsightConfig.ephemeral(base_dir=tmp_path, embeddings=EmbeddingsMode.PROJECTED))
+    env = hs.server_env()
+    model = Path(env["HINDSIGHT_API_EMBEDDINGS_LOCAL_MODEL"])
+    # THEN the server loads a built sentence-transformers directory with the 512-dimension projection appended
+    assert model.name == "minilm-projected-512"
+    modules = json.loads((model / "modules.json").read_text())
+    assert modules[-1]["type"].endswith("Dense")
+    assert json.loads((model / modules[-1]["path"] / "config.json").read_text())["out_features"] == 512
+    assert env["HINDSIGHT_API_LLM_TRACE_ENABLED"] == "false"

@@ -1,15 +1,26 @@
-"""Fetch the issuer's JWKS (through its OIDC discovery document) and store it in an SSM parameter.
+"""Mirror the issuer's public JWKS (found through its OIDC discovery document) into an SSM parameter it owns.
 
-Runs outside the VPC (it must reach the IdP on the internet) on every deploy and on a schedule. The agent and the
-Hindsight isolation extension read the parameter through the SSM VPC endpoint. Only public key material is stored:
-a key carrying private members is refused, so a misconfigured IdP cannot leak a private key into SSM.
+Runs outside the VPC (it must reach the IdP on the internet). Two callers:
+
+- CloudFormation, as the custom resource that owns the parameter: on create and update it fetches the keys and
+  writes the parameter (the deploy fails if the issuer is unusable, so a deploy never leaves it empty), and returns
+  the discovery document's ``issuer`` for the stacks to hand to the agent and Hindsight (some issuers' ``issuer``
+  ends with a slash, so it cannot be derived from the URL); on delete it removes the parameter. CloudFormation never
+  holds the value, so a stack update cannot reset it (aws/aws-cdk#25949).
+- The schedule: it rewrites the parameter only when the keys changed.
+
+Only public key material is stored: a key carrying private members is refused, so a misconfigured IdP cannot leak a
+private key into SSM.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import boto3
@@ -19,10 +30,19 @@ MAX_DOCUMENT_BYTES = 64 * 1024
 MAX_PARAMETER_BYTES = 8 * 1024  # SSM advanced tier
 PRIVATE_MEMBERS = frozenset({"d", "p", "q", "dp", "dq", "qi", "k", "oth"})
 ALLOWED_KTY = frozenset({"RSA", "EC", "OKP"})
+MAX_REASON_CHARS = 1000
 
 
 class MirrorError(Exception):
     """The issuer's documents are unusable; the previous keys stay in place."""
+
+
+@dataclass(frozen=True)
+class Mirrored:
+    """What the issuer published: its ``issuer`` (verbatim) and its public signing keys as compact JSON."""
+
+    issuer: str
+    jwks: str
 
 
 def fetch_json(url: str, *, timeout: float = 10.0) -> Any:
@@ -37,13 +57,18 @@ def fetch_json(url: str, *, timeout: float = 10.0) -> Any:
     return json.loads(body)
 
 
-def public_jwks(discovery_url: str, *, fetch: Any = fetch_json) -> str:
-    """The issuer's JWKS as compact JSON, checked to hold only public signing keys."""
+def mirror_issuer(discovery_url: str, *, fetch: Callable[[str], Any] = fetch_json) -> Mirrored:
+    """The issuer's ``issuer`` and its JWKS, checked to hold only public signing keys.
+
+    OpenID Connect Discovery builds the discovery URL from the issuer with any trailing slash removed, so the
+    document's ``issuer`` must equal the URL's prefix up to a trailing slash; it is returned exactly as published,
+    which is what tokens carry in ``iss``.
+    """
     if not discovery_url.endswith(DISCOVERY_SUFFIX):
         raise MirrorError("discovery URL must end in " + DISCOVERY_SUFFIX)
     discovery = fetch(discovery_url)
-    expected_issuer = discovery_url[: -len(DISCOVERY_SUFFIX)]
-    if not isinstance(discovery, dict) or discovery.get("issuer") != expected_issuer:
+    issuer = discovery.get("issuer") if isinstance(discovery, dict) else None
+    if not isinstance(issuer, str) or issuer.rstrip("/") != discovery_url[: -len(DISCOVERY_SUFFIX)]:
         raise MirrorError("discovery document issuer does not match the discovery URL")
     jwks_uri = discovery.get("jwks_uri")
     if not isinstance(jwks_uri, str):
@@ -63,18 +88,74 @@ def public_jwks(discovery_url: str, *, fetch: Any = fetch_json) -> str:
     document = json.dumps({"keys": public}, separators=(",", ":"), sort_keys=True)
     if len(document.encode()) > MAX_PARAMETER_BYTES:
         raise MirrorError(f"JWKS larger than {MAX_PARAMETER_BYTES} bytes")
-    return document
+    return Mirrored(issuer=issuer, jwks=document)
 
 
-def handler(event: Any, context: Any, *, ssm: Any = None, fetch: Any = fetch_json) -> dict[str, Any]:
-    """Lambda entry point (schedule or deploy trigger): refresh the parameter when the keys changed."""
-    del event, context
-    client = ssm or boto3.client("ssm")
-    name = os.environ["PARAMETER_NAME"]
-    document = public_jwks(os.environ["DISCOVERY_URL"], fetch=fetch)
-    current = client.get_parameter(Name=name)["Parameter"]["Value"]
-    changed = current != document
+def refresh(
+    ssm: Any, name: str, discovery_url: str, *, fetch: Callable[[str], Any] = fetch_json
+) -> tuple[Mirrored, bool]:
+    """Write the issuer's keys into the parameter when they differ from what it holds (or it does not exist)."""
+    mirrored = mirror_issuer(discovery_url, fetch=fetch)
+    try:
+        current: str | None = ssm.get_parameter(Name=name)["Parameter"]["Value"]
+    except ssm.exceptions.ParameterNotFound:
+        current = None
+    changed = current != mirrored.jwks
     if changed:
-        client.put_parameter(Name=name, Value=document, Overwrite=True, Tier="Advanced", Type="String")
+        ssm.put_parameter(Name=name, Value=mirrored.jwks, Overwrite=True, Tier="Advanced", Type="String")
+    return mirrored, changed
+
+
+def send_response(url: str, body: dict[str, Any]) -> None:
+    """PUT the custom resource's result to CloudFormation's pre-signed URL (the function runs outside the VPC)."""
+    data = json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method="PUT", headers={"Content-Type": ""})  # noqa: S310
+    with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310 (CloudFormation's https URL)
+        response.read()
+
+
+def on_cloudformation(
+    event: dict[str, Any], ssm: Any, *, fetch: Callable[[str], Any] = fetch_json
+) -> tuple[str, dict[str, str]]:
+    """The custom resource that owns the parameter: (physical id, attributes)."""
+    properties = event["ResourceProperties"]
+    name = properties["ParameterName"]
+    if event["RequestType"] == "Delete":
+        if event.get("PhysicalResourceId") == name:  # never delete a parameter this resource did not create
+            with contextlib.suppress(ssm.exceptions.ParameterNotFound):
+                ssm.delete_parameter(Name=name)
+        return str(event.get("PhysicalResourceId") or name), {}
+    mirrored, _ = refresh(ssm, name, properties["DiscoveryUrl"], fetch=fetch)
+    return name, {"Issuer": mirrored.issuer, "ParameterName": name}
+
+
+def handler(
+    event: Any,
+    context: Any,
+    *,
+    ssm: Any = None,
+    fetch: Callable[[str], Any] = fetch_json,
+    respond: Callable[[str, dict[str, Any]], None] = send_response,
+) -> dict[str, Any]:
+    """Lambda entry point: a CloudFormation custom resource event, or the schedule's refresh."""
+    client = ssm or boto3.client("ssm")
+    if isinstance(event, dict) and "RequestType" in event and "ResponseURL" in event:
+        body = {
+            "StackId": event["StackId"],
+            "RequestId": event["RequestId"],
+            "LogicalResourceId": event["LogicalResourceId"],
+            "PhysicalResourceId": event.get("PhysicalResourceId") or event["LogicalResourceId"],
+        }
+        try:
+            physical_id, data = on_cloudformation(event, client, fetch=fetch)
+            body.update(Status="SUCCESS", PhysicalResourceId=physical_id, Data=data)
+        except Exception as exc:  # every failure must reach CloudFormation, or the stack waits an hour
+            body.update(Status="FAILED", Reason=f"{type(exc).__name__}: {exc}"[:MAX_REASON_CHARS])
+        print(json.dumps({"message": "custom resource", "type": event["RequestType"], "status": body["Status"]}))
+        # Answered, not raised: a raise would make Lambda retry the event; the failed deploy is the signal.
+        respond(event["ResponseURL"], body)
+        return {"status": body["Status"]}
+    name = os.environ["PARAMETER_NAME"]
+    _, changed = refresh(client, name, os.environ["DISCOVERY_URL"], fetch=fetch)
     print(json.dumps({"message": "jwks mirrored", "parameter": name, "changed": changed}))
     return {"changed": changed}

@@ -1,5 +1,6 @@
-"""Fixtures of the isolation tests: the shared local Hindsight (single-tenant, isolation on by default) and, for the
-multi-tenant and agent-credential tests, a dedicated one configured with a tenant claim and an agent key."""
+"""Fixtures of the isolation tests: the shared local Hindsight (single-tenant, isolation on by default, configured as
+deployed: transfer imports off) and, for the multi-tenant, agent-credential and transfer tests, a dedicated one
+configured with a tenant claim, an agent key and transfer imports on (an operator's maintenance window)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ from typing import Any
 
 import pytest
 
+from hindsight_isolation.settings import ENV_ENABLE_DOCUMENT_IMPORT_API
 from localdev.hindsight import LocalHindsight, LocalHindsightConfig
 from localdev.token_issuer import TENANT_CLAIM, TokenIssuer
 from tests.integration.isolation.support import Server
+from tests.integration.isolation.sweep import Victim, make_victim
 
 AGENT_NAME = "support"
 AGENT_TENANT = "acme"
@@ -32,13 +35,25 @@ def iso(local_hindsight: Any, token_issuer: TokenIssuer) -> Server:
 
 
 @pytest.fixture(scope="session")
+def victim(iso: Server) -> Victim:
+    """Bob's bank on the shared server with one of everything (real ids to attack with)."""
+    return make_victim(iso)
+
+
+@pytest.fixture(scope="session")
 def tenant_iso(token_issuer: TokenIssuer) -> Iterator[Server]:
-    """A dedicated Hindsight whose tokens carry a tenant claim, with a per-deployment agent key for (acme, support)."""
+    """A dedicated Hindsight whose tokens carry a tenant claim, with a per-deployment agent key for (acme, support).
+
+    Transfer imports are on here, as during an operator's maintenance window, so the restore, clone and import
+    hooks are reachable (the shared server has them off, as deployed). One server for both needs: a third would
+    cost another ~30 s of start-up per session.
+    """
     config = LocalHindsightConfig.ephemeral(
         issuer_discovery_url=token_issuer.discovery_url,
         jwt_tenant_claim=TENANT_CLAIM,
         agent_name=AGENT_NAME,
         agent_tenant=AGENT_TENANT,
+        extra_env={ENV_ENABLE_DOCUMENT_IMPORT_API: "true"},
     )
     hindsight = LocalHindsight(config)
     hindsight.start()

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import io
 import json
 import time
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -148,3 +150,39 @@ def forged_token(issuer: str, kid: str, user: str, client_id: str) -> str:
     now = int(time.time())
     claims = {"iss": issuer, "sub": user, "client_id": client_id, "token_use": "access", "iat": now, "exp": now + 300}
     return jwt.encode(claims, key, algorithm="RS256", headers={"kid": kid})
+
+
+def export_archive(api: Api, bank: str, **params: Any) -> bytes:
+    """A genuine transfer archive of ``bank`` (exported through ``api``, which must be allowed to)."""
+    submitted = api.call("POST", f"/v1/default/banks/{bank}/transfer/export", params=params)
+    assert submitted.status_code == 202, submitted.text
+    done = api.wait_operation(bank, submitted.json()["operation_id"])
+    assert done["status"] == "completed", done
+    archive = api.call("GET", f"/v1/default/files/download/{done['result_metadata']['storage_key']}")
+    assert archive.status_code == 200, archive.text
+    return archive.content
+
+
+def crafted_archive(genuine: bytes, *, source: str, tables: dict[str, list[dict[str, Any]]]) -> bytes:
+    """``genuine`` with its manifest naming ``source`` and the given bank-settings tables replaced (``banks``,
+    ``directives``, ``webhooks``): rows that name any bank, or none, as an attacker would write them."""
+    original = zipfile.ZipFile(io.BytesIO(genuine))
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as out:
+        for name in original.namelist():
+            data = original.read(name)
+            if name == "manifest.json":
+                manifest = json.loads(data)
+                manifest["source_bank_id"] = source
+                manifest.update({f"{table.rstrip('s')}_count": len(rows) for table, rows in tables.items()})
+                data = json.dumps(manifest).encode()
+            elif name.removesuffix(".json") in tables:
+                data = json.dumps(tables[name.removesuffix(".json")]).encode()
+            out.writestr(name, data)
+    return buffer.getvalue()
+
+
+def archive_rows(archive: bytes, table: str) -> list[dict[str, Any]]:
+    """The rows of ``table`` (``banks``, ``webhooks``, ...) in a transfer archive."""
+    rows: list[dict[str, Any]] = json.loads(zipfile.ZipFile(io.BytesIO(archive)).read(f"{table}.json"))
+    return rows

@@ -95,6 +95,15 @@ def test_expired_token_cannot_retain_into_another_users_bank(expired: Expired) -
         ("PATCH", "", {"json": {"name": "renamed"}}),
         ("POST", "/mental-models", {"json": {"name": "m", "source_query": "q"}}),
         ("POST", "/transfer/export", {}),
+        # Not retaining a turn either, though each is work a retain may also cause:
+        ("POST", "/consolidate", {}),
+        ("POST", "/consolidation/recover", {}),
+        ("PUT", "", {"json": {}}),
+        (
+            "POST",
+            "/files/retain",
+            {"files": {"files": ("a.txt", b"Carol's notes.", "text/plain")}, "data": {"request": "{}"}},
+        ),
     ],
 )
 def test_expired_token_does_nothing_else_in_its_own_bank(
@@ -107,3 +116,11 @@ def test_expired_token_does_nothing_else_in_its_own_bank(
 
 def test_expired_token_lists_no_banks(expired: Expired) -> None:
     assert expired.api.bank_ids() == []
+
+
+def test_expired_token_cannot_create_a_bank_without_retaining(expired: Expired) -> None:
+    new_bank = format_bank_id(user=expired.user, agent=f"empty-{uuid.uuid4().hex[:4]}")
+    response = expired.api.call("PUT", f"/v1/default/banks/{new_bank}", json={})
+    assert response.status_code == 403, response.text
+    assert response.json() == FORBIDDEN
+    assert new_bank not in expired.fresh.bank_ids()

@@ -118,3 +118,13 @@ def test_grace_token_sees_only_retain_tools(iso: Server, pair: Pair) -> None:
     assert mcp.initialize() == 200
     assert mcp.tools() == {"retain", "sync_retain"}
     assert "Alice" not in mcp.call("recall", query="train")
+
+
+def test_grace_token_retains_over_mcp(iso: Server, pair: Pair) -> None:
+    # The grace window is for re-delivering one's own turns, whichever transport the agent uses.
+    user = pair.alice_bank.split(":")[1]
+    mcp = Mcp(iso.url, iso.mint(user, ttl=-120), bank=pair.alice_bank)
+    assert mcp.initialize() == 200
+    output = mcp.call("sync_retain", content="Alice switched to cycling.")
+    assert "forbidden" not in output.lower(), output
+    assert "Alice switched to cycling." in iso.api(pair.alice_token).listed(pair.alice_bank)

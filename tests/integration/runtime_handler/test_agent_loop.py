@@ -6,6 +6,7 @@ The echo model makes recalled memory visible in the answer, so each test asserts
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import time
 from collections.abc import Iterator
@@ -19,7 +20,6 @@ from localdev.token_issuer import LOCAL_CLIENT_ID, TokenIssuer
 from memory_adapter.adapter import HindsightRuntimeAdapter
 from memory_adapter.bank_ids import format_bank_id
 from memory_adapter.formatting import format_memories_as_bullets
-from runtime_handler.hindsight import HindsightMemory
 from runtime_handler.main import create_app
 from runtime_handler.model import EchoModel
 from runtime_handler.settings import Settings
@@ -44,18 +44,12 @@ def _settings(hindsight_url: str, issuer: TokenIssuer | None, **env: str) -> Set
     return Settings.from_env(base | env)
 
 
-def _memory(settings: Settings, spool: Path) -> HindsightMemory:
-    adapter = HindsightRuntimeAdapter(
-        agent_name=settings.agent_name,
-        hindsight_api_url=settings.hindsight_api_url,
-        recall_timeout=settings.recall_timeout_s,
-        formatter=format_memories_as_bullets,
-        spool_dir=str(spool),
-        max_retries=1,
-        retry_base_delay=0.05,
-        timeout=3.0,
+def _memory(settings: Settings, spool: Path) -> HindsightRuntimeAdapter:
+    """The adapter as the agent builds it (its settings, sanitised bullets), with a test spool and quick retries."""
+    memory = dataclasses.replace(
+        settings.memory, spool_dir=str(spool), max_retries=1, retry_base_delay=0.05, timeout=3.0
     )
-    return HindsightMemory(settings, adapter=adapter)
+    return HindsightRuntimeAdapter(settings.agent_name, settings=memory, formatter=format_memories_as_bullets)
 
 
 class Client:

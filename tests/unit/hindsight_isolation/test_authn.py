@@ -1,8 +1,13 @@
-"""Credentials to principals, with a real ``memory_adapter.tokens.JwtVerifier`` on a static JWKS."""
+"""Credentials to principals, with a real ``memory_adapter.identity.JwtVerifier`` on a static JWKS.
+
+Token expiry is PyJWT's check against the real clock, so tokens are minted relative to now; ``Clock`` drives only the
+authenticator's token cache.
+"""
 
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import jwt
@@ -13,11 +18,20 @@ from jwt.algorithms import RSAAlgorithm
 from hindsight_isolation.authn import Authenticator, Unauthenticated
 from hindsight_isolation.principal import Kind, Principal
 from hindsight_isolation.settings import IsolationSettings
+from memory_adapter.identity import JwtVerifier, VerifiedIdentity
 
 ISSUER = "https://issuer.test"
 OPERATOR_KEY = "operator-" + "x" * 40
 AGENT_KEY = "agent-" + "y" * 40
-NOW = 1_900_000_000.0
+#: "Now" for the test that is running (reset before each test: PyJWT checks expiry against the real clock, so
+#: tokens must be minted relative to the moment the test runs, not to when the module was imported).
+NOW = time.time()
+
+
+@pytest.fixture(autouse=True)
+def _now() -> None:
+    global NOW
+    NOW = time.time()
 
 
 def _key(kid: str) -> tuple[rsa.RSAPrivateKey, dict[str, Any]]:
@@ -39,7 +53,8 @@ class Clock:
         return self.now
 
 
-def _token(user: str = "alice", *, exp: float = NOW + 300, tenant: str | None = "acme") -> str:
+def _token(user: str = "alice", *, exp: float | None = None, tenant: str | None = "acme") -> str:
+    exp = NOW + 300 if exp is None else exp
     payload: dict[str, Any] = {"iss": ISSUER, "sub": user, "client_id": "app", "token_use": "access", "exp": exp}
     if tenant is not None:
         payload["custom:tenant"] = tenant
@@ -133,16 +148,31 @@ def test_non_credentials_are_refused(authn: Authenticator, credential: str | Non
         authn.authenticate(credential)
 
 
+class CountingVerifier(JwtVerifier):
+    calls = 0
+
+    def verify(self, token: str, *, expiry_grace: float = 0.0) -> VerifiedIdentity:
+        self.calls += 1
+        return super().verify(token, expiry_grace=expiry_grace)
+
+
 def test_verified_tokens_are_cached_but_never_past_exp(authn: Authenticator, clock: Clock) -> None:
     # GIVEN a token verified once
+    settings = authn._settings
+    assert settings.jwt is not None
+    verifier = CountingVerifier(settings.jwt)
+    authn = Authenticator(settings, verifier=verifier, clock=clock)
     token = _token(exp=NOW + 30)
     authn.authenticate(token)
     # THEN it is known without verification while valid
     assert authn.cached(token) == Principal(Kind.USER, tenant="acme", user="alice")
-    # AND forgotten at exp, after which it authenticates only as a grace principal
+    assert authn.authenticate(token) == Principal(Kind.USER, tenant="acme", user="alice")
+    assert verifier.calls == 1
+    # AND forgotten at exp: the next request is verified again
     clock.now = NOW + 31
     assert authn.cached(token) is None
-    assert authn.authenticate(token).kind is Kind.USER_GRACE
+    authn.authenticate(token)
+    assert verifier.calls == 2
 
 
 def test_grace_principals_are_not_cached(authn: Authenticator) -> None:

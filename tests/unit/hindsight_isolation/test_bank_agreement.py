@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 
 from hindsight_isolation.policy import Action, authorize
 from hindsight_isolation.principal import Kind, Principal
-from memory_adapter.bank_ids import format_bank_id, parse_bank_id
 from memory_adapter.context import TurnContext, default_bank_resolver
-from memory_adapter.exceptions import BankResolutionError
+from memory_adapter.identity.bank_ids import format_bank_id, parse_bank_id
+from memory_adapter.identity.errors import BankResolutionError
 
 # Any text the identity provider could put in a claim: separators, '~', '/', unicode, look-alikes of our own syntax.
 _part = st.one_of(

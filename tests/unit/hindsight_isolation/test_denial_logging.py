@@ -14,7 +14,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from hindsight_isolation.settings import ENV_OPERATION_VALIDATOR_EXTENSION, OPERATION_VALIDATOR_CLASS
+from hindsight_isolation.settings import SERVER_REQUIRED_ENV
 
 REPO = Path(__file__).resolve().parents[3]
 HINDSIGHT_PYTHON = Path(os.environ.get("HINDSIGHT_VENV", REPO / ".venv-hindsight")) / "bin" / "python"
@@ -79,8 +79,7 @@ def _probe() -> dict[str, Any]:
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "layers" / "memory_adapter" / "src")]),
-        ENV_OPERATION_VALIDATOR_EXTENSION: OPERATION_VALIDATOR_CLASS,
-        "HINDSIGHT_API_ENABLE_DOCUMENT_IMPORT_API": "false",
+        **SERVER_REQUIRED_ENV,
     }
     done = subprocess.run(
         [str(HINDSIGHT_PYTHON), "-c", _PROBE, OPERATOR_KEY],

@@ -14,7 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from hindsight_isolation.settings import ENV_OPERATION_VALIDATOR_EXTENSION, OPERATION_VALIDATOR_CLASS
+from hindsight_isolation.settings import (
+    ENV_HTTP_EXTENSION,
+    ENV_OPERATION_VALIDATOR_EXTENSION,
+    SERVER_REQUIRED_ENV,
+)
 
 REPO = Path(__file__).resolve().parents[3]
 HINDSIGHT_PYTHON = Path(os.environ.get("HINDSIGHT_VENV", REPO / ".venv-hindsight")) / "bin" / "python"
@@ -60,7 +64,7 @@ _PROBE = textwrap.dedent(
     """
 )
 
-_VALIDATOR = {ENV_OPERATION_VALIDATOR_EXTENSION: OPERATION_VALIDATOR_CLASS}
+_REQUIRED = dict(SERVER_REQUIRED_ENV)
 
 
 @pytest.fixture(scope="module")
@@ -68,10 +72,11 @@ def surface() -> dict[str, object]:
     if not HINDSIGHT_PYTHON.exists():
         pytest.fail(f"the Hindsight virtualenv is missing ({HINDSIGHT_PYTHON}): run `make hindsight-venv`")
     cases = {
-        "ok": dict(_VALIDATOR),
-        "no_validator": {},
-        "mcp_token": {**_VALIDATOR, "HINDSIGHT_API_MCP_AUTH_TOKEN": "legacy"},
-        "metrics_bank_ids": {**_VALIDATOR, "HINDSIGHT_API_METRICS_INCLUDE_BANK_ID": "true"},
+        "ok": dict(_REQUIRED),
+        "no_validator": {k: v for k, v in _REQUIRED.items() if k != ENV_OPERATION_VALIDATOR_EXTENSION},
+        "no_guard": {k: v for k, v in _REQUIRED.items() if k != ENV_HTTP_EXTENSION},
+        "mcp_token": {**_REQUIRED, "HINDSIGHT_API_MCP_AUTH_TOKEN": "legacy"},
+        "metrics_bank_ids": {**_REQUIRED, "HINDSIGHT_API_METRICS_INCLUDE_BANK_ID": "true"},
     }
     base_env = {"PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "layers/memory_adapter/src")])}
     for env in cases.values():
@@ -106,6 +111,7 @@ def test_tenant_extension_authenticates_both_transports(surface: dict[str, objec
     ("case", "message"),
     [
         ("no_validator", "HINDSIGHT_API_OPERATION_VALIDATOR_EXTENSION must be"),
+        ("no_guard", "HINDSIGHT_API_HTTP_EXTENSION must be"),
         ("mcp_token", "HINDSIGHT_API_MCP_AUTH_TOKEN must be unset"),
         ("metrics_bank_ids", "HINDSIGHT_API_METRICS_INCLUDE_BANK_ID must be off"),
     ],

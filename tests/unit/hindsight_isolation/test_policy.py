@@ -6,7 +6,8 @@ import pytest
 
 from hindsight_isolation.policy import Action, authorize
 from hindsight_isolation.principal import Kind, Principal
-from memory_adapter.bank_ids import format_bank_id
+from hindsight_isolation.route import RequestKind
+from memory_adapter.identity.bank_ids import format_bank_id
 
 ALICE = Principal(Kind.USER, user="alice")
 ALICE_ACME = Principal(Kind.USER, tenant="acme", user="alice")
@@ -47,8 +48,43 @@ def test_tenant_is_part_of_the_owner() -> None:
 
 @pytest.mark.parametrize("action", [Action.RETAIN, Action.CREATE_BANK, Action.CONSOLIDATE])
 def test_grace_token_may_retain_into_own_banks(action: Action) -> None:
-    assert authorize(ALICE_GRACE, ALICE_BANK, action)
-    assert not authorize(ALICE_GRACE, BOB_BANK, action)
+    for request in (RequestKind.RETAIN, RequestKind.MCP):
+        assert authorize(ALICE_GRACE, ALICE_BANK, action, request=request)
+        assert not authorize(ALICE_GRACE, BOB_BANK, action, request=request)
+
+
+@pytest.mark.parametrize("request_kind", [RequestKind.OTHER, RequestKind.TRANSFER, None])
+@pytest.mark.parametrize("action", [Action.RETAIN, Action.CREATE_BANK, Action.CONSOLIDATE, Action.WHOLE_BANK])
+def test_grace_token_acts_only_inside_a_retain_request(action: Action, request_kind: RequestKind | None) -> None:
+    # A bank creation, a consolidation or a restore sent on their own are not retaining a turn.
+    decision = authorize(ALICE_GRACE, ALICE_BANK, action, request=request_kind)
+    assert not decision
+    assert "grace" in decision.reason or request_kind is not RequestKind.OTHER
+
+
+@pytest.mark.parametrize("principal", [ALICE, ALICE_GRACE, SUPPORT_AGENT, SUPPORT_ANY_TENANT])
+@pytest.mark.parametrize("action", list(Action))
+def test_transfer_requests_are_the_operators_whatever_hook_they_reach(principal: Principal, action: Action) -> None:
+    # A restore, clone or document import reaches hooks that look like a plain bank creation or read of one's own
+    # bank; the archive's rows are then written with whatever bank they name. Only the operator may send one.
+    own_bank = ALICE_ACME_BANK if principal.kind is Kind.AGENT else ALICE_BANK
+    decision = authorize(principal, own_bank, action, request=RequestKind.TRANSFER)
+    assert not decision
+    assert authorize(OPERATOR, own_bank, Action.CREATE_BANK, request=RequestKind.TRANSFER)
+
+
+@pytest.mark.parametrize("principal", [ALICE, ALICE_GRACE, SUPPORT_AGENT, OPERATOR])
+def test_a_request_the_guard_did_not_label_is_refused(principal: Principal) -> None:
+    decision = authorize(principal, ALICE_ACME_BANK, Action.READ, request=None)
+    assert not decision
+    assert "guard" in decision.reason
+
+
+def test_background_work_needs_no_request_label() -> None:
+    # The worker runs queued work outside any HTTP request; it was authorized (labelled) when it was queued.
+    assert authorize(ALICE_GRACE, ALICE_BANK, Action.CONSOLIDATE, internal=True, request=None)
+    assert authorize(SUPPORT_AGENT, ALICE_ACME_BANK, Action.WRITE, internal=True, request=None)
+    assert not authorize(ALICE, BOB_BANK, Action.READ, internal=True, request=None)
 
 
 @pytest.mark.parametrize("action", [Action.READ, Action.WRITE, Action.LIST, Action.OPERATOR_ONLY, Action.NEVER])

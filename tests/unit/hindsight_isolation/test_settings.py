@@ -18,6 +18,7 @@ from hindsight_isolation.settings import (
 
 OPERATOR_KEY = "o" * 40
 AGENT_KEY = "a" * 40
+ISSUER = {"jwt_issuer": "https://i", "jwt_jwks_url": "https://i/jwks", "jwt_allowed_clients": "app"}
 
 
 def _loader_view(env: dict[str, str]) -> dict[str, str]:
@@ -56,15 +57,16 @@ def test_server_env_round_trips_through_the_loader() -> None:
 
 
 def test_defaults() -> None:
-    settings = IsolationSettings.from_config({"jwt_issuer": "https://i", "jwt_jwks_url": "https://i/jwks"})
+    settings = IsolationSettings.from_config(ISSUER)
     assert settings.expiry_grace_s == DEFAULT_EXPIRY_GRACE_S
     assert settings.operator_key is None
     assert settings.agent_key is None
-    assert "o" * 40 not in repr(IsolationSettings.from_config({"jwt_issuer": "x", "operator_key": "o" * 40}))
+    assert "o" * 40 not in repr(IsolationSettings.from_config(ISSUER | {"operator_key": "o" * 40}))
 
 
 def test_static_jwks_is_parsed() -> None:
-    settings = IsolationSettings.from_config({"jwt_issuer": "https://i", "jwt_static_jwks": '{"keys": []}'})
+    static = {"jwt_issuer": "https://i", "jwt_static_jwks": '{"keys": []}', "jwt_allowed_clients": "app"}
+    settings = IsolationSettings.from_config(static)
     assert settings.verifier["static_jwks"] == {"keys": []}
 
 
@@ -90,7 +92,7 @@ def test_every_problem_is_reported_at_once() -> None:
         "unknown settings: HINDSIGHT_API_TENANT_JWT_ALLOWD_CLIENTS",
         "HINDSIGHT_API_TENANT_OPERATOR_KEY must be at least 32 characters",
         "needs HINDSIGHT_API_TENANT_AGENT_NAME",
-        "EXPIRY_GRACE_S must be at most 86400",
+        "EXPIRY_GRACE_S must be between 0 and 86400",
         "JWT_LEEWAY_S must be a number",
         "JWT_STATIC_JWKS must be a JWKS JSON object",
     ):
@@ -119,5 +121,5 @@ def test_iam_only_deployment_needs_no_issuer() -> None:
 def test_operator_and_agent_keys_must_differ() -> None:
     with pytest.raises(ConfigError, match="must differ"):
         IsolationSettings.from_config(
-            {"jwt_issuer": "x", "operator_key": OPERATOR_KEY, "agent_key": OPERATOR_KEY, "agent_name": "a"}
+            ISSUER | {"operator_key": OPERATOR_KEY, "agent_key": OPERATOR_KEY, "agent_name": "a"}
         )

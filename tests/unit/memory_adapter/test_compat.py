@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
 import inspect
 
+import pytest
+
 import memory_adapter
+import memory_adapter.compat
 from memory_adapter import (
     BankResolutionError,
     HindsightAgentCoreError,
@@ -12,7 +16,9 @@ from memory_adapter import (
     RecallPolicy,
     RetentionPolicy,
     TurnContext,
+    configure,
 )
+from memory_adapter.compat import format_memories_as_prior_art
 from memory_adapter.formatting import format_memories_as_bullets
 
 PRIOR_ART_NAMES = [
@@ -98,3 +104,52 @@ def test_bullets_formatter_keeps_the_prior_art_layout():
         [RecalledMemory("likes tea", "world", "2024-01-01"), RecalledMemory("plain"), RecalledMemory("typed", "x")]
     )
     assert text == "- likes tea [world] (2024-01-01)\n\n- plain\n\n- typed [x]"
+
+
+#: Every public name of hindsight-agentcore 0.1.3, by module (what its code defines or lists in ``__all__``).
+PRIOR_ART_MODULES = {
+    "": [*PRIOR_ART_NAMES, "__version__"],
+    ".adapter": ["HindsightRuntimeAdapter", "RecallPolicy", "RetentionPolicy", "logger"],
+    ".bank": ["TurnContext", "BankResolver", "default_bank_resolver", "BankResolutionError"],
+    ".config": [
+        "DEFAULT_HINDSIGHT_API_URL",
+        "HINDSIGHT_API_URL_ENV",
+        "HINDSIGHT_API_KEY_ENV",
+        "HINDSIGHT_API_TOKEN_ENV",
+        "HindsightAgentCoreConfig",
+        "configure",
+        "get_config",
+        "reset_config",
+    ],
+    ".errors": ["HindsightAgentCoreError", "BankResolutionError"],
+}
+
+
+@pytest.mark.parametrize("module", list(PRIOR_ART_MODULES))
+def test_every_prior_art_module_and_name_imports_under_this_package(module: str) -> None:
+    # GIVEN code written for hindsight_agentcore, with the package renamed in its imports
+    imported = importlib.import_module("memory_adapter" + module)
+    # THEN every name it could import is there, and the same object wherever it is imported from
+    for name in PRIOR_ART_MODULES[module]:
+        assert getattr(imported, name) is getattr(memory_adapter, name, getattr(imported, name)), name
+    assert set(PRIOR_ART_NAMES) <= set(memory_adapter.compat.__all__)
+
+
+def test_there_is_no_default_url_and_its_name_says_so() -> None:
+    from memory_adapter.config import DEFAULT_HINDSIGHT_API_URL
+
+    assert configure().hindsight_api_url == DEFAULT_HINDSIGHT_API_URL == ""
+
+
+async def test_the_prior_art_output_on_request(make_adapter, fake) -> None:
+    # GIVEN the formatter that reproduces 0.1.3's output
+    fake.banks["user:alice:agent:support"] = {"d0": {"content": "prefers\nemail"}}
+    ctx = TurnContext("s", "alice", "support")
+    recall = make_adapter(formatter=format_memories_as_prior_art)
+    # THEN recall results are its unsanitised bullets, and a reflect answer its plain text
+    assert await recall.before_turn(ctx, query="email") == "- prefers\nemail [world]"
+    fake.reflect_answer = "Alice prefers email."
+    reflect = make_adapter(formatter=format_memories_as_prior_art, recall_policy=RecallPolicy(mode="reflect"))
+    assert await reflect.before_turn(ctx, query="email") == "Alice prefers email."
+    recollection = await make_adapter(recall_policy=RecallPolicy(mode="reflect")).recall_for_turn(ctx, "email")
+    assert [(type(m).__name__, m.text) for m in recollection.memories] == [("ReflectAnswer", "Alice prefers email.")]

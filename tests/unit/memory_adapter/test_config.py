@@ -58,7 +58,7 @@ def test_every_setting_reads_its_environment_variable(monkeypatch, tmp_path):
         "recall_max_tokens": ("900", 900),
         "retain_async": ("false", False),
         "timeout": ("4", 4.0),
-        "tags": ("a, b,,c", ("a", "b", "c")),
+        "tags": ("a, b,,c", ["a", "b", "c"]),
         "verbose": ("yes", True),
         "recall_timeout": ("0.7", 0.7),
         "breaker_failure_threshold": ("5", 5),

@@ -1,8 +1,9 @@
-"""Cold start: importing the package (or bank_ids) loads nothing heavy."""
+"""Cold start: importing the package, or the parts other components import alone, loads nothing heavy."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -15,7 +16,8 @@ HEAVY = ("hindsight_client", "pydantic", "boto3", "aiohttp", "jwt", "urllib3")
 
 def _loaded_after(statement: str) -> list[str]:
     code = f"import sys, json\n{statement}\nprint(json.dumps(sorted(sys.modules)))"
-    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}  # this checkout, not an installed copy
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, env=env).stdout
     modules: list[str] = json.loads(out)
     return modules
 
@@ -28,6 +30,29 @@ def test_package_import_is_light():
 def test_bank_ids_import_is_light():
     loaded = _loaded_after("import memory_adapter.bank_ids")
     assert not [m for m in (*HEAVY, "asyncio") if m in loaded]
+
+
+@pytest.mark.parametrize(
+    "module",
+    [
+        "memory_adapter.identity",
+        "memory_adapter.identity.settings",
+        "memory_adapter.identity.caller",
+        "memory_adapter.settings_reader",
+        "runtime_handler.settings",
+        "hindsight_isolation.settings",
+    ],
+)
+def test_the_identity_contract_and_the_settings_need_only_the_standard_library(module: str):
+    # The CDK app imports these to name and check settings; the Hindsight extension imports them at start-up.
+    loaded = _loaded_after(f"import {module}")
+    assert not [m for m in (*HEAVY, "cryptography", "asyncio") if m in loaded]
+
+
+def test_the_verifier_loads_pyjwt_but_not_boto3():
+    loaded = _loaded_after("import memory_adapter.identity.verifier")
+    assert "jwt" in loaded
+    assert not [m for m in ("boto3", "botocore", "hindsight_client", "pydantic", "asyncio") if m in loaded]
 
 
 def test_adapter_import_does_not_load_hindsight_client():

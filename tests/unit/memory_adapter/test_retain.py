@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 
 from memory_adapter import RetainHandle, RetainOutcome, RetentionPolicy, TurnContext
+from memory_adapter.kinds import MemoryKind, kind_of
 from memory_adapter.observability import Metric
 from memory_adapter.testing import Fault
 
@@ -43,10 +44,32 @@ async def test_retained_item_has_prior_art_content_tags_metadata(make_adapter, f
     (item,) = call.body["items"]
     assert item["content"] == "User: Q\nAssistant: A"
     assert item["context"] == "lbl"
-    assert item["tags"] == ["tenant:acme", "user:alice", "agent:support", "session:s1", "cfg", "x"]
+    assert item["tags"] == ["tenant:acme", "user:alice", "agent:support", "session:s1", "kind:turn", "cfg", "x"]
     assert item["metadata"]["k"] == "v"
+    assert item["metadata"]["kind"] == "turn"
     assert item["metadata"]["request_id"] == "r"
     assert item["timestamp"]
+
+
+async def test_a_policy_kind_labels_the_retained_item(make_adapter, fake):
+    # GIVEN a policy retaining plans
+    adapter = make_adapter(retention_policy=RetentionPolicy(kind=MemoryKind.PLAN))
+    # WHEN a turn is retained
+    await adapter.retain_for_turn(ctx(), result="A", query="Q")
+    # THEN the item carries the plan kind as tag and metadata (what expiry reads back)
+    (item,) = fake.calls("/memories")[0].body["items"]
+    assert kind_of(item["tags"], item["metadata"]) is MemoryKind.PLAN
+    assert "kind:plan" in item["tags"]
+    assert "kind:turn" not in item["tags"]
+
+
+async def test_text_the_server_cannot_store_is_cleaned_not_lost(make_adapter, fake):
+    # GIVEN a model reply with a NUL and a lone surrogate (the server refuses both with a 400)
+    adapter = make_adapter()
+    outcome = await adapter.retain_for_turn(ctx(request_id="r"), result="ok\x00 \ud800done", query="q\x00")
+    # THEN the turn is delivered, with the NUL removed and the surrogate replaced
+    assert outcome is RetainOutcome.DELIVERED
+    assert fake.documents(BANK)["r"]["content"] == "User: q\nAssistant: ok \ufffddone"
 
 
 async def test_include_user_message_false_stores_the_result_only(make_adapter, fake):

@@ -1,56 +1,76 @@
-"""A fake long-term memory implementing runtime_handler.memory.Memory, with failure modes and held retains."""
+"""The agent's long-term memory in unit tests: the real memory adapter on ``memory_adapter.testing``'s fake Hindsight.
+
+No twin of the adapter: the turn gets exactly what production gets (``HindsightRuntimeAdapter``), only its transport
+is the in-process fake, so tests read what reached "Hindsight" (bank ids, bearers) off ``FakeHindsight.requests``.
+"""
 
 from __future__ import annotations
 
-import asyncio
 import threading
-from dataclasses import dataclass, field
+import urllib.parse
+from pathlib import Path
+from typing import Any
 
-from memory_adapter.bank_ids import format_bank_id
-from runtime_handler.memory import MemoryScope, Recollection
-
-
-class HeldReceipt:
-    """Resolves when ``release`` is set (a threading.Event, so tests on another thread can release it)."""
-
-    def __init__(self, release: threading.Event) -> None:
-        self._release = release
-
-    async def wait(self) -> None:
-        await asyncio.to_thread(self._release.wait)
+from memory_adapter.adapter import HindsightRuntimeAdapter
+from memory_adapter.formatting import format_memories_as_bullets
+from memory_adapter.identity.bank_ids import BankOwner, parse_bank_id
+from memory_adapter.testing import FakeHindsight
+from memory_adapter.transport import HttpResponse
 
 
-@dataclass
-class FakeMemory:
-    banks: dict[str, list[str]] = field(default_factory=dict)
-    scopes: list[MemoryScope] = field(default_factory=list)
-    release: threading.Event = field(default_factory=threading.Event)
-    fail: bool = False
-    hang: bool = False
-    closed: bool = False
+class HoldableHindsight(FakeHindsight):
+    """The fake, with retains that wait while ``hold`` is set (to watch ``/ping`` while a retain is in flight)."""
 
-    def __post_init__(self) -> None:
-        self.release.set()
+    def __init__(self) -> None:
+        super().__init__()
+        self.hold = threading.Event()
+        self._go = threading.Event()
+        self._go.set()
 
-    @staticmethod
-    def bank(scope: MemoryScope) -> str:
-        return format_bank_id(user=scope.user, agent=scope.agent, tenant=scope.tenant)
+    def request(
+        self, method: str, path: str, *, body: Any | None = None, bearer: str | None = None, timeout: float
+    ) -> HttpResponse:
+        if method == "POST" and path.endswith("/memories"):
+            self._go.wait(timeout)
+        return super().request(method, path, body=body, bearer=bearer, timeout=timeout)
 
-    async def recall(self, scope: MemoryScope, query: str) -> Recollection:
-        self.scopes.append(scope)
-        if self.hang:
-            await asyncio.sleep(3600)
-        if self.fail:
-            raise ConnectionError("hindsight is down")
-        memories = self.banks.get(self.bank(scope), [])
-        return Recollection(text="\n".join(f"- {m}" for m in memories), count=len(memories), degraded=False)
+    def hold_retains(self) -> None:
+        self._go.clear()
 
-    async def retain(self, scope: MemoryScope, query: str, output: str) -> HeldReceipt:
-        self.scopes.append(scope)
-        if self.fail:
-            raise ConnectionError("hindsight is down")
-        self.banks.setdefault(self.bank(scope), []).append(query)
-        return HeldReceipt(self.release)
+    def release_retains(self) -> None:
+        self._go.set()
 
-    async def aclose(self) -> None:
-        self.closed = True
+    def reset(self) -> None:
+        super().reset()
+        self.release_retains()
+
+
+def memory_on(fake: FakeHindsight, spool_dir: Path, **options: Any) -> HindsightRuntimeAdapter:
+    """The adapter as the agent builds it (sanitised bullets), on ``fake``, with fast retries and a short exit flush."""
+    settings: dict[str, Any] = {
+        "hindsight_api_url": "http://hindsight.test",
+        "spool_dir": str(spool_dir),
+        "retry_base_delay": 0.0,
+        "retry_max_delay": 0.0,
+        "exit_flush_timeout": 0.5,
+        "auto_replay": False,
+    }
+    settings.update(options)
+    return HindsightRuntimeAdapter("support", transport=fake, formatter=format_memories_as_bullets, **settings)
+
+
+def owners(fake: FakeHindsight) -> list[BankOwner]:
+    """Whose banks the fake was asked about, request by request."""
+    found = []
+    for request in list(fake.requests):
+        if request.path.startswith("/v1/default/banks/"):
+            bank = urllib.parse.unquote(request.path.split("/")[4])
+            owner = parse_bank_id(bank)
+            assert owner is not None, bank
+            found.append(owner)
+    return found
+
+
+def bearers(fake: FakeHindsight) -> set[str | None]:
+    """Every credential presented to the fake."""
+    return {request.bearer for request in list(fake.requests)}

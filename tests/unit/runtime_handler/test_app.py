@@ -1,28 +1,32 @@
 """The agent over real HTTP (uvicorn on a loopback port): status codes, identity, streaming, ping, degradation.
 
-Memory is a fake here (the same scenarios against the real local Hindsight live in tests/integration/runtime_handler).
+Memory is the real adapter on the in-process fake Hindsight (the same scenarios against the real local Hindsight live
+in tests/integration/runtime_handler).
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import hmac
 import json
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from cryptography.hazmat.primitives import serialization
 
+from memory_adapter.testing import Fault
 from runtime_handler.main import create_app
 from runtime_handler.model import EchoModel
 from runtime_handler.settings import Settings
+from tests.unit.issuers import LoopbackIssuer
 
-from .conftest import LoopbackIssuer
-from .fakes import FakeMemory
+from .fakes import HoldableHindsight, bearers, memory_on, owners
 from .serving import serve
 
 UNAUTHORIZED = {"error": "unauthorized", "code": "unauthorized"}
@@ -39,12 +43,19 @@ def _settings(issuer: LoopbackIssuer | None = None, **env: str) -> Settings:
 
 
 class Agent:
-    """A running app plus its fake memory, and a small client."""
+    """A running app plus the fake Hindsight behind its memory, and a small client."""
 
-    def __init__(self, url: str, memory: FakeMemory) -> None:
+    def __init__(self, url: str, hindsight: HoldableHindsight) -> None:
         self.url = url
-        self.memory = memory
+        self.hindsight = hindsight
         self.http = httpx.Client(base_url=url, timeout=10)
+
+    def settle(self) -> None:
+        """Wait until /ping leaves HealthyBusy: every retain delivered (the next turn can recall it)."""
+        deadline = time.monotonic() + 10
+        while self.http.get("/ping").json()["status"] == "HealthyBusy":
+            assert time.monotonic() < deadline, "retain never delivered"
+            time.sleep(0.01)
 
     def invoke(
         self, body: Any = None, *, token: str | None = None, session: str = SESSION, **headers: str
@@ -58,20 +69,27 @@ class Agent:
         )
 
 
+@contextlib.contextmanager
+def running(settings: Settings, spool: Path, **memory_options: Any) -> Iterator[Agent]:
+    hindsight = HoldableHindsight()
+    memory = memory_on(hindsight, spool, **memory_options)
+    try:
+        with serve(create_app(settings, memory=memory, model=EchoModel())) as url:
+            yield Agent(url, hindsight)
+    finally:
+        hindsight.release()  # hung requests fail now (the app has closed its adapter)
+
+
 @pytest.fixture(scope="module")
-def jwt_agent(loopback_issuer: LoopbackIssuer) -> Iterator[Agent]:
-    memory = FakeMemory()
-    app = create_app(_settings(loopback_issuer, MAX_PROMPT_CHARS="1000"), memory=memory, model=EchoModel())
-    with serve(app) as url:
-        yield Agent(url, memory)
+def jwt_agent(loopback_issuer: LoopbackIssuer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Agent]:
+    with running(_settings(loopback_issuer, MAX_PROMPT_CHARS="1000"), tmp_path_factory.mktemp("spool")) as agent:
+        yield agent
 
 
 @pytest.fixture
 def agent(jwt_agent: Agent) -> Agent:
-    jwt_agent.memory.banks.clear()
-    jwt_agent.memory.scopes.clear()
-    jwt_agent.memory.fail = jwt_agent.memory.hang = False
-    jwt_agent.memory.release.set()
+    jwt_agent.settle()  # the previous test's retains have landed
+    jwt_agent.hindsight.reset()
     return jwt_agent
 
 
@@ -84,6 +102,7 @@ def test_turn_answers_and_remembers_across_sessions(agent: Agent, loopback_issue
         "session_id": "s1" * 20,
         "memory": {"recalled": 0, "degraded": False},
     }
+    agent.settle()
     second = agent.invoke({"prompt": "How should you contact me?"}, token=token, session="s2" * 20)
     assert second.json()["memory"] == {"recalled": 1, "degraded": False}
     assert "I prefer email over phone." in second.json()["output"]
@@ -92,18 +111,20 @@ def test_turn_answers_and_remembers_across_sessions(agent: Agent, loopback_issue
 def test_the_callers_token_is_the_memory_credential(agent: Agent, loopback_issuer: LoopbackIssuer) -> None:
     token = loopback_issuer.mint("user-alex")
     assert agent.invoke({"prompt": "hi"}, token=token).status_code == 200
-    assert {scope.credential for scope in agent.memory.scopes} == {token}
+    agent.settle()
+    assert bearers(agent.hindsight) == {token}
 
 
 def test_user_id_header_is_ignored_on_a_jwt_runtime(agent: Agent, loopback_issuer: LoopbackIssuer) -> None:
     token = loopback_issuer.mint("user-alex")
     response = agent.invoke({"prompt": "hi"}, token=token, **{"X-Amzn-Bedrock-AgentCore-Runtime-User-Id": "user-bob"})
     assert response.status_code == 200
-    assert {scope.user for scope in agent.memory.scopes} == {"user-alex"}
+    assert {owner.user for owner in owners(agent.hindsight)} == {"user-alex"}
 
 
 def test_users_do_not_see_each_others_memory(agent: Agent, loopback_issuer: LoopbackIssuer) -> None:
     agent.invoke({"prompt": "my secret is 42"}, token=loopback_issuer.mint("user-alex"))
+    agent.settle()
     bob = agent.invoke({"prompt": "what is my secret?"}, token=loopback_issuer.mint("user-bob"))
     assert bob.json()["memory"]["recalled"] == 0
     assert "42" not in bob.json()["output"]
@@ -168,7 +189,7 @@ def test_every_jwt_failure_answers_401(agent: Agent, loopback_issuer: LoopbackIs
     assert response.status_code == 401
     assert response.json() == UNAUTHORIZED
     assert response.headers["www-authenticate"] == "Bearer"
-    assert agent.memory.scopes == []
+    assert agent.hindsight.requests == []
 
 
 @pytest.mark.parametrize(
@@ -229,7 +250,8 @@ def test_bad_payloads_answer_400(agent: Agent, loopback_issuer: LoopbackIssuer, 
 def test_streaming_answers_server_sent_events(agent: Agent, loopback_issuer: LoopbackIssuer) -> None:
     token = loopback_issuer.mint("user-alex")
     agent.invoke({"prompt": "I prefer email."}, token=token)
-    response = agent.invoke({"prompt": "Contact me how?", "stream": True}, token=token)
+    agent.settle()
+    response = agent.invoke({"prompt": "How do you contact me?", "stream": True}, token=token)
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/event-stream")
     events = [json.loads(line[len("data: ") :]) for line in response.text.splitlines() if line.startswith("data: ")]
@@ -242,40 +264,43 @@ def test_streaming_answers_server_sent_events(agent: Agent, loopback_issuer: Loo
 
 
 def test_ping_is_busy_until_the_retain_is_delivered(agent: Agent, loopback_issuer: LoopbackIssuer) -> None:
-    agent.memory.release.clear()
+    agent.hindsight.hold_retains()
     assert agent.http.get("/ping").json()["status"] == "Healthy"
     response = agent.invoke({"prompt": "remember this"}, token=loopback_issuer.mint("user-alex"))
     assert response.status_code == 200  # the answer did not wait for the retain
     assert agent.http.get("/ping").json()["status"] == "HealthyBusy"
-    agent.memory.release.set()
+    agent.hindsight.release_retains()
     deadline = time.monotonic() + 10
     while agent.http.get("/ping").json()["status"] != "Healthy":
         assert time.monotonic() < deadline
         time.sleep(0.02)
 
 
-@pytest.mark.parametrize("mode", ["fail", "hang"])
-def test_memory_down_or_hung_still_answers_degraded(agent: Agent, loopback_issuer: LoopbackIssuer, mode: str) -> None:
-    setattr(agent.memory, mode, True)
-    response = agent.invoke({"prompt": "hello"}, token=loopback_issuer.mint("user-alex"))
+@pytest.mark.parametrize("fault", [Fault.DOWN, Fault.HANG])
+def test_memory_down_or_hung_still_answers_degraded(
+    loopback_issuer: LoopbackIssuer, tmp_path: Path, fault: Fault
+) -> None:
+    with running(_settings(loopback_issuer), tmp_path, recall_timeout=0.2) as agent:
+        agent.hindsight.fault = fault
+        response = agent.invoke({"prompt": "hello"}, token=loopback_issuer.mint("user-alex"))
     assert response.status_code == 200
     assert response.json()["memory"] == {"recalled": 0, "degraded": True}
     assert response.json()["output"].startswith("You said: hello")
 
 
 @pytest.fixture(scope="module")
-def iam_agent() -> Iterator[Agent]:
-    memory = FakeMemory()
-    app = create_app(_settings(None, TENANT_ID="acme", HINDSIGHT_API_KEY="k" * 40), memory=memory, model=EchoModel())
-    with serve(app) as url:
-        yield Agent(url, memory)
+def iam_agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Agent]:
+    settings = _settings(None, TENANT_ID="acme", HINDSIGHT_API_KEY="k" * 40)
+    with running(settings, tmp_path_factory.mktemp("spool")) as agent:
+        yield agent
 
 
 def test_iam_mode_takes_the_user_from_the_runtime_header(iam_agent: Agent) -> None:
     response = iam_agent.invoke({"prompt": "hi"}, **{"X-Amzn-Bedrock-AgentCore-Runtime-User-Id": "user-alex"})
     assert response.status_code == 200
-    scope = iam_agent.memory.scopes[-1]
-    assert (scope.user, scope.tenant, scope.credential) == ("user-alex", "acme", "k" * 40)
+    iam_agent.settle()
+    owner = owners(iam_agent.hindsight)[-1]
+    assert (owner.user, owner.tenant, bearers(iam_agent.hindsight)) == ("user-alex", "acme", {"k" * 40})
 
 
 def test_iam_mode_without_the_header_answers_401(iam_agent: Agent) -> None:
@@ -285,38 +310,33 @@ def test_iam_mode_without_the_header_answers_401(iam_agent: Agent) -> None:
     assert "www-authenticate" not in response.headers
 
 
-def test_anonymous_turns_get_no_memory_when_allowed() -> None:
-    memory = FakeMemory()
-    app = create_app(_settings(None, ALLOW_ANONYMOUS="true"), memory=memory, model=EchoModel())
-    with serve(app) as url:
-        response = Agent(url, memory).invoke({"prompt": "hi"})
+def test_anonymous_turns_get_no_memory_when_allowed(tmp_path: Path) -> None:
+    with running(_settings(None, ALLOW_ANONYMOUS="true"), tmp_path) as agent:
+        response = agent.invoke({"prompt": "hi"})
     assert response.status_code == 200
     assert response.json()["memory"] == {"recalled": 0, "degraded": False}
-    assert memory.scopes == []
+    assert agent.hindsight.requests == []
 
 
-def test_iam_tenant_from_an_allowlisted_custom_header() -> None:
-    memory = FakeMemory()
+def test_iam_tenant_from_an_allowlisted_custom_header(tmp_path: Path) -> None:
     header = "X-Amzn-Bedrock-AgentCore-Runtime-Custom-Tenant-Id"
-    app = create_app(_settings(None, TENANT_HEADER=header), memory=memory, model=EchoModel())
-    with serve(app) as url:
-        client = Agent(url, memory)
+    with running(_settings(None, TENANT_HEADER=header), tmp_path) as agent:
         user = {"X-Amzn-Bedrock-AgentCore-Runtime-User-Id": "user-alex"}
-        assert client.invoke({"prompt": "hi"}, **user).status_code == 401
-        assert client.invoke({"prompt": "hi"}, **user, **{header: "acme"}).status_code == 200
-    assert memory.scopes[-1].tenant == "acme"
+        assert agent.invoke({"prompt": "hi"}, **user).status_code == 401
+        assert agent.invoke({"prompt": "hi"}, **user, **{header: "acme"}).status_code == 200
+    assert owners(agent.hindsight)[-1].tenant == "acme"
 
 
-def test_model_failure_answers_502(loopback_issuer: LoopbackIssuer) -> None:
+def test_model_failure_answers_502(loopback_issuer: LoopbackIssuer, tmp_path: Path) -> None:
     class Broken(EchoModel):
         async def reply(self, prompt: str, memories: str) -> str:
             from runtime_handler.errors import ModelError
 
             raise ModelError("throttled")
 
-    memory = FakeMemory()
-    app = create_app(_settings(loopback_issuer), memory=memory, model=Broken())
+    hindsight = HoldableHindsight()
+    app = create_app(_settings(loopback_issuer), memory=memory_on(hindsight, tmp_path), model=Broken())
     with serve(app) as url:
-        response = Agent(url, memory).invoke({"prompt": "hi"}, token=loopback_issuer.mint())
+        response = Agent(url, hindsight).invoke({"prompt": "hi"}, token=loopback_issuer.mint())
     assert response.status_code == 502
     assert response.json() == {"error": "the model is unavailable", "code": "model_unavailable"}

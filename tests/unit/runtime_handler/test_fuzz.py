@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 from runtime_handler.main import create_app
 from runtime_handler.model import EchoModel
 from runtime_handler.settings import Settings
+from tests.unit.issuers import LoopbackIssuer
 
-from .conftest import LoopbackIssuer
-from .fakes import FakeMemory
+from .fakes import HoldableHindsight, memory_on
 from .serving import serve
 
 _json_leaf = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=50)
@@ -55,7 +55,7 @@ _headers = st.lists(st.tuples(_header_name, _header_value), max_size=5)
 
 
 @pytest.fixture(scope="module")
-def fuzz_url(loopback_issuer: LoopbackIssuer) -> Iterator[str]:
+def fuzz_url(loopback_issuer: LoopbackIssuer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     env = {
         "AGENT_NAME": "support",
         "HINDSIGHT_API_URL": "http://127.0.0.1:9",
@@ -64,7 +64,8 @@ def fuzz_url(loopback_issuer: LoopbackIssuer) -> Iterator[str]:
         "JWT_DISCOVERY_URL": loopback_issuer.discovery_url,
         "JWT_ALLOWED_CLIENTS": "client-app",
     }
-    app = create_app(Settings.from_env(env), memory=FakeMemory(), model=EchoModel())
+    memory = memory_on(HoldableHindsight(), tmp_path_factory.mktemp("spool"))
+    app = create_app(Settings.from_env(env), memory=memory, model=EchoModel())
     with serve(app) as url:
         yield url
 

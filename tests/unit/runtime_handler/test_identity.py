@@ -1,12 +1,12 @@
-"""Identity without HTTP: which header counts in which mode, and everything that must fail closed."""
+"""Authentication without HTTP: which header counts in which mode, the caller's bank, and what must fail closed."""
 
 from __future__ import annotations
 
 import pytest
 
-from memory_adapter.tokens import RejectReason, TokenRejected, VerifiedIdentity
+from memory_adapter.identity import RejectReason, TokenRejected, VerifiedIdentity, format_bank_id
 from runtime_handler.errors import AuthError
-from runtime_handler.identity import USER_ID_HEADER, Identity
+from runtime_handler.identity import USER_ID_HEADER, RequestAuthenticator
 from runtime_handler.settings import Settings
 
 BASE = {"AGENT_NAME": "support", "HINDSIGHT_API_URL": "http://h", "MODEL_PROVIDER": "echo"}
@@ -27,10 +27,12 @@ class StubVerifier:
 
 def test_jwt_caller_comes_from_the_token_only() -> None:
     verifier = StubVerifier()
-    caller = Identity(Settings.from_env(JWT), verifier).authenticate(
+    caller = RequestAuthenticator(Settings.from_env(JWT), verifier).authenticate(
         [("authorization", "Bearer good"), (USER_ID_HEADER, "user-bob")]
     )
-    assert (caller.user, caller.credential, caller.source) == ("user-alex", "good", "jwt")
+    assert caller is not None
+    assert (caller.user, caller.credential, caller.agent) == ("user-alex", "good", "support")
+    assert caller.bank_id == format_bank_id(user="user-alex", agent="support")  # computed once, here
     assert "good" not in repr(caller)
     assert "user-alex" not in repr(caller)
 
@@ -46,31 +48,34 @@ def test_jwt_caller_comes_from_the_token_only() -> None:
 )
 def test_jwt_failures(headers: list[tuple[str, str]]) -> None:
     with pytest.raises(AuthError):
-        Identity(Settings.from_env(JWT), StubVerifier()).authenticate(headers)
+        RequestAuthenticator(Settings.from_env(JWT), StubVerifier()).authenticate(headers)
 
 
 def test_jwt_anonymous_only_without_any_credential() -> None:
-    identity = Identity(Settings.from_env(JWT | {"ALLOW_ANONYMOUS": "true"}), StubVerifier())
-    assert identity.authenticate([]).anonymous
+    authenticator = RequestAuthenticator(Settings.from_env(JWT | {"ALLOW_ANONYMOUS": "true"}), StubVerifier())
+    assert authenticator.authenticate([]) is None
     with pytest.raises(AuthError):
-        identity.authenticate([("Authorization", "Bearer bad")])
+        authenticator.authenticate([("Authorization", "Bearer bad")])
 
 
 def test_unusable_identities_are_refused_before_any_turn() -> None:
+    authenticator = RequestAuthenticator(Settings.from_env(JWT), StubVerifier(user="x" * 300))
     with pytest.raises(AuthError) as info:
-        Identity(Settings.from_env(JWT), StubVerifier(user="x" * 300)).authenticate([("Authorization", "Bearer ok")])
+        authenticator.authenticate([("Authorization", "Bearer ok")])
     assert info.value.reason == "unusable_identity"
 
 
 def test_iam_user_header_and_tenant() -> None:
-    identity = Identity(Settings.from_env(BASE | {"AUTH_MODE": "iam", "TENANT_ID": "acme"}))
-    caller = identity.authenticate([(USER_ID_HEADER.lower(), "user-alex"), ("Authorization", "Bearer ignored")])
-    assert (caller.user, caller.tenant, caller.source, caller.credential) == ("user-alex", "acme", "iam", None)
+    authenticator = RequestAuthenticator(Settings.from_env(BASE | {"AUTH_MODE": "iam", "TENANT_ID": "acme"}))
+    caller = authenticator.authenticate([(USER_ID_HEADER.lower(), "user-alex"), ("Authorization", "Bearer ignored")])
+    assert caller is not None
+    assert (caller.user, caller.tenant, caller.credential) == ("user-alex", "acme", None)
+    assert caller.bank_id == format_bank_id(user="user-alex", agent="support", tenant="acme")
     for headers in ([], [(USER_ID_HEADER, "  ")], [(USER_ID_HEADER, "a"), (USER_ID_HEADER, "b")]):
         with pytest.raises(AuthError):
-            identity.authenticate(headers)
+            authenticator.authenticate(headers)
 
 
 def test_jwt_mode_needs_a_verifier() -> None:
     with pytest.raises(ValueError, match="verifier"):
-        Identity(Settings.from_env(JWT))
+        RequestAuthenticator(Settings.from_env(JWT))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from runtime_handler.settings import ALL_ENV_VARS, AuthMode, ModelProvider, Settings, SettingsError
+from runtime_handler.settings import ALL_ENV_VARS, IdentitySource, ModelProvider, Settings, SettingsError
 
 JWT = {
     "AGENT_NAME": "support",
@@ -25,12 +25,14 @@ def _problems(env: dict[str, str]) -> str:
 
 def test_jwt_settings_parse_with_defaults() -> None:
     settings = Settings.from_env(JWT)
-    assert settings.auth_mode is AuthMode.JWT
+    assert settings.auth_mode is IdentitySource.JWT
     assert settings.model_provider is ModelProvider.BEDROCK
     assert settings.hindsight_api_url == "http://127.0.0.1:8888"
-    assert settings.jwt_allowed_clients == ("a", "b")
-    assert (settings.jwt_user_claim, settings.jwt_algorithms, settings.allow_anonymous) == ("sub", ("RS256",), False)
+    assert settings.jwt is not None
+    assert settings.jwt.allowed_clients == ("a", "b")
+    assert (settings.jwt.user_claim, settings.jwt.algorithms, settings.allow_anonymous) == ("sub", ("RS256",), False)
     assert settings.max_prompt_chars == 16_000
+    assert settings.recall_timeout_s == 2.0
 
 
 def test_every_problem_is_listed_at_once() -> None:
@@ -69,11 +71,24 @@ def test_iam_mode_checks_the_tenant_header_name() -> None:
 
 def test_mirrored_keys_take_the_issuer_from_the_discovery_url() -> None:
     settings = Settings.from_env(JWT | {"JWT_JWKS_PARAMETER": "/agent/jwks"})
-    assert settings.jwt_issuer == "https://idp.example/pool"
+    assert settings.jwt is not None
+    assert settings.jwt.expected_issuer == "https://idp.example/pool"
     no_discovery = {k: v for k, v in JWT.items() if k != "JWT_DISCOVERY_URL"}
-    assert "JWT_DISCOVERY_URL is required" in _problems(no_discovery | {"JWT_JWKS_PARAMETER": "/agent/jwks"})
+    assert "JWT_ISSUER (or JWT_DISCOVERY_URL" in _problems(no_discovery | {"JWT_JWKS_PARAMETER": "/agent/jwks"})
     explicit = Settings.from_env(no_discovery | {"JWT_JWKS_PARAMETER": "/p", "JWT_ISSUER": "https://idp.example/x"})
-    assert explicit.jwt_issuer == "https://idp.example/x"
+    assert explicit.jwt is not None
+    assert explicit.jwt.expected_issuer == "https://idp.example/x"
+
+
+def test_the_memory_adapter_settings_are_read_once_with_the_agents() -> None:
+    # GIVEN the adapter's own variables next to the agent's
+    settings = Settings.from_env(JWT | {"HINDSIGHT_ADAPTER_MAX_RETRIES": "7", "MEMORY_RECALL_TIMEOUT_SECONDS": "0.5"})
+    # THEN they reach the adapter's settings, the agent's recall deadline taking precedence over the adapter's
+    assert (settings.memory.max_retries, settings.memory.recall_timeout) == (7, 0.5)
+    # AND a bad adapter value is reported with every other problem
+    text = _problems(JWT | {"HINDSIGHT_ADAPTER_MAX_RETRIES": "many", "MODEL_ID": ""})
+    assert "HINDSIGHT_ADAPTER_MAX_RETRIES must be an integer" in text
+    assert "MODEL_ID is required" in text
 
 
 @pytest.mark.parametrize(("name", "value"), [("AUTH_MODE", "saml"), ("MODEL_PROVIDER", "gpt"), ("AGENT_NAME", "a:b")])
@@ -83,4 +98,6 @@ def test_bad_values_are_named(name: str, value: str) -> None:
 
 def test_all_env_vars_lists_what_is_read() -> None:
     assert {"AGENT_NAME", "AUTH_MODE", "JWT_DISCOVERY_URL", "HINDSIGHT_API_KEY_SECRET_ARN"} <= set(ALL_ENV_VARS)
+    assert {"JWT_LEEWAY_SECONDS", "JWT_JWKS_CACHE_TTL_SECONDS", "HINDSIGHT_ADAPTER_MAX_RETRIES"} <= set(ALL_ENV_VARS)
     assert len(ALL_ENV_VARS) == len(set(ALL_ENV_VARS))
+    assert all(isinstance(name, str) and name.isupper() for name in ALL_ENV_VARS)

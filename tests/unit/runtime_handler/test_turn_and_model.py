@@ -1,27 +1,45 @@
-"""The turn pipeline with a fake memory, payload validation, and the models (echo; Bedrock via botocore's Stubber)."""
+"""The turn pipeline on the real adapter over the fake Hindsight, payload validation, and the models (echo; Bedrock via
+botocore's Stubber)."""
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import boto3
 import pytest
 from botocore.stub import Stubber
 
+from memory_adapter.adapter import HindsightRuntimeAdapter
+from memory_adapter.identity import Caller
+from memory_adapter.testing import Fault
 from runtime_handler.errors import ModelError, PayloadError
-from runtime_handler.identity import ANONYMOUS, Caller
 from runtime_handler.model import BedrockModel, EchoModel, memory_block, system_prompt
 from runtime_handler.turn import TurnDeps, TurnMeta, TurnRequest, parse_turn, run_turn
 
-from .fakes import FakeMemory
+from .fakes import HoldableHindsight, bearers, memory_on
 
-ALEX = Caller(user="user-alex", tenant=None, source="jwt", credential="token-a")
-META = TurnMeta(session_id="s" * 40, request_id="r-1")
+ALEX = Caller.of(user="user-alex", agent="support", credential="token-a")
+META = TurnMeta(session_id="s" * 40, request_id=None)
 
 
-def _deps(memory: FakeMemory | None, **kwargs: Any) -> TurnDeps:
-    return TurnDeps(memory=memory, model=EchoModel(), agent_name="support", recall_timeout_s=0.2, **kwargs)
+@pytest.fixture
+def hindsight() -> HoldableHindsight:
+    return HoldableHindsight()
+
+
+@pytest.fixture
+def memory(hindsight: HoldableHindsight, tmp_path: Path) -> Iterator[HindsightRuntimeAdapter]:
+    adapter = memory_on(hindsight, tmp_path, recall_timeout=0.2)
+    yield adapter
+    hindsight.release()
+    asyncio.run(adapter.aclose(timeout=1.0))
+
+
+def _deps(memory: HindsightRuntimeAdapter | None, **kwargs: Any) -> TurnDeps:
+    return TurnDeps(memory=memory, model=EchoModel(), recall_timeout_s=0.7, **kwargs)
 
 
 @pytest.mark.parametrize(
@@ -37,22 +55,22 @@ def test_parse_turn_accepts() -> None:
     assert parse_turn({"prompt": "hi", "stream": True}, max_prompt_chars=10) == TurnRequest("hi", True)
 
 
-async def test_turn_recalls_answers_and_retains() -> None:
-    memory = FakeMemory()
+async def test_turn_recalls_answers_and_retains(memory: HindsightRuntimeAdapter, hindsight: HoldableHindsight) -> None:
     first = await run_turn(TurnRequest("I like tea."), ALEX, META, _deps(memory))
     assert (first.recalled, first.degraded, first.session_id) == (0, False, META.session_id)
     assert first.retain is not None
+    await first.retain
     second = await run_turn(TurnRequest("What do I like?"), ALEX, META, _deps(memory))
     assert second.recalled == 1
     assert "I like tea." in second.output
-    assert {scope.credential for scope in memory.scopes} == {"token-a"}
+    assert bearers(hindsight) == {"token-a"}
+    assert set(hindsight.banks) == {ALEX.bank_id}  # the bank the caller came with, as is
 
 
-async def test_anonymous_turns_touch_no_memory() -> None:
-    memory = FakeMemory()
-    result = await run_turn(TurnRequest("hi"), ANONYMOUS, META, _deps(memory))
+async def test_anonymous_turns_touch_no_memory(memory: HindsightRuntimeAdapter, hindsight: HoldableHindsight) -> None:
+    result = await run_turn(TurnRequest("hi"), None, META, _deps(memory))
     assert (result.recalled, result.degraded, result.retain) == (0, False, None)
-    assert memory.scopes == []
+    assert hindsight.requests == []
 
 
 async def test_memory_marked_unavailable_degrades_the_turn() -> None:
@@ -60,12 +78,33 @@ async def test_memory_marked_unavailable_degrades_the_turn() -> None:
     assert result.degraded
 
 
-@pytest.mark.parametrize("mode", ["fail", "hang"])
-async def test_memory_failures_degrade_but_answer(mode: str) -> None:
-    memory = FakeMemory()
-    setattr(memory, mode, True)
+@pytest.mark.parametrize("fault", [Fault.DOWN, Fault.HANG])
+async def test_memory_failures_degrade_but_answer(
+    memory: HindsightRuntimeAdapter, hindsight: HoldableHindsight, fault: Fault
+) -> None:
+    hindsight.fault = fault
     result = await run_turn(TurnRequest("hi"), ALEX, META, _deps(memory))
     assert result.degraded
+    assert result.output.startswith("You said: hi")
+
+
+class SilentMemory:
+    """A Memory that never answers a recall and cannot schedule a retain."""
+
+    async def recall_for_turn(self, context: Caller, query: str) -> Any:
+        await asyncio.sleep(3600)
+
+    def retain_for_turn(self, context: Caller, **kwargs: Any) -> Any:
+        raise ConnectionError("no memory")
+
+    async def aclose(self, timeout: float | None = None) -> None:  # noqa: ASYNC109 (the Memory protocol)
+        return None
+
+
+async def test_the_turn_deadline_is_a_backstop_for_any_memory() -> None:
+    deps = TurnDeps(memory=SilentMemory(), model=EchoModel(), recall_timeout_s=0.1)
+    result = await run_turn(TurnRequest("hi"), ALEX, META, deps)
+    assert (result.degraded, result.retain) == (True, None)
     assert result.output.startswith("You said: hi")
 
 

@@ -1,28 +1,31 @@
 """Durable agent memory for Amazon Bedrock AgentCore Runtime on self-hosted Hindsight.
 
-A drop-in superset of ``hindsight-agentcore`` 0.1.3: the same public names (switch by changing the import), plus
-injective bank ids, one document per turn, retains that never block and are never lost (async + idempotent +
-retried + spooled), a recall deadline and circuit breaker, per-turn credentials, and prompt-safe formatting.
+A drop-in superset of ``hindsight-agentcore`` 0.1.3: the same public names (switch by changing the import; the
+prior art's surface is :mod:`memory_adapter.compat`), plus injective bank ids, one document per turn, retains that
+never block and are never lost (async + idempotent + retried + spooled), a recall deadline and circuit breaker,
+per-turn credentials, and prompt-safe formatting. Who a turn is for is the identity contract's
+:class:`~memory_adapter.identity.Caller` (:mod:`memory_adapter.identity`, shared with the Hindsight extension).
 
 Names are exported lazily (module ``__getattr__``), so ``import memory_adapter`` costs almost nothing and the
-Hindsight server extension can import ``memory_adapter.bank_ids`` / ``memory_adapter.tokens`` without the rest.
+Hindsight server extension can import ``memory_adapter.identity`` without the rest.
 
 Example:
-    >>> from memory_adapter import HindsightRuntimeAdapter, TurnContext
+    >>> from memory_adapter import Caller, HindsightRuntimeAdapter
     >>> adapter = HindsightRuntimeAdapter(agent_name="support")   # URL from HINDSIGHT_API_URL
-    >>> ctx = TurnContext(runtime_session_id=sid, user_id=user, agent_name="support")
-    >>> result = await adapter.run_turn(ctx, {"prompt": text}, agent_callable=my_agent)
+    >>> caller = Caller.of(user=verified.user, agent="support", credential=token)
+    >>> memory = await adapter.recall_for_turn(caller, prompt)
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from memory_adapter._lazy import lazy_getattr
 
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
-    # prior-art names
+    # the prior art's names (hindsight-agentcore 0.1.3; see memory_adapter.compat)
     "HindsightRuntimeAdapter": "memory_adapter.adapter",
     "RecallPolicy": "memory_adapter.policies",
     "RetentionPolicy": "memory_adapter.policies",
@@ -34,8 +37,9 @@ _EXPORTS: dict[str, str] = {
     "reset_config": "memory_adapter.config",
     "HindsightAgentCoreConfig": "memory_adapter.config",
     "HindsightAgentCoreError": "memory_adapter.exceptions",
-    "BankResolutionError": "memory_adapter.exceptions",
-    # additions
+    "BankResolutionError": "memory_adapter.identity.errors",
+    # this package's additions
+    "Caller": "memory_adapter.identity.caller",
     "Recollection": "memory_adapter.adapter",
     "RetainHandle": "memory_adapter.delivery",
     "RetainOutcome": "memory_adapter.delivery",
@@ -54,9 +58,13 @@ _EXPORTS: dict[str, str] = {
     "HindsightUnavailableError": "memory_adapter.exceptions",
     "HindsightRequestError": "memory_adapter.exceptions",
     "SpoolError": "memory_adapter.exceptions",
-    "BankOwner": "memory_adapter.bank_ids",
-    "format_bank_id": "memory_adapter.bank_ids",
-    "parse_bank_id": "memory_adapter.bank_ids",
+    "BankOwner": "memory_adapter.identity.bank_ids",
+    "format_bank_id": "memory_adapter.identity.bank_ids",
+    "parse_bank_id": "memory_adapter.identity.bank_ids",
+    "MemoryKind": "memory_adapter.kinds",
+    "RetentionRules": "memory_adapter.kinds",
+    "kind_of": "memory_adapter.kinds",
+    "kind_tag": "memory_adapter.kinds",
 }
 
 __all__ = [
@@ -64,6 +72,7 @@ __all__ = [
     "BankResolutionError",
     "BankResolver",
     "BreakerState",
+    "Caller",
     "ConfigurationError",
     "DirectorySpool",
     "HindsightAgentCoreConfig",
@@ -72,6 +81,7 @@ __all__ = [
     "HindsightRuntimeAdapter",
     "HindsightUnavailableError",
     "MemoryFormatter",
+    "MemoryKind",
     "Metric",
     "MetricsSink",
     "RecallPolicy",
@@ -82,6 +92,7 @@ __all__ = [
     "RetainOutcome",
     "RetainRecord",
     "RetentionPolicy",
+    "RetentionRules",
     "Spool",
     "SpoolError",
     "TurnContext",
@@ -92,19 +103,19 @@ __all__ = [
     "format_memories_as_bullets",
     "format_memories_as_data",
     "get_config",
+    "kind_of",
+    "kind_tag",
     "parse_bank_id",
     "reset_config",
 ]
 
 if TYPE_CHECKING:
     from memory_adapter.adapter import HindsightRuntimeAdapter, Recollection
-    from memory_adapter.bank_ids import BankOwner, format_bank_id, parse_bank_id
     from memory_adapter.breaker import BreakerState
     from memory_adapter.config import HindsightAgentCoreConfig, configure, get_config, reset_config
     from memory_adapter.context import BankResolver, TurnContext, default_bank_resolver
     from memory_adapter.delivery import ReplayResult, RetainHandle, RetainOutcome
     from memory_adapter.exceptions import (
-        BankResolutionError,
         ConfigurationError,
         HindsightAgentCoreError,
         HindsightRequestError,
@@ -117,18 +128,16 @@ if TYPE_CHECKING:
         format_memories_as_bullets,
         format_memories_as_data,
     )
+    from memory_adapter.identity.bank_ids import BankOwner, format_bank_id, parse_bank_id
+    from memory_adapter.identity.caller import Caller
+    from memory_adapter.identity.errors import BankResolutionError
+    from memory_adapter.kinds import MemoryKind, RetentionRules, kind_of, kind_tag
     from memory_adapter.observability import Metric, MetricsSink
     from memory_adapter.policies import RecallPolicy, RetentionPolicy
     from memory_adapter.spool import DirectorySpool, RetainRecord, Spool
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'memory_adapter' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _EXPORTS, globals())
 
 
 def __dir__() -> list[str]:

@@ -2,17 +2,19 @@
 
 Per turn: :meth:`~HindsightRuntimeAdapter.recall_for_turn` (or the prior-art :meth:`before_turn`) recalls under a
 deadline and behind a circuit breaker; the agent runs; :meth:`~HindsightRuntimeAdapter.retain_for_turn` (or
-:meth:`after_turn`) hands the turn to background delivery and returns a handle at once. Nothing here is bound to an
+:meth:`after_turn`) hands the turn to background delivery and returns a handle at once. A turn is identified by the
+:class:`~memory_adapter.identity.Caller` an agent verified (bank id and credential included), or by the prior art's
+:class:`TurnContext`, which becomes the same ``Caller``. Nothing here is bound to an
 event loop: recalls run on a small thread pool and retains on daemon threads, so the adapter works the same from one
 long-lived loop or from a fresh ``asyncio.run`` per turn, and a retain queued in a loop that has ended is still
 delivered (or spooled at interpreter exit).
 
 Example:
     >>> adapter = HindsightRuntimeAdapter(agent_name="support", hindsight_api_url="http://127.0.0.1:8888")
-    >>> ctx = TurnContext(runtime_session_id=sid, user_id=user, agent_name="support", credential=bearer)
-    >>> memory = await adapter.recall_for_turn(ctx, query=prompt)     # Recollection(text, count, degraded)
+    >>> caller = Caller.of(user=verified.user, agent="support", tenant=verified.tenant, credential=bearer)
+    >>> memory = await adapter.recall_for_turn(caller, prompt)          # Recollection(text, count, degraded)
     >>> answer = await my_model(prompt, memory.text)
-    >>> handle = adapter.retain_for_turn(ctx, result=answer, query=prompt)
+    >>> handle = adapter.retain_for_turn(caller, result=answer, query=prompt, session_id=sid, request_id=rid)
     >>> await handle                                                    # RetainOutcome.DELIVERED / SPOOLED
 """
 
@@ -31,15 +33,23 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, overload
 
 from memory_adapter.breaker import BreakerState, CircuitBreaker
-from memory_adapter.config import Settings, get_config, resolve_settings
-from memory_adapter.context import BankResolver, TurnContext, default_bank_resolver
+from memory_adapter.config import SETTING_NAMES, HindsightAgentCoreConfig, get_config, resolve_settings
+from memory_adapter.context import BankResolver, TurnContext, default_bank_resolver, turn_metadata, turn_tags
 from memory_adapter.delivery import ReplayResult, RetainDelivery, RetainHandle, RetainOutcome, RetryPolicy
-from memory_adapter.exceptions import HindsightRequestError, HindsightUnavailableError
-from memory_adapter.formatting import MemoryFormatter, RecalledMemory, format_memories_as_data
-from memory_adapter.observability import Metric, MetricsSink, Observer, short_hash
+from memory_adapter.exceptions import ConfigurationError, HindsightRequestError, HindsightUnavailableError
+from memory_adapter.formatting import (
+    MemoryFormatter,
+    RecalledMemory,
+    ReflectAnswer,
+    format_memories_as_data,
+    storable_text,
+)
+from memory_adapter.identity.caller import Caller
+from memory_adapter.kinds import KIND_METADATA_KEY, kind_tag
+from memory_adapter.observability import Metric, MetricsSink, Observer, logger, short_hash
 from memory_adapter.policies import RecallPolicy, RetentionPolicy
 from memory_adapter.spool import DirectorySpool, RetainRecord, Spool
 from memory_adapter.transport import HttpTransport, Transport, bank_path
@@ -47,7 +57,7 @@ from memory_adapter.transport import HttpTransport, Transport, bank_path
 if TYPE_CHECKING:
     from hindsight_client import Hindsight
 
-__all__ = ["HindsightRuntimeAdapter", "Recollection"]
+__all__ = ["HindsightRuntimeAdapter", "RecallPolicy", "Recollection", "RetentionPolicy", "logger"]
 
 _OPERATION_NAMESPACE: Final = uuid.UUID("5b0f7f3e-8d0c-4f43-9a77-6d2f1c0e9b11")
 _AUTO_REPLAY_INTERVAL_S: Final = 5.0
@@ -69,7 +79,8 @@ class Recollection:
         reason: Why it degraded (``breaker_open``, ``timeout``, ``unavailable``, ``rejected``, ``bank_resolution``,
             ``error``), else ``None``.
         latency_ms: Time the recall took, as the turn saw it.
-        memories: The recalled memories (text unsanitised; use ``text`` for prompts).
+        memories: The recalled memories (text unsanitised; use ``text`` for prompts). In reflect mode, one
+            :class:`~memory_adapter.formatting.ReflectAnswer`: the answer exactly as Hindsight returned it.
     """
 
     text: str
@@ -124,7 +135,10 @@ class HindsightRuntimeAdapter:
         spool: A custom :class:`~memory_adapter.spool.Spool` backend (overrides ``spool_dir``).
         formatter: Replaces :func:`~memory_adapter.formatting.format_memories_as_data`.
         metrics: A Powertools ``Metrics`` (or anything with ``add_metric(name=, unit=, value=)``).
-        transport: A custom :class:`~memory_adapter.transport.Transport` (tests).
+        transport: A custom :class:`~memory_adapter.transport.Transport`: the seam for tests
+            (:class:`memory_adapter.testing.FakeHindsight`).
+        settings: Settings already resolved (e.g. by an agent, with its own): used as they are, so none of the
+            setting arguments above may be given too.
     """
 
     def __init__(
@@ -154,26 +168,12 @@ class HindsightRuntimeAdapter:
         formatter: MemoryFormatter | None = None,
         metrics: MetricsSink | None = None,
         transport: Transport | None = None,
+        settings: HindsightAgentCoreConfig | None = None,
     ) -> None:
-        overrides: dict[str, Any] = {
-            "hindsight_api_url": hindsight_api_url,
-            "api_key": api_key,
-            "verbose": verbose,
-            "recall_timeout": recall_timeout,
-            "breaker_failure_threshold": breaker_failure_threshold,
-            "breaker_reset_timeout": breaker_reset_timeout,
-            "max_retries": max_retries,
-            "retry_base_delay": retry_base_delay,
-            "retry_max_delay": retry_max_delay,
-            "timeout": timeout,
-            "retain_async": retain_async,
-            "tags": list(tags) if tags is not None else None,
-            "spool_dir": spool_dir,
-            "retain_workers": retain_workers,
-            "exit_flush_timeout": exit_flush_timeout,
-            "auto_replay": auto_replay,
-        }
-        self.settings: Settings = resolve_settings(overrides, config=get_config())
+        given = {name: value for name, value in locals().items() if name in SETTING_NAMES and value is not None}
+        if settings is not None and given:
+            raise ConfigurationError(f"settings= is already resolved; do not also pass {', '.join(sorted(given))}")
+        self.settings = settings if settings is not None else resolve_settings(given, config=get_config())
         s = self.settings
         self._agent_name = agent_name
         self._bank_resolver: BankResolver = bank_resolver or default_bank_resolver
@@ -272,8 +272,9 @@ class HindsightRuntimeAdapter:
 
     # ------------------------------------------------------------------ richer API
 
-    async def recall_for_turn(self, context: TurnContext, query: str) -> Recollection:
-        """Recall under ``recall_timeout`` and behind the circuit breaker; never raises.
+    async def recall_for_turn(self, context: TurnContext | Caller, query: str) -> Recollection:
+        """Recall from the bank of ``context`` (a :class:`Caller`, or a :class:`TurnContext`) under
+        ``recall_timeout`` and behind the circuit breaker; never raises.
 
         While the breaker is open this returns a degraded, empty :class:`Recollection` at once (no network), and at
         most one background probe checks whether Hindsight is back.
@@ -281,17 +282,17 @@ class HindsightRuntimeAdapter:
         started = time.perf_counter()
         if not isinstance(query, str) or not query.strip():
             return Recollection("", 0, False)
-        context = self._with_default_agent(context)
         try:
-            bank_id = self._bank_resolver(context)
+            caller = self._caller(context)
         except Exception:
             self._observer.event(logging.WARNING, "memory bank resolution failed", event="recall.bank_resolution")
             return self._degraded("bank_resolution", started)
+        bank_id = caller.bank_id
         rt = self._runtime()
         if not rt.breaker.allow():
             self._maybe_probe()
             return self._degraded("breaker_open", started, bank_id)
-        bearer = context.credential or self.settings.api_key
+        bearer = caller.credential or self.settings.api_key
         try:
             future = rt.recall_pool.submit(self._recall_blocking, rt.transport, bank_id, query, bearer)
             memories = await asyncio.wait_for(asyncio.wrap_future(future), timeout=self.settings.recall_timeout)
@@ -307,28 +308,50 @@ class HindsightRuntimeAdapter:
                 return self._recalled((), started, bank_id)
             return self._degraded("rejected", started, bank_id, status=exc.status)
         except Exception:
-            logging.getLogger("memory_adapter").warning("memory recall failed", exc_info=True)
+            logger.warning("memory recall failed", exc_info=True)
             return self._degraded("error", started, bank_id)
         rt.breaker.record_success()
         return self._recalled(memories, started, bank_id)
 
-    def retain_for_turn(self, context: TurnContext, *, result: str, query: str | None = None) -> RetainHandle:
+    @overload
+    def retain_for_turn(self, context: TurnContext, *, result: str, query: str | None = None) -> RetainHandle: ...
+
+    @overload
+    def retain_for_turn(
+        self, context: Caller, *, result: str, query: str | None = None, session_id: str, request_id: str | None = None
+    ) -> RetainHandle: ...
+
+    def retain_for_turn(
+        self,
+        context: TurnContext | Caller,
+        *,
+        result: str,
+        query: str | None = None,
+        session_id: str | None = None,
+        request_id: str | None = None,
+    ) -> RetainHandle:
         """Queue the turn for background delivery and return its :class:`RetainHandle` at once; never raises.
 
-        The document id is the context's ``request_id`` (else a new UUID), so no turn overwrites another. The
+        With a :class:`Caller`, ``session_id`` and ``request_id`` are the turn's (a :class:`TurnContext` carries its
+        own). The document id is the ``request_id`` (else a new UUID), so no turn overwrites another. The
         ``operation_id`` is derived from the bank and the memory item, so re-delivering the same turn (retries,
         replays, a redelivered request) creates no new work on the server.
         """
         if not isinstance(result, str) or not result.strip():
             return RetainHandle.resolved(RetainOutcome.SKIPPED)
-        context = self._with_default_agent(context)
         try:
-            bank_id = self._bank_resolver(context)
-            record = self._record(context, bank_id, result, query)
+            caller = self._caller(context)
+            if isinstance(context, TurnContext):
+                session_id, request_id = context.runtime_session_id, context.request_id
+            if session_id is None:
+                raise TypeError("retain_for_turn(caller, ...) needs the turn's session_id")
+            record = self._record(caller, session_id, request_id, result, query)
         except Exception:
             self._observer.event(logging.WARNING, "memory retain skipped: no bank", event="retain.bank_resolution")
             return RetainHandle.resolved(RetainOutcome.SKIPPED)
-        self._observer.event(logging.INFO, "memory retain queued", event="retain.queued", bank=short_hash(bank_id))
+        self._observer.event(
+            logging.INFO, "memory retain queued", event="retain.queued", bank=short_hash(caller.bank_id)
+        )
         return self._runtime().delivery.submit(record)
 
     async def stream_turn(
@@ -465,25 +488,48 @@ class HindsightRuntimeAdapter:
             return dataclasses.replace(context, agent_name=self._agent_name)
         return context
 
-    def _record(self, context: TurnContext, bank_id: str, result: str, query: str | None) -> RetainRecord:
+    def _caller(self, context: TurnContext | Caller) -> Caller:
+        """The turn's caller: as given, or the prior art's context resolved once (raises when it names no bank)."""
+        if isinstance(context, Caller):
+            return context
+        return self._with_default_agent(context).caller(self._bank_resolver)
+
+    def _record(
+        self, caller: Caller, session_id: str, request_id: str | None, result: str, query: str | None
+    ) -> RetainRecord:
         policy = self._retention_policy
         content = result
         if policy.include_user_message and query and query.strip():
             content = f"User: {query}\nAssistant: {result}"
         item: dict[str, Any] = {
-            "content": content,
+            "content": storable_text(content),
             "context": policy.context_label,
-            "metadata": {**context.as_metadata(), **policy.extra_metadata},
-            "document_id": context.request_id or str(uuid.uuid4()),
-            "tags": [*context.as_tags(), *self.settings.tags, *policy.extra_tags],
+            "metadata": {
+                **turn_metadata(
+                    session_id=session_id,
+                    user=caller.user,
+                    agent=caller.agent,
+                    tenant=caller.tenant,
+                    request_id=request_id,
+                ),
+                KIND_METADATA_KEY: str(policy.kind),
+                **policy.extra_metadata,
+            },
+            "document_id": request_id or str(uuid.uuid4()),
+            "tags": [
+                *turn_tags(session_id=session_id, user=caller.user, agent=caller.agent, tenant=caller.tenant),
+                kind_tag(policy.kind),
+                *self.settings.tags,
+                *policy.extra_tags,
+            ],
         }
         digest = hashlib.sha256(json.dumps(item, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
         item["timestamp"] = datetime.now(UTC).isoformat()
         return RetainRecord(
-            operation_id=str(uuid.uuid5(_OPERATION_NAMESPACE, f"{bank_id}\n{digest}")),
-            bank_id=bank_id,
+            operation_id=str(uuid.uuid5(_OPERATION_NAMESPACE, f"{caller.bank_id}\n{digest}")),
+            bank_id=caller.bank_id,
             item=item,
-            credential=context.credential,
+            credential=caller.credential,
         )
 
     def _recall_blocking(self, transport: Transport, bank_id: str, query: str, bearer: str | None) -> list[Any]:
@@ -499,7 +545,7 @@ class HindsightRuntimeAdapter:
             )
             response.raise_for_status()
             text = response.body.get("text") if isinstance(response.body, dict) else None
-            return [RecalledMemory(text=text)] if isinstance(text, str) and text.strip() else []
+            return [ReflectAnswer(text=text)] if isinstance(text, str) and text.strip() else []
         body = {
             "query": query,
             "budget": budget,
@@ -575,7 +621,7 @@ class HindsightRuntimeAdapter:
                 try:
                     self._probe_blocking(rt)
                 except Exception:  # an unexpected error must not leave the breaker half-open for good
-                    logging.getLogger("memory_adapter").warning("memory probe failed", exc_info=True)
+                    logger.warning("memory probe failed", exc_info=True)
                     rt.breaker.record_failure()
         finally:
             rt.probe_gate.release()

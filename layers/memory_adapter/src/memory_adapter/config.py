@@ -1,5 +1,10 @@
 """Configuration: the prior-art ``configure()`` API plus the adapter's own settings, each with an environment variable.
 
+:class:`HindsightAgentCoreConfig` is the one definition of the settings (field, default, meaning). Its field types
+say how each ``HINDSIGHT_ADAPTER_<NAME>`` variable is parsed (:data:`ENV_VARS`, by the type of the default),
+:data:`_BOUNDS` what values are accepted; :func:`read_settings` resolves all of them through the shared
+:class:`~memory_adapter.settings_reader.SettingsReader`, so every problem is reported at once.
+
 Precedence for every setting: adapter constructor argument > ``configure()`` > environment variable > default.
 ``configure()`` resolves the environment itself for the URL, the key and every setting it is not given (the new
 settings default to ``None`` there), so the effective order is the same whether or not ``configure()`` is called.
@@ -12,53 +17,41 @@ instead of posting conversations to a public SaaS endpoint.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from memory_adapter.constants import (
+    ADAPTER_ENV_PREFIX,
+    HINDSIGHT_API_KEY_ENV,
+    HINDSIGHT_API_TOKEN_ENV,
+    HINDSIGHT_API_URL_ENV,
+)
 from memory_adapter.exceptions import ConfigurationError
+from memory_adapter.settings_reader import SettingsReader, out_of_range
 
 __all__ = [
+    "DEFAULT_HINDSIGHT_API_URL",
     "ENV_VARS",
     "HINDSIGHT_API_KEY_ENV",
     "HINDSIGHT_API_TOKEN_ENV",
     "HINDSIGHT_API_URL_ENV",
+    "SETTING_NAMES",
     "HindsightAgentCoreConfig",
-    "Settings",
     "configure",
     "default_spool_dir",
     "get_config",
+    "read_settings",
     "reset_config",
     "resolve_settings",
 ]
 
-HINDSIGHT_API_URL_ENV: Final = "HINDSIGHT_API_URL"
-HINDSIGHT_API_KEY_ENV: Final = "HINDSIGHT_API_KEY"
-HINDSIGHT_API_TOKEN_ENV: Final = "HINDSIGHT_API_TOKEN"  # noqa: S105 (a variable name)
-
-#: Environment variable of every setting other than the URL and key (one place, documented in the README).
-ENV_VARS: Final[Mapping[str, str]] = {
-    "recall_budget": "HINDSIGHT_ADAPTER_RECALL_BUDGET",
-    "recall_max_tokens": "HINDSIGHT_ADAPTER_RECALL_MAX_TOKENS",
-    "retain_async": "HINDSIGHT_ADAPTER_RETAIN_ASYNC",
-    "timeout": "HINDSIGHT_ADAPTER_TIMEOUT",
-    "tags": "HINDSIGHT_ADAPTER_TAGS",
-    "verbose": "HINDSIGHT_ADAPTER_VERBOSE",
-    "recall_timeout": "HINDSIGHT_ADAPTER_RECALL_TIMEOUT",
-    "breaker_failure_threshold": "HINDSIGHT_ADAPTER_BREAKER_FAILURE_THRESHOLD",
-    "breaker_reset_timeout": "HINDSIGHT_ADAPTER_BREAKER_RESET_TIMEOUT",
-    "max_retries": "HINDSIGHT_ADAPTER_MAX_RETRIES",
-    "retry_base_delay": "HINDSIGHT_ADAPTER_RETRY_BASE_DELAY",
-    "retry_max_delay": "HINDSIGHT_ADAPTER_RETRY_MAX_DELAY",
-    "spool_dir": "HINDSIGHT_ADAPTER_SPOOL_DIR",
-    "retain_workers": "HINDSIGHT_ADAPTER_RETAIN_WORKERS",
-    "exit_flush_timeout": "HINDSIGHT_ADAPTER_EXIT_FLUSH_TIMEOUT",
-    "auto_replay": "HINDSIGHT_ADAPTER_AUTO_REPLAY",
-}
-
-_BUDGETS: Final = ("low", "mid", "high")
+#: Compatibility name (the prior art's module constant). The prior art defaulted to a public SaaS endpoint; this
+#: package has no default URL, which this empty value stands for: an adapter without a URL refuses to start.
+DEFAULT_HINDSIGHT_API_URL: Final = ""
 
 
 def default_spool_dir() -> str:
@@ -72,9 +65,10 @@ def default_spool_dir() -> str:
 
 @dataclass
 class HindsightAgentCoreConfig:
-    """Global configuration set by :func:`configure` (prior-art fields first, then the adapter's own)."""
+    """Every setting of the adapter (prior-art fields first, then its own): what :func:`configure` sets globally, and
+    what an adapter resolved (``adapter.settings``)."""
 
-    hindsight_api_url: str = ""
+    hindsight_api_url: str = DEFAULT_HINDSIGHT_API_URL
     """Hindsight server URL. Empty means "not configured" (there is deliberately no SaaS default)."""
     api_key: str | None = field(default=None, repr=False)
     """Bearer credential used when a turn carries none of its own (kept out of ``repr``)."""
@@ -112,92 +106,119 @@ class HindsightAgentCoreConfig:
     """Replay the spool in the background once Hindsight answers again."""
 
 
-@dataclass(frozen=True, slots=True)
-class Settings:
-    """Fully resolved adapter settings (what one adapter actually uses)."""
-
-    hindsight_api_url: str
-    api_key: str | None = field(repr=False)
-    recall_budget: str
-    recall_max_tokens: int
-    retain_async: bool
-    timeout: float
-    tags: tuple[str, ...]
-    verbose: bool
-    recall_timeout: float
-    breaker_failure_threshold: int
-    breaker_reset_timeout: float
-    max_retries: int
-    retry_base_delay: float
-    retry_max_delay: float
-    spool_dir: str
-    retain_workers: int
-    exit_flush_timeout: float
-    auto_replay: bool
-
+_CONNECTION: Final = ("hindsight_api_url", "api_key")
+#: Every setting an adapter argument or ``configure()`` may give, in field order.
+SETTING_NAMES: Final = tuple(f.name for f in dataclasses.fields(HindsightAgentCoreConfig))
+#: The environment variable of every setting other than the URL and the key.
+ENV_VARS: Final[Mapping[str, str]] = {
+    name: ADAPTER_ENV_PREFIX + name.upper() for name in SETTING_NAMES if name not in _CONNECTION
+}
+_BUDGETS: Final = ("low", "mid", "high")
+#: Accepted values (see :func:`~memory_adapter.settings_reader.out_of_range`); durations are seconds.
+_BOUNDS: Final[Mapping[str, Mapping[str, float]]] = {
+    "recall_max_tokens": {"low": 1},
+    "timeout": {"above": 0},
+    "recall_timeout": {"above": 0},
+    "breaker_failure_threshold": {"low": 1},
+    "breaker_reset_timeout": {"above": 0},
+    "max_retries": {"low": 0},
+    "retry_base_delay": {"low": 0},
+    "retry_max_delay": {"low": 0},
+    "retain_workers": {"low": 1},
+    "exit_flush_timeout": {"low": 0},
+}
+_DEFAULTS: Final = HindsightAgentCoreConfig()
 
 _global_config: HindsightAgentCoreConfig | None = None
 
 
-def _parse_bool(raw: str) -> bool:
-    value = raw.strip().lower()
-    if value in ("1", "true", "yes", "on"):
-        return True
-    if value in ("0", "false", "no", "off"):
-        return False
-    raise ValueError(f"expected true/false, got {raw!r}")
+def read_settings(
+    reader: SettingsReader,
+    overrides: Mapping[str, Any],
+    *,
+    config: HindsightAgentCoreConfig | None = None,
+    require_url: bool = True,
+) -> HindsightAgentCoreConfig:
+    """Resolve every setting (argument > ``configure()`` > environment > default); problems go to ``reader``.
+
+    Args:
+        reader: Reads the environment (its mapping) and collects problems, with those of the caller's own settings.
+        overrides: Arguments by setting name; ``None`` means "not given".
+        config: The global config, when :func:`configure` was called.
+        require_url: A missing URL is a problem (not for :func:`configure`, which may leave it unset).
+    """
+    values: dict[str, Any] = {}
+    for name in SETTING_NAMES:
+        if name in _CONNECTION:
+            continue
+        given = overrides.get(name)
+        source = name
+        if given is not None:
+            value = given
+        elif config is not None:
+            value = getattr(config, name)
+        else:
+            variable = ENV_VARS[name]
+            value, source = (
+                reader.typed(variable, getattr(_DEFAULTS, name)),
+                variable if reader.given(variable) else name,
+            )
+        values[name] = list(value) if name == "tags" else value
+        limits = _BOUNDS.get(name)
+        if limits is None:
+            continue
+        try:
+            problem = out_of_range(source, float(value), **limits)
+        except (TypeError, ValueError):
+            problem = f"{source} must be a number, got {value!r}"
+        if problem is not None:
+            reader.problem(problem)
+    if values["recall_budget"] not in _BUDGETS:
+        reader.problem(f"recall_budget must be one of {', '.join(_BUDGETS)}, got {values['recall_budget']!r}")
+    if values["retry_max_delay"] < values["retry_base_delay"]:
+        reader.problem("retry_max_delay must be at least retry_base_delay")
+    if not values["spool_dir"]:
+        reader.problem("spool_dir must not be empty")
+    url = (
+        overrides.get("hindsight_api_url")
+        or (config.hindsight_api_url if config is not None else "")
+        or reader.text(HINDSIGHT_API_URL_ENV)
+        or ""
+    )
+    key = (
+        overrides.get("api_key")
+        or (config.api_key if config is not None else None)
+        or reader.text(HINDSIGHT_API_KEY_ENV)
+        or reader.text(HINDSIGHT_API_TOKEN_ENV)
+    )
+    if not url and require_url:
+        reader.problem(
+            f"no Hindsight URL configured: {HINDSIGHT_API_URL_ENV} is required (or pass hindsight_api_url=, or call "
+            "configure(hindsight_api_url=...)); there is deliberately no default public endpoint"
+        )
+    elif url and not url.startswith(("http://", "https://")):
+        reader.problem(f"hindsight_api_url must start with http:// or https://, got {url!r}")
+    return HindsightAgentCoreConfig(hindsight_api_url=url.rstrip("/"), api_key=key, **values)
 
 
-def _parse_tags(raw: str) -> list[str]:
-    return [tag.strip() for tag in raw.split(",") if tag.strip()]
+def resolve_settings(
+    overrides: Mapping[str, Any], *, environ: Mapping[str, str] | None = None, config: HindsightAgentCoreConfig | None
+) -> HindsightAgentCoreConfig:
+    """Resolve every setting (argument > ``configure()`` > environment > default) and validate them all at once.
 
+    Args:
+        overrides: Constructor arguments; ``None`` values mean "not given".
+        environ: Environment to read (defaults to ``os.environ``).
+        config: The global config, when :func:`configure` was called.
 
-_PARSERS: Final[Mapping[str, Callable[[str], Any]]] = {
-    "recall_budget": str.strip,
-    "recall_max_tokens": int,
-    "retain_async": _parse_bool,
-    "timeout": float,
-    "tags": _parse_tags,
-    "verbose": _parse_bool,
-    "recall_timeout": float,
-    "breaker_failure_threshold": int,
-    "breaker_reset_timeout": float,
-    "max_retries": int,
-    "retry_base_delay": float,
-    "retry_max_delay": float,
-    "spool_dir": str.strip,
-    "retain_workers": int,
-    "exit_flush_timeout": float,
-    "auto_replay": _parse_bool,
-}
-
-
-def _from_env(name: str, environ: Mapping[str, str], errors: list[str]) -> Any:
-    """The value of setting ``name`` from its environment variable, or the dataclass default."""
-    var = ENV_VARS[name]
-    raw = environ.get(var)
-    if raw is None or raw.strip() == "":
-        return _DEFAULTS[name]
-    try:
-        return _PARSERS[name](raw)
-    except ValueError as exc:
-        errors.append(f"{var}={raw!r} is invalid: {exc}")
-        return _DEFAULTS[name]
-
-
-_DEFAULTS: Final[Mapping[str, Any]] = {
-    name: (f.default_factory() if callable(f.default_factory) else f.default)
-    for name, f in HindsightAgentCoreConfig.__dataclass_fields__.items()
-    if name in ENV_VARS
-}
-
-
-def _env_url(environ: Mapping[str, str]) -> str:
-    return environ.get(HINDSIGHT_API_URL_ENV, "").strip()
-
-
-def _env_key(environ: Mapping[str, str]) -> str | None:
-    return environ.get(HINDSIGHT_API_KEY_ENV) or environ.get(HINDSIGHT_API_TOKEN_ENV) or None
+    Raises:
+        ConfigurationError: No URL anywhere, or invalid values (every problem listed in one message).
+    """
+    reader = SettingsReader(os.environ if environ is None else environ)
+    settings = read_settings(reader, overrides, config=config)
+    if reader.problems:
+        raise ConfigurationError(reader.problems)
+    return settings
 
 
 def configure(
@@ -225,42 +246,21 @@ def configure(
 
     The first eight parameters are the prior art's, with the same defaults; the keyword-only ones are new and read
     their environment variable (:data:`ENV_VARS`) when left ``None``. The URL falls back to ``HINDSIGHT_API_URL``,
-    the key to ``HINDSIGHT_API_KEY`` then ``HINDSIGHT_API_TOKEN``. Invalid environment values raise
-    :class:`ConfigurationError` listing every problem.
+    the key to ``HINDSIGHT_API_KEY`` then ``HINDSIGHT_API_TOKEN``. Invalid values raise :class:`ConfigurationError`
+    listing every problem.
 
     Example:
         >>> configure(hindsight_api_url="http://hindsight.internal:8888", recall_timeout=1.0)
     """
     global _global_config
-    environ = os.environ
-    errors: list[str] = []
-    new: dict[str, Any] = {
-        "recall_timeout": recall_timeout,
-        "breaker_failure_threshold": breaker_failure_threshold,
-        "breaker_reset_timeout": breaker_reset_timeout,
-        "max_retries": max_retries,
-        "retry_base_delay": retry_base_delay,
-        "retry_max_delay": retry_max_delay,
-        "spool_dir": spool_dir,
-        "retain_workers": retain_workers,
-        "exit_flush_timeout": exit_flush_timeout,
-        "auto_replay": auto_replay,
-    }
-    resolved = {name: value if value is not None else _from_env(name, environ, errors) for name, value in new.items()}
-    if errors:
-        raise ConfigurationError("; ".join(errors))
-    _global_config = HindsightAgentCoreConfig(
-        hindsight_api_url=(hindsight_api_url or _env_url(environ)),
-        api_key=api_key or _env_key(environ),
-        recall_budget=recall_budget,
-        recall_max_tokens=recall_max_tokens,
-        retain_async=retain_async,
-        timeout=timeout,
-        tags=list(tags or []),
-        verbose=verbose,
-        **resolved,
-    )
-    return _global_config
+    given = {name: value for name, value in locals().items() if name in SETTING_NAMES}
+    given["tags"] = list(tags or [])
+    reader = SettingsReader(os.environ)
+    config = read_settings(reader, given, require_url=False)
+    if reader.problems:
+        raise ConfigurationError(reader.problems)
+    _global_config = config
+    return config
 
 
 def get_config() -> HindsightAgentCoreConfig | None:
@@ -272,61 +272,3 @@ def reset_config() -> None:
     """Forget the global config (useful in tests)."""
     global _global_config
     _global_config = None
-
-
-def resolve_settings(
-    overrides: Mapping[str, Any], *, environ: Mapping[str, str] | None = None, config: HindsightAgentCoreConfig | None
-) -> Settings:
-    """Resolve every setting (argument > ``configure()`` > environment > default) and validate them all at once.
-
-    Args:
-        overrides: Constructor arguments; ``None`` values mean "not given".
-        environ: Environment to read (defaults to ``os.environ``).
-        config: The global config, when :func:`configure` was called.
-
-    Raises:
-        ConfigurationError: No URL anywhere, or invalid values (every problem listed in one message).
-    """
-    env = os.environ if environ is None else environ
-    errors: list[str] = []
-    values: dict[str, Any] = {}
-    for name in ENV_VARS:
-        given = overrides.get(name)
-        if given is not None:
-            values[name] = given
-        elif config is not None:
-            values[name] = getattr(config, name)
-        else:
-            values[name] = _from_env(name, env, errors)
-    url = overrides.get("hindsight_api_url") or (config.hindsight_api_url if config else "") or _env_url(env)
-    key = overrides.get("api_key") or (config.api_key if config else None) or _env_key(env)
-    if not url:
-        errors.append(
-            f"no Hindsight URL configured: pass hindsight_api_url=, call configure(hindsight_api_url=...) or set "
-            f"{HINDSIGHT_API_URL_ENV} (there is deliberately no default public endpoint)"
-        )
-    elif not url.startswith(("http://", "https://")):
-        errors.append(f"hindsight_api_url must start with http:// or https://, got {url!r}")
-    errors.extend(_validate(values))
-    if errors:
-        raise ConfigurationError("invalid memory adapter configuration: " + "; ".join(errors))
-    values["tags"] = tuple(values["tags"])
-    return Settings(hindsight_api_url=url.rstrip("/"), api_key=key, **values)
-
-
-def _validate(v: Mapping[str, Any]) -> list[str]:
-    checks = [
-        (v["recall_budget"] in _BUDGETS, f"recall_budget must be one of {_BUDGETS}, got {v['recall_budget']!r}"),
-        (v["recall_max_tokens"] > 0, "recall_max_tokens must be > 0"),
-        (v["timeout"] > 0, "timeout must be > 0 seconds"),
-        (v["recall_timeout"] > 0, "recall_timeout must be > 0 seconds"),
-        (v["breaker_failure_threshold"] >= 1, "breaker_failure_threshold must be >= 1"),
-        (v["breaker_reset_timeout"] > 0, "breaker_reset_timeout must be > 0 seconds"),
-        (v["max_retries"] >= 0, "max_retries must be >= 0"),
-        (v["retry_base_delay"] >= 0, "retry_base_delay must be >= 0 seconds"),
-        (v["retry_max_delay"] >= v["retry_base_delay"], "retry_max_delay must be >= retry_base_delay"),
-        (bool(v["spool_dir"]), "spool_dir must not be empty"),
-        (v["retain_workers"] >= 1, "retain_workers must be >= 1"),
-        (v["exit_flush_timeout"] >= 0, "exit_flush_timeout must be >= 0 seconds"),
-    ]
-    return [message for ok, message in checks if not ok]

@@ -1,8 +1,11 @@
-"""Turn identity (:class:`TurnContext`) and its mapping to a Hindsight bank (:func:`default_bank_resolver`).
+"""The prior art's turn identity (:class:`TurnContext`), its bank (:func:`default_bank_resolver`), and what a retained
+turn is labelled with (:func:`turn_metadata`, :func:`turn_tags`).
 
-The session id never takes part in a bank id: AgentCore sessions end and are re-provisioned, long-term memory must
-outlive them. Bank ids come from :func:`memory_adapter.bank_ids.format_bank_id`, the injective scheme the
-server-side isolation extension parses back, so ``user="a:agent:b"`` can never land in another user's bank.
+A :class:`TurnContext` becomes the same :class:`~memory_adapter.identity.Caller` an agent builds from a verified
+token (:meth:`TurnContext.caller`), so both APIs run the same code from there on. The session id never takes part in
+a bank id: AgentCore sessions end and are re-provisioned, long-term memory must outlive them. Bank ids come from
+:func:`memory_adapter.identity.format_bank_id`, the injective scheme the server-side isolation extension parses
+back, so ``user="a:agent:b"`` can never land in another user's bank.
 """
 
 from __future__ import annotations
@@ -10,10 +13,36 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from memory_adapter.bank_ids import format_bank_id
-from memory_adapter.exceptions import BankResolutionError
+from memory_adapter.identity.bank_ids import format_bank_id
+from memory_adapter.identity.caller import Caller
+from memory_adapter.identity.errors import BankResolutionError
 
-__all__ = ["BankResolver", "TurnContext", "default_bank_resolver"]
+__all__ = ["BankResolver", "TurnContext", "default_bank_resolver", "turn_metadata", "turn_tags"]
+
+
+def turn_metadata(
+    *, session_id: str, user: str, agent: str, tenant: str | None, request_id: str | None
+) -> dict[str, str]:
+    """Metadata attached to a retained turn (the prior art's keys; never a credential)."""
+    meta: dict[str, str] = {
+        "channel": "agentcore-runtime",
+        "runtime_session_id": session_id,
+        "agent_name": agent,
+        "user_id": user,
+    }
+    if tenant:
+        meta["tenant_id"] = tenant
+    if request_id:
+        meta["request_id"] = request_id
+    return meta
+
+
+def turn_tags(*, session_id: str, user: str, agent: str, tenant: str | None) -> list[str]:
+    """Tags attached to a retained turn: ``tenant:`` (when set), ``user:``, ``agent:``, ``session:``."""
+    tags = [f"user:{user}", f"agent:{agent}", f"session:{session_id}"]
+    if tenant:
+        tags.insert(0, f"tenant:{tenant}")
+    return tags
 
 
 @dataclass
@@ -40,24 +69,31 @@ class TurnContext:
 
     def as_metadata(self) -> dict[str, str]:
         """Metadata attached to retained memories (same keys as the prior art; never the credential)."""
-        meta: dict[str, str] = {
-            "channel": "agentcore-runtime",
-            "runtime_session_id": self.runtime_session_id,
-            "agent_name": self.agent_name,
-            "user_id": self.user_id,
-        }
-        if self.tenant_id:
-            meta["tenant_id"] = self.tenant_id
-        if self.request_id:
-            meta["request_id"] = self.request_id
-        return meta
+        return turn_metadata(
+            session_id=self.runtime_session_id,
+            user=self.user_id,
+            agent=self.agent_name,
+            tenant=self.tenant_id,
+            request_id=self.request_id,
+        )
 
     def as_tags(self) -> list[str]:
         """Tags attached to retained memories: ``tenant:`` (when set), ``user:``, ``agent:``, ``session:``."""
-        tags = [f"user:{self.user_id}", f"agent:{self.agent_name}", f"session:{self.runtime_session_id}"]
-        if self.tenant_id:
-            tags.insert(0, f"tenant:{self.tenant_id}")
-        return tags
+        return turn_tags(
+            session_id=self.runtime_session_id, user=self.user_id, agent=self.agent_name, tenant=self.tenant_id
+        )
+
+    def caller(self, bank_resolver: BankResolver | None = None) -> Caller:
+        """This turn's :class:`~memory_adapter.identity.Caller`, its bank named by ``bank_resolver`` (default:
+        :func:`default_bank_resolver`); raise :class:`BankResolutionError` when there is none."""
+        bank_id = (bank_resolver or default_bank_resolver)(self)
+        return Caller(
+            user=self.user_id,
+            agent=self.agent_name,
+            bank_id=bank_id,
+            tenant=self.tenant_id or None,
+            credential=self.credential,
+        )
 
 
 class BankResolver(Protocol):

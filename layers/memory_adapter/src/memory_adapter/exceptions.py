@@ -1,22 +1,38 @@
-"""Exceptions raised by the memory adapter.
+"""Exceptions raised by the memory adapter (identity failures: their own branch, :mod:`memory_adapter.identity.errors`).
 
-The two prior-art names (``HindsightAgentCoreError``, ``BankResolutionError``) are kept so code written for
-``hindsight-agentcore`` catches the same errors after switching the import.
+``HindsightAgentCoreError`` is the prior art's base name, kept so code written for ``hindsight-agentcore`` catches
+the same errors after switching the import; ``BankResolutionError`` (also a prior-art name) now lives with the rest
+of the identity errors and is still importable from here.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from memory_adapter.identity.errors import BankResolutionError
+
+__all__ = [
+    "BankResolutionError",
+    "ConfigurationError",
+    "HindsightAgentCoreError",
+    "HindsightRequestError",
+    "HindsightUnavailableError",
+    "SpoolError",
+]
 
 
 class HindsightAgentCoreError(Exception):
     """Base class of every error the memory adapter raises."""
 
 
-class BankResolutionError(HindsightAgentCoreError):
-    """The turn's identity cannot be turned into a bank id (missing, blank or invalid part): fail closed."""
-
-
 class ConfigurationError(HindsightAgentCoreError):
-    """The adapter is misconfigured, e.g. no Hindsight URL is set anywhere."""
+    """The configuration is unusable; ``problems`` lists every reason (the message lists them too)."""
+
+    def __init__(self, problems: str | Sequence[str], *, subject: str = "memory adapter") -> None:
+        self.problems = [problems] if isinstance(problems, str) else list(problems)
+        super().__init__(f"invalid {subject} configuration:\n  - " + "\n  - ".join(self.problems))
 
 
 class HindsightUnavailableError(HindsightAgentCoreError):
@@ -37,3 +53,12 @@ class HindsightRequestError(HindsightAgentCoreError):
 
 class SpoolError(HindsightAgentCoreError):
     """The durable spool could not store or read a retain."""
+
+
+def __getattr__(name: str) -> Any:
+    # BankResolutionError derives from HindsightAgentCoreError, so it cannot be imported at the top of this module.
+    if name == "BankResolutionError":
+        from memory_adapter.identity.errors import BankResolutionError
+
+        return BankResolutionError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -21,11 +21,15 @@ __all__ = [
     "MEMORY_BLOCK_OPEN",
     "MemoryFormatter",
     "RecalledMemory",
+    "ReflectAnswer",
     "format_memories_as_bullets",
     "format_memories_as_data",
     "sanitize_text",
+    "storable_text",
 ]
 
+#: A surrogate code point in a ``str`` is always a lone one (pairs decode to a single code point).
+_SURROGATE = re.compile("[\ud800-\udfff]")
 MEMORY_BLOCK_OPEN = "<recalled_memories>"
 MEMORY_BLOCK_CLOSE = "</recalled_memories>"
 MEMORY_BLOCK_NOTICE = (
@@ -52,12 +56,28 @@ class RecalledMemory:
     document_id: str | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class ReflectAnswer(RecalledMemory):
+    """Hindsight's reflect answer (``RecallPolicy(mode="reflect")``): one per recall, synthesised from memories by
+    the server's LLM. Formatters treat it as a memory; :func:`memory_adapter.compat.format_memories_as_prior_art`
+    returns its text as it is, like hindsight-agentcore 0.1.3 did."""
+
+
 class MemoryFormatter(Protocol):
     """Formats recalled memories into the text handed to the agent (``""`` when there are none)."""
 
     def __call__(self, memories: Sequence[RecalledMemory]) -> str:
         """Return the prompt text for ``memories``."""
         ...
+
+
+def storable_text(text: str) -> str:
+    """``text`` as Hindsight can store it: NUL removed, lone surrogates replaced by U+FFFD.
+
+    The server refuses both with a 400 (PostgreSQL text cannot hold NUL; a lone surrogate is not UTF-8), which would
+    send a whole turn to the dead letters because a model's reply happened to contain one such character.
+    """
+    return _SURROGATE.sub("\ufffd", text.replace("\x00", ""))
 
 
 def sanitize_text(text: str) -> str:

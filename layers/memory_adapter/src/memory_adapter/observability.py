@@ -13,11 +13,11 @@ import os
 import threading
 from typing import Any, Final, Protocol
 
-__all__ = ["Metric", "MetricsSink", "Observer", "short_hash"]
+from memory_adapter.constants import LOG_HASH_SALT_ENV
+
+__all__ = ["Metric", "MetricsSink", "Observer", "logger", "short_hash"]
 
 logger = logging.getLogger("memory_adapter")
-
-_HASH_SALT_ENV: Final = "HINDSIGHT_ADAPTER_LOG_HASH_SALT"
 
 
 class Metric:
@@ -47,7 +47,7 @@ class MetricsSink(Protocol):
 
 def short_hash(value: str) -> str:
     """A 12-hex-digit SHA-256 digest of ``value`` for logs (salted with ``HINDSIGHT_ADAPTER_LOG_HASH_SALT`` if set)."""
-    salt = os.environ.get(_HASH_SALT_ENV, "")
+    salt = os.environ.get(LOG_HASH_SALT_ENV, "")
     return hashlib.sha256(f"{salt}\x00{value}".encode("utf-8", "surrogatepass")).hexdigest()[:12]
 
 

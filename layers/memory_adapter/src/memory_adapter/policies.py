@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from memory_adapter.kinds import MemoryKind
+
 __all__ = ["RecallPolicy", "RetentionPolicy"]
 
 
@@ -32,9 +34,12 @@ class RetentionPolicy:
         extra_tags: Tags added after the turn's own tags and the configured tags.
         extra_metadata: Metadata merged over the turn's own metadata.
         include_user_message: Store ``User: {query}\\nAssistant: {result}`` rather than the result alone.
+        kind: The kind every retained item carries (tag ``kind:<kind>`` and metadata ``kind``), which decides how
+            long it is kept (:mod:`memory_adapter.kinds`); automatic turns are ``turn``.
     """
 
     context_label: str = "agentcore-runtime:conversation_turn"
     extra_tags: list[str] = field(default_factory=list)
     extra_metadata: dict[str, str] = field(default_factory=dict)
     include_user_message: bool = True
+    kind: MemoryKind = MemoryKind.TURN

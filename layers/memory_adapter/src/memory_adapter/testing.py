@@ -10,6 +10,7 @@ Example:
     >>> fake = FakeHindsight()
     >>> adapter = HindsightRuntimeAdapter(hindsight_api_url="http://fake", transport=fake, spool_dir=tmp)
     >>> fake.fault = Fault.DOWN            # the next calls fail as if nothing listened
+    >>> [r.path for r in fake.requests]    # what reached "Hindsight", bearer included
 """
 
 from __future__ import annotations
@@ -83,6 +84,15 @@ class FakeHindsight:
     def release(self) -> None:
         """Let hung requests fail now."""
         self._released.set()
+
+    def reset(self) -> None:
+        """Forget every bank, operation, recorded request, fault and denial (reuse one fake across tests)."""
+        with self._lock:
+            self.banks.clear()
+            self.operations.clear()
+            self.requests.clear()
+            self.deny.clear()
+            self.fault = Fault.NONE
 
     # -- Transport
 

@@ -1,4 +1,4 @@
-"""memory_adapter.tokens: every way a token can fail, and the JWKS fetch discipline."""
+"""memory_adapter.identity.JwtVerifier: every way a token can fail, and the key fetch discipline."""
 
 from __future__ import annotations
 
@@ -15,15 +15,15 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from memory_adapter.tokens import (
+from memory_adapter.identity import (
+    IdentityConfigError,
+    JwtSettings,
     JwtVerifier,
-    JwtVerifierConfig,
     RejectReason,
     TokenRejected,
     bearer_token,
 )
-
-from .conftest import CLIENT_ID, UnitIssuer, _jwk
+from tests.unit.issuers import CLIENT_ID, UnitIssuer, jwk_of
 
 
 def _b64(data: bytes) -> str:
@@ -164,7 +164,7 @@ def test_hs256_signed_with_the_public_key_is_rejected(unit_issuer: UnitIssuer) -
     token = _forge({"alg": "HS256", "kid": unit_issuer.kid}, unit_issuer.claims(), pem)
     assert _rejected(unit_issuer.verifier(), token) is RejectReason.ALGORITHM
     # even if someone lists both families, configuration refuses HMAC
-    with pytest.raises(ValueError, match="asymmetric"):
+    with pytest.raises(IdentityConfigError, match="asymmetric"):
         unit_issuer.verifier(algorithms=("RS256", "HS256"))
 
 
@@ -228,7 +228,7 @@ def test_unreachable_issuer_fails_closed(unit_issuer: UnitIssuer) -> None:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     verifier = JwtVerifier(
-        JwtVerifierConfig(
+        JwtSettings(
             discovery_url=f"http://127.0.0.1:{port}/.well-known/openid-configuration",
             allowed_clients=(CLIENT_ID,),
             http_timeout_s=1,
@@ -242,7 +242,7 @@ def test_discovery_issuer_must_match_its_url(unit_issuer: UnitIssuer) -> None:
         {"issuer": unit_issuer.issuer, "jwks_uri": unit_issuer.issuer + "/jwks.json"}
     )
     verifier = JwtVerifier(
-        JwtVerifierConfig(
+        JwtSettings(
             discovery_url=unit_issuer.server.url_for("/fake/.well-known/openid-configuration"),
             allowed_clients=(CLIENT_ID,),
         )
@@ -252,9 +252,9 @@ def test_discovery_issuer_must_match_its_url(unit_issuer: UnitIssuer) -> None:
 
 def test_static_jwks_needs_no_fetch(unit_issuer: UnitIssuer) -> None:
     verifier = JwtVerifier(
-        JwtVerifierConfig(
+        JwtSettings(
             issuer=unit_issuer.issuer,
-            static_jwks={"keys": [_jwk(unit_issuer.key, unit_issuer.kid)]},
+            static_jwks={"keys": [jwk_of(unit_issuer.key, unit_issuer.kid)]},
             allowed_clients=(CLIENT_ID,),
         )
     )
@@ -263,9 +263,9 @@ def test_static_jwks_needs_no_fetch(unit_issuer: UnitIssuer) -> None:
 
 
 def test_configuration_lists_every_problem() -> None:
-    problems = JwtVerifierConfig(algorithms=("HS256",), leeway_s=-1, token_use="refresh").problems()
+    problems = JwtSettings(algorithms=("HS256",), leeway_s=-1, token_use="refresh").problems()
     text = " | ".join(problems)
-    for expected in ("issuer is required", "allowed_clients", "asymmetric", "leeway_s", "token_use"):
+    for expected in ("discovery_url is required", "allowed_clients", "asymmetric", "leeway_s", "token_use"):
         assert expected in text
 
 

@@ -1,26 +1,27 @@
-"""Fixtures for the agent's unit tests: an RSA-keyed OIDC issuer served by pytest-httpserver."""
+"""Test identity providers: an RSA key, a discovery document and a JWKS on a local server, and a token minter.
+
+``unit_issuer`` (pytest-httpserver, per test) and ``loopback_issuer`` (a stdlib server for the whole session) are the
+fixtures of ``tests/unit/conftest.py``.
+"""
 
 from __future__ import annotations
 
 import json
-import threading
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import jwt
-import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 from pytest_httpserver import HTTPServer
 
-from memory_adapter.tokens import JwtVerifier, JwtVerifierConfig
+from memory_adapter.identity import JwtSettings, JwtVerifier
 
 CLIENT_ID = "client-app"
 
 
-def _jwk(key: rsa.RSAPrivateKey, kid: str) -> dict[str, Any]:
+def jwk_of(key: rsa.RSAPrivateKey, kid: str) -> dict[str, Any]:
     data: dict[str, Any] = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key()))
     data.update(kid=kid, use="sig", alg="RS256")
     return data
@@ -71,36 +72,20 @@ class UnitIssuer:
         all_headers = {"kid": kid or self.kid, **(headers or {})}
         return jwt.encode(self.claims(user, **claims), key or self.key, algorithm=alg, headers=all_headers)
 
-    def config(self, **overrides: Any) -> JwtVerifierConfig:
+    def settings(self, **overrides: Any) -> JwtSettings:
         values: dict[str, Any] = {"discovery_url": self.discovery_url, "allowed_clients": (CLIENT_ID,)}
         values.update(overrides)
-        return JwtVerifierConfig(**values)
+        return JwtSettings(**values)
 
     def verifier(self, **overrides: Any) -> JwtVerifier:
-        return JwtVerifier(self.config(**overrides))
+        return JwtVerifier(self.settings(**overrides))
 
 
-_KEY = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+#: One key for all tests (RSA key generation is slow).
+KEY = rsa.generate_private_key(public_exponent=65537, key_size=2048)
 
 
-@pytest.fixture
-def unit_issuer(httpserver: HTTPServer) -> UnitIssuer:
-    issuer = UnitIssuer(server=httpserver, key=_KEY)
-
-    def jwks(_request: Any) -> Any:
-        from werkzeug.wrappers import Response
-
-        issuer.jwks_hits.append(time.monotonic())
-        return Response(json.dumps({"keys": [_jwk(issuer.key, issuer.kid)]}), content_type="application/json")
-
-    httpserver.expect_request("/pool/.well-known/openid-configuration").respond_with_json(
-        {"issuer": issuer.issuer, "jwks_uri": issuer.issuer + "/jwks.json"}
-    )
-    httpserver.expect_request("/pool/jwks.json").respond_with_handler(jwks)
-    return issuer
-
-
-class _IssuerHandler(BaseHTTPRequestHandler):
+class IssuerHandler(BaseHTTPRequestHandler):
     issuer: LoopbackIssuer
 
     def do_GET(self) -> None:
@@ -109,7 +94,7 @@ class _IssuerHandler(BaseHTTPRequestHandler):
             body: dict[str, Any] = {"issuer": issuer.issuer, "jwks_uri": issuer.issuer + "/jwks.json"}
         elif self.path == "/pool/jwks.json":
             issuer.jwks_hits.append(time.monotonic())
-            body = {"keys": [_jwk(issuer.key, issuer.kid)]}
+            body = {"keys": [jwk_of(issuer.key, issuer.kid)]}
         else:
             self.send_response(404)
             self.end_headers()
@@ -134,18 +119,3 @@ class LoopbackIssuer(UnitIssuer):
     @property
     def issuer(self) -> str:
         return self.base + "/pool"
-
-
-@pytest.fixture(scope="session")
-def loopback_issuer() -> Iterator[LoopbackIssuer]:
-    class Handler(_IssuerHandler):
-        pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    issuer = LoopbackIssuer(server=None, key=_KEY, base=f"http://127.0.0.1:{server.server_port}")  # type: ignore[arg-type]
-    Handler.issuer = issuer
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield issuer
-    server.shutdown()
-    server.server_close()

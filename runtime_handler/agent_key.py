@@ -1,4 +1,5 @@
-"""The per-deployment Hindsight credential an IAM-mode agent presents (JWT-mode agents forward the caller's token).
+"""The per-deployment Hindsight key an IAM-mode agent presents as its turns' credential (JWT-mode agents forward the
+caller's token instead).
 
 From ``HINDSIGHT_API_KEY_SECRET_ARN`` through Powertools parameters (cached, so rotation is picked up within
 ``max_age``) or, for local runs, ``HINDSIGHT_API_KEY``. The server limits this credential to the banks of this

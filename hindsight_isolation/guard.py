@@ -1,0 +1,326 @@
+"""The request guard: an ASGI middleware in front of all of Hindsight (REST, MCP, health), before authentication.
+
+For every HTTP request it
+
+1. refuses input Hindsight cannot take (:mod:`hindsight_isolation.bad_input`) with a 400 that says what is wrong,
+   whoever sends it: path, query string, headers, JSON bodies, form fields (multipart and url-encoded);
+2. labels the request with its kind (:mod:`hindsight_isolation.route`) for the validator, which sees no route;
+3. makes a caller-chosen retain ``operation_id`` private to its bank (:func:`bank_operation_id`): Hindsight keeps
+   one id space for every bank and answers 409 to an id another bank used, which tells whether that id exists;
+4. replaces the body of any 500 with a fixed message (Hindsight puts the exception's text, a database driver's
+   included, in the body; the log keeps it).
+
+Pure ASGI (no Starlette ``BaseHTTPMiddleware``: no extra task per request, and disconnects still reach the app).
+Installed by :class:`hindsight_isolation.http.RequestGuardExtension`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import tempfile
+import uuid
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import IO, Any
+
+from python_multipart.multipart import MultipartParser, parse_options_header
+
+from hindsight_isolation import route
+from hindsight_isolation.bad_input import (
+    BadInput,
+    NotJson,
+    check_form_fields,
+    check_headers,
+    check_json,
+    check_path,
+    check_query,
+    parse_json,
+)
+from hindsight_isolation.route import RequestKind
+
+__all__ = ["INTERNAL_ERROR", "ASGIApp", "Message", "Receive", "RequestGuard", "Scope", "Send", "bank_operation_id"]
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+logger = logging.getLogger("hindsight_isolation")
+
+#: The body every 500 gets instead of Hindsight's (which carries the exception's text).
+INTERNAL_ERROR = {"detail": "internal server error (the server log has the details)"}
+#: Multipart bodies are spooled to disk beyond this, like Starlette's own uploads.
+_SPOOL_IN_MEMORY = 1024 * 1024
+#: Form fields longer than Starlette accepts (1 MiB) are refused by Starlette: no need to look at more.
+_MAX_FIELD = 1024 * 1024 + 1
+_CHUNK = 64 * 1024
+_JSON_TYPES = ("application/json", "+json")
+
+
+class _ClientGone(Exception):
+    """The client disconnected while its body was being read."""
+
+
+def bank_operation_id(operation_id: str, bank_id: str) -> str:
+    """The id Hindsight stores for a caller's ``operation_id`` on ``bank_id``: a UUID no other bank can reach.
+
+    Deterministic, so a re-sent retain (same id, same bank) still finds its first operation; name-based (UUIDv5,
+    the caller's id as namespace), so no caller can aim at another bank's id. Not a UUID: returned unchanged (the
+    route answers 422).
+    """
+    try:
+        namespace = uuid.UUID(operation_id)
+    except ValueError:
+        return operation_id
+    return str(uuid.uuid5(namespace, bank_id))
+
+
+class RequestGuard:
+    """Wraps the whole Hindsight ASGI app.
+
+    Args:
+        app: The app to guard.
+        integer_parameters: Query parameter names that are integers (from the app's OpenAPI document).
+    """
+
+    def __init__(self, app: ASGIApp, *, integer_parameters: frozenset[str] = frozenset()) -> None:
+        self.app = app
+        self.integer_parameters = integer_parameters
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        kind = route.classify(scope.get("method", ""), scope.get("path", ""))
+        try:
+            check_path(scope.get("path", ""))
+            check_query(scope.get("query_string", b""), self.integer_parameters)
+            check_headers(scope.get("headers", []))
+            scope, receive = await self._checked_body(scope, receive, kind)
+        except BadInput as exc:
+            await _refuse(scope, send, kind, str(exc))
+            return
+        except _ClientGone:
+            return
+        with route.labelled(kind):
+            await self.app(scope, receive, _hiding_internal_errors(scope, send))
+
+    async def _checked_body(self, scope: Scope, receive: Receive, kind: RequestKind) -> tuple[Scope, Receive]:
+        """Read and check the body; return the scope and a ``receive`` that replays it."""
+        content_type, options = parse_options_header(_header(scope, b"content-type"))
+        if content_type == b"multipart/form-data" and options.get(b"boundary"):
+            spool = await _read_multipart(receive, options[b"boundary"])
+            return scope, _replay_file(spool, receive)
+        body = await _read_all(receive)
+        if not body:
+            return scope, _replay(body, receive)
+        if content_type == b"application/x-www-form-urlencoded":
+            check_form_fields(_urlencoded_fields(body))
+            return scope, _replay(body, receive)
+        try:
+            parsed = parse_json(body)
+        except NotJson:
+            if not content_type or content_type.decode("latin-1").endswith(_JSON_TYPES):
+                raise
+            return scope, _replay(body, receive)  # not JSON and not declared JSON: the route reads it as it is
+        check_json(parsed)
+        bank_id = route.retain_bank(scope.get("path", "")) if kind is RequestKind.RETAIN else None
+        if bank_id is not None and isinstance(parsed, dict) and isinstance(parsed.get("operation_id"), str):
+            private = bank_operation_id(parsed["operation_id"], bank_id)
+            if private != parsed["operation_id"]:
+                parsed["operation_id"] = private
+                body = json.dumps(parsed, ensure_ascii=False, allow_nan=False).encode("utf-8")
+                scope = _with_content_length(scope, len(body))
+        return scope, _replay(body, receive)
+
+
+def _header(scope: Scope, name: bytes) -> bytes | None:
+    for key, value in scope.get("headers", []):
+        if key.lower() == name:
+            return bytes(value)
+    return None
+
+
+def _with_content_length(scope: Scope, length: int) -> Scope:
+    dropped = (b"content-length", b"transfer-encoding")
+    headers = [(k, v) for k, v in scope.get("headers", []) if k.lower() not in dropped]
+    headers.append((b"content-length", str(length).encode("ascii")))
+    return {**scope, "headers": headers}
+
+
+async def _read_all(receive: Receive) -> bytes:
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise _ClientGone
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A ``receive`` that hands the app ``body`` once, then whatever the client sends next (a disconnect)."""
+    sent = False
+
+    async def replayed() -> Message:
+        nonlocal sent
+        if sent:
+            return await receive()
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return replayed
+
+
+def _replay_file(spool: IO[bytes], receive: Receive) -> Receive:
+    """Like :func:`_replay`, from a spooled body, in chunks."""
+    size = spool.seek(0, 2)
+    spool.seek(0)
+    done = False
+
+    async def replayed() -> Message:
+        nonlocal done
+        if done:
+            return await receive()
+        chunk = spool.read(_CHUNK)
+        more = spool.tell() < size
+        if not more:
+            done = True
+            spool.close()
+        return {"type": "http.request", "body": chunk, "more_body": more}
+
+    return replayed
+
+
+def _urlencoded_fields(body: bytes) -> list[tuple[str, str]]:
+    from urllib.parse import parse_qsl
+
+    return parse_qsl(body.decode("latin-1"), keep_blank_values=True)
+
+
+def _decode(raw: bytes | bytearray) -> str:
+    """As Starlette decodes form fields and file names: UTF-8, else Latin-1."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("latin-1")
+
+
+async def _read_multipart(receive: Receive, boundary: bytes) -> IO[bytes]:
+    """Spool a multipart body while parsing it; check every field and file name (not file contents)."""
+    spool: IO[bytes] = tempfile.SpooledTemporaryFile(max_size=_SPOOL_IN_MEMORY)  # noqa: SIM115 (closed on replay)
+    fields: list[tuple[str, str]] = []
+    header_name, header_value = bytearray(), bytearray()
+    part: dict[str, Any] = {}
+
+    def on_part_begin() -> None:
+        part.clear()
+        part.update(disposition=b"", data=bytearray())
+
+    def on_header_field(data: bytes, start: int, end: int) -> None:
+        header_name.extend(data[start:end])
+
+    def on_header_value(data: bytes, start: int, end: int) -> None:
+        header_value.extend(data[start:end])
+
+    def on_header_end() -> None:
+        if header_name.lower() == b"content-disposition":
+            part["disposition"] = bytes(header_value)
+        header_name.clear()
+        header_value.clear()
+
+    def on_part_data(data: bytes, start: int, end: int) -> None:
+        buffer: bytearray = part["data"]
+        if "filename" not in part and len(buffer) < _MAX_FIELD:
+            buffer.extend(data[start : min(end, start + _MAX_FIELD - len(buffer))])
+
+    def on_headers_finished() -> None:
+        _, options = parse_options_header(part["disposition"])
+        part["name"] = _decode(options.get(b"name", b""))
+        if b"filename" in options:
+            part["filename"] = _decode(options[b"filename"])
+
+    def on_part_end() -> None:
+        if "filename" in part:
+            fields.append((part["name"], part["filename"]))  # a file: its name is checked, not its bytes
+        else:
+            fields.append((part["name"], _decode(part["data"])))
+
+    parser = MultipartParser(
+        boundary,
+        {
+            "on_part_begin": on_part_begin,
+            "on_header_field": on_header_field,
+            "on_header_value": on_header_value,
+            "on_header_end": on_header_end,
+            "on_headers_finished": on_headers_finished,
+            "on_part_data": on_part_data,
+            "on_part_end": on_part_end,
+        },
+    )
+    try:
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise _ClientGone
+            chunk = message.get("body", b"")
+            spool.write(chunk)
+            parser.write(chunk)
+            if not message.get("more_body", False):
+                break
+        parser.finalize()
+        check_form_fields(fields)
+    except (BadInput, _ClientGone):
+        spool.close()
+        raise
+    except Exception:  # the parser's own errors: Starlette, which uses the same parser, would refuse it too
+        spool.close()
+        raise BadInput("the multipart body is malformed: send multipart/form-data with its boundary") from None
+    return spool
+
+
+async def _refuse(scope: Scope, send: Send, kind: RequestKind, message: str) -> None:
+    """400 with the message: ``{"detail": ...}``, or a JSON-RPC error for MCP (what an MCP client reads)."""
+    logger.info(
+        "hindsight_isolation refused bad input status=400 method=%s path=%r reason=%r",
+        scope.get("method"),
+        str(scope.get("path", ""))[:200],
+        message[:300],
+    )
+    payload: dict[str, Any]
+    if kind is RequestKind.MCP:
+        payload = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
+    else:
+        payload = {"detail": message}
+    await _send_json(send, 400, payload)
+
+
+async def _send_json(send: Send, status: int, payload: dict[str, Any]) -> None:
+    body = json.dumps(payload).encode("utf-8")
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode("ascii"))]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+def _hiding_internal_errors(scope: Scope, send: Send) -> Send:
+    """A ``send`` that answers every 500 with :data:`INTERNAL_ERROR` and drops the app's own 500 body."""
+    hiding = False
+
+    async def guarded(message: Message) -> None:
+        nonlocal hiding
+        if message["type"] == "http.response.start" and message.get("status") == 500:
+            hiding = True
+            logger.warning(
+                "hindsight_isolation replaced the body of a 500 method=%s path=%r",
+                scope.get("method"),
+                str(scope.get("path", ""))[:200],
+            )
+            await _send_json(send, 500, INTERNAL_ERROR)
+            return
+        if hiding and message["type"] == "http.response.body":
+            return
+        await send(message)
+
+    return guarded

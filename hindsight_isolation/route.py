@@ -1,0 +1,70 @@
+"""What kind of request is being served, told by the request guard to the validator (which sees no HTTP request).
+
+The validator slot receives a bank id and an operation name, never the route. Two rules need the route: a bank
+restore, clone or document import (whose hooks look like a plain bank creation) is the operator's, and a token in its
+post-expiry grace window may only send a retain. The guard (:mod:`hindsight_isolation.guard`), which wraps every HTTP
+request, classifies the request with :func:`classify` and holds the answer in a context variable for the length of
+the request; :func:`current` reads it (``None`` outside any guarded request: the validator then refuses everything
+but the server's own background work).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from enum import StrEnum
+
+__all__ = ["RequestKind", "classify", "current", "labelled", "retain_bank"]
+
+
+class RequestKind(StrEnum):
+    """The routes isolation treats specially; everything else is OTHER."""
+
+    RETAIN = "retain"  # POST /v1/default/banks/{bank_id}/memories: all a grace-window token may send
+    TRANSFER = "transfer"  # bank restore, bank clone, document import: they write archive rows as they are
+    MCP = "mcp"  # /mcp and below: tools are filtered per caller (filter_mcp_tools) and each call is checked
+    OTHER = "other"
+
+
+#: Matched against the decoded path, as Starlette routes it; a suffix, so a ``root_path`` prefix changes nothing.
+#: A bank id cannot contain ``/`` (no route of Hindsight matches one), so ``[^/]+`` is exactly one bank id.
+_TRANSFER = re.compile(r"/banks/[^/]+/(?:transfer/import|clone|document-transfer)/?$")
+_RETAIN = re.compile(r"/banks/(?P<bank_id>[^/]+)/memories/?$")
+_MCP_PREFIX = "/mcp"
+
+_current: ContextVar[RequestKind | None] = ContextVar("hindsight_isolation_request_kind", default=None)
+
+
+def classify(method: str, path: str) -> RequestKind:
+    """The kind of an HTTP request, from its method and decoded path."""
+    if path == _MCP_PREFIX or path.startswith(_MCP_PREFIX + "/"):
+        return RequestKind.MCP
+    if method == "POST":
+        if _TRANSFER.search(path):
+            return RequestKind.TRANSFER
+        if _RETAIN.search(path):
+            return RequestKind.RETAIN
+    return RequestKind.OTHER
+
+
+def retain_bank(path: str) -> str | None:
+    """The bank id of a retain request's path (``None`` for any other path)."""
+    found = _RETAIN.search(path)
+    return found.group("bank_id") if found else None
+
+
+def current() -> RequestKind | None:
+    """The kind of the request being served, or ``None`` outside a guarded request."""
+    return _current.get()
+
+
+@contextmanager
+def labelled(kind: RequestKind) -> Iterator[None]:
+    """Serve the enclosed code as a request of ``kind`` (work it spawns inherits the label)."""
+    token = _current.set(kind)
+    try:
+        yield
+    finally:
+        _current.reset(token)

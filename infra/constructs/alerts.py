@@ -1,0 +1,55 @@
+"""Alerts: the one SNS topic every alarm of the deployment notifies (KMS-encrypted), with an optional e-mail."""
+
+from __future__ import annotations
+
+from aws_cdk import RemovalPolicy
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as cw_actions
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
+from constructs import Construct
+
+#: What CloudWatch needs on the topic's key to publish an alarm into an encrypted topic.
+CLOUDWATCH_PUBLISH_KEY_ACTIONS = ("kms:Decrypt", "kms:GenerateDataKey*")
+
+
+class Alerts(Construct):
+    """Exposes ``topic`` and ``action``; ``watch(alarm)`` makes an alarm notify the topic."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, email: str | None) -> None:
+        super().__init__(scope, construct_id)
+        self.key = kms.Key(
+            self,
+            "Key",
+            description="Encrypts the deployment's alarm notifications",
+            enable_key_rotation=True,
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        self.key.add_to_resource_policy(
+            iam.PolicyStatement(
+                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                actions=list(CLOUDWATCH_PUBLISH_KEY_ACTIONS),
+                resources=["*"],  # in a key policy, "*" means this key
+            )
+        )
+        self.topic = sns.Topic(self, "Topic", display_name="Hindsight memory alarms", master_key=self.key)
+        self.topic.add_to_resource_policy(
+            iam.PolicyStatement(
+                effect=iam.Effect.DENY,
+                principals=[iam.AnyPrincipal()],
+                actions=["sns:Publish"],
+                resources=[self.topic.topic_arn],
+                conditions={"Bool": {"aws:SecureTransport": "false"}},
+            )
+        )
+        if email is not None:
+            self.topic.add_subscription(subscriptions.EmailSubscription(email))
+        self.action: cloudwatch.IAlarmAction = cw_actions.SnsAction(self.topic)
+
+    def watch(self, alarm: cloudwatch.Alarm) -> cloudwatch.Alarm:
+        """Notify the topic when alarm fires and when it recovers."""
+        alarm.add_alarm_action(self.action)
+        alarm.add_ok_action(self.action)
+        return alarm

@@ -1,0 +1,161 @@
+"""DatabaseLogin: Hindsight's own least-privilege database login, provisioned by the master and rotated safely.
+
+- A provisioning function inside the VPC (``infra/functions/db_provisioning``, behind CDK's provider framework so
+  CloudFormation's answer goes out from outside the VPC) connects as the master with verified TLS and creates the
+  extensions, the owner role and the two alternating logins. It is the master's only user besides rotation.
+- The login's secret rotates with Secrets Manager's alternating-users rotation: it changes the password of the
+  login not in use and then points the secret at it, so tasks that started with the previous credentials keep a
+  valid password until the next rotation (the services are redeployed after each rotation anyway).
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from aws_cdk import CustomResource, Duration, RemovalPolicy
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_rds as rds
+from aws_cdk import aws_secretsmanager as secretsmanager
+from aws_cdk import custom_resources as cr
+from constructs import Construct
+
+from infra.config import PASSWORD_EXCLUDED_CHARACTERS, DatabaseConfig
+from infra.constructs.identity import FUNCTIONS_DIR
+from infra.constructs.network import Network
+from infra.constructs.rds_ca_bundle import RdsCaBundle
+
+#: The provisioning function's source (``make build`` bundles it with its driver into ``database.provisioning_path``).
+PROVISIONING_SRC = FUNCTIONS_DIR / "db_provisioning"
+#: The login Hindsight uses; rotation alternates it with ``<name>_clone``.
+APP_USERNAME = "hindsight_app"
+
+
+class DatabaseLogin(Construct):
+    """Exposes ``secret`` (the login Hindsight uses), ``provisioning``, ``function`` and ``rotation``.
+
+    Workloads in other stacks read ``secret`` by ARN plus a decrypt grant on the key (an object grant would write
+    their roles into this stateful stack's key policy).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: DatabaseConfig,
+        network: Network,
+        database: rds.DatabaseInstance | rds.DatabaseCluster,
+        endpoint: rds.Endpoint,
+        database_name: str,
+        database_security_group: ec2.ISecurityGroup,
+        master_secret: secretsmanager.ISecret,
+        key: kms.IKey,
+        ca_bundle: RdsCaBundle,
+        logs_key: kms.IKey,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        app = rds.DatabaseSecret(
+            self,
+            "Secret",
+            username=APP_USERNAME,
+            master_secret=master_secret,
+            encryption_key=key,
+            exclude_characters=PASSWORD_EXCLUDED_CHARACTERS,
+        )
+        self.secret: secretsmanager.ISecret = app.attach(database)
+        security_group = ec2.SecurityGroup(
+            self,
+            "SecurityGroup",
+            vpc=network.vpc,
+            description="Database provisioning function: to PostgreSQL and the AWS endpoints only",
+            allow_all_outbound=False,
+        )
+        security_group.add_egress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "HTTPS to AWS endpoints")
+        security_group.connections.allow_to(database_security_group, ec2.Port.tcp(config.port), "Provisioning")
+        network.allow_endpoints_from(self, security_group)
+        function = lambda_.Function(
+            self,
+            "Function",
+            description="Creates Hindsight's extensions, owner role and alternating logins as the master user",
+            runtime=lambda_.Runtime.PYTHON_3_14,
+            architecture=lambda_.Architecture.ARM_64,
+            handler="index.handler",
+            code=lambda_.Code.from_asset(str(config.provisioning_path)),
+            timeout=Duration.minutes(2),
+            memory_size=256,
+            vpc=network.vpc,
+            vpc_subnets=network.subnets,
+            security_groups=[security_group],
+            log_group=logs.LogGroup(
+                self,
+                "Logs",
+                retention=logs.RetentionDays.THREE_MONTHS,
+                encryption_key=logs_key,
+                removal_policy=RemovalPolicy.DESTROY,
+            ),
+        )
+        master_secret.grant_read(function)
+        self.secret.grant_read(function)
+        key.grant_decrypt(function)
+        ca_bundle.grant_read(function)
+        self.function = function
+        self.provider = cr.Provider(
+            self,
+            "Provider",
+            on_event_handler=function,
+            log_group=logs.LogGroup(
+                self,
+                "ProviderLogs",
+                retention=logs.RetentionDays.THREE_MONTHS,
+                encryption_key=logs_key,
+                removal_policy=RemovalPolicy.DESTROY,
+            ),
+        )
+        self.provisioning = CustomResource(
+            self,
+            "Provisioning",
+            service_token=self.provider.service_token,
+            resource_type="Custom::HindsightDatabaseLogin",
+            properties={
+                "MasterSecretArn": master_secret.secret_arn,
+                "AppSecretArn": self.secret.secret_arn,
+                "CaParameterName": ca_bundle.parameter.parameter_name,
+                "Host": endpoint.hostname,
+                "Port": str(config.port),
+                "DatabaseName": database_name,
+                # Changed SQL runs again at the next deploy (the statements are idempotent).
+                "HandlerSha256": hashlib.sha256((PROVISIONING_SRC / "index.py").read_bytes()).hexdigest(),
+            },
+        )
+        # The server itself (for Aurora also its writer instance, without which the endpoint does not answer); not the
+        # whole construct, whose children include the rotations that in turn wait for this resource.
+        for server in database.node.find_all():
+            if isinstance(server, rds.CfnDBInstance | rds.CfnDBCluster):
+                self.provisioning.node.add_dependency(server)
+        self.rotation = database.add_rotation_multi_user(
+            "AppLoginRotation",
+            secret=self.secret,
+            automatically_after=Duration.days(config.rotation_days),
+            exclude_characters=PASSWORD_EXCLUDED_CHARACTERS,
+            vpc_subnets=network.subnets,
+            security_group=rotation_security_group(self, "RotationSecurityGroup", network),
+        )
+        # The first rotation runs as soon as it is scheduled: only after both logins exist.
+        self.rotation.node.add_dependency(self.provisioning)
+
+
+def rotation_security_group(scope: Construct, construct_id: str, network: Network) -> ec2.SecurityGroup:
+    """A rotation function's group: HTTPS to the endpoints (Secrets Manager); the database admits it itself."""
+    group = ec2.SecurityGroup(
+        scope,
+        construct_id,
+        vpc=network.vpc,
+        description="Secret rotation function: to PostgreSQL and the AWS endpoints only",
+        allow_all_outbound=False,  # CDK's rotation wiring adds the rule to the database's port
+    )
+    group.add_egress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "HTTPS to AWS endpoints (Secrets Manager)")
+    network.allow_endpoints_from(group, group)
+    return group

@@ -1,0 +1,78 @@
+"""RdsCaBundle: the region's RDS certificate bundle in an SSM parameter a deploy-time function owns.
+
+``verify-full`` TLS to the database needs the CA that signs RDS's server certificates; the stock Hindsight image
+and the Lambda runtime do not ship it, and the VPC cannot download it. A function outside the VPC fetches it at
+deploy time (``infra/functions/rds_ca``) and owns the parameter, so CloudFormation never resets its value.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from aws_cdk import CustomResource, Duration, RemovalPolicy, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_ssm as ssm
+from constructs import Construct
+
+from infra.constructs.identity import FUNCTIONS_DIR
+
+FUNCTION_DIR = FUNCTIONS_DIR / "rds_ca"
+#: Where the containers write the bundle before connecting (``/tmp`` is the tasks' writable volume).
+CA_FILE = "/tmp/rds-ca.pem"  # noqa: S108 (a task-scoped volume)
+
+
+def bundle_url(region: str) -> str:
+    """AWS's per-region RDS certificate bundle (RDS User Guide, "Certificate bundles for specific AWS Regions")."""
+    return f"https://truststore.pki.rds.amazonaws.com/{region}/{region}-bundle.pem"
+
+
+class RdsCaBundle(Construct):
+    """Exposes ``parameter`` (the PEM bundle) and ``function``; ``grant_read(grantee)``."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, parameter_name: str, logs_key: kms.IKey) -> None:
+        super().__init__(scope, construct_id)
+        stack = Stack.of(self)
+        self.function = lambda_.Function(
+            self,
+            "Function",
+            description="Copies the region's RDS certificate bundle into SSM at deploy time (verify-full TLS)",
+            runtime=lambda_.Runtime.PYTHON_3_14,
+            architecture=lambda_.Architecture.ARM_64,
+            handler="index.handler",
+            code=lambda_.Code.from_asset(str(FUNCTION_DIR)),
+            timeout=Duration.seconds(30),
+            memory_size=128,
+            log_group=logs.LogGroup(
+                self,
+                "Logs",
+                retention=logs.RetentionDays.THREE_MONTHS,
+                encryption_key=logs_key,
+                removal_policy=RemovalPolicy.DESTROY,
+            ),
+        )
+        parameter_arn = stack.format_arn(service="ssm", resource="parameter", resource_name=parameter_name.lstrip("/"))
+        self.function.add_to_role_policy(
+            iam.PolicyStatement(actions=["ssm:PutParameter", "ssm:DeleteParameter"], resources=[parameter_arn])
+        )
+        bundle = CustomResource(
+            self,
+            "Bundle",
+            service_token=self.function.function_arn,
+            resource_type="Custom::RdsCaBundle",
+            properties={
+                "BundleUrl": bundle_url(stack.region),
+                "ParameterName": parameter_name,
+                "HandlerSha256": hashlib.sha256((FUNCTION_DIR / "index.py").read_bytes()).hexdigest(),
+            },
+        )
+        bundle.node.add_dependency(self.function.role or self.function)
+        self.parameter = ssm.StringParameter.from_string_parameter_attributes(
+            self, "Parameter", parameter_name=bundle.get_att_string("ParameterName"), simple_name=False
+        )
+
+    def grant_read(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let grantee read the bundle (a plain String parameter: no KMS key involved)."""
+        return self.parameter.grant_read(grantee)

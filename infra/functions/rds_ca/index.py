@@ -1,0 +1,107 @@
+"""Copy Amazon RDS's certificate bundle for this region into an SSM parameter this function owns.
+
+``sslmode=require`` encrypts but trusts any server; ``verify-full`` needs the CA that signs RDS's server
+certificates, which neither the stock Hindsight image nor the Lambda runtime ships. This custom resource runs
+outside the VPC at deploy time, fetches the region's bundle from AWS's trust store
+(``https://truststore.pki.rds.amazonaws.com/<region>/<region>-bundle.pem``, documented in the RDS User Guide,
+"Using SSL/TLS to encrypt a connection to a DB instance or cluster"), checks it holds only certificates and stores it
+for the Hindsight tasks (an ECS secret) and the provisioning function (read through the SSM endpoint). CloudFormation
+never holds the value; delete removes the parameter.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import json
+import re
+import urllib.request
+from collections.abc import Callable
+from typing import Any
+
+import boto3
+
+MAX_BUNDLE_BYTES = 8 * 1024  # SSM advanced tier
+MAX_REASON_CHARS = 1000
+_BLOCK = re.compile(r"-----BEGIN CERTIFICATE-----\r?\n([A-Za-z0-9+/=\r\n]+?)-----END CERTIFICATE-----")
+
+
+class BundleError(Exception):
+    """The downloaded bundle is not a small set of PEM certificates."""
+
+
+def fetch(url: str, *, timeout: float = 10.0) -> str:
+    """GET the bundle over https (bounded size)."""
+    if not url.startswith("https://"):
+        raise BundleError(f"refusing a non-https URL: {url}")
+    with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 (https checked above)
+        body: bytes = response.read(MAX_BUNDLE_BYTES + 1)
+    if len(body) > MAX_BUNDLE_BYTES:
+        raise BundleError(f"bundle larger than {MAX_BUNDLE_BYTES} bytes (the SSM parameter's limit): {url}")
+    return body.decode("ascii")
+
+
+def certificates(bundle: str) -> str:
+    """The bundle's certificates, normalised; anything else (keys, HTML, junk) is refused."""
+    blocks = _BLOCK.findall(bundle)
+    if not blocks or _BLOCK.sub("", bundle).strip():
+        raise BundleError("the bundle holds something other than PEM certificates")
+    pem = []
+    for body in blocks:
+        try:
+            base64.b64decode("".join(body.split()), validate=True)
+        except binascii.Error as exc:
+            raise BundleError("a certificate in the bundle is not valid base64") from exc
+        pem.append("-----BEGIN CERTIFICATE-----\n" + body.strip().replace("\r", "") + "\n-----END CERTIFICATE-----\n")
+    return "".join(pem)
+
+
+def send_response(url: str, body: dict[str, Any]) -> None:
+    """PUT the custom resource's result to CloudFormation's pre-signed URL."""
+    data = json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method="PUT", headers={"Content-Type": ""})  # noqa: S310
+    with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310 (CloudFormation's https URL)
+        response.read()
+
+
+def on_event(event: dict[str, Any], ssm: Any, *, download: Callable[[str], str] = fetch) -> tuple[str, dict[str, str]]:
+    """Create/update: store the bundle; delete: remove the parameter this resource created."""
+    properties = event["ResourceProperties"]
+    name = properties["ParameterName"]
+    if event["RequestType"] == "Delete":
+        if event.get("PhysicalResourceId") == name:
+            with contextlib.suppress(ssm.exceptions.ParameterNotFound):
+                ssm.delete_parameter(Name=name)
+        return str(event.get("PhysicalResourceId") or name), {}
+    bundle = certificates(download(properties["BundleUrl"]))
+    if len(bundle.encode()) > MAX_BUNDLE_BYTES:
+        raise BundleError(f"bundle larger than {MAX_BUNDLE_BYTES} bytes (the SSM parameter's limit)")
+    ssm.put_parameter(Name=name, Value=bundle, Overwrite=True, Tier="Advanced", Type="String")
+    return name, {"ParameterName": name, "Certificates": str(bundle.count("BEGIN CERTIFICATE"))}
+
+
+def handler(
+    event: dict[str, Any],
+    context: Any,
+    *,
+    ssm: Any = None,
+    download: Callable[[str], str] = fetch,
+    respond: Callable[[str, dict[str, Any]], None] = send_response,
+) -> dict[str, Any]:
+    """CloudFormation custom resource entry point; always answers CloudFormation (or the stack waits an hour)."""
+    del context
+    body: dict[str, Any] = {
+        "StackId": event["StackId"],
+        "RequestId": event["RequestId"],
+        "LogicalResourceId": event["LogicalResourceId"],
+        "PhysicalResourceId": event.get("PhysicalResourceId") or event["LogicalResourceId"],
+    }
+    try:
+        physical_id, data = on_event(event, ssm or boto3.client("ssm"), download=download)
+        body.update(Status="SUCCESS", PhysicalResourceId=physical_id, Data=data)
+    except Exception as exc:  # every failure must reach CloudFormation
+        body.update(Status="FAILED", Reason=f"{type(exc).__name__}: {exc}"[:MAX_REASON_CHARS])
+    print(json.dumps({"message": "rds ca bundle", "type": event["RequestType"], "status": body["Status"]}))
+    respond(event["ResponseURL"], body)
+    return {"status": body["Status"]}

@@ -1,0 +1,173 @@
+"""``python -m smoke``: prove a deployment (or ``make local``) remembers across sessions and keeps users apart.
+
+    python -m smoke                     # the deployed stacks of cdk.json's env (outputs from CloudFormation)
+    python -m smoke -c env=prod --region eu-west-1
+    python -m smoke --token-a "$TOKEN_A" --token-b "$TOKEN_B"   # auth.mode=jwt: tokens of two users of your IdP
+    python -m smoke --local                            # the agent `make local` runs on 127.0.0.1:8080
+
+Exit status: 0 when every step passed, 1 when one failed (the output says which and where to look), 2 when the
+target cannot be set up (no stack, missing outputs, no credentials, missing tokens).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import uuid
+from collections.abc import Sequence
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any, TextIO
+
+from smoke import scenario, targets
+
+USERS = ("smoke-a", "smoke-b")
+#: ``make local``'s agent and its log.
+LOCAL_AGENT_URL = "http://127.0.0.1:8080"
+
+
+class SetupError(Exception):
+    """The target cannot be set up (no stack, missing outputs or tokens)."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m smoke", description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--local", action="store_true", help="test the local agent of `make local`")
+    parser.add_argument("--agent-url", default=LOCAL_AGENT_URL, help="--local: the agent's URL")
+    parser.add_argument("--issuer-url", help="--local: the token issuer's URL (default: the running one)")
+    parser.add_argument("--issuer-data-dir", type=Path, help="--local: the issuer's key directory")
+    parser.add_argument("--agent-log", default=".local/agent/agent.log", help="--local: shown when a step fails")
+    parser.add_argument("-c", "--context", action="append", default=[], help="cdk.json context override, key=value")
+    parser.add_argument("--region", help="default: the configuration's region")
+    parser.add_argument("--token-a", default=os.environ.get("SMOKE_TOKEN_A"), help="jwt: user A's token")
+    parser.add_argument("--token-b", default=os.environ.get("SMOKE_TOKEN_B"), help="jwt: user B's token")
+    parser.add_argument("--recall-timeout", type=float, default=None, help="seconds to wait for the memory")
+    return parser
+
+
+def fresh_users() -> tuple[str, str]:
+    """Fresh user ids per run, so earlier runs' memories can make a run neither pass nor fail."""
+    nonce = uuid.uuid4().hex[:8]
+    return (f"{USERS[0]}-{nonce}", f"{USERS[1]}-{nonce}")
+
+
+def local_minter(args: argparse.Namespace) -> tuple[str, targets.Minter]:
+    """Tokens from the local issuer `make local` runs (its key on disk): (issuer URL, mint)."""
+    from localdev import token_issuer
+
+    data_dir = args.issuer_data_dir or token_issuer.default_data_dir()
+    issuer = args.issuer_url or token_issuer.running_issuer_url(data_dir)
+    key = token_issuer.load_or_create_key(data_dir)
+    return issuer, lambda user: token_issuer.mint_token(key, issuer=issuer, user=user, ttl=900)
+
+
+def _local(args: argparse.Namespace, users: tuple[str, str], mint: targets.Minter | None) -> targets.BearerInvoker:
+    source = "tokens minted by the caller"
+    if mint is None:
+        issuer, mint = local_minter(args)
+        source = f"JWT from the local issuer {issuer}"
+    tokens = {user: mint(user) for user in users}
+    return targets.BearerInvoker(
+        url=args.agent_url.rstrip("/") + "/invocations",
+        tokens=tokens,
+        description=f"the local agent at {args.agent_url} ({source})",
+        hints=targets.local_hints(args.agent_log),
+    )
+
+
+def _deployed(
+    args: argparse.Namespace, stack: ExitStack, session: Any, users: tuple[str, str]
+) -> targets.BearerInvoker | targets.IamInvoker:
+    from infra.config import ConfigError, _DictContext, context_from_cdk_json, load_config
+
+    overrides = dict(item.partition("=")[::2] for item in args.context)
+    try:
+        config = load_config(_DictContext(context_from_cdk_json(overrides)))
+    except ConfigError as err:
+        raise SetupError(str(err)) from err
+    region = args.region or config.region
+    prefix = config.stack_prefix
+    outputs = targets.stack_outputs(session.client("cloudformation", region_name=region), f"{prefix}-Agent")
+    if outputs is None:
+        raise SetupError(f"stack {prefix}-Agent does not exist in {region}: deploy first (npx cdk deploy --all)")
+    missing = [k for k in ("AgentRuntimeArn", "AgentEndpointName", "AuthMode") if k not in outputs]
+    if missing:
+        raise SetupError(f"stack {prefix}-Agent lacks the outputs {', '.join(missing)}: redeploy this version")
+    arn, qualifier, mode = outputs["AgentRuntimeArn"], outputs["AgentEndpointName"], outputs["AuthMode"]
+    hints = targets.deployed_hints(region, outputs.get("AgentRuntimeId"), prefix)
+    if mode == "iam":
+        return targets.IamInvoker(
+            client=session.client("bedrock-agentcore", region_name=region),
+            runtime_arn=arn,
+            qualifier=qualifier,
+            description=f"{arn} ({qualifier}) with IAM and runtimeUserId",
+            hints=hints,
+        )
+    if args.token_a and args.token_b:
+        tokens = {users[0]: args.token_a, users[1]: args.token_b}
+    elif mode == "cognito":
+        identity = targets.stack_outputs(session.client("cloudformation", region_name=region), f"{prefix}-Identity")
+        if not identity or "UserPoolId" not in identity or "UserPoolClientId" not in identity:
+            raise SetupError(f"stack {prefix}-Identity lacks UserPoolId/UserPoolClientId")
+        cognito = targets.CognitoUsers(
+            client=session.client("cognito-idp", region_name=region),
+            pool_id=identity["UserPoolId"],
+            client_id=identity["UserPoolClientId"],
+            usernames=users,
+        )
+        tokens = stack.enter_context(cognito).tokens
+    else:
+        raise SetupError(
+            "auth.mode=jwt: pass two users' access tokens from your IdP with --token-a/--token-b "
+            "(or SMOKE_TOKEN_A/SMOKE_TOKEN_B); they must be different users"
+        )
+    return targets.BearerInvoker(
+        url=targets.runtime_url(region, arn, qualifier),
+        tokens=tokens,
+        description=f"{arn} ({qualifier}) over HTTPS with bearer tokens ({mode})",
+        hints=hints,
+    )
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    out: TextIO = sys.stdout,
+    session: Any = None,
+    mint: targets.Minter | None = None,
+) -> int:
+    """Run the smoke test; ``session`` (a boto3 Session) and ``mint`` (``--local`` tokens) are injectable."""
+    args = _parser().parse_args(argv)
+    users = fresh_users()
+    with ExitStack() as stack:
+        try:
+            if args.local:
+                invoker: Any = _local(args, users, mint)
+                timeout = args.recall_timeout or 60.0
+            else:
+                if session is None:
+                    import boto3
+
+                    session = boto3.Session()
+                invoker = _deployed(args, stack, session, users)
+                timeout = args.recall_timeout or 180.0
+        except SetupError as err:
+            out.write(f"SMOKE SETUP FAILED: {err}\n")
+            return 2
+        except Exception as err:  # credentials, network, permissions: say so plainly
+            out.write(f"SMOKE SETUP FAILED: {type(err).__name__}: {err}\n")
+            return 2
+        out.write(f"smoke: {invoker.description}\n")
+        try:
+            result = scenario.run(invoker, users=users, recall_timeout_s=timeout, out=out)
+        except scenario.SmokeError as err:
+            out.write(f"FAILED\n\nSMOKE FAILED: {err}\nWhat to look at:\n")
+            out.writelines(f"  - {hint}\n" for hint in err.hints)
+            return 1
+    out.write(f"SMOKE PASSED: memory carries across sessions and stays per user ({result.seconds:.2f} s)\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,34 @@
+"""The README's Deploying section keeps up with the configuration and names what a first deploy needs."""
+
+from __future__ import annotations
+
+import json
+
+from tests.infra.conftest import ROOT
+
+README = (ROOT / "README.md").read_text()
+DEPLOYING = README[README.index("## Deploying") :]
+
+
+def test_every_setting_is_in_the_configuration_reference() -> None:
+    defaults = json.loads((ROOT / "cdk.json").read_text())["context"]["defaults"]
+    settings = [k for k, v in defaults.items() if not isinstance(v, dict) or k == "tags"]
+    settings += [
+        f"{section}.{key}"
+        for section, values in defaults.items()
+        if isinstance(values, dict) and section != "tags"
+        for key in values
+    ]
+    missing = [s for s in settings if f"`{s}`" not in DEPLOYING and f"`{s}`," not in DEPLOYING]
+    assert missing == []
+
+
+def test_the_prerequisites_say_how_to_check_or_enable_each() -> None:
+    for command in (
+        "aws iam create-service-linked-role --aws-service-name network.bedrock-agentcore.amazonaws.com",
+        "aws xray update-trace-segment-destination --destination CloudWatchLogs",
+        "aws ec2 describe-availability-zones",
+        "npx cdk bootstrap",
+        "make smoke",
+    ):
+        assert command in DEPLOYING, command

@@ -1,0 +1,107 @@
+"""The admin function's handlers (infra/functions/memory_admin) against the real local Hindsight, with the AWS APIs
+it calls (Secrets Manager, S3 with a KMS key) served by moto."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from infra.functions.memory_admin import index
+from tests.integration.admin.conftest import Users
+
+pytestmark = pytest.mark.integration
+
+ROLE = "arn:aws:sts::123456789012:assumed-role/MemoryOperators/alex"
+
+
+@dataclass
+class LambdaContext:
+    function_name: str = "memory-admin"
+    memory_limit_in_mb: int = 512
+    invoked_function_arn: str = "arn:aws:lambda:us-east-1:123456789012:function:memory-admin"
+    aws_request_id: str = "req-1"
+
+
+@pytest.fixture
+def aws(local_hindsight: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("POWERTOOLS_METRICS_NAMESPACE", "HindsightMemoryTest")
+    with mock_aws():
+        key = boto3.client("kms").create_key()["KeyMetadata"]["Arn"]
+        boto3.client("s3").create_bucket(Bucket="memory-admin")
+        secret = boto3.client("secretsmanager").create_secret(Name="op", SecretString=local_hindsight.operator_key)
+        env = {
+            index.ENV_HINDSIGHT_URL: local_hindsight.url,
+            index.ENV_OPERATOR_KEY_SECRET_ARN: secret["ARN"],
+            index.ENV_BUCKET: "memory-admin",
+            index.ENV_BUCKET_KEY_ARN: key,
+            index.ENV_RETENTION: json.dumps({"plan": 30}),
+        }
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        index._deps.cache_clear()
+        yield boto3.client("s3")
+        index._deps.cache_clear()
+
+
+def _url_event(body: Any, *, principal: str | None = ROLE) -> dict[str, Any]:
+    context: dict[str, Any] = {"http": {"method": "POST"}}
+    if principal is not None:
+        context["authorizer"] = {"iam": {"userArn": principal, "accountId": "123456789012"}}
+    return {"requestContext": context, "body": body if isinstance(body, str) else json.dumps(body)}
+
+
+def test_export_through_the_function_url_lands_encrypted_in_the_bucket(aws: Any, users: Users) -> None:
+    users.retain("oli", "Oli plays the trumpet.")
+    answer = index.handler(_url_event({"action": "export", "user": users.name("oli")}), LambdaContext())
+    assert answer["statusCode"] == 200
+    result = json.loads(answer["body"])
+    head = aws.head_object(Bucket="memory-admin", Key=result["key"])
+    assert head["ServerSideEncryption"] == "aws:kms"
+    body = aws.get_object(Bucket="memory-admin", Key=result["key"])["Body"].read().decode()
+    assert "trumpet" in body
+    assert json.loads(body.splitlines()[0])["requested_by"] == ROLE
+
+
+def test_the_function_url_refuses_what_it_cannot_attribute_or_parse(aws: Any, users: Users) -> None:
+    assert (
+        index.handler(_url_event({"action": "banks", "user": "x"}, principal=None), LambdaContext())["statusCode"]
+        == 403
+    )
+    bad = index.handler(_url_event("{not json"), LambdaContext())
+    assert bad["statusCode"] == 400
+    assert "not JSON" in json.loads(bad["body"])["message"]
+    users.retain("pia", "Pia's bike is red.")
+    refused = index.handler(_url_event({"action": "forget-user", "user": users.name("pia")}), LambdaContext())
+    assert refused["statusCode"] == 409
+    assert users.recall("pia", "bike colour")
+
+
+def test_scheduled_expiry_and_backup(aws: Any, users: Users, capsys: pytest.CaptureFixture[str]) -> None:
+    users.retain("quinn", "Quinn plans to repaint the kitchen.", kind="plan")
+    event = {"resources": ["arn:aws:events:us-east-1:123456789012:rule/expiry"], "detail-type": "Scheduled Event"}
+    report = index.expire_handler(event, LambdaContext())
+    assert report["dry_run"] is False  # nothing is 30 days old yet: the real clock
+    assert report["expired"].get("plan", 0) == 0
+    emf = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
+    assert any("MemoriesExpired" in line for line in emf)
+    manifest = index.backup_handler(event, LambdaContext())
+    assert manifest["banks"] >= 1
+    key = manifest["location"].removeprefix("s3://memory-admin/")
+    listed = json.loads(aws.get_object(Bucket="memory-admin", Key=key)["Body"].read())
+    assert users.bank("quinn") in {b["bank_id"] for b in listed["banks"]}
+
+
+def test_bad_settings_are_reported_at_once() -> None:
+    with pytest.raises(ValueError, match="HINDSIGHT_API_URL is required") as err:
+        index.FunctionSettings.from_env({index.ENV_RETENTION: '{"plans": 3}', index.ENV_EXPIRY_BATCH_SIZE: "0"})
+    for part in ("OPERATOR_KEY_SECRET_ARN", "ADMIN_BUCKET", "unknown kind 'plans'", "EXPIRY_BATCH_SIZE"):
+        assert part in str(err.value)

@@ -1,0 +1,74 @@
+"""Back up, wipe, restore: the restore brings back what was exported, and runs no LLM extraction.
+
+The restore is ``memory_adapter.admin.maintenance restore``, run as the operator's task runs it: in Hindsight's
+virtualenv, with the server's environment, straight into the database (the document import API stays off).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from localdev.hindsight import LocalHindsight
+from memory_adapter.admin import AdminDeps, run_action
+from tests.integration.admin.conftest import Users, extraction_requests, run_maintenance
+
+pytestmark = pytest.mark.integration
+
+
+def _contents(deps: AdminDeps, users: Users, user: str) -> dict[str, Any]:
+    """What an export of ``user`` holds, minus what a restore legitimately renews (fact ids, times)."""
+    result = run_action({"action": "export", "user": users.name(user)}, deps=deps, principal="test")
+    records = [json.loads(line) for line in deps.store.get(result["key"]).decode().splitlines()]
+    return {
+        "documents": sorted((r["bank_id"], r["id"], r["text"], r["kind"]) for r in records if r["type"] == "document"),
+        "facts": sorted((r["bank_id"], r["document_id"], r["text"]) for r in records if r["type"] == "fact"),
+    }
+
+
+def test_backup_wipe_restore(users: Users, deps: AdminDeps, local_hindsight: Any, tmp_path: Path) -> None:
+    if not isinstance(local_hindsight, LocalHindsight):
+        pytest.skip("the restore runs with the server's environment: only for the session's own server")
+    # GIVEN kim's memories in two banks, backed up
+    users.retain("kim", "Kim's favourite city is Kyoto.")
+    users.retain("kim", "Kim drives an electric car.", agent="travel", kind="fact")
+    banks = [users.bank("kim"), users.bank("kim", "travel")]
+    exported = _contents(deps, users, "kim")
+    manifest = run_action({"action": "backup", "banks": banks}, deps=deps, principal="test")
+    assert [b["bank_id"] for b in manifest["banks"]] == sorted(banks)
+    # WHEN the banks are wiped
+    for bank in banks:
+        deps.client.delete_bank(bank)
+    assert users.recall("kim", "favourite city") == []
+    extractions = len(extraction_requests(local_hindsight.llm_base_url))
+    # AND restored from the manifest
+    restored = run_maintenance(local_hindsight, "restore", manifest["location"])
+    assert restored.returncode == 0, restored.stderr[-3000:]
+    result = json.loads(restored.stdout.splitlines()[-1])
+    assert sorted(r["bank_id"] for r in result["restored"]) == sorted(banks)
+    # THEN recall finds the same memories, the export is the same, and no LLM extraction ran
+    assert any("Kyoto" in text for text in users.recall("kim", "favourite city"))
+    assert _contents(deps, users, "kim") == exported
+    assert len(extraction_requests(local_hindsight.llm_base_url)) == extractions
+    # AND a second run restores nothing twice
+    again = run_maintenance(local_hindsight, "restore", manifest["location"])
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert sorted(json.loads(again.stdout.splitlines()[-1])["skipped"]) == sorted(banks)
+
+
+def test_a_tampered_archive_is_not_restored(users: Users, deps: AdminDeps, local_hindsight: Any) -> None:
+    if not isinstance(local_hindsight, LocalHindsight):
+        pytest.skip("the restore runs with the server's environment: only for the session's own server")
+    users.retain("lou", "Lou collects stamps.")
+    manifest = run_action({"action": "backup", "banks": [users.bank("lou")]}, deps=deps, principal="test")
+    (entry,) = manifest["banks"]
+    archive = Path(manifest["location"]).parent.parent.parent / entry["key"]
+    archive.write_bytes(archive.read_bytes() + b"x")
+    deps.client.delete_bank(users.bank("lou"))
+    restored = run_maintenance(local_hindsight, "restore", manifest["location"])
+    assert restored.returncode == 2
+    assert "SHA-256 differs" in restored.stderr
+    assert deps.client.bank_stats(users.bank("lou")) is None
