@@ -23,6 +23,9 @@ from localdev.supervisor import REPO_ROOT
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 CACHE = REPO_ROOT / ".local" / "bench-scale" / "embeddings"
 MEASUREMENTS = ("write", "concurrency", "recall")
+#: What a fact extraction takes on a hosted model (an assumption: Bedrock Nova Lite answers a short extraction
+#: in one to two seconds); the slow-LLM layouts hold every chat completion this long.
+LLM_DELAY_S = 1.5
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -39,6 +42,11 @@ def _parser() -> argparse.ArgumentParser:
         "--out", type=Path, default=None, help="output directory (default: bench/results; with --quick a temp dir)"
     )
     parser.add_argument("--cache-dir", type=Path, default=CACHE, help="embedding cache (default: .local/bench-scale)")
+    parser.add_argument(
+        "--merge",
+        action="store_true",
+        help="update only the selected measurements in an existing <out>/scale.json (re-running one part)",
+    )
     parser.add_argument("--render-only", action="store_true", help="rewrite scale.md and scale.png from scale.json")
     return parser
 
@@ -52,6 +60,7 @@ def _plan(quick: bool) -> dict[str, Any]:
     if quick:
         return {
             "write": {"turns": 30, "banks": 3, "idle_markers": 1, "steady_fractions": (0.5,), "steady_s": 4.0},
+            "write_slow_llm": {"turns": 20, "banks": 3, "idle_markers": 1, "steady_fractions": ()},
             "concurrency": {"levels": (1, 4), "turns": lambda sessions: 2},
             "issue": {"sessions": 4, "turns": 3},
             "recall": {
@@ -66,6 +75,7 @@ def _plan(quick: bool) -> dict[str, Any]:
         }
     return {
         "write": {},
+        "write_slow_llm": {"turns": 300, "idle_markers": 1, "steady_fractions": ()},
         "concurrency": {},
         "issue": {"sessions": 16, "turns": 10},
         "recall": {},
@@ -118,6 +128,7 @@ def _timed(results: dict[str, Any], name: str, run: Any) -> None:
 def _run(selected: set[str], quick: bool, cache_dir: Path, results: dict[str, Any]) -> None:
     from bench.scale import concurrency, recall_size, write_path
     from bench.scale.server import ScaleServer, Shape
+    from bench.scale.slow_llm import SlowLLM
 
     plan = _plan(quick)
     shapes = _shapes()
@@ -146,6 +157,21 @@ def _run(selected: set[str], quick: bool, cache_dir: Path, results: dict[str, An
                 for name in ("deployed", "deployed_trace_off", "deployed_remote_embeddings", "standalone"):
                     server.apply(shapes[name])
                     out[name] = write_path.measure(server, db, log=_log, **plan["write"])
+                with SlowLLM(server.llm_base_url, delay_s=LLM_DELAY_S) as slow:
+                    for slots in (10, 30):  # Hindsight's default, and three times that
+                        name = f"deployed_llm_{LLM_DELAY_S}s_slots_{slots}"
+                        env = {
+                            **shapes["deployed_remote_embeddings"].env,
+                            "HINDSIGHT_API_LLM_BASE_URL": slow.base_url,
+                            "HINDSIGHT_API_WORKER_MAX_SLOTS": str(slots),
+                        }
+                        deployed = shapes["deployed"]
+                        shape = Shape(
+                            "split", workers=1, api_cpus=deployed.api_cpus, worker_cpus=deployed.worker_cpus, env=env
+                        )
+                        results["shapes"][name] = shape.describe()
+                        server.apply(shape)
+                        out[name] = write_path.measure(server, db, log=_log, **plan["write_slow_llm"])
                 return out
 
             _timed(results, "write", write)
@@ -219,6 +245,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     results["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
     results["wall_s"] = round(time.perf_counter() - began, 1)
     results["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
+    previous = args.out / "scale.json"
+    if args.merge and previous.exists():
+        merged: dict[str, Any] = json.loads(previous.read_text())
+        merged.setdefault("merged_runs", []).append(
+            {k: results[k] for k in ("started_at", "finished_at", "wall_s", "machine", "load_average_end", "selected")}
+        )
+        merged.update({name: results[name] for name in selected if name in results})
+        merged["shapes"] = {**merged.get("shapes", {}), **results.get("shapes", {})}
+        results = merged
     _write(results, args.out)
     return 0
 

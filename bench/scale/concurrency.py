@@ -37,6 +37,7 @@ from bench.scale.database import Database
 from bench.scale.server import ScaleServer
 from bench.stats import summarize
 from localdev.supervisor import child_env, free_port, http_status, spawn, terminate, wait_until_ready
+from runtime_handler.main import REQUEST_ID_HEADER, SESSION_HEADER
 
 __all__ = ["SESSIONS_PER_AGENT", "measure"]
 
@@ -44,8 +45,6 @@ __all__ = ["SESSIONS_PER_AGENT", "measure"]
 SESSIONS_PER_AGENT = 8
 AGENT = "bench"
 _CONNECTIONS = "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'"
-SESSION_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id"
-REQUEST_HEADER = "X-Amzn-Bedrock-AgentCore-Runtime-Request-Id"
 
 
 class AgentPool:
@@ -137,7 +136,7 @@ async def _session(
         text = fact(2_000_000 + first + turn).text
         prompt = f"{text[:-1]} ({marker}). What do you remember about me?"
         request_id = f"{tag}-{user}-{turn}"
-        headers = {"Authorization": f"Bearer {token}", SESSION_HEADER: session, REQUEST_HEADER: request_id}
+        headers = {"Authorization": f"Bearer {token}", SESSION_HEADER: session, REQUEST_ID_HEADER: request_id}
         began = time.perf_counter()
         record: dict[str, Any] = {"user": user, "request_id": request_id, "marker": marker}
         try:

@@ -261,6 +261,12 @@ def markdown(r: dict[str, Any]) -> str:
         f"{m.get('python')} ({m.get('os')}); load average (1/5/15 min) at start {m.get('load_average_1_5_15')}, "
         f"at end {r.get('load_average_end')}; per part (before, after): {'; '.join(loads)}. "
         f"Total run time {r.get('wall_s')} s.",
+        *[
+            f"Re-run since (figures replaced): {', '.join(run.get('selected', []))} at {run.get('started_at')} "
+            f"({run.get('wall_s')} s, load average at start {run.get('machine', {}).get('load_average_1_5_15')}, "
+            f"at end {run.get('load_average_end')})."
+            for run in r.get("merged_runs", [])
+        ],
     ]
     for name, part in (("write", _write), ("concurrency", _concurrency), ("recall", _recall)):
         if isinstance(r.get(name), dict):

@@ -62,11 +62,11 @@ def measure(
     server: ScaleServer,
     db: Database,
     *,
-    turns: int = 400,
+    turns: int = 300,
     banks: int = 8,
     idle_markers: int = 3,
     steady_fractions: Sequence[float] = (0.5, 0.8),
-    steady_s: float = 30.0,
+    steady_s: float = 20.0,
     marker_every_s: float = 3.0,
     log: Callable[[str], None] = print,
 ) -> dict[str, Any]:

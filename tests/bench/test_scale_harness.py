@@ -120,6 +120,14 @@ def test_chart_draws_a_recorded_quick_run(tmp_path: Path) -> None:
     assert (tmp_path / "scale.png").stat().st_size > 10_000
 
 
+def test_every_measurement_module_imports() -> None:
+    # The measurements import the agent's and the adapter's modules: a refactoring there must not rot them unseen.
+    import importlib
+
+    for name in ("concurrency", "recall_size", "write_path", "server", "slow_llm", "client", "database"):
+        importlib.import_module(f"bench.scale.{name}")
+
+
 def test_cli_help_lists_every_measurement() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "bench.scale", "--help"],
