@@ -23,6 +23,7 @@ import math
 import sys
 import threading
 import time
+import urllib.request
 import uuid
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -58,6 +59,7 @@ class AgentPool:
         self.urls: list[str] = []
         self.logs: list[Path] = []
         self._pids: list[int] = []
+        self._spools: list[Path] = []
 
     def __enter__(self) -> AgentPool:
         from localdev.token_issuer import LOCAL_CLIENT_ID
@@ -67,6 +69,7 @@ class AgentPool:
         for n in range(self._count):
             port = free_port()
             spool = self._workdir / f"spool-{uuid.uuid4().hex[:6]}"
+            self._spools.append(spool)
             env = child_env(
                 {
                     "PORT": str(port),
@@ -105,6 +108,21 @@ class AgentPool:
         for pid in self._pids:
             terminate(pid, grace_s=15.0)
 
+    def wait_idle(self, *, timeout: float = 600.0) -> float:
+        """Wait until every agent's ``/ping`` says ``Healthy`` (not ``HealthyBusy``: retains still being delivered,
+        which is what keeps an AgentCore session alive); return the seconds waited."""
+        began = time.monotonic()
+        pending = list(self.urls)
+        while pending and time.monotonic() - began < timeout:
+            pending = [url for url in pending if _ping_status(url) != "Healthy"]
+            if pending:
+                time.sleep(0.25)
+        return time.monotonic() - began
+
+    def spooled(self) -> int:
+        """Retains left in the agents' spools (undelivered, kept on disk for a later replay)."""
+        return sum(len(list(d.glob("pending/*.json"))) for d in self._spools)
+
     def degraded_reasons(self) -> dict[str, int]:
         """Why recall degraded, from the agents' logs (the adapter's ``recall.degraded`` events)."""
         reasons: Counter[str] = Counter()
@@ -124,6 +142,14 @@ _ROOT = Path(__file__).resolve().parents[2]
 
 def _answers(url: str) -> bool:
     return http_status(url, timeout=1.0) == 200
+
+
+def _ping_status(url: str) -> str | None:
+    try:
+        with urllib.request.urlopen(f"{url}/ping", timeout=5) as response:  # noqa: S310 - loopback http
+            return str(json.load(response).get("status"))
+    except (OSError, ValueError):
+        return None
 
 
 async def _session(
@@ -153,6 +179,23 @@ async def _session(
             record["error"] = type(exc).__name__
         out.append(record)
     return out
+
+
+def _wait_documents(db: Database, tag: str, expected: int, *, quiet_s: float = 30.0, timeout: float = 600.0) -> float:
+    """Wait until Hindsight holds ``expected`` documents of this level (or their count stops growing for ``quiet_s``):
+    an adapter retrying under load delivers late, which is not a loss."""
+    began = time.monotonic()
+    last, changed = -1, began
+    while time.monotonic() - began < timeout:
+        count = int(db.sql(f"SELECT count(*) FROM documents WHERE id LIKE '{tag}-%'"))  # noqa: S608 - our own tag
+        if count >= expected:
+            break
+        if count != last:
+            last, changed = count, time.monotonic()
+        elif time.monotonic() - changed > quiet_s:
+            break
+        time.sleep(0.5)
+    return time.monotonic() - began
 
 
 def _verify(server: ScaleServer, db: Database, tag: str, sent: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -244,8 +287,11 @@ def run_level(
         sampler.join()
         backlog = db.queue_depth()
         cpu = {k: round(v - cpu_before.get(k, 0.0), 1) for k, v in server.cpu_seconds().items()}
+        delivered = pool.wait_idle()  # every retain handed to Hindsight (or spooled) before the agents stop
+        arrived = _wait_documents(db, tag, len(records))
         drain = db.wait_drained()
         reasons = pool.degraded_reasons()
+    spooled = pool.spooled()
     ok = [r["ms"] for r in records if "error" not in r]
     latency = summarize(ok)
     check = _verify(server, db, tag, records)
@@ -264,6 +310,9 @@ def run_level(
         "error_kinds": dict(Counter(r["error"] for r in records if "error" in r)),
         "recalled_something": sum(1 for r in records if r.get("recalled", 0) > 0),
         "queue_after_load": backlog,
+        "agents_delivered_after_s": round(delivered, 1),
+        "documents_arrived_after_s": round(arrived, 1),
+        "retains_spooled_at_exit": spooled,
         "drain_after_load_s": round(drain, 1),
         "cpu_s_during_load": cpu,
         "postgres_connections_max": max(connections, default=None),
