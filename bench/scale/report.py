@@ -225,23 +225,36 @@ def _concurrency(r: dict[str, Any]) -> list[str]:
         "",
         "## 3. Concurrent sessions through the agent (closed loop, no think time, loopback)",
         "",
-        "| Layout | model | sessions x turns | turn p50 ms | turn p99 ms | degraded (why) | errors | turns/s | "
-        "queue after / drained in s | every turn once, own bank |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "Degraded turns: the recall missed the adapter's 2 s deadline, or was skipped (the breaker had opened after "
+        "three misses; skips are not logged by reason). Retains: seconds after the load until every turn's document "
+        "was in Hindsight (the agents deliver in the background).",
+        "",
+        "| Layout | model | sessions x turns | turn p50 ms | turn p99 ms | degraded: recall timed out / skipped | "
+        "errors | turns/s | PG connections max | retains all in Hindsight after s | every turn once, own bank |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, run in conc.items():
         if not isinstance(run, dict):
             continue
         levels = run.get("levels") or ([run] if "sessions" in run else [])
         for level in levels:
-            why = ", ".join(f"{k} {v}" for k, v in sorted(level.get("degraded_reasons", {}).items()))
+            reasons = level.get("degraded_reasons", {})
+            timed_out = reasons.get("timeout", 0)
+            other = ", ".join(f"{k} {v}" for k, v in sorted(reasons.items()) if k != "timeout")
             check = level["check"]
+            verdict = (
+                "yes"
+                if check["ok"]
+                else f"NO: {check['documents_missing']} missing ({level.get('retains_spooled_at_exit')} left in "
+                f"the agents' spools), {check['markers_in_another_bank']} in another bank"
+            )
             lines.append(
                 f"| {name} | {level['model']} | {level['sessions']} x {level['turns_per_session']} | "
                 f"{_ms(level['latency'].get('p50_ms'))} | {_ms(level['latency'].get('p99_ms'))} | "
-                f"{level['degraded']}/{level['turns']}{f' ({why})' if why else ''} | {level['errors']} | "
-                f"{level['turns_per_s']} | {level['queue_after_load']} / {level['drain_after_load_s']} | "
-                f"{'yes' if check['ok'] else 'NO: ' + str(check)} |"
+                f"{level['degraded']}/{level['turns']}: {timed_out} / {level['degraded'] - timed_out}"
+                f"{f' ({other})' if other else ''} | {level['errors']} | {level['turns_per_s']} | "
+                f"{level.get('postgres_connections_max')} | {level.get('documents_arrived_after_s', 'n/a')} | "
+                f"{verdict} |"
             )
     return lines
 
