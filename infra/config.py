@@ -201,6 +201,8 @@ class HindsightConfig:
     api_max_count: int
     cpu_target_percent: int
     worker_count: int
+    worker_max_slots: int  # retains one worker runs at once: with a hosted LLM this, not CPU, bounds it (docs/capacity.md)
+    db_pool_max_size: int  # connections per Hindsight process; the fleet must fit the database (docs/capacity.md)
     port: int
     mcp_enabled: bool
     certificate_arn: str | None
@@ -515,6 +517,12 @@ def _validate_hindsight(h: HindsightConfig) -> list[str]:
     )
     _check(errors, 10 <= h.cpu_target_percent <= 90, "hindsight.cpu_target_percent: between 10 and 90")
     _check(errors, 1 <= h.worker_count <= 10, "hindsight.worker_count: between 1 and 10")
+    _check(errors, 1 <= h.worker_max_slots <= 100, "hindsight.worker_max_slots: between 1 and 100")
+    _check(
+        errors,
+        5 <= h.db_pool_max_size <= 200,
+        "hindsight.db_pool_max_size: between 5 (Hindsight's minimum pool) and 200",
+    )
     _check(errors, 1024 <= h.port <= 65535, "hindsight.port: between 1024 and 65535 (the container runs as non-root)")
     _check(
         errors, h.certificate_arn is None or bool(_ARN.match(h.certificate_arn)), "hindsight.certificate_arn: an ARN"

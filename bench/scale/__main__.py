@@ -26,6 +26,8 @@ MEASUREMENTS = ("write", "concurrency", "recall")
 #: What a fact extraction takes on a hosted model (an assumption: Bedrock Nova Lite answers a short extraction
 #: in one to two seconds); the slow-LLM layouts hold every chat completion this long.
 LLM_DELAY_S = 1.5
+#: The bounded connection pool under test (per process; Hindsight's default is 100).
+POOL_MAX_SIZE = 20
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -62,6 +64,7 @@ def _plan(quick: bool) -> dict[str, Any]:
             "write": {"turns": 30, "banks": 3, "idle_markers": 1, "steady_fractions": (0.5,), "steady_s": 4.0},
             "write_slow_llm": {"turns": 20, "banks": 3, "idle_markers": 1, "steady_fractions": ()},
             "concurrency": {"levels": (1, 4), "turns": lambda sessions: 2},
+            "concurrency_pool": {"levels": (4,), "turns": lambda sessions: 2},
             "issue": {"sessions": 4, "turns": 3},
             "recall": {
                 "sizes": (100, 300),
@@ -77,6 +80,7 @@ def _plan(quick: bool) -> dict[str, Any]:
         "write": {},
         "write_slow_llm": {"turns": 300, "idle_markers": 1, "steady_fractions": ()},
         "concurrency": {},
+        "concurrency_pool": {"levels": (32, 64)},
         "issue": {"sessions": 16, "turns": 10},
         "recall": {},
     }
@@ -97,6 +101,13 @@ def _shapes() -> dict[str, Any]:
             api_cpus=deployed.api_cpus,
             worker_cpus=deployed.worker_cpus,
             env={"HINDSIGHT_API_LLM_TRACE_ENABLED": "false"},
+        ),
+        "deployed_pool": Shape(
+            "split",
+            workers=1,
+            api_cpus=deployed.api_cpus,
+            worker_cpus=deployed.worker_cpus,
+            env={"HINDSIGHT_API_DB_POOL_MAX_SIZE": str(POOL_MAX_SIZE)},
         ),
         **{
             name: Shape("split", workers=1, api_cpus=deployed.api_cpus, worker_cpus=deployed.worker_cpus, env=env)
@@ -187,6 +198,9 @@ def _run(selected: set[str], quick: bool, cache_dir: Path, results: dict[str, An
                     out[f"{name}_issue_echo"] = concurrency.run_level(
                         server, db, sessions=issue["sessions"], turns=issue["turns"], model="echo", log=_log
                     )
+                # The deployed shape with a bounded connection pool per process (Hindsight's default is 100).
+                server.apply(shapes["deployed_pool"])
+                out["deployed_pool"] = concurrency.measure(server, db, log=_log, **plan["concurrency_pool"])
                 return out
 
             _timed(results, "concurrency", sessions)

@@ -37,7 +37,7 @@ def _recall(ax: Any, recall: dict[str, Any]) -> None:
 
 
 def _sessions(ax: Any, concurrency: dict[str, Any]) -> None:
-    for name, colour in (("standalone", "#b2182b"), ("deployed", "#1b7837")):
+    for name, colour in (("standalone", "#b2182b"), ("deployed", "#1b7837"), ("deployed_pool", "#2166ac")):
         levels = (concurrency.get(name) or {}).get("levels") or []
         if not levels:
             continue
