@@ -15,6 +15,8 @@ BENCH_ARGS ?=
 BENCH_SCALE_ARGS ?=
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
+# An agent project to build, synthesize and run locally instead of the reference agent (e.g. examples/strands_agent).
+AGENT ?=
 
 export CDK_DISABLE_VERSION_CHECK := true
 export CDK_DISABLE_CLI_TELEMETRY := true
@@ -23,7 +25,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export HINDSIGHT_VENV := $(abspath $(HS_VENV))
 
 # Python sources checked by ruff and mypy (folders that exist).
-PY_SOURCES := $(wildcard app.py infra runtime_handler layers/memory_adapter/src localdev hindsight_isolation bench smoke tests)
+PY_SOURCES := $(wildcard app.py infra runtime_handler layers/memory_adapter/src localdev hindsight_isolation bench smoke examples tests)
 
 .PHONY: help
 help: ## List the targets
@@ -64,17 +66,28 @@ $(BENCH_VENV)/.installed: requirements-bench.txt layers/memory_adapter/pyproject
 	@touch $@
 
 # The deployable artifacts (no Docker): agent bundle, memory_adapter layer, Hindsight isolation extension.
-BUILD_INPUTS := $(shell find runtime_handler hindsight_isolation layers/memory_adapter/src infra/functions/db_provisioning -name '*.py' -o -name 'requirements.txt' 2>/dev/null) \
+BUILD_INPUTS := $(shell find runtime_handler hindsight_isolation layers/memory_adapter/src infra/functions/db_provisioning infra/functions/retain_replay -name '*.py' -o -name 'requirements.txt' 2>/dev/null) \
 	layers/memory_adapter/pyproject.toml infra/build.py infra/build-constraints.txt
 build/.built: $(VENV)/.installed $(BUILD_INPUTS)
 	$(BIN)/python -m infra.build
 	@touch $@
 
+# AGENT=<folder>: also bundle that agent project into build/projects/<name> (its files, requirements, the wiring).
+.PHONY: build-project
+build-project: $(VENV)/.installed
+	$(if $(AGENT),$(BIN)/python -m infra.build project $(AGENT),@true)
+
+# The example agent's bundle, which `make test` checks (tests/infra/test_artifacts.py); rebuilt when its inputs change.
+EXAMPLE_AGENT := examples/strands_agent
+build/.example-built: $(VENV)/.installed $(wildcard $(EXAMPLE_AGENT)/*) $(BUILD_INPUTS)
+	$(BIN)/python -m infra.build project $(EXAMPLE_AGENT)
+	@touch $@
+
 .PHONY: build synth checkov-venv
 checkov-venv: $(CHECKOV_VENV)/.installed ## Create checkov's own virtualenv
-build: build/.built ## Build the agent bundle, the layer and the Hindsight extension (Linux arm64, no Docker)
-synth: venv node build ## Synthesize every stack into cdk.out/ (offline, no AWS credentials)
-	AWS_EC2_METADATA_DISABLED=true npx --no-install cdk synth --quiet $(CDK_ARGS)
+build: build/.built build-project ## Build the agent bundle, the layer and the Hindsight extension (Linux arm64, no Docker; AGENT=<folder>: your agent project too)
+synth: venv node build ## Synthesize every stack into cdk.out/ (offline, no AWS credentials; AGENT=<folder> deploys your agent project)
+	AWS_EC2_METADATA_DISABLED=true npx --no-install cdk synth --quiet $(if $(AGENT),-c agent.project=$(AGENT)) $(CDK_ARGS)
 
 .PHONY: venv hindsight-venv node setup
 venv: $(VENV)/.installed ## Create the project virtualenv
@@ -101,7 +114,7 @@ format: venv ## Apply ruff's formatting and safe fixes
 	$(BIN)/ruff format $(PY_SOURCES)
 
 .PHONY: test
-test: setup lint build checkov-venv ## Run every test (unit, integration against a real local Hindsight, infra)
+test: setup lint build build/.example-built checkov-venv ## Run every test (unit, integration against a real local Hindsight, infra)
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 .PHONY: smoke
@@ -110,8 +123,8 @@ smoke: venv ## Prove a deployment: two sessions of one user recall, a second use
 	$(BIN)/python -m smoke $(SMOKE_ARGS)
 
 .PHONY: local
-local: setup ## Run the product locally on embedded defaults and show a memory demo
-	$(BIN)/python -m localdev.demo
+local: setup ## Run the product locally on embedded defaults and show a memory demo (AGENT=<folder>: your agent project)
+	$(BIN)/python -m localdev.demo $(if $(AGENT),--agent-project $(AGENT))
 
 .PHONY: hindsight-start hindsight-stop hindsight-status
 hindsight-start: venv hindsight-venv ## Start the local Hindsight (PostgreSQL + pgvector, loopback)
@@ -122,8 +135,9 @@ hindsight-status: venv ## Is the local Hindsight running?
 	$(BIN)/python -m localdev.hindsight status
 
 .PHONY: local-stop
-local-stop: venv ## Stop everything `make local` started (agent, Hindsight, PostgreSQL, LLM stand-in, token issuer)
+local-stop: venv ## Stop everything `make local` started (agent, MCP server, Hindsight, PostgreSQL, LLM stand-in, token issuer)
 	$(BIN)/python -m localdev.agent stop
+	$(BIN)/python -m localdev.mcp_server stop
 	$(BIN)/python -m localdev.hindsight stop
 
 .PHONY: clean

@@ -19,7 +19,19 @@ from pathlib import Path
 from typing import Any
 
 RESULTS = Path(__file__).resolve().parent / "results"
-MEASUREMENTS = ("recall", "first_turn", "degraded", "outage", "invocations", "after_turn", "build")
+MEASUREMENTS = (
+    "recall",
+    "first_turn",
+    "degraded",
+    "spools",
+    "outage",
+    "invocations",
+    "after_turn",
+    "working_memory",
+    "build",
+)
+#: Measurements that need no Hindsight (they run in-process, or build).
+_SERVERLESS = frozenset({"working_memory", "build"})
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -46,7 +58,7 @@ def _log(message: str) -> None:
 
 
 async def _server_measurements(selected: set[str], quick: bool, results: dict[str, Any]) -> None:
-    from bench import degraded, first_turn, invocations, outage, recall, retain_path
+    from bench import degraded, first_turn, invocations, outage, recall, retain_path, spools
     from bench.env import BenchEnv
 
     with BenchEnv(log=_log) as env:
@@ -55,6 +67,7 @@ async def _server_measurements(selected: set[str], quick: bool, results: dict[st
             ("recall", recall.measure, {"calls": 30, "warmup": 3} if quick else {}),
             ("first_turn", first_turn.measure, {"processes": 2} if quick else {}),
             ("degraded", degraded.measure, {"turns": 6, "default_turns": 0} if quick else {}),
+            ("spools", spools.measure, {"turns": 20} if quick else {}),
             (
                 "outage",
                 outage.measure,
@@ -109,8 +122,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "quick": args.quick,
         "selected": sorted(selected),
     }
-    if selected - {"build"}:
+    if selected - _SERVERLESS:
         asyncio.run(_server_measurements(selected, args.quick, results))
+    if "working_memory" in selected:
+        from bench import working_memory
+
+        _log("==> working_memory (in-process: a full conversation, 1,000 held)")
+        results["working_memory"] = asyncio.run(working_memory.measure(turns=1_000 if args.quick else 20_000, log=_log))
     if "build" in selected:
         _log("==> build (make build, make synth, bundle sizes)")
         results["build"] = asyncio.run(build_sizes.measure(log=_log))

@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 from memory_adapter.adapter import Recollection
 from memory_adapter.delivery import RetainHandle, RetainOutcome
 from memory_adapter.identity import Caller
+from runtime_handler.model import ModelTurn
 
 #: The brief model's answer (also what :mod:`bench.scale.write_path` retains as a turn's answer).
 BRIEF_ANSWER = "Thanks, I will keep that in mind. Is there anything else I can help with?"
@@ -39,10 +40,10 @@ class NoMemory:
 class BriefModel:
     """Answers every prompt in two short sentences, whatever was recalled (no network, deterministic)."""
 
-    async def reply(self, prompt: str, memories: str) -> str:
+    async def reply(self, turn: ModelTurn) -> str:
         return BRIEF_ANSWER
 
-    async def stream(self, prompt: str, memories: str) -> AsyncIterator[str]:
+    async def stream(self, turn: ModelTurn) -> AsyncIterator[str]:
         yield BRIEF_ANSWER
 
 

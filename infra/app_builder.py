@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from aws_cdk import App, Environment, Tags
 
 from infra.config import AppConfig, AuthMode
+from infra.constructs.agent_runtime import make_runtime_name
 from infra.stacks.agent_stack import AgentStack
 from infra.stacks.data_stack import DataStack
 from infra.stacks.identity_stack import IdentityStack
@@ -31,39 +32,64 @@ class Stacks:
 
 
 def build_stacks(app: App, config: AppConfig) -> Stacks:
-    """Network -> Data -> (Identity) -> MemoryService -> Agent; objects, not ARNs, pass between them."""
+    """Network -> Data -> (Identity) -> MemoryService -> Agent; each gets its own section and the objects it uses."""
     # Region always (AZ ids and load balancer logs are regional); account only if configured, so synthesis never
     # needs credentials or lookups.
     env = Environment(account=config.account, region=config.region)
     prefix = config.stack_prefix
-    network = NetworkStack(app, f"{prefix}-Network", config=config, env=env)
-    data = DataStack(app, f"{prefix}-Data", config=config, network=network.network, logs_key=network.logs_key, env=env)
-    identity = (
-        IdentityStack(
-            app, f"{prefix}-Identity", config=config, logs_key=network.logs_key, alerts=network.alerts, env=env
-        )
-        if config.auth.mode is not AuthMode.IAM
-        else None
+    network = NetworkStack(
+        app,
+        f"{prefix}-Network",
+        config=config.network,
+        auth_mode=config.auth.mode,
+        alarm_email=config.alarms.email,
+        env=env,
     )
+    foundation = network.foundation
+    data = DataStack(
+        app,
+        f"{prefix}-Data",
+        config=config.database,
+        removal=config.removal,
+        parameter_prefix=config.parameter_prefix,
+        foundation=foundation,
+        env=env,
+    )
+    identity = None
+    if config.auth.mode is not AuthMode.IAM:
+        identity = IdentityStack(
+            app,
+            f"{prefix}-Identity",
+            config=config.auth,
+            removal=config.removal,
+            parameter_prefix=config.parameter_prefix,
+            foundation=foundation,
+            env=env,
+        )
     memory = MemoryServiceStack(
         app,
         f"{prefix}-MemoryService",
-        config=config,
-        network=network.network,
+        config=config.hindsight,
+        auth=config.auth,
+        agent_name=config.agent.name,
+        foundation=foundation,
         database=data.database,
         identity=identity.identity if identity else None,
-        logs_key=network.logs_key,
-        alerts=network.alerts,
         env=env,
     )
     agent = AgentStack(
         app,
         f"{prefix}-Agent",
-        config=config,
-        network=network.network,
+        config=config.agent,
+        auth=config.auth,
+        layer=config.layer,
+        retain_queue=config.retain_queue,
+        removal=config.removal,
+        runtime_name=make_runtime_name(config.prefix, config.env_name, config.agent.name),
+        layer_parameter_name=f"{config.parameter_prefix}/memory-adapter-layer-arn",
+        foundation=foundation,
         memory=memory.memory,
         identity=identity.identity if identity else None,
-        logs_key=network.logs_key,
         env=env,
     )
     for key, value in config.tags.items():

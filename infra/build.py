@@ -1,12 +1,17 @@
-"""Build the deployable artifacts locally, without Docker: ``python -m infra.build [agent|layer|extension|all]``.
+"""Build the deployable artifacts locally, without Docker: ``python -m infra.build [agent|layer|extension|...]``.
 
 * ``build/agent/``: the AgentCore direct-code bundle: ``main.py`` (runs ``python -m runtime_handler``), the
   ``runtime_handler`` and ``memory_adapter`` sources and Linux arm64 CPython 3.12 wheels of every dependency.
 * ``build/layer/python/``: the Lambda layer: ``memory_adapter`` and its dependencies for arm64, Python 3.12.
 * ``build/hindsight_ext.zip``: ``hindsight_isolation`` + ``memory_adapter`` sources (no dependencies: the stock
   Hindsight image has PyJWT, cryptography and boto3), unpacked into the Hindsight tasks by their init container.
+* ``build/projects/<name>/``: the bundle of an agent you bring (``python -m infra.build project <dir>``): your
+  project's files at the root (its entrypoint included), ``memory_adapter`` (the memory wiring the reference agent
+  uses) and Linux arm64 CPython 3.12 wheels of your ``requirements.txt`` plus the wiring's ``[agentcore]`` extra.
 * ``build/db_provisioning/``: the database provisioning function (``infra/functions/db_provisioning``) with its
   pure-Python PostgreSQL driver, pg8000.
+* ``build/retain_replay/``: the retain queue's replay function (``infra/functions/retain_replay``) with Powertools
+  for arm64, Python 3.12; ``memory_adapter`` comes from the layer, boto3 from the Lambda runtime.
 
 Everything is resolved in one pip run per artifact with ``build-constraints.txt`` (hindsight-client accepts
 python-dateutil 4.x while botocore needs <3: one resolver pass with the constraint keeps both satisfied). Bytecode is
@@ -36,10 +41,18 @@ PROVISIONING_SRC = Path(__file__).resolve().parent / "functions" / "db_provision
 #: The provisioning function's only dependency besides the Lambda runtime's boto3 (pure Python, any platform).
 PROVISIONING_REQUIREMENTS = ("pg8000>=1.31,<1.32",)
 PROVISIONING_PYTHON = "3.14"  # the function's Lambda runtime
+REPLAY_DIR = BUILD / "retain_replay"
+REPLAY_SRC = Path(__file__).resolve().parent / "functions" / "retain_replay"
 CONSTRAINTS = Path(__file__).resolve().parent / "build-constraints.txt"
 ADAPTER_SRC = ROOT / "layers" / "memory_adapter" / "src" / "memory_adapter"
 ADAPTER_PYPROJECT = ROOT / "layers" / "memory_adapter" / "pyproject.toml"
 AGENT_REQUIREMENTS = ROOT / "runtime_handler" / "requirements.txt"
+PROJECTS_DIR = BUILD / "projects"
+#: The file of an agent project AgentCore runs (``python <entrypoint>`` from the bundle root), unless configured.
+DEFAULT_PROJECT_ENTRYPOINT = "agent.py"
+PROJECT_REQUIREMENTS = "requirements.txt"
+#: The memory adapter's extra that holds the wiring's run-time dependencies (see its pyproject).
+WIRING_EXTRA = "agentcore"
 
 TARGET_PLATFORM = "manylinux2014_aarch64"
 TARGET_PYTHON = "3.12"  # AgentCore PYTHON_3_12 and the layer's lowest runtime
@@ -48,8 +61,10 @@ EXTENSION_PYTHON = "3.11"  # the stock Hindsight image's interpreter
 #: Unzipped size budgets in MiB (AgentCore and Lambda limits are far higher: these catch dependency creep).
 AGENT_BUDGET_MIB = 120
 LAYER_BUDGET_MIB = 60
+PROJECT_BUDGET_MIB = 250  # a framework (Strands: OpenTelemetry, MCP, pydantic) is larger than the reference agent
 EXTENSION_BUDGET_KIB = 512
 PROVISIONING_BUDGET_MIB = 5
+REPLAY_BUDGET_MIB = 20
 
 #: The agent's shim entry point: AgentCore runs ``python main.py`` from the bundle root.
 AGENT_MAIN = (
@@ -162,10 +177,61 @@ def agent_requirements() -> list[str]:
     return ["-r", str(AGENT_REQUIREMENTS)]
 
 
-def adapter_dependencies() -> list[str]:
-    """memory_adapter's declared runtime dependencies (its pyproject is the one source)."""
+def adapter_dependencies(*extras: str) -> list[str]:
+    """memory_adapter's declared runtime dependencies, plus those of ``extras`` (its pyproject is the one source)."""
     project = tomllib.loads(ADAPTER_PYPROJECT.read_text())["project"]
-    return list(project.get("dependencies", []))
+    optional = project.get("optional-dependencies", {})
+    unknown = [extra for extra in extras if extra not in optional]
+    if unknown:
+        raise BuildError(f"memory_adapter has no extra {unknown[0]!r}")
+    return [*project.get("dependencies", []), *(dep for extra in extras for dep in optional[extra])]
+
+
+def project_bundle_dir(project: str | Path) -> Path:
+    """Where ``python -m infra.build project <project>`` writes the bundle of an agent project (and the stack reads
+    it): ``build/projects/<the project folder's name>``."""
+    return PROJECTS_DIR / Path(project).resolve().name
+
+
+def project_problems(project: str | Path, entrypoint: str = DEFAULT_PROJECT_ENTRYPOINT) -> list[str]:
+    """What keeps ``project`` from being bundled (empty when it can be): its folder, its entrypoint, its names."""
+    folder = Path(project)
+    if not folder.is_dir():
+        return [f"the agent project {str(project)!r} is not a folder"]
+    problems = []
+    entry = Path(entrypoint)
+    if entry.is_absolute() or ".." in entry.parts or entry.suffix != ".py":
+        problems.append(f"the entrypoint {entrypoint!r} must be a .py file inside the project")
+    elif not (folder / entry).is_file():
+        problems.append(f"the agent project {str(project)!r} has no entrypoint {entrypoint!r}")
+    if (folder / "memory_adapter").exists():
+        problems.append("the agent project must not contain a memory_adapter folder (the bundle provides it)")
+    return problems
+
+
+def build_project(project: str | Path, entrypoint: str = DEFAULT_PROJECT_ENTRYPOINT) -> int:
+    """Bundle the agent project ``project`` into :func:`project_bundle_dir` and return the bundle's size in bytes.
+
+    The same recipe as the reference agent's bundle: one resolver pass for the project's ``requirements.txt`` (if it
+    has one), the wiring's extra and memory_adapter's dependencies (Linux arm64, CPython 3.12, wheels only), then
+    ``memory_adapter`` and the project's files at the root, bytecode compiled by the target interpreter.
+    """
+    problems = project_problems(project, entrypoint)
+    if problems:
+        raise BuildError("; ".join(problems))
+    source = Path(project).resolve()
+    target = project_bundle_dir(source)
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    requirements = source / PROJECT_REQUIREMENTS
+    user = ["-r", str(requirements)] if requirements.is_file() else []
+    _pip_install(target, [*user, *adapter_dependencies(WIRING_EXTRA)])
+    ignore = shutil.ignore_patterns(*_SKIP, "*.pyc", ".venv", PROJECT_REQUIREMENTS)
+    shutil.copytree(source, target, ignore=ignore, dirs_exist_ok=True)
+    _copy_package(ADAPTER_SRC, target / "memory_adapter")
+    _prune(target)
+    _compile(target, TARGET_PYTHON)
+    return _check_budget(f"agent project bundle {source.name}", target, PROJECT_BUDGET_MIB * 2**20)
 
 
 def build_agent() -> int:
@@ -225,6 +291,17 @@ def build_provisioning() -> int:
     return _check_budget("database provisioning function", PROVISIONING_DIR, PROVISIONING_BUDGET_MIB * 2**20)
 
 
+def build_replay() -> int:
+    """Build ``build/retain_replay`` (the handler and Powertools, for the layer's Python); return its size."""
+    shutil.rmtree(REPLAY_DIR, ignore_errors=True)
+    REPLAY_DIR.mkdir(parents=True)
+    _pip_install(REPLAY_DIR, ["-r", str(REPLAY_SRC / "requirements.txt")])
+    shutil.copy2(REPLAY_SRC / "index.py", REPLAY_DIR / "index.py")
+    _prune(REPLAY_DIR)
+    _compile(REPLAY_DIR, TARGET_PYTHON)
+    return _check_budget("retain replay function", REPLAY_DIR, REPLAY_BUDGET_MIB * 2**20)
+
+
 def sha256(path: Path) -> str:
     """Hex digest of a file (the init container checks the extension zip against it)."""
     return hashlib.sha256(path.read_bytes()).hexdigest()
@@ -237,11 +314,24 @@ def main(argv: Sequence[str]) -> int:
         "layer": build_layer,
         "extension": build_extension,
         "provisioning": build_provisioning,
+        "replay": build_replay,
     }
+    if argv[:1] == ["project"]:
+        if len(argv) not in (2, 3):
+            print("usage: python -m infra.build project <project folder> [<entrypoint>]", file=sys.stderr)
+            return 2
+        try:
+            size = build_project(argv[1], *argv[2:])
+        except BuildError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        print(f"project {Path(argv[1]).name}: {size / 2**20:.2f} MiB -> {project_bundle_dir(argv[1])}")
+        return 0
     names = list(argv) or list(builders)
     unknown = [n for n in names if n not in builders]
     if unknown:
-        print(f"usage: python -m infra.build [{'|'.join(builders)}] ...", file=sys.stderr)
+        usage = f"[{'|'.join(builders)}] ... | project <folder> [<entrypoint>]"
+        print(f"usage: python -m infra.build {usage}", file=sys.stderr)
         return 2
     try:
         for name in names:

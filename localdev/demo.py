@@ -1,7 +1,10 @@
-"""``make local``: start the local Hindsight and token issuer, then show memory surviving a new session.
+"""``make local``: start the local Hindsight, token issuer, agent and MCP server, then show the memory at work.
 
-user-alex tells the agent in session 1 that they prefer email over phone; in session 2 (a new
-runtime session id, as after an AgentCore session ends) the agent recalls it before answering.
+user-alex tells the agent in session 1 that they prefer email over phone and, a turn later, asks about
+something said in the same session (working memory: the session's own conversation); in session 2 (a
+new runtime session id, as after an AgentCore session ends) the agent recalls the preference before
+answering; in session 3 user-alex asks it to forget the preference (the ``forget`` memory tool), and
+session 4 no longer recalls it. The demo then prints how to connect an MCP client to the same memory.
 By default the turns go over HTTP to the agent itself (``python -m runtime_handler``, started on
 loopback by ``localdev.agent`` with the deterministic echo model, verifying the caller's token);
 ``--adapter`` drives ``memory_adapter.HindsightRuntimeAdapter`` directly and ``--client`` the raw
@@ -30,6 +33,8 @@ from typing import TYPE_CHECKING, Protocol
 from localdev.agent import default_agent
 from localdev.agent import default_port as default_agent_port
 from localdev.hindsight import LocalHindsight, LocalHindsightConfig
+from localdev.mcp_server import default_port as default_mcp_port
+from localdev.mcp_server import default_server as default_mcp_server
 from localdev.supervisor import try_start
 from localdev.token_issuer import default_data_dir, ensure_running, load_or_create_key, mint_token, stop_background
 from memory_adapter.bank_ids import format_bank_id
@@ -41,7 +46,10 @@ USER = "user-alex"
 AGENT = "support"
 SESSION_1_PROMPT = "Hi! Just so you know: I prefer email over phone, so please do not call me."
 SESSION_1_REPLY = "Understood. I will contact you by email from now on."
+SESSION_1_CODENAME = "My project codename is Bluebird."
+SESSION_1_QUESTION = "What is my project codename?"
 SESSION_2_PROMPT = "How should you contact me about my delivery?"
+FORGET_PROMPT = "forget that I prefer email"
 RECALL_WAIT_S = 30.0  # retains are processed asynchronously by the server: wait this long for them
 
 
@@ -220,26 +228,50 @@ def _say_answer(answer: dict[str, object]) -> None:
 
 
 def run_agent_demo(agent_url: str, hindsight_url: str, token: str) -> bool:
-    """The two sessions through the running agent. Returns True when session 2's answer shows the preference."""
-    session_1, session_2 = f"session-{uuid.uuid4().hex}", f"session-{uuid.uuid4().hex}"
-    print(f"\n== Session 1 ({session_1}) ==")
-    _say(USER, SESSION_1_PROMPT)
-    _say_answer(_agent_turn(agent_url, token, session_1, SESSION_1_PROMPT))
+    """The four sessions through the running agent. True when working memory, recall and forget all showed."""
+    sessions = [f"session-{uuid.uuid4().hex}" for _ in range(4)]
+    print(f"\n== Session 1 ({sessions[0]}) ==")
+    for prompt in (SESSION_1_PROMPT, SESSION_1_CODENAME):
+        _say(USER, prompt)
+        _say_answer(_agent_turn(agent_url, token, sessions[0], prompt))
+    _say(USER, SESSION_1_QUESTION)
+    same_session = _agent_turn(agent_url, token, sessions[0], SESSION_1_QUESTION)
+    _say_answer(same_session)
+    print("            | (working memory: the agent was given this session's conversation)")
     _wait_until_idle(agent_url, RECALL_WAIT_S)
-    print("            | (the agent retained the turn in the background; /ping is Healthy again)")
+    print("            | (the agent retained the turns in the background; /ping is Healthy again)")
     _wait_until_recallable(hindsight_url, token, RECALL_WAIT_S)
 
-    print(f"\n== Session 2 ({session_2}): a new session, nothing carried over but memory ==")
+    print(f"\n== Session 2 ({sessions[1]}): a new session, nothing carried over but memory ==")
     _say(USER, SESSION_2_PROMPT)
-    answer = _agent_turn(agent_url, token, session_2, SESSION_2_PROMPT)
-    _say_answer(answer)
-    return "email over phone" in str(answer.get("output", "")).lower()
+    recalled = _agent_turn(agent_url, token, sessions[1], SESSION_2_PROMPT)
+    _say_answer(recalled)
+
+    print(f"\n== Session 3 ({sessions[2]}): the user asks the agent to forget ==")
+    _say(USER, FORGET_PROMPT)
+    _say_answer(_agent_turn(agent_url, token, sessions[2], FORGET_PROMPT))
+
+    print(f"\n== Session 4 ({sessions[3]}): the preference is gone; the rest is kept ==")
+    _say(USER, SESSION_2_PROMPT)
+    after = _agent_turn(agent_url, token, sessions[3], SESSION_2_PROMPT)
+    _say_answer(after)
+    _say(USER, SESSION_1_QUESTION)
+    kept = _agent_turn(agent_url, token, sessions[3], SESSION_1_QUESTION)
+    _say_answer(kept)
+    _wait_until_idle(agent_url, RECALL_WAIT_S)
+    return (
+        "Bluebird" in str(same_session.get("output", ""))
+        and "email over phone" in str(recalled.get("output", "")).lower()
+        and "email" not in str(after.get("output", "")).lower()
+        and "Bluebird" in str(kept.get("output", ""))
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m localdev.demo", description=__doc__.split("\n\n")[0])
     parser.add_argument("--client", action="store_true", help="use hindsight_client directly, not the agent")
     parser.add_argument("--adapter", action="store_true", help="use the memory adapter directly, not the agent")
+    parser.add_argument("--agent-project", type=Path, help="run this agent project (e.g. examples/strands_agent)")
     args = parser.parse_args(argv)
 
     print("== Starting the local services (first start loads the embedding model: ~20 s) ==")
@@ -257,13 +289,26 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.client or args.adapter):
         agent = default_agent()
         agent_url = try_start(
-            lambda: agent.start(hindsight_url=hindsight.url, issuer_url=issuer_url, port=default_agent_port())
+            lambda: agent.start(
+                hindsight_url=hindsight.url,
+                issuer_url=issuer_url,
+                port=default_agent_port(),
+                project=args.agent_project,
+            )
         )
         if agent_url is None:
             return 1
-        print(f"  Agent:        {agent_url}   (python -m runtime_handler: JWT mode, echo model; log {agent.log_file})")
+        code = f"{args.agent_project}/" if args.agent_project else "python -m runtime_handler"
+        print(f"  Agent:        {agent_url}   ({code}: JWT mode, echo model; log {agent.log_file})")
+        mcp = default_mcp_server()
+        mcp_url = try_start(
+            lambda: mcp.start(hindsight_url=hindsight.url, issuer_url=issuer_url, port=default_mcp_port())
+        )
+        if mcp_url is None:
+            return 1
+        print(f"  MCP server:   {mcp_url}   (streamable HTTP, the same memory tools; log {mcp.log_file})")
         ok = run_agent_demo(agent_url, hindsight.url, token)
-        _finish(hindsight, agent_url)
+        _finish(hindsight, agent_url, mcp_url)
         return 0 if ok else 1
     spool = hindsight.data_dir.parent / "demo-spool"
     memory: Memory = ClientMemory(hindsight.url, token) if args.client else AdapterMemory(hindsight.url, spool, token)
@@ -276,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
             await memory.close()
 
     ok = asyncio.run(go())
-    _finish(hindsight, None)
+    _finish(hindsight, None, None)
     return 0 if ok else 1
 
 
@@ -286,7 +331,7 @@ def _shown_python() -> str:
     return shown if not shown.startswith("..") else sys.executable
 
 
-def _finish(hindsight: LocalHindsight, agent_url: str | None) -> None:
+def _finish(hindsight: LocalHindsight, agent_url: str | None, mcp_url: str | None) -> None:
     py = _shown_python()
     agent_hint = (
         f"  TOKEN=$({py} -m localdev.token_issuer mint --user user-alex)\n"
@@ -295,15 +340,28 @@ def _finish(hindsight: LocalHindsight, agent_url: str | None) -> None:
         if agent_url
         else ""
     )
+    mcp_hint = (
+        f"Connect any MCP client (streamable HTTP) to the same memory:\n"
+        f"  URL:    {mcp_url}\n"
+        f"  Header: Authorization: Bearer $TOKEN   (a user token; TOKEN as above)\n"
+        f"  Tools:  recall, reflect, remember, forget, list_recent (they act for the token's user only)\n"
+        f'  e.g.    curl -s {mcp_url} -H "Authorization: Bearer $TOKEN" -H "Accept: application/json, '
+        f'text/event-stream" -H "Content-Type: application/json" '
+        f'-d \'{{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}}\'\n'
+        if mcp_url
+        else ""
+    )
     print(
         "\nThe services are still running. Try them:\n"
         f"  curl -s {hindsight.url}/health\n"
         f"{agent_hint}"
+        f"{mcp_hint}"
         "Stop them with:\n"
-        "  make local-stop      # the agent, Hindsight, PostgreSQL, the LLM stand-in and the token issuer"
+        "  make local-stop      # the agent, the MCP server, Hindsight, PostgreSQL, the LLM stand-in and the issuer"
     )
     if os.environ.get("CI"):  # nobody is there to explore: leave nothing running
         default_agent().stop()
+        default_mcp_server().stop()
         hindsight.stop()
         stop_background()
 

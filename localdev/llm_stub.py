@@ -4,8 +4,12 @@ Hindsight calls an LLM to extract facts on retain, to consolidate facts into obs
 drive the reflect agent. Tests must be able to assert exactly what gets recalled, so this server
 answers every request the same way every time, derived only from what it was sent:
 
-- **fact extraction** (a user message ending with ``Content:\\n<text>``): each distinct sentence or
-  line of the content becomes one ``world`` fact whose ``what`` is that sentence, verbatim;
+- **fact extraction** (a user message ending with ``Content:\\n<text>``): what a real extractor keeps,
+  the *user's* statements: when the content is a dialogue (lines opened by ``User:`` / ``Assistant:``, as
+  retained turns are) only the user's lines count, so neither the assistant's answer nor the recalled
+  memories it quotes become facts; each distinct sentence of them becomes one ``world`` fact whose
+  ``what`` is that sentence, verbatim, except questions, one-word sentences ("Hi!",
+  "Thanks.") and memory commands ("forget ...", "recall ...", "list my memories"; "remember that X" keeps X);
 - **consolidation** (a schema with ``creates``): ``{"creates": [], "updates": [], "deletes": []}``, so
   recall returns exactly the extracted facts;
 - **reflect** (tool calls): a retrieval tool first (``recall``, or whatever ``tool_choice`` forces),
@@ -39,13 +43,27 @@ from typing import Any
 
 from localdev._serving import BackgroundHTTPServer, serve_in_foreground
 
-__all__ = ["DEFAULT_EMBEDDING_DIMENSIONS", "LLMStub", "chat_completion", "extract_facts", "hashed_embedding"]
+__all__ = [
+    "DEFAULT_EMBEDDING_DIMENSIONS",
+    "LLMStub",
+    "chat_completion",
+    "extract_facts",
+    "hashed_embedding",
+    "users_statements",
+]
 
 DEFAULT_EMBEDDING_DIMENSIONS = 384
 _SCHEMA_MARKER = "You must respond with valid JSON matching this schema:"
 _CONTENT_MARKER = "Content:\n"
 _RETRIEVAL_TOOLS = ("recall", "search_observations", "search_mental_models")
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
+_ROLE_LINE = re.compile(r"^(User|Assistant):[ \t]?", re.MULTILINE)
+_MEMORY_COMMAND = re.compile(
+    r"^\W*(?:please\s+)?(?:forget|recall|reflect|what do you remember|list (?:my |recent )?memories|list recent)\b",
+    re.IGNORECASE,
+)
+_REMEMBER_COMMAND = re.compile(r"^\W*(?:please\s+)?remember\b[\s:,]*(?:that\s+)?", re.IGNORECASE)
+_MIN_FACT_WORDS = 2
 _WORD = re.compile(r"[a-z0-9]+")
 _ENTITY = re.compile(r"\b[A-Z][a-zA-Z0-9]+(?:-[a-zA-Z0-9]+)*\b")
 _REQUEST_LOG_SIZE = 200
@@ -116,13 +134,35 @@ def _last_user_text(body: Mapping[str, Any]) -> str:
 # --- deterministic answers ------------------------------------------------------------------------
 
 
+def users_statements(content: str) -> str:
+    """The user's side of ``content``: the ``User:`` lines of a dialogue, or all of it when it is no dialogue."""
+    marks = list(_ROLE_LINE.finditer(content))
+    if not marks:
+        return content
+    parts = []
+    for mark, following in zip(marks, [*marks[1:], None], strict=True):
+        if mark.group(1) == "User":
+            parts.append(content[mark.end() : following.start() if following else len(content)])
+    return "\n".join(parts)
+
+
+def _as_fact(sentence: str) -> str | None:
+    """The fact a real extractor would keep from one of the user's sentences, if any."""
+    if _MEMORY_COMMAND.match(sentence) or sentence.endswith("?"):
+        return None
+    sentence = _REMEMBER_COMMAND.sub("", sentence, count=1).strip()
+    if len(_WORD.findall(sentence.lower())) < _MIN_FACT_WORDS:
+        return None
+    return sentence[:1].upper() + sentence[1:]
+
+
 def extract_facts(content: str) -> list[JSON]:
-    """One ``world`` fact per distinct sentence or line of ``content``, its text kept verbatim."""
+    """One ``world`` fact per distinct statement of the user in ``content`` (see the module docstring)."""
     facts: list[JSON] = []
     seen: set[str] = set()
-    for raw in _SENTENCE_SPLIT.split(content):
-        sentence = raw.strip()
-        if not any(ch.isalnum() for ch in sentence) or sentence in seen:
+    for raw in _SENTENCE_SPLIT.split(users_statements(content)):
+        sentence = _as_fact(raw.strip())
+        if sentence is None or sentence in seen:
             continue
         seen.add(sentence)
         entities = list(dict.fromkeys(_ENTITY.findall(sentence)))[:5]

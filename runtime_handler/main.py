@@ -4,18 +4,15 @@
 when the payload has ``"stream": true``. Failures answer small JSON bodies ``{"error", "code"}``: 400 for a bad
 payload, 401 for any identity failure (the reason is logged, never sent), 502 when the model fails. ``GET /ping``
 reports ``HealthyBusy`` while a turn's retain is still on its way to Hindsight (an AgentCore async task), so the
-session is not reclaimed before its memory is delivered or spooled.
+session is not reclaimed before its memory is safe: delivered, or durably spooled (deployed: queued in SQS).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
-import re
 import time
-import uuid
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -23,80 +20,33 @@ from typing import TYPE_CHECKING, Any
 from bedrock_agentcore.runtime import BedrockAgentCoreApp
 from starlette.middleware import Middleware
 from starlette.responses import JSONResponse
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from memory_adapter.agentcore.app import BodyGuard, error_response, unauthorized_response
+from memory_adapter.agentcore.busy import RetainWatcher
+from memory_adapter.agentcore.credentials import AgentKey, KeyUnavailableError
+from memory_adapter.agentcore.identity import RequestAuthenticator, TokenVerifier, default_verifier
+from memory_adapter.agentcore.memory import RECALL_BACKSTOP_MARGIN_S
+from memory_adapter.agentcore.request import (
+    REQUEST_ID_HEADER,
+    SESSION_HEADER,
+    InvalidSessionError,
+    raw_headers,
+    request_meta,
+)
 from memory_adapter.identity.caller import Caller
 from memory_adapter.identity.errors import RejectReason
-from memory_adapter.identity.verifier import JwtVerifier
-from runtime_handler.agent_key import AgentKey, KeyUnavailableError
 from runtime_handler.errors import AuthError, ModelError, PayloadError
-from runtime_handler.identity import RequestAuthenticator, TokenVerifier
 from runtime_handler.model import BedrockModel, EchoModel, Model
 from runtime_handler.observability import Observability
 from runtime_handler.settings import IdentitySource, ModelProvider, Settings
 from runtime_handler.turn import Memory, TurnDeps, TurnMeta, TurnRequest, parse_turn, run_turn, stream_turn
+from runtime_handler.working_memory import WorkingMemory
 
 if TYPE_CHECKING:
     from memory_adapter.delivery import RetainHandle
+    from memory_adapter.tools.memory_tools import MemoryTools
 
-__all__ = ["Agent", "BodyGuard", "create_app"]
-
-SESSION_HEADER = "x-amzn-bedrock-agentcore-runtime-session-id"
-REQUEST_ID_HEADER = "x-amzn-bedrock-agentcore-runtime-request-id"
-_OPAQUE_ID = re.compile(r"[\x21-\x7e]{1,256}")
-#: The turn's own recall deadline exceeds the adapter's by this much, so the adapter (which also feeds its circuit
-#: breaker) is normally the one that gives up; this is only the backstop for any Memory implementation.
-RECALL_BACKSTOP_MARGIN_S = 0.5
-_UNAUTHORIZED = {"error": "unauthorized", "code": "unauthorized"}
-
-
-def _error(status: int, error: str, code: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
-    return JSONResponse({"error": error, "code": code}, status_code=status, headers=headers)
-
-
-class BodyGuard:
-    """Reads an ``/invocations`` body up to ``max_bytes`` and checks it is JSON, before the SDK sees it.
-
-    Without it an oversized body is buffered whole, and a deeply nested one makes the SDK's ``request.json()`` raise
-    ``RecursionError``, which it answers with a 500. Both get a 400 here instead.
-    """
-
-    def __init__(self, app: ASGIApp, *, max_bytes: int) -> None:
-        self.app = app
-        self.max_bytes = max_bytes
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope.get("path") != "/invocations" or scope.get("method") != "POST":
-            await self.app(scope, receive, send)
-            return
-        body = bytearray()
-        more = True
-        while more:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            body += message.get("body", b"")
-            more = message.get("more_body", False)
-            if len(body) > self.max_bytes:
-                await _error(400, f"request body larger than {self.max_bytes} bytes", "payload_too_large")(
-                    scope, receive, send
-                )
-                return
-        try:
-            json.loads(bytes(body))
-        except (ValueError, RecursionError):
-            await _error(400, "the request body must be a JSON object", "bad_request")(scope, receive, send)
-            return
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if replayed:
-                return await receive()
-            replayed = True
-            return {"type": "http.request", "body": bytes(body), "more_body": False}
-
-        await self.app(scope, replay, send)
+__all__ = ["REQUEST_ID_HEADER", "SESSION_HEADER", "Agent", "BodyGuard", "create_app"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,15 +68,17 @@ class Agent:
         verifier: TokenVerifier | None,
         agent_key: AgentKey,
         observability: Observability,
+        tools: MemoryTools | None = None,
     ) -> None:
         self.settings = settings
         self.memory = memory
         self.model = model
+        self.tools = tools
         self.authenticator = RequestAuthenticator(settings, verifier)
         self.agent_key = agent_key
         self.obs = observability
-        self.app: BedrockAgentCoreApp | None = None
-        self._watchers: set[asyncio.Future[None]] = set()
+        self.retains = RetainWatcher(wait_s=settings.retain_wait_s, logger=observability.logger)
+        self.working = WorkingMemory(settings.working_memory)
 
     # -- the entrypoint -----------------------------------------------------------------------------------------
 
@@ -153,30 +105,28 @@ class Agent:
             if exc.reason == RejectReason.KEYS_UNAVAILABLE.value:
                 self.obs.logger.error("issuer keys unavailable: every JWT caller is refused until they are reachable")
                 self.obs.count("JwksUnavailable")
-            headers = {"WWW-Authenticate": "Bearer"} if self.settings.auth_mode is IdentitySource.JWT else None
-            return JSONResponse(_UNAUTHORIZED, status_code=401, headers=headers)
+            return unauthorized_response(bearer=self.settings.auth_mode is IdentitySource.JWT)
         except PayloadError as exc:
             self.obs.logger.info("bad payload", extra={"code": exc.code, "detail": exc.message[:200]})
             self.obs.count("BadRequests")
-            return _error(400, exc.message, exc.code)
+            return error_response(400, exc.message, exc.code)
         except ModelError as exc:
             self.obs.logger.error("model call failed", extra={"detail": str(exc)})
             self.obs.count("ModelErrors")
-            return _error(502, "the model is unavailable", "model_unavailable")
+            return error_response(502, "the model is unavailable", "model_unavailable")
         except Exception:
             self.obs.logger.exception("unexpected failure in the invocation")
             self.obs.count("InternalErrors")
-            return _error(500, "internal error", "internal")
+            return error_response(500, "internal error", "internal")
         finally:
             if not streaming:
                 self.obs.flush()
 
     async def _admit(self, payload: Any, context: Any) -> _Invocation:
         """Identity first (nothing about the payload is revealed to an unauthenticated caller), then the payload."""
-        request = getattr(context, "request", None)
-        if request is None:
+        raw = raw_headers(context)
+        if raw is None:
             raise AuthError("no_request", "the SDK could not build the request context")
-        raw = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw]
         meta = self._meta(raw)
         self.obs.begin(session_id=meta.session_id, request_id=meta.request_id)
         caller = await asyncio.to_thread(self.authenticator.authenticate, raw)
@@ -189,16 +139,11 @@ class Agent:
 
     @staticmethod
     def _meta(headers: list[tuple[str, str]]) -> TurnMeta:
-        values = {name.lower(): value for name, value in headers}
-        session = values.get(SESSION_HEADER, "")
-        if not _OPAQUE_ID.fullmatch(session):
-            if session:
-                raise PayloadError("the session id header is not a valid session id")
-            session = str(uuid.uuid4())  # local calls without a runtime in front
-        request_id = values.get(REQUEST_ID_HEADER, "")
-        if not _OPAQUE_ID.fullmatch(request_id):
-            request_id = str(uuid.uuid4())
-        return TurnMeta(session_id=session, request_id=request_id)
+        try:
+            meta = request_meta(headers)
+        except InvalidSessionError as exc:
+            raise PayloadError(str(exc)) from None
+        return TurnMeta(session_id=meta.session_id, request_id=meta.request_id)
 
     async def _deps(self, caller: Caller | None) -> tuple[Caller | None, TurnDeps]:
         memory, unavailable = self.memory, False
@@ -216,6 +161,8 @@ class Agent:
             model=self.model,
             recall_timeout_s=self.settings.recall_timeout_s + RECALL_BACKSTOP_MARGIN_S,
             memory_unavailable=unavailable,
+            working=self.working,
+            tools=self.tools if memory is not None else None,
         )
 
     async def _stream(self, invocation: _Invocation, deps: TurnDeps, started: float) -> AsyncIterator[dict[str, Any]]:
@@ -248,28 +195,8 @@ class Agent:
     # -- the retain as an AgentCore async task -------------------------------------------------------------------
 
     def _watch_retain(self, handle: RetainHandle) -> None:
-        """Keep /ping at HealthyBusy until the retain is delivered or spooled (at most MEMORY_RETAIN_WAIT_SECONDS)."""
-        if self.app is None:
-            return
-        app = self.app
-        task_id = app.add_async_task("memory_retain")
-
-        async def delivered() -> None:
-            await handle  # cancelling this wait never cancels the delivery
-
-        async def watch() -> None:
-            try:
-                await asyncio.wait_for(delivered(), self.settings.retain_wait_s)
-            except TimeoutError:
-                self.obs.logger.warning("retain not delivered within the wait; the adapter keeps retrying")
-            except Exception:
-                self.obs.logger.exception("retain delivery failed")
-            finally:
-                app.complete_async_task(task_id)
-
-        watcher = asyncio.ensure_future(watch())
-        self._watchers.add(watcher)
-        watcher.add_done_callback(self._watchers.discard)
+        """Keep /ping at HealthyBusy until the turn is safe: delivered, or durably spooled (deployed: queued in SQS)."""
+        self.retains.watch(handle)
 
     async def aclose(self) -> None:
         """Deliver or spool pending retains and release connections (called at shutdown; bounded by the adapter)."""
@@ -295,17 +222,20 @@ def _default_model(settings: Settings) -> Model:
     if settings.model_provider is ModelProvider.ECHO:
         return EchoModel()
     assert settings.model_id is not None
-    return BedrockModel(settings.model_id, max_tokens=settings.model_max_tokens)
+    return BedrockModel(settings.model_id, max_tokens=settings.model_max_tokens, max_tool_rounds=settings.tool_rounds)
+
+
+def _default_tools(settings: Settings) -> MemoryTools | None:
+    """The memory tools over their own connections to Hindsight (``MEMORY_TOOLS=false``: none)."""
+    if not settings.memory_tools:
+        return None
+    from memory_adapter.tools.memory_tools import MemoryTools
+
+    return MemoryTools.for_settings(settings.memory)
 
 
 def _default_verifier(settings: Settings) -> TokenVerifier | None:
-    if settings.jwt is None:
-        return None
-    if settings.jwt.jwks_parameter is not None:
-        from runtime_handler.keys import MirroredKeysVerifier
-
-        return MirroredKeysVerifier(settings.jwt)
-    return JwtVerifier(settings.jwt)
+    return default_verifier(settings)
 
 
 def create_app(
@@ -316,6 +246,7 @@ def create_app(
     verifier: TokenVerifier | None = None,
     agent_key: AgentKey | None = None,
     observability: Observability | None = None,
+    tools: MemoryTools | None = None,
 ) -> BedrockAgentCoreApp:
     """Build the app. Every collaborator can be injected (tests); defaults come from ``settings``."""
     observability = observability or Observability()
@@ -327,6 +258,7 @@ def create_app(
         agent_key=agent_key
         or AgentKey(static_key=settings.hindsight_api_key, secret_arn=settings.hindsight_api_key_secret_arn),
         observability=observability,
+        tools=tools if tools is not None else _default_tools(settings),
     )
 
     @contextlib.asynccontextmanager
@@ -340,7 +272,7 @@ def create_app(
                 await asyncio.wait_for(asyncio.wrap_future(future), timeout=10)
 
     app = BedrockAgentCoreApp(lifespan=lifespan, middleware=[Middleware(BodyGuard, max_bytes=settings.max_body_bytes)])
-    agent.app = app
+    agent.retains.app = app
 
     async def invoke(payload: Any, context: Any) -> Any:  # the SDK passes context only to a parameter so named
         return await agent.invoke(payload, context)

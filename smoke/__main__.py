@@ -79,11 +79,11 @@ def _local(args: argparse.Namespace, users: tuple[str, str], mint: targets.Minte
 def _deployed(
     args: argparse.Namespace, stack: ExitStack, session: Any, users: tuple[str, str]
 ) -> targets.BearerInvoker | targets.IamInvoker:
-    from infra.config import ConfigError, _DictContext, context_from_cdk_json, load_config
+    from infra.config import ConfigError, load_config_from_cdk_json
 
     overrides = dict(item.partition("=")[::2] for item in args.context)
     try:
-        config = load_config(_DictContext(context_from_cdk_json(overrides)))
+        config = load_config_from_cdk_json(overrides)
     except ConfigError as err:
         raise SetupError(str(err)) from err
     region = args.region or config.region

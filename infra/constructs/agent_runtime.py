@@ -1,16 +1,16 @@
-"""AgentRuntime: the ``runtime_handler`` agent on AgentCore Runtime as code (Linux arm64 wheels, no Docker)."""
+"""AgentRuntime: the agent on AgentCore Runtime as code (Linux arm64 wheels, no Docker): ``runtime_handler``, or
+the agent project ``agent.project`` names (its bundle and entrypoint, :mod:`infra.agent_code`), with the same role,
+network, authorizer and environment."""
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_bedrockagentcore as agentcore
-from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
-from aws_cdk import aws_secretsmanager as secretsmanager
+from aws_lambda_powertools.shared.constants import METRICS_NAMESPACE_ENV, SERVICE_NAME_ENV
 from constructs import Construct
 
 from infra.config import AgentConfig, AuthConfig, AuthMode
@@ -18,17 +18,15 @@ from infra.constructs.identity import Identity
 from infra.constructs.log_retention import retention
 from infra.constructs.memory_service import MemoryService
 from infra.constructs.network import Network
+from infra.constructs.props import raise_if_invalid
+from infra.constructs.retain_queue import RetainQueue
 from infra.permissions import grant_bedrock_invoke
 from runtime_handler import settings as rs
 
-#: The bundle's root holds ``main.py``, which runs ``python -m runtime_handler`` (see ``infra.build``).
-ENTRYPOINT = ["main.py"]
 ENDPOINT_NAME = "live"
 #: The endpoint every runtime has besides ours; it logs to its own group.
 DEFAULT_ENDPOINT_NAME = "DEFAULT"
 RUNTIME_LOG_GROUP_PREFIX = "/aws/bedrock-agentcore/runtimes/"
-POWERTOOLS_SERVICE_NAME = "POWERTOOLS_SERVICE_NAME"
-POWERTOOLS_METRICS_NAMESPACE = "POWERTOOLS_METRICS_NAMESPACE"
 METRICS_NAMESPACE = "AgentCoreHindsightMemory"
 
 
@@ -55,39 +53,27 @@ class AgentRuntime(Construct):
         network: Network,
         memory: MemoryService,
         identity: Identity | None,
+        retain_queue: RetainQueue,
         runtime_name: str,
         logs_key: kms.IKey,
     ) -> None:
         super().__init__(scope, construct_id)
-        self.security_group = ec2.SecurityGroup(
-            self,
-            "SecurityGroup",
-            vpc=network.vpc,
-            description="Agent: to the Hindsight load balancer and AWS endpoints only",
-            allow_all_outbound=False,
+        self.security_group = network.workload_security_group(
+            self, "SecurityGroup", description="Agent: to the Hindsight load balancer and AWS endpoints only"
         )
-        # The VPC has no egress; 443 reaches the VPC endpoints (Bedrock, Secrets Manager, SSM, logs, traces).
-        self.security_group.add_egress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "HTTPS to AWS endpoints")
-        network.allow_endpoints_from(self, self.security_group)
+        self.connections = self.security_group.connections
         self.network_configuration = agentcore.RuntimeNetworkConfiguration.using_vpc(
             self, vpc=network.vpc, vpc_subnets=network.subnets, security_groups=[self.security_group]
         )
-        # Written in this stack through an imported handle, so the memory stack never depends on the agent's.
-        hindsight_sg = ec2.SecurityGroup.from_security_group_id(
-            self,
-            "HindsightSecurityGroup",
-            memory.load_balancer_security_group.security_group_id,
-            allow_all_outbound=False,
-        )
-        self.security_group.connections.allow_to(
-            hindsight_sg, ec2.Port.tcp(memory.listener_port), "Agent to Hindsight's load balancer"
-        )
+        memory.allow_from(self)
+        code = config.code
+        raise_if_invalid(self.node.path, [missing] if (missing := code.missing()) else [])
         artifact = agentcore.AgentRuntimeArtifact.from_code_asset(
-            path=str(Path(config.bundle_path)),
-            runtime=agentcore.AgentCoreRuntime.PYTHON_3_12,
-            entrypoint=ENTRYPOINT,
+            path=str(code.path), runtime=agentcore.AgentCoreRuntime.PYTHON_3_12, entrypoint=list(code.entrypoint)
         )
-        self.environment = agent_environment(config, auth, memory=memory, identity=identity)
+        self.environment = agent_environment(
+            config, auth, memory=memory, identity=identity, retain_queue_url=retain_queue.queue.queue_url
+        )
         self.runtime = agentcore.Runtime(
             self,
             "Runtime",
@@ -111,13 +97,9 @@ class AgentRuntime(Construct):
             # The agent reads the mirrored signing keys through the VPC's SSM endpoint (it cannot reach the issuer).
             # A String parameter: no KMS key is involved, so read on this one parameter is all the role gets.
             identity.grant_read_keys(self.runtime)
-        if memory.secrets.agent_key is not None:
-            # By ARN plus a direct decrypt grant, so the memory stack's key policy never names this stack's role.
-            agent_key = secretsmanager.Secret.from_secret_complete_arn(
-                self, "AgentKey", memory.secrets.agent_key.secret_arn
-            )
-            agent_key.grant_read(self.runtime)
-            memory.key.grant_decrypt(self.runtime)
+        memory.grant_agent_key_read(self.runtime)
+        # Undeliverable turns go to the retain queue (the microVM's disk goes with the session): send, nothing else.
+        retain_queue.grant_send(self.runtime)
         self.endpoint = self.runtime.add_endpoint(ENDPOINT_NAME, description="The agent's stable endpoint")
         # The runtime writes to /aws/bedrock-agentcore/runtimes/<id>-<endpoint> and, when they do not exist yet,
         # creates them itself: kept forever and unencrypted. Created here first, with the configured retention and
@@ -136,22 +118,28 @@ class AgentRuntime(Construct):
 
 
 def agent_environment(
-    config: AgentConfig, auth: AuthConfig, *, memory: MemoryService, identity: Identity | None
+    config: AgentConfig,
+    auth: AuthConfig,
+    *,
+    memory: MemoryService,
+    identity: Identity | None,
+    retain_queue_url: str,
 ) -> dict[str, str]:
     """Exactly the variables ``runtime_handler.settings.Settings.from_env`` reads (plus Powertools' own)."""
     env = {
         rs.ENV_AGENT_NAME: config.name,
         rs.ENV_HINDSIGHT_API_URL: memory.url,
+        rs.ENV_MEMORY_SPOOL_QUEUE_URL: retain_queue_url,
         rs.ENV_MODEL_PROVIDER: "bedrock",
         rs.ENV_MODEL_ID: config.model_id,
         rs.ENV_ALLOW_ANONYMOUS: "true" if config.allow_anonymous else "false",
-        POWERTOOLS_SERVICE_NAME: config.name,
-        POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
+        SERVICE_NAME_ENV: config.name,
+        METRICS_NAMESPACE_ENV: METRICS_NAMESPACE,
     }
     if auth.mode is AuthMode.IAM:
         env[rs.ENV_AUTH_MODE] = "iam"
-        assert memory.secrets.agent_key is not None
-        env[rs.ENV_HINDSIGHT_API_KEY_SECRET_ARN] = memory.secrets.agent_key.secret_arn
+        assert memory.agent_key_secret_arn is not None
+        env[rs.ENV_HINDSIGHT_API_KEY_SECRET_ARN] = memory.agent_key_secret_arn
         if auth.tenant_id:
             env[rs.ENV_TENANT_ID] = auth.tenant_id
         return env

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_events as events
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_rds as rds
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
-from infra.config import PASSWORD_EXCLUDED_CHARACTERS, DatabaseConfig, DatabaseEngine
-from infra.constructs.database_login import DatabaseLogin, rotation_security_group
+from infra.config import DatabaseConfig, DatabaseEngine
+from infra.constructs.database_login import PASSWORD_EXCLUDED_CHARACTERS, DatabaseLogin, rotation_security_group
 from infra.constructs.network import Network
 from infra.constructs.rds_ca_bundle import RdsCaBundle
 
@@ -25,13 +27,21 @@ AURORA_POSTGRES_VERSION = rds.AuroraPostgresEngineVersion.VER_17_7
 DATABASE_NAME = "hindsight"
 #: The master user (rds_superuser on RDS): used only to provision Hindsight's login (extensions, roles) and by rotation.
 MASTER_USERNAME = "hindsight"
+#: The variables a container connects with: plain (host, port, name) and secret (login, CA bundle).
+ENV_DB_HOST, ENV_DB_PORT, ENV_DB_NAME = "DB_HOST", "DB_PORT", "DB_NAME"
+ENV_DB_USERNAME, ENV_DB_PASSWORD, ENV_DB_CA_BUNDLE = "DB_USERNAME", "DB_PASSWORD", "DB_CA_BUNDLE"
 #: Server parameters of either engine: TLS only, and every connection and disconnection logged.
 SERVER_PARAMETERS = {"rds.force_ssl": "1", "log_connections": "1", "log_disconnections": "1"}
 
 
 class VectorDatabase(Construct):
     """RDS PostgreSQL (or Aurora Serverless v2); exposes ``connections``, ``master_secret``, ``login`` (Hindsight's
-    own login: ``login.secret``), ``ca_bundle``, ``port``, ``endpoint_address`` and ``database_name``."""
+    own login: ``login.secret``), ``ca_bundle``, ``port``, ``endpoint_address`` and ``database_name``.
+
+    Workloads in other stacks connect through ``allow_from``, ``container_environment``, ``container_secrets``
+    and ``grant_connect``; each writes what it needs into the workload's stack, so this stateful stack never
+    references (or depends on) a stateless one.
+    """
 
     def __init__(
         self,
@@ -110,6 +120,48 @@ class VectorDatabase(Construct):
         )
         # The master's first rotation runs at once; not while the provisioning function is using its password.
         master_rotation.node.add_dependency(self.login.provisioning)
+
+    # -- for workloads ---------------------------------------------------------------------------------------------
+
+    def allow_from(self, scope: Construct, peer: ec2.SecurityGroup, *, description: str) -> None:
+        """Let peer reach the database port; both rules are written in scope's stack (through an imported handle
+        on the database's group)."""
+        handle = ec2.SecurityGroup.from_security_group_id(
+            scope, "DatabaseSecurityGroup", self.security_group.security_group_id, allow_all_outbound=False
+        )
+        peer.connections.allow_to(handle, ec2.Port.tcp(self.port), description)
+
+    def container_environment(self) -> dict[str, str]:
+        """Where to connect: host, port and database name (plain values)."""
+        return {ENV_DB_HOST: self.endpoint_address, ENV_DB_PORT: str(self.port), ENV_DB_NAME: self.database_name}
+
+    def container_secrets(self, scope: Construct) -> dict[str, ecs.Secret]:
+        """Hindsight's login and the RDS CA bundle as ECS secrets (the execution role is granted read by ECS).
+
+        The login is referenced by ARN (a handle in scope), not by object: granting through the object would write
+        the workload's roles into this stack's key policy; :meth:`grant_connect` grants the decrypt instead.
+        """
+        login = secretsmanager.Secret.from_secret_complete_arn(scope, "DatabaseSecret", self.login.secret.secret_arn)
+        return {
+            ENV_DB_USERNAME: ecs.Secret.from_secrets_manager(login, "username"),
+            ENV_DB_PASSWORD: ecs.Secret.from_secrets_manager(login, "password"),
+            ENV_DB_CA_BUNDLE: ecs.Secret.from_ssm_parameter(self.ca_bundle.parameter),
+        }
+
+    def grant_connect(self, task: ecs.TaskDefinition) -> None:
+        """Let task's execution role decrypt the login (with :meth:`container_secrets`, all a task needs)."""
+        self.key.grant_decrypt(task.obtain_execution_role())
+
+    def login_rotation_pattern(self) -> events.EventPattern:
+        """The event of Secrets Manager having rotated Hindsight's login (its readers must restart)."""
+        return events.EventPattern(
+            source=["aws.secretsmanager"],
+            detail_type=["AWS Service Event via CloudTrail"],
+            detail={
+                "eventName": ["RotationSucceeded"],
+                "additionalEventData": {"SecretId": [self.login.secret.secret_arn]},
+            },
+        )
 
     def _parameter_group(self, engine: rds.IEngine, description: str) -> rds.ParameterGroup:
         return rds.ParameterGroup(

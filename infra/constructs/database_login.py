@@ -10,25 +10,27 @@
 
 from __future__ import annotations
 
-import hashlib
+import string
 
 from aws_cdk import CustomResource, Duration, RemovalPolicy
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_kms as kms
-from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_rds as rds
 from aws_cdk import aws_secretsmanager as secretsmanager
 from aws_cdk import custom_resources as cr
 from constructs import Construct
 
-from infra.config import PASSWORD_EXCLUDED_CHARACTERS, DatabaseConfig
-from infra.constructs.identity import FUNCTIONS_DIR
+from infra.config import DatabaseConfig
+from infra.constructs.functions import FUNCTIONS_DIR, handler_sha256, python_function
 from infra.constructs.network import Network
 from infra.constructs.rds_ca_bundle import RdsCaBundle
 
 #: The provisioning function's source (``make build`` bundles it with its driver into ``database.provisioning_path``).
 PROVISIONING_SRC = FUNCTIONS_DIR / "db_provisioning"
+#: Characters kept out of generated passwords: Hindsight's Alembic config breaks on ``%`` and the database URL on
+#: ``@:/?#``; excluding all punctuation keeps the URL assembly trivially safe.
+PASSWORD_EXCLUDED_CHARACTERS = string.punctuation + " "
 #: The login Hindsight uses; rotation alternates it with ``<name>_clone``.
 APP_USERNAME = "hindsight_app"
 
@@ -66,36 +68,24 @@ class DatabaseLogin(Construct):
             exclude_characters=PASSWORD_EXCLUDED_CHARACTERS,
         )
         self.secret: secretsmanager.ISecret = app.attach(database)
-        security_group = ec2.SecurityGroup(
+        security_group = network.workload_security_group(
             self,
             "SecurityGroup",
-            vpc=network.vpc,
             description="Database provisioning function: to PostgreSQL and the AWS endpoints only",
-            allow_all_outbound=False,
         )
-        security_group.add_egress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "HTTPS to AWS endpoints")
         security_group.connections.allow_to(database_security_group, ec2.Port.tcp(config.port), "Provisioning")
-        network.allow_endpoints_from(self, security_group)
-        function = lambda_.Function(
+        function = python_function(
             self,
             "Function",
+            log_group_id="Logs",
+            source=config.provisioning_path,
             description="Creates Hindsight's extensions, owner role and alternating logins as the master user",
-            runtime=lambda_.Runtime.PYTHON_3_14,
-            architecture=lambda_.Architecture.ARM_64,
-            handler="index.handler",
-            code=lambda_.Code.from_asset(str(config.provisioning_path)),
             timeout=Duration.minutes(2),
             memory_size=256,
+            logs_key=logs_key,
             vpc=network.vpc,
             vpc_subnets=network.subnets,
             security_groups=[security_group],
-            log_group=logs.LogGroup(
-                self,
-                "Logs",
-                retention=logs.RetentionDays.THREE_MONTHS,
-                encryption_key=logs_key,
-                removal_policy=RemovalPolicy.DESTROY,
-            ),
         )
         master_secret.grant_read(function)
         self.secret.grant_read(function)
@@ -127,7 +117,7 @@ class DatabaseLogin(Construct):
                 "Port": str(config.port),
                 "DatabaseName": database_name,
                 # Changed SQL runs again at the next deploy (the statements are idempotent).
-                "HandlerSha256": hashlib.sha256((PROVISIONING_SRC / "index.py").read_bytes()).hexdigest(),
+                "HandlerSha256": handler_sha256(PROVISIONING_SRC),
             },
         )
         # The server itself (for Aurora also its writer instance, without which the endpoint does not answer); not the
@@ -148,14 +138,12 @@ class DatabaseLogin(Construct):
 
 
 def rotation_security_group(scope: Construct, construct_id: str, network: Network) -> ec2.SecurityGroup:
-    """A rotation function's group: HTTPS to the endpoints (Secrets Manager); the database admits it itself."""
-    group = ec2.SecurityGroup(
+    """A rotation function's group: HTTPS to the endpoints (Secrets Manager); the database admits it itself (CDK's
+    rotation wiring adds the rule to the database's port)."""
+    return network.workload_security_group(
         scope,
         construct_id,
-        vpc=network.vpc,
         description="Secret rotation function: to PostgreSQL and the AWS endpoints only",
-        allow_all_outbound=False,  # CDK's rotation wiring adds the rule to the database's port
+        egress_description="HTTPS to AWS endpoints (Secrets Manager)",
+        rules_in_group=True,
     )
-    group.add_egress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp(443), "HTTPS to AWS endpoints (Secrets Manager)")
-    network.allow_endpoints_from(group, group)
-    return group

@@ -2,34 +2,31 @@
 
 from __future__ import annotations
 
-import hashlib
-from pathlib import Path
-
 from aws_cdk import CustomResource, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cognito as cognito
+from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
-from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_logs as logs
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from infra.config import AuthConfig, AuthMode
 from infra.constructs.alerts import Alerts
+from infra.constructs.functions import FUNCTIONS_DIR, handler_sha256, python_function
 from infra.permissions import SSM_WRITE_ACTIONS
 
-FUNCTIONS_DIR = Path(__file__).resolve().parent.parent / "functions"
 MIRROR_DIR = FUNCTIONS_DIR / "jwks_mirror"
 DISCOVERY_SUFFIX = "/.well-known/openid-configuration"
 SSM_MIRROR_ACTIONS = ("ssm:GetParameter", "ssm:DeleteParameter", *SSM_WRITE_ACTIONS)
 
 
 class Identity(Construct):
-    """Exposes ``discovery_url``, ``issuer``, ``jwks_parameter`` and, in Cognito mode, ``user_pool`` and ``client``;
-    ``grant_read_keys(grantee)``.
+    """Exposes ``discovery_url``, ``issuer``, ``allowed_clients``, ``allowed_audience``, ``jwks_parameter`` and, in
+    Cognito mode, ``user_pool`` and ``client``; ``grant_read_keys(grantee)``, ``keys_container_secret()``,
+    ``keys_change_pattern()``.
 
     Signing keys in a VPC without egress: AgentCore verifies every token before the agent sees it, and the agent and
     the Hindsight extension verify it again against keys they read from ``jwks_parameter`` through the SSM endpoint.
@@ -79,6 +76,18 @@ class Identity(Construct):
         """Let grantee read the mirrored keys (a plain String parameter: no KMS key is involved)."""
         return self.jwks_parameter.grant_read(grantee)
 
+    def keys_container_secret(self) -> ecs.Secret:
+        """The mirrored keys as an ECS secret (read once at task start; see :meth:`keys_change_pattern`)."""
+        return ecs.Secret.from_ssm_parameter(self.jwks_parameter)
+
+    def keys_change_pattern(self) -> events.EventPattern:
+        """The event of the mirror having written new keys (tasks that read them at start must restart)."""
+        return events.EventPattern(
+            source=["aws.ssm"],
+            detail_type=["Parameter Store Change"],
+            detail={"name": [self.jwks_parameter.parameter_name], "operation": ["Update"]},
+        )
+
     def _cognito(self, removal_policy: RemovalPolicy) -> tuple[cognito.UserPool, cognito.UserPoolClient]:
         pool = cognito.UserPool(
             self,
@@ -112,24 +121,14 @@ class Identity(Construct):
         return pool, client
 
     def _mirror(self, config: AuthConfig, logs_key: kms.IKey, alerts: Alerts) -> CustomResource:
-        log_group = logs.LogGroup(
-            self,
-            "MirrorLogs",
-            retention=logs.RetentionDays.THREE_MONTHS,
-            encryption_key=logs_key,
-            removal_policy=RemovalPolicy.DESTROY,
-        )
-        function = lambda_.Function(
+        function = python_function(
             self,
             "Mirror",
+            log_group_id="MirrorLogs",
+            source=MIRROR_DIR,
             description="Owns the mirrored public signing keys of the token issuer (SSM) for workloads without egress",
-            runtime=lambda_.Runtime.PYTHON_3_14,
-            architecture=lambda_.Architecture.ARM_64,
-            handler="index.handler",
-            code=lambda_.Code.from_asset(str(MIRROR_DIR)),
             timeout=Duration.seconds(60),
-            memory_size=128,
-            log_group=log_group,
+            logs_key=logs_key,
             environment={"DISCOVERY_URL": self.discovery_url, "PARAMETER_NAME": self._parameter_name},
         )
         # By the configured name, not the custom resource's attribute: the policy must exist before the resource.
@@ -146,7 +145,7 @@ class Identity(Construct):
                 "DiscoveryUrl": self.discovery_url,
                 "ParameterName": self._parameter_name,
                 # A changed mirror function runs again at deploy (it may check or store the keys differently).
-                "HandlerSha256": hashlib.sha256((MIRROR_DIR / "index.py").read_bytes()).hexdigest(),
+                "HandlerSha256": handler_sha256(MIRROR_DIR),
             },
         )
         keys.node.add_dependency(function.role or function)

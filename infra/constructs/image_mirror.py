@@ -25,6 +25,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import custom_resources as cr
 from constructs import Construct
 
+from infra.config import HindsightConfig, ImageSource
 from infra.permissions import ECR_PUSH_ACTIONS
 
 ARCHITECTURE = "arm64"
@@ -36,7 +37,8 @@ def mirror_tag(image_tag: str, digest: str | None) -> str:
 
 
 class ImageMirror(Construct):
-    """Exposes ``repository``, ``image`` (by digest), ``digest``, ``copy`` and ``role``; ``grant_pull(role)``."""
+    """Exposes ``repository``, ``image`` (by digest), ``digest``, ``copy`` and ``role``; ``grant_pull(role)``,
+    ``grant_task_pull(task)``."""
 
     def __init__(
         self,
@@ -109,3 +111,26 @@ class ImageMirror(Construct):
     def grant_pull(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let a task's execution role pull the mirrored image (``from_registry`` grants nothing by itself)."""
         return self.repository.grant_pull(grantee)
+
+    def grant_task_pull(self, task: ecs.TaskDefinition) -> iam.Grant:
+        """:meth:`grant_pull` to task's execution role."""
+        return self.grant_pull(task.obtain_execution_role())
+
+
+def hindsight_image(
+    scope: Construct, config: HindsightConfig, *, key: kms.IKey
+) -> tuple[ecs.ContainerImage, ImageMirror | None]:
+    """The image the tasks run (``hindsight.image_source``), and the mirror when this stack copies it."""
+    digest = config.image_digest
+    if config.image_source is ImageSource.REGISTRY:
+        return ecs.ContainerImage.from_registry(
+            config.image_repository + (f"@{digest}" if digest else f":{config.image_tag}")
+        ), None
+    if config.image_source is ImageSource.ECR:
+        assert config.ecr_repository_arn is not None
+        repo = ecr.Repository.from_repository_arn(scope, "Repository", config.ecr_repository_arn)
+        return ecs.ContainerImage.from_ecr_repository(repo, digest or config.image_tag), None
+    mirror = ImageMirror(
+        scope, "Mirror", source_repository=config.image_repository, image_tag=config.image_tag, digest=digest, key=key
+    )
+    return mirror.image, mirror

@@ -26,6 +26,7 @@ INTERFACE_ENDPOINTS: dict[str, ec2.InterfaceVpcEndpointAwsService] = {
     "Ssm": ec2.InterfaceVpcEndpointAwsService.SSM,
     "BedrockRuntime": ec2.InterfaceVpcEndpointAwsService.BEDROCK_RUNTIME,
     "XRay": ec2.InterfaceVpcEndpointAwsService.XRAY,
+    "Sqs": ec2.InterfaceVpcEndpointAwsService.SQS,  # the retain queue: the agent sends, the replay function consumes
 }
 #: Endpoints whose API is also called without AWS credentials (Cognito's user-pool APIs): no principal condition.
 UNAUTHENTICATED_ENDPOINTS = frozenset({"CognitoIdp"})
@@ -157,6 +158,27 @@ class Network(Construct):
                         conditions={"StringEquals": {"aws:PrincipalAccount": stack.account}},
                     )
                 )
+
+    def workload_security_group(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        description: str,
+        egress_description: str = "HTTPS to AWS endpoints",
+        rules_in_group: bool = False,
+    ) -> ec2.SecurityGroup:
+        """A workload's group in scope: no egress but HTTPS (the VPC has no NAT and no IGW, so 443 reaches only the
+        VPC endpoints and the S3 gateway, whose addresses are public, hence no narrower CIDR), admitted to the
+        interface endpoints.
+
+        ``rules_in_group`` writes the endpoint rule's handle inside the group instead of in scope (for groups that
+        share a scope, such as the rotation functions').
+        """
+        group = ec2.SecurityGroup(scope, construct_id, vpc=self.vpc, description=description, allow_all_outbound=False)
+        group.add_egress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp(443), egress_description)
+        self.allow_endpoints_from(group if rules_in_group else scope, group)
+        return group
 
     def allow_endpoints_from(self, scope: Construct, peer: ec2.ISecurityGroup) -> None:
         """Admit HTTPS from a workload's security group to the interface endpoints.

@@ -7,17 +7,13 @@ deploy time (``infra/functions/rds_ca``) and owns the parameter, so CloudFormati
 
 from __future__ import annotations
 
-import hashlib
-
-from aws_cdk import CustomResource, Duration, RemovalPolicy, Stack
+from aws_cdk import CustomResource, Duration, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
-from aws_cdk import aws_lambda as lambda_
-from aws_cdk import aws_logs as logs
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
-from infra.constructs.identity import FUNCTIONS_DIR
+from infra.constructs.functions import FUNCTIONS_DIR, handler_sha256, python_function
 
 FUNCTION_DIR = FUNCTIONS_DIR / "rds_ca"
 #: Where the containers write the bundle before connecting (``/tmp`` is the tasks' writable volume).
@@ -35,23 +31,14 @@ class RdsCaBundle(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, parameter_name: str, logs_key: kms.IKey) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
-        self.function = lambda_.Function(
+        self.function = python_function(
             self,
             "Function",
+            log_group_id="Logs",
+            source=FUNCTION_DIR,
             description="Copies the region's RDS certificate bundle into SSM at deploy time (verify-full TLS)",
-            runtime=lambda_.Runtime.PYTHON_3_14,
-            architecture=lambda_.Architecture.ARM_64,
-            handler="index.handler",
-            code=lambda_.Code.from_asset(str(FUNCTION_DIR)),
             timeout=Duration.seconds(30),
-            memory_size=128,
-            log_group=logs.LogGroup(
-                self,
-                "Logs",
-                retention=logs.RetentionDays.THREE_MONTHS,
-                encryption_key=logs_key,
-                removal_policy=RemovalPolicy.DESTROY,
-            ),
+            logs_key=logs_key,
         )
         parameter_arn = stack.format_arn(service="ssm", resource="parameter", resource_name=parameter_name.lstrip("/"))
         self.function.add_to_role_policy(
@@ -65,7 +52,7 @@ class RdsCaBundle(Construct):
             properties={
                 "BundleUrl": bundle_url(stack.region),
                 "ParameterName": parameter_name,
-                "HandlerSha256": hashlib.sha256((FUNCTION_DIR / "index.py").read_bytes()).hexdigest(),
+                "HandlerSha256": handler_sha256(FUNCTION_DIR),
             },
         )
         bundle.node.add_dependency(self.function.role or self.function)

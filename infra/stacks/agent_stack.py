@@ -1,53 +1,84 @@
-"""AgentStack: the AgentCore Runtime agent and the reusable memory-adapter layer."""
+"""AgentStack: the AgentCore Runtime agent, the reusable memory-adapter layer, and the retain queue with its replay
+function (the turns the agent could not deliver, and what delivers them once Hindsight is back)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import CfnOutput, Stack
-from aws_cdk import aws_kms as kms
+from aws_cdk import CfnOutput
 from constructs import Construct
 
-from infra.config import AppConfig
-from infra.constructs.agent_runtime import AgentRuntime, make_runtime_name
+from infra.config import AgentConfig, AuthConfig, DataRemoval, LayerConfig, RetainQueueConfig
+from infra.constructs.agent_runtime import METRICS_NAMESPACE, AgentRuntime
 from infra.constructs.identity import Identity
 from infra.constructs.memory_layer import MemoryAdapterLayer
 from infra.constructs.memory_service import MemoryService
-from infra.constructs.network import Network
+from infra.constructs.part import PartAwareStack
+from infra.constructs.retain_queue import RetainQueue
+from infra.constructs.retain_replay import RetainReplay
+from infra.stacks.network_stack import Foundation
+from infra.stacks.removal import removal_policy
 
 
-class AgentStack(Stack):
-    """Exposes ``agent`` and ``layer``."""
+class AgentStack(PartAwareStack):
+    """Exposes ``agent``, ``layer``, ``retain_queue`` and ``retain_replay``.
+
+    Args:
+        runtime_name: The AgentCore runtime's name (AgentCore requires one).
+        layer_parameter_name: The SSM name publishing the layer's ARN unless ``layer.parameter_name`` is set.
+        removal: What becomes of the retain queues when the stack is deleted (they may hold undelivered turns).
+    """
 
     def __init__(
         self,
         scope: Construct,
         construct_id: str,
         *,
-        config: AppConfig,
-        network: Network,
+        config: AgentConfig,
+        auth: AuthConfig,
+        layer: LayerConfig,
+        retain_queue: RetainQueueConfig,
+        removal: DataRemoval,
+        runtime_name: str,
+        layer_parameter_name: str,
+        foundation: Foundation,
         memory: MemoryService,
         identity: Identity | None,
-        logs_key: kms.IKey,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
+        self.retain_queue = RetainQueue(
+            self,
+            "RetainQueue",
+            config=retain_queue,
+            grace_seconds=auth.retain_grace_seconds,
+            removal=removal_policy(removal, snapshots=False),
+            alerts=foundation.alerts,
+        )
         self.agent = AgentRuntime(
             self,
             "Agent",
-            config=config.agent,
-            auth=config.auth,
-            network=network,
+            config=config,
+            auth=auth,
+            network=foundation.network,
             memory=memory,
             identity=identity,
-            runtime_name=make_runtime_name(config.prefix, config.env_name, config.agent.name),
-            logs_key=logs_key,
+            retain_queue=self.retain_queue,
+            runtime_name=runtime_name,
+            logs_key=foundation.logs_key,
         )
-        self.layer = MemoryAdapterLayer(
+        self.layer = MemoryAdapterLayer(self, "MemoryAdapterLayer", config=layer, parameter_name=layer_parameter_name)
+        self.retain_replay = RetainReplay(
             self,
-            "MemoryAdapterLayer",
-            config=config.layer,
-            parameter_name=f"/{config.prefix}/{config.env_name}/memory-adapter-layer-arn",
+            "RetainReplay",
+            config=retain_queue,
+            queue=self.retain_queue,
+            layer=self.layer,
+            network=foundation.network,
+            memory=memory,
+            logs_key=foundation.logs_key,
+            alerts=foundation.alerts,
+            metrics_namespace=METRICS_NAMESPACE,
         )
         runtime = self.agent.runtime
         CfnOutput(self, "AgentRuntimeArn", value=runtime.agent_runtime_arn, description="Invoke this runtime")
@@ -59,4 +90,22 @@ class AgentStack(Stack):
             description="Qualifier for invoke-agent-runtime",
         )
         CfnOutput(self, "AgentRoleArn", value=runtime.role.role_arn)
-        CfnOutput(self, "AuthMode", value=config.auth.mode.value, description="How callers authenticate (smoke test)")
+        CfnOutput(self, "AuthMode", value=auth.mode.value, description="How callers authenticate (smoke test)")
+        CfnOutput(
+            self,
+            "RetainQueueUrl",
+            value=self.retain_queue.queue.queue_url,
+            description="Turns the agent could not deliver, waiting for the replay function",
+        )
+        CfnOutput(
+            self,
+            "RetainDeadLetterQueueUrl",
+            value=self.retain_queue.dead_letters.queue_url,
+            description="Turns Hindsight refused, with the reason: python -m memory_adapter.redrive list",
+        )
+        CfnOutput(
+            self,
+            "RetainDeadLetterQueueArn",
+            value=self.retain_queue.dead_letters.queue_arn,
+            description="For aws sqs start-message-move-task (back to the retain queue)",
+        )

@@ -4,22 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import RemovalPolicy, Stack
-from aws_cdk import aws_kms as kms
 from constructs import Construct
 
-from infra.config import AppConfig, DataRemoval
+from infra.config import DatabaseConfig, DataRemoval
 from infra.constructs.database import VectorDatabase
-from infra.constructs.network import Network
-
-REMOVAL_POLICIES = {
-    DataRemoval.RETAIN: RemovalPolicy.RETAIN,
-    DataRemoval.SNAPSHOT: RemovalPolicy.SNAPSHOT,
-    DataRemoval.DESTROY: RemovalPolicy.DESTROY,
-}
+from infra.constructs.part import PartAwareStack
+from infra.stacks.network_stack import Foundation
+from infra.stacks.removal import removal_policy
 
 
-class DataStack(Stack):
+class DataStack(PartAwareStack):
     """Exposes ``database``."""
 
     def __init__(
@@ -27,18 +21,19 @@ class DataStack(Stack):
         scope: Construct,
         construct_id: str,
         *,
-        config: AppConfig,
-        network: Network,
-        logs_key: kms.IKey,
+        config: DatabaseConfig,
+        removal: DataRemoval,
+        parameter_prefix: str,
+        foundation: Foundation,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
         self.database = VectorDatabase(
             self,
             "Database",
-            config=config.database,
-            network=network,
-            removal_policy=REMOVAL_POLICIES[config.removal],
-            logs_key=logs_key,
-            parameter_prefix=f"/{config.prefix}/{config.env_name}",
+            config=config,
+            network=foundation.network,
+            removal_policy=removal_policy(removal),
+            logs_key=foundation.logs_key,
+            parameter_prefix=parameter_prefix,
         )

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import CfnOutput, Stack
-from aws_cdk import aws_kms as kms
+from aws_cdk import CfnOutput
 from constructs import Construct
 
-from infra.config import AppConfig, DataRemoval
-from infra.constructs.alerts import Alerts
+from infra.config import AuthConfig, DataRemoval
 from infra.constructs.identity import Identity
-from infra.stacks.data_stack import REMOVAL_POLICIES
+from infra.constructs.part import PartAwareStack
+from infra.stacks.network_stack import Foundation
+from infra.stacks.removal import removal_policy
 
 
-class IdentityStack(Stack):
+class IdentityStack(PartAwareStack):
     """Exposes ``identity``. Only for JWT modes (cognito, jwt)."""
 
     def __init__(
@@ -22,21 +22,21 @@ class IdentityStack(Stack):
         scope: Construct,
         construct_id: str,
         *,
-        config: AppConfig,
-        logs_key: kms.IKey,
-        alerts: Alerts,
+        config: AuthConfig,
+        removal: DataRemoval,
+        parameter_prefix: str,
+        foundation: Foundation,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
-        removal = REMOVAL_POLICIES[config.removal if config.removal is not DataRemoval.SNAPSHOT else DataRemoval.RETAIN]
         self.identity = Identity(
             self,
             "Identity",
-            config=config.auth,
-            logs_key=logs_key,
-            removal_policy=removal,
-            parameter_name=f"/{config.prefix}/{config.env_name}/identity/jwks",
-            alerts=alerts,
+            config=config,
+            logs_key=foundation.logs_key,
+            removal_policy=removal_policy(removal, snapshots=False),  # a user pool cannot be snapshotted
+            parameter_name=f"{parameter_prefix}/identity/jwks",
+            alerts=foundation.alerts,
         )
         CfnOutput(self, "DiscoveryUrl", value=self.identity.discovery_url, description="OIDC discovery URL")
         CfnOutput(

@@ -1,23 +1,46 @@
-"""NetworkStack: the VPC, its endpoints and flow logs, and the key that encrypts every log group."""
+"""NetworkStack: the VPC, its endpoints and flow logs, the key that encrypts every log group, and the alerts topic."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from aws_cdk import ArnFormat, CfnOutput, RemovalPolicy, Stack
+from aws_cdk import ArnFormat, CfnOutput, RemovalPolicy
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
-from infra.config import AppConfig
+from infra.config import AuthMode, NetworkConfig
 from infra.constructs.alerts import Alerts
 from infra.constructs.network import Network
+from infra.constructs.part import PartAwareStack
+
+#: What the CloudWatch Logs service needs on the logs key.
+LOGS_KEY_ACTIONS = ("kms:Encrypt*", "kms:Decrypt*", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:Describe*")
 
 
-class NetworkStack(Stack):
-    """Exposes ``network``, ``logs_key`` and ``alerts`` (the topic every alarm of the deployment notifies)."""
+@dataclass(frozen=True)
+class Foundation:
+    """What every later stack builds on: the network, the key of every log group, the topic every alarm notifies."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, config: AppConfig, **kwargs: Any) -> None:
+    network: Network
+    logs_key: kms.IKey
+    alerts: Alerts
+
+
+class NetworkStack(PartAwareStack):
+    """Exposes ``network``, ``logs_key``, ``alerts`` and all three as ``foundation``."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: NetworkConfig,
+        auth_mode: AuthMode,
+        alarm_email: str | None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(scope, construct_id, **kwargs)
         self.logs_key = kms.Key(
             self,
@@ -29,7 +52,7 @@ class NetworkStack(Stack):
         self.logs_key.add_to_resource_policy(
             iam.PolicyStatement(
                 principals=[iam.ServicePrincipal(f"logs.{self.region}.amazonaws.com")],
-                actions=["kms:Encrypt*", "kms:Decrypt*", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:Describe*"],
+                actions=list(LOGS_KEY_ACTIONS),
                 resources=["*"],  # in a key policy, "*" means this key
                 conditions={
                     "ArnLike": {
@@ -43,13 +66,12 @@ class NetworkStack(Stack):
                 },
             )
         )
-        self.alerts = Alerts(self, "Alerts", email=config.alarms.email)
+        self.alerts = Alerts(self, "Alerts", email=alarm_email)
         CfnOutput(
             self,
             "AlertsTopicArn",
             value=self.alerts.topic.topic_arn,
             description="Every alarm of the deployment notifies this topic: subscribe your alerting to it",
         )
-        self.network = Network(
-            self, "Network", config=config.network, auth_mode=config.auth.mode, logs_key=self.logs_key
-        )
+        self.network = Network(self, "Network", config=config, auth_mode=auth_mode, logs_key=self.logs_key)
+        self.foundation = Foundation(network=self.network, logs_key=self.logs_key, alerts=self.alerts)

@@ -4,46 +4,50 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_cdk import CfnOutput, Stack
-from aws_cdk import aws_kms as kms
+from aws_cdk import CfnOutput
 from constructs import Construct
 
-from infra.config import AppConfig
-from infra.constructs.alerts import Alerts
+from infra.config import AuthConfig, HindsightConfig
 from infra.constructs.database import VectorDatabase
 from infra.constructs.identity import Identity
 from infra.constructs.memory_service import MemoryService
-from infra.constructs.network import Network
+from infra.constructs.part import PartAwareStack
+from infra.stacks.network_stack import Foundation
 
 
-class MemoryServiceStack(Stack):
-    """Exposes ``memory``."""
+class MemoryServiceStack(PartAwareStack):
+    """Exposes ``memory``.
+
+    Args:
+        auth: How callers authenticate (the isolation extension checks their tokens as the agent does).
+        agent_name: The agent whose banks an IAM-mode agent key opens.
+    """
 
     def __init__(
         self,
         scope: Construct,
         construct_id: str,
         *,
-        config: AppConfig,
-        network: Network,
+        config: HindsightConfig,
+        auth: AuthConfig,
+        agent_name: str,
+        foundation: Foundation,
         database: VectorDatabase,
         identity: Identity | None,
-        logs_key: kms.IKey,
-        alerts: Alerts,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
         self.memory = MemoryService(
             self,
             "Memory",
-            config=config.hindsight,
-            auth=config.auth,
-            network=network,
+            config=config,
+            auth=auth,
+            network=foundation.network,
             database=database,
             identity=identity,
-            agent_name=config.agent.name,
-            logs_key=logs_key,
-            alerts=alerts,
+            agent_name=agent_name,
+            logs_key=foundation.logs_key,
+            alerts=foundation.alerts,
         )
         CfnOutput(self, "HindsightUrl", value=self.memory.url, description="Hindsight API (inside the VPC)")
         CfnOutput(

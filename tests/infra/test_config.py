@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from infra.config import AuthMode, ConfigError, VpcMode, _DictContext, context_from_cdk_json, load_config, main
+from infra.config import AuthMode, ConfigError, VpcMode, load_config_from_cdk_json
+from infra.config.__main__ import main
 
 
 def _load(**overrides: str):
-    return load_config(_DictContext(context_from_cdk_json(overrides)))
+    return load_config_from_cdk_json(overrides)
+
+
+def _names(errors: list[str]) -> set[str]:
+    """The setting each problem names first (``auth.mode`` in ``auth.mode must be one of ...``)."""
+    return {m.group(0) for e in errors if (m := re.search(r"[a-z_]+\.[a-z_/]+", e))}
 
 
 def test_defaults_are_a_private_cognito_deployment() -> None:
@@ -40,7 +48,7 @@ def test_every_problem_is_reported_in_one_error() -> None:
     with pytest.raises(ConfigError) as err:
         _load(**{"auth.mode": "jwt", "network.mode": "import", "hindsight.cpu": "300", "database.multi_az": "maybe"})
     message = str(err.value)
-    assert "database.multi_az: expected true or false" in message
+    assert "database.multi_az must be true or false, got 'maybe'" in message
     assert "hindsight.cpu" not in message or "Fargate" in message
 
 
@@ -56,7 +64,7 @@ def test_cross_field_rules() -> None:
         )
     errors = err.value.errors
     assert any(e.startswith("auth.discovery_url") for e in errors)
-    assert any(e.startswith("auth.allowed_clients") for e in errors)
+    assert any("auth.allowed_clients and/or auth.allowed_audience" in e for e in errors)
     assert any(e.startswith("network.vpc_id") for e in errors)
     assert any(e.startswith("network.subnet_ids") for e in errors)
     assert any(e.startswith("hindsight.cpu/memory_mib") for e in errors)
@@ -137,10 +145,9 @@ def test_a_bad_enum_value_does_not_hide_the_other_problems() -> None:
                 "auth.mode": "saml",
             }
         )
-    prefixes = {e.split(":")[0] for e in err.value.errors}
     # THEN every problem is listed at once, including the other settings of the sections holding a bad enum
     assert {"database.engine", "database.rotation_days", "network.az_ids", "hindsight.cpu/memory_mib", "auth.mode"} <= (
-        prefixes
+        _names(err.value.errors)
     )
 
 
@@ -167,7 +174,7 @@ def test_endpoints_can_be_skipped_one_by_one_in_an_imported_vpc() -> None:
     assert cfg.network.skip_endpoints == ("Ssm", "XRay")
     with pytest.raises(ConfigError, match="'Nope' is not an endpoint"):
         _load(**IMPORTED, **{"network.skip_endpoints": "Nope"})
-    with pytest.raises(ConfigError, match="only for an imported VPC"):
+    with pytest.raises(ConfigError, match="applies to an imported VPC only"):
         _load(**{"network.skip_endpoints": "Ssm"})
     # Without the S3 gateway endpoint no route tables are needed.
     no_rt = {k: v for k, v in IMPORTED.items() if k != "network.route_table_ids"}
@@ -177,6 +184,91 @@ def test_endpoints_can_be_skipped_one_by_one_in_an_imported_vpc() -> None:
 def test_alarm_email_and_image_digest_are_checked() -> None:
     with pytest.raises(ConfigError) as err:
         _load(**{"alarms.email": "not-an-address", "hindsight.image_digest": "latest"})
-    assert {e.split(":")[0] for e in err.value.errors} == {"alarms.email", "hindsight.image_digest"}
+    assert _names(err.value.errors) == {"alarms.email", "hindsight.image_digest"}
     cfg = _load(**{"alarms.email": "oncall@example.com", "hindsight.image_digest": "sha256:" + "a" * 64})
     assert cfg.alarms.email == "oncall@example.com"
+
+
+JWT = {"auth.mode": "jwt", "auth.allowed_audience": "api://memory-agent"}
+
+
+def test_jwt_settings_are_checked_by_the_identity_contract_with_the_deployments_names() -> None:
+    # GIVEN a discovery URL that is no discovery URL, and no accepted client or audience
+    with pytest.raises(ConfigError) as err:
+        _load(**{"auth.mode": "jwt", "auth.discovery_url": "https://login.example.com/tenant"})
+    # THEN the contract's rules report it, naming the settings as cdk.json spells them
+    assert "auth.discovery_url must end with /.well-known/openid-configuration" in err.value.errors
+    assert [e for e in err.value.errors if "auth.allowed_clients and/or auth.allowed_audience" in e]
+    ok = _load(**JWT, **{"auth.discovery_url": "https://login.example.com/t/.well-known/openid-configuration"})
+    assert ok.auth.allowed_audience == ("api://memory-agent",)
+
+
+def test_jwt_mode_needs_a_discovery_url_and_still_lists_the_other_problems() -> None:
+    with pytest.raises(ConfigError) as err:
+        _load(**{"auth.mode": "jwt"})
+    (required,) = [e for e in err.value.errors if e.startswith("auth.discovery_url")]
+    assert "required with auth.mode=jwt" in required
+    assert "auth.issuer" not in required  # the deployment has no such setting
+    assert [e for e in err.value.errors if "auth.allowed_clients and/or auth.allowed_audience" in e]
+
+
+def test_the_deployment_adds_its_stricter_rules_to_the_contracts() -> None:
+    # GIVEN an http issuer (the contract accepts it for local issuers) and a claim name CloudFormation cannot carry
+    with pytest.raises(ConfigError) as err:
+        _load(
+            **JWT,
+            **{
+                "auth.discovery_url": "http://login.example.com/.well-known/openid-configuration",
+                "auth.user_claim": "a b",
+            },
+        )
+    assert _names(err.value.errors) == {"auth.discovery_url", "auth.user_claim"}
+    assert any("https" in e for e in err.value.errors)
+
+
+def test_unknown_settings_are_named_and_null_unsets_an_optional_one() -> None:
+    with pytest.raises(ConfigError, match=r"auth\.mod is not a setting"):
+        load_config_from_cdk_json_with_section_key("auth", "mod", "jwt")
+    cfg = _load(**{"hindsight.image_digest": "null", "alarms.email": "null"})
+    assert cfg.hindsight.image_digest is None
+    assert cfg.alarms.email is None
+
+
+def load_config_from_cdk_json_with_section_key(section: str, key: str, value: str):
+    """A cdk.json whose ``defaults.<section>`` holds an extra key (``-c`` cannot add unknown keys)."""
+    import json
+    import tempfile
+    from pathlib import Path
+
+    from infra.config.loader import CDK_JSON
+
+    document = json.loads(CDK_JSON.read_text())
+    document["context"]["defaults"][section][key] = value
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "cdk.json"
+        path.write_text(json.dumps(document))
+        return load_config_from_cdk_json(path=path)
+
+
+def test_skip_endpoints_names_exactly_the_endpoints_the_network_creates() -> None:
+    from infra.config import ENDPOINT_NAMES
+    from infra.constructs.network import INTERFACE_ENDPOINTS, UNAUTHENTICATED_ENDPOINTS
+
+    assert set(ENDPOINT_NAMES) == {"S3", *INTERFACE_ENDPOINTS, *UNAUTHENTICATED_ENDPOINTS}
+
+
+def test_the_retain_queue_settings_are_checked_against_lambdas_limits() -> None:
+    assert _load().retain_queue.replay_timeout_seconds == 60
+    with pytest.raises(ConfigError) as err:
+        _load(
+            **{
+                "retain_queue.replay_timeout_seconds": "1000",
+                "retain_queue.delivery_timeout_seconds": "1000",
+                "retain_queue.max_concurrency": "1",
+                "retain_queue.batch_size": "0",
+            }
+        )
+    errors = err.value.errors
+    for name in ("replay_timeout_seconds", "max_concurrency", "batch_size"):
+        assert any(e.startswith(f"retain_queue.{name} must be between") for e in errors), name
+    assert "retain_queue.delivery_timeout_seconds must be less than retain_queue.replay_timeout_seconds" in errors

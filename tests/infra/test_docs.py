@@ -32,3 +32,11 @@ def test_the_prerequisites_say_how_to_check_or_enable_each() -> None:
         "make smoke",
     ):
         assert command in DEPLOYING, command
+
+
+def test_the_infra_map_names_every_construct_module() -> None:
+    # A newcomer finds each AWS resource in one step: every construct module has its row (or mention) there.
+    infra_map = (ROOT / "infra" / "README.md").read_text()
+    modules = sorted(p.name for p in (ROOT / "infra" / "constructs").glob("*.py") if p.name != "__init__.py")
+    missing = [m for m in modules if f"constructs/{m}" not in infra_map and f"`{m}`" not in infra_map]
+    assert missing == []

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from infra.config import AppConfig, ConfigError, _DictContext, context_from_cdk_json, load_config
-from infra.constructs.memory_service import VECTOR_INDEX_MIN_ROWS
+from infra.config import AppConfig, ConfigError, load_config_from_cdk_json
+from infra.constructs.hindsight_task import VECTOR_INDEX_MIN_ROWS
 from tests.infra.conftest import VARIANTS, Synth, resources
 
 #: RDS PostgreSQL's default max_connections, LEAST(DBInstanceClassMemory / 9531392, 5000), for 4 GiB (t4g.medium).
@@ -17,7 +17,8 @@ OTHER_CONNECTIONS = 20
 
 
 def _config(overrides: dict[str, str]) -> AppConfig:
-    return load_config(_DictContext(context_from_cdk_json(overrides)))
+    # TLS is prod's own requirement, not the capacity model's: off here so prod's sizes can be read alone.
+    return load_config_from_cdk_json({"hindsight.require_tls": "false", **overrides})
 
 
 def _hindsight_envs(synth: Synth) -> dict[str, dict[str, Any]]:
@@ -52,12 +53,18 @@ def test_the_default_fleet_at_its_maximum_fits_the_default_database_connections(
     # WHEN every API task autoscaling may start and every worker hold a full pool
     h = cfg.hindsight
     connections = (h.api_max_count + h.worker_count) * h.db_pool_max_size + OTHER_CONNECTIONS
-    # THEN the fleet stays within 80 % of what the database accepts (Hindsight's own default pool, 100, would not)
+    # THEN the fleet stays within 80 % of what the database accepts
     assert connections <= 0.8 * T4G_MEDIUM_MAX_CONNECTIONS
+
+
+def test_prods_fleet_would_not_fit_with_hindsights_own_pool_size() -> None:
+    # GIVEN prod's fleet at its maximum WHEN every process held Hindsight's default pool (100)
+    h = _config({"env": "prod"}).hindsight
+    # THEN it would exceed the database's connections: the pool setting is what makes it fit
     assert (h.api_max_count + h.worker_count) * 100 + OTHER_CONNECTIONS > 0.8 * T4G_MEDIUM_MAX_CONNECTIONS
 
 
 def test_pool_and_slots_out_of_range_are_refused_with_what_to_do() -> None:
-    with pytest.raises(ConfigError, match=r"hindsight\.db_pool_max_size: between 5") as caught:
+    with pytest.raises(ConfigError, match=r"hindsight\.db_pool_max_size must be between 5 and 200, got 2") as caught:
         _config({"hindsight.db_pool_max_size": "2", "hindsight.worker_max_slots": "0"})
-    assert "hindsight.worker_max_slots: between 1 and 100" in str(caught.value)
+    assert "hindsight.worker_max_slots must be between 1 and 100, got 0" in str(caught.value)

@@ -39,21 +39,46 @@ def _tool_call(response: dict[str, Any]) -> tuple[str, Any]:
     return call["name"], json.loads(call["arguments"])
 
 
-def test_retain_returns_each_sentence_as_a_verbatim_world_fact():
-    # GIVEN a fact-extraction request whose user message ends with the content
-    request = _retain_request("User: I prefer email over phone. Please never call me!\nAssistant: Noted.")
+def test_retain_returns_each_of_the_users_sentences_as_a_verbatim_world_fact():
+    # GIVEN a fact-extraction request whose user message ends with a retained turn
+    request = _retain_request(
+        "User: I prefer email over phone. Please never call me!\nAssistant: Noted. I will email you from now on."
+    )
 
     # WHEN the stand-in answers
     facts = json.loads(_content(chat_completion(request)))["facts"]
 
-    # THEN every sentence or line is one fact, word for word
-    assert [f["what"] for f in facts] == [
-        "User: I prefer email over phone.",
-        "Please never call me!",
-        "Assistant: Noted.",
-    ]
+    # THEN each of the user's sentences is one fact, word for word, and nothing the assistant said is
+    assert [f["what"] for f in facts] == ["I prefer email over phone.", "Please never call me!"]
     assert {f["fact_type"] for f in facts} == {"world"}
     assert all(f["when"] == f["who"] == f["why"] == "N/A" for f in facts)
+
+
+def test_retain_ignores_the_assistants_echo_and_the_memories_it_quotes():
+    turn = (
+        "User: My project codename is Bluebird.\n"
+        "Assistant: You said: My project codename is Bluebird.\n"
+        "From earlier conversations I remember:\n"
+        "- I prefer email over phone. [world] (2026-11-29T15:09:44+00:00)"
+    )
+    assert [f["what"] for f in extract_facts(turn)] == ["My project codename is Bluebird."]
+
+
+def test_retain_keeps_statements_only():
+    # GIVEN questions, greetings and memory commands from the user
+    turn = (
+        "User: Hi! How should you contact me? Thanks.\nforget that I prefer email\nremember that my PIN is 12.\n"
+        "list my memories\nrecall my codename\nAssistant: ok"
+    )
+    # THEN only the statement a command asked to keep is a fact
+    assert [f["what"] for f in extract_facts(turn)] == ["My PIN is 12."]
+
+
+def test_content_without_roles_is_all_the_users():
+    assert [f["what"] for f in extract_facts("I like green tea. User accounts are fine.")] == [
+        "I like green tea.",
+        "User accounts are fine.",
+    ]
 
 
 def test_retain_answer_is_deterministic():
@@ -62,7 +87,8 @@ def test_retain_answer_is_deterministic():
 
 
 def test_extract_facts_skips_blank_punctuation_only_and_repeated_pieces():
-    assert [f["what"] for f in extract_facts("  \n...\nOne fact.\n\nOne fact. Two.")] == ["One fact.", "Two."]
+    content = "  \n...\nOne fact here.\n\nOne fact here. A second one."
+    assert [f["what"] for f in extract_facts(content)] == ["One fact here.", "A second one."]
 
 
 def test_consolidation_creates_nothing():

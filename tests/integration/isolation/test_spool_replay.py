@@ -33,7 +33,8 @@ async def _spool(refused_url: str, spool_dir: Path, context: TurnContext, text: 
     """Retain while Hindsight is unreachable, so the turn lands in the spool with its credential."""
     adapter = _adapter(refused_url, spool_dir)
     try:
-        await adapter.after_turn(context, result=text, query="remember this")
+        # The user states the fact (the local extractor, like a real one, keeps what the user said, not the reply).
+        await adapter.after_turn(context, result="Noted.", query=text)
         assert adapter.spooled_retains >= 1
     finally:
         await adapter.aclose(timeout=5)

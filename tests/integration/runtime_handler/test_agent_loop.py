@@ -20,6 +20,9 @@ from localdev.token_issuer import LOCAL_CLIENT_ID, TokenIssuer
 from memory_adapter.adapter import HindsightRuntimeAdapter
 from memory_adapter.bank_ids import format_bank_id
 from memory_adapter.formatting import format_memories_as_bullets
+from memory_adapter.identity.caller import Caller
+from memory_adapter.tools.memory_tools import MemoryTools
+from memory_adapter.transport import HttpTransport
 from runtime_handler.main import create_app
 from runtime_handler.model import EchoModel
 from runtime_handler.settings import Settings
@@ -135,6 +138,25 @@ def test_memory_carries_across_sessions(jwt_agent: Client, local_hindsight: Any,
     assert "email over phone" in streamed["output"]
 
 
+def test_the_session_remembers_its_own_conversation_at_once(jwt_agent: Client, token_issuer: TokenIssuer) -> None:
+    # GIVEN a statement, asked about at once (its retain is still being processed by Hindsight)
+    alex = token_issuer.mint(f"user-alex-{time.time_ns()}")
+    session = session_id("wm")
+    jwt_agent.turn("My project codename is Bluebird.", session=session, token=alex)
+    # WHEN alex asks in the same session, streamed or not
+    answer = jwt_agent.turn("What is my project codename?", session=session, token=alex)
+    streamed = jwt_agent.turn("And what was it again?", session=session, token=alex, stream=True)
+    # THEN the agent was given the conversation
+    assert "Earlier in this session you said:\n- My project codename is Bluebird." in answer["output"]
+    assert "- What is my project codename?" in streamed["output"]
+    # AND another user presenting the same session id is not
+    bob = token_issuer.mint(f"user-bob-{time.time_ns()}")
+    other = jwt_agent.turn("What is my project codename?", session=session, token=bob)
+    assert "Bluebird" not in other["output"]
+    assert "Earlier in this session" not in other["output"]
+    jwt_agent.settle()
+
+
 def test_users_are_isolated(jwt_agent: Client, local_hindsight: Any, token_issuer: TokenIssuer) -> None:
     alex = f"user-alex-{time.time_ns()}"
     token = token_issuer.mint(alex)
@@ -243,3 +265,71 @@ def test_forged_and_invalid_tokens_never_reach_memory(jwt_agent: Client, token_i
         )
         assert response.status_code == 401, case
         assert response.json() == {"error": "unauthorized", "code": "unauthorized"}, case
+
+
+def _recall_texts(hindsight_url: str, bank: str, token: str, query: str) -> list[str]:
+    response = httpx.post(
+        f"{hindsight_url}/v1/default/banks/{bank}/memories/recall",
+        json={"query": query, "max_tokens": 4096},
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=30,
+    )
+    assert response.status_code == 200, response.text
+    return [result["text"] for result in response.json()["results"]]
+
+
+def test_forget_removes_that_users_memory_and_nothing_else(
+    jwt_agent: Client, local_hindsight: Any, token_issuer: TokenIssuer
+) -> None:
+    # GIVEN alex's preference and locker code, and bob's same preference, in long-term memory
+    alex_user, bob_user = f"user-alex-{time.time_ns()}", f"user-bob-{time.time_ns()}"
+    alex, bob = token_issuer.mint(alex_user), token_issuer.mint(bob_user)
+    alex_bank, bob_bank = format_bank_id(user=alex_user, agent=AGENT), format_bank_id(user=bob_user, agent=AGENT)
+    jwt_agent.turn("I prefer email over phone, so please do not call me.", session=session_id("f1"), token=alex)
+    jwt_agent.turn("My locker code is 4711.", session=session_id("f2"), token=alex)
+    jwt_agent.turn("I prefer email over phone, so please do not call me.", session=session_id("f3"), token=bob)
+    jwt_agent.settle()
+    wait_for_memory(local_hindsight.url, alex_bank, alex, "email")
+    wait_for_memory(local_hindsight.url, bob_bank, bob, "email")
+
+    # WHEN alex asks the agent to forget it
+    session = session_id("forget")
+    answer = jwt_agent.turn("forget that I prefer email", session=session, token=alex)
+
+    # THEN the agent says what it forgot, and a new session no longer recalls it
+    assert answer["memory"]["tools"] == ["forget"]
+    assert 'Forgot 1 memory:\n- "I prefer email over phone, so please do not call me." (deleted' in answer["output"]
+    assert all("email" not in text for text in _recall_texts(local_hindsight.url, alex_bank, alex, "email phone"))
+    later = jwt_agent.turn("How should you contact me?", session=session_id("f4"), token=alex)
+    assert "email" not in later["output"]
+    # AND alex's other memory, and bob's, are untouched
+    assert "4711" in jwt_agent.turn("What is my locker code?", session=session_id("f5"), token=alex)["output"]
+    assert "email over phone" in jwt_agent.turn("How to contact me?", session=session_id("f6"), token=bob)["output"]
+    # AND the forget turn itself was not retained (it would bring the forgotten text back)
+    jwt_agent.settle()
+    texts = _recall_texts(local_hindsight.url, alex_bank, alex, "forget email prefer")
+    assert all("email" not in text and "forget" not in text.lower() for text in texts)
+
+
+def test_remember_and_list_recent_through_the_agent(
+    jwt_agent: Client, local_hindsight: Any, token_issuer: TokenIssuer
+) -> None:
+    alex = token_issuer.mint(f"user-alex-{time.time_ns()}")
+    stored = jwt_agent.turn(
+        "remember as preference: I drink green tea in the morning", session=session_id("r"), token=alex
+    )
+    assert stored["memory"]["tools"] == ["remember"]
+    assert 'Remembered (preference): "I drink green tea in the morning".' in stored["output"]
+    # a new session recalls it at once (remember waits for the extraction) and lists it with its kind
+    recalled = jwt_agent.turn("What do I drink in the morning?", session=session_id("r2"), token=alex)
+    assert "I drink green tea in the morning" in recalled["output"]
+    listed = jwt_agent.turn("list my memories", session=session_id("r3"), token=alex)
+    assert "I drink green tea in the morning [preference]" in listed["output"]
+    # another user's forget cannot reach it, not even by its id
+    memory_id = listed["output"].split("id ")[1].split(")")[0]
+    mallory = f"user-mallory-{time.time_ns()}"
+    tools = MemoryTools(HttpTransport(local_hindsight.url))
+    caller = Caller.of(user=mallory, agent=AGENT, credential=token_issuer.mint(mallory))
+    assert tools.call(caller, "forget", {"memory_ids": [memory_id]}).data == {"forgotten": []}
+    again = jwt_agent.turn("list my memories", session=session_id("r4"), token=alex)
+    assert memory_id in again["output"]

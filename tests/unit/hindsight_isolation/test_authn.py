@@ -119,18 +119,18 @@ def _claims(**overrides: Any) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(
-    ("claims", "key", "reason"),
+    ("overrides", "key", "reason"),
     [
-        (_claims(), FORGER, "signature"),
-        (_claims(client_id="someone-else"), SIGNING, "client"),
-        (_claims(iss="https://evil.test"), SIGNING, "issuer"),
-        (_claims(exp=None), SIGNING, "expired"),
-        (_claims(**{"custom:tenant": None}), SIGNING, "tenant_claim"),
+        ({}, FORGER, "signature"),
+        ({"client_id": "someone-else"}, SIGNING, "client"),
+        ({"iss": "https://evil.test"}, SIGNING, "issuer"),
+        ({"exp": None}, SIGNING, "expired"),
+        ({"custom:tenant": None}, SIGNING, "tenant_claim"),
     ],
     ids=["forged", "wrong-client", "wrong-issuer", "no-exp", "no-tenant"],
 )
-def test_bad_tokens_are_refused(authn: Authenticator, claims: dict[str, Any], key: Any, reason: str) -> None:
-    token = jwt.encode(claims, key, algorithm="RS256", headers={"kid": "k1"})
+def test_bad_tokens_are_refused(authn: Authenticator, overrides: dict[str, Any], key: Any, reason: str) -> None:
+    token = jwt.encode(_claims(**overrides), key, algorithm="RS256", headers={"kid": "k1"})
     with pytest.raises(Unauthenticated) as caught:
         authn.authenticate(token)
     assert reason in caught.value.reason

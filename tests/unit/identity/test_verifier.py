@@ -304,3 +304,19 @@ def test_issuer_outage_without_any_keys_fails_closed_fast(unit_issuer: UnitIssue
         assert _rejected(verifier, unit_issuer.mint()) is RejectReason.KEYS_UNAVAILABLE
     jwks_requests = [entry for entry in unit_issuer.server.log if entry[0].path.endswith("jwks.json")]
     assert len(jwks_requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("user", "extra"),
+    [
+        (CLIENT_ID, {}),  # Cognito / Okta client credentials: sub is the client id
+        ("svc-app", {"idtyp": "app"}),  # Entra ID application token
+        ("svc-app@clients", {"gty": "client-credentials"}),  # Auth0 client credentials
+    ],
+    ids=["sub-is-client", "entra-app", "auth0-client-credentials"],
+)
+def test_machine_tokens_name_no_user_and_are_refused(unit_issuer: UnitIssuer, user: str, extra: dict[str, Any]) -> None:
+    # GIVEN a well-signed client-credentials token (it speaks for a client, not for a user)
+    verifier = JwtVerifier(unit_issuer.settings())
+    # THEN it opens no memory anywhere: every component verifies with this class
+    assert _rejected(verifier, unit_issuer.mint(user, extra=extra)) is RejectReason.MACHINE

@@ -22,7 +22,7 @@ from cryptography.hazmat.primitives import serialization
 
 from memory_adapter.testing import Fault
 from runtime_handler.main import create_app
-from runtime_handler.model import EchoModel
+from runtime_handler.model import EchoModel, ModelTurn
 from runtime_handler.settings import Settings
 from tests.unit.issuers import LoopbackIssuer
 
@@ -276,6 +276,21 @@ def test_ping_is_busy_until_the_retain_is_delivered(agent: Agent, loopback_issue
         time.sleep(0.02)
 
 
+def test_ping_stays_busy_past_the_retain_wait_until_the_turn_is_safe(
+    loopback_issuer: LoopbackIssuer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A turn counts as safe once delivered or spooled; MEMORY_RETAIN_WAIT_SECONDS only says when to warn.
+    with running(_settings(loopback_issuer, MEMORY_RETAIN_WAIT_SECONDS="0.1"), tmp_path) as agent:
+        agent.hindsight.hold_retains()
+        assert agent.invoke({"prompt": "remember this"}, token=loopback_issuer.mint("user-alex")).status_code == 200
+        time.sleep(0.5)
+        assert agent.http.get("/ping").json()["status"] == "HealthyBusy"
+        agent.hindsight.release_retains()
+        agent.settle()
+        assert agent.hindsight.calls("/memories")
+    assert "/ping stays HealthyBusy until it is" in caplog.text
+
+
 @pytest.mark.parametrize("fault", [Fault.DOWN, Fault.HANG])
 def test_memory_down_or_hung_still_answers_degraded(
     loopback_issuer: LoopbackIssuer, tmp_path: Path, fault: Fault
@@ -329,7 +344,7 @@ def test_iam_tenant_from_an_allowlisted_custom_header(tmp_path: Path) -> None:
 
 def test_model_failure_answers_502(loopback_issuer: LoopbackIssuer, tmp_path: Path) -> None:
     class Broken(EchoModel):
-        async def reply(self, prompt: str, memories: str) -> str:
+        async def reply(self, turn: ModelTurn) -> str:
             from runtime_handler.errors import ModelError
 
             raise ModelError("throttled")

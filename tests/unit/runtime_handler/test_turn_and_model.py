@@ -16,7 +16,7 @@ from memory_adapter.adapter import HindsightRuntimeAdapter
 from memory_adapter.identity import Caller
 from memory_adapter.testing import Fault
 from runtime_handler.errors import ModelError, PayloadError
-from runtime_handler.model import BedrockModel, EchoModel, memory_block, system_prompt
+from runtime_handler.model import BedrockModel, EchoModel, ModelTurn, memory_block, system_prompt
 from runtime_handler.turn import TurnDeps, TurnMeta, TurnRequest, parse_turn, run_turn
 
 from .fakes import HoldableHindsight, bearers, memory_on
@@ -137,7 +137,10 @@ def test_bedrock_converse_sends_memories_as_delimited_context() -> None:
     }
     stub.add_response("converse", response, expected)
     with stub:
-        assert asyncio.run(BedrockModel("m", max_tokens=64, client=client).reply("hi", "- prefers email")) == "Hello!"
+        assert (
+            asyncio.run(BedrockModel("m", max_tokens=64, client=client).reply(ModelTurn("hi", "- prefers email")))
+            == "Hello!"
+        )
     assert "<memory>" in expected["system"][0]["text"]  # type: ignore[index]
 
 
@@ -145,4 +148,4 @@ def test_bedrock_failure_is_a_model_error() -> None:
     client, stub = _bedrock()
     stub.add_client_error("converse", service_error_code="ThrottlingException", http_status_code=429)
     with stub, pytest.raises(ModelError):
-        asyncio.run(BedrockModel("m", client=client).reply("hi", ""))
+        asyncio.run(BedrockModel("m", client=client).reply(ModelTurn("hi")))

@@ -42,6 +42,7 @@ class RejectReason(StrEnum):
     TOKEN_USE = "token_use"  # noqa: S105 - not a secret; token_use not access/id, or not the configured one
     USER_CLAIM = "user_claim"  # user claim missing, blank, not a string or too long
     TENANT_CLAIM = "tenant_claim"  # tenant claim configured but missing, blank, not a string or too long
+    MACHINE = "machine"  # a machine-to-machine (client credentials) token: it names a client, not a user
     KEYS_UNAVAILABLE = "keys_unavailable"  # discovery document or JWKS could not be fetched: fail closed
 
 

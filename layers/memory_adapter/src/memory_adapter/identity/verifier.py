@@ -68,6 +68,18 @@ class VerifiedIdentity:
     client_id: str | None = None
     within_grace: bool = False
 
+    @property
+    def is_machine(self) -> bool:
+        """Whether the token is a machine-to-machine (client credentials) token: it names a client, not a user.
+
+        Cognito's client-credentials access tokens carry the client id as ``sub``; Okta's ``sub`` is the client id
+        too; Entra ID marks app tokens ``idtyp: app``; Auth0 ``gty: client-credentials``. Whatever acts for a user
+        (the memory tools, the gateway) refuses these: :meth:`JwtVerifier.verify` never returns one.
+        """
+        if self.claims.get("idtyp") == "app" or self.claims.get("gty") == "client-credentials":
+            return True
+        return self.client_id is not None and self.user == self.client_id
+
 
 def bearer_token(authorization: str | None) -> str:
     """The token of an ``Authorization: Bearer <token>`` header value; raise :class:`TokenRejected` otherwise."""
@@ -229,7 +241,7 @@ class JwtVerifier:
             tenant = _identity_part(claims.get(cfg.tenant_claim))
             if tenant is None:
                 raise TokenRejected(RejectReason.TENANT_CLAIM, f"claim {cfg.tenant_claim!r} missing or unusable")
-        return VerifiedIdentity(
+        identity = VerifiedIdentity(
             user=user,
             tenant=tenant,
             claims=claims,
@@ -238,6 +250,9 @@ class JwtVerifier:
             client_id=client_id,
             within_grace=within_grace,
         )
+        if identity.is_machine:  # memory is a user's: a client's own token opens no bank anywhere
+            raise TokenRejected(RejectReason.MACHINE, "a client-credentials token names no user")
+        return identity
 
 
 def _missing(claim: str, settings: JwtSettings) -> RejectReason:

@@ -1,0 +1,248 @@
+"""What the deployment's settings are: one frozen dataclass per ``cdk.json`` section, each field a setting.
+
+The field names are the settings' names (``cdk.json`` keys and ``-c section.key=value``); their values come from
+``cdk.json`` (``context.defaults``, then ``context.envs.<env>``), read by :mod:`infra.config.loader` and checked by
+:mod:`infra.config.rules`. Stacks receive the section they need (``config=cfg.hindsight``), never the whole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+from infra.agent_code import DEFAULT_PROJECT_ENTRYPOINT, AgentCode, agent_code
+
+#: The VPC endpoints the network stack creates (``network.skip_endpoints`` names them).
+ENDPOINT_NAMES = (
+    "S3",
+    "EcrApi",
+    "EcrDocker",
+    "Logs",
+    "Monitoring",
+    "SecretsManager",
+    "Kms",
+    "Sts",
+    "Ssm",
+    "BedrockRuntime",
+    "XRay",
+    "Sqs",
+    "CognitoIdp",
+)
+#: The retention periods CloudWatch Logs accepts, in days.
+LOG_RETENTION_DAYS = frozenset(
+    {1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653}
+)
+
+
+class VpcMode(StrEnum):
+    """Where the network comes from."""
+
+    CREATE = "create"
+    IMPORT = "import"
+
+
+class AuthMode(StrEnum):
+    """How callers of the agent are authenticated (and so how Hindsight authorizes the agent's calls)."""
+
+    COGNITO = "cognito"
+    JWT = "jwt"
+    IAM = "iam"
+
+
+class ImageSource(StrEnum):
+    """Where Fargate pulls the Hindsight image from."""
+
+    MIRROR = "mirror"  # copied at deploy time into an ECR repository of this stack (works without egress)
+    REGISTRY = "registry"  # pulled straight from the public registry (needs egress: NAT or proxy)
+    ECR = "ecr"  # an ECR repository the customer already maintains
+
+
+class LlmProvider(StrEnum):
+    """Hindsight's LLM provider."""
+
+    BEDROCK = "bedrock"  # Amazon Bedrock through the VPC endpoint, credentials from the task role
+    OPENAI = "openai"  # any OpenAI-compatible endpoint, key in Secrets Manager (needs egress to reach it)
+
+
+class DatabaseEngine(StrEnum):
+    """The PostgreSQL flavour."""
+
+    POSTGRES = "postgres"  # RDS for PostgreSQL instance
+    AURORA_SERVERLESS = "aurora-serverless"  # Aurora PostgreSQL Serverless v2, for larger fleets
+
+
+class DataRemoval(StrEnum):
+    """What happens to stateful data when its stack or resource is deleted."""
+
+    RETAIN = "retain"
+    SNAPSHOT = "snapshot"
+    DESTROY = "destroy"
+
+
+@dataclass(frozen=True)
+class NetworkConfig:
+    """The VPC: created isolated (no IGW, no NAT) or imported by id with no lookups."""
+
+    mode: VpcMode
+    cidr: str
+    az_ids: tuple[str, ...]
+    vpc_id: str | None
+    vpc_cidr: str | None
+    subnet_ids: tuple[str, ...]
+    availability_zones: tuple[str, ...]
+    route_table_ids: tuple[str, ...]
+    create_endpoints: bool
+    skip_endpoints: tuple[str, ...]
+    supported_az_ids: tuple[str, ...]
+    flow_log_retention_days: int
+
+
+@dataclass(frozen=True)
+class AuthConfig:
+    """Caller authentication, shared by the AgentCore authorizer, the agent and the Hindsight extension."""
+
+    mode: AuthMode
+    discovery_url: str | None
+    allowed_clients: tuple[str, ...]
+    allowed_audience: tuple[str, ...]
+    user_claim: str
+    tenant_claim: str | None
+    tenant_id: str | None
+    jwks_refresh_minutes: int
+    retain_grace_seconds: int
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """The AgentCore Runtime agent: the reference agent (``bundle_path``), or an agent project you bring
+    (``project``, with its ``entrypoint``; see :mod:`infra.agent_code`)."""
+
+    name: str
+    model_id: str
+    bundle_path: Path
+    allow_anonymous: bool
+    idle_timeout_seconds: int
+    max_lifetime_seconds: int
+    log_retention_days: int
+    project: Path | None = None
+    entrypoint: str = DEFAULT_PROJECT_ENTRYPOINT
+
+    @property
+    def code(self) -> AgentCode:
+        """The folder the runtime deploys and the file AgentCore runs from its root."""
+        return agent_code(bundle_path=self.bundle_path, project=self.project, entrypoint=self.entrypoint)
+
+
+@dataclass(frozen=True)
+class LayerConfig:
+    """The memory-adapter Lambda layer."""
+
+    path: Path
+    parameter_name: str | None
+
+
+@dataclass(frozen=True)
+class RetainQueueConfig:
+    """The retain queue (SQS) the agent spools undeliverable turns to, and the function that delivers them."""
+
+    replay_path: Path
+    replay_timeout_seconds: int
+    delivery_timeout_seconds: int
+    batch_size: int
+    max_concurrency: int
+    oldest_message_alarm_minutes: int
+
+
+@dataclass(frozen=True)
+class HindsightConfig:
+    """The Hindsight memory service on ECS Fargate."""
+
+    image_repository: str
+    image_tag: str
+    image_source: ImageSource
+    image_digest: str | None
+    ecr_repository_arn: str | None
+    extension_path: Path
+    cpu: int
+    memory_mib: int
+    api_min_count: int
+    api_max_count: int
+    cpu_target_percent: int
+    worker_count: int
+    #: Retains one worker runs at once: with a hosted LLM this, not CPU, bounds the write rate (docs/capacity.md).
+    worker_max_slots: int
+    #: Connections per Hindsight process; the whole fleet's pools must fit the database (docs/capacity.md).
+    db_pool_max_size: int
+    port: int
+    mcp_enabled: bool
+    certificate_arn: str | None
+    domain_name: str | None
+    hosted_zone_id: str | None
+    require_tls: bool
+    readonly_root_filesystem: bool
+    llm_provider: LlmProvider
+    llm_model: str
+    llm_base_url: str | None
+    llm_api_key_secret_arn: str | None
+    embeddings_model: str
+    log_retention_days: int
+
+
+@dataclass(frozen=True)
+class DatabaseConfig:
+    """Hindsight's PostgreSQL (pgvector)."""
+
+    engine: DatabaseEngine
+    instance_type: str
+    allocated_storage_gb: int
+    max_allocated_storage_gb: int
+    multi_az: bool
+    min_capacity_acu: float
+    max_capacity_acu: float
+    backup_retention_days: int
+    rotation_days: int
+    port: int
+    provisioning_path: Path
+
+
+@dataclass(frozen=True)
+class AlarmsConfig:
+    """Where the stacks' alarms notify (an SNS topic is always created; the e-mail subscription is optional)."""
+
+    email: str | None
+
+
+@dataclass(frozen=True)
+class AppConfig:
+    """Everything a deployment needs; built only by :func:`~infra.config.loader.load_config`.
+
+    ``env_name`` is ``-c env=<name>``; the other plain fields are ``cdk.json``'s top-level settings, the dataclass
+    fields its sections.
+    """
+
+    env_name: str
+    prefix: str
+    account: str | None
+    region: str
+    removal: DataRemoval
+    tags: Mapping[str, str]
+    network: NetworkConfig
+    auth: AuthConfig
+    agent: AgentConfig
+    layer: LayerConfig
+    retain_queue: RetainQueueConfig
+    hindsight: HindsightConfig
+    database: DatabaseConfig
+    alarms: AlarmsConfig
+
+    @property
+    def stack_prefix(self) -> str:
+        """Stack names start with this, e.g. ``HindsightMemory-dev``."""
+        return f"{self.prefix}-{self.env_name}"
+
+    @property
+    def parameter_prefix(self) -> str:
+        """SSM parameter names of the deployment start with this, e.g. ``/HindsightMemory/dev``."""
+        return f"/{self.prefix}/{self.env_name}"

@@ -1,0 +1,442 @@
+"""What makes a configuration deployable: every rule of every section, each problem named after its setting.
+
+Each function returns the problems of one part (empty when it is fine); :func:`problems` runs them all, skipping a
+part that could not be read at all, so one run lists everything. The JWT rules are the identity contract's
+(:func:`memory_adapter.identity.settings.jwt_settings_problems`, the same the agent and the Hindsight extension
+apply); this module adds only what the deployment needs beyond them (an https issuer, claim names AgentCore and
+CloudFormation accept).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from hindsight_isolation.settings import MAX_EXPIRY_GRACE_S
+from infra.agent_code import agent_code_problems
+from infra.agentcore_zones import SOURCE as AGENTCORE_ZONES_SOURCE
+from infra.agentcore_zones import supported_az_ids
+from infra.config.model import (
+    ENDPOINT_NAMES,
+    LOG_RETENTION_DAYS,
+    AgentConfig,
+    AlarmsConfig,
+    AuthConfig,
+    AuthMode,
+    DatabaseConfig,
+    HindsightConfig,
+    ImageSource,
+    LayerConfig,
+    LlmProvider,
+    NetworkConfig,
+    RetainQueueConfig,
+    VpcMode,
+)
+from memory_adapter.identity.settings import DISCOVERY_SUFFIX, jwt_settings_problems
+from memory_adapter.settings_reader import Naming, out_of_range
+
+#: How the identity contract names the ``auth`` section's JWT settings: ``cdk.json`` keys, "auth.<key>" in messages.
+AUTH_NAMING = Naming(seconds="_seconds", shown_prefix="auth.")
+
+_AZ_ID = re.compile(r"^[a-z]{2,5}\d-az\d{1,2}$")
+_AZ_NAME = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d[a-z]$")
+_VPC_ID = re.compile(r"^vpc-[0-9a-f]{8,17}$")
+_SUBNET_ID = re.compile(r"^subnet-[0-9a-f]{8,17}$")
+_ROUTE_TABLE_ID = re.compile(r"^rtb-[0-9a-f]{8,17}$")
+_CIDR = re.compile(r"^(\d{1,3}\.){3}\d{1,3}/(1[6-9]|2[0-8])$")
+_AGENT_NAME = re.compile(r"^[a-z][a-z0-9-]{0,30}$")
+_ENV_NAME = re.compile(r"^[a-z][a-z0-9]{0,11}$")
+_PREFIX = re.compile(r"^[A-Z][A-Za-z0-9]{0,23}$")
+_IMAGE_TAG = re.compile(r"^\d+\.\d+\.\d+(-[a-z0-9]+)?$")
+_ARN = re.compile(r"^arn:aws[a-z-]*:[a-z0-9-]+:[a-z0-9-]*:\d{0,12}:.+$")
+_REGION = re.compile(r"^[a-z]{2}(-[a-z]+)+-\d$")
+_ACCOUNT = re.compile(r"^\d{12}$")
+_CLAIM = re.compile(r"^[A-Za-z_][A-Za-z0-9_:.-]{0,63}$")
+_SSM_NAME = re.compile(r"^/[A-Za-z0-9_./-]{1,1000}$")
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[a-z]{2,}$", re.IGNORECASE)
+_DOMAIN = re.compile(r"^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$")
+_ZONE_ID = re.compile(r"^Z[0-9A-Z]{1,31}$")
+_DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
+_INSTANCE_TYPE = re.compile(r"^[a-z0-9]+\.[a-z0-9]+$")
+#: Fargate's CPU units -> the memory sizes (MiB) it allows with them.
+FARGATE_CPU_MEMORY = {
+    256: range(512, 2049, 512),
+    512: range(1024, 4097, 1024),
+    1024: range(2048, 8193, 1024),
+    2048: range(4096, 16385, 1024),
+    4096: range(8192, 30721, 1024),
+}
+
+
+def problems(env_name: str, top: Mapping[str, Any] | None, sections: Mapping[str, Any]) -> list[str]:
+    """The problems of every part that was read (None marks a part that could not be read)."""
+    errors: list[str] = []
+    _require(
+        errors, bool(_ENV_NAME.match(env_name)), f"env '{env_name}' must be lowercase letters and digits, at most 12"
+    )
+    region = top.get("region") if top is not None else None
+    if top is not None:
+        errors.extend(top_level_problems(top))
+    part_rules: dict[str, Any] = {
+        "network": lambda n: network_problems(n, region),
+        "auth": auth_problems,
+        "agent": agent_problems,
+        "layer": layer_problems,
+        "retain_queue": retain_queue_problems,
+        "hindsight": hindsight_problems,
+        "database": database_problems,
+        "alarms": alarms_problems,
+    }
+    for name, rule in part_rules.items():
+        if sections.get(name) is not None:
+            errors.extend(rule(sections[name]))
+    return errors
+
+
+def top_level_problems(top: Mapping[str, Any]) -> list[str]:
+    """``prefix``, ``account``, ``region`` and ``tags``."""
+    errors: list[str] = []
+    prefix, account, region, tags = top["prefix"], top["account"], top["region"], top["tags"]
+    if prefix is not None:
+        _require(errors, bool(_PREFIX.match(prefix)), "prefix must be PascalCase letters and digits, at most 24")
+    _require(errors, account is None or bool(_ACCOUNT.match(account)), "account must be 12 digits (or null)")
+    if region is not None:
+        _require(errors, bool(_REGION.match(region)), "region must be an AWS region like us-east-1")
+    for key, value in (tags or {}).items():
+        _require(errors, 0 < len(key) <= 128 and not key.startswith("aws:"), f"tags: '{key}' is not a usable tag key")
+        _require(errors, len(value) <= 256, f"tags: the value of '{key}' must be at most 256 characters")
+    return errors
+
+
+def network_problems(n: NetworkConfig, region: str | None) -> list[str]:
+    """The VPC (created or imported) and, when the region is known, its zones against AgentCore's."""
+    errors: list[str] = []
+    _retention(errors, "network.flow_log_retention_days", n.flow_log_retention_days)
+    if n.mode is VpcMode.CREATE:
+        errors.extend(_created_network_problems(n))
+    else:
+        errors.extend(_imported_network_problems(n))
+    if region is not None:
+        errors.extend(_az_support_problems(n, region))
+    return errors
+
+
+def _created_network_problems(n: NetworkConfig) -> list[str]:
+    errors: list[str] = []
+    _require(errors, bool(_CIDR.match(n.cidr)), "network.cidr must be an IPv4 CIDR between /16 and /28")
+    _require(errors, len(n.az_ids) == 2, "network.az_ids must be exactly two AgentCore-supported AZ ids (use1-az1)")
+    _az_id_format(errors, "network.az_ids", n.az_ids)
+    _require(errors, len(set(n.az_ids)) == len(n.az_ids), "network.az_ids must be distinct")
+    _require(
+        errors, n.create_endpoints, "network.create_endpoints must be true: a created VPC has no egress and needs them"
+    )
+    _require(
+        errors,
+        not n.skip_endpoints,
+        "network.skip_endpoints applies to an imported VPC only (a created VPC has no endpoints of its own)",
+    )
+    return errors
+
+
+def _imported_network_problems(n: NetworkConfig) -> list[str]:
+    errors: list[str] = []
+    _require(errors, n.vpc_id is not None and bool(_VPC_ID.match(n.vpc_id)), "network.vpc_id must be like vpc-0123abcd")
+    _require(
+        errors, n.vpc_cidr is not None and bool(_CIDR.match(n.vpc_cidr)), "network.vpc_cidr must be the VPC's CIDR"
+    )
+    _require(errors, len(n.subnet_ids) >= 2, "network.subnet_ids must name at least two private subnets in two AZs")
+    _each_matches(errors, "network.subnet_ids", n.subnet_ids, _SUBNET_ID, "a subnet id")
+    _require(
+        errors,
+        len(n.availability_zones) == len(n.subnet_ids),
+        "network.availability_zones must give one AZ name per subnet id, in the same order",
+    )
+    _each_matches(errors, "network.availability_zones", n.availability_zones, _AZ_NAME, "an AZ name")
+    _require(errors, len(set(n.availability_zones)) >= 2, "network.availability_zones must hold two distinct AZs")
+    if n.route_table_ids:
+        _require(
+            errors,
+            len(n.route_table_ids) == len(n.subnet_ids),
+            "network.route_table_ids must give one route table id per subnet id, in the same order",
+        )
+        _each_matches(errors, "network.route_table_ids", n.route_table_ids, _ROUTE_TABLE_ID, "a route table id")
+    _require(
+        errors,
+        len(n.az_ids) == len(n.subnet_ids),
+        "network.az_ids must give the AZ id of each subnet, in the same order (aws ec2 describe-subnets "
+        "--subnet-ids ... --query 'Subnets[].AvailabilityZoneId'); they are checked against AgentCore's zones",
+    )
+    _az_id_format(errors, "network.az_ids", n.az_ids)
+    needs_route_tables = n.create_endpoints and "S3" not in n.skip_endpoints
+    _require(
+        errors,
+        not needs_route_tables or bool(n.route_table_ids),
+        "network.route_table_ids is required with create_endpoints (the S3 gateway endpoint attaches to them)",
+    )
+    for name in n.skip_endpoints:
+        _require(
+            errors,
+            name in ENDPOINT_NAMES,
+            f"network.skip_endpoints: '{name}' is not an endpoint of this stack (one of: {', '.join(ENDPOINT_NAMES)})",
+        )
+    _require(
+        errors,
+        n.create_endpoints or not n.skip_endpoints,
+        "network.skip_endpoints applies only with create_endpoints=true (false already skips every endpoint)",
+    )
+    return errors
+
+
+def _az_support_problems(n: NetworkConfig, region: str) -> list[str]:
+    """Subnets only in zones AgentCore supports (AZ *ids*: names map to different zones in every account)."""
+    errors: list[str] = []
+    _az_id_format(errors, "network.supported_az_ids", n.supported_az_ids)
+    supported = supported_az_ids(region, n.supported_az_ids)
+    if supported is None:
+        errors.append(
+            f"network.az_ids: the AgentCore-supported AZ ids of region '{region}' are not in this project's table; "
+            f"look them up ({AGENTCORE_ZONES_SOURCE}, 'Supported Availability Zones') and set "
+            "network.supported_az_ids to that region's list"
+        )
+        return errors
+    for az in n.az_ids:
+        if _AZ_ID.match(az) and az not in supported:
+            errors.append(
+                f"network.az_ids: '{az}' is not an AgentCore-supported AZ id in {region} "
+                f"(supported: {', '.join(sorted(supported))}; source: {AGENTCORE_ZONES_SOURCE}); a subnet there makes "
+                "the agent runtime's creation fail"
+            )
+    return errors
+
+
+def auth_problems(a: AuthConfig) -> list[str]:
+    """Caller authentication; with ``mode=jwt`` the identity contract's token rules, plus the deployment's own."""
+    errors: list[str] = []
+    _require(errors, bool(_CLAIM.match(a.user_claim)), "auth.user_claim must be a claim name like sub")
+    _require(
+        errors, a.tenant_claim is None or bool(_CLAIM.match(a.tenant_claim)), "auth.tenant_claim must be a claim name"
+    )
+    _bounded(errors, "auth.jwks_refresh_minutes", a.jwks_refresh_minutes, low=5, high=1440)
+    _bounded(errors, "auth.retain_grace_seconds", a.retain_grace_seconds, low=0, high=MAX_EXPIRY_GRACE_S)
+    if a.mode is AuthMode.JWT:
+        values = dataclasses.asdict(a)
+        if a.discovery_url is None:
+            # The contract also accepts an issuer with a JWKS URL, a static JWKS or a parameter; the deployment
+            # mirrors the keys from the discovery document, so it needs exactly that (a placeholder lets the
+            # contract check the other settings in the same run).
+            errors.append(
+                "auth.discovery_url is required with auth.mode=jwt: your issuer's "
+                "https://.../.well-known/openid-configuration"
+            )
+            values["discovery_url"] = f"https://issuer.invalid{DISCOVERY_SUFFIX}"
+        errors.extend(jwt_settings_problems(values, AUTH_NAMING))
+        # AgentCore's authorizer and the key mirror fetch the discovery document over the internet: https only.
+        _require(
+            errors,
+            not (a.discovery_url or "").startswith("http://"),
+            "auth.discovery_url must be an https URL (AgentCore and the key mirror fetch it over the internet)",
+        )
+    else:
+        _require(errors, a.discovery_url is None, "auth.discovery_url is used only with auth.mode=jwt (leave it null)")
+    if a.mode is AuthMode.IAM:
+        _require(errors, a.tenant_claim is None, "auth.tenant_claim: IAM callers carry no claims; use auth.tenant_id")
+    return errors
+
+
+def agent_problems(a: AgentConfig) -> list[str]:
+    """The AgentCore Runtime agent."""
+    errors: list[str] = []
+    _require(
+        errors, bool(_AGENT_NAME.match(a.name)), "agent.name must be lowercase letters, digits and '-', at most 31"
+    )
+    _require(errors, 0 < len(a.model_id) <= 200 and " " not in a.model_id, "agent.model_id must be a Bedrock model id")
+    _bounded(errors, "agent.idle_timeout_seconds", a.idle_timeout_seconds, low=60, high=28800)
+    _require(
+        errors,
+        a.idle_timeout_seconds <= a.max_lifetime_seconds <= 28800,
+        "agent.max_lifetime_seconds must be between agent.idle_timeout_seconds and 28800",
+    )
+    _retention(errors, "agent.log_retention_days", a.log_retention_days)
+    errors.extend(agent_code_problems(project=a.project, entrypoint=a.entrypoint))
+    return errors
+
+
+def layer_problems(layer: LayerConfig) -> list[str]:
+    """The memory-adapter layer."""
+    errors: list[str] = []
+    _require(
+        errors,
+        layer.parameter_name is None or bool(_SSM_NAME.match(layer.parameter_name)),
+        "layer.parameter_name must be an SSM parameter path like /a/b (or null for the default)",
+    )
+    return errors
+
+
+def retain_queue_problems(q: RetainQueueConfig) -> list[str]:
+    """The retain queue and its replay function (Lambda's limits; a batch's deliveries must fit an invocation)."""
+    errors: list[str] = []
+    _bounded(errors, "retain_queue.replay_timeout_seconds", q.replay_timeout_seconds, low=10, high=900)
+    _bounded(errors, "retain_queue.delivery_timeout_seconds", q.delivery_timeout_seconds, low=1, high=120)
+    _require(
+        errors,
+        q.delivery_timeout_seconds < q.replay_timeout_seconds,
+        "retain_queue.delivery_timeout_seconds must be less than retain_queue.replay_timeout_seconds",
+    )
+    _bounded(errors, "retain_queue.batch_size", q.batch_size, low=1, high=100)
+    _bounded(errors, "retain_queue.max_concurrency", q.max_concurrency, low=2, high=1000)
+    _bounded(errors, "retain_queue.oldest_message_alarm_minutes", q.oldest_message_alarm_minutes, low=1, high=1440)
+    return errors
+
+
+def hindsight_problems(h: HindsightConfig) -> list[str]:
+    """The Hindsight service: image, size, scaling, TLS, LLM."""
+    errors: list[str] = []
+    _require(errors, bool(_IMAGE_TAG.match(h.image_tag)), "hindsight.image_tag must be a pinned version (1.1.0-slim)")
+    _require(
+        errors,
+        "/" in h.image_repository and ":" not in h.image_repository,
+        "hindsight.image_repository must be a repository without a tag (the tag is hindsight.image_tag)",
+    )
+    if h.image_source is ImageSource.ECR:
+        _require(
+            errors,
+            h.ecr_repository_arn is not None
+            and h.ecr_repository_arn.startswith("arn:")
+            and ":ecr:" in h.ecr_repository_arn,
+            "hindsight.ecr_repository_arn must be the ARN of your mirror repository (required with image_source=ecr)",
+        )
+    _require(
+        errors,
+        h.cpu in FARGATE_CPU_MEMORY and h.memory_mib in FARGATE_CPU_MEMORY[h.cpu],
+        f"hindsight.cpu/memory_mib: {h.cpu}/{h.memory_mib} is not a Fargate size (cpu 256-4096 with its memory sizes)",
+    )
+    _require(errors, h.memory_mib >= 1024, "hindsight.memory_mib must be at least 1024 (Hindsight needs 0.5-1 GB)")
+    _require(
+        errors,
+        1 <= h.api_min_count <= h.api_max_count <= 50,
+        "hindsight.api_min_count/api_max_count must satisfy 1 <= min <= max <= 50",
+    )
+    _bounded(errors, "hindsight.cpu_target_percent", h.cpu_target_percent, low=10, high=90)
+    _bounded(errors, "hindsight.worker_count", h.worker_count, low=1, high=10)
+    _bounded(errors, "hindsight.worker_max_slots", h.worker_max_slots, low=1, high=100)
+    _bounded(errors, "hindsight.db_pool_max_size", h.db_pool_max_size, low=5, high=200)
+    _require(
+        errors,
+        1024 <= h.port <= 65535,
+        "hindsight.port must be between 1024 and 65535 (the container is not root)",
+    )
+    _require(
+        errors,
+        h.certificate_arn is None or bool(_ARN.match(h.certificate_arn)),
+        "hindsight.certificate_arn must be an ACM certificate ARN",
+    )
+    _require(
+        errors,
+        (h.certificate_arn is None) == (h.domain_name is None),
+        "hindsight.domain_name goes with certificate_arn (the name the certificate covers): set both or neither",
+    )
+    _require(
+        errors,
+        not h.require_tls or (h.certificate_arn is not None and h.domain_name is not None),
+        "hindsight.certificate_arn, hindsight.domain_name: required because hindsight.require_tls is true (the "
+        "prod default): callers' tokens travel from the agent to Hindsight, so prod refuses plain HTTP. Set an ACM "
+        "certificate ARN and the DNS name it covers (the stack creates the private DNS record), or set "
+        "hindsight.require_tls=false to accept HTTP inside the VPC",
+    )
+    _require(
+        errors,
+        h.domain_name is None or bool(_DOMAIN.match(h.domain_name)),
+        "hindsight.domain_name must be a DNS name like memory.internal.example.com",
+    )
+    _require(
+        errors,
+        h.hosted_zone_id is None or (h.domain_name is not None and bool(_ZONE_ID.match(h.hosted_zone_id))),
+        "hindsight.hosted_zone_id must be the id (Z...) of a private hosted zone holding domain_name, or null",
+    )
+    _require(
+        errors,
+        h.image_digest is None or bool(_DIGEST.match(h.image_digest)),
+        "hindsight.image_digest must be sha256:<64 hex digits> (the arm64 image's manifest digest), or null",
+    )
+    _retention(errors, "hindsight.log_retention_days", h.log_retention_days)
+    _require(errors, bool(h.llm_model), "hindsight.llm_model is required")
+    _require(
+        errors,
+        h.embeddings_model.startswith("bedrock/"),
+        "hindsight.embeddings_model must be bedrock/<model id> (embeddings run on Bedrock)",
+    )
+    if h.llm_provider is LlmProvider.OPENAI:
+        _require(
+            errors,
+            (h.llm_base_url or "").startswith("https://"),
+            "hindsight.llm_base_url must be an https URL (required with llm_provider=openai)",
+        )
+        _require(
+            errors,
+            h.llm_api_key_secret_arn is None or bool(_ARN.match(h.llm_api_key_secret_arn)),
+            "hindsight.llm_api_key_secret_arn must be a Secrets Manager ARN, or null to create an empty secret",
+        )
+    else:
+        _require(errors, h.llm_base_url is None, "hindsight.llm_base_url is used only with llm_provider=openai")
+        _require(
+            errors,
+            h.llm_api_key_secret_arn is None,
+            "hindsight.llm_api_key_secret_arn is used only with llm_provider=openai",
+        )
+    return errors
+
+
+def database_problems(d: DatabaseConfig) -> list[str]:
+    """Hindsight's PostgreSQL."""
+    errors: list[str] = []
+    _require(errors, bool(_INSTANCE_TYPE.match(d.instance_type)), "database.instance_type must be like t4g.medium")
+    _bounded(errors, "database.allocated_storage_gb", d.allocated_storage_gb, low=20, high=65536)
+    _require(
+        errors,
+        d.allocated_storage_gb <= d.max_allocated_storage_gb <= 65536,
+        "database.max_allocated_storage_gb must be between allocated_storage_gb and 65536",
+    )
+    _require(
+        errors,
+        0 <= d.min_capacity_acu <= d.max_capacity_acu <= 256,
+        "database.min_capacity_acu/max_capacity_acu must satisfy 0 <= min <= max <= 256",
+    )
+    _require(errors, d.max_capacity_acu >= 1, "database.max_capacity_acu must be at least 1")
+    _bounded(errors, "database.backup_retention_days", d.backup_retention_days, low=1, high=35)
+    _bounded(errors, "database.rotation_days", d.rotation_days, low=1, high=365)
+    _bounded(errors, "database.port", d.port, low=1150, high=65535)
+    return errors
+
+
+def alarms_problems(a: AlarmsConfig) -> list[str]:
+    """Where the alarms notify."""
+    errors: list[str] = []
+    _require(errors, a.email is None or bool(_EMAIL.match(a.email)), "alarms.email must be an e-mail address (or null)")
+    return errors
+
+
+def _require(errors: list[str], ok: bool, message: str) -> None:
+    if not ok:
+        errors.append(message)
+
+
+def _bounded(errors: list[str], name: str, value: float, *, low: float, high: float) -> None:
+    problem = out_of_range(name, value, low=low, high=high)
+    if problem is not None:
+        errors.append(problem)
+
+
+def _each_matches(errors: list[str], name: str, values: tuple[str, ...], pattern: re.Pattern[str], what: str) -> None:
+    for value in values:
+        _require(errors, bool(pattern.match(value)), f"{name}: '{value}' is not {what}")
+
+
+def _az_id_format(errors: list[str], name: str, az_ids: tuple[str, ...]) -> None:
+    _each_matches(errors, name, az_ids, _AZ_ID, "an AZ id like use1-az1")
+
+
+def _retention(errors: list[str], name: str, days: int) -> None:
+    allowed = ", ".join(map(str, sorted(LOG_RETENTION_DAYS)))
+    _require(errors, days in LOG_RETENTION_DAYS, f"{name} must be one of CloudWatch's retention periods ({allowed})")

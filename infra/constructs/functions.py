@@ -1,0 +1,73 @@
+"""The project's own Lambda functions (``infra/functions/<name>``), declared once: Python on arm64, each with its
+own KMS-encrypted log group kept three months."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from constructs import Construct
+
+#: Where the functions' sources live (``make build`` bundles those with dependencies into ``build/``).
+FUNCTIONS_DIR = Path(__file__).resolve().parent.parent / "functions"
+RUNTIME = lambda_.Runtime.PYTHON_3_14
+ARCHITECTURE = lambda_.Architecture.ARM_64
+LOG_RETENTION = logs.RetentionDays.THREE_MONTHS
+
+
+def python_function(
+    scope: Construct,
+    construct_id: str,
+    *,
+    source: Path,
+    description: str,
+    timeout: Duration,
+    logs_key: kms.IKey,
+    log_group_id: str,
+    log_scope: Construct | None = None,
+    memory_size: int = 128,
+    environment: Mapping[str, str] | None = None,
+    vpc: ec2.IVpc | None = None,
+    vpc_subnets: ec2.SubnetSelection | None = None,
+    security_groups: Sequence[ec2.ISecurityGroup] | None = None,
+    layers: Sequence[lambda_.ILayerVersion] | None = None,
+    runtime: lambda_.Runtime = RUNTIME,
+) -> lambda_.Function:
+    """A function running ``index.handler`` from ``source``, logging to ``log_group_id`` (in ``log_scope``, default
+    ``scope``); inside the VPC when ``vpc`` is given. A function on a layer runs on the layer's ``runtime``."""
+    log_group = logs.LogGroup(
+        log_scope or scope,
+        log_group_id,
+        retention=LOG_RETENTION,
+        encryption_key=logs_key,
+        removal_policy=RemovalPolicy.DESTROY,
+    )
+    return lambda_.Function(
+        scope,
+        construct_id,
+        description=description,
+        runtime=runtime,
+        architecture=ARCHITECTURE,
+        handler="index.handler",
+        code=lambda_.Code.from_asset(str(source)),
+        timeout=timeout,
+        memory_size=memory_size,
+        log_group=log_group,
+        environment=dict(environment) if environment else None,
+        vpc=vpc,
+        vpc_subnets=vpc_subnets,
+        security_groups=list(security_groups) if security_groups else None,
+        layers=list(layers) if layers else None,
+    )
+
+
+def handler_sha256(source: Path) -> str:
+    """The SHA-256 of a function's ``index.py``: a custom resource property, so changed code runs again at the
+    next deploy (the handlers are idempotent)."""
+    return hashlib.sha256((source / "index.py").read_bytes()).hexdigest()

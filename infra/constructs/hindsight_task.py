@@ -1,0 +1,278 @@
+"""HindsightTaskDefinition: one Hindsight task (the API's or a worker's), with the isolation extension loaded into it.
+
+How the extension gets in without building an image: an init container (the same image, non-essential) downloads
+the extension zip (a CDK S3 asset, checked against its SHA-256) into a task-scoped volume; the Hindsight container
+starts only after the init container succeeded, mounts that volume read-only and has it on ``PYTHONPATH``. Both
+containers run as uid 1000 with a read-only root filesystem; ``/tmp`` is a task volume.
+
+Fargate creates task volumes owned by root (mode 0755), and the stock image declares no ``VOLUME`` that would copy
+ownership in, so uid 1000 could write neither. A first, non-essential container runs as root for exactly one
+command (hand the extension directory to uid 1000, make ``/tmp`` 1777) with every capability dropped but the one
+that needs; both other containers start only after it succeeded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from aws_cdk import Aws, Duration
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3_assets as s3_assets
+from constructs import Construct
+
+from infra.config import HindsightConfig, LlmProvider
+from infra.constructs.database import (
+    ENV_DB_CA_BUNDLE,
+    ENV_DB_HOST,
+    ENV_DB_NAME,
+    ENV_DB_PASSWORD,
+    ENV_DB_PORT,
+    ENV_DB_USERNAME,
+)
+from infra.constructs.rds_ca_bundle import CA_FILE
+from infra.permissions import grant_bedrock_invoke
+
+#: The stock image's user (``hindsight``), set explicitly so the task never runs as root.
+CONTAINER_USER = "1000:1000"
+#: The volume-preparation step runs as root: a non-root process cannot change a root-owned directory.
+ROOT_USER = "0:0"
+IMAGE_PYTHON = "/app/api/.venv/bin/python"
+EXTENSION_DIR = "/opt/hindsight-ext"
+WORKER_HTTP_PORT = 8889
+#: Memories a (bank, fact type) needs before it gets its own HNSW index (Hindsight's suggested start, docs/capacity.md).
+VECTOR_INDEX_MIN_ROWS = 10_000
+
+#: Assembles the database URL from the secret's fields inside the container, so it never appears in the task
+#: definition, the template or a log line (no ``set -x``), then runs the API or the worker module of the image's
+#: venv directly (the image's ``start-all.sh`` may start more than the API). The login is Hindsight's own (never the
+#: master), and TLS verifies the server against the RDS certificate bundle (``verify-full``: encrypted *and* the
+#: right server), which arrives as an ECS secret and is written to the task's /tmp first.
+_DATABASE_URL = (
+    f"printf '%s\\n' \"${ENV_DB_CA_BUNDLE}\" > {CA_FILE}; unset {ENV_DB_CA_BUNDLE}; "
+    f'export HINDSIGHT_API_DATABASE_URL="postgresql://${ENV_DB_USERNAME}:${ENV_DB_PASSWORD}@${ENV_DB_HOST}:${ENV_DB_PORT}/'
+    f'${ENV_DB_NAME}?sslmode=verify-full&sslrootcert={CA_FILE}"; unset {ENV_DB_PASSWORD}; '
+)
+API_COMMAND = "set -eu; " + _DATABASE_URL + f"exec {IMAGE_PYTHON} -m hindsight_api.main"
+WORKER_COMMAND = (
+    "set -eu; " + _DATABASE_URL + f"exec {IMAGE_PYTHON} -m hindsight_api.worker.main --http-port {WORKER_HTTP_PORT}"
+)
+
+#: Hands the (root-owned) task volumes to the image's user; /tmp is world-writable with the sticky bit, like /tmp.
+PREPARE_VOLUMES = (
+    f"set -eu; chmod 0755 {EXTENSION_DIR}; chmod 1777 /tmp; chown {CONTAINER_USER} {EXTENSION_DIR}; "
+    f"ls -ldn {EXTENSION_DIR} /tmp"
+)
+#: Linux capabilities dropped from the root step: it only needs CHOWN (chmod of a root-owned path needs none).
+PREPARE_DROPPED_CAPABILITIES = (
+    ecs.Capability.AUDIT_WRITE,
+    ecs.Capability.DAC_OVERRIDE,
+    ecs.Capability.FOWNER,
+    ecs.Capability.FSETID,
+    ecs.Capability.KILL,
+    ecs.Capability.MKNOD,
+    ecs.Capability.NET_BIND_SERVICE,
+    ecs.Capability.NET_RAW,
+    ecs.Capability.SETFCAP,
+    ecs.Capability.SETGID,
+    ecs.Capability.SETPCAP,
+    ecs.Capability.SETUID,
+    ecs.Capability.SYS_CHROOT,
+)
+
+#: The init container's program: fetch the extension zip through the S3 gateway endpoint, check its digest,
+#: unpack it into the shared volume. Runs with the image's Python (boto3 is a Hindsight dependency).
+INSTALL_EXTENSION = (
+    "import hashlib, io, os, zipfile, boto3\n"
+    "body = boto3.client('s3').get_object(Bucket=os.environ['EXT_BUCKET'], Key=os.environ['EXT_KEY'])['Body'].read()\n"
+    "digest = hashlib.sha256(body).hexdigest()\n"
+    "assert digest == os.environ['EXT_SHA256'], 'extension digest mismatch: ' + digest\n"
+    f"zipfile.ZipFile(io.BytesIO(body)).extractall('{EXTENSION_DIR}')\n"
+    "print('isolation extension installed', digest)\n"
+)
+
+
+@dataclass(frozen=True)
+class HindsightTaskParts:
+    """What every Hindsight task is built from (the same image, extension, environment and secrets), so the API and
+    the workers cannot drift apart.
+
+    Args:
+        execution_grants: Grants each task's execution role needs beyond its secrets (the database key's decrypt,
+            the mirrored image's pull), called with the task definition.
+    """
+
+    config: HindsightConfig
+    image: ecs.ContainerImage
+    extension: s3_assets.Asset
+    extension_sha256: str
+    environment: Mapping[str, str]
+    secrets: Mapping[str, ecs.Secret]
+    log_group: logs.ILogGroup
+    execution_grants: tuple[Callable[[ecs.TaskDefinition], object], ...] = ()
+
+
+def hindsight_environment(config: HindsightConfig, *, database: Mapping[str, str]) -> dict[str, str]:
+    """The Hindsight server's plain settings, with ``database`` (where it connects; the extension's are added by
+    the service)."""
+    env = {
+        "HINDSIGHT_API_HOST": "0.0.0.0",  # noqa: S104 (inside the task; reachable only through the load balancer SG)
+        "HINDSIGHT_API_PORT": str(config.port),
+        "HINDSIGHT_API_WORKER_ENABLED": "false",  # the worker services do the background work
+        "HINDSIGHT_API_MCP_ENABLED": "true" if config.mcp_enabled else "false",
+        "HINDSIGHT_API_LLM_PROVIDER": config.llm_provider.value,
+        "HINDSIGHT_API_LLM_MODEL": config.llm_model,
+        "HINDSIGHT_API_SKIP_LLM_VERIFICATION": "true",  # the first deploy must not hinge on model access
+        "HINDSIGHT_API_EMBEDDINGS_PROVIDER": "litellm-sdk",
+        "HINDSIGHT_API_EMBEDDINGS_LITELLM_SDK_MODEL": config.embeddings_model,
+        "HINDSIGHT_API_RERANKER_PROVIDER": "rrf",  # the slim image ships no local models
+        "HINDSIGHT_API_LOG_LEVEL": "info",
+        # Scaling (docs/capacity.md, measured with make bench-scale). Per-process pool (Hindsight's default is
+        # 100): (api_max_count + worker_count) x pool must fit the database's connections.
+        "HINDSIGHT_API_DB_POOL_MAX_SIZE": str(config.db_pool_max_size),
+        # Retains a worker runs at once (default 10): with a 1.5 s LLM, 30 slots absorbed 2.1x the default's rate.
+        "HINDSIGHT_API_WORKER_MAX_SLOTS": str(config.worker_max_slots),
+        # Banks are per user: below this many memories a bank is searched exactly instead of owning three HNSW
+        # indexes on the shared table (default 0: every bank; 3,039 indexes made planning 103-508 ms a statement).
+        "HINDSIGHT_API_VECTOR_INDEX_MIN_ROWS": str(VECTOR_INDEX_MIN_ROWS),
+        "AWS_REGION": Aws.REGION,
+        "AWS_DEFAULT_REGION": Aws.REGION,
+        "HOME": "/tmp",  # noqa: S108 (a task-scoped volume; the root filesystem is read-only)
+        "XDG_CACHE_HOME": "/tmp/.cache",  # noqa: S108
+        "HF_HUB_OFFLINE": "1",
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",  # no fetch of the price map from the internet at import
+        "TRANSFORMERS_OFFLINE": "1",
+        "PYTHONPATH": EXTENSION_DIR,
+        **database,
+    }
+    if config.llm_provider is LlmProvider.OPENAI:
+        assert config.llm_base_url is not None
+        env["HINDSIGHT_API_LLM_BASE_URL"] = config.llm_base_url
+    return env
+
+
+def bedrock_models(config: HindsightConfig) -> list[str]:
+    """The Bedrock models Hindsight calls: the embeddings model, and the LLM when it is Bedrock's."""
+    models = [config.embeddings_model.removeprefix("bedrock/")]
+    if config.llm_provider is LlmProvider.BEDROCK:
+        models.append(config.llm_model)
+    return models
+
+
+class HindsightTaskDefinition(ecs.FargateTaskDefinition):
+    """A Fargate task (ARM64) of three containers: ``PrepareVolumes`` (root, one command), ``InstallExtension`` and
+    ``Hindsight`` (the API, or a worker when ``worker_id`` is given); exposes ``main_container``."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        parts: HindsightTaskParts,
+        command: str,
+        log_prefix: str,
+        worker_id: str | None = None,
+    ) -> None:
+        config, image, extension = parts.config, parts.image, parts.extension
+        super().__init__(
+            scope,
+            construct_id,
+            cpu=config.cpu,
+            memory_limit_mib=config.memory_mib,
+            runtime_platform=ecs.RuntimePlatform(
+                cpu_architecture=ecs.CpuArchitecture.ARM64, operating_system_family=ecs.OperatingSystemFamily.LINUX
+            ),
+        )
+        self.add_volume(name="extension")
+        self.add_volume(name="tmp")
+        # Exactly what the install step reads: one object of the asset bucket (CDK's grant_read adds List* and
+        # GetBucket* on the whole bootstrap bucket).
+        self.add_to_task_role_policy(
+            iam.PolicyStatement(
+                actions=["s3:GetObject"], resources=[extension.bucket.arn_for_objects(extension.s3_object_key)]
+            )
+        )
+        grant_bedrock_invoke(self, self.task_role, bedrock_models(config))
+        logging = ecs.LogDrivers.aws_logs(stream_prefix=log_prefix, log_group=parts.log_group)
+        prepare = self.add_container(
+            "PrepareVolumes",
+            image=image,
+            essential=False,
+            user=ROOT_USER,
+            readonly_root_filesystem=True,
+            entry_point=["/bin/sh", "-c"],
+            command=[PREPARE_VOLUMES],
+            linux_parameters=self._prepare_linux_parameters(),
+            logging=logging,
+        )
+        _mount_volumes(prepare, extension_read_only=False)
+        prepared = ecs.ContainerDependency(container=prepare, condition=ecs.ContainerDependencyCondition.SUCCESS)
+        init = self.add_container(
+            "InstallExtension",
+            image=image,
+            essential=False,
+            user=CONTAINER_USER,
+            readonly_root_filesystem=True,
+            entry_point=[IMAGE_PYTHON, "-c"],
+            command=[INSTALL_EXTENSION],
+            environment={
+                "EXT_BUCKET": extension.s3_bucket_name,
+                "EXT_KEY": extension.s3_object_key,
+                "EXT_SHA256": parts.extension_sha256,
+                "AWS_REGION": Aws.REGION,
+                "HOME": "/tmp",  # noqa: S108
+            },
+            logging=logging,
+        )
+        _mount_volumes(init, extension_read_only=False)
+        init.add_container_dependencies(prepared)
+        env = dict(parts.environment)
+        health_port = config.port
+        if worker_id is not None:
+            env["HINDSIGHT_API_WORKER_ID"] = worker_id
+            env["HINDSIGHT_API_WORKER_ENABLED"] = "true"
+            health_port = WORKER_HTTP_PORT
+        self.main_container = self.add_container(
+            "Hindsight",
+            image=image,
+            essential=True,
+            user=CONTAINER_USER,
+            readonly_root_filesystem=config.readonly_root_filesystem,
+            entry_point=["/bin/bash", "-c"],
+            command=[command],
+            environment=env,
+            secrets=dict(parts.secrets),
+            port_mappings=[ecs.PortMapping(container_port=config.port)] if worker_id is None else [],
+            # Liveness: the process answers without touching the database. Readiness (/health, which checks the
+            # database) is the load balancer's health check.
+            health_check=ecs.HealthCheck(
+                command=["CMD", "curl", "-fsS", f"http://127.0.0.1:{health_port}/health/live"],
+                interval=Duration.seconds(30),
+                timeout=Duration.seconds(5),
+                retries=3,
+                start_period=Duration.seconds(180),
+            ),
+            stop_timeout=Duration.seconds(30),
+            logging=logging,
+        )
+        _mount_volumes(self.main_container, extension_read_only=True)
+        self.main_container.add_container_dependencies(
+            prepared, ecs.ContainerDependency(container=init, condition=ecs.ContainerDependencyCondition.SUCCESS)
+        )
+        for grant in parts.execution_grants:
+            grant(self)
+
+    def _prepare_linux_parameters(self) -> ecs.LinuxParameters:
+        parameters = ecs.LinuxParameters(self, "PrepareLinux")
+        parameters.drop_capabilities(*PREPARE_DROPPED_CAPABILITIES)
+        return parameters
+
+
+def _mount_volumes(container: ecs.ContainerDefinition, *, extension_read_only: bool) -> None:
+    """The task's two volumes: the extension directory and ``/tmp`` (the only writable paths)."""
+    container.add_mount_points(
+        ecs.MountPoint(container_path=EXTENSION_DIR, source_volume="extension", read_only=extension_read_only),
+        ecs.MountPoint(container_path="/tmp", source_volume="tmp", read_only=False),  # noqa: S108
+    )

@@ -1,0 +1,150 @@
+"""MemoryLoadBalancer: Hindsight's internal entry point, with its access logs, health alarm and private DNS name.
+
+The API tasks sit behind an internal Application Load Balancer (HTTPS with ``hindsight.certificate_arn``, else
+HTTP inside the VPC). Its readiness check is Hindsight's ``/health`` (which checks the database); an alarm fires
+when no task passes it. With ``hindsight.domain_name`` a private DNS name points at it (``PrivateDnsName``).
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_certificatemanager as acm
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_ecs as ecs
+from aws_cdk import aws_elasticloadbalancingv2 as elbv2
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+from infra.config import HindsightConfig
+from infra.constructs.alerts import Alerts
+from infra.constructs.network import Network
+from infra.constructs.part import Part
+from infra.constructs.private_dns import PrivateDnsName
+from infra.constructs.props import raise_if_invalid
+
+HTTPS_PORT = 443
+HTTP_PORT = 80
+
+
+class MemoryLoadBalancer(Part):
+    """Exposes ``load_balancer``, ``target_group``, ``access_logs``, ``dns``, ``url``, ``listener_port`` and
+    ``unhealthy_alarm``.
+
+    Args:
+        security_group: The load balancer's group (owned by the service, whose rules name it).
+        api_service: The service whose tasks receive the traffic.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: HindsightConfig,
+        network: Network,
+        security_group: ec2.ISecurityGroup,
+        api_service: ecs.FargateService,
+        alerts: Alerts,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        raise_if_invalid(
+            self.node.path,
+            [
+                problem
+                for problem, bad in (
+                    (
+                        "domain_name needs certificate_arn (the name is what the certificate covers), and only with it",
+                        (config.domain_name is None) != (config.certificate_arn is None),
+                    ),
+                    (
+                        "hosted_zone_id needs domain_name (the record it holds)",
+                        config.hosted_zone_id is not None and config.domain_name is None,
+                    ),
+                )
+                if bad
+            ],
+        )
+        self.load_balancer = elbv2.ApplicationLoadBalancer(
+            self,
+            "LoadBalancer",
+            vpc=network.vpc,
+            vpc_subnets=network.subnets,
+            internet_facing=False,
+            security_group=security_group,
+            drop_invalid_header_fields=True,
+            deletion_protection=False,
+        )
+        self.access_logs = s3.Bucket(
+            self,
+            "AccessLogs",
+            encryption=s3.BucketEncryption.S3_MANAGED,  # load balancer logs support only SSE-S3
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            enforce_ssl=True,
+            versioned=True,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            lifecycle_rules=[
+                s3.LifecycleRule(expiration=Duration.days(90), noncurrent_version_expiration=Duration.days(7))
+            ],
+            removal_policy=RemovalPolicy.RETAIN,
+        )
+        self.load_balancer.log_access_logs(self.access_logs, prefix="hindsight")
+        listener = self._listener(config)
+        self.target_group = listener.add_targets(
+            "Api",
+            port=config.port,
+            protocol=elbv2.ApplicationProtocol.HTTP,
+            targets=[api_service],
+            deregistration_delay=Duration.seconds(30),
+            health_check=elbv2.HealthCheck(
+                path="/health",
+                healthy_http_codes="200",
+                interval=Duration.seconds(15),
+                timeout=Duration.seconds(5),
+                healthy_threshold_count=2,
+                unhealthy_threshold_count=3,
+            ),
+        )
+        self.unhealthy_alarm = alerts.watch(
+            cloudwatch.Alarm(
+                self,
+                "NoHealthyApiTask",
+                alarm_description="No Hindsight API task passes the load balancer's health check: agents run without "
+                "memory (degraded). See the service's events and the Hindsight log group.",
+                metric=self.target_group.metrics.healthy_host_count(
+                    period=Duration.minutes(1), statistic=cloudwatch.Stats.MINIMUM
+                ),
+                comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+                threshold=1,
+                evaluation_periods=3,
+                treat_missing_data=cloudwatch.TreatMissingData.BREACHING,
+            )
+        )
+        self.dns: PrivateDnsName | None = None
+        if config.domain_name is not None:
+            self.dns = PrivateDnsName(
+                self,
+                "Dns",
+                domain_name=config.domain_name,
+                hosted_zone_id=config.hosted_zone_id,
+                vpc=network.vpc,
+                load_balancer=self.load_balancer,
+            )
+        host = config.domain_name or self.load_balancer.load_balancer_dns_name
+        self.url = f"{'https' if config.certificate_arn else 'http'}://{host}"
+
+    def _listener(self, config: HindsightConfig) -> elbv2.ApplicationListener:
+        if config.certificate_arn:
+            self.listener_port = HTTPS_PORT
+            return self.load_balancer.add_listener(
+                "Https",
+                port=HTTPS_PORT,
+                protocol=elbv2.ApplicationProtocol.HTTPS,
+                certificates=[acm.Certificate.from_certificate_arn(self, "Certificate", config.certificate_arn)],
+                ssl_policy=elbv2.SslPolicy.RECOMMENDED_TLS,
+                open=False,
+            )
+        self.listener_port = HTTP_PORT
+        return self.load_balancer.add_listener(
+            "Http", port=HTTP_PORT, protocol=elbv2.ApplicationProtocol.HTTP, open=False
+        )

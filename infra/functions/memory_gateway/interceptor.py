@@ -1,0 +1,99 @@
+"""The AgentCore Gateway's REQUEST interceptor: only a verified *user* token gets through, and the target gets it.
+
+Runs for every MCP method (``initialize``, ``tools/list``, ``tools/call``), outside the VPC (it fetches the issuer's
+keys). It verifies the bearer token with the identity contract (:class:`memory_adapter.identity.JwtVerifier`, the
+checks the agent and Hindsight apply, configured by the same ``JWT_*`` variables), refuses machine-to-machine tokens
+(they name a client, not a user), and forwards the request with the caller's token in
+:data:`memory_adapter.gateway.CALLER_TOKEN_HEADER`, always overwritten (a client-sent value never survives). Every
+other outcome, an exception included, is a 401 answered by the interceptor itself: fail closed, never a 500.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from typing import Any, Final
+
+from memory_adapter.gateway import CALLER_TOKEN_HEADER
+from memory_adapter.identity.errors import IdentityError, RejectReason, TokenRejected
+from memory_adapter.identity.settings import ENV_NAMING, JwtSettings
+from memory_adapter.identity.verifier import JwtVerifier, bearer_token
+
+__all__ = ["handler", "intercept"]
+
+logger = logging.getLogger("memory_gateway.interceptor")
+logger.setLevel(logging.INFO)
+
+VERSION: Final = "1.0"
+_UNAUTHORIZED: Final = -32001
+_verifier: JwtVerifier | None = None
+
+
+def _default_verifier() -> JwtVerifier:
+    global _verifier
+    if _verifier is None:
+        _verifier = JwtVerifier(JwtSettings.from_mapping(os.environ, ENV_NAMING))
+    return _verifier
+
+
+def _deny(body: Any, reason: str) -> dict[str, Any]:
+    logger.warning("gateway request refused", extra={"reason": reason})
+    request_id = body.get("id") if isinstance(body, Mapping) else None
+    return {
+        "interceptorOutputVersion": VERSION,
+        "mcp": {
+            "transformedGatewayResponse": {
+                "statusCode": 401,
+                "headers": {"Content-Type": "application/json", "WWW-Authenticate": "Bearer"},
+                "body": {
+                    "jsonrpc": "2.0",
+                    "id": request_id,
+                    "error": {"code": _UNAUTHORIZED, "message": "unauthorized: a valid user token is required"},
+                },
+            }
+        },
+    }
+
+
+def _authorization(headers: Mapping[str, Any]) -> str | None:
+    values = [v for k, v in headers.items() if isinstance(k, str) and k.lower() == "authorization"]
+    if len(values) != 1 or not isinstance(values[0], str):
+        return None
+    return values[0]
+
+
+def intercept(event: Any, verifier: JwtVerifier) -> dict[str, Any]:
+    """The interceptor's answer to ``event`` (a pure function of the event and the verifier; never raises)."""
+    request = event.get("mcp", {}).get("gatewayRequest") if isinstance(event, Mapping) else None
+    if not isinstance(request, Mapping):
+        return _deny(None, "no gatewayRequest in the event")
+    body = request.get("body")
+    headers = request.get("headers")
+    if not isinstance(headers, Mapping):
+        return _deny(body, "no headers (is passRequestHeaders on?)")
+    try:
+        token = bearer_token(_authorization(headers))
+        verifier.verify(token)  # a user's token only: machine tokens are refused there
+    except TokenRejected as exc:
+        return _deny(body, exc.reason.value)
+    except IdentityError as exc:
+        return _deny(body, type(exc).__name__)
+    forwarded = {
+        k: v for k, v in headers.items() if not (isinstance(k, str) and k.lower() == CALLER_TOKEN_HEADER.lower())
+    }
+    forwarded[CALLER_TOKEN_HEADER] = token
+    return {
+        "interceptorOutputVersion": VERSION,
+        "mcp": {"transformedGatewayRequest": {"headers": forwarded, "body": body}},
+    }
+
+
+def handler(event: Any, context: Any) -> dict[str, Any]:
+    """Lambda entry point: :func:`intercept` with this container's verifier; any failure is a 401."""
+    try:
+        return intercept(event, _default_verifier())
+    except Exception:  # misconfiguration or a bug: refuse, never pass a request through unverified
+        logger.exception("interceptor failed; refusing the request")
+        body = event.get("mcp", {}).get("gatewayRequest", {}).get("body") if isinstance(event, Mapping) else None
+        return _deny(body, RejectReason.KEYS_UNAVAILABLE.value)

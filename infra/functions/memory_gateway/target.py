@@ -1,0 +1,73 @@
+"""The AgentCore Gateway's Lambda target: recall, reflect, remember, forget and list_recent for the verified caller.
+
+Runs in the VPC on the memory adapter layer (it reaches Hindsight's internal load balancer). The gateway hands it
+only the tool's arguments (``event``) and, in ``context.client_context.custom``, the tool name
+(``<target>___<tool>``) and the headers the target allowlists. The caller's identity comes only from
+:data:`memory_adapter.gateway.CALLER_TOKEN_HEADER`, which the interceptor sets; it is verified again here with the
+identity contract (a missing, forged, expired or machine token is refused) and then presented to Hindsight as the
+credential, so Hindsight's isolation serves that user's bank and nothing else. Settings: ``AGENT_NAME`` (whose banks:
+the runtime agent's, so both share the user's memory), ``HINDSIGHT_API_URL`` and the ``JWT_*`` variables.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from memory_adapter.gateway import CALLER_TOKEN_HEADER, propagated_header, tool_name
+from memory_adapter.identity.caller import Caller
+from memory_adapter.identity.errors import IdentityError
+from memory_adapter.identity.settings import ENV_NAMING, JwtSettings
+from memory_adapter.identity.verifier import JwtVerifier
+from memory_adapter.tools.memory_tools import MemoryTools
+from memory_adapter.transport import HttpTransport
+
+__all__ = ["handler", "run_tool"]
+
+logger = logging.getLogger("memory_gateway.target")
+logger.setLevel(logging.INFO)
+
+_UNAUTHORIZED = {"error": "unauthorized", "message": "unauthorized: this tool needs a verified user"}
+_deps: tuple[JwtVerifier, MemoryTools, str] | None = None
+
+
+def _default_deps() -> tuple[JwtVerifier, MemoryTools, str]:
+    global _deps
+    if _deps is None:
+        tools = MemoryTools(HttpTransport(os.environ["HINDSIGHT_API_URL"]), timeout=20.0)
+        _deps = (JwtVerifier(JwtSettings.from_mapping(os.environ, ENV_NAMING)), tools, os.environ["AGENT_NAME"])
+    return _deps
+
+
+def run_tool(
+    event: Any, custom: Mapping[str, Any] | None, verifier: JwtVerifier, tools: MemoryTools, agent: str
+) -> dict[str, Any]:
+    """The tool's answer (a JSON object) for one invocation; never raises."""
+    name = tool_name(custom)
+    if name is None:
+        return {"error": "bad_request", "message": "no tool name in the invocation"}
+    token = propagated_header(custom, CALLER_TOKEN_HEADER)
+    if token is None:
+        logger.warning("target refused: no caller token", extra={"tool": name[:64]})
+        return dict(_UNAUTHORIZED)
+    try:
+        identity = verifier.verify(token)  # machine tokens are refused there
+        caller = Caller.of(user=identity.user, agent=agent, tenant=identity.tenant, credential=token)
+    except IdentityError as exc:
+        logger.warning("target refused the caller token", extra={"tool": name[:64], "reason": type(exc).__name__})
+        return dict(_UNAUTHORIZED)
+    result = tools.call(caller, name, event if isinstance(event, Mapping) else None)
+    return {**result.data, "text": result.text}
+
+
+def handler(event: Any, context: Any) -> dict[str, Any]:
+    """Lambda entry point."""
+    custom = getattr(getattr(context, "client_context", None), "custom", None)
+    try:
+        verifier, tools, agent = _default_deps()
+        return run_tool(event, custom if isinstance(custom, Mapping) else None, verifier, tools, agent)
+    except Exception:  # misconfiguration or a bug: an error answer, never a stack trace to the caller
+        logger.exception("memory tool target failed")
+        return {"error": "internal", "message": "the memory tool failed; try again later"}

@@ -1,0 +1,369 @@
+"""The memory tools (recall, reflect, remember, forget, list_recent), implemented once, acting for a verified caller.
+
+The agent (Bedrock tool use), the local MCP server and the AgentCore Gateway's Lambda target all call
+:meth:`MemoryTools.call` with the :class:`~memory_adapter.identity.Caller` they verified and the model's arguments.
+The bank is the caller's, and the request carries the caller's own credential, so Hindsight's isolation extension
+serves that user's bank and nothing else, whatever the arguments say (no schema has an identity parameter).
+
+Forgetting, on Hindsight 1.1.0 (which has no "delete one memory" route):
+
+* a source document (one retained turn, or one ``remember``) whose every remaining fact is being forgotten is
+  **deleted** (``DELETE /documents/{id}``): its text, its chunks, its facts and the observations derived from them go,
+  for good;
+* a fact whose document still holds other facts is **invalidated** (``PATCH /memories/{id}``,
+  ``state=invalidated``): Hindsight moves it out of recall, consolidation and the graph and re-derives the
+  observations built on it; it stays in Hindsight's curation archive (an operator can delete it) and the source
+  turn's text stays with the facts that were kept.
+
+Before it searches, ``forget`` waits (``settle_s``, default 5 s) for the caller's retains still being processed, so a
+statement made a moment ago is found too. Blocking calls over :class:`~memory_adapter.transport.Transport` (the
+standard library's ``http.client``); callers on an event loop run them in a thread.
+
+Example:
+    >>> tools = MemoryTools(HttpTransport("http://127.0.0.1:8888"))
+    >>> result = tools.call(caller, "forget", {"query": "that I prefer email"})
+    >>> result.text
+    'Forgot 1 memory: "I prefer email over phone." (deleted with its source).'
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import urllib.parse
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
+
+from memory_adapter.exceptions import HindsightRequestError, HindsightUnavailableError
+from memory_adapter.formatting import sanitize_text
+from memory_adapter.identity.caller import Caller
+from memory_adapter.kinds import KIND_METADATA_KEY, MemoryKind, kind_of, kind_tag
+from memory_adapter.observability import short_hash
+from memory_adapter.tools.errors import ToolError, ToolInputError, ToolRefusedError, ToolUnavailableError
+from memory_adapter.tools.matching import matches, significant_words
+from memory_adapter.tools.specs import FORGET, LIST_RECENT, RECALL, REFLECT, REMEMBER, parse_arguments
+from memory_adapter.transport import HttpResponse, Transport, bank_path
+
+if TYPE_CHECKING:
+    from memory_adapter.config import HindsightAgentCoreConfig
+
+__all__ = ["Forgotten", "MemoryTools", "ToolResult"]
+
+logger = logging.getLogger("memory_adapter.tools")
+
+TOOL_CONTEXT: Final = "memory-tool"
+_FORGET_REASON: Final = "forgotten at the user's request"
+_CURATABLE: Final = frozenset({"world", "experience"})
+_PENDING: Final = ("pending", "processing")
+_LIST_PAGE: Final = 200
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """What a tool call produced: ``data`` (JSON, for MCP structured content, Converse ``json`` blocks, a Lambda's
+    answer) and ``text`` (the same, said in a sentence or a list). ``error`` names the failure (``ToolError.code``)."""
+
+    name: str
+    data: Mapping[str, Any]
+    text: str
+    error: str | None = None
+
+    @property
+    def is_error(self) -> bool:
+        return self.error is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Forgotten:
+    """One forgotten memory: its id and text, and ``how`` (``deleted`` with its source, or ``invalidated``)."""
+
+    id: str
+    text: str
+    how: str
+
+
+@dataclass
+class _Fact:
+    id: str
+    text: str
+    type: str | None
+    document_id: str | None
+    mentioned_at: str | None = None
+    kind: str = MemoryKind.TURN.value
+    sources: list[str] = field(default_factory=list)
+
+    def public(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "text": sanitize_text(self.text),
+            "type": self.type,
+            "kind": self.kind,
+            "mentioned_at": self.mentioned_at,
+        }
+
+
+class MemoryTools:
+    """The tools, over one transport. Thread-safe (the transport keeps one connection per thread).
+
+    Args:
+        transport: How to reach Hindsight (:class:`~memory_adapter.transport.HttpTransport`, or
+            :class:`memory_adapter.testing.FakeHindsight` in unit tests).
+        timeout: Seconds per Hindsight request (a ``remember`` waits for extraction: give it room).
+        recall_budget: Hindsight's search depth for ``recall`` and ``forget``.
+        recall_max_tokens: Most tokens of memories one ``recall`` returns.
+        settle_s: How long ``forget`` waits for the caller's retains still being processed.
+        sleep: The wait between polls (tests pass a fake).
+    """
+
+    def __init__(
+        self,
+        transport: Transport,
+        *,
+        timeout: float = 20.0,
+        recall_budget: str = "mid",
+        recall_max_tokens: int = 2048,
+        settle_s: float = 5.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._transport = transport
+        self._timeout = timeout
+        self._budget = recall_budget
+        self._max_tokens = recall_max_tokens
+        self._settle_s = settle_s
+        self._sleep = sleep
+        self._tools: dict[str, Callable[[Caller, dict[str, Any]], ToolResult]] = {
+            RECALL: self._recall,
+            REFLECT: self._reflect,
+            REMEMBER: self._remember,
+            FORGET: self._forget,
+            LIST_RECENT: self._list_recent,
+        }
+
+    @classmethod
+    def for_settings(cls, settings: HindsightAgentCoreConfig) -> MemoryTools:
+        """The tools over their own connections to the adapter's Hindsight (``settings``: its URL, timeout and recall
+        budget), as every agent builds them."""
+        from memory_adapter.transport import HttpTransport
+
+        return cls(
+            HttpTransport(settings.hindsight_api_url),
+            timeout=settings.timeout,
+            recall_budget=settings.recall_budget,
+            recall_max_tokens=settings.recall_max_tokens,
+        )
+
+    def call(self, caller: Caller, name: str, arguments: object) -> ToolResult:
+        """Run tool ``name`` for ``caller``; never raises: failures come back as a result with ``error`` set and a
+        message that says what is wrong and what to do."""
+        try:
+            values = parse_arguments(name, arguments)
+            if not caller.credential:
+                raise ToolRefusedError("no credential for the memory server: the caller's token is required")
+            result = self._tools[name](caller, values)
+        except ToolError as exc:
+            logger.info("memory tool refused", extra={"tool": str(name)[:64], "code": exc.code})
+            return ToolResult(str(name)[:64], {"error": exc.code, "message": str(exc)}, str(exc), exc.code)
+        except Exception:  # a bug must not become a 500 or leak a trace to the model
+            logger.exception("memory tool failed", extra={"tool": name})
+            message = "the memory tool failed unexpectedly; nothing more is known"
+            return ToolResult(name, {"error": "internal", "message": message}, message, "internal")
+        logger.info("memory tool ran", extra={"tool": name, "bank": short_hash(caller.bank_id)})
+        return result
+
+    # -- the tools -------------------------------------------------------------------------------------------------
+
+    def _recall(self, caller: Caller, args: dict[str, Any]) -> ToolResult:
+        facts = self._search(caller, args["query"])[: args.get("max_results", 5)]
+        memories = [fact.public() for fact in facts]
+        if not memories:
+            return ToolResult(RECALL, {"memories": []}, "No memories matched.")
+        lines = [f"- {m['text']} (id {m['id']})" for m in memories]
+        return ToolResult(RECALL, {"memories": memories}, f"{len(memories)} memories:\n" + "\n".join(lines))
+
+    def _reflect(self, caller: Caller, args: dict[str, Any]) -> ToolResult:
+        body = {"query": args["query"], "budget": self._budget, "max_tokens": self._max_tokens}
+        response = self._send(caller, "POST", "/reflect", body, missing_ok=True)
+        text = response.body.get("text") if response and isinstance(response.body, dict) else None
+        answer = sanitize_text(text) if isinstance(text, str) and text.strip() else "I have no memories about that."
+        return ToolResult(REFLECT, {"answer": answer}, answer)
+
+    def _remember(self, caller: Caller, args: dict[str, Any]) -> ToolResult:
+        kind = MemoryKind(args.get("kind", MemoryKind.FACT.value))
+        metadata = {"channel": TOOL_CONTEXT, "agent_name": caller.agent, "user_id": caller.user}
+        if caller.tenant:
+            metadata["tenant_id"] = caller.tenant
+        tags = [f"user:{caller.user}", f"agent:{caller.agent}", kind_tag(kind), f"source:{TOOL_CONTEXT}"]
+        if caller.tenant:
+            tags.insert(0, f"tenant:{caller.tenant}")
+        document_id = f"memory-{uuid.uuid4()}"
+        item = {
+            "content": args["text"],
+            "context": TOOL_CONTEXT,
+            "document_id": document_id,
+            "metadata": {**metadata, KIND_METADATA_KEY: kind.value},
+            "tags": tags,
+        }
+        self._send(caller, "POST", "/memories", {"items": [item], "async": False})
+        text = sanitize_text(args["text"])
+        data = {"remembered": text, "kind": kind.value, "document_id": document_id}
+        return ToolResult(REMEMBER, data, f'Remembered ({kind.value}): "{text}".')
+
+    def _list_recent(self, caller: Caller, args: dict[str, Any]) -> ToolResult:
+        params: dict[str, Any] = {"limit": args.get("limit", 10)}
+        if "kind" in args:
+            params |= {"tags": kind_tag(args["kind"]), "tags_match": "any_strict"}
+        items = self._list(caller, params)
+        memories = [fact.public() for fact in items]
+        if not memories:
+            return ToolResult(LIST_RECENT, {"memories": []}, "No memories yet.")
+        lines = [f"- {m['text']} [{m['kind']}] ({m['mentioned_at'] or 'undated'}, id {m['id']})" for m in memories]
+        return ToolResult(LIST_RECENT, {"memories": memories}, f"{len(memories)} recent memories:\n" + "\n".join(lines))
+
+    def _forget(self, caller: Caller, args: dict[str, Any]) -> ToolResult:
+        pending = self._settle(caller)
+        if "memory_ids" in args:
+            chosen = [fact for fact in (self._get(caller, i) for i in args["memory_ids"]) if fact is not None]
+        else:
+            query: str = args["query"]
+            if not significant_words(query):
+                raise ToolInputError("forget: say what to forget (the description has no significant word)")
+            chosen = [fact for fact in self._search(caller, query) if matches(query, fact.text)]
+        forgotten = self._remove(caller, chosen)
+        data: dict[str, Any] = {
+            "forgotten": [{"id": f.id, "text": sanitize_text(f.text), "how": f.how} for f in forgotten]
+        }
+        if pending:
+            data["still_processing"] = pending
+        return ToolResult(FORGET, data, _forget_text(forgotten, pending, args))
+
+    # -- forgetting ------------------------------------------------------------------------------------------------
+
+    def _settle(self, caller: Caller) -> int:
+        """Wait (bounded) until none of the caller's retains is still being processed; return how many still are."""
+        deadline = time.monotonic() + self._settle_s
+        while True:
+            response = self._send(
+                caller, "GET", "/operations?" + urllib.parse.urlencode({"limit": 50}), None, missing_ok=True
+            )
+            operations = response.body.get("operations") if response and isinstance(response.body, dict) else None
+            pending = sum(1 for op in operations or () if isinstance(op, dict) and op.get("status") in _PENDING)
+            if not pending or time.monotonic() >= deadline:
+                return pending
+            self._sleep(0.25)
+
+    def _remove(self, caller: Caller, chosen: Sequence[_Fact]) -> list[Forgotten]:
+        """Delete the documents every remaining fact of which is chosen; invalidate the other chosen facts."""
+        facts: dict[str, _Fact] = {}
+        for fact in chosen:
+            if fact.type in _CURATABLE:
+                facts[fact.id] = fact
+            for source in fact.sources:  # an observation: forget what it was derived from
+                found = self._get(caller, source)
+                if found is not None and found.type in _CURATABLE:
+                    facts[found.id] = found
+        by_document: dict[str | None, list[_Fact]] = {}
+        for fact in facts.values():
+            by_document.setdefault(fact.document_id, []).append(fact)
+        forgotten: list[Forgotten] = []
+        for document_id, group in by_document.items():
+            if document_id is not None:
+                remaining = {fact.id for fact in self._list(caller, {"document_id": document_id, "limit": _LIST_PAGE})}
+                if remaining <= {fact.id for fact in group}:
+                    path = "/documents/" + urllib.parse.quote(document_id, safe="")
+                    if self._send(caller, "DELETE", path, None, missing_ok=True) is not None:
+                        forgotten += [Forgotten(fact.id, fact.text, "deleted") for fact in group]
+                    continue
+            for fact in group:
+                body = {"state": "invalidated", "reason": _FORGET_REASON}
+                if self._send(caller, "PATCH", f"/memories/{fact.id}", body, missing_ok=True) is not None:
+                    forgotten.append(Forgotten(fact.id, fact.text, "invalidated"))
+        return forgotten
+
+    # -- reading ---------------------------------------------------------------------------------------------------
+
+    def _search(self, caller: Caller, query: str) -> list[_Fact]:
+        body = {
+            "query": query,
+            "budget": self._budget,
+            "max_tokens": self._max_tokens,
+            "trace": False,
+            "include": {"entities": None, "chunks": None},
+        }
+        response = self._send(caller, "POST", "/memories/recall", body, missing_ok=True)
+        results = response.body.get("results") if response and isinstance(response.body, dict) else None
+        return [_fact(r) for r in results or () if isinstance(r, dict) and _usable(r)]
+
+    def _list(self, caller: Caller, params: Mapping[str, Any]) -> list[_Fact]:
+        query = urllib.parse.urlencode(params, doseq=True)
+        response = self._send(caller, "GET", f"/memories/list?{query}", None, missing_ok=True)
+        items = response.body.get("items") if response and isinstance(response.body, dict) else None
+        return [_fact(item) for item in items or () if isinstance(item, dict) and _usable(item)]
+
+    def _get(self, caller: Caller, memory_id: str) -> _Fact | None:
+        response = self._send(caller, "GET", f"/memories/{memory_id}", None, missing_ok=True)
+        if response is None or not isinstance(response.body, dict) or not _usable(response.body):
+            return None
+        return _fact(response.body)
+
+    def _send(
+        self, caller: Caller, method: str, suffix: str, body: Any, *, missing_ok: bool = False
+    ) -> HttpResponse | None:
+        """One request to the caller's bank with the caller's credential; ``None`` for "not found" when
+        ``missing_ok`` (an unknown bank or id, or a query Hindsight cannot search)."""
+        try:
+            response = self._transport.request(
+                method, bank_path(caller.bank_id, suffix), body=body, bearer=caller.credential, timeout=self._timeout
+            )
+            response.raise_for_status()
+        except HindsightUnavailableError as exc:
+            raise ToolUnavailableError("the memory server is unavailable; try again in a moment") from exc
+        except HindsightRequestError as exc:
+            if exc.status in (401, 403):
+                raise ToolRefusedError("the memory server refused this caller's credential") from exc
+            if missing_ok and exc.status in (400, 404, 422):
+                return None
+            raise ToolInputError(f"the memory server could not do that (HTTP {exc.status})") from exc
+        return response
+
+
+def _usable(raw: Mapping[str, Any]) -> bool:
+    return isinstance(raw.get("id"), str) and isinstance(raw.get("text"), str)
+
+
+def _fact(raw: Mapping[str, Any]) -> _Fact:
+    def text(key: str) -> str | None:
+        value = raw.get(key)
+        return value if isinstance(value, str) and value else None
+
+    tags = raw.get("tags")
+    metadata = raw.get("metadata")
+    sources = raw.get("source_fact_ids") or raw.get("source_memory_ids") or []
+    return _Fact(
+        id=raw["id"],
+        text=raw["text"],
+        type=text("type") or text("fact_type"),
+        document_id=text("document_id"),
+        mentioned_at=text("mentioned_at"),
+        kind=kind_of(tags if isinstance(tags, list) else None, metadata if isinstance(metadata, dict) else None).value,
+        sources=[s for s in sources if isinstance(s, str)] if isinstance(sources, list) else [],
+    )
+
+
+def _forget_text(forgotten: Sequence[Forgotten], pending: int, args: Mapping[str, Any]) -> str:
+    if not forgotten:
+        what = f"matched {args['query']!r}" if "query" in args else "has those ids"
+        text = f"Nothing was forgotten: no memory of yours {what}."
+    else:
+        noun = "memory" if len(forgotten) == 1 else "memories"
+        lines = [
+            f'- "{sanitize_text(f.text)}" ('
+            + ("deleted with its source" if f.how == "deleted" else "invalidated: no longer recalled")
+            + ")"
+            for f in forgotten
+        ]
+        text = f"Forgot {len(forgotten)} {noun}:\n" + "\n".join(lines)
+    if pending:
+        text += f"\n({pending} recent statement(s) were still being processed; ask again in a minute to forget them.)"
+    return text

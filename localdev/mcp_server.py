@@ -1,0 +1,250 @@
+"""The memory tools as an MCP server over streamable HTTP, for any MCP client or agent, on the local stack.
+
+The same tools the agent's model calls (``memory_adapter.tools``: recall, reflect, remember, forget, list_recent),
+served with the official ``mcp`` SDK. Every HTTP request must carry ``Authorization: Bearer <user token>``, verified
+with the identity contract (:class:`~memory_adapter.identity.JwtVerifier`, the agent's checks); machine-to-machine
+tokens are refused (they name a client, not a user). A tool call acts for the token's user only, with that token as
+the credential Hindsight checks, on the same banks the agent uses (agent ``support``), so an MCP client shares the
+user's memory with the agent and can never read, change or learn of another user's. Stateless (every request is
+verified on its own; no session state to hijack) with JSON responses::
+
+    python -m localdev.mcp_server start [--port 8891] [--hindsight-url URL] [--issuer-url URL]
+    python -m localdev.mcp_server status | stop
+
+In AWS the AgentCore Gateway serves these tools instead (``infra/functions/memory_gateway``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from localdev.supervisor import (
+    REPO_ROOT,
+    StartError,
+    StateFile,
+    child_env,
+    spawn,
+    terminate,
+    try_start,
+    wait_until_ready,
+)
+from localdev.token_issuer import LOCAL_CLIENT_ID, running_issuer_url
+
+__all__ = ["DEFAULT_PORT", "LocalMcpServer", "create_app"]
+
+DEFAULT_PORT = 8891
+DEFAULT_DATA_DIR = REPO_ROOT / ".local" / "mcp"
+AGENT_NAME = "support"  # the local agent's name: MCP clients share its banks
+MCP_PATH = "/mcp"
+_START_TIMEOUT_S = 30.0
+
+
+def create_app(*, hindsight_url: str, discovery_url: str, public_url: str, agent: str = AGENT_NAME) -> Any:
+    """The Starlette app serving the memory tools at ``/mcp`` for verified users."""
+    import mcp.types as types
+    from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+    from mcp.server.auth.provider import AccessToken
+    from mcp.server.auth.settings import AuthSettings
+    from mcp.server.lowlevel.server import Server
+    from pydantic import ConfigDict
+
+    from memory_adapter.identity.caller import Caller
+    from memory_adapter.identity.errors import IdentityError
+    from memory_adapter.identity.settings import JwtSettings
+    from memory_adapter.identity.verifier import JwtVerifier
+    from memory_adapter.tools.memory_tools import MemoryTools
+    from memory_adapter.tools.specs import TOOL_SPECS
+    from memory_adapter.transport import HttpTransport
+
+    verifier = JwtVerifier(JwtSettings(discovery_url=discovery_url, allowed_clients=(LOCAL_CLIENT_ID,)))
+    tools = MemoryTools(HttpTransport(hindsight_url))
+
+    class CallerToken(AccessToken):
+        """The SDK's access token, carrying the verified caller (never serialised)."""
+
+        model_config = ConfigDict(arbitrary_types_allowed=True)
+        caller: Caller
+
+    class UserTokens:
+        """The SDK's token verifier: the identity contract's checks, user tokens only."""
+
+        async def verify_token(self, token: str) -> AccessToken | None:
+            try:
+                identity = await asyncio.to_thread(verifier.verify, token)  # machine tokens are refused there
+                caller = Caller.of(user=identity.user, agent=agent, tenant=identity.tenant, credential=token)
+            except IdentityError:
+                return None
+            return CallerToken(
+                token=token,
+                client_id=identity.client_id or "unknown",
+                scopes=[],
+                expires_at=int(identity.expires_at),
+                subject=identity.user,
+                claims={"iss": identity.claims.get("iss")},
+                caller=caller,
+            )
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(name=spec.name, description=spec.description, input_schema=dict(spec.input_schema))
+                for spec in TOOL_SPECS
+            ]
+        )
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        user = getattr(ctx.request, "scope", {}).get("user") if ctx.request is not None else None
+        token = user.access_token if isinstance(user, AuthenticatedUser) else None
+        if not isinstance(token, CallerToken):  # cannot happen behind the bearer middleware: fail closed anyway
+            message = "unauthorized: a verified user token is required"
+            return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
+        result = await asyncio.to_thread(tools.call, token.caller, params.name, params.arguments or {})
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=result.text)],
+            structured_content=dict(result.data),
+            is_error=result.is_error,
+        )
+
+    server: Server[Any] = Server(
+        "memory",
+        instructions="The user's long-term memory: recall, reflect, remember, forget, list_recent. "
+        "Every tool acts for the user whose token you present, and only for them.",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+    auth = AuthSettings.model_validate(
+        {
+            "issuer_url": discovery_url.removesuffix("/.well-known/openid-configuration"),
+            "resource_server_url": public_url.rstrip("/") + MCP_PATH,
+            "validate_token_resource": False,  # the identity contract checks the client and audience itself
+        }
+    )
+    return server.streamable_http_app(
+        streamable_http_path=MCP_PATH,
+        stateless_http=True,
+        json_response=True,
+        auth=auth,
+        token_verifier=UserTokens(),
+    )
+
+
+@dataclass
+class LocalMcpServer:
+    """The MCP server as a local background process (state, log), like :class:`localdev.agent.LocalAgent`."""
+
+    data_dir: Path = DEFAULT_DATA_DIR
+
+    @property
+    def log_file(self) -> Path:
+        return self.data_dir / "mcp.log"
+
+    @property
+    def _state(self) -> StateFile:
+        return StateFile(self.data_dir / "mcp.json")
+
+    @property
+    def url(self) -> str | None:
+        """The MCP endpoint (``http://127.0.0.1:<port>/mcp``) while the server runs."""
+        state = self._state.read()
+        return str(state["url"]) if state.get("url") and self._state.live_pid() else None
+
+    def healthy(self) -> bool:
+        url = self.url
+        if url is None:
+            return False
+        request = urllib.request.Request(url, method="POST", data=b"{}")  # noqa: S310 - loopback http
+        try:
+            urllib.request.urlopen(request, timeout=2).close()  # noqa: S310 - loopback http
+        except urllib.error.HTTPError as err:
+            return err.code == 401  # up, and refusing a request without a token
+        except OSError:
+            return False
+        return False
+
+    def start(self, *, hindsight_url: str, issuer_url: str, port: int = DEFAULT_PORT) -> str:
+        """Start the server in the background unless it already runs; return its MCP endpoint URL."""
+        if self.healthy():
+            assert self.url is not None
+            return self.url
+        args = ["--port", str(port), "--hindsight-url", hindsight_url, "--issuer-url", issuer_url]
+        pid = spawn(
+            [sys.executable, "-m", "localdev.mcp_server", "serve", *args],
+            log_file=self.log_file,
+            env=child_env({}, adapter=True),
+            cwd=REPO_ROOT,
+        )
+        url = f"http://127.0.0.1:{port}{MCP_PATH}"
+        self._state.write({"pid": pid, "url": url})
+        try:
+            wait_until_ready(
+                self.healthy, name="the MCP server", pid=pid, log_file=self.log_file, timeout_s=_START_TIMEOUT_S
+            )
+        except StartError:
+            self.stop()
+            raise
+        return url
+
+    def stop(self) -> bool:
+        running = terminate(self._state.live_pid(), grace_s=10.0)
+        self._state.clear()
+        return running
+
+
+def default_server() -> LocalMcpServer:
+    return LocalMcpServer(Path(os.environ.get("LOCAL_MCP_DATA_DIR") or DEFAULT_DATA_DIR))
+
+
+def default_port() -> int:
+    """``LOCAL_MCP_PORT``, else 8891."""
+    return int(os.environ.get("LOCAL_MCP_PORT") or DEFAULT_PORT)
+
+
+def _serve(port: int, hindsight_url: str, issuer_url: str) -> int:
+    import uvicorn
+
+    discovery = issuer_url.rstrip("/") + "/.well-known/openid-configuration"
+    app = create_app(hindsight_url=hindsight_url, discovery_url=discovery, public_url=f"http://127.0.0.1:{port}")
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m localdev.mcp_server", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name in ("start", "serve"):
+        command = sub.add_parser(name, help="start in the background" if name == "start" else "serve in the foreground")
+        command.add_argument("--port", type=int, default=default_port())
+        command.add_argument("--hindsight-url", default="http://127.0.0.1:8888")
+        command.add_argument("--issuer-url", default=running_issuer_url())
+    sub.add_parser("status", help="is the MCP server running?")
+    sub.add_parser("stop", help="stop the MCP server")
+    args = parser.parse_args(argv)
+    if args.command == "serve":
+        return _serve(args.port, args.hindsight_url, args.issuer_url)
+    server = default_server()
+    if args.command == "start":
+        url = try_start(
+            lambda: server.start(hindsight_url=args.hindsight_url, issuer_url=args.issuer_url, port=args.port)
+        )
+        if url is None:
+            return 1
+        print(f"MCP server at {url} (log: {server.log_file})")
+        return 0
+    if args.command == "status":
+        print(f"MCP server at {server.url}" if server.healthy() else "MCP server not running")
+        return 0 if server.healthy() else 3
+    print("MCP server stopped" if server.stop() else "MCP server was not running")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
