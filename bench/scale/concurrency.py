@@ -200,7 +200,7 @@ def _wait_documents(db: Database, tag: str, expected: int, *, quiet_s: float = 3
 
 def _verify(server: ScaleServer, db: Database, tag: str, sent: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """Every turn's document in its user's bank exactly once; every marker in that bank and in no other."""
-    from memory_adapter.bank_ids import format_bank_id
+    from memory_adapter.identity import format_bank_id
 
     client = HindsightClient(server.url, server.operator_key)
     by_user: dict[str, set[str]] = {}

@@ -73,12 +73,15 @@ def test_extension_zip_holds_only_our_sources_and_imports(tmp_path: Path) -> Non
         names = z.namelist()
         z.extractall(tmp_path)
     assert {n.split("/")[0] for n in names} == {"hindsight_isolation", "memory_adapter"}
-    assert "memory_adapter/tokens.py" in names
+    assert "memory_adapter/identity/verifier.py" in names
     assert "hindsight_isolation/tenant.py" in names
     import subprocess
     import sys
 
-    probe = "import hindsight_isolation.settings, memory_adapter.bank_ids, memory_adapter.tokens; print('ok')"
+    probe = (
+        "import hindsight_isolation.settings, memory_adapter.identity.bank_ids, memory_adapter.identity.verifier; "
+        "print('ok')"
+    )
     result = subprocess.run(
         [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(tmp_path)!r}); {probe}"],
         capture_output=True,

@@ -18,8 +18,8 @@ import pytest
 
 from localdev.token_issuer import LOCAL_CLIENT_ID, TokenIssuer
 from memory_adapter.adapter import HindsightRuntimeAdapter
-from memory_adapter.bank_ids import format_bank_id
 from memory_adapter.formatting import format_memories_as_bullets
+from memory_adapter.identity import format_bank_id
 from memory_adapter.identity.caller import Caller
 from memory_adapter.tools.memory_tools import MemoryTools
 from memory_adapter.transport import HttpTransport
