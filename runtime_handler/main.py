@@ -39,7 +39,7 @@ from runtime_handler.working_memory import WorkingMemory
 
 if TYPE_CHECKING:
     from memory_adapter.delivery import RetainHandle
-    from memory_adapter.tools.memory_tools import MemoryTools
+    from memory_adapter.tools.memory_tools import ToolRunner
 
 __all__ = ["Agent", "BodyGuard", "create_app"]
 
@@ -50,6 +50,8 @@ _OPAQUE_ID = re.compile(r"[\x21-\x7e]{1,256}")
 #: breaker) is normally the one that gives up; this is only the backstop for any Memory implementation.
 RECALL_BACKSTOP_MARGIN_S = 0.5
 _UNAUTHORIZED = {"error": "unauthorized", "code": "unauthorized"}
+#: How long the memory gateway's URL read from SSM is reused.
+GATEWAY_URL_MAX_AGE_S = 300
 
 
 def _error(status: int, error: str, code: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
@@ -120,7 +122,7 @@ class Agent:
         verifier: TokenVerifier | None,
         agent_key: AgentKey,
         observability: Observability,
-        tools: MemoryTools | None = None,
+        tools: ToolRunner | None = None,
     ) -> None:
         self.settings = settings
         self.memory = memory
@@ -305,10 +307,13 @@ def _default_model(settings: Settings) -> Model:
     return BedrockModel(settings.model_id, max_tokens=settings.model_max_tokens, max_tool_rounds=settings.tool_rounds)
 
 
-def _default_tools(settings: Settings) -> MemoryTools | None:
-    """The memory tools over their own connections to Hindsight (``MEMORY_TOOLS=false``: none)."""
+def _default_tools(settings: Settings) -> ToolRunner | None:
+    """The memory tools over their own connections to Hindsight, or through the memory gateway with the caller's
+    token (``MEMORY_TOOLS_GATEWAY_URL[_PARAMETER]``); ``MEMORY_TOOLS=false``: none."""
     if not settings.memory_tools:
         return None
+    if settings.tools_via_gateway:
+        return _gateway_tools(settings)
     from memory_adapter.tools.memory_tools import MemoryTools
     from memory_adapter.transport import HttpTransport
 
@@ -319,6 +324,22 @@ def _default_tools(settings: Settings) -> MemoryTools | None:
         recall_budget=memory.recall_budget,
         recall_max_tokens=memory.recall_max_tokens,
     )
+
+
+def _gateway_tools(settings: Settings) -> ToolRunner:
+    from memory_adapter.tools.gateway_client import GatewayTools
+
+    if settings.gateway_url is not None:
+        return GatewayTools(settings.gateway_url, target=settings.gateway_target)
+    name = settings.gateway_url_parameter
+    assert name is not None
+
+    def read_url() -> str:  # the stack's parameter, through the VPC's SSM endpoint; cached by Powertools
+        from aws_lambda_powertools.utilities import parameters
+
+        return str(parameters.get_parameter(name, max_age=GATEWAY_URL_MAX_AGE_S))
+
+    return GatewayTools(read_url, target=settings.gateway_target)
 
 
 def _default_verifier(settings: Settings) -> TokenVerifier | None:
@@ -339,7 +360,7 @@ def create_app(
     verifier: TokenVerifier | None = None,
     agent_key: AgentKey | None = None,
     observability: Observability | None = None,
-    tools: MemoryTools | None = None,
+    tools: ToolRunner | None = None,
 ) -> BedrockAgentCoreApp:
     """Build the app. Every collaborator can be injected (tests); defaults come from ``settings``."""
     observability = observability or Observability()
