@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_bedrockagentcore as agentcore
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from aws_lambda_powertools.shared.constants import METRICS_NAMESPACE_ENV, SERVICE_NAME_ENV
@@ -17,7 +19,7 @@ from infra.constructs.identity import Identity
 from infra.constructs.log_retention import retention
 from infra.constructs.memory_service import MemoryService
 from infra.constructs.network import Network
-from infra.permissions import grant_bedrock_invoke
+from infra.permissions import SSM_READ_ACTIONS, grant_bedrock_invoke
 from runtime_handler import settings as rs
 
 #: The bundle's root holds ``main.py``, which runs ``python -m runtime_handler`` (see ``infra.build``).
@@ -39,6 +41,15 @@ def make_runtime_name(prefix: str, env_name: str, agent_name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", f"{prefix}_{env_name}_{agent_name}")[:48]
 
 
+@dataclass(frozen=True)
+class GatewayAccess:
+    """Where the agent finds the memory gateway its tools go through: by name, because the gateway's stack deploys
+    after the agent's (its target runs on this stack's layer)."""
+
+    url_parameter: str
+    target_name: str
+
+
 class AgentRuntime(Construct):
     """The Runtime in VPC mode with its authorizer, environment, least-privilege role and an endpoint."""
 
@@ -54,6 +65,7 @@ class AgentRuntime(Construct):
         identity: Identity | None,
         runtime_name: str,
         logs_key: kms.IKey,
+        gateway: GatewayAccess | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self.security_group = network.workload_security_group(
@@ -69,7 +81,7 @@ class AgentRuntime(Construct):
             runtime=agentcore.AgentCoreRuntime.PYTHON_3_12,
             entrypoint=ENTRYPOINT,
         )
-        self.environment = agent_environment(config, auth, memory=memory, identity=identity)
+        self.environment = agent_environment(config, auth, memory=memory, identity=identity, gateway=gateway)
         self.runtime = agentcore.Runtime(
             self,
             "Runtime",
@@ -94,6 +106,17 @@ class AgentRuntime(Construct):
             # A String parameter: no KMS key is involved, so read on this one parameter is all the role gets.
             identity.grant_read_keys(self.runtime)
         memory.grant_agent_key_read(self.runtime)
+        if gateway is not None:
+            # Read by name (the parameter belongs to the later gateway stack): this one parameter, nothing else.
+            iam.Grant.add_to_principal(
+                grantee=self.runtime,
+                actions=list(SSM_READ_ACTIONS),
+                resource_arns=[
+                    Stack.of(self).format_arn(
+                        service="ssm", resource="parameter", resource_name=gateway.url_parameter.lstrip("/")
+                    )
+                ],
+            )
         self.endpoint = self.runtime.add_endpoint(ENDPOINT_NAME, description="The agent's stable endpoint")
         # The runtime writes to /aws/bedrock-agentcore/runtimes/<id>-<endpoint> and, when they do not exist yet,
         # creates them itself: kept forever and unencrypted. Created here first, with the configured retention and
@@ -112,7 +135,12 @@ class AgentRuntime(Construct):
 
 
 def agent_environment(
-    config: AgentConfig, auth: AuthConfig, *, memory: MemoryService, identity: Identity | None
+    config: AgentConfig,
+    auth: AuthConfig,
+    *,
+    memory: MemoryService,
+    identity: Identity | None,
+    gateway: GatewayAccess | None = None,
 ) -> dict[str, str]:
     """Exactly the variables ``runtime_handler.settings.Settings.from_env`` reads (plus Powertools' own)."""
     env = {
@@ -135,17 +163,10 @@ def agent_environment(
     env[rs.ENV_AUTH_MODE] = "jwt"
     # Keys from the SSM mirror and the configured issuer, like Hindsight's: the VPC has no route to the issuer, so
     # no discovery URL is given (the agent would otherwise fetch the issuer's JWKS over the internet).
-    env[rs.ENV_JWT_ISSUER] = identity.issuer
-    env[rs.ENV_JWT_JWKS_PARAMETER] = identity.jwks_parameter.parameter_name
-    env[rs.ENV_JWT_USER_CLAIM] = auth.user_claim
-    if identity.allowed_clients:
-        env[rs.ENV_JWT_ALLOWED_CLIENTS] = ",".join(identity.allowed_clients)
-    if identity.allowed_audience:
-        env[rs.ENV_JWT_ALLOWED_AUDIENCE] = ",".join(identity.allowed_audience)
-    if auth.tenant_claim:
-        env[rs.ENV_JWT_TENANT_CLAIM] = auth.tenant_claim
-    if auth.mode is AuthMode.COGNITO:
-        env[rs.ENV_JWT_TOKEN_USE] = "access"
+    env.update(identity.verifier_environment())
+    if gateway is not None:
+        env[rs.ENV_MEMORY_TOOLS_GATEWAY_URL_PARAMETER] = gateway.url_parameter
+        env[rs.ENV_MEMORY_TOOLS_GATEWAY_TARGET] = gateway.target_name
     return env
 
 

@@ -11,9 +11,17 @@ from constructs import Construct
 
 from infra.config import LayerConfig
 
+#: The runtime of functions on the layer: the Python its compiled wheels are built for (``infra.build``).
+RUNTIME = lambda_.Runtime.PYTHON_3_12
+
 
 class MemoryAdapterLayer(Construct):
-    """The layer built by ``make build`` into ``build/layer/python``; its ARN is published to SSM for reuse."""
+    """The layer built by ``make build`` into ``build/layer/python``; its ARN is published to SSM for reuse.
+
+    Exposes ``layer``, ``parameter`` and ``runtime`` (what a function on the layer runs).
+    """
+
+    runtime = RUNTIME
 
     def __init__(self, scope: Construct, construct_id: str, *, config: LayerConfig, parameter_name: str) -> None:
         super().__init__(scope, construct_id)

@@ -8,7 +8,7 @@ from aws_cdk import CfnOutput
 from constructs import Construct
 
 from infra.config import AgentConfig, AuthConfig, LayerConfig
-from infra.constructs.agent_runtime import AgentRuntime
+from infra.constructs.agent_runtime import AgentRuntime, GatewayAccess
 from infra.constructs.identity import Identity
 from infra.constructs.memory_layer import MemoryAdapterLayer
 from infra.constructs.memory_service import MemoryService
@@ -22,6 +22,7 @@ class AgentStack(PartAwareStack):
     Args:
         runtime_name: The AgentCore runtime's name (AgentCore requires one).
         layer_parameter_name: The SSM name publishing the layer's ARN unless ``layer.parameter_name`` is set.
+        gateway: Where the agent finds the memory gateway its tools go through (``agent.tools_via_gateway``).
     """
 
     def __init__(
@@ -32,6 +33,7 @@ class AgentStack(PartAwareStack):
         config: AgentConfig,
         auth: AuthConfig,
         layer: LayerConfig,
+        gateway: GatewayAccess | None,
         runtime_name: str,
         layer_parameter_name: str,
         foundation: Foundation,
@@ -48,6 +50,7 @@ class AgentStack(PartAwareStack):
             network=foundation.network,
             memory=memory,
             identity=identity,
+            gateway=gateway,
             runtime_name=runtime_name,
             logs_key=foundation.logs_key,
         )
