@@ -131,7 +131,8 @@ def test_the_gateway_handlers_import_with_nothing_but_the_layer(tmp_path: Path) 
     native.mkdir()
     for name in ("cryptography", "cffi", "_cffi_backend"):
         spec = importlib.util.find_spec(name)
-        assert spec is not None and spec.origin is not None
+        assert spec is not None
+        assert spec.origin is not None
         origin = Path(spec.origin)
         source = origin.parent if origin.name == "__init__.py" else origin
         (native / source.name).symlink_to(source)
