@@ -19,7 +19,17 @@ from pathlib import Path
 from typing import Any
 
 RESULTS = Path(__file__).resolve().parent / "results"
-MEASUREMENTS = ("recall", "first_turn", "degraded", "outage", "invocations", "after_turn", "working_memory", "build")
+MEASUREMENTS = (
+    "recall",
+    "first_turn",
+    "degraded",
+    "spools",
+    "outage",
+    "invocations",
+    "after_turn",
+    "working_memory",
+    "build",
+)
 #: Measurements that need no Hindsight (they run in-process, or build).
 _SERVERLESS = frozenset({"working_memory", "build"})
 
@@ -48,7 +58,7 @@ def _log(message: str) -> None:
 
 
 async def _server_measurements(selected: set[str], quick: bool, results: dict[str, Any]) -> None:
-    from bench import degraded, first_turn, invocations, outage, recall, retain_path
+    from bench import degraded, first_turn, invocations, outage, recall, retain_path, spools
     from bench.env import BenchEnv
 
     with BenchEnv(log=_log) as env:
@@ -57,6 +67,7 @@ async def _server_measurements(selected: set[str], quick: bool, results: dict[st
             ("recall", recall.measure, {"calls": 30, "warmup": 3} if quick else {}),
             ("first_turn", first_turn.measure, {"processes": 2} if quick else {}),
             ("degraded", degraded.measure, {"turns": 6, "default_turns": 0} if quick else {}),
+            ("spools", spools.measure, {"turns": 20} if quick else {}),
             (
                 "outage",
                 outage.measure,

@@ -48,6 +48,22 @@ def targets(r: dict[str, Any]) -> list[dict[str, Any]]:
             f"worst turn after the breaker opened (p99 {hung_p99})",
         )
     )
+    worst = None
+    for fault in ("hung", "refused"):
+        for side in ("directory", "sqs", "sqs_slow"):
+            p99_spool = _get(r, "spools", fault, "summary_after_breaker_open", side, "p99_ms")
+            if p99_spool is not None and (worst is None or p99_spool > worst[0]):
+                worst = (p99_spool, fault, side)
+    out.append(
+        _target(
+            "turn path while Hindsight is down, per spool, breaker open: p99 (ms)",
+            None if worst is None else worst[0],
+            "<= 5.0",
+            None if worst is None else worst[0] <= 5.0,
+            "worst p99 over the directory spool, the SQS queue and a slow SQS queue, hung and refused"
+            + ("" if worst is None else f" ({worst[2]}, {worst[1]})"),
+        )
+    )
     first = _get(r, "first_turn", "ours_over_prior_total")
     out.append(
         _target(
@@ -320,5 +336,40 @@ def markdown(r: dict[str, Any]) -> str:
                 )
             else:
                 lines.append(f"| {name} | missing | | |")
+    sp = r.get("spools")
+    if sp:
+        lines += [
+            "",
+            "## 8. Hindsight down, per spool: the turn path and when each retain is safe (after the breaker opened)",
+            "",
+            "| Fault | Spool | turns | turn p50 / p99 / max ms | turn thread CPU p50 / p99 ms "
+            "| safe (spooled) after p50 / p99 ms |",
+            "|---|---|---|---|---|---|",
+        ]
+        labels = {
+            "directory": "directory (`DirectorySpool`)",
+            "sqs": "SQS (`SqsSpool`, moto server)",
+            "sqs_slow": f"SQS, each send +{sp.get('slow_send_s', 0) * 1000:.0f} ms",
+        }
+        for fault in ("hung", "refused"):
+            f = sp.get(fault)
+            if not f:
+                continue
+            for side, label in labels.items():
+                s, c, u = (
+                    f["summary_after_breaker_open"][side],
+                    f["summary_thread_cpu_after_breaker_open"][side],
+                    f["summary_until_safe_after_breaker_open"][side],
+                )
+                lines.append(
+                    f"| {fault} | {label} | {s.get('n')} | {_ms(s.get('p50_ms'))} / {_ms(s.get('p99_ms'))} / "
+                    f"{_ms(s.get('max_ms'))} | {_ms(c.get('p50_ms'))} / {_ms(c.get('p99_ms'))} | "
+                    f"{_ms(u.get('p50_ms'))} / {_ms(u.get('p99_ms'))} |"
+                )
+        lines.append("")
+        lines.append(
+            f"Breaker open after (turns, hung): {sp.get('hung', {}).get('breaker_open_after_turns')}. Spooled at the "
+            f"end (hung): {sp.get('hung', {}).get('spooled')}. Load average at the end: {sp.get('load_average_end')}."
+        )
     lines.append("")
     return "\n".join(lines)

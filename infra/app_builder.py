@@ -95,6 +95,8 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
         auth=config.auth,
         layer=config.layer,
         gateway=gateway_access,
+        retain_queue=config.retain_queue,
+        removal=config.removal,
         runtime_name=make_runtime_name(config.prefix, config.env_name, config.agent.name),
         layer_parameter_name=f"{config.parameter_prefix}/memory-adapter-layer-arn",
         foundation=foundation,

@@ -1,4 +1,4 @@
-"""Build the deployable artifacts locally, without Docker: ``python -m infra.build [agent|layer|extension|all]``.
+"""Build the deployable artifacts locally, without Docker: ``python -m infra.build [agent|layer|extension|...]``.
 
 * ``build/agent/``: the AgentCore direct-code bundle: ``main.py`` (runs ``python -m runtime_handler``), the
   ``runtime_handler`` and ``memory_adapter`` sources and Linux arm64 CPython 3.12 wheels of every dependency.
@@ -7,6 +7,8 @@
   Hindsight image has PyJWT, cryptography and boto3), unpacked into the Hindsight tasks by their init container.
 * ``build/db_provisioning/``: the database provisioning function (``infra/functions/db_provisioning``) with its
   pure-Python PostgreSQL driver, pg8000.
+* ``build/retain_replay/``: the retain queue's replay function (``infra/functions/retain_replay``) with Powertools
+  for arm64, Python 3.12; ``memory_adapter`` comes from the layer, boto3 from the Lambda runtime.
 
 Everything is resolved in one pip run per artifact with ``build-constraints.txt`` (hindsight-client accepts
 python-dateutil 4.x while botocore needs <3: one resolver pass with the constraint keeps both satisfied). Bytecode is
@@ -36,6 +38,8 @@ PROVISIONING_SRC = Path(__file__).resolve().parent / "functions" / "db_provision
 #: The provisioning function's only dependency besides the Lambda runtime's boto3 (pure Python, any platform).
 PROVISIONING_REQUIREMENTS = ("pg8000>=1.31,<1.32",)
 PROVISIONING_PYTHON = "3.14"  # the function's Lambda runtime
+REPLAY_DIR = BUILD / "retain_replay"
+REPLAY_SRC = Path(__file__).resolve().parent / "functions" / "retain_replay"
 CONSTRAINTS = Path(__file__).resolve().parent / "build-constraints.txt"
 ADAPTER_SRC = ROOT / "layers" / "memory_adapter" / "src" / "memory_adapter"
 ADAPTER_PYPROJECT = ROOT / "layers" / "memory_adapter" / "pyproject.toml"
@@ -50,6 +54,7 @@ AGENT_BUDGET_MIB = 120
 LAYER_BUDGET_MIB = 60
 EXTENSION_BUDGET_KIB = 512
 PROVISIONING_BUDGET_MIB = 5
+REPLAY_BUDGET_MIB = 20
 
 #: The agent's shim entry point: AgentCore runs ``python main.py`` from the bundle root.
 AGENT_MAIN = (
@@ -225,6 +230,17 @@ def build_provisioning() -> int:
     return _check_budget("database provisioning function", PROVISIONING_DIR, PROVISIONING_BUDGET_MIB * 2**20)
 
 
+def build_replay() -> int:
+    """Build ``build/retain_replay`` (the handler and Powertools, for the layer's Python); return its size."""
+    shutil.rmtree(REPLAY_DIR, ignore_errors=True)
+    REPLAY_DIR.mkdir(parents=True)
+    _pip_install(REPLAY_DIR, ["-r", str(REPLAY_SRC / "requirements.txt")])
+    shutil.copy2(REPLAY_SRC / "index.py", REPLAY_DIR / "index.py")
+    _prune(REPLAY_DIR)
+    _compile(REPLAY_DIR, TARGET_PYTHON)
+    return _check_budget("retain replay function", REPLAY_DIR, REPLAY_BUDGET_MIB * 2**20)
+
+
 def sha256(path: Path) -> str:
     """Hex digest of a file (the init container checks the extension zip against it)."""
     return hashlib.sha256(path.read_bytes()).hexdigest()
@@ -237,6 +253,7 @@ def main(argv: Sequence[str]) -> int:
         "layer": build_layer,
         "extension": build_extension,
         "provisioning": build_provisioning,
+        "replay": build_replay,
     }
     names = list(argv) or list(builders)
     unknown = [n for n in names if n not in builders]

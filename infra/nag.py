@@ -324,6 +324,41 @@ def _agent(stacks: Stacks, config: AppConfig) -> None:
         reasons[finding] = "AgentCore reads the agent's code bundle (a CDK asset) through CDK's asset grant"
     for finding, reason in reasons.items():
         _ack(runtime.role, finding, reason)
+    _retain_replay(stacks)
+
+
+def _retain_replay(stacks: Stacks) -> None:
+    function = stacks.agent.retain_replay.function
+    _ack(
+        function,
+        "AwsSolutions-L1",
+        "it runs on the Python version the memory adapter layer is built for (its bytecode and compiled wheels, "
+        "infra.build.TARGET_PYTHON); the layer and this runtime move to a newer version together",
+    )
+    _ack(
+        function,
+        "NIST.800.53.R5-LambdaConcurrency",
+        "the queue's event source mapping caps its concurrency (retain_queue.max_concurrency); reserved concurrency "
+        "would fail the first deploy in accounts at the default 10-execution limit",
+    )
+    _ack(
+        function,
+        "NIST.800.53.R5-LambdaDLQ",
+        "invoked synchronously by the SQS event source mapping: a message it does not process stays on the retain "
+        "queue, whose own dead-letter queue (alarmed) receives it after its last allowed receive",
+    )
+    role = function.role
+    assert role is not None
+    _ack(
+        role,
+        "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]",
+        "the AWS-managed basic execution policy grants only log writes",
+    )
+    _ack(
+        role,
+        "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole]",
+        "the AWS-managed policy a Lambda function in a VPC needs to manage its network interfaces",
+    )
 
 
 def _gateway(stacks: Stacks) -> None:

@@ -71,3 +71,9 @@ def grant_bedrock_invoke(scope: Construct, grantee: iam.IGrantable, model_ids: l
     """Let grantee invoke only the listed Bedrock models (the L2s grant no Bedrock access themselves)."""
     arns = sorted({arn for model_id in model_ids for arn in bedrock_model_arns(scope, model_id)})
     return iam.Grant.add_to_principal(grantee=grantee, actions=list(BEDROCK_INVOKE_ACTIONS), resource_arns=arns)
+
+
+#: A producer of an SQS queue: the agent (the retain queue) and the replay function (the dead letters).
+SQS_SEND_ACTIONS = ("sqs:SendMessage",)
+#: What sending to an SSE-KMS queue needs on its key (the data key, and decrypting it to reuse it).
+SQS_PRODUCER_KEY_ACTIONS = ("kms:GenerateDataKey", "kms:Decrypt")

@@ -4,7 +4,7 @@
 when the payload has ``"stream": true``. Failures answer small JSON bodies ``{"error", "code"}``: 400 for a bad
 payload, 401 for any identity failure (the reason is logged, never sent), 502 when the model fails. ``GET /ping``
 reports ``HealthyBusy`` while a turn's retain is still on its way to Hindsight (an AgentCore async task), so the
-session is not reclaimed before its memory is delivered or spooled.
+session is not reclaimed before its memory is safe: delivered, or durably spooled (deployed: queued in SQS).
 """
 
 from __future__ import annotations
@@ -257,20 +257,29 @@ class Agent:
     # -- the retain as an AgentCore async task -------------------------------------------------------------------
 
     def _watch_retain(self, handle: RetainHandle) -> None:
-        """Keep /ping at HealthyBusy until the retain is delivered or spooled (at most MEMORY_RETAIN_WAIT_SECONDS)."""
+        """Keep /ping at HealthyBusy until the turn is safe: delivered, or durably spooled (deployed: queued in SQS).
+
+        The handle always resolves (the adapter's retries and the spool's calls are bounded), so the session is
+        never held for good; a retain still on its way after MEMORY_RETAIN_WAIT_SECONDS is logged, and stays busy.
+        """
         if self.app is None:
             return
         app = self.app
         task_id = app.add_async_task("memory_retain")
 
-        async def delivered() -> None:
+        async def safe() -> None:
             await handle  # cancelling this wait never cancels the delivery
 
         async def watch() -> None:
             try:
-                await asyncio.wait_for(delivered(), self.settings.retain_wait_s)
-            except TimeoutError:
-                self.obs.logger.warning("retain not delivered within the wait; the adapter keeps retrying")
+                try:
+                    await asyncio.wait_for(safe(), self.settings.retain_wait_s)
+                except TimeoutError:
+                    self.obs.logger.warning(
+                        "retain not yet delivered or spooled; /ping stays HealthyBusy until it is",
+                        extra={"waited_s": self.settings.retain_wait_s},
+                    )
+                    await safe()
             except Exception:
                 self.obs.logger.exception("retain delivery failed")
             finally:

@@ -24,7 +24,12 @@ from enum import StrEnum
 
 from memory_adapter.config import ENV_VARS as ADAPTER_ENV_VARS
 from memory_adapter.config import HindsightAgentCoreConfig, read_settings
-from memory_adapter.constants import HINDSIGHT_API_KEY_ENV, HINDSIGHT_API_TOKEN_ENV, HINDSIGHT_API_URL_ENV
+from memory_adapter.constants import (
+    HINDSIGHT_API_KEY_ENV,
+    HINDSIGHT_API_TOKEN_ENV,
+    HINDSIGHT_API_URL_ENV,
+    SPOOL_QUEUE_URL_ENV,
+)
 from memory_adapter.identity.settings import ENV_NAMING as JWT_ENV  # JWT_ + the field, seconds spelled out
 from memory_adapter.identity.settings import JwtSettings
 from memory_adapter.settings_reader import SettingsReader
@@ -53,6 +58,7 @@ __all__ = [
     "ENV_MAX_PROMPT_CHARS",
     "ENV_MEMORY_RECALL_TIMEOUT_SECONDS",
     "ENV_MEMORY_RETAIN_WAIT_SECONDS",
+    "ENV_MEMORY_SPOOL_QUEUE_URL",
     "ENV_MEMORY_TOOLS",
     "ENV_MEMORY_TOOLS_GATEWAY_TARGET",
     "ENV_MEMORY_TOOLS_GATEWAY_URL",
@@ -98,6 +104,8 @@ ENV_MODEL_MAX_TOKENS = "MODEL_MAX_TOKENS"
 ENV_MAX_PROMPT_CHARS = "MAX_PROMPT_CHARS"
 ENV_MEMORY_RECALL_TIMEOUT_SECONDS = "MEMORY_RECALL_TIMEOUT_SECONDS"
 ENV_MEMORY_RETAIN_WAIT_SECONDS = "MEMORY_RETAIN_WAIT_SECONDS"
+#: The durable retain queue the stack creates (read by the memory adapter's settings: ``spool_queue_url``).
+ENV_MEMORY_SPOOL_QUEUE_URL = SPOOL_QUEUE_URL_ENV
 ENV_MEMORY_TOOLS = "MEMORY_TOOLS"
 ENV_MEMORY_TOOL_ROUNDS = "MEMORY_TOOL_ROUNDS"
 ENV_MEMORY_TOOLS_GATEWAY_URL = "MEMORY_TOOLS_GATEWAY_URL"

@@ -18,6 +18,8 @@ selects only unit tests never starts Hindsight.
   ``local_hindsight``: to test key rotation, make your own ``TokenIssuer()`` rather than rotating this one.
 - ``hung_url`` (accepts, never answers), ``refused_url`` (nothing listening), ``failing_url``
   (HTTP 503 to everything): ``http://127.0.0.1:<port>`` strings.
+- ``moto_server``: moto in server mode on a free loopback port, a real AWS HTTP API (SQS here) other processes
+  reach too: ``.url``, ``.env`` (the ``AWS_*`` variables that point boto3 at it), ``.sqs()`` (a client).
 
 When a test that used ``local_hindsight`` fails, the tail of the server log is attached to its report.
 """
@@ -29,11 +31,13 @@ import shutil
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from localdev.faults import FailingServer, HungServer, RefusedPort
 from localdev.hindsight import HindsightStartError, LocalHindsight, LocalHindsightConfig
+from localdev.supervisor import free_port
 from localdev.token_issuer import TokenIssuer
 
 ENV_TEST_URL = "LOCAL_HINDSIGHT_TEST_URL"
@@ -142,6 +146,51 @@ def failing_url() -> Iterator[str]:
     """``http://127.0.0.1:<port>`` of an HTTP server answering 503 to every request."""
     with FailingServer() as server:
         yield server.url
+
+
+@dataclass(frozen=True)
+class MotoServer:
+    """moto in server mode: AWS APIs over real HTTP, for this process and for the agent processes tests start."""
+
+    url: str
+    region: str = "us-east-1"
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The variables that point boto3 (in any process) at this server, with throwaway credentials."""
+        return {
+            "AWS_ENDPOINT_URL_SQS": self.url,
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_DEFAULT_REGION": self.region,
+            "AWS_REGION": self.region,
+        }
+
+    def sqs(self) -> Any:
+        """A boto3 SQS client on this server."""
+        import boto3
+
+        return boto3.client(
+            "sqs",
+            endpoint_url=self.url,
+            region_name=self.region,
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )
+
+
+@pytest.fixture(scope="session")
+def moto_server() -> Iterator[MotoServer]:
+    """moto's server (``moto[server]``) on 127.0.0.1, started on first use, stopped with the session."""
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=free_port(), verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    try:
+        yield MotoServer(f"http://{host}:{port}")
+    finally:
+        server.stop()
 
 
 @pytest.hookimpl(wrapper=True)

@@ -35,6 +35,7 @@ from infra.config.model import (
     LayerConfig,
     LlmProvider,
     NetworkConfig,
+    RetainQueueConfig,
     VpcMode,
 )
 
@@ -59,6 +60,7 @@ __all__ = [
     "LayerConfig",
     "LlmProvider",
     "NetworkConfig",
+    "RetainQueueConfig",
     "VpcMode",
     "context_from_cdk_json",
     "load_config",

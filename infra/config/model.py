@@ -25,6 +25,7 @@ ENDPOINT_NAMES = (
     "Ssm",
     "BedrockRuntime",
     "XRay",
+    "Sqs",
     "CognitoIdp",
     "AgentCoreGateway",
 )
@@ -135,6 +136,18 @@ class LayerConfig:
 
 
 @dataclass(frozen=True)
+class RetainQueueConfig:
+    """The retain queue (SQS) the agent spools undeliverable turns to, and the function that delivers them."""
+
+    replay_path: Path
+    replay_timeout_seconds: int
+    delivery_timeout_seconds: int
+    batch_size: int
+    max_concurrency: int
+    oldest_message_alarm_minutes: int
+
+
+@dataclass(frozen=True)
 class HindsightConfig:
     """The Hindsight memory service on ECS Fargate."""
 
@@ -220,6 +233,7 @@ class AppConfig:
     auth: AuthConfig
     agent: AgentConfig
     layer: LayerConfig
+    retain_queue: RetainQueueConfig
     hindsight: HindsightConfig
     database: DatabaseConfig
     gateway: GatewayConfig

@@ -31,6 +31,7 @@ from infra.config.model import (
     LayerConfig,
     LlmProvider,
     NetworkConfig,
+    RetainQueueConfig,
     VpcMode,
 )
 from memory_adapter.gateway import MAX_TOOL_NAME_CHARS, prefixed_tool_name
@@ -89,6 +90,7 @@ def problems(env_name: str, top: Mapping[str, Any] | None, sections: Mapping[str
         "auth": auth_problems,
         "agent": agent_problems,
         "layer": layer_problems,
+        "retain_queue": retain_queue_problems,
         "hindsight": hindsight_problems,
         "database": database_problems,
         "gateway": lambda g: gateway_problems(g, auth.mode if auth is not None else None),
@@ -279,6 +281,22 @@ def layer_problems(layer: LayerConfig) -> list[str]:
         layer.parameter_name is None or bool(_SSM_NAME.match(layer.parameter_name)),
         "layer.parameter_name must be an SSM parameter path like /a/b (or null for the default)",
     )
+    return errors
+
+
+def retain_queue_problems(q: RetainQueueConfig) -> list[str]:
+    """The retain queue and its replay function (Lambda's limits; a batch's deliveries must fit an invocation)."""
+    errors: list[str] = []
+    _bounded(errors, "retain_queue.replay_timeout_seconds", q.replay_timeout_seconds, low=10, high=900)
+    _bounded(errors, "retain_queue.delivery_timeout_seconds", q.delivery_timeout_seconds, low=1, high=120)
+    _require(
+        errors,
+        q.delivery_timeout_seconds < q.replay_timeout_seconds,
+        "retain_queue.delivery_timeout_seconds must be less than retain_queue.replay_timeout_seconds",
+    )
+    _bounded(errors, "retain_queue.batch_size", q.batch_size, low=1, high=100)
+    _bounded(errors, "retain_queue.max_concurrency", q.max_concurrency, low=2, high=1000)
+    _bounded(errors, "retain_queue.oldest_message_alarm_minutes", q.oldest_message_alarm_minutes, low=1, high=1440)
     return errors
 
 

@@ -19,6 +19,7 @@ from infra.constructs.identity import Identity
 from infra.constructs.log_retention import retention
 from infra.constructs.memory_service import MemoryService
 from infra.constructs.network import Network
+from infra.constructs.retain_queue import RetainQueue
 from infra.permissions import SSM_READ_ACTIONS, grant_bedrock_invoke
 from runtime_handler import settings as rs
 
@@ -63,6 +64,7 @@ class AgentRuntime(Construct):
         network: Network,
         memory: MemoryService,
         identity: Identity | None,
+        retain_queue: RetainQueue,
         runtime_name: str,
         logs_key: kms.IKey,
         gateway: GatewayAccess | None = None,
@@ -81,7 +83,14 @@ class AgentRuntime(Construct):
             runtime=agentcore.AgentCoreRuntime.PYTHON_3_12,
             entrypoint=ENTRYPOINT,
         )
-        self.environment = agent_environment(config, auth, memory=memory, identity=identity, gateway=gateway)
+        self.environment = agent_environment(
+            config,
+            auth,
+            memory=memory,
+            identity=identity,
+            retain_queue_url=retain_queue.queue.queue_url,
+            gateway=gateway,
+        )
         self.runtime = agentcore.Runtime(
             self,
             "Runtime",
@@ -117,6 +126,8 @@ class AgentRuntime(Construct):
                     )
                 ],
             )
+        # Undeliverable turns go to the retain queue (the microVM's disk goes with the session): send, nothing else.
+        retain_queue.grant_send(self.runtime)
         self.endpoint = self.runtime.add_endpoint(ENDPOINT_NAME, description="The agent's stable endpoint")
         # The runtime writes to /aws/bedrock-agentcore/runtimes/<id>-<endpoint> and, when they do not exist yet,
         # creates them itself: kept forever and unencrypted. Created here first, with the configured retention and
@@ -140,12 +151,14 @@ def agent_environment(
     *,
     memory: MemoryService,
     identity: Identity | None,
+    retain_queue_url: str,
     gateway: GatewayAccess | None = None,
 ) -> dict[str, str]:
     """Exactly the variables ``runtime_handler.settings.Settings.from_env`` reads (plus Powertools' own)."""
     env = {
         rs.ENV_AGENT_NAME: config.name,
         rs.ENV_HINDSIGHT_API_URL: memory.url,
+        rs.ENV_MEMORY_SPOOL_QUEUE_URL: retain_queue_url,
         rs.ENV_MODEL_PROVIDER: "bedrock",
         rs.ENV_MODEL_ID: config.model_id,
         rs.ENV_ALLOW_ANONYMOUS: "true" if config.allow_anonymous else "false",

@@ -32,6 +32,7 @@ from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
 from infra.config import GatewayConfig
+from infra.constructs import memory_layer
 from infra.constructs.agent_runtime import METRICS_NAMESPACE
 from infra.constructs.alerts import Alerts
 from infra.constructs.functions import FUNCTIONS_DIR, python_function
@@ -143,7 +144,7 @@ class MemoryGateway(Construct):
             "Interceptor",
             source=SOURCE,
             handler=INTERCEPTOR_HANDLER,
-            runtime=layer.runtime,
+            runtime=memory_layer.RUNTIME,
             layers=[layer.layer],
             description="Memory gateway REQUEST interceptor: only verified user tokens pass, in the caller header",
             timeout=INTERCEPTOR_TIMEOUT,
@@ -166,7 +167,7 @@ class MemoryGateway(Construct):
             "Target",
             source=SOURCE,
             handler=TARGET_HANDLER,
-            runtime=layer.runtime,
+            runtime=memory_layer.RUNTIME,
             layers=[layer.layer],
             description="Memory gateway target: the memory tools for the verified caller, on Hindsight",
             timeout=TARGET_TIMEOUT,

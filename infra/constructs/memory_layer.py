@@ -11,17 +11,13 @@ from constructs import Construct
 
 from infra.config import LayerConfig
 
-#: The runtime of functions on the layer: the Python its compiled wheels are built for (``infra.build``).
+#: The runtime the layer is built for (``infra.build.TARGET_PYTHON``: its bytecode and compiled wheels); functions
+#: that use the layer run on it.
 RUNTIME = lambda_.Runtime.PYTHON_3_12
 
 
 class MemoryAdapterLayer(Construct):
-    """The layer built by ``make build`` into ``build/layer/python``; its ARN is published to SSM for reuse.
-
-    Exposes ``layer``, ``parameter`` and ``runtime`` (what a function on the layer runs).
-    """
-
-    runtime = RUNTIME
+    """The layer built by ``make build`` into ``build/layer/python``; its ARN is published to SSM for reuse."""
 
     def __init__(self, scope: Construct, construct_id: str, *, config: LayerConfig, parameter_name: str) -> None:
         super().__init__(scope, construct_id)
@@ -30,7 +26,7 @@ class MemoryAdapterLayer(Construct):
             "Layer",
             code=lambda_.Code.from_asset(str(Path(config.path))),
             compatible_architectures=[lambda_.Architecture.ARM_64],
-            compatible_runtimes=[lambda_.Runtime.PYTHON_3_12, lambda_.Runtime.PYTHON_3_13],
+            compatible_runtimes=[RUNTIME, lambda_.Runtime.PYTHON_3_13],
             description="memory_adapter: durable, isolated agent memory on self-hosted Hindsight (arm64, py3.12+)",
             removal_policy=RemovalPolicy.RETAIN,  # functions in other stacks and accounts may still use old versions
         )

@@ -26,6 +26,7 @@ INTERFACE_ENDPOINTS: dict[str, ec2.InterfaceVpcEndpointAwsService] = {
     "Ssm": ec2.InterfaceVpcEndpointAwsService.SSM,
     "BedrockRuntime": ec2.InterfaceVpcEndpointAwsService.BEDROCK_RUNTIME,
     "XRay": ec2.InterfaceVpcEndpointAwsService.XRAY,
+    "Sqs": ec2.InterfaceVpcEndpointAwsService.SQS,  # the retain queue: the agent sends, the replay function consumes
 }
 #: Endpoints whose API is also called without AWS credentials (Cognito's user-pool APIs): no principal condition.
 UNAUTHENTICATED_ENDPOINTS = frozenset({"CognitoIdp"})

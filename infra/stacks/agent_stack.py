@@ -1,4 +1,5 @@
-"""AgentStack: the AgentCore Runtime agent and the reusable memory-adapter layer."""
+"""AgentStack: the AgentCore Runtime agent, the reusable memory-adapter layer, and the retain queue with its replay
+function (the turns the agent could not deliver, and what delivers them once Hindsight is back)."""
 
 from __future__ import annotations
 
@@ -7,22 +8,26 @@ from typing import Any
 from aws_cdk import CfnOutput
 from constructs import Construct
 
-from infra.config import AgentConfig, AuthConfig, LayerConfig
-from infra.constructs.agent_runtime import AgentRuntime, GatewayAccess
+from infra.config import AgentConfig, AuthConfig, DataRemoval, LayerConfig, RetainQueueConfig
+from infra.constructs.agent_runtime import METRICS_NAMESPACE, AgentRuntime, GatewayAccess
 from infra.constructs.identity import Identity
 from infra.constructs.memory_layer import MemoryAdapterLayer
 from infra.constructs.memory_service import MemoryService
 from infra.constructs.part import PartAwareStack
+from infra.constructs.retain_queue import RetainQueue
+from infra.constructs.retain_replay import RetainReplay
 from infra.stacks.network_stack import Foundation
+from infra.stacks.removal import removal_policy
 
 
 class AgentStack(PartAwareStack):
-    """Exposes ``agent`` and ``layer``.
+    """Exposes ``agent``, ``layer``, ``retain_queue`` and ``retain_replay``.
 
     Args:
         runtime_name: The AgentCore runtime's name (AgentCore requires one).
         layer_parameter_name: The SSM name publishing the layer's ARN unless ``layer.parameter_name`` is set.
         gateway: Where the agent finds the memory gateway its tools go through (``agent.tools_via_gateway``).
+        removal: What becomes of the retain queues when the stack is deleted (they may hold undelivered turns).
     """
 
     def __init__(
@@ -34,6 +39,8 @@ class AgentStack(PartAwareStack):
         auth: AuthConfig,
         layer: LayerConfig,
         gateway: GatewayAccess | None,
+        retain_queue: RetainQueueConfig,
+        removal: DataRemoval,
         runtime_name: str,
         layer_parameter_name: str,
         foundation: Foundation,
@@ -42,6 +49,14 @@ class AgentStack(PartAwareStack):
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
+        self.retain_queue = RetainQueue(
+            self,
+            "RetainQueue",
+            config=retain_queue,
+            grace_seconds=auth.retain_grace_seconds,
+            removal=removal_policy(removal, snapshots=False),
+            alerts=foundation.alerts,
+        )
         self.agent = AgentRuntime(
             self,
             "Agent",
@@ -51,10 +66,23 @@ class AgentStack(PartAwareStack):
             memory=memory,
             identity=identity,
             gateway=gateway,
+            retain_queue=self.retain_queue,
             runtime_name=runtime_name,
             logs_key=foundation.logs_key,
         )
         self.layer = MemoryAdapterLayer(self, "MemoryAdapterLayer", config=layer, parameter_name=layer_parameter_name)
+        self.retain_replay = RetainReplay(
+            self,
+            "RetainReplay",
+            config=retain_queue,
+            queue=self.retain_queue,
+            layer=self.layer,
+            network=foundation.network,
+            memory=memory,
+            logs_key=foundation.logs_key,
+            alerts=foundation.alerts,
+            metrics_namespace=METRICS_NAMESPACE,
+        )
         runtime = self.agent.runtime
         CfnOutput(self, "AgentRuntimeArn", value=runtime.agent_runtime_arn, description="Invoke this runtime")
         CfnOutput(self, "AgentRuntimeId", value=runtime.agent_runtime_id)
@@ -66,3 +94,21 @@ class AgentStack(PartAwareStack):
         )
         CfnOutput(self, "AgentRoleArn", value=runtime.role.role_arn)
         CfnOutput(self, "AuthMode", value=auth.mode.value, description="How callers authenticate (smoke test)")
+        CfnOutput(
+            self,
+            "RetainQueueUrl",
+            value=self.retain_queue.queue.queue_url,
+            description="Turns the agent could not deliver, waiting for the replay function",
+        )
+        CfnOutput(
+            self,
+            "RetainDeadLetterQueueUrl",
+            value=self.retain_queue.dead_letters.queue_url,
+            description="Turns Hindsight refused, with the reason: python -m memory_adapter.redrive list",
+        )
+        CfnOutput(
+            self,
+            "RetainDeadLetterQueueArn",
+            value=self.retain_queue.dead_letters.queue_arn,
+            description="For aws sqs start-message-move-task (back to the retain queue)",
+        )

@@ -17,5 +17,5 @@ def test_bench_help_lists_every_measurement() -> None:
     )
     # THEN it succeeds and names the measurements
     assert done.returncode == 0, done.stderr
-    for name in ("recall", "first_turn", "degraded", "outage", "invocations", "after_turn", "build"):
+    for name in ("recall", "first_turn", "degraded", "spools", "outage", "invocations", "after_turn", "build"):
         assert name in done.stdout

@@ -60,18 +60,21 @@ def asset_overrides() -> dict[str, str]:
     layer = BUILD / "layer"
     extension = BUILD / "hindsight_ext.zip"
     provisioning = BUILD / "db_provisioning"
-    if agent.is_dir() and layer.is_dir() and extension.is_file() and provisioning.is_dir():
+    replay = BUILD / "retain_replay"
+    if all(p.exists() for p in (agent, layer, extension, provisioning, replay)):
         return {
             "agent.bundle_path": str(agent),
             "layer.path": str(layer),
             "hindsight.extension_path": str(extension),
             "database.provisioning_path": str(provisioning),
+            "retain_queue.replay_path": str(replay),
         }
     return {
         "agent.bundle_path": str(FIXTURES / "agent"),
         "layer.path": str(FIXTURES / "layer"),
         "hindsight.extension_path": str(FIXTURES / "hindsight_ext.zip"),
         "database.provisioning_path": str(FIXTURES / "db_provisioning"),
+        "retain_queue.replay_path": str(FIXTURES / "retain_replay"),
     }
 
 

@@ -147,3 +147,26 @@ def test_the_gateway_handlers_import_with_nothing_but_the_layer(tmp_path: Path) 
     # WHEN both handlers are imported THEN everything else they need comes from the layer
     result = subprocess.run([sys.executable, "-I", "-S", "-c", script], capture_output=True, text=True, check=False)
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+def test_replay_function_bundles_powertools_for_the_layers_python_and_imports_with_the_layer() -> None:
+    import subprocess
+    import sys
+
+    root = _require(build.REPLAY_DIR)
+    layer = _require(build.LAYER_DIR / "python")
+    _assert_arm64_cp312(root)
+    assert (root / "index.py").read_bytes() == (build.REPLAY_SRC / "index.py").read_bytes()
+    assert (root / "aws_lambda_powertools").is_dir()
+    assert not (root / "memory_adapter").exists()  # from the layer
+    assert build.tree_size(root) <= build.REPLAY_BUDGET_MIB * 2**20
+    # As Lambda lays it out: the function's code first, the layer's python/ after it.
+    probe = "import index; print(callable(index.handler))"
+    result = subprocess.run(
+        [sys.executable, "-I", "-c", f"import sys; sys.path[:0] = [{str(root)!r}, {str(layer)!r}]; {probe}"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={"POWERTOOLS_METRICS_NAMESPACE": "Test", "AWS_DEFAULT_REGION": "us-east-1"},
+    )
+    assert result.stdout.strip() == "True", result.stderr

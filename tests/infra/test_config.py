@@ -291,3 +291,20 @@ def test_the_gateway_follows_the_auth_mode_unless_told_otherwise() -> None:
 def test_gateway_names_are_checked_before_synthesis(setting: str, value: str, message: str) -> None:
     with pytest.raises(ConfigError, match=re.escape(message)):
         _load(**{setting: value})
+
+
+def test_the_retain_queue_settings_are_checked_against_lambdas_limits() -> None:
+    assert _load().retain_queue.replay_timeout_seconds == 60
+    with pytest.raises(ConfigError) as err:
+        _load(
+            **{
+                "retain_queue.replay_timeout_seconds": "1000",
+                "retain_queue.delivery_timeout_seconds": "1000",
+                "retain_queue.max_concurrency": "1",
+                "retain_queue.batch_size": "0",
+            }
+        )
+    errors = err.value.errors
+    for name in ("replay_timeout_seconds", "max_concurrency", "batch_size"):
+        assert any(e.startswith(f"retain_queue.{name} must be between") for e in errors), name
+    assert "retain_queue.delivery_timeout_seconds must be less than retain_queue.replay_timeout_seconds" in errors

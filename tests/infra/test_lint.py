@@ -18,9 +18,11 @@ ALLOWED_CFN_LINT_WARNINGS = {"W3005"}
 #: checkov checks skipped for this design, with the reason (the same reasoning as the cdk-nag acknowledgements).
 CHECKOV_SKIPS = {
     "CKV_AWS_115": "function-level concurrency: reserved concurrency fails the first deploy in accounts at the "
-    "default 10-execution limit; the functions (ours and CDK providers) run rarely and briefly",
+    "default 10-execution limit; the functions (ours and CDK providers) run rarely and briefly, and the retain "
+    "replay's concurrency is capped by its event source mapping",
     "CKV_AWS_116": "Lambda DLQ: the functions are invoked by CloudFormation/EventBridge with retries; failures raise "
-    "an alarm or fail the deploy, and there is no payload worth keeping",
+    "an alarm or fail the deploy, and there is no payload worth keeping; the retain replay is invoked by the SQS "
+    "event source mapping, so what it does not process stays on the queue, whose dead-letter queue is alarmed",
     "CKV_AWS_117": "Lambda in VPC: the JWKS mirror and the image mirror must reach the internet, which the isolated "
     "VPC cannot; the redeploy function and CDK's providers call only AWS control-plane APIs",
     "CKV_AWS_173": "Lambda environment encryption: the variables hold only names and ARNs, no secrets",

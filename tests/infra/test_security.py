@@ -148,15 +148,20 @@ def test_endpoint_group_admits_only_https_from_the_vpc(synths: dict[str, Synth],
 def test_workload_security_groups_may_reach_the_endpoints(synths: dict[str, Synth], variant: str) -> None:
     # The CIDR rule covers only the VPC's primary CIDR; each workload's own group is admitted as well.
     synth = synths[variant]
-    for suffix, group in (("-MemoryService", "MemorySecurityGroup"), ("-Agent", "AgentSecurityGroup")):
+    workloads = {
+        "-MemoryService": ["MemorySecurityGroup"],
+        "-Agent": ["AgentSecurityGroup", "RetainReplaySecurityGroup"],
+    }
+    for suffix, groups in workloads.items():
         rules = [
             r["Properties"]
             for r in resources(synth.template(suffix), "AWS::EC2::SecurityGroupIngress").values()
             if "NetworkEndpointSecurityGroup" in _text(r["Properties"]["GroupId"])
         ]
-        assert len(rules) == 1, suffix
-        assert (rules[0]["FromPort"], rules[0]["ToPort"], rules[0]["IpProtocol"]) == (443, 443, "tcp")
-        assert group in _text(rules[0]["SourceSecurityGroupId"])
+        assert len(rules) == len(groups), suffix
+        for rule, group in zip(sorted(rules, key=_text), sorted(groups), strict=True):
+            assert (rule["FromPort"], rule["ToPort"], rule["IpProtocol"]) == (443, 443, "tcp")
+            assert group in _text(rule["SourceSecurityGroupId"])
 
 
 @pytest.mark.parametrize("variant", ALL)
@@ -230,14 +235,15 @@ def test_security_groups_allow_only_what_flows(synths: dict[str, Synth], variant
     ]
     assert len(db_rules) == 1
     assert db_rules[0]["ToPort"] == db_port
-    # Agent -> load balancer listener port only.
+    # Agent and retain replay -> load balancer listener port only.
     listener_port = 443 if synth.config.hindsight.certificate_arn else 80
     agent_rules = [
         r["Properties"]
         for r in resources(agent, "AWS::EC2::SecurityGroupIngress").values()
         if "NetworkEndpointSecurityGroup" not in _text(r["Properties"]["GroupId"])
     ]
-    assert [(r["FromPort"], r["ToPort"]) for r in agent_rules] == [(listener_port, listener_port)]
+    assert [(r["FromPort"], r["ToPort"]) for r in agent_rules] == [(listener_port, listener_port)] * 2
+    assert sorted("RetainReplay" in _text(r["SourceSecurityGroupId"]) for r in agent_rules) == [False, True]
     # Load balancer -> tasks on Hindsight's port only.
     hs_port = synth.config.hindsight.port
     task_rules = [
@@ -719,6 +725,8 @@ def _concrete_agent_env(synth: Synth) -> dict[str, str]:
             if k == "HINDSIGHT_API_URL"
             else "https://issuer.example.com/.well-known/openid-configuration"
             if k == "JWT_DISCOVERY_URL"
+            else "https://sqs.us-east-1.amazonaws.com/111122223333/retains"
+            if k == "HINDSIGHT_ADAPTER_SPOOL_QUEUE_URL"
             else "client-1"
             if "${Token" in v
             else v
@@ -810,8 +818,13 @@ def test_agent_role_reads_exactly_the_mirrored_keys_parameter(synths: dict[str, 
     assert ":parameter" in _text(resource)
     assert _export_of(synth, {"Fn::GetAtt": [_keys_resource_id(synth), "ParameterName"]}) in _text(resource)
     assert "*" not in _text(resource)
-    # A String parameter: the agent needs no KMS key for it (in JWT modes it holds no key material at all).
-    assert not [s for s in statements if "kms:" in _text(s["Action"])]
+    # A String parameter: the agent needs no KMS key for it (in JWT modes it holds no key material at all); the only
+    # key anything in the stack uses is the retain queue's (the agent sends to it, the replay function reads it).
+    agent = synth.stacks.agent
+    queue_key = agent.resolve(agent.get_logical_id(agent.retain_queue.key.node.default_child))
+    assert {_text(s["Resource"]) for s in statements if "kms:" in _text(s["Action"])} == {
+        _text({"Fn::GetAtt": [queue_key, "Arn"]})
+    }
 
 
 def test_layer_is_arm64_and_published_to_ssm(default: Synth) -> None:
@@ -920,7 +933,8 @@ def test_agent_logs_go_to_groups_we_create_with_retention_and_the_logs_key(
     synth = synths[variant]
     t = synth.template("-Agent")
     (runtime_id,) = resources(t, "AWS::BedrockAgentCore::Runtime")
-    groups = resources(t, "AWS::Logs::LogGroup")
+    # (the agent's own groups are named by AgentCore; the retain replay function's group is CDK-named)
+    groups = {k: g for k, g in resources(t, "AWS::Logs::LogGroup").items() if "LogGroupName" in g["Properties"]}
     names = sorted(_text(g["Properties"]["LogGroupName"]) for g in groups.values())
     # Both endpoints' groups, named after the runtime id AgentCore assigns, exist before the first invocation ...
     assert len(names) == 2

@@ -67,6 +67,7 @@ def test_every_setting_reads_its_environment_variable(monkeypatch, tmp_path):
         "retry_base_delay": ("0.01", 0.01),
         "retry_max_delay": ("0.02", 0.02),
         "spool_dir": (str(tmp_path), str(tmp_path)),
+        "spool_queue_url": ("https://sqs.eu-west-1.amazonaws.com/1/q", "https://sqs.eu-west-1.amazonaws.com/1/q"),
         "retain_workers": ("2", 2),
         "exit_flush_timeout": ("1", 1.0),
         "auto_replay": ("off", False),
@@ -77,6 +78,18 @@ def test_every_setting_reads_its_environment_variable(monkeypatch, tmp_path):
     settings = resolve_settings({"hindsight_api_url": "http://h"}, config=None)
     for name, (_, expected) in values.items():
         assert getattr(settings, name) == expected, name
+
+
+def test_the_queue_variable_is_the_one_the_constants_name():
+    from memory_adapter.constants import SPOOL_QUEUE_URL_ENV
+
+    assert ENV_VARS["spool_queue_url"] == SPOOL_QUEUE_URL_ENV
+
+
+def test_a_queue_url_must_be_a_url(monkeypatch):
+    monkeypatch.setenv("HINDSIGHT_ADAPTER_SPOOL_QUEUE_URL", "retains")
+    with pytest.raises(ConfigurationError, match="spool_queue_url must be an SQS queue URL"):
+        resolve_settings({"hindsight_api_url": "http://h"}, config=None)
 
 
 def test_invalid_values_are_all_reported_at_once(monkeypatch):

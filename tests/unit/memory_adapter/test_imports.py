@@ -66,3 +66,12 @@ def test_lazy_exports_resolve_and_unknown_names_fail():
     with pytest.raises(AttributeError, match="DoesNotExist"):
         memory_adapter.DoesNotExist  # noqa: B018
     assert set(dir(memory_adapter)) == set(memory_adapter.__all__)
+
+
+def test_an_adapter_spooling_to_a_queue_loads_boto3_only_when_it_first_spools():
+    loaded = _loaded_after(
+        "from memory_adapter import HindsightRuntimeAdapter\n"
+        "HindsightRuntimeAdapter('a', hindsight_api_url='http://h', "
+        "spool_queue_url='https://sqs.us-east-1.amazonaws.com/123456789012/q')"
+    )
+    assert not [m for m in ("boto3", "botocore", "hindsight_client") if m in loaded]

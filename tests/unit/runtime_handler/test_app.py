@@ -276,6 +276,21 @@ def test_ping_is_busy_until_the_retain_is_delivered(agent: Agent, loopback_issue
         time.sleep(0.02)
 
 
+def test_ping_stays_busy_past_the_retain_wait_until_the_turn_is_safe(
+    loopback_issuer: LoopbackIssuer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A turn counts as safe once delivered or spooled; MEMORY_RETAIN_WAIT_SECONDS only says when to warn.
+    with running(_settings(loopback_issuer, MEMORY_RETAIN_WAIT_SECONDS="0.1"), tmp_path) as agent:
+        agent.hindsight.hold_retains()
+        assert agent.invoke({"prompt": "remember this"}, token=loopback_issuer.mint("user-alex")).status_code == 200
+        time.sleep(0.5)
+        assert agent.http.get("/ping").json()["status"] == "HealthyBusy"
+        agent.hindsight.release_retains()
+        agent.settle()
+        assert agent.hindsight.calls("/memories")
+    assert "/ping stays HealthyBusy until it is" in caplog.text
+
+
 @pytest.mark.parametrize("fault", [Fault.DOWN, Fault.HANG])
 def test_memory_down_or_hung_still_answers_degraded(
     loopback_issuer: LoopbackIssuer, tmp_path: Path, fault: Fault

@@ -50,6 +50,7 @@ _EXPORTS: dict[str, str] = {
     "format_memories_as_bullets": "memory_adapter.formatting",
     "Spool": "memory_adapter.spool",
     "DirectorySpool": "memory_adapter.spool",
+    "SqsSpool": "memory_adapter.sqs_spool",
     "RetainRecord": "memory_adapter.spool",
     "Metric": "memory_adapter.observability",
     "MetricsSink": "memory_adapter.observability",
@@ -58,6 +59,7 @@ _EXPORTS: dict[str, str] = {
     "HindsightUnavailableError": "memory_adapter.exceptions",
     "HindsightRequestError": "memory_adapter.exceptions",
     "SpoolError": "memory_adapter.exceptions",
+    "RecordTooLargeError": "memory_adapter.exceptions",
     "BankOwner": "memory_adapter.identity.bank_ids",
     "format_bank_id": "memory_adapter.identity.bank_ids",
     "parse_bank_id": "memory_adapter.identity.bank_ids",
@@ -87,6 +89,7 @@ __all__ = [
     "RecallPolicy",
     "RecalledMemory",
     "Recollection",
+    "RecordTooLargeError",
     "ReplayResult",
     "RetainHandle",
     "RetainOutcome",
@@ -95,6 +98,7 @@ __all__ = [
     "RetentionRules",
     "Spool",
     "SpoolError",
+    "SqsSpool",
     "TurnContext",
     "__version__",
     "configure",
@@ -120,6 +124,7 @@ if TYPE_CHECKING:
         HindsightAgentCoreError,
         HindsightRequestError,
         HindsightUnavailableError,
+        RecordTooLargeError,
         SpoolError,
     )
     from memory_adapter.formatting import (
@@ -135,6 +140,7 @@ if TYPE_CHECKING:
     from memory_adapter.observability import Metric, MetricsSink
     from memory_adapter.policies import RecallPolicy, RetentionPolicy
     from memory_adapter.spool import DirectorySpool, RetainRecord, Spool
+    from memory_adapter.sqs_spool import SqsSpool
 
 
 __getattr__ = lazy_getattr(__name__, _EXPORTS, globals())

@@ -129,6 +129,8 @@ class HindsightRuntimeAdapter:
         retain_async: ``after_turn`` returns at once (default) or waits until delivered/spooled.
         tags: Tags added to every retained memory.
         spool_dir: Directory of the default spool.
+        spool_queue_url: An SQS queue as the spool instead (:class:`~memory_adapter.sqs_spool.SqsSpool`): it
+            outlives the host, and its consumer replays it (no ``auto_replay`` from here).
         retain_workers: Concurrent delivery threads (default 4).
         exit_flush_timeout: Seconds the exit hook waits for pending retains before spooling them (default 5).
         auto_replay: Replay the spool in the background once Hindsight answers again (default True).
@@ -161,6 +163,7 @@ class HindsightRuntimeAdapter:
         retain_async: bool | None = None,
         tags: Sequence[str] | None = None,
         spool_dir: str | None = None,
+        spool_queue_url: str | None = None,
         retain_workers: int | None = None,
         exit_flush_timeout: float | None = None,
         auto_replay: bool | None = None,
@@ -181,7 +184,9 @@ class HindsightRuntimeAdapter:
         self._retention_policy = retention_policy or RetentionPolicy()
         self._formatter: MemoryFormatter = formatter or format_memories_as_data
         self._observer = Observer(metrics, verbose=s.verbose)
-        self._spool: Spool = spool if spool is not None else DirectorySpool(s.spool_dir)
+        self._spool: Spool = spool if spool is not None else _default_spool(s)
+        # A queue has its own consumer (the replay function); this process may only send to it.
+        self._auto_replay = s.auto_replay and (spool is not None or not s.spool_queue_url)
         self._custom_transport = transport
         self._lock = threading.Lock()
         self._rt: _Runtime | None = None
@@ -217,7 +222,7 @@ class HindsightRuntimeAdapter:
             default_credential=s.api_key,
             on_short_circuit=self._maybe_probe,
             on_delivered=self._maybe_auto_replay,
-            auto_replay=s.auto_replay,
+            auto_replay=self._auto_replay,
         )
         pool = concurrent.futures.ThreadPoolExecutor(max_workers=_RECALL_THREADS, thread_name_prefix="memory-recall")
         exit_flush_timeout = s.exit_flush_timeout
@@ -638,7 +643,7 @@ class HindsightRuntimeAdapter:
     def _maybe_auto_replay(self, force: bool = False) -> None:
         """Start a background replay when the spool holds something (checked at most every few seconds)."""
         rt = self._rt
-        if rt is None or not self.settings.auto_replay:
+        if rt is None or not self._auto_replay:
             return
         now = time.monotonic()
         if not force and now - self._last_auto_replay < _AUTO_REPLAY_INTERVAL_S:
@@ -647,6 +652,15 @@ class HindsightRuntimeAdapter:
         if rt.delivery.spool_count() == 0:
             return
         rt.delivery.request_replay()
+
+
+def _default_spool(settings: HindsightAgentCoreConfig) -> Spool:
+    """The queue when one is configured (deployed), else the local directory."""
+    if settings.spool_queue_url:
+        from memory_adapter.sqs_spool import SqsSpool  # standard library only; boto3 waits for the first send
+
+        return SqsSpool(settings.spool_queue_url)
+    return DirectorySpool(settings.spool_dir)
 
 
 def _memory(raw: dict[str, Any]) -> RecalledMemory:

@@ -97,13 +97,17 @@ class HindsightAgentCoreConfig:
     retry_max_delay: float = 5.0
     """Cap of a single retry delay in seconds (a server ``Retry-After`` is honoured up to this cap)."""
     spool_dir: str = field(default_factory=default_spool_dir)
-    """Directory of the durable spool for retains that could not be delivered."""
+    """Directory of the durable spool for retains that could not be delivered (when no ``spool_queue_url``)."""
+    spool_queue_url: str = ""
+    """SQS queue URL of the durable spool (:class:`~memory_adapter.sqs_spool.SqsSpool`), which outlives the host: what
+    the deployed stack sets. Empty: the local directory ``spool_dir``. The queue's consumer (the replay function)
+    replays it, so ``auto_replay`` does not apply to it."""
     retain_workers: int = 4
     """Background threads delivering retains concurrently."""
     exit_flush_timeout: float = 5.0
     """Seconds the interpreter-exit hook waits for pending retains before spooling the rest."""
     auto_replay: bool = True
-    """Replay the spool in the background once Hindsight answers again."""
+    """Replay the local spool in the background once Hindsight answers again (not a ``spool_queue_url``)."""
 
 
 _CONNECTION: Final = ("hindsight_api_url", "api_key")
@@ -179,6 +183,8 @@ def read_settings(
         reader.problem("retry_max_delay must be at least retry_base_delay")
     if not values["spool_dir"]:
         reader.problem("spool_dir must not be empty")
+    if values["spool_queue_url"] and not values["spool_queue_url"].startswith(("https://", "http://")):
+        reader.problem(f"spool_queue_url must be an SQS queue URL (https://sqs...), got {values['spool_queue_url']!r}")
     url = (
         overrides.get("hindsight_api_url")
         or (config.hindsight_api_url if config is not None else "")
@@ -238,6 +244,7 @@ def configure(
     retry_base_delay: float | None = None,
     retry_max_delay: float | None = None,
     spool_dir: str | None = None,
+    spool_queue_url: str | None = None,
     retain_workers: int | None = None,
     exit_flush_timeout: float | None = None,
     auto_replay: bool | None = None,

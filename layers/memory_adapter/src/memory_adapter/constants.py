@@ -14,7 +14,12 @@ __all__ = [
     "HINDSIGHT_API_KEY_ENV",
     "HINDSIGHT_API_TOKEN_ENV",
     "HINDSIGHT_API_URL_ENV",
+    "HINDSIGHT_OPERATOR_KEY_ENV",
     "LOG_HASH_SALT_ENV",
+    "RETAIN_DEAD_LETTER_QUEUE_URL_ENV",
+    "RETAIN_DELIVERY_TIMEOUT_ENV",
+    "SPOOL_QUEUE_URL_ENV",
+    "SQS_MAX_MESSAGE_BYTES",
 ]
 
 #: Hindsight's base URL (the prior art's name).
@@ -27,3 +32,16 @@ HINDSIGHT_API_TOKEN_ENV: Final = "HINDSIGHT_API_TOKEN"  # noqa: S105 (a variable
 ADAPTER_ENV_PREFIX: Final = "HINDSIGHT_ADAPTER_"
 #: Salt of the short hashes that stand for bank ids in logs.
 LOG_HASH_SALT_ENV: Final = ADAPTER_ENV_PREFIX + "LOG_HASH_SALT"
+#: The SQS queue of the durable spool (the adapter's ``spool_queue_url`` setting): set by the deployed stack.
+SPOOL_QUEUE_URL_ENV: Final = ADAPTER_ENV_PREFIX + "SPOOL_QUEUE_URL"
+
+# The replay function (memory_adapter.queue_replay) and the operator's redrive command (memory_adapter.redrive).
+#: Where the replay function moves a record Hindsight refused for good, with the reason.
+RETAIN_DEAD_LETTER_QUEUE_URL_ENV: Final = "RETAIN_DEAD_LETTER_QUEUE_URL"
+#: Seconds the replay function waits for Hindsight per record.
+RETAIN_DELIVERY_TIMEOUT_ENV: Final = "RETAIN_DELIVERY_TIMEOUT_SECONDS"
+#: The redrive command's operator credential, when not read from Secrets Manager (never the agent's).
+HINDSIGHT_OPERATOR_KEY_ENV: Final = "HINDSIGHT_OPERATOR_KEY"
+
+#: Largest SQS message (body and attributes): 1 MiB since 2025 (it was 256 KiB); the queue is created with it.
+SQS_MAX_MESSAGE_BYTES: Final = 1_048_576

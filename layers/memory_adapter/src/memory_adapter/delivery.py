@@ -25,12 +25,26 @@ from enum import StrEnum
 from typing import Any
 
 from memory_adapter.breaker import CircuitBreaker
-from memory_adapter.exceptions import HindsightRequestError, HindsightUnavailableError, SpoolError
+from memory_adapter.exceptions import HindsightRequestError, HindsightUnavailableError, RecordTooLargeError, SpoolError
 from memory_adapter.observability import Metric, Observer, short_hash
 from memory_adapter.spool import RetainRecord, Spool
 from memory_adapter.transport import Transport, bank_path
 
-__all__ = ["ReplayResult", "RetainDelivery", "RetainHandle", "RetainOutcome", "RetryPolicy"]
+__all__ = ["ReplayResult", "RetainDelivery", "RetainHandle", "RetainOutcome", "RetryPolicy", "post_retain"]
+
+
+def post_retain(transport: Transport, record: RetainRecord, *, bearer: str | None, timeout: float) -> None:
+    """Send ``record`` to Hindsight once, as a server-side async retain carrying its ``operation_id``.
+
+    The one definition of a retain on the wire, shared by the adapter's delivery threads, the queue's replay function
+    and the operator's redrive command. Raises :class:`HindsightUnavailableError` (retry later) or
+    :class:`HindsightRequestError` (refused for good).
+    """
+    body = {"items": [record.item], "async": True, "operation_id": record.operation_id}
+    response = transport.request(
+        "POST", bank_path(record.bank_id, "/memories"), body=body, bearer=bearer, timeout=timeout
+    )
+    response.raise_for_status()
 
 
 class RetainOutcome(StrEnum):
@@ -263,16 +277,13 @@ class RetainDelivery:
     def _send(self, record: RetainRecord, credential: str | None = None) -> None:
         """One delivery attempt; updates the breaker; raises the mapped error."""
         record.attempts += 1
-        body = {"items": [record.item], "async": True, "operation_id": record.operation_id}
         try:
-            response = self._transport.request(
-                "POST",
-                bank_path(record.bank_id, "/memories"),
-                body=body,
+            post_retain(
+                self._transport,
+                record,
                 bearer=credential or record.credential or self._default_credential,
                 timeout=self._timeout,
             )
-            response.raise_for_status()
         except HindsightUnavailableError:
             self._breaker.record_failure()
             raise
@@ -318,6 +329,19 @@ class RetainDelivery:
             return RetainOutcome.DROPPED
         try:
             self._spool.put(record)
+        except RecordTooLargeError as exc:
+            # Counted and logged on its own: the one loss a durable spool cannot prevent (README: oversized turns).
+            self._obs.count(Metric.RETAIN_FAILED)
+            self._obs.count(Metric.RETAIN_TOO_LARGE)
+            self._obs.event(
+                logging.ERROR,
+                "memory retain lost: too large for the spool",
+                event="retain.too_large",
+                bank=short_hash(record.bank_id),
+                size=exc.size,
+                limit=exc.limit,
+            )
+            return RetainOutcome.DROPPED
         except SpoolError as exc:
             self._obs.count(Metric.RETAIN_FAILED)
             self._obs.event(

@@ -19,6 +19,8 @@ __all__ = [
     "HindsightAgentCoreError",
     "HindsightRequestError",
     "HindsightUnavailableError",
+    "MalformedMessageError",
+    "RecordTooLargeError",
     "SpoolError",
 ]
 
@@ -53,6 +55,19 @@ class HindsightRequestError(HindsightAgentCoreError):
 
 class SpoolError(HindsightAgentCoreError):
     """The durable spool could not store or read a retain."""
+
+
+class RecordTooLargeError(SpoolError):
+    """A retain is larger than the spool accepts (a queue message limit), even compressed: it cannot be spooled."""
+
+    def __init__(self, size: int, limit: int, *, what: str = "retain record") -> None:
+        super().__init__(f"{what} of {size} bytes exceeds the limit of {limit} bytes")
+        self.size = size
+        self.limit = limit
+
+
+class MalformedMessageError(SpoolError):
+    """A queued message is not a spooled retain (unknown encoding, not JSON, missing fields): it never will be."""
 
 
 def __getattr__(name: str) -> Any:

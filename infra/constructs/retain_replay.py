@@ -1,0 +1,122 @@
+"""RetainReplay: the function that delivers the retain queue to Hindsight, in the VPC, on the memory adapter layer.
+
+``infra/functions/retain_replay`` (its handler, bundled with Powertools by ``make build`` into
+``retain_queue.replay_path``) runs on arm64 with ``memory_adapter`` from the layer: the layer's first consumer in
+the stack, on the runtime the layer is built for. The queue triggers it with partial batch failures
+(``ReportBatchItemFailures``): each message is delivered with the credential it carries, or dead-lettered with the
+reason, or left alone for a later receive while Hindsight is unavailable. Its security group reaches only
+Hindsight's load balancer and the VPC endpoints (SQS, KMS, logs, monitoring); it holds no credential of its own for
+Hindsight. An alarm fires when whole invocations fail (a broken deployment; an outage shows as the queue's
+oldest-message alarm instead).
+"""
+
+from __future__ import annotations
+
+from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda_event_sources as sources
+from aws_lambda_powertools.shared.constants import METRICS_NAMESPACE_ENV, SERVICE_NAME_ENV
+from constructs import Construct
+
+from infra.config import RetainQueueConfig
+from infra.constructs import memory_layer
+from infra.constructs.alerts import Alerts
+from infra.constructs.functions import FUNCTIONS_DIR, python_function
+from infra.constructs.memory_layer import MemoryAdapterLayer
+from infra.constructs.memory_service import MemoryService
+from infra.constructs.network import Network
+from infra.constructs.retain_queue import RetainQueue
+from memory_adapter.constants import (
+    HINDSIGHT_API_URL_ENV,
+    RETAIN_DEAD_LETTER_QUEUE_URL_ENV,
+    RETAIN_DELIVERY_TIMEOUT_ENV,
+)
+
+__all__ = ["REPLAY_SRC", "SERVICE_NAME", "RetainReplay"]
+
+#: The function's source (``make build`` bundles it with Powertools into ``retain_queue.replay_path``).
+REPLAY_SRC = FUNCTIONS_DIR / "retain_replay"
+#: Its Powertools service name (log key ``service``).
+SERVICE_NAME = "retain-replay"
+#: Seconds the event source mapping waits to fill a batch.
+BATCHING_WINDOW = Duration.seconds(5)
+
+
+class RetainReplay(Construct):
+    """Exposes ``function``, ``security_group``, ``connections``, ``event_source`` and ``errors_alarm``.
+
+    Args:
+        config: The ``retain_queue`` section.
+        queue: The queue it consumes and dead-letters into.
+        layer: The memory adapter layer (``memory_adapter``).
+        metrics_namespace: Its metrics' namespace (the agent's, so one dashboard shows both).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: RetainQueueConfig,
+        queue: RetainQueue,
+        layer: MemoryAdapterLayer,
+        network: Network,
+        memory: MemoryService,
+        logs_key: kms.IKey,
+        alerts: Alerts,
+        metrics_namespace: str,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.security_group = network.workload_security_group(
+            self,
+            "SecurityGroup",
+            description="Retain replay function: to the Hindsight load balancer and AWS endpoints",
+        )
+        self.connections: ec2.Connections = self.security_group.connections
+        memory.allow_from(self)
+        self.function = python_function(
+            self,
+            "Function",
+            source=config.replay_path,
+            description="Delivers the retain queue to Hindsight, each turn with its own credential",
+            timeout=Duration.seconds(config.replay_timeout_seconds),
+            logs_key=logs_key,
+            log_group_id="Logs",
+            memory_size=256,
+            environment={
+                HINDSIGHT_API_URL_ENV: memory.url,
+                RETAIN_DEAD_LETTER_QUEUE_URL_ENV: queue.dead_letters.queue_url,
+                RETAIN_DELIVERY_TIMEOUT_ENV: str(config.delivery_timeout_seconds),
+                SERVICE_NAME_ENV: SERVICE_NAME,
+                METRICS_NAMESPACE_ENV: metrics_namespace,
+            },
+            vpc=network.vpc,
+            vpc_subnets=network.subnets,
+            security_groups=[self.security_group],
+            layers=[layer.layer],
+            runtime=memory_layer.RUNTIME,
+        )
+        self.event_source = sources.SqsEventSource(
+            queue.queue,
+            batch_size=config.batch_size,
+            max_batching_window=BATCHING_WINDOW,
+            report_batch_item_failures=True,
+            max_concurrency=config.max_concurrency,
+        )
+        self.function.add_event_source(self.event_source)  # grants receive, delete and the key's decrypt
+        queue.grant_send_dead_letters(self.function)
+        self.errors_alarm = alerts.watch(
+            cloudwatch.Alarm(
+                self,
+                "ErrorsAlarm",
+                alarm_description="The retain replay function fails whole invocations (configuration, code or "
+                "permissions): queued retains are not being delivered",
+                metric=self.function.metric_errors(period=Duration.minutes(5), statistic="Sum"),
+                threshold=1,
+                evaluation_periods=1,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            )
+        )

@@ -1,0 +1,257 @@
+"""Replaying the retain queue into Hindsight: each message with its own credential, once, never retried forever.
+
+The replay function (``infra/functions/retain_replay``, on this package's Lambda layer, triggered by the queue with
+partial batch failures) hands every message of a batch to :meth:`QueueReplayer.handle`:
+
+- **delivered** (2xx): Hindsight has it. The record's ``operation_id`` makes a second delivery (SQS delivers at
+  least once; a lost acknowledgement) return the original operation, so a turn is stored once;
+- **dead-lettered**: Hindsight refused it for good (401/403: the token expired beyond the grace window, was revoked,
+  or does not own the bank; any other 4xx), or the message is malformed or inflates beyond
+  :data:`~memory_adapter.sqs_spool.MAX_DECODED_RECORD_BYTES`. It is sent to the dead-letter queue with the reason
+  (attribute ``dead_letter_reason``) and counts as processed, so SQS deletes the original: nothing retries it;
+- **retry later** (:class:`RetryLaterError`): Hindsight is unavailable (unreachable, timeout, 429, 5xx), or the
+  dead letter could not be sent. Only that message is reported as failed; SQS hands it out again after its
+  visibility timeout and, after the queue's last allowed receive, moves it to the dead-letter queue itself (no
+  reason attribute: :data:`~memory_adapter.sqs_spool.MOVED_BY_SQS`). Once Hindsight failed in a batch, the rest of
+  that batch is not tried (each would wait its timeout).
+
+The operator re-delivers reviewed dead letters with the operator credential: :mod:`memory_adapter.redrive`.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Final, NoReturn, Protocol
+
+from memory_adapter.constants import (
+    HINDSIGHT_API_URL_ENV,
+    RETAIN_DEAD_LETTER_QUEUE_URL_ENV,
+    RETAIN_DELIVERY_TIMEOUT_ENV,
+)
+from memory_adapter.delivery import post_retain
+from memory_adapter.exceptions import (
+    ConfigurationError,
+    HindsightAgentCoreError,
+    HindsightRequestError,
+    HindsightUnavailableError,
+    MalformedMessageError,
+    RecordTooLargeError,
+    SpoolError,
+)
+from memory_adapter.observability import Metric, MetricsSink, Observer, short_hash
+from memory_adapter.settings_reader import SettingsReader
+from memory_adapter.sqs_spool import QueueMessage, SqsSpool, decode_record
+from memory_adapter.transport import HttpTransport, Transport
+
+__all__ = [
+    "DeadLetters",
+    "QueueReplayer",
+    "ReplayOutcome",
+    "ReplaySettings",
+    "ReplayVerdict",
+    "RetryLaterError",
+    "refusal_reason",
+]
+
+DEFAULT_DELIVERY_TIMEOUT_S: Final = 10.0
+
+
+class RetryLaterError(HindsightAgentCoreError):
+    """Not processed now (Hindsight unavailable, no time left, the dead letter not sent): leave it on the queue."""
+
+
+class ReplayVerdict(StrEnum):
+    """What became of one message."""
+
+    DELIVERED = "delivered"
+    DEAD_LETTERED = "dead_lettered"
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayOutcome:
+    """The verdict, and for a dead letter the reason it carries."""
+
+    verdict: ReplayVerdict
+    reason: str | None = None
+
+
+class DeadLetters(Protocol):
+    """Where refused messages go (:class:`~memory_adapter.sqs_spool.SqsSpool` is one)."""
+
+    def forward_dead_letter(self, message: QueueMessage, reason: str) -> None:
+        """Send ``message`` as it is, with ``reason``; raise :class:`SpoolError` when it could not be sent."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class ReplaySettings:
+    """The replay function's configuration (environment variables; names in :mod:`memory_adapter.constants`)."""
+
+    hindsight_api_url: str
+    dead_letter_queue_url: str
+    delivery_timeout_s: float = DEFAULT_DELIVERY_TIMEOUT_S
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> ReplaySettings:
+        """Read and check every variable; raise :class:`ConfigurationError` listing every problem."""
+        get = SettingsReader(env)
+        url = get.text(HINDSIGHT_API_URL_ENV) or ""
+        if not url.startswith(("http://", "https://")):
+            get.problem(f"{HINDSIGHT_API_URL_ENV} must be Hindsight's http(s) URL, got {url!r}")
+        dead = get.text(RETAIN_DEAD_LETTER_QUEUE_URL_ENV) or ""
+        if not dead.startswith(("http://", "https://")):
+            get.problem(f"{RETAIN_DEAD_LETTER_QUEUE_URL_ENV} must be the dead-letter queue's URL, got {dead!r}")
+        timeout = get.number(RETAIN_DELIVERY_TIMEOUT_ENV, DEFAULT_DELIVERY_TIMEOUT_S, above=0, high=120)
+        if get.problems:
+            raise ConfigurationError(get.problems, subject="retain replay")
+        return cls(hindsight_api_url=url.rstrip("/"), dead_letter_queue_url=dead, delivery_timeout_s=timeout)
+
+
+class QueueReplayer:
+    """Delivers queue messages to Hindsight (see the module docstring for the three outcomes).
+
+    Args:
+        transport: HTTP to Hindsight.
+        dead_letters: Where refused and malformed messages go, with their reason.
+        timeout: Seconds per delivery.
+        metrics: A Powertools ``Metrics`` (``MemoryQueueDelivered``, ``MemoryQueueDeadLettered``,
+            ``MemoryQueueRetried``).
+        clock: Monotonic seconds (the batch deadline is on it).
+        now: Unix seconds (token ages in reasons).
+    """
+
+    def __init__(
+        self,
+        *,
+        transport: Transport,
+        dead_letters: DeadLetters,
+        timeout: float = DEFAULT_DELIVERY_TIMEOUT_S,
+        metrics: MetricsSink | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        now: Callable[[], float] = time.time,
+    ) -> None:
+        self._transport = transport
+        self._dead_letters = dead_letters
+        self._timeout = timeout
+        self._obs = Observer(metrics, verbose=True)
+        self._clock = clock
+        self._now = now
+        self._deadline: float | None = None
+        self._unavailable: str | None = None
+
+    @classmethod
+    def from_settings(cls, settings: ReplaySettings, *, metrics: MetricsSink | None = None) -> QueueReplayer:
+        """The replayer the function runs: HTTP to Hindsight, refusals to the dead-letter queue."""
+        # Only the spool's dead-letter side is used: the event source mapping receives and deletes.
+        dead_letters = SqsSpool(settings.dead_letter_queue_url, dead_letter_queue_url=settings.dead_letter_queue_url)
+        return cls(
+            transport=HttpTransport(settings.hindsight_api_url),
+            dead_letters=dead_letters,
+            timeout=settings.delivery_timeout_s,
+            metrics=metrics,
+        )
+
+    def start_batch(self, *, seconds_left: float | None = None) -> None:
+        """Begin a batch: forget an earlier outage; stop trying once fewer than a delivery's seconds are left."""
+        self._unavailable = None
+        self._deadline = None if seconds_left is None else self._clock() + seconds_left
+
+    def handle(self, message: QueueMessage) -> ReplayOutcome:
+        """Deliver or dead-letter ``message``; raise :class:`RetryLaterError` to leave it on the queue."""
+        if self._unavailable is not None:
+            self._retry(message, "not tried: Hindsight failed earlier in this batch")
+        if self._deadline is not None and self._clock() + self._timeout > self._deadline:
+            self._retry(message, "not tried: the invocation is about to time out")
+        try:
+            record = decode_record(message)
+        except RecordTooLargeError as exc:
+            return self._dead(message, f"oversized: {exc}", bank=None)
+        except MalformedMessageError as exc:
+            return self._dead(message, f"malformed: {exc}", bank=None)
+        try:
+            post_retain(self._transport, record, bearer=record.credential, timeout=self._timeout)
+        except HindsightUnavailableError as exc:
+            self._unavailable = str(exc)
+            self._retry(message, f"Hindsight unavailable: {exc}")
+        except HindsightRequestError as exc:
+            reason = refusal_reason(exc.status, str(exc), record.credential, now=self._now())
+            return self._dead(message, reason, bank=record.bank_id)
+        self._obs.count(Metric.QUEUE_DELIVERED)
+        self._obs.event(
+            logging.INFO,
+            "queued retain delivered",
+            event="queue.delivered",
+            bank=short_hash(record.bank_id),
+            message_id=message.message_id,
+            receive_count=message.receive_count,
+        )
+        return ReplayOutcome(ReplayVerdict.DELIVERED)
+
+    def _retry(self, message: QueueMessage, reason: str) -> NoReturn:
+        self._obs.count(Metric.QUEUE_RETRIED)
+        self._obs.event(
+            logging.WARNING,
+            "queued retain left for a later receive",
+            event="queue.retry",
+            message_id=message.message_id,
+            receive_count=message.receive_count,
+            reason=reason[:300],
+        )
+        raise RetryLaterError(reason)
+
+    def _dead(self, message: QueueMessage, reason: str, *, bank: str | None) -> ReplayOutcome:
+        try:
+            self._dead_letters.forward_dead_letter(message, reason)
+        except SpoolError as exc:
+            self._retry(message, f"could not dead-letter ({reason}): {exc}")
+        self._obs.count(Metric.QUEUE_DEAD_LETTERED)
+        self._obs.event(
+            logging.ERROR,
+            "queued retain moved to the dead-letter queue",
+            event="queue.dead_lettered",
+            bank=short_hash(bank) if bank else None,
+            message_id=message.message_id,
+            reason=reason,
+        )
+        return ReplayOutcome(ReplayVerdict.DEAD_LETTERED, reason)
+
+
+def refusal_reason(status: int, detail: str, credential: str | None, *, now: float) -> str:
+    """A dead letter's reason for Hindsight's refusal, for the operator who reviews it (no identity, no token)."""
+    if status == 401:
+        return f"credential refused (HTTP 401): {_credential_note(credential, now)}"
+    if status == 403:
+        return "refused (HTTP 403): the credential may not retain into this bank"
+    return detail[:300]
+
+
+def _credential_note(credential: str | None, now: float) -> str:
+    if not credential:
+        return "the record carries no credential"
+    expiry = _token_expiry(credential)
+    if expiry is None:
+        return "not a JWT: a key Hindsight no longer accepts (rotated?)"
+    if expiry <= now:
+        hours = (now - expiry) / 3600
+        return f"the token expired {hours:.1f} h ago (its exp claim), beyond the server's grace window"
+    return "the token has not expired (its exp claim): revoked, unknown signing key or issuer?"
+
+
+def _token_expiry(token: str) -> float | None:
+    """The ``exp`` claim of a JWT, read without verifying it: only to explain a refusal, never to decide one."""
+    parts = token.split(".")
+    if len(parts) != 3:
+        return None
+    try:
+        payload = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
+    except (binascii.Error, ValueError):
+        return None
+    exp = payload.get("exp") if isinstance(payload, dict) else None
+    return float(exp) if isinstance(exp, int | float) and not isinstance(exp, bool) else None

@@ -1,0 +1,473 @@
+"""The durable spool of a deployed agent: an Amazon SQS queue, whose messages outlive the AgentCore microVM.
+
+A :class:`~memory_adapter.spool.DirectorySpool` lives on the microVM's disk and is gone when AgentCore reclaims the
+session. :class:`SqsSpool` implements the same :class:`~memory_adapter.spool.Spool` protocol on a standard queue
+(KMS-encrypted by the stack): the agent only *sends* (:meth:`SqsSpool.put`, on a delivery thread, never on a turn's
+path), and the replay function (:mod:`memory_adapter.queue_replay`) consumes the queue and delivers each record with
+its own credential. ``boto3`` is imported on the first call that needs it, off the cold-start path.
+
+One message is one :class:`~memory_adapter.spool.RetainRecord` (its JSON, with the characters SQS refuses escaped).
+A record over the queue's size limit is sent zlib-compressed and base64-encoded (message attribute ``encoding``);
+one still too large raises :class:`~memory_adapter.exceptions.RecordTooLargeError` (the delivery counts it and logs
+it as lost: see the README's "oversized turns"). Dead letters carry the reason in the ``dead_letter_reason``
+attribute. A standard queue can deliver a message twice: the record's ``operation_id`` makes a second delivery a
+no-op in Hindsight.
+
+Example:
+    >>> spool = SqsSpool("https://sqs.us-east-1.amazonaws.com/123456789012/retains")   # nothing imported yet
+    >>> adapter = HindsightRuntimeAdapter("support", spool=spool, auto_replay=False)
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+import re
+import threading
+import time
+import zlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
+
+from memory_adapter.constants import SQS_MAX_MESSAGE_BYTES
+from memory_adapter.exceptions import MalformedMessageError, RecordTooLargeError, SpoolError
+from memory_adapter.spool import RetainRecord
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs import SQSClient
+
+__all__ = [
+    "DEAD_LETTER_REASON_ATTRIBUTE",
+    "ENCODING_ATTRIBUTE",
+    "MAX_DECODED_RECORD_BYTES",
+    "MOVED_BY_SQS",
+    "QueueMessage",
+    "SqsSpool",
+    "decode_record",
+    "encode_record",
+]
+
+#: Message attribute naming the body's encoding: ``json`` or ``zlib+base64``.
+ENCODING_ATTRIBUTE: Final = "encoding"
+#: Message attribute of a dead letter: why it was moved aside (HTTP status, token expiry, malformed, ...).
+DEAD_LETTER_REASON_ATTRIBUTE: Final = "dead_letter_reason"
+#: Message attributes of a dead letter: the message it was, and how often that one had been received.
+SOURCE_MESSAGE_ID_ATTRIBUTE: Final = "source_message_id"
+RECEIVE_COUNT_ATTRIBUTE: Final = "source_receive_count"
+#: The reason of a dead letter SQS moved itself (its last allowed receive failed: Hindsight unavailable too long).
+MOVED_BY_SQS: Final = "moved by SQS after its last allowed receive (Hindsight was unavailable for too long)"
+_PLAIN: Final = "json"
+_PACKED: Final = "zlib+base64"
+#: Kept free in every message for the dead-letter attributes, so a record that fits the queue fits its DLQ too.
+_DEAD_LETTER_HEADROOM: Final = 4096
+_MAX_REASON_CHARS: Final = 500
+#: Largest record a message may expand to (a compressed body is inflated up to this, never further).
+MAX_DECODED_RECORD_BYTES: Final = 8 * 2**20
+#: Characters SQS refuses in a message body that JSON leaves unescaped (lone surrogates, U+FFFE, U+FFFF).
+_SQS_REFUSED: Final = re.compile("[\ud800-\udfff\ufffe\uffff]")
+_RECEIPT_QUEUES: Final = ("main", "dead")
+_REGION_IN_HOST: Final = re.compile(r"^sqs[.-](?P<region>[a-z]{2}(?:-[a-z]+)+-\d+)\.")
+
+
+def _escape_refused(text: str) -> str:
+    # They can only occur inside JSON strings, where a \uXXXX escape means the same character.
+    return _SQS_REFUSED.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def _size(body: str, attributes: Mapping[str, str]) -> int:
+    """What SQS counts against its limit: the body plus each attribute's name, type and value."""
+    fields = sum(len(name) + len("String") + len(value.encode("utf-8")) for name, value in attributes.items())
+    return len(body.encode("utf-8")) + fields
+
+
+def encode_record(record: RetainRecord, *, max_bytes: int = SQS_MAX_MESSAGE_BYTES) -> tuple[str, dict[str, str]]:
+    """The message body and attributes of ``record``: its JSON, or compressed when that does not fit.
+
+    Raises:
+        RecordTooLargeError: Even compressed, the message would exceed ``max_bytes`` (less the dead-letter room).
+    """
+    limit = max_bytes - _DEAD_LETTER_HEADROOM
+    body = _escape_refused(record.to_json())
+    attributes = {ENCODING_ATTRIBUTE: _PLAIN}
+    plain_size = _size(body, attributes)
+    if plain_size <= limit:
+        return body, attributes
+    packed = base64.b64encode(zlib.compress(body.encode("utf-8"), 6)).decode("ascii")
+    attributes = {ENCODING_ATTRIBUTE: _PACKED}
+    if _size(packed, attributes) <= limit:
+        return packed, attributes
+    raise RecordTooLargeError(plain_size, limit)
+
+
+def decode_record(message: QueueMessage, *, max_bytes: int = MAX_DECODED_RECORD_BYTES) -> RetainRecord:
+    """The record a message carries (``receipt`` set to the message's).
+
+    Raises:
+        MalformedMessageError: Not a spooled retain (unknown encoding, bad base64 or zlib, not a record).
+        RecordTooLargeError: It inflates beyond ``max_bytes`` (never decompressed further).
+    """
+    encoding = message.attributes.get(ENCODING_ATTRIBUTE, _PLAIN)
+    if encoding == _PLAIN:
+        if len(message.body) > max_bytes:
+            raise RecordTooLargeError(len(message.body), max_bytes, what="queued record")
+        text = message.body
+    elif encoding == _PACKED:
+        try:
+            packed = base64.b64decode(message.body, validate=True)
+            inflater = zlib.decompressobj()
+            raw = inflater.decompress(packed, max_bytes + 1)
+        except (binascii.Error, ValueError, zlib.error) as exc:
+            raise MalformedMessageError(f"cannot unpack a {_PACKED} body: {exc}") from exc
+        if len(raw) > max_bytes or inflater.unconsumed_tail:
+            raise RecordTooLargeError(len(raw), max_bytes, what="queued record (inflated)")
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise MalformedMessageError(f"the unpacked body is not UTF-8: {exc}") from exc
+    else:
+        raise MalformedMessageError(f"unknown {ENCODING_ATTRIBUTE} {encoding[:40]!r}")
+    try:
+        return RetainRecord.from_json(text, receipt=message.receipt)
+    except SpoolError as exc:
+        raise MalformedMessageError(str(exc)) from exc
+
+
+@dataclass(frozen=True, slots=True)
+class QueueMessage:
+    """One received message, from ``ReceiveMessage`` or from a Lambda SQS event: what replaying it needs.
+
+    Attributes:
+        message_id: SQS message id.
+        body: The body as sent.
+        attributes: String message attributes by name.
+        receive_count: How many times SQS has handed it out (this one included).
+        receipt: The receipt handle (deletes it, changes its visibility).
+    """
+
+    message_id: str
+    body: str
+    attributes: Mapping[str, str] = field(default_factory=dict)
+    receive_count: int = 1
+    receipt: str | None = None
+
+    @classmethod
+    def from_lambda(cls, record: Mapping[str, Any]) -> QueueMessage:
+        """A record of a Lambda SQS event (``messageId``, ``body``, ``messageAttributes``, ``attributes``)."""
+        attributes = {
+            str(name): str(value.get("stringValue"))
+            for name, value in (record.get("messageAttributes") or {}).items()
+            if isinstance(value, Mapping) and value.get("stringValue") is not None
+        }
+        return cls(
+            message_id=str(record.get("messageId", "")),
+            body=str(record.get("body") or ""),
+            attributes=attributes,
+            receive_count=_int((record.get("attributes") or {}).get("ApproximateReceiveCount"), 1),
+            receipt=record.get("receiptHandle"),
+        )
+
+    @classmethod
+    def from_sqs(cls, message: Mapping[str, Any]) -> QueueMessage:
+        """A message of a ``ReceiveMessage`` answer (``MessageId``, ``Body``, ``MessageAttributes``, ...)."""
+        attributes = {
+            str(name): str(value.get("StringValue"))
+            for name, value in (message.get("MessageAttributes") or {}).items()
+            if isinstance(value, Mapping) and value.get("StringValue") is not None
+        }
+        return cls(
+            message_id=str(message.get("MessageId", "")),
+            body=str(message.get("Body") or ""),
+            attributes=attributes,
+            receive_count=_int((message.get("Attributes") or {}).get("ApproximateReceiveCount"), 1),
+            receipt=message.get("ReceiptHandle"),
+        )
+
+    @property
+    def dead_letter_reason(self) -> str | None:
+        """Why it was dead-lettered (``None``: not by us; SQS moved it after its last allowed receive)."""
+        return self.attributes.get(DEAD_LETTER_REASON_ATTRIBUTE)
+
+
+def _int(value: object, default: int) -> int:
+    try:
+        return int(str(value))
+    except ValueError:
+        return default
+
+
+def _string_attributes(attributes: Mapping[str, str]) -> dict[str, Any]:
+    return {name: {"DataType": "String", "StringValue": value} for name, value in attributes.items()}
+
+
+class SqsSpool:
+    """A :class:`~memory_adapter.spool.Spool` on an SQS queue (and, for consumers, its dead-letter queue).
+
+    The agent needs only :meth:`put` (``sqs:SendMessage``); :meth:`items`, :meth:`remove`, :meth:`count` and the
+    dead-letter methods serve the replay function and the operator's commands. Differences from the directory
+    spool, all harmless because delivery is idempotent by ``operation_id``: the same record put twice is two
+    messages, and :meth:`items` is only approximately oldest first. Without a ``dead_letter_queue_url`` (the
+    agent), :meth:`dead_letter` sends the record back to the queue with its reason: the consumer tries it once
+    more and dead-letters it for good if Hindsight still refuses.
+
+    Args:
+        queue_url: The queue (``https://sqs.<region>.amazonaws.com/<account>/<name>``).
+        dead_letter_queue_url: Its dead-letter queue (consumers only).
+        client: An SQS client (default: created on first use with bounded, retried calls; region from
+            ``AWS_REGION`` or the queue URL, endpoint from the usual ``AWS_ENDPOINT_URL_SQS``).
+        max_message_bytes: The queue's message size limit.
+        visibility_timeout: Seconds a message received by :meth:`items` stays hidden from other consumers.
+        wait_seconds: Long-poll time of one receive (an empty answer ends :meth:`items`).
+        send_budget_s: How long :meth:`put` keeps trying while SQS cannot be reached (boto3 retries each call a few
+            times; this retries the call): the turn is not safe yet, so the agent's ``/ping`` stays busy meanwhile.
+    """
+
+    def __init__(
+        self,
+        queue_url: str,
+        *,
+        dead_letter_queue_url: str | None = None,
+        client: SQSClient | None = None,
+        max_message_bytes: int = SQS_MAX_MESSAGE_BYTES,
+        visibility_timeout: int = 60,
+        wait_seconds: int = 1,
+        send_budget_s: float = 30.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if not queue_url.startswith(("https://", "http://")):
+            raise ValueError(f"not an SQS queue URL: {queue_url!r}")
+        self.queue_url = queue_url
+        self.dead_letter_queue_url = dead_letter_queue_url
+        self.max_message_bytes = max_message_bytes
+        self._visibility_timeout = visibility_timeout
+        self._wait_seconds = wait_seconds
+        self._send_budget_s = send_budget_s
+        self._sleep = sleep
+        self._client = client
+        self._client_lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"SqsSpool({self.queue_url!r}, dead_letter_queue_url={self.dead_letter_queue_url!r})"
+
+    # -- the client, created on first use (a delivery or replay thread; never the turn)
+
+    def _sqs(self) -> SQSClient:
+        client = self._client
+        if client is not None:
+            return client
+        with self._client_lock:  # creating boto3 clients is not thread-safe; using one is
+            if self._client is None:
+                try:
+                    import boto3
+                    from botocore.config import Config
+                except ImportError as exc:  # pragma: no cover - boto3 is in every Lambda and AgentCore runtime
+                    raise SpoolError("the SQS spool needs boto3") from exc
+                config = Config(retries={"mode": "standard", "max_attempts": 6}, connect_timeout=3, read_timeout=10)
+                session = boto3.session.Session()
+                region = _region_of(self.queue_url) or session.region_name or os.environ.get("AWS_REGION")
+                self._client = session.client("sqs", region_name=region, config=config)
+            return self._client
+
+    def _call(self, what: str, operation: str, **kwargs: Any) -> Any:
+        try:
+            return getattr(self._sqs(), operation)(**kwargs)
+        except SpoolError:
+            raise
+        except Exception as exc:  # botocore's errors (no region, client, connection, credentials): the spool failed
+            # botocore's messages name the operation, the endpoint and the error code; never a message body.
+            raise SpoolError(f"cannot {what}: {type(exc).__name__}: {str(exc)[:300]}") from exc
+
+    def _url(self, dead: bool) -> str:
+        if not dead:
+            return self.queue_url
+        if self.dead_letter_queue_url is None:
+            raise SpoolError("this spool has no dead-letter queue (dead_letter_queue_url)")
+        return self.dead_letter_queue_url
+
+    # -- Spool
+
+    def put(self, record: RetainRecord) -> None:
+        """Send ``record`` to the queue (compressed if needed); raise :class:`RecordTooLargeError` if it cannot fit."""
+        body, attributes = encode_record(record, max_bytes=self.max_message_bytes)
+        deadline = time.monotonic() + self._send_budget_s
+        delay = 0.5
+        while True:
+            try:
+                self._call(
+                    "send to the retain queue",
+                    "send_message",
+                    QueueUrl=self.queue_url,
+                    MessageBody=body,
+                    MessageAttributes=_string_attributes(attributes),
+                )
+                return
+            except SpoolError as exc:
+                if not _unreachable(exc.__cause__) or time.monotonic() + delay > deadline:
+                    raise
+            self._sleep(delay)
+            delay = min(delay * 2, 5.0)
+
+    def items(self, limit: int | None = None, *, dead: bool = False) -> list[RetainRecord]:
+        """Receive up to ``limit`` records (hidden for ``visibility_timeout`` s), approximately oldest first.
+
+        A message that is not a record is moved to the dead letters with the reason (or, when listing the dead
+        letters, skipped: :meth:`messages` shows it).
+        """
+        records: list[RetainRecord] = []
+        for message in self.messages(limit, dead=dead):
+            try:
+                record = decode_record(message)
+            except SpoolError as exc:
+                if not dead and self.dead_letter_queue_url is not None:
+                    self.forward_dead_letter(message, f"malformed: {exc}")
+                    self.delete(message, dead=False)
+                continue
+            record.receipt = _receipt(dead, message.receipt)
+            if dead:
+                record.last_error = message.dead_letter_reason or MOVED_BY_SQS
+            records.append(record)
+        records.sort(key=lambda r: r.created_at)
+        return records
+
+    def remove(self, record: RetainRecord) -> None:
+        """Delete the message ``record`` was received from (records never received are ignored)."""
+        dead, handle = _parse_receipt(record.receipt)
+        if handle is not None:
+            self._delete(handle, dead=dead)
+
+    def dead_letter(self, record: RetainRecord, reason: str) -> None:
+        """Send ``record`` to the dead-letter queue with ``reason`` (without one: back to the queue, see the class)."""
+        record.last_error = reason
+        body, attributes = encode_record(record, max_bytes=self.max_message_bytes)
+        attributes[DEAD_LETTER_REASON_ATTRIBUTE] = reason[:_MAX_REASON_CHARS]
+        target = self.dead_letter_queue_url or self.queue_url
+        self._call(
+            "send a dead letter",
+            "send_message",
+            QueueUrl=target,
+            MessageBody=body,
+            MessageAttributes=_string_attributes(attributes),
+        )
+        dead, handle = _parse_receipt(record.receipt)
+        if handle is not None and not dead:
+            self._delete(handle, dead=False)
+
+    def count(self, *, dead: bool = False) -> int:
+        """Messages in the queue (or its dead letters): visible, in flight and delayed (approximate, as SQS says)."""
+        answer = self._call(
+            "read the queue's attributes",
+            "get_queue_attributes",
+            QueueUrl=self._url(dead),
+            AttributeNames=[
+                "ApproximateNumberOfMessages",
+                "ApproximateNumberOfMessagesNotVisible",
+                "ApproximateNumberOfMessagesDelayed",
+            ],
+        )
+        return sum(_int(value, 0) for value in answer.get("Attributes", {}).values())
+
+    # -- for consumers: raw messages
+
+    def messages(self, limit: int | None = None, *, dead: bool = False) -> list[QueueMessage]:
+        """Receive up to ``limit`` raw messages (each once), hidden for ``visibility_timeout`` s."""
+        url = self._url(dead)
+        seen: dict[str, QueueMessage] = {}
+        while limit is None or len(seen) < limit:
+            wanted = 10 if limit is None else min(10, limit - len(seen))
+            answer = self._call(
+                "receive from the queue",
+                "receive_message",
+                QueueUrl=url,
+                MaxNumberOfMessages=wanted,
+                VisibilityTimeout=self._visibility_timeout,
+                WaitTimeSeconds=self._wait_seconds,
+                MessageSystemAttributeNames=["ApproximateReceiveCount", "SentTimestamp"],
+                MessageAttributeNames=["All"],
+            )
+            batch = [QueueMessage.from_sqs(m) for m in answer.get("Messages", [])]
+            fresh = [m for m in batch if m.message_id not in seen]
+            if not fresh:
+                break
+            seen.update((m.message_id, m) for m in fresh)
+        return list(seen.values())
+
+    def delete(self, message: QueueMessage, *, dead: bool) -> None:
+        """Delete a message received by :meth:`messages` from the queue (or its dead letters)."""
+        if message.receipt is not None:
+            self._delete(message.receipt, dead=dead)
+
+    def release(self, messages: list[QueueMessage], *, dead: bool) -> None:
+        """Make received messages visible again at once (they were only looked at)."""
+        url = self._url(dead)
+        for start in range(0, len(messages), 10):
+            entries = [
+                {"Id": str(n), "ReceiptHandle": m.receipt, "VisibilityTimeout": 0}
+                for n, m in enumerate(messages[start : start + 10])
+                if m.receipt is not None
+            ]
+            if entries:
+                self._call(
+                    "release received messages", "change_message_visibility_batch", QueueUrl=url, Entries=entries
+                )
+
+    def forward_dead_letter(self, message: QueueMessage, reason: str) -> None:
+        """Send a received message, as it is, to the dead-letter queue with ``reason`` (the replay function's move:
+        it then reports the original as processed, so SQS deletes it)."""
+        attributes = {
+            ENCODING_ATTRIBUTE: message.attributes.get(ENCODING_ATTRIBUTE, _PLAIN),
+            DEAD_LETTER_REASON_ATTRIBUTE: reason[:_MAX_REASON_CHARS],
+            SOURCE_MESSAGE_ID_ATTRIBUTE: message.message_id[:100],
+            RECEIVE_COUNT_ATTRIBUTE: str(message.receive_count),
+        }
+        self._call(
+            "send a dead letter",
+            "send_message",
+            QueueUrl=self._url(dead=True),
+            MessageBody=message.body or " ",  # SQS refuses an empty body; a malformed empty one stays visible as such
+            MessageAttributes=_string_attributes(attributes),
+        )
+
+    def _delete(self, handle: str, *, dead: bool) -> None:
+        try:
+            self._call("delete from the queue", "delete_message", QueueUrl=self._url(dead), ReceiptHandle=handle)
+        except SpoolError as exc:
+            if _error_code(exc.__cause__) in ("ReceiptHandleIsInvalid", "InvalidParameterValue"):
+                return  # already deleted, or its receipt expired: "missing records are ignored"
+            raise
+
+
+def _unreachable(exc: BaseException | None) -> bool:
+    """Whether a botocore error means "SQS could not be reached" (worth another call), not "SQS said no"."""
+    try:
+        from botocore.exceptions import ConnectionError as NoConnection
+        from botocore.exceptions import HTTPClientError
+    except ImportError:  # pragma: no cover - a custom client without botocore
+        return False
+    return isinstance(exc, NoConnection | HTTPClientError)
+
+
+def _error_code(exc: BaseException | None) -> str | None:
+    """The AWS error code of a botocore ``ClientError`` (``None`` for anything else)."""
+    response = getattr(exc, "response", None)
+    if not isinstance(response, Mapping):
+        return None
+    code = response.get("Error", {}).get("Code")
+    return str(code) if code else None
+
+
+def _region_of(queue_url: str) -> str | None:
+    """The region in an SQS URL's host (``sqs.<region>.amazonaws.com``), if it names one."""
+    match = _REGION_IN_HOST.match(queue_url.split("://", 1)[-1])
+    return match["region"] if match else None
+
+
+def _receipt(dead: bool, handle: str | None) -> str | None:
+    return None if handle is None else f"{_RECEIPT_QUEUES[dead]}\n{handle}"
+
+
+def _parse_receipt(receipt: str | None) -> tuple[bool, str | None]:
+    if receipt is None or "\n" not in receipt:
+        return False, None
+    queue, handle = receipt.split("\n", 1)
+    return queue == _RECEIPT_QUEUES[True], handle
