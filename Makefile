@@ -14,6 +14,8 @@ BENCH_VENV ?= .venv-bench
 BENCH_ARGS ?=
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
+# An agent project to build, synthesize and run locally instead of the reference agent (e.g. examples/strands_agent).
+AGENT ?=
 
 export CDK_DISABLE_VERSION_CHECK := true
 export CDK_DISABLE_CLI_TELEMETRY := true
@@ -22,7 +24,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export HINDSIGHT_VENV := $(abspath $(HS_VENV))
 
 # Python sources checked by ruff and mypy (folders that exist).
-PY_SOURCES := $(wildcard app.py infra runtime_handler layers/memory_adapter/src localdev hindsight_isolation bench smoke tests)
+PY_SOURCES := $(wildcard app.py infra runtime_handler layers/memory_adapter/src localdev hindsight_isolation bench smoke examples tests)
 
 .PHONY: help
 help: ## List the targets
@@ -69,11 +71,22 @@ build/.built: $(VENV)/.installed $(BUILD_INPUTS)
 	$(BIN)/python -m infra.build
 	@touch $@
 
+# AGENT=<folder>: also bundle that agent project into build/projects/<name> (its files, requirements, the wiring).
+.PHONY: build-project
+build-project: $(VENV)/.installed
+	$(if $(AGENT),$(BIN)/python -m infra.build project $(AGENT),@true)
+
+# The example agent's bundle, which `make test` checks (tests/infra/test_artifacts.py); rebuilt when its inputs change.
+EXAMPLE_AGENT := examples/strands_agent
+build/.example-built: $(VENV)/.installed $(wildcard $(EXAMPLE_AGENT)/*) $(BUILD_INPUTS)
+	$(BIN)/python -m infra.build project $(EXAMPLE_AGENT)
+	@touch $@
+
 .PHONY: build synth checkov-venv
 checkov-venv: $(CHECKOV_VENV)/.installed ## Create checkov's own virtualenv
-build: build/.built ## Build the agent bundle, the layer and the Hindsight extension (Linux arm64, no Docker)
-synth: venv node build ## Synthesize every stack into cdk.out/ (offline, no AWS credentials)
-	AWS_EC2_METADATA_DISABLED=true npx --no-install cdk synth --quiet $(CDK_ARGS)
+build: build/.built build-project ## Build the agent bundle, the layer and the Hindsight extension (Linux arm64, no Docker; AGENT=<folder>: your agent project too)
+synth: venv node build ## Synthesize every stack into cdk.out/ (offline, no AWS credentials; AGENT=<folder> deploys your agent project)
+	AWS_EC2_METADATA_DISABLED=true npx --no-install cdk synth --quiet $(if $(AGENT),-c agent.project=$(AGENT)) $(CDK_ARGS)
 
 .PHONY: venv hindsight-venv node setup
 venv: $(VENV)/.installed ## Create the project virtualenv
@@ -98,7 +111,7 @@ format: venv ## Apply ruff's formatting and safe fixes
 	$(BIN)/ruff format $(PY_SOURCES)
 
 .PHONY: test
-test: setup lint build checkov-venv ## Run every test (unit, integration against a real local Hindsight, infra)
+test: setup lint build build/.example-built checkov-venv ## Run every test (unit, integration against a real local Hindsight, infra)
 	$(BIN)/pytest $(PYTEST_ARGS)
 
 .PHONY: smoke
@@ -107,8 +120,8 @@ smoke: venv ## Prove a deployment: two sessions of one user recall, a second use
 	$(BIN)/python -m smoke $(SMOKE_ARGS)
 
 .PHONY: local
-local: setup ## Run the product locally on embedded defaults and show a memory demo
-	$(BIN)/python -m localdev.demo
+local: setup ## Run the product locally on embedded defaults and show a memory demo (AGENT=<folder>: your agent project)
+	$(BIN)/python -m localdev.demo $(if $(AGENT),--agent-project $(AGENT))
 
 .PHONY: hindsight-start hindsight-stop hindsight-status
 hindsight-start: venv hindsight-venv ## Start the local Hindsight (PostgreSQL + pgvector, loopback)

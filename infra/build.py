@@ -5,6 +5,9 @@
 * ``build/layer/python/``: the Lambda layer: ``memory_adapter`` and its dependencies for arm64, Python 3.12.
 * ``build/hindsight_ext.zip``: ``hindsight_isolation`` + ``memory_adapter`` sources (no dependencies: the stock
   Hindsight image has PyJWT, cryptography and boto3), unpacked into the Hindsight tasks by their init container.
+* ``build/projects/<name>/``: the bundle of an agent you bring (``python -m infra.build project <dir>``): your
+  project's files at the root (its entrypoint included), ``memory_adapter`` (the memory wiring the reference agent
+  uses) and Linux arm64 CPython 3.12 wheels of your ``requirements.txt`` plus the wiring's ``[agentcore]`` extra.
 * ``build/db_provisioning/``: the database provisioning function (``infra/functions/db_provisioning``) with its
   pure-Python PostgreSQL driver, pg8000.
 * ``build/retain_replay/``: the retain queue's replay function (``infra/functions/retain_replay``) with Powertools
@@ -44,6 +47,12 @@ CONSTRAINTS = Path(__file__).resolve().parent / "build-constraints.txt"
 ADAPTER_SRC = ROOT / "layers" / "memory_adapter" / "src" / "memory_adapter"
 ADAPTER_PYPROJECT = ROOT / "layers" / "memory_adapter" / "pyproject.toml"
 AGENT_REQUIREMENTS = ROOT / "runtime_handler" / "requirements.txt"
+PROJECTS_DIR = BUILD / "projects"
+#: The file of an agent project AgentCore runs (``python <entrypoint>`` from the bundle root), unless configured.
+DEFAULT_PROJECT_ENTRYPOINT = "agent.py"
+PROJECT_REQUIREMENTS = "requirements.txt"
+#: The memory adapter's extra that holds the wiring's run-time dependencies (see its pyproject).
+WIRING_EXTRA = "agentcore"
 
 TARGET_PLATFORM = "manylinux2014_aarch64"
 TARGET_PYTHON = "3.12"  # AgentCore PYTHON_3_12 and the layer's lowest runtime
@@ -52,6 +61,7 @@ EXTENSION_PYTHON = "3.11"  # the stock Hindsight image's interpreter
 #: Unzipped size budgets in MiB (AgentCore and Lambda limits are far higher: these catch dependency creep).
 AGENT_BUDGET_MIB = 120
 LAYER_BUDGET_MIB = 60
+PROJECT_BUDGET_MIB = 250  # a framework (Strands: OpenTelemetry, MCP, pydantic) is larger than the reference agent
 EXTENSION_BUDGET_KIB = 512
 PROVISIONING_BUDGET_MIB = 5
 REPLAY_BUDGET_MIB = 20
@@ -167,10 +177,61 @@ def agent_requirements() -> list[str]:
     return ["-r", str(AGENT_REQUIREMENTS)]
 
 
-def adapter_dependencies() -> list[str]:
-    """memory_adapter's declared runtime dependencies (its pyproject is the one source)."""
+def adapter_dependencies(*extras: str) -> list[str]:
+    """memory_adapter's declared runtime dependencies, plus those of ``extras`` (its pyproject is the one source)."""
     project = tomllib.loads(ADAPTER_PYPROJECT.read_text())["project"]
-    return list(project.get("dependencies", []))
+    optional = project.get("optional-dependencies", {})
+    unknown = [extra for extra in extras if extra not in optional]
+    if unknown:
+        raise BuildError(f"memory_adapter has no extra {unknown[0]!r}")
+    return [*project.get("dependencies", []), *(dep for extra in extras for dep in optional[extra])]
+
+
+def project_bundle_dir(project: str | Path) -> Path:
+    """Where ``python -m infra.build project <project>`` writes the bundle of an agent project (and the stack reads
+    it): ``build/projects/<the project folder's name>``."""
+    return PROJECTS_DIR / Path(project).resolve().name
+
+
+def project_problems(project: str | Path, entrypoint: str = DEFAULT_PROJECT_ENTRYPOINT) -> list[str]:
+    """What keeps ``project`` from being bundled (empty when it can be): its folder, its entrypoint, its names."""
+    folder = Path(project)
+    if not folder.is_dir():
+        return [f"the agent project {str(project)!r} is not a folder"]
+    problems = []
+    entry = Path(entrypoint)
+    if entry.is_absolute() or ".." in entry.parts or entry.suffix != ".py":
+        problems.append(f"the entrypoint {entrypoint!r} must be a .py file inside the project")
+    elif not (folder / entry).is_file():
+        problems.append(f"the agent project {str(project)!r} has no entrypoint {entrypoint!r}")
+    if (folder / "memory_adapter").exists():
+        problems.append("the agent project must not contain a memory_adapter folder (the bundle provides it)")
+    return problems
+
+
+def build_project(project: str | Path, entrypoint: str = DEFAULT_PROJECT_ENTRYPOINT) -> int:
+    """Bundle the agent project ``project`` into :func:`project_bundle_dir` and return the bundle's size in bytes.
+
+    The same recipe as the reference agent's bundle: one resolver pass for the project's ``requirements.txt`` (if it
+    has one), the wiring's extra and memory_adapter's dependencies (Linux arm64, CPython 3.12, wheels only), then
+    ``memory_adapter`` and the project's files at the root, bytecode compiled by the target interpreter.
+    """
+    problems = project_problems(project, entrypoint)
+    if problems:
+        raise BuildError("; ".join(problems))
+    source = Path(project).resolve()
+    target = project_bundle_dir(source)
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    requirements = source / PROJECT_REQUIREMENTS
+    user = ["-r", str(requirements)] if requirements.is_file() else []
+    _pip_install(target, [*user, *adapter_dependencies(WIRING_EXTRA)])
+    ignore = shutil.ignore_patterns(*_SKIP, "*.pyc", ".venv", PROJECT_REQUIREMENTS)
+    shutil.copytree(source, target, ignore=ignore, dirs_exist_ok=True)
+    _copy_package(ADAPTER_SRC, target / "memory_adapter")
+    _prune(target)
+    _compile(target, TARGET_PYTHON)
+    return _check_budget(f"agent project bundle {source.name}", target, PROJECT_BUDGET_MIB * 2**20)
 
 
 def build_agent() -> int:
@@ -255,10 +316,22 @@ def main(argv: Sequence[str]) -> int:
         "provisioning": build_provisioning,
         "replay": build_replay,
     }
+    if argv[:1] == ["project"]:
+        if len(argv) not in (2, 3):
+            print("usage: python -m infra.build project <project folder> [<entrypoint>]", file=sys.stderr)
+            return 2
+        try:
+            size = build_project(argv[1], *argv[2:])
+        except BuildError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
+        print(f"project {Path(argv[1]).name}: {size / 2**20:.2f} MiB -> {project_bundle_dir(argv[1])}")
+        return 0
     names = list(argv) or list(builders)
     unknown = [n for n in names if n not in builders]
     if unknown:
-        print(f"usage: python -m infra.build [{'|'.join(builders)}] ...", file=sys.stderr)
+        usage = f"[{'|'.join(builders)}] ... | project <folder> [<entrypoint>]"
+        print(f"usage: python -m infra.build {usage}", file=sys.stderr)
         return 2
     try:
         for name in names:

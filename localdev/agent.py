@@ -1,9 +1,10 @@
 """The agent (``python -m runtime_handler``) as a local background server, pointed at the local Hindsight and issuer.
 
 It runs exactly the code AgentCore Runtime runs, on 127.0.0.1, in JWT mode trusting the local token issuer, with the
-deterministic echo model (it shows what it recalled) instead of Bedrock::
+deterministic echo model (it shows what it recalled) instead of Bedrock. ``--project`` runs an agent you bring instead
+(``python <project>/<entrypoint>``, as its bundle runs on AgentCore), with the same environment::
 
-    python -m localdev.agent start [--port 8080] [--hindsight-url URL] [--issuer-url URL]
+    python -m localdev.agent start [--port 8080] [--hindsight-url URL] [--issuer-url URL] [--project DIR]
     python -m localdev.agent status
     python -m localdev.agent stop
 
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from infra.build import DEFAULT_PROJECT_ENTRYPOINT, project_problems
 from localdev.supervisor import REPO_ROOT as REPO_ROOT  # re-exported: bench builds agent commands from it
 from localdev.supervisor import StartError, StateFile, child_env, spawn, terminate, try_start, wait_until_ready
 from localdev.supervisor import stop_when_gone as _stop_when_gone
@@ -108,15 +110,24 @@ class LocalAgent:
         issuer_url: str,
         port: int = DEFAULT_PORT,
         extra_env: Mapping[str, str] | None = None,
+        project: Path | None = None,
+        entrypoint: str = DEFAULT_PROJECT_ENTRYPOINT,
     ) -> str:
-        """Start the agent in the background unless it already runs; return its URL."""
+        """Start the agent (``runtime_handler``, or the agent ``project``) in the background unless it already runs;
+        return its URL."""
         if self.healthy():
             assert self.url is not None
             return self.url
         env = agent_env(hindsight_url=hindsight_url, issuer_url=issuer_url, port=port, spool_dir=self.spool_dir)
         env.update(extra_env or {})
+        command = [sys.executable, "-m", "runtime_handler"]
+        if project is not None:
+            problems = project_problems(project, entrypoint)
+            if problems:
+                raise AgentStartError("; ".join(problems))
+            command = [sys.executable, str((project / entrypoint).resolve())]
         pid = spawn(
-            [sys.executable, "-m", "runtime_handler"],
+            command,
             log_file=self.log_file,
             env=child_env(env, adapter=True),
             cwd=REPO_ROOT,
@@ -169,13 +180,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     start.add_argument("--port", type=int, default=default_port())
     start.add_argument("--hindsight-url", default=DEFAULT_HINDSIGHT_URL)
     start.add_argument("--issuer-url", default=running_issuer_url())
+    start.add_argument("--project", type=Path, help="run this agent project instead of runtime_handler")
+    start.add_argument("--entrypoint", default=DEFAULT_PROJECT_ENTRYPOINT, help="the project's entrypoint file")
     sub.add_parser("status", help="is the agent running?")
     sub.add_parser("stop", help="stop the agent")
     args = parser.parse_args(argv)
     agent = LocalAgent(args.data_dir) if args.data_dir else default_agent()
     if args.command == "start":
         url = try_start(
-            lambda: agent.start(hindsight_url=args.hindsight_url, issuer_url=args.issuer_url, port=args.port)
+            lambda: agent.start(
+                hindsight_url=args.hindsight_url,
+                issuer_url=args.issuer_url,
+                port=args.port,
+                project=args.project,
+                entrypoint=args.entrypoint,
+            )
         )
         if url is None:
             return 1

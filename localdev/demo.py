@@ -271,6 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m localdev.demo", description=__doc__.split("\n\n")[0])
     parser.add_argument("--client", action="store_true", help="use hindsight_client directly, not the agent")
     parser.add_argument("--adapter", action="store_true", help="use the memory adapter directly, not the agent")
+    parser.add_argument("--agent-project", type=Path, help="run this agent project (e.g. examples/strands_agent)")
     args = parser.parse_args(argv)
 
     print("== Starting the local services (first start loads the embedding model: ~20 s) ==")
@@ -288,11 +289,17 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.client or args.adapter):
         agent = default_agent()
         agent_url = try_start(
-            lambda: agent.start(hindsight_url=hindsight.url, issuer_url=issuer_url, port=default_agent_port())
+            lambda: agent.start(
+                hindsight_url=hindsight.url,
+                issuer_url=issuer_url,
+                port=default_agent_port(),
+                project=args.agent_project,
+            )
         )
         if agent_url is None:
             return 1
-        print(f"  Agent:        {agent_url}   (python -m runtime_handler: JWT mode, echo model; log {agent.log_file})")
+        code = f"{args.agent_project}/" if args.agent_project else "python -m runtime_handler"
+        print(f"  Agent:        {agent_url}   ({code}: JWT mode, echo model; log {agent.log_file})")
         mcp = default_mcp_server()
         mcp_url = try_start(
             lambda: mcp.start(hindsight_url=hindsight.url, issuer_url=issuer_url, port=default_mcp_port())

@@ -1,12 +1,18 @@
-"""Typed errors that travel up to ``main.py``, which alone maps them to HTTP answers (400, 401, 502)."""
+"""Typed errors that travel up to ``main.py``, which alone maps them to HTTP answers (400, 401, 502).
+
+:class:`AuthError` is the memory wiring's (:mod:`memory_adapter.agentcore.errors`), raised by the identity check
+every agent shares.
+"""
 
 from __future__ import annotations
+
+from memory_adapter.agentcore.errors import AuthError
 
 __all__ = ["AgentError", "AuthError", "ModelError", "PayloadError"]
 
 
 class AgentError(Exception):
-    """Base class of the errors the agent answers deliberately."""
+    """Base class of the agent's own errors it answers deliberately (besides the wiring's :class:`AuthError`)."""
 
 
 class PayloadError(AgentError):
@@ -16,15 +22,6 @@ class PayloadError(AgentError):
         super().__init__(message)
         self.message = message
         self.code = code
-
-
-class AuthError(AgentError):
-    """No verified identity (answered 401 with a fixed message; ``reason`` goes to the log only)."""
-
-    def __init__(self, reason: str, detail: str = "") -> None:
-        super().__init__(f"{reason}: {detail}" if detail else reason)
-        self.reason = reason
-        self.detail = detail
 
 
 class ModelError(AgentError):

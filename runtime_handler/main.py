@@ -11,11 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
-import re
 import time
-import uuid
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -23,14 +20,22 @@ from typing import TYPE_CHECKING, Any
 from bedrock_agentcore.runtime import BedrockAgentCoreApp
 from starlette.middleware import Middleware
 from starlette.responses import JSONResponse
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from memory_adapter.agentcore.app import BodyGuard, error_response, unauthorized_response
+from memory_adapter.agentcore.busy import RetainWatcher
+from memory_adapter.agentcore.credentials import AgentKey, KeyUnavailableError
+from memory_adapter.agentcore.identity import RequestAuthenticator, TokenVerifier, default_verifier
+from memory_adapter.agentcore.memory import RECALL_BACKSTOP_MARGIN_S
+from memory_adapter.agentcore.request import (
+    REQUEST_ID_HEADER,
+    SESSION_HEADER,
+    InvalidSessionError,
+    raw_headers,
+    request_meta,
+)
 from memory_adapter.identity.caller import Caller
 from memory_adapter.identity.errors import RejectReason
-from memory_adapter.identity.verifier import JwtVerifier
-from runtime_handler.agent_key import AgentKey, KeyUnavailableError
 from runtime_handler.errors import AuthError, ModelError, PayloadError
-from runtime_handler.identity import RequestAuthenticator, TokenVerifier
 from runtime_handler.model import BedrockModel, EchoModel, Model
 from runtime_handler.observability import Observability
 from runtime_handler.settings import IdentitySource, ModelProvider, Settings
@@ -41,66 +46,9 @@ if TYPE_CHECKING:
     from memory_adapter.delivery import RetainHandle
     from memory_adapter.tools.memory_tools import ToolRunner
 
-__all__ = ["Agent", "BodyGuard", "create_app"]
-
-SESSION_HEADER = "x-amzn-bedrock-agentcore-runtime-session-id"
-REQUEST_ID_HEADER = "x-amzn-bedrock-agentcore-runtime-request-id"
-_OPAQUE_ID = re.compile(r"[\x21-\x7e]{1,256}")
-#: The turn's own recall deadline exceeds the adapter's by this much, so the adapter (which also feeds its circuit
-#: breaker) is normally the one that gives up; this is only the backstop for any Memory implementation.
-RECALL_BACKSTOP_MARGIN_S = 0.5
-_UNAUTHORIZED = {"error": "unauthorized", "code": "unauthorized"}
+__all__ = ["REQUEST_ID_HEADER", "SESSION_HEADER", "Agent", "BodyGuard", "create_app"]
 #: How long the memory gateway's URL read from SSM is reused.
 GATEWAY_URL_MAX_AGE_S = 300
-
-
-def _error(status: int, error: str, code: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
-    return JSONResponse({"error": error, "code": code}, status_code=status, headers=headers)
-
-
-class BodyGuard:
-    """Reads an ``/invocations`` body up to ``max_bytes`` and checks it is JSON, before the SDK sees it.
-
-    Without it an oversized body is buffered whole, and a deeply nested one makes the SDK's ``request.json()`` raise
-    ``RecursionError``, which it answers with a 500. Both get a 400 here instead.
-    """
-
-    def __init__(self, app: ASGIApp, *, max_bytes: int) -> None:
-        self.app = app
-        self.max_bytes = max_bytes
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope.get("path") != "/invocations" or scope.get("method") != "POST":
-            await self.app(scope, receive, send)
-            return
-        body = bytearray()
-        more = True
-        while more:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            body += message.get("body", b"")
-            more = message.get("more_body", False)
-            if len(body) > self.max_bytes:
-                await _error(400, f"request body larger than {self.max_bytes} bytes", "payload_too_large")(
-                    scope, receive, send
-                )
-                return
-        try:
-            json.loads(bytes(body))
-        except (ValueError, RecursionError):
-            await _error(400, "the request body must be a JSON object", "bad_request")(scope, receive, send)
-            return
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if replayed:
-                return await receive()
-            replayed = True
-            return {"type": "http.request", "body": bytes(body), "more_body": False}
-
-        await self.app(scope, replay, send)
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,9 +79,8 @@ class Agent:
         self.authenticator = RequestAuthenticator(settings, verifier)
         self.agent_key = agent_key
         self.obs = observability
+        self.retains = RetainWatcher(wait_s=settings.retain_wait_s, logger=observability.logger)
         self.working = WorkingMemory(settings.working_memory)
-        self.app: BedrockAgentCoreApp | None = None
-        self._watchers: set[asyncio.Future[None]] = set()
 
     # -- the entrypoint -----------------------------------------------------------------------------------------
 
@@ -160,30 +107,28 @@ class Agent:
             if exc.reason == RejectReason.KEYS_UNAVAILABLE.value:
                 self.obs.logger.error("issuer keys unavailable: every JWT caller is refused until they are reachable")
                 self.obs.count("JwksUnavailable")
-            headers = {"WWW-Authenticate": "Bearer"} if self.settings.auth_mode is IdentitySource.JWT else None
-            return JSONResponse(_UNAUTHORIZED, status_code=401, headers=headers)
+            return unauthorized_response(bearer=self.settings.auth_mode is IdentitySource.JWT)
         except PayloadError as exc:
             self.obs.logger.info("bad payload", extra={"code": exc.code, "detail": exc.message[:200]})
             self.obs.count("BadRequests")
-            return _error(400, exc.message, exc.code)
+            return error_response(400, exc.message, exc.code)
         except ModelError as exc:
             self.obs.logger.error("model call failed", extra={"detail": str(exc)})
             self.obs.count("ModelErrors")
-            return _error(502, "the model is unavailable", "model_unavailable")
+            return error_response(502, "the model is unavailable", "model_unavailable")
         except Exception:
             self.obs.logger.exception("unexpected failure in the invocation")
             self.obs.count("InternalErrors")
-            return _error(500, "internal error", "internal")
+            return error_response(500, "internal error", "internal")
         finally:
             if not streaming:
                 self.obs.flush()
 
     async def _admit(self, payload: Any, context: Any) -> _Invocation:
         """Identity first (nothing about the payload is revealed to an unauthenticated caller), then the payload."""
-        request = getattr(context, "request", None)
-        if request is None:
+        raw = raw_headers(context)
+        if raw is None:
             raise AuthError("no_request", "the SDK could not build the request context")
-        raw = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw]
         meta = self._meta(raw)
         self.obs.begin(session_id=meta.session_id, request_id=meta.request_id)
         caller = await asyncio.to_thread(self.authenticator.authenticate, raw)
@@ -196,16 +141,11 @@ class Agent:
 
     @staticmethod
     def _meta(headers: list[tuple[str, str]]) -> TurnMeta:
-        values = {name.lower(): value for name, value in headers}
-        session = values.get(SESSION_HEADER, "")
-        if not _OPAQUE_ID.fullmatch(session):
-            if session:
-                raise PayloadError("the session id header is not a valid session id")
-            session = str(uuid.uuid4())  # local calls without a runtime in front
-        request_id = values.get(REQUEST_ID_HEADER, "")
-        if not _OPAQUE_ID.fullmatch(request_id):
-            request_id = str(uuid.uuid4())
-        return TurnMeta(session_id=session, request_id=request_id)
+        try:
+            meta = request_meta(headers)
+        except InvalidSessionError as exc:
+            raise PayloadError(str(exc)) from None
+        return TurnMeta(session_id=meta.session_id, request_id=meta.request_id)
 
     async def _deps(self, caller: Caller | None) -> tuple[Caller | None, TurnDeps]:
         memory, unavailable = self.memory, False
@@ -257,37 +197,8 @@ class Agent:
     # -- the retain as an AgentCore async task -------------------------------------------------------------------
 
     def _watch_retain(self, handle: RetainHandle) -> None:
-        """Keep /ping at HealthyBusy until the turn is safe: delivered, or durably spooled (deployed: queued in SQS).
-
-        The handle always resolves (the adapter's retries and the spool's calls are bounded), so the session is
-        never held for good; a retain still on its way after MEMORY_RETAIN_WAIT_SECONDS is logged, and stays busy.
-        """
-        if self.app is None:
-            return
-        app = self.app
-        task_id = app.add_async_task("memory_retain")
-
-        async def safe() -> None:
-            await handle  # cancelling this wait never cancels the delivery
-
-        async def watch() -> None:
-            try:
-                try:
-                    await asyncio.wait_for(safe(), self.settings.retain_wait_s)
-                except TimeoutError:
-                    self.obs.logger.warning(
-                        "retain not yet delivered or spooled; /ping stays HealthyBusy until it is",
-                        extra={"waited_s": self.settings.retain_wait_s},
-                    )
-                    await safe()
-            except Exception:
-                self.obs.logger.exception("retain delivery failed")
-            finally:
-                app.complete_async_task(task_id)
-
-        watcher = asyncio.ensure_future(watch())
-        self._watchers.add(watcher)
-        watcher.add_done_callback(self._watchers.discard)
+        """Keep /ping at HealthyBusy until the turn is safe: delivered, or durably spooled (deployed: queued in SQS)."""
+        self.retains.watch(handle)
 
     async def aclose(self) -> None:
         """Deliver or spool pending retains and release connections (called at shutdown; bounded by the adapter)."""
@@ -324,15 +235,8 @@ def _default_tools(settings: Settings) -> ToolRunner | None:
     if settings.tools_via_gateway:
         return _gateway_tools(settings)
     from memory_adapter.tools.memory_tools import MemoryTools
-    from memory_adapter.transport import HttpTransport
 
-    memory = settings.memory
-    return MemoryTools(
-        HttpTransport(memory.hindsight_api_url),
-        timeout=memory.timeout,
-        recall_budget=memory.recall_budget,
-        recall_max_tokens=memory.recall_max_tokens,
-    )
+    return MemoryTools.for_settings(settings.memory)
 
 
 def _gateway_tools(settings: Settings) -> ToolRunner:
@@ -352,13 +256,7 @@ def _gateway_tools(settings: Settings) -> ToolRunner:
 
 
 def _default_verifier(settings: Settings) -> TokenVerifier | None:
-    if settings.jwt is None:
-        return None
-    if settings.jwt.jwks_parameter is not None:
-        from runtime_handler.keys import MirroredKeysVerifier
-
-        return MirroredKeysVerifier(settings.jwt)
-    return JwtVerifier(settings.jwt)
+    return default_verifier(settings)
 
 
 def create_app(
@@ -395,7 +293,7 @@ def create_app(
                 await asyncio.wait_for(asyncio.wrap_future(future), timeout=10)
 
     app = BedrockAgentCoreApp(lifespan=lifespan, middleware=[Middleware(BodyGuard, max_bytes=settings.max_body_bytes)])
-    agent.app = app
+    agent.retains.app = app
 
     async def invoke(payload: Any, context: Any) -> Any:  # the SDK passes context only to a parameter so named
         return await agent.invoke(payload, context)

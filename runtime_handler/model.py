@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
+from memory_adapter.tools.echo import echo_answer, echo_tool_answer, echo_tool_call
 from runtime_handler.errors import ModelError
 from runtime_handler.working_memory import Exchange
 
@@ -115,51 +116,6 @@ def converse_messages(turn: ModelTurn) -> list[dict[str, Any]]:
     return messages
 
 
-#: The stand-in's deterministic tool use: a prompt starting with one of these calls the tool (case-insensitive).
-_ECHO_COMMANDS: Final = (
-    (re.compile(r"^\s*forget\b[\s:,]*(?P<rest>.*)$", re.IGNORECASE | re.DOTALL), "forget"),
-    (
-        re.compile(
-            r"^\s*remember\b(?:\s+(?:as\s+)?(?:an?\s+)?(?P<kind>preference|decision|fact|plan|problem|solution)\b)?"
-            r"[\s:,]*(?:that\s+)?(?P<rest>.*)$",
-            re.IGNORECASE | re.DOTALL,
-        ),
-        "remember",
-    ),
-    (
-        re.compile(r"^\s*(?:recall|what do you remember about)\b[\s:,]*(?P<rest>.*)$", re.IGNORECASE | re.DOTALL),
-        "recall",
-    ),
-    (re.compile(r"^\s*reflect\b[\s:,]*(?:on\s+)?(?P<rest>.*)$", re.IGNORECASE | re.DOTALL), "reflect"),
-    (
-        re.compile(r"^\s*(?:list (?:my |recent )?memories|list recent)\b(?P<rest>.*)$", re.IGNORECASE | re.DOTALL),
-        "list_recent",
-    ),
-)
-
-
-def echo_tool_call(prompt: str) -> tuple[str, dict[str, Any]] | None:
-    """The tool call the echo stand-in makes for ``prompt``, if any.
-
-    ``forget <what>`` -> ``forget(query=<what>)``; ``remember [as <kind>] [that] <text>`` ->
-    ``remember(text=<text>, kind=<kind or fact>)``; ``recall <query>`` or ``what do you remember about <query>`` ->
-    ``recall``; ``reflect [on] <question>`` -> ``reflect``; ``list my memories`` / ``list recent`` ->
-    ``list_recent``. A command with nothing after it is passed on as it is (the tool says what is missing).
-    """
-    for pattern, name in _ECHO_COMMANDS:
-        match = pattern.match(prompt)
-        if match is None:
-            continue
-        rest = match.group("rest").strip()
-        if name == "list_recent":
-            return name, {}
-        if name == "remember":
-            kind = match.group("kind")
-            return name, {"text": rest, **({"kind": kind.lower()} if kind else {})}
-        return name, {"query" if name != "remember" else "text": rest}
-    return None
-
-
 class EchoModel:
     """Deterministic stand-in for local runs and tests: echoes the prompt and shows what it was given (what the user
     said earlier in this session, and what was recalled from earlier sessions). With tools, a prompt that starts with
@@ -174,20 +130,11 @@ class EchoModel:
 
     @staticmethod
     async def _answer(turn: ModelTurn) -> str:
-        lines = [f"You said: {turn.prompt.strip()}"]
         call = echo_tool_call(turn.prompt) if turn.tools is not None else None
         if call is not None and turn.tools is not None:
             result = await turn.tools.call(*call)
-            return "\n".join([*lines, result.text])
-        if turn.history:
-            lines.append("Earlier in this session you said:")
-            lines.extend(f"- {' '.join(exchange.user.split())}" for exchange in turn.history)
-        if turn.memories.strip():
-            lines.append("From earlier conversations I remember:")
-            lines.append(turn.memories.strip())
-        elif not turn.history:
-            lines.append("(I have no memories of you yet.)")
-        return "\n".join(lines)
+            return echo_tool_answer(turn.prompt, result.text)
+        return echo_answer(turn.prompt, memories=turn.memories, earlier=[exchange.user for exchange in turn.history])
 
 
 _Round = tuple[list[dict[str, Any]], str]

@@ -15,9 +15,10 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from memory_adapter.adapter import Recollection
+from memory_adapter.agentcore.memory import TurnMemory
 from memory_adapter.delivery import RetainHandle
 from memory_adapter.identity.caller import Caller
 from runtime_handler.errors import PayloadError
@@ -32,30 +33,12 @@ __all__ = ["Memory", "TurnDeps", "TurnMeta", "TurnRequest", "TurnResult", "parse
 
 logger = logging.getLogger(__name__)
 
-#: What a retained turn says the agent answered when the answer was made of memories (recall, reflect, list_recent).
-ANSWERED_FROM_MEMORY = "(answered from memory)"
 NOTHING_RECALLED = Recollection(text="", count=0, degraded=False)
 MEMORY_UNAVAILABLE = Recollection(text="", count=0, degraded=True, reason="unavailable")
 
 
-class Memory(Protocol):
-    """Long-term memory as the turn sees it (``memory_adapter.HindsightRuntimeAdapter`` is one). Implementations never
-    raise for Hindsight failures: they degrade."""
-
-    async def recall_for_turn(self, context: Caller, query: str) -> Recollection:
-        """The caller's memories relevant to ``query``."""
-        ...
-
-    def retain_for_turn(
-        self, context: Caller, *, result: str, query: str | None = None, session_id: str, request_id: str | None = None
-    ) -> RetainHandle:
-        """Schedule retaining the turn and return at once (the handle resolves once delivered or spooled)."""
-        ...
-
-    async def aclose(self, timeout: float | None = None) -> None:  # noqa: ASYNC109 (bounded drain)
-        """Deliver or spool what is pending (bounded), then release connections."""
-        ...
-
+#: Long-term memory as the turn sees it: the memory wiring's protocol (``HindsightRuntimeAdapter`` is one).
+Memory = TurnMemory
 
 _ALLOWED_KEYS = frozenset({"prompt", "stream"})
 
@@ -179,15 +162,17 @@ def _after_answer(
     """Keep the exchange in working memory and schedule its retain, unless the turn wrote memory itself: a turn
     that forgot drops the matching exchanges and is not kept (its answer lists what was forgotten), and a turn that
     remembered or forgot is not retained (the tool already wrote what should stay). A turn that only read memory is
-    retained with :data:`ANSWERED_FROM_MEMORY` as its answer: the memories it quotes are stored already."""
+    retained with :data:`~memory_adapter.tools.turn.ANSWERED_FROM_MEMORY` as its answer: the memories it quotes are
+    stored already (:meth:`~memory_adapter.tools.turn.TurnTools.retained_answer`, the rule every agent shares)."""
     if deps.working is not None:
         if tools is not None and tools.forgot:
             deps.working.drop(caller, meta.session_id, tools.forgotten)
         elif output.strip():
             deps.working.add(caller, meta.session_id, Exchange(prompt, output))
-    if tools is not None and tools.wrote_memory:
+    answer = tools.retained_answer(output) if tools is not None else output
+    if answer is None:
         return None, False
-    return _retain(deps, caller, meta, prompt, ANSWERED_FROM_MEMORY if tools is not None and tools.calls else output)
+    return _retain(deps, caller, meta, prompt, answer)
 
 
 def _tool_names(tools: TurnTools | None) -> tuple[str, ...]:

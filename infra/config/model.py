@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from infra.agent_code import DEFAULT_PROJECT_ENTRYPOINT, AgentCode, agent_code
+
 #: The VPC endpoints the network stack creates (``network.skip_endpoints`` names them).
 ENDPOINT_NAMES = (
     "S3",
@@ -115,7 +117,8 @@ class AuthConfig:
 
 @dataclass(frozen=True)
 class AgentConfig:
-    """The AgentCore Runtime agent."""
+    """The AgentCore Runtime agent: the reference agent (``bundle_path``), or an agent project you bring
+    (``project``, with its ``entrypoint``; see :mod:`infra.agent_code`)."""
 
     name: str
     model_id: str
@@ -125,6 +128,13 @@ class AgentConfig:
     max_lifetime_seconds: int
     log_retention_days: int
     tools_via_gateway: bool
+    project: Path | None = None
+    entrypoint: str = DEFAULT_PROJECT_ENTRYPOINT
+
+    @property
+    def code(self) -> AgentCode:
+        """The folder the runtime deploys and the file AgentCore runs from its root."""
+        return agent_code(bundle_path=self.bundle_path, project=self.project, entrypoint=self.entrypoint)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from hindsight_isolation.settings import MAX_EXPIRY_GRACE_S
+from infra.agent_code import agent_code_problems
 from infra.agentcore_zones import SOURCE as AGENTCORE_ZONES_SOURCE
 from infra.agentcore_zones import supported_az_ids
 from infra.config.model import (
@@ -270,6 +271,7 @@ def agent_problems(a: AgentConfig) -> list[str]:
         "agent.max_lifetime_seconds must be between agent.idle_timeout_seconds and 28800",
     )
     _retention(errors, "agent.log_retention_days", a.log_retention_days)
+    errors.extend(agent_code_problems(project=a.project, entrypoint=a.entrypoint))
     return errors
 
 
@@ -454,6 +456,11 @@ def agent_gateway_problems(a: AgentConfig, g: GatewayConfig, auth_mode: AuthMode
         errors.append(
             "agent.tools_via_gateway needs the memory gateway, which this configuration does not have "
             "(gateway.enabled=false, or auth.mode=iam); set agent.tools_via_gateway=false"
+        )
+    if a.tools_via_gateway and a.project is not None:
+        errors.append(
+            "agent.tools_via_gateway applies to the reference agent, whose tools read the gateway's URL; an agent "
+            "project (agent.project) connects to the gateway itself: set agent.tools_via_gateway=false"
         )
     return errors
 

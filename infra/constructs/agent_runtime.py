@@ -1,10 +1,11 @@
-"""AgentRuntime: the ``runtime_handler`` agent on AgentCore Runtime as code (Linux arm64 wheels, no Docker)."""
+"""AgentRuntime: the agent on AgentCore Runtime as code (Linux arm64 wheels, no Docker): ``runtime_handler``, or
+the agent project ``agent.project`` names (its bundle and entrypoint, :mod:`infra.agent_code`), with the same role,
+network, authorizer and environment."""
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_bedrockagentcore as agentcore
@@ -19,12 +20,11 @@ from infra.constructs.identity import Identity
 from infra.constructs.log_retention import retention
 from infra.constructs.memory_service import MemoryService
 from infra.constructs.network import Network
+from infra.constructs.props import raise_if_invalid
 from infra.constructs.retain_queue import RetainQueue
 from infra.permissions import SSM_READ_ACTIONS, grant_bedrock_invoke
 from runtime_handler import settings as rs
 
-#: The bundle's root holds ``main.py``, which runs ``python -m runtime_handler`` (see ``infra.build``).
-ENTRYPOINT = ["main.py"]
 ENDPOINT_NAME = "live"
 #: The endpoint every runtime has besides ours; it logs to its own group.
 DEFAULT_ENDPOINT_NAME = "DEFAULT"
@@ -78,10 +78,10 @@ class AgentRuntime(Construct):
             self, vpc=network.vpc, vpc_subnets=network.subnets, security_groups=[self.security_group]
         )
         memory.allow_from(self)
+        code = config.code
+        raise_if_invalid(self.node.path, [missing] if (missing := code.missing()) else [])
         artifact = agentcore.AgentRuntimeArtifact.from_code_asset(
-            path=str(Path(config.bundle_path)),
-            runtime=agentcore.AgentCoreRuntime.PYTHON_3_12,
-            entrypoint=ENTRYPOINT,
+            path=str(code.path), runtime=agentcore.AgentCoreRuntime.PYTHON_3_12, entrypoint=list(code.entrypoint)
         )
         self.environment = agent_environment(
             config,

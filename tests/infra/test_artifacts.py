@@ -170,3 +170,40 @@ def test_replay_function_bundles_powertools_for_the_layers_python_and_imports_wi
         env={"POWERTOOLS_METRICS_NAMESPACE": "Test", "AWS_DEFAULT_REGION": "us-east-1"},
     )
     assert result.stdout.strip() == "True", result.stderr
+
+
+EXAMPLE_PROJECT = build.ROOT / "examples" / "strands_agent"
+
+
+def test_the_example_project_bundle_is_arm64_with_its_entrypoint_and_the_wiring() -> None:
+    root = _require(build.project_bundle_dir(EXAMPLE_PROJECT))  # make build AGENT=examples/strands_agent
+    _assert_arm64_cp312(root)
+    assert (root / build.DEFAULT_PROJECT_ENTRYPOINT).is_file()
+    assert (root / "memory_adapter" / "agentcore" / "memory.py").is_file()
+    assert (root / "memory_adapter" / "integrations" / "strands.py").is_file()
+    assert not (root / build.PROJECT_REQUIREMENTS).exists()
+    dists = {path.name.split("-")[0].lower() for path in root.glob("*.dist-info")}
+    assert {"strands_agents", "bedrock_agentcore", "aws_lambda_powertools", "pyjwt", "boto3"} <= dists
+    assert build.tree_size(root) <= build.PROJECT_BUDGET_MIB * 2**20
+
+
+def test_a_project_that_cannot_be_bundled_is_refused_with_the_reason(tmp_path: Path) -> None:
+    assert build.project_problems(EXAMPLE_PROJECT) == []
+    assert "is not a folder" in build.project_problems(tmp_path / "missing")[0]
+    assert "has no entrypoint 'agent.py'" in build.project_problems(tmp_path)[0]
+    (tmp_path / "agent.py").write_text("")
+    assert "inside the project" in build.project_problems(tmp_path, "../agent.py")[0]
+    assert "inside the project" in build.project_problems(tmp_path, "agent.txt")[0]
+    (tmp_path / "memory_adapter").mkdir()
+    assert "must not contain a memory_adapter folder" in build.project_problems(tmp_path)[0]
+    with pytest.raises(build.BuildError, match="memory_adapter folder"):
+        build.build_project(tmp_path)
+    assert build.main(["project"]) == 2
+
+
+def test_the_wiring_dependencies_come_from_the_adapter_s_extra() -> None:
+    wiring = build.adapter_dependencies(build.WIRING_EXTRA)
+    assert wiring[: len(build.adapter_dependencies())] == build.adapter_dependencies()
+    assert any(dep.startswith("bedrock-agentcore") for dep in wiring)
+    with pytest.raises(build.BuildError, match="no extra"):
+        build.adapter_dependencies("nope")

@@ -277,6 +277,8 @@ def test_the_gateway_follows_the_auth_mode_unless_told_otherwise() -> None:
     assert any(e.startswith("agent.tools_via_gateway needs the memory gateway") for e in errors)
     with pytest.raises(ConfigError, match=r"agent\.tools_via_gateway needs the memory gateway"):
         _load(**{"gateway.enabled": "false", "agent.tools_via_gateway": "true"})
+    with pytest.raises(ConfigError, match=r"agent\.tools_via_gateway applies to the reference agent"):
+        _load(**{"agent.project": "examples/strands_agent", "agent.tools_via_gateway": "true"})
 
 
 @pytest.mark.parametrize(

@@ -75,3 +75,21 @@ def test_an_adapter_spooling_to_a_queue_loads_boto3_only_when_it_first_spools():
         "spool_queue_url='https://sqs.us-east-1.amazonaws.com/123456789012/q')"
     )
     assert not [m for m in ("boto3", "botocore", "hindsight_client") if m in loaded]
+
+
+FRAMEWORKS = ("strands", "langgraph", "langchain_core", "bedrock_agentcore", "starlette")
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "import memory_adapter.agentcore",
+        "import memory_adapter.agentcore.settings",
+        "import memory_adapter.integrations",
+        "from memory_adapter.agentcore import AgentCoreMemory, MemoryTurn",
+    ],
+)
+def test_the_wiring_and_the_integrations_load_no_framework_until_used(statement: str):
+    # The extras are optional: the wiring's settings are read by the CDK app, and an agent pays for its framework only.
+    loaded = _loaded_after(statement)
+    assert not [m for m in (*FRAMEWORKS, "hindsight_client", "boto3") if m in loaded]

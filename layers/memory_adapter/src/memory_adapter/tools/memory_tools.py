@@ -34,7 +34,7 @@ import urllib.parse
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from memory_adapter.exceptions import HindsightRequestError, HindsightUnavailableError
 from memory_adapter.formatting import sanitize_text
@@ -45,6 +45,9 @@ from memory_adapter.tools.errors import ToolError, ToolInputError, ToolRefusedEr
 from memory_adapter.tools.matching import matches, significant_words
 from memory_adapter.tools.specs import FORGET, LIST_RECENT, RECALL, REFLECT, REMEMBER, parse_arguments
 from memory_adapter.transport import HttpResponse, Transport, bank_path
+
+if TYPE_CHECKING:
+    from memory_adapter.config import HindsightAgentCoreConfig
 
 __all__ = ["Forgotten", "MemoryTools", "ToolResult", "ToolRunner"]
 
@@ -146,6 +149,19 @@ class MemoryTools:
             FORGET: self._forget,
             LIST_RECENT: self._list_recent,
         }
+
+    @classmethod
+    def for_settings(cls, settings: HindsightAgentCoreConfig) -> MemoryTools:
+        """The tools over their own connections to the adapter's Hindsight (``settings``: its URL, timeout and recall
+        budget), as every agent builds them."""
+        from memory_adapter.transport import HttpTransport
+
+        return cls(
+            HttpTransport(settings.hindsight_api_url),
+            timeout=settings.timeout,
+            recall_budget=settings.recall_budget,
+            recall_max_tokens=settings.recall_max_tokens,
+        )
 
     def call(self, caller: Caller, name: str, arguments: object) -> ToolResult:
         """Run tool ``name`` for ``caller``; never raises: failures come back as a result with ``error`` set and a

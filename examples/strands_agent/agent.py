@@ -1,0 +1,97 @@
+"""A Strands agent with durable memory on self-hosted Hindsight: the example of "Use your own agent" (README).
+
+Deploy it instead of the reference agent with one setting (``-c agent.project=examples/strands_agent``), or run it
+locally (``make local AGENT=examples/strands_agent``). AgentCore Runtime runs ``python agent.py`` from the bundle root.
+
+The memory wiring is the reference agent's (``memory_adapter.agentcore``): the caller comes from a verified JWT (or,
+on IAM runtimes, the runtime user-id header), never from the payload or the model; recall runs before each invocation
+and the retain after it, with ``/ping`` busy until the retain is delivered; the model can use the memory tools
+(``forget ...`` really forgets). This file is only the agent: a Strands ``Agent`` per (session, caller) (its
+conversation is that caller's working memory), the hooks, the tools, and the model.
+
+Environment: the reference agent's (``AGENT_NAME``, ``HINDSIGHT_API_URL``, ``AUTH_MODE``, ``JWT_*``, ...; the stack
+sets them), plus ``MODEL_ID`` (the Bedrock model) or ``MODEL_PROVIDER=echo`` (the deterministic local stand-in).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from typing import Any
+
+from starlette.responses import JSONResponse
+from strands import Agent
+from strands.models.model import Model
+from strands.types.exceptions import ConcurrencyException
+
+from memory_adapter.agentcore import AgentCoreMemory, MemoryTurn, SettingsError
+from memory_adapter.integrations.strands import EchoModel, HindsightMemoryHooks, memory_report, memory_tools
+
+SYSTEM_PROMPT = "You are a helpful assistant. Answer the user's message concisely."
+MAX_PROMPT_CHARS = 16_000
+#: Conversations this process keeps (one AgentCore session is one process: its callers are few).
+MAX_CONVERSATIONS = 64
+logger = logging.getLogger("strands_agent")
+
+
+def _model() -> Model:
+    if os.environ.get("MODEL_PROVIDER") == "echo":
+        return EchoModel()
+    from strands.models import BedrockModel  # boto3 and the runtime's role; MODEL_ID is set by the stack
+
+    return BedrockModel(model_id=os.environ["MODEL_ID"])
+
+
+try:
+    memory = AgentCoreMemory.from_env()
+except SettingsError as exc:  # every problem at once, before anything is served
+    sys.exit(str(exc))
+app = memory.create_app()
+hooks = HindsightMemoryHooks(memory)
+tools = memory_tools(memory)  # recall, reflect, remember, forget, list_recent: for the verified caller only
+_conversations: dict[tuple[str, str], Agent] = {}
+
+
+def agent_for(turn: MemoryTurn | None) -> Agent:
+    """The conversation of this caller in this session (its working memory): a second user presenting the same
+    session id never sees it, and an anonymous caller gets a fresh one every time."""
+    if turn is None:
+        return _new_agent()
+    key = (turn.session_id, turn.caller.bank_id)
+    agent = _conversations.get(key)
+    if agent is None:
+        if len(_conversations) >= MAX_CONVERSATIONS:
+            _conversations.pop(next(iter(_conversations)))
+        agent = _conversations[key] = _new_agent()
+    return agent
+
+
+def _new_agent() -> Agent:
+    return Agent(model=_model(), system_prompt=SYSTEM_PROMPT, hooks=[hooks], tools=tools, callback_handler=None)
+
+
+@memory.entrypoint
+async def invoke(payload: Any, turn: MemoryTurn | None) -> Any:
+    """``{"prompt": "..."}`` -> ``{"output", "memory": {"recalled", "degraded"}}``; 400 for a bad payload, 409 while
+    the caller's previous request still runs, 502 when the model fails (the reference agent's answers)."""
+    prompt = payload.get("prompt") if isinstance(payload, dict) else None
+    if not isinstance(prompt, str) or not prompt.strip() or len(prompt) > MAX_PROMPT_CHARS:
+        return _error(400, f"'prompt' must be non-blank text of at most {MAX_PROMPT_CHARS} characters", "bad_request")
+    state = turn.state() if turn is not None else {}
+    try:
+        result = await agent_for(turn).invoke_async(prompt, invocation_state=state)
+    except ConcurrencyException:
+        return _error(409, "your previous request is still being answered; retry when it is done", "busy")
+    except Exception:
+        logger.exception("the agent failed")
+        return _error(502, "the model is unavailable", "model_unavailable")
+    return {"output": str(result).strip(), "memory": memory_report(state).body()}
+
+
+def _error(status: int, error: str, code: str) -> JSONResponse:
+    return JSONResponse({"error": error, "code": code}, status_code=status)
+
+
+if __name__ == "__main__":
+    app.run(port=int(os.environ.get("PORT") or 8080), host=os.environ.get("HOST") or None)

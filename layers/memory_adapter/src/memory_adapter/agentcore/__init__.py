@@ -1,0 +1,74 @@
+"""The memory wiring of an AgentCore Runtime agent, shared by the reference agent and any agent you bring.
+
+==================  ========================================================================================
+Module              Job
+==================  ========================================================================================
+``settings``        :class:`AgentMemorySettings`: ``AGENT_NAME``, ``AUTH_MODE``, ``JWT_*``, ``HINDSIGHT_*`` ...
+``identity``        :class:`RequestAuthenticator`: request headers -> verified ``Caller`` (JWT or IAM user id)
+``credentials``     :class:`AgentKey`: the IAM-mode agent's Hindsight key (Secrets Manager, cached)
+``keys``            :class:`MirroredKeysVerifier`: signing keys from the stack's SSM mirror
+``busy``            :class:`RetainWatcher`: ``/ping`` ``HealthyBusy`` while a retain is pending
+``request``         session and request ids from the runtime's headers
+``app``             the body guard and the 401/400 answers (Starlette)
+``memory``          :class:`AgentCoreMemory` (all of the above for one process) and :class:`MemoryTurn`
+``errors``          :class:`AuthError`
+==================  ========================================================================================
+
+Names are exported lazily: ``import memory_adapter.agentcore`` loads nothing, and ``settings`` needs only the
+standard library (the CDK app imports its ``ENV_*`` names).
+
+Example:
+    >>> from memory_adapter.agentcore import AgentCoreMemory
+    >>> memory = AgentCoreMemory.from_env()
+    >>> app = memory.create_app()
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from memory_adapter._lazy import lazy_getattr
+
+_EXPORTS: dict[str, str] = {
+    "AgentCoreMemory": "memory_adapter.agentcore.memory",
+    "MemoryTurn": "memory_adapter.agentcore.memory",
+    "MEMORY_TURN_KEY": "memory_adapter.agentcore.memory",
+    "TurnMemory": "memory_adapter.agentcore.memory",
+    "AgentMemorySettings": "memory_adapter.agentcore.settings",
+    "IdentitySource": "memory_adapter.agentcore.settings",
+    "SettingsError": "memory_adapter.agentcore.settings",
+    "RequestAuthenticator": "memory_adapter.agentcore.identity",
+    "AgentKey": "memory_adapter.agentcore.credentials",
+    "KeyUnavailableError": "memory_adapter.agentcore.credentials",
+    "RetainWatcher": "memory_adapter.agentcore.busy",
+    "AuthError": "memory_adapter.agentcore.errors",
+}
+
+__all__ = [
+    "MEMORY_TURN_KEY",
+    "AgentCoreMemory",
+    "AgentKey",
+    "AgentMemorySettings",
+    "AuthError",
+    "IdentitySource",
+    "KeyUnavailableError",
+    "MemoryTurn",
+    "RequestAuthenticator",
+    "RetainWatcher",
+    "SettingsError",
+    "TurnMemory",
+]
+
+if TYPE_CHECKING:
+    from memory_adapter.agentcore.busy import RetainWatcher
+    from memory_adapter.agentcore.credentials import AgentKey, KeyUnavailableError
+    from memory_adapter.agentcore.errors import AuthError
+    from memory_adapter.agentcore.identity import RequestAuthenticator
+    from memory_adapter.agentcore.memory import MEMORY_TURN_KEY, AgentCoreMemory, MemoryTurn, TurnMemory
+    from memory_adapter.agentcore.settings import AgentMemorySettings, IdentitySource, SettingsError
+
+__getattr__ = lazy_getattr(__name__, _EXPORTS, globals())
+
+
+def __dir__() -> list[str]:
+    return __all__

@@ -1,0 +1,72 @@
+"""The ASGI pieces of an AgentCore app with memory: a body guard in front of ``/invocations`` and the 401 answer.
+
+Shared by the reference agent and :meth:`memory_adapter.agentcore.AgentCoreMemory.create_app`, so an agent you
+bring answers oversized or malformed bodies and unverified callers exactly as the reference agent does.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+__all__ = ["UNAUTHORIZED", "BodyGuard", "error_response", "unauthorized_response"]
+
+UNAUTHORIZED = {"error": "unauthorized", "code": "unauthorized"}
+
+
+def error_response(status: int, error: str, code: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
+    """A small JSON error body ``{"error", "code"}``."""
+    return JSONResponse({"error": error, "code": code}, status_code=status, headers=headers)
+
+
+def unauthorized_response(*, bearer: bool) -> JSONResponse:
+    """The 401 every identity failure gets (the reason is logged, never sent); ``bearer``: a JWT-mode agent."""
+    return JSONResponse(UNAUTHORIZED, status_code=401, headers={"WWW-Authenticate": "Bearer"} if bearer else None)
+
+
+class BodyGuard:
+    """Reads an ``/invocations`` body up to ``max_bytes`` and checks it is JSON, before the SDK sees it.
+
+    Without it an oversized body is buffered whole, and a deeply nested one makes the SDK's ``request.json()`` raise
+    ``RecursionError``, which it answers with a 500. Both get a 400 here instead.
+    """
+
+    def __init__(self, app: ASGIApp, *, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("path") != "/invocations" or scope.get("method") != "POST":
+            await self.app(scope, receive, send)
+            return
+        body = bytearray()
+        more = True
+        while more:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+            if len(body) > self.max_bytes:
+                await error_response(400, f"request body larger than {self.max_bytes} bytes", "payload_too_large")(
+                    scope, receive, send
+                )
+                return
+        try:
+            json.loads(bytes(body))
+        except (ValueError, RecursionError):
+            await error_response(400, "the request body must be a JSON object", "bad_request")(scope, receive, send)
+            return
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": bytes(body), "more_body": False}
+
+        await self.app(scope, replay, send)

@@ -1,0 +1,57 @@
+"""Where an integration finds the verified turn in a run's server-side state, and where it reports what memory did.
+
+Strands passes ``invocation_state`` (a dict) to hooks and tools; LangGraph passes a run's ``context`` to nodes and
+tools. Both hold the :class:`~memory_adapter.agentcore.MemoryTurn` the entrypoint verified (``turn.state()``), and a
+mutable mapping also receives the :class:`MemoryReport` of the run. Nothing here comes from the model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, MutableMapping
+from dataclasses import dataclass
+from typing import Any
+
+from memory_adapter.agentcore.memory import MEMORY_TURN_KEY, MemoryTurn
+
+__all__ = ["MEMORY_REPORT_KEY", "MemoryReport", "find_turn", "memory_report", "start_report"]
+
+#: Where the hooks leave the run's :class:`MemoryReport` in a mutable run state.
+MEMORY_REPORT_KEY = "memory_report"
+
+
+@dataclass(slots=True)
+class MemoryReport:
+    """What memory did for one run (the reference agent's ``{"recalled", "degraded"}``)."""
+
+    recalled: int = 0
+    degraded: bool = False
+
+    def body(self) -> dict[str, Any]:
+        """The reference agent's ``memory`` field: ``{"recalled": n, "degraded": bool}``."""
+        return {"recalled": self.recalled, "degraded": self.degraded}
+
+
+def find_turn(state: object) -> MemoryTurn | None:
+    """The verified turn in a run's server-side state: a :class:`MemoryTurn` itself, a mapping holding one under
+    :data:`~memory_adapter.agentcore.memory.MEMORY_TURN_KEY`, or an object with that attribute; else ``None``.
+
+    Anything that is not a real :class:`MemoryTurn` counts as no turn (fail closed).
+    """
+    if isinstance(state, MemoryTurn):
+        return state
+    found = state.get(MEMORY_TURN_KEY) if isinstance(state, Mapping) else getattr(state, MEMORY_TURN_KEY, None)
+    return found if isinstance(found, MemoryTurn) else None
+
+
+def start_report(state: object) -> MemoryReport:
+    """A fresh report for this run, stored in ``state`` when it is a mutable mapping (else only returned)."""
+    report = MemoryReport()
+    if isinstance(state, MutableMapping):
+        state[MEMORY_REPORT_KEY] = report
+    return report
+
+
+def memory_report(state: object) -> MemoryReport:
+    """The :class:`MemoryReport` the hooks left in ``state`` (an empty one if they did not run)."""
+    report = state.get(MEMORY_REPORT_KEY) if isinstance(state, Mapping) else None
+    return report if isinstance(report, MemoryReport) else MemoryReport()

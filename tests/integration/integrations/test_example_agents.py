@@ -1,0 +1,163 @@
+"""The agents you bring, as they run: the example Strands agent (``examples/strands_agent/agent.py``) and the README's
+"Use your own agent" snippet, each served over real HTTP (uvicorn, loopback) against the real local Hindsight with
+tokens from the local issuer. What the user would see: memory across sessions, users apart, 401 without a verified
+caller, 400 for bad input, ``/ping`` busy until the retain is delivered, one conversation per caller.
+"""
+
+from __future__ import annotations
+
+import re
+import runpy
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from localdev.token_issuer import TokenIssuer
+from memory_adapter.bank_ids import format_bank_id
+from tests.integration.runtime_handler.test_agent_loop import wait_for_memory
+from tests.unit.runtime_handler.serving import serve
+
+from .conftest import AGENT, session_id, wiring_env
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[3]
+EXAMPLE = ROOT / "examples" / "strands_agent" / "agent.py"
+
+
+def readme_snippet() -> str:
+    """The first ``python`` block of the README's "Use your own agent" section."""
+    section = (ROOT / "README.md").read_text().split("\n## Use your own agent", 1)[1].split("\n## ", 1)[0]
+    match = re.search(r"```python\n(.*?)```", section, re.DOTALL)
+    assert match, "README: no python snippet under 'Use your own agent'"
+    return match.group(1)
+
+
+class Client:
+    def __init__(self, url: str) -> None:
+        self.http = httpx.Client(base_url=url, timeout=30)
+
+    def post(self, body: Any, *, token: str | None, session: str) -> httpx.Response:
+        headers = {"X-Amzn-Bedrock-AgentCore-Runtime-Session-Id": session}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        content = body if isinstance(body, bytes) else httpx.Request("POST", "/", json=body).content
+        return self.http.post("/invocations", content=content, headers={"Content-Type": "application/json", **headers})
+
+    def turn(self, prompt: str, *, token: str, session: str) -> dict[str, Any]:
+        response = self.post({"prompt": prompt}, token=token, session=session)
+        assert response.status_code == 200, response.text
+        answer: dict[str, Any] = response.json()
+        return answer
+
+    def settle(self, timeout: float = 30) -> list[str]:
+        """Poll /ping until it leaves HealthyBusy; returns the statuses seen."""
+        seen: list[str] = []
+        deadline = time.monotonic() + timeout
+        while True:
+            status = self.http.get("/ping").json()["status"]
+            seen.append(status)
+            if status != "HealthyBusy":
+                return seen
+            assert time.monotonic() < deadline, "retain never delivered"
+            time.sleep(0.02)
+
+
+def _serve_file(namespace: dict[str, Any]) -> Iterator[Client]:
+    with serve(namespace["app"]) as url:
+        yield Client(url)
+
+
+@pytest.fixture(scope="module")
+def env(local_hindsight: Any, token_issuer: TokenIssuer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    with pytest.MonkeyPatch.context() as patch:
+        variables = wiring_env(local_hindsight.url, token_issuer, tmp_path_factory.mktemp("spool"))
+        for name, value in {**variables, "MODEL_PROVIDER": "echo"}.items():
+            patch.setenv(name, value)
+        yield
+
+
+@pytest.fixture(scope="module")
+def example(env: None) -> Iterator[Client]:
+    yield from _serve_file(runpy.run_path(str(EXAMPLE), run_name="example_agent"))
+
+
+@pytest.fixture(scope="module")
+def snippet(env: None) -> Iterator[Client]:
+    namespace: dict[str, Any] = {"__name__": "readme_snippet"}
+    exec(compile(readme_snippet(), "README.md", "exec"), namespace)  # noqa: S102 - our own README, as a user runs it
+    yield from _serve_file(namespace)
+
+
+@pytest.mark.parametrize("agent", ["example", "snippet"])
+def test_your_agent_remembers_across_sessions_and_keeps_users_apart(
+    agent: str, request: pytest.FixtureRequest, local_hindsight: Any, token_issuer: TokenIssuer
+) -> None:
+    client: Client = request.getfixturevalue(agent)
+    user = f"user-alex-{time.time_ns()}"
+    token = token_issuer.mint(user)
+    first = client.turn("I prefer email over phone.", token=token, session=session_id("s1"))
+    assert "I have no memories of you yet" in first["output"]
+    assert client.settle()[-1] == "Healthy"
+    wait_for_memory(local_hindsight.url, format_bank_id(user=user, agent=AGENT), token, "email")
+
+    second = client.turn("How should you contact me?", token=token, session=session_id("s2"))
+    assert "From earlier conversations I remember:" in second["output"]
+    assert "email over phone" in second["output"]
+
+    bob = client.turn("How should you contact me?", token=token_issuer.mint(f"bob-{time.time_ns()}"), session="s3" * 20)
+    assert "email over phone" not in bob["output"]
+    assert "I have no memories of you yet" in bob["output"]
+
+
+@pytest.mark.parametrize("agent", ["example", "snippet"])
+def test_your_agent_refuses_unverified_callers(agent: str, request: pytest.FixtureRequest) -> None:
+    client: Client = request.getfixturevalue(agent)
+    for token in (None, "not-a-jwt"):
+        response = client.post({"prompt": "hi"}, token=token, session=session_id("x"))
+        assert response.status_code == 401
+        assert response.json() == {"error": "unauthorized", "code": "unauthorized"}
+        assert response.headers["WWW-Authenticate"] == "Bearer"
+
+
+def test_the_example_forgets_when_asked(example: Client, local_hindsight: Any, token_issuer: TokenIssuer) -> None:
+    user = f"user-forget-{time.time_ns()}"
+    token = token_issuer.mint(user)
+    example.turn("I prefer email over phone.", token=token, session=session_id("f1"))
+    example.turn("My locker code is 4711.", token=token, session=session_id("f1"))
+    example.settle()
+    wait_for_memory(local_hindsight.url, format_bank_id(user=user, agent=AGENT), token, "email over phone")
+    wait_for_memory(local_hindsight.url, format_bank_id(user=user, agent=AGENT), token, "locker code")
+    forgot = example.turn("forget that I prefer email", token=token, session=session_id("f2"))
+    assert "email over phone" in forgot["output"]  # the answer says what was forgotten
+    example.settle()
+    after = example.turn("How should you contact me? email?", token=token, session=session_id("f3"))
+    assert "email over phone" not in after["output"]
+    assert "4711" in example.turn("What is my locker code?", token=token, session=session_id("f4"))["output"]
+
+
+def test_the_example_answers_bad_input_with_400(example: Client, token_issuer: TokenIssuer) -> None:
+    token = token_issuer.mint(f"user-bad-{time.time_ns()}")
+    bodies: list[Any] = [{"prompt": ""}, {"prompt": 7}, [], b"{not json", b"[" * 100_000 + b"]" * 100_000]
+    for body in bodies:
+        response = example.post(body, token=token, session=session_id("bad"))
+        assert response.status_code == 400, (body[:20] if isinstance(body, bytes) else body, response.text)
+        assert response.json()["code"] in {"bad_request", "payload_too_large"}
+    assert example.post({"prompt": "x"}, token=token, session="bad session id").status_code == 400
+
+
+def test_the_example_keeps_one_conversation_per_caller_and_session(example: Client, token_issuer: TokenIssuer) -> None:
+    session = session_id("shared")
+    alex = token_issuer.mint(f"user-alex-{time.time_ns()}")
+    example.turn("My project is called Bluebird.", token=alex, session=session)
+    again = example.turn("What is my project called?", token=alex, session=session)
+    assert "Earlier in this session you said:\n- My project is called Bluebird." in again["output"]  # Strands' own
+    eve = example.turn("What is my project called?", token=token_issuer.mint(f"eve-{time.time_ns()}"), session=session)
+    assert "Earlier in this session" not in eve["output"]  # same session id, another caller: a conversation of its own
+    assert "Bluebird" not in eve["output"]
+    later = example.turn("What is my project called?", token=alex, session=session_id("later"))
+    assert "Earlier in this session" not in later["output"]  # a new session starts a new conversation

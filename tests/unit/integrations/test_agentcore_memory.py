@@ -1,0 +1,154 @@
+"""AgentCoreMemory: the verified turn of a request, recall and retain for it, the app's 401/400 and /ping busy."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from types import SimpleNamespace
+from typing import Any
+
+import httpx
+import pytest
+
+from memory_adapter.adapter import Recollection
+from memory_adapter.agentcore import AgentCoreMemory, AgentKey, AuthError, MemoryTurn
+from memory_adapter.identity.caller import Caller
+from tests.unit.issuers import CLIENT_ID, LoopbackIssuer
+from tests.unit.runtime_handler.fakes import HoldableHindsight
+from tests.unit.runtime_handler.serving import serve
+
+from .conftest import turn_of
+
+USER_ID = "X-Amzn-Bedrock-AgentCore-Runtime-User-Id"
+SESSION = "session-0123456789-0123456789-0123456789"
+
+
+class _Headers:
+    def __init__(self, headers: dict[str, str]) -> None:
+        self.raw = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]
+
+
+def context(**headers: str) -> Any:
+    """What the SDK hands an entrypoint: a context whose raw request carries ``headers``."""
+    return SimpleNamespace(request=SimpleNamespace(headers=_Headers(headers)))
+
+
+async def test_an_iam_turn_is_the_user_header_with_the_agent_key(make_memory: Callable[..., AgentCoreMemory]) -> None:
+    memory = make_memory({"TENANT_ID": "acme"})
+    turn = await memory.authenticate(
+        context(**{USER_ID: "user-alex", "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id": SESSION})
+    )
+    assert turn is not None
+    assert (turn.caller.user, turn.caller.tenant, turn.caller.agent) == ("user-alex", "acme", "support")
+    assert turn.caller.credential == "agent-key"
+    assert turn.session_id == SESSION
+    assert turn.memory_unavailable is False
+
+
+async def test_no_identity_is_refused_unless_anonymous_is_allowed(make_memory: Callable[..., AgentCoreMemory]) -> None:
+    with pytest.raises(AuthError):
+        await make_memory().authenticate(context())
+    with pytest.raises(AuthError):
+        await make_memory().authenticate(SimpleNamespace())  # no request at all
+    assert await make_memory({"ALLOW_ANONYMOUS": "true"}).authenticate(context()) is None
+
+
+async def test_an_unreadable_agent_key_means_a_turn_without_memory(
+    make_memory: Callable[..., AgentCoreMemory], fake: HoldableHindsight
+) -> None:
+    def fetch(arn: str) -> str:
+        raise RuntimeError("secrets manager unreachable")
+
+    memory = make_memory(agent_key=AgentKey(secret_arn="arn:aws:secretsmanager:r:1:secret:k", fetch=fetch))
+    turn = await memory.authenticate(context(**{USER_ID: "user-alex"}))
+    assert turn is not None
+    assert turn.memory_unavailable
+    assert await memory.recall(turn, "anything") == Recollection("", 0, True, "unavailable")
+    assert memory.retain(turn, query="q", result="an answer") is None
+    assert fake.requests == []  # nothing reached Hindsight
+
+
+async def test_recall_and_retain_without_a_turn_do_nothing(
+    make_memory: Callable[..., AgentCoreMemory], fake: HoldableHindsight
+) -> None:
+    memory = make_memory()
+    assert await memory.recall(None, "anything") == Recollection("", 0, False)
+    assert memory.retain(None, query="q", result="an answer") is None
+    assert memory.retain(turn_of("user-alex"), query="q", result="   ") is None
+    assert fake.requests == []
+
+
+async def test_a_memory_that_hangs_is_cut_off_by_the_backstop(make_memory: Callable[..., AgentCoreMemory]) -> None:
+    class Hanging:
+        async def recall_for_turn(self, context: Caller, query: str) -> Recollection:
+            await asyncio.sleep(60)
+            raise AssertionError("unreachable")
+
+        def retain_for_turn(self, context: Caller, **kwargs: Any) -> Any:
+            raise RuntimeError("down")
+
+        async def aclose(self, timeout: float | None = None) -> None:  # noqa: ASYNC109
+            return None
+
+    memory = make_memory({"MEMORY_RECALL_TIMEOUT_SECONDS": "0.05"}, memory=Hanging())
+    recollection = await memory.recall(turn_of("user-alex"), "anything")
+    assert recollection.degraded
+    assert memory.retain(turn_of("user-alex"), query="q", result="a") is None  # scheduling failed: logged, no raise
+
+
+def test_entrypoint_needs_an_app(make_memory: Callable[..., AgentCoreMemory]) -> None:
+    with pytest.raises(RuntimeError, match="create_app"):
+        make_memory().entrypoint(lambda payload, turn: {})
+
+
+def test_the_app_refuses_unverified_callers_and_stays_busy_while_a_retain_is_pending(
+    make_memory: Callable[..., AgentCoreMemory], fake: HoldableHindsight, loopback_issuer: LoopbackIssuer
+) -> None:
+    jwt_env = {"AUTH_MODE": "jwt", "JWT_DISCOVERY_URL": loopback_issuer.discovery_url, "JWT_ALLOWED_CLIENTS": CLIENT_ID}
+    memory = make_memory({**jwt_env, "HINDSIGHT_API_KEY": ""})
+    app = memory.create_app()
+    seen: list[MemoryTurn | None] = []
+
+    @memory.entrypoint
+    def invoke(payload: Any, turn: MemoryTurn | None) -> dict[str, Any]:  # a sync handler works too
+        seen.append(turn)
+        assert turn is not None
+        memory.retain(turn, query=payload["prompt"], result="noted")
+        return {"output": "noted"}
+
+    token = loopback_issuer.mint("user-alex")
+    headers = {"X-Amzn-Bedrock-AgentCore-Runtime-Session-Id": SESSION}
+    with serve(app) as url:
+        http = httpx.Client(base_url=url, timeout=10)
+        refused = http.post("/invocations", json={"prompt": "hi"}, headers=headers)
+        assert refused.status_code == 401
+        assert refused.json() == {"error": "unauthorized", "code": "unauthorized"}
+        assert refused.headers["WWW-Authenticate"] == "Bearer"
+        forged = http.post("/invocations", json={"prompt": "hi"}, headers={**headers, USER_ID: "user-alex"})
+        assert forged.status_code == 401  # a user-id header is no identity on a JWT runtime
+        bad_session = http.post(
+            "/invocations",
+            json={"prompt": "hi"},
+            headers={"Authorization": f"Bearer {token}", "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id": "a b"},
+        )
+        assert bad_session.status_code == 400
+        assert http.post("/invocations", content=b"{nope", headers=headers).status_code == 400  # body guard
+        assert seen == []  # nothing reached the handler so far
+
+        fake.hold_retains()
+        answer = http.post(
+            "/invocations", json={"prompt": "hi"}, headers={**headers, "Authorization": f"Bearer {token}"}
+        )
+        assert answer.status_code == 200
+        assert answer.json() == {"output": "noted"}
+        assert http.get("/ping").json()["status"] == "HealthyBusy"
+        fake.release_retains()
+        deadline = time.monotonic() + 10
+        while http.get("/ping").json()["status"] == "HealthyBusy":
+            assert time.monotonic() < deadline, "the retain never completed"
+            time.sleep(0.01)
+    assert len(seen) == 1
+    assert seen[0] is not None
+    assert seen[0].caller.user == "user-alex"
+    assert seen[0].caller.credential == token  # the caller's own token goes to Hindsight
