@@ -128,3 +128,5 @@ def test_gateway_settings_that_cannot_work_are_refused() -> None:
     assert "would never be used" in _problems(JWT | {url: "https://gw.example.com/mcp", "MEMORY_TOOLS": "false"})
     assert "applies only with a gateway URL" in _problems(JWT | {"MEMORY_TOOLS_GATEWAY_TARGET": "memory"})
     assert Settings.from_env(JWT | {url: "http://127.0.0.1:8891/mcp"}).gateway_url == "http://127.0.0.1:8891/mcp"
+    # a name that merely starts like a loopback address is somewhere else: the caller's token never goes there
+    assert "must be an https URL" in _problems(JWT | {url: "http://localhost.example.com/mcp"})
