@@ -173,6 +173,10 @@ class HindsightConfig:
     api_max_count: int
     cpu_target_percent: int
     worker_count: int
+    #: Retains one worker runs at once: with a hosted LLM this, not CPU, bounds the write rate (docs/capacity.md).
+    worker_max_slots: int
+    #: Connections per Hindsight process; the whole fleet's pools must fit the database (docs/capacity.md).
+    db_pool_max_size: int
     port: int
     mcp_enabled: bool
     certificate_arn: str | None

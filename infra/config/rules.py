@@ -332,6 +332,8 @@ def hindsight_problems(h: HindsightConfig) -> list[str]:
     )
     _bounded(errors, "hindsight.cpu_target_percent", h.cpu_target_percent, low=10, high=90)
     _bounded(errors, "hindsight.worker_count", h.worker_count, low=1, high=10)
+    _bounded(errors, "hindsight.worker_max_slots", h.worker_max_slots, low=1, high=100)
+    _bounded(errors, "hindsight.db_pool_max_size", h.db_pool_max_size, low=5, high=200)
     _require(
         errors,
         1024 <= h.port <= 65535,
