@@ -11,6 +11,8 @@ from constructs import Construct
 BEDROCK_INVOKE_ACTIONS = ("bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream")
 ECS_REDEPLOY_ACTIONS = ("ecs:UpdateService", "ecs:DescribeServices")
 SSM_WRITE_ACTIONS = ("ssm:PutParameter",)
+#: Reading one parameter's value.
+SSM_READ_ACTIONS = ("ssm:GetParameter",)
 #: Reading one secret's value (what ``Secret.grant_read`` grants).
 SECRET_READ_ACTIONS = ("secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret")
 #: What copying an image into one ECR repository needs on that repository (skopeo checks, uploads, tags).
