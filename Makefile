@@ -12,6 +12,7 @@ HS_VENV ?= .venv-hindsight
 CHECKOV_VENV ?= .venv-checkov
 BENCH_VENV ?= .venv-bench
 BENCH_ARGS ?=
+BENCH_SCALE_ARGS ?=
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 # An agent project to build, synthesize and run locally instead of the reference agent (e.g. examples/strands_agent).
@@ -94,10 +95,12 @@ hindsight-venv: $(HS_VENV)/.installed ## Create the local Hindsight server's vir
 node: node_modules/.installed ## Install the CDK CLI locally
 setup: venv hindsight-venv node ## Install everything
 
-.PHONY: bench bench-venv
+.PHONY: bench bench-venv bench-scale
 bench-venv: $(BENCH_VENV)/.installed ## Create the benchmark's virtualenv (the prior-art adapter lives only there)
 bench: setup bench-venv ## Benchmark against the prior art on a real local Hindsight (~10 min; writes bench/results/)
 	$(BENCH_VENV)/bin/python -m bench $(BENCH_ARGS)
+bench-scale: setup bench-venv ## Scale: recall vs bank size, write path, concurrent sessions (~40 min; bench/results/scale.*)
+	$(BENCH_VENV)/bin/python -m bench.scale $(BENCH_SCALE_ARGS)
 
 .PHONY: lint
 lint: venv ## ruff (lint + format check) and mypy

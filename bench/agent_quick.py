@@ -29,8 +29,7 @@ import httpx
 
 from localdev.agent import AGENT_NAME, REPO_ROOT, agent_env
 from localdev.token_issuer import LOCAL_CLIENT_ID, default_data_dir, ensure_running, load_or_create_key, mint_token
-from memory_adapter.bank_ids import format_bank_id
-from memory_adapter.tokens import JwtVerifier, JwtVerifierConfig
+from memory_adapter.identity import JwtSettings, JwtVerifier, format_bank_id
 
 
 def _free_port() -> int:
@@ -122,9 +121,7 @@ def _run(args: argparse.Namespace, issuer_url: str, hindsight_url: str) -> int:
 
     # One JWT verification with a warm key cache (in process, same code as the agent and the server extension).
     verifier = JwtVerifier(
-        JwtVerifierConfig(
-            discovery_url=f"{issuer_url}/.well-known/openid-configuration", allowed_clients=(LOCAL_CLIENT_ID,)
-        )
+        JwtSettings(discovery_url=f"{issuer_url}/.well-known/openid-configuration", allowed_clients=(LOCAL_CLIENT_ID,))
     )
     verifier.verify(token)
     rounds = 2000

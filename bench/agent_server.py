@@ -1,17 +1,25 @@
-"""Serve the real agent (``runtime_handler``, echo model, JWT mode) for :mod:`bench.invocations`.
+"""Serve the real agent (``runtime_handler``, JWT mode) for :mod:`bench.invocations` and :mod:`bench.scale.concurrency`.
 
-``python -m bench.agent_server on|off``: configuration from the environment exactly as AgentCore passes it; ``off``
-injects a memory that does nothing, so the two servers differ only in memory.
+``python -m bench.agent_server on|off [echo|brief]``: configuration from the environment exactly as AgentCore passes
+it; ``off`` injects a memory that does nothing, so two servers differ only in memory. The model is the echo model
+(default; it repeats every recalled memory in its answer) or ``brief``, which answers in two short sentences like a
+chat model does: with the echo model every retained turn carries all the memories recalled before it, so the write
+load grows with every turn, which a real model's answers do not do.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from collections.abc import AsyncIterator
 
 from memory_adapter.adapter import Recollection
 from memory_adapter.delivery import RetainHandle, RetainOutcome
 from memory_adapter.identity import Caller
+from runtime_handler.model import ModelTurn
+
+#: The brief model's answer (also what :mod:`bench.scale.write_path` retains as a turn's answer).
+BRIEF_ANSWER = "Thanks, I will keep that in mind. Is there anything else I can help with?"
 
 
 class NoMemory:
@@ -29,6 +37,16 @@ class NoMemory:
         return None
 
 
+class BriefModel:
+    """Answers every prompt in two short sentences, whatever was recalled (no network, deterministic)."""
+
+    async def reply(self, turn: ModelTurn) -> str:
+        return BRIEF_ANSWER
+
+    async def stream(self, turn: ModelTurn) -> AsyncIterator[str]:
+        yield BRIEF_ANSWER
+
+
 def main(argv: list[str]) -> int:
     import uvicorn
 
@@ -36,7 +54,8 @@ def main(argv: list[str]) -> int:
     from runtime_handler.settings import Settings
 
     settings = Settings.from_env(os.environ)
-    app = create_app(settings, memory=NoMemory() if argv[:1] == ["off"] else None)
+    model = BriefModel() if argv[1:2] == ["brief"] else None
+    app = create_app(settings, memory=NoMemory() if argv[:1] == ["off"] else None, model=model)
     uvicorn.run(app, host="127.0.0.1", port=int(os.environ["PORT"]), log_level="warning", access_log=False)
     return 0
 

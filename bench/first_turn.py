@@ -47,7 +47,7 @@ def _run_child(side: str, url: str, key: str, user: str) -> dict[str, Any]:
 
 async def measure(env: Any, *, processes: int = 10, log: Callable[[str], None] = print) -> dict[str, Any]:
     """Fresh processes, alternating sides; medians are the headline figures."""
-    from memory_adapter.bank_ids import format_bank_id
+    from memory_adapter.identity import format_bank_id
 
     user = f"bench-first-{uuid.uuid4().hex[:8]}"
     BankAdmin(env.url, env.operator_key).seed(format_bank_id(user=user, agent=AGENT))

@@ -14,7 +14,7 @@ tasks and turns are seconds apart. The user's bank is seeded with the same 12 fa
 before every round the documents the timed turns added are deleted (untimed): the echo model repeats every recalled
 memory in its answer, which is retained and extracted again, so without pruning the bank snowballs (140+ memories per
 recall after 20 turns) and the figure measures Hindsight assembling ever larger recalls instead of the agent. The JWT
-figure times ``memory_adapter.tokens.JwtVerifier.verify`` in this process after one warming call.
+figure times ``memory_adapter.identity.JwtVerifier.verify`` in this process after one warming call.
 """
 
 from __future__ import annotations
@@ -93,11 +93,9 @@ def _prompt(n: int) -> str:
 
 def _jwt_verify(env: Any, token: str, calls: int) -> dict[str, Any]:
     from localdev.token_issuer import LOCAL_CLIENT_ID
-    from memory_adapter.tokens import JwtVerifier, JwtVerifierConfig
+    from memory_adapter.identity import JwtSettings, JwtVerifier
 
-    verifier = JwtVerifier(
-        JwtVerifierConfig(discovery_url=env.issuer.discovery_url, allowed_clients=(LOCAL_CLIENT_ID,))
-    )
+    verifier = JwtVerifier(JwtSettings(discovery_url=env.issuer.discovery_url, allowed_clients=(LOCAL_CLIENT_ID,)))
     with Timer() as cold:
         verifier.verify(token)
     samples = []
@@ -118,7 +116,7 @@ async def measure(
     log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Alternate requests between the two agents; report both distributions and the JWT cost."""
-    from memory_adapter.bank_ids import format_bank_id
+    from memory_adapter.identity import format_bank_id
 
     user = f"bench-invoke-{uuid.uuid4().hex[:8]}"
     token = env.mint(user)

@@ -51,7 +51,7 @@ def micro() -> dict[str, float]:
     from hindsight_isolation.principal import Kind, Principal
     from hindsight_isolation.settings import IsolationSettings
     from hindsight_isolation.validator import IsolationOperationValidator
-    from memory_adapter.bank_ids import format_bank_id
+    from memory_adapter.identity import format_bank_id
 
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
     jwk = json.loads(RSAAlgorithm.to_jwk(key.public_key()))
@@ -120,7 +120,7 @@ def end_to_end(rounds: int) -> dict[str, dict[str, float]]:
 
     from localdev.hindsight import LocalHindsight, LocalHindsightConfig
     from localdev.token_issuer import TokenIssuer
-    from memory_adapter.bank_ids import format_bank_id
+    from memory_adapter.identity import format_bank_id
 
     with TokenIssuer() as issuer:
         plain = LocalHindsight(LocalHindsightConfig.ephemeral(isolation=False))

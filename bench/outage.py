@@ -41,7 +41,7 @@ async def measure(
     log: Callable[[str], None] = print,
 ) -> dict[str, Any]:
     """Run the outage scenario and count what reached each bank."""
-    from memory_adapter.bank_ids import format_bank_id
+    from memory_adapter.identity import format_bank_id
 
     upstream = urllib.parse.urlsplit(env.url)
     proxy = OutageProxy(upstream.hostname or "127.0.0.1", upstream.port or 80)

@@ -32,7 +32,7 @@ async def measure(
 ) -> dict[str, Any]:
     """Run the recall comparison; returns summaries, raw samples and the overhead ratios."""
     from memory_adapter import TurnContext
-    from memory_adapter.bank_ids import format_bank_id
+    from memory_adapter.identity import format_bank_id
 
     user = f"bench-recall-{uuid.uuid4().hex[:8]}"
     bank = format_bank_id(user=user, agent=AGENT)

@@ -8,15 +8,16 @@ from aws_cdk import App, Aws, Environment, Tags
 
 from infra.config import AppConfig, AuthMode
 from infra.constructs.admin_bucket import admin_bucket_name
-from infra.constructs.agent_runtime import make_runtime_name
+from infra.constructs.agent_runtime import GatewayAccess, make_runtime_name
 from infra.stacks.agent_stack import AgentStack
 from infra.stacks.data_stack import DataStack
+from infra.stacks.gateway_stack import GatewayStack
 from infra.stacks.identity_stack import IdentityStack
 from infra.stacks.network_stack import NetworkStack
 from infra.stacks.operations_stack import OperationsStack
 from infra.stacks.service_stack import MemoryServiceStack
 
-AnyStack = NetworkStack | DataStack | IdentityStack | MemoryServiceStack | AgentStack | OperationsStack
+AnyStack = NetworkStack | DataStack | IdentityStack | MemoryServiceStack | AgentStack | GatewayStack | OperationsStack
 
 
 @dataclass(frozen=True)
@@ -29,16 +30,17 @@ class Stacks:
     memory: MemoryServiceStack
     agent: AgentStack
     operations: OperationsStack
+    gateway: GatewayStack | None = None
 
     def all(self) -> list[AnyStack]:
-        """Every stack that exists in this configuration."""
-        stacks = [self.network, self.data, self.identity, self.memory, self.agent, self.operations]
+        """Every stack that exists in this configuration, in deploy order."""
+        stacks = [self.network, self.data, self.identity, self.memory, self.agent, self.gateway, self.operations]
         return [s for s in stacks if s is not None]
 
 
 def build_stacks(app: App, config: AppConfig) -> Stacks:
-    """Network -> Data -> (Identity) -> MemoryService -> Agent -> Operations; each gets its own section and the
-    objects it uses."""
+    """Network -> Data -> (Identity) -> MemoryService -> Agent -> (Gateway) -> Operations; each gets its own section
+    and the objects it uses."""
     # Region always (AZ ids and load balancer logs are regional); account only if configured, so synthesis never
     # needs credentials or lookups.
     env = Environment(account=config.account, region=config.region)
@@ -86,12 +88,21 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
         identity=identity.identity if identity else None,
         env=env,
     )
+    gateway_url_parameter = f"{config.parameter_prefix}/gateway/mcp-url"
+    # The gateway deploys after the agent (its target runs on the agent stack's layer): the agent finds its URL by
+    # the parameter's name, never through a reference to the later stack.
+    gateway_access = (
+        GatewayAccess(url_parameter=gateway_url_parameter, target_name=config.gateway.target_name)
+        if config.agent.tools_via_gateway
+        else None
+    )
     agent = AgentStack(
         app,
         f"{prefix}-Agent",
         config=config.agent,
         auth=config.auth,
         layer=config.layer,
+        gateway=gateway_access,
         retain_queue=config.retain_queue,
         removal=config.removal,
         runtime_name=make_runtime_name(config.prefix, config.env_name, config.agent.name),
@@ -101,10 +112,28 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
         identity=identity.identity if identity else None,
         env=env,
     )
+    gateway = None
+    if config.gateway_enabled:
+        assert identity is not None  # the rules refuse a gateway with auth.mode=iam
+        gateway = GatewayStack(
+            app,
+            f"{prefix}-Gateway",
+            config=config.gateway,
+            agent_name=config.agent.name,
+            url_parameter_name=gateway_url_parameter,
+            private_access=config.agent.tools_via_gateway,
+            foundation=foundation,
+            memory=memory.memory,
+            identity=identity.identity,
+            layer=agent.layer,
+            env=env,
+        )
     other_alarms = [data.backup_plan.failed_alarm, memory.memory.load_balancing.unhealthy_alarm]
     other_alarms.append(memory.memory.redeploy.failing_alarm)
     if identity is not None:
         other_alarms.append(identity.identity.mirror_alarm)
+    if gateway is not None:
+        other_alarms.extend(gateway.gateway.alarms)
     operations = OperationsStack(
         app,
         f"{prefix}-Operations",
@@ -124,7 +153,17 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
         env=env,
     )
     operations.add_dependency(agent, "watches the agent and runs last: cdk deploy --all keeps the stacks' order")
+    if gateway is not None:
+        operations.add_dependency(gateway, "shows the gateway's alarms and runs last")
     for key, value in config.tags.items():
         Tags.of(app).add(key, value)
     Tags.of(app).add("environment", config.env_name)
-    return Stacks(network=network, data=data, identity=identity, memory=memory, agent=agent, operations=operations)
+    return Stacks(
+        network=network,
+        data=data,
+        identity=identity,
+        memory=memory,
+        agent=agent,
+        operations=operations,
+        gateway=gateway,
+    )

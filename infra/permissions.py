@@ -11,6 +11,8 @@ from constructs import Construct
 BEDROCK_INVOKE_ACTIONS = ("bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream")
 ECS_REDEPLOY_ACTIONS = ("ecs:UpdateService", "ecs:DescribeServices")
 SSM_WRITE_ACTIONS = ("ssm:PutParameter",)
+#: Reading one parameter's value.
+SSM_READ_ACTIONS = ("ssm:GetParameter",)
 #: The administration bucket: the admin functions only write new objects (exports, receipts, backups); the
 #: maintenance task only reads them (a restore); with SSE-KMS a write needs a data key, a read the decrypt.
 ADMIN_BUCKET_WRITE_ACTIONS = ("s3:PutObject",)

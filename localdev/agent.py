@@ -26,7 +26,7 @@ from typing import Any
 
 from infra.build import DEFAULT_PROJECT_ENTRYPOINT, project_problems
 from localdev.supervisor import REPO_ROOT as REPO_ROOT  # re-exported: bench builds agent commands from it
-from localdev.supervisor import StartError, StateFile, child_env, spawn, terminate, try_start, wait_until_ready
+from localdev.supervisor import StartError, StateFile, child_env, service_command, spawn, terminate, wait_until_ready
 from localdev.supervisor import stop_when_gone as _stop_when_gone
 from localdev.token_issuer import LOCAL_CLIENT_ID, running_issuer_url
 
@@ -186,25 +186,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub.add_parser("stop", help="stop the agent")
     args = parser.parse_args(argv)
     agent = LocalAgent(args.data_dir) if args.data_dir else default_agent()
-    if args.command == "start":
-        url = try_start(
-            lambda: agent.start(
-                hindsight_url=args.hindsight_url,
-                issuer_url=args.issuer_url,
-                port=args.port,
-                project=args.project,
-                entrypoint=args.entrypoint,
-            )
-        )
-        if url is None:
-            return 1
-        print(f"agent running at {url} (log: {agent.log_file})")
-        return 0
-    if args.command == "status":
-        print(f"agent running at {agent.url}" if agent.healthy() else "agent not running")
-        return 0 if agent.healthy() else 3
-    print("agent stopped" if agent.stop() else "agent was not running")
-    return 0
+    return service_command(
+        args.command,
+        agent,
+        name="agent",
+        start=lambda: agent.start(
+            hindsight_url=args.hindsight_url,
+            issuer_url=args.issuer_url,
+            port=args.port,
+            project=args.project,
+            entrypoint=args.entrypoint,
+        ),
+    )
 
 
 if __name__ == "__main__":

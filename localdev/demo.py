@@ -37,7 +37,7 @@ from localdev.mcp_server import default_port as default_mcp_port
 from localdev.mcp_server import default_server as default_mcp_server
 from localdev.supervisor import try_start
 from localdev.token_issuer import default_data_dir, ensure_running, load_or_create_key, mint_token, stop_background
-from memory_adapter.bank_ids import format_bank_id
+from memory_adapter.identity import format_bank_id
 
 if TYPE_CHECKING:
     from memory_adapter import TurnContext

@@ -32,9 +32,9 @@ from localdev.supervisor import (
     StartError,
     StateFile,
     child_env,
+    service_command,
     spawn,
     terminate,
-    try_start,
     wait_until_ready,
 )
 from localdev.token_issuer import LOCAL_CLIENT_ID, running_issuer_url
@@ -231,19 +231,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "serve":
         return _serve(args.port, args.hindsight_url, args.issuer_url)
     server = default_server()
-    if args.command == "start":
-        url = try_start(
-            lambda: server.start(hindsight_url=args.hindsight_url, issuer_url=args.issuer_url, port=args.port)
-        )
-        if url is None:
-            return 1
-        print(f"MCP server at {url} (log: {server.log_file})")
-        return 0
-    if args.command == "status":
-        print(f"MCP server at {server.url}" if server.healthy() else "MCP server not running")
-        return 0 if server.healthy() else 3
-    print("MCP server stopped" if server.stop() else "MCP server was not running")
-    return 0
+    return service_command(
+        args.command,
+        server,
+        name="MCP server",
+        start=lambda: server.start(hindsight_url=args.hindsight_url, issuer_url=args.issuer_url, port=args.port),
+    )
 
 
 if __name__ == "__main__":

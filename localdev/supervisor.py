@@ -32,7 +32,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 __all__ = [
     "REPO_ROOT",
@@ -211,6 +211,37 @@ def try_start(start: Callable[[], _T]) -> _T | None:
     except StartError as err:
         print(err, file=sys.stderr)
         return None
+
+
+class BackgroundService(Protocol):
+    """What :func:`service_command` needs from a local background service (the agent, the MCP server)."""
+
+    @property
+    def url(self) -> str | None: ...
+
+    @property
+    def log_file(self) -> Path: ...
+
+    def healthy(self) -> bool: ...
+
+    def stop(self) -> bool: ...
+
+
+def service_command(command: str, service: BackgroundService, *, name: str, start: Callable[[], str]) -> int:
+    """Run a service CLI's ``start``, ``status`` or ``stop``, printing what happened; the exit code (status: 3 when
+    the service is not running, like ``systemctl status``)."""
+    if command == "start":
+        url = try_start(start)
+        if url is None:
+            return 1
+        print(f"{name} running at {url} (log: {service.log_file})")
+        return 0
+    if command == "status":
+        running = service.healthy()
+        print(f"{name} running at {service.url}" if running else f"{name} not running")
+        return 0 if running else 3
+    print(f"{name} stopped" if service.stop() else f"{name} was not running")
+    return 0
 
 
 def http_status(url: str, timeout: float = 2.0) -> int | None:

@@ -44,9 +44,11 @@ from runtime_handler.working_memory import WorkingMemory
 
 if TYPE_CHECKING:
     from memory_adapter.delivery import RetainHandle
-    from memory_adapter.tools.memory_tools import MemoryTools
+    from memory_adapter.tools.memory_tools import ToolRunner
 
 __all__ = ["REQUEST_ID_HEADER", "SESSION_HEADER", "Agent", "BodyGuard", "create_app"]
+#: How long the memory gateway's URL read from SSM is reused.
+GATEWAY_URL_MAX_AGE_S = 300
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +70,7 @@ class Agent:
         verifier: TokenVerifier | None,
         agent_key: AgentKey,
         observability: Observability,
-        tools: MemoryTools | None = None,
+        tools: ToolRunner | None = None,
     ) -> None:
         self.settings = settings
         self.memory = memory
@@ -225,13 +227,32 @@ def _default_model(settings: Settings) -> Model:
     return BedrockModel(settings.model_id, max_tokens=settings.model_max_tokens, max_tool_rounds=settings.tool_rounds)
 
 
-def _default_tools(settings: Settings) -> MemoryTools | None:
-    """The memory tools over their own connections to Hindsight (``MEMORY_TOOLS=false``: none)."""
+def _default_tools(settings: Settings) -> ToolRunner | None:
+    """The memory tools over their own connections to Hindsight, or through the memory gateway with the caller's
+    token (``MEMORY_TOOLS_GATEWAY_URL[_PARAMETER]``); ``MEMORY_TOOLS=false``: none."""
     if not settings.memory_tools:
         return None
+    if settings.tools_via_gateway:
+        return _gateway_tools(settings)
     from memory_adapter.tools.memory_tools import MemoryTools
 
     return MemoryTools.for_settings(settings.memory)
+
+
+def _gateway_tools(settings: Settings) -> ToolRunner:
+    from memory_adapter.tools.gateway_client import GatewayTools
+
+    if settings.gateway_url is not None:
+        return GatewayTools(settings.gateway_url, target=settings.gateway_target)
+    name = settings.gateway_url_parameter
+    assert name is not None
+
+    def read_url() -> str:  # the stack's parameter, through the VPC's SSM endpoint; cached by Powertools
+        from aws_lambda_powertools.utilities import parameters
+
+        return str(parameters.get_parameter(name, max_age=GATEWAY_URL_MAX_AGE_S))
+
+    return GatewayTools(read_url, target=settings.gateway_target)
 
 
 def _default_verifier(settings: Settings) -> TokenVerifier | None:
@@ -246,7 +267,7 @@ def create_app(
     verifier: TokenVerifier | None = None,
     agent_key: AgentKey | None = None,
     observability: Observability | None = None,
-    tools: MemoryTools | None = None,
+    tools: ToolRunner | None = None,
 ) -> BedrockAgentCoreApp:
     """Build the app. Every collaborator can be injected (tests); defaults come from ``settings``."""
     observability = observability or Observability()
@@ -273,6 +294,7 @@ def create_app(
 
     app = BedrockAgentCoreApp(lifespan=lifespan, middleware=[Middleware(BodyGuard, max_bytes=settings.max_body_bytes)])
     agent.retains.app = app
+    agent.retains.follow_backlog(getattr(agent.memory, "spool", None))
 
     async def invoke(payload: Any, context: Any) -> Any:  # the SDK passes context only to a parameter so named
         return await agent.invoke(payload, context)

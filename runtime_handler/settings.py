@@ -17,6 +17,8 @@ Example:
 
 from __future__ import annotations
 
+import re
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -79,6 +81,9 @@ __all__ = [
     "ENV_MEMORY_RETAIN_WAIT_SECONDS",
     "ENV_MEMORY_SPOOL_QUEUE_URL",
     "ENV_MEMORY_TOOLS",
+    "ENV_MEMORY_TOOLS_GATEWAY_TARGET",
+    "ENV_MEMORY_TOOLS_GATEWAY_URL",
+    "ENV_MEMORY_TOOLS_GATEWAY_URL_PARAMETER",
     "ENV_MEMORY_TOOL_ROUNDS",
     "ENV_MODEL_ID",
     "ENV_MODEL_MAX_TOKENS",
@@ -103,6 +108,9 @@ ENV_MAX_PROMPT_CHARS = "MAX_PROMPT_CHARS"
 ENV_MEMORY_SPOOL_QUEUE_URL = SPOOL_QUEUE_URL_ENV
 ENV_MEMORY_TOOLS = "MEMORY_TOOLS"
 ENV_MEMORY_TOOL_ROUNDS = "MEMORY_TOOL_ROUNDS"
+ENV_MEMORY_TOOLS_GATEWAY_URL = "MEMORY_TOOLS_GATEWAY_URL"
+ENV_MEMORY_TOOLS_GATEWAY_URL_PARAMETER = "MEMORY_TOOLS_GATEWAY_URL_PARAMETER"
+ENV_MEMORY_TOOLS_GATEWAY_TARGET = "MEMORY_TOOLS_GATEWAY_TARGET"
 ENV_WORKING_MEMORY_MAX_TURNS = "WORKING_MEMORY_MAX_TURNS"
 ENV_WORKING_MEMORY_MAX_CHARS = "WORKING_MEMORY_MAX_CHARS"
 ENV_WORKING_MEMORY_MAX_SESSIONS = "WORKING_MEMORY_MAX_SESSIONS"
@@ -119,13 +127,26 @@ ALL_ENV_VARS: tuple[str, ...] = (
     ENV_MAX_PROMPT_CHARS,
     ENV_MEMORY_TOOLS,
     ENV_MEMORY_TOOL_ROUNDS,
+    ENV_MEMORY_TOOLS_GATEWAY_URL,
+    ENV_MEMORY_TOOLS_GATEWAY_URL_PARAMETER,
+    ENV_MEMORY_TOOLS_GATEWAY_TARGET,
     ENV_WORKING_MEMORY_MAX_TURNS,
     ENV_WORKING_MEMORY_MAX_CHARS,
     ENV_WORKING_MEMORY_MAX_SESSIONS,
 )
 
+_TARGET_NAME = re.compile(r"([0-9A-Za-z]-?){1,100}")
+_SSM_NAME = re.compile(r"/[A-Za-z0-9_./-]{1,1000}")
+_LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+
 DEFAULT_MAX_PROMPT_CHARS = 16_000
 MAX_MAX_PROMPT_CHARS = 200_000
+
+
+def _secure_url(url: str) -> bool:
+    """https, or http to this machine (local runs): the caller's token travels to this URL."""
+    parts = urllib.parse.urlsplit(url)
+    return parts.scheme == "https" or (parts.scheme == "http" and parts.hostname in _LOOPBACK)
 
 
 class ModelProvider(StrEnum):
@@ -148,6 +169,14 @@ class Settings(AgentMemorySettings):
     working_memory: WorkingMemoryLimits = DEFAULT_LIMITS
     memory_tools: bool = True
     tool_rounds: int = 4
+    gateway_url: str | None = None
+    gateway_url_parameter: str | None = None
+    gateway_target: str | None = None
+
+    @property
+    def tools_via_gateway(self) -> bool:
+        """Whether the memory tools run through the memory gateway (``MEMORY_TOOLS_GATEWAY_URL[_PARAMETER]``)."""
+        return self.gateway_url is not None or self.gateway_url_parameter is not None
 
     @property
     def max_body_bytes(self) -> int:
@@ -167,6 +196,30 @@ class Settings(AgentMemorySettings):
         max_prompt = get.integer(ENV_MAX_PROMPT_CHARS, DEFAULT_MAX_PROMPT_CHARS, low=1, high=MAX_MAX_PROMPT_CHARS)
         memory_tools = get.flag(ENV_MEMORY_TOOLS, default=True)
         tool_rounds = get.integer(ENV_MEMORY_TOOL_ROUNDS, 4, low=1, high=10)
+        gateway_url = get.text(ENV_MEMORY_TOOLS_GATEWAY_URL)
+        gateway_parameter = get.text(ENV_MEMORY_TOOLS_GATEWAY_URL_PARAMETER)
+        gateway_target = get.text(ENV_MEMORY_TOOLS_GATEWAY_TARGET)
+        if gateway_url and gateway_parameter:
+            get.problem(f"set {ENV_MEMORY_TOOLS_GATEWAY_URL} or {ENV_MEMORY_TOOLS_GATEWAY_URL_PARAMETER}, not both")
+        if gateway_url and not _secure_url(gateway_url):
+            get.problem(f"{ENV_MEMORY_TOOLS_GATEWAY_URL} must be an https URL (http only on 127.0.0.1 or localhost)")
+        if gateway_parameter and not _SSM_NAME.fullmatch(gateway_parameter):
+            get.problem(f"{ENV_MEMORY_TOOLS_GATEWAY_URL_PARAMETER} must be an SSM parameter name like /a/b")
+        if gateway_target and not _TARGET_NAME.fullmatch(gateway_target):
+            get.problem(f"{ENV_MEMORY_TOOLS_GATEWAY_TARGET} must be a gateway target name (letters, digits, '-')")
+        if gateway_url or gateway_parameter:
+            if fields["auth_mode"] is not IdentitySource.JWT:
+                get.problem(
+                    f"the memory gateway acts for the caller's own token: {ENV_MEMORY_TOOLS_GATEWAY_URL}/"
+                    f"{ENV_MEMORY_TOOLS_GATEWAY_URL_PARAMETER} need {ENV_AUTH_MODE}=jwt"
+                )
+            if not memory_tools:
+                get.problem(
+                    f"{ENV_MEMORY_TOOLS}=false offers no tools: {ENV_MEMORY_TOOLS_GATEWAY_URL}/"
+                    f"{ENV_MEMORY_TOOLS_GATEWAY_URL_PARAMETER} would never be used"
+                )
+        elif gateway_target:
+            get.problem(f"{ENV_MEMORY_TOOLS_GATEWAY_TARGET} applies only with a gateway URL or its parameter")
         working_memory = WorkingMemoryLimits(
             max_turns=get.integer(ENV_WORKING_MEMORY_MAX_TURNS, DEFAULT_LIMITS.max_turns, low=0, high=200),
             max_chars=get.integer(ENV_WORKING_MEMORY_MAX_CHARS, DEFAULT_LIMITS.max_chars, low=1_000, high=1_000_000),
@@ -185,4 +238,7 @@ class Settings(AgentMemorySettings):
             working_memory=working_memory,
             memory_tools=memory_tools,
             tool_rounds=tool_rounds,
+            gateway_url=gateway_url,
+            gateway_url_parameter=gateway_parameter,
+            gateway_target=gateway_target,
         )

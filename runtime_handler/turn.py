@@ -27,7 +27,7 @@ from runtime_handler.tools import TurnTools
 from runtime_handler.working_memory import Exchange, WorkingMemory
 
 if TYPE_CHECKING:
-    from memory_adapter.tools.memory_tools import MemoryTools
+    from memory_adapter.tools.memory_tools import ToolRunner
 
 __all__ = ["Memory", "TurnDeps", "TurnMeta", "TurnRequest", "TurnResult", "parse_turn", "run_turn", "stream_turn"]
 
@@ -87,7 +87,7 @@ class TurnDeps:
     recall_timeout_s: float
     memory_unavailable: bool = False
     working: WorkingMemory | None = None
-    tools: MemoryTools | None = None
+    tools: ToolRunner | None = None
 
 
 def parse_turn(payload: object, *, max_prompt_chars: int) -> TurnRequest:

@@ -31,6 +31,7 @@ ENDPOINT_NAMES = (
     "XRay",
     "Sqs",
     "CognitoIdp",
+    "AgentCoreGateway",
 )
 #: The retention periods CloudWatch Logs accepts, in days.
 LOG_RETENTION_DAYS = frozenset(
@@ -128,6 +129,7 @@ class AgentConfig:
     idle_timeout_seconds: int
     max_lifetime_seconds: int
     log_retention_days: int
+    tools_via_gateway: bool
     project: Path | None = None
     entrypoint: str = DEFAULT_PROJECT_ENTRYPOINT
 
@@ -173,6 +175,10 @@ class HindsightConfig:
     api_max_count: int
     cpu_target_percent: int
     worker_count: int
+    #: Retains one worker runs at once: with a hosted LLM this, not CPU, bounds the write rate (docs/capacity.md).
+    worker_max_slots: int
+    #: Connections per Hindsight process; the whole fleet's pools must fit the database (docs/capacity.md).
+    db_pool_max_size: int
     port: int
     mcp_enabled: bool
     certificate_arn: str | None
@@ -251,6 +257,19 @@ class OperationsConfig:
 
 
 @dataclass(frozen=True)
+class GatewayConfig:
+    """The AgentCore Gateway serving the memory tools over MCP to any agent or client (user-token modes only).
+
+    ``enabled``: ``None`` (the default) creates it whenever callers present user tokens (``auth.mode`` cognito or
+    jwt) and not with ``iam``; ``True`` requires it (refused with ``iam``); ``False`` never.
+    """
+
+    enabled: bool | None
+    name: str | None
+    target_name: str
+
+
+@dataclass(frozen=True)
 class AlarmsConfig:
     """Where the stacks' alarms notify (an SNS topic is always created; the e-mail subscription is optional)."""
 
@@ -278,9 +297,17 @@ class AppConfig:
     retain_queue: RetainQueueConfig
     hindsight: HindsightConfig
     database: DatabaseConfig
+    gateway: GatewayConfig
     alarms: AlarmsConfig
     retention: RetentionConfig
     operations: OperationsConfig
+
+    @property
+    def gateway_enabled(self) -> bool:
+        """Whether the deployment has the memory gateway (see :class:`GatewayConfig`)."""
+        if self.gateway.enabled is None:
+            return self.auth.mode is not AuthMode.IAM
+        return self.gateway.enabled
 
     @property
     def stack_prefix(self) -> str:

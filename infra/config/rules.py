@@ -26,6 +26,7 @@ from infra.config.model import (
     AuthConfig,
     AuthMode,
     DatabaseConfig,
+    GatewayConfig,
     HindsightConfig,
     ImageSource,
     LayerConfig,
@@ -35,8 +36,10 @@ from infra.config.model import (
     RetainQueueConfig,
     VpcMode,
 )
+from memory_adapter.gateway import MAX_TOOL_NAME_CHARS, prefixed_tool_name
 from memory_adapter.identity.settings import DISCOVERY_SUFFIX, jwt_settings_problems
 from memory_adapter.settings_reader import Naming, out_of_range
+from memory_adapter.tools.specs import TOOL_NAMES
 
 #: How the identity contract names the ``auth`` section's JWT settings: ``cdk.json`` keys, "auth.<key>" in messages.
 AUTH_NAMING = Naming(seconds="_seconds", shown_prefix="auth.")
@@ -66,6 +69,9 @@ _RATE = re.compile(r"^rate\((1 (minute|hour|day)|([2-9]|[1-9]\d+) (minutes|hours
 _CRON = re.compile(r"^cron\(\S+( \S+){5}\)$")
 #: A PostgreSQL schema Hindsight may use (the maintenance task's rule: letters, digits, underscores).
 _SCHEMA = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+#: AgentCore's names of gateways (at most 48) and gateway targets: letters and digits, a hyphen only after one.
+_GATEWAY_NAME = re.compile(r"^([0-9a-zA-Z]-?){1,48}$")
+_TARGET_NAME = re.compile(r"^([0-9a-zA-Z]-?){1,100}$")
 #: Fargate's CPU units -> the memory sizes (MiB) it allows with them.
 FARGATE_CPU_MEMORY = {
     256: range(512, 2049, 512),
@@ -83,6 +89,7 @@ def problems(env_name: str, top: Mapping[str, Any] | None, sections: Mapping[str
         errors, bool(_ENV_NAME.match(env_name)), f"env '{env_name}' must be lowercase letters and digits, at most 12"
     )
     region = top.get("region") if top is not None else None
+    auth = sections.get("auth")
     if top is not None:
         errors.extend(top_level_problems(top))
     part_rules: dict[str, Any] = {
@@ -93,12 +100,17 @@ def problems(env_name: str, top: Mapping[str, Any] | None, sections: Mapping[str
         "retain_queue": retain_queue_problems,
         "hindsight": hindsight_problems,
         "database": database_problems,
+        "gateway": lambda g: gateway_problems(g, auth.mode if auth is not None else None),
         "alarms": alarms_problems,
         "operations": operations_problems,
     }
     for name, rule in part_rules.items():
         if sections.get(name) is not None:
             errors.extend(rule(sections[name]))
+    if sections.get("agent") is not None and sections.get("gateway") is not None:
+        errors.extend(
+            agent_gateway_problems(sections["agent"], sections["gateway"], auth.mode if auth is not None else None)
+        )
     return errors
 
 
@@ -327,6 +339,8 @@ def hindsight_problems(h: HindsightConfig) -> list[str]:
     )
     _bounded(errors, "hindsight.cpu_target_percent", h.cpu_target_percent, low=10, high=90)
     _bounded(errors, "hindsight.worker_count", h.worker_count, low=1, high=10)
+    _bounded(errors, "hindsight.worker_max_slots", h.worker_max_slots, low=1, high=100)
+    _bounded(errors, "hindsight.db_pool_max_size", h.db_pool_max_size, low=5, high=200)
     _require(
         errors,
         1024 <= h.port <= 65535,
@@ -429,6 +443,51 @@ def database_problems(d: DatabaseConfig) -> list[str]:
     _bounded(errors, "database.backup_plan_retention_days", d.backup_plan_retention_days, low=1, high=36500)
     _bounded(errors, "database.rotation_days", d.rotation_days, low=1, high=365)
     _bounded(errors, "database.port", d.port, low=1150, high=65535)
+    return errors
+
+
+def gateway_problems(g: GatewayConfig, auth_mode: AuthMode | None) -> list[str]:
+    """The AgentCore Gateway: names AgentCore accepts, tool names models accept, a user-token issuer."""
+    errors: list[str] = []
+    if g.name is not None:
+        _require(
+            errors,
+            len(g.name) <= 48 and bool(_GATEWAY_NAME.match(g.name)),
+            "gateway.name must be at most 48 letters, digits and single hyphens (no leading hyphen), or null",
+        )
+    _require(
+        errors,
+        bool(_TARGET_NAME.match(g.target_name)),
+        "gateway.target_name must be letters, digits and single hyphens (no leading hyphen), like memory",
+    )
+    longest = max(TOOL_NAMES, key=len)
+    _require(
+        errors,
+        len(prefixed_tool_name(g.target_name, longest)) <= MAX_TOOL_NAME_CHARS,
+        f"gateway.target_name is too long: clients see '{prefixed_tool_name(g.target_name, longest)}', and model "
+        f"providers refuse tool names over {MAX_TOOL_NAME_CHARS} characters",
+    )
+    if g.enabled and auth_mode is AuthMode.IAM:
+        errors.append(
+            "gateway.enabled=true: the gateway's tools act for the user a verified token names, and auth.mode=iam "
+            "has no user tokens; leave gateway.enabled null (no gateway with iam) or use auth.mode=cognito or jwt"
+        )
+    return errors
+
+
+def agent_gateway_problems(a: AgentConfig, g: GatewayConfig, auth_mode: AuthMode | None) -> list[str]:
+    """The agent's tools can go through the gateway only if there is one."""
+    errors: list[str] = []
+    if a.tools_via_gateway and (g.enabled is False or auth_mode is AuthMode.IAM):
+        errors.append(
+            "agent.tools_via_gateway needs the memory gateway, which this configuration does not have "
+            "(gateway.enabled=false, or auth.mode=iam); set agent.tools_via_gateway=false"
+        )
+    if a.tools_via_gateway and a.project is not None:
+        errors.append(
+            "agent.tools_via_gateway applies to the reference agent, whose tools read the gateway's URL; an agent "
+            "project (agent.project) connects to the gateway itself: set agent.tools_via_gateway=false"
+        )
     return errors
 
 

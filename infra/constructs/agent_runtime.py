@@ -5,10 +5,12 @@ network, authorizer and environment."""
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_bedrockagentcore as agentcore
 from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from aws_lambda_powertools.shared.constants import METRICS_NAMESPACE_ENV, SERVICE_NAME_ENV
@@ -21,7 +23,7 @@ from infra.constructs.memory_service import MemoryService
 from infra.constructs.network import Network
 from infra.constructs.props import raise_if_invalid
 from infra.constructs.retain_queue import RetainQueue
-from infra.permissions import grant_bedrock_invoke
+from infra.permissions import SSM_READ_ACTIONS, grant_bedrock_invoke
 from runtime_handler import settings as rs
 
 ENDPOINT_NAME = "live"
@@ -52,6 +54,15 @@ def make_runtime_name(prefix: str, env_name: str, agent_name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]", "_", f"{prefix}_{env_name}_{agent_name}")[:48]
 
 
+@dataclass(frozen=True)
+class GatewayAccess:
+    """Where the agent finds the memory gateway its tools go through: by name, because the gateway's stack deploys
+    after the agent's (its target runs on this stack's layer)."""
+
+    url_parameter: str
+    target_name: str
+
+
 class AgentRuntime(Construct):
     """The Runtime in VPC mode with its authorizer, environment, least-privilege role and an endpoint."""
 
@@ -68,6 +79,7 @@ class AgentRuntime(Construct):
         retain_queue: RetainQueue,
         runtime_name: str,
         logs_key: kms.IKey,
+        gateway: GatewayAccess | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self.security_group = network.workload_security_group(
@@ -84,7 +96,12 @@ class AgentRuntime(Construct):
             path=str(code.path), runtime=agentcore.AgentCoreRuntime.PYTHON_3_12, entrypoint=list(code.entrypoint)
         )
         self.environment = agent_environment(
-            config, auth, memory=memory, identity=identity, retain_queue_url=retain_queue.queue.queue_url
+            config,
+            auth,
+            memory=memory,
+            identity=identity,
+            retain_queue_url=retain_queue.queue.queue_url,
+            gateway=gateway,
         )
         self.runtime = agentcore.Runtime(
             self,
@@ -110,6 +127,17 @@ class AgentRuntime(Construct):
             # A String parameter: no KMS key is involved, so read on this one parameter is all the role gets.
             identity.grant_read_keys(self.runtime)
         memory.grant_agent_key_read(self.runtime)
+        if gateway is not None:
+            # Read by name (the parameter belongs to the later gateway stack): this one parameter, nothing else.
+            iam.Grant.add_to_principal(
+                grantee=self.runtime,
+                actions=list(SSM_READ_ACTIONS),
+                resource_arns=[
+                    Stack.of(self).format_arn(
+                        service="ssm", resource="parameter", resource_name=gateway.url_parameter.lstrip("/")
+                    )
+                ],
+            )
         # Undeliverable turns go to the retain queue (the microVM's disk goes with the session): send, nothing else.
         retain_queue.grant_send(self.runtime)
         self.endpoint = self.runtime.add_endpoint(ENDPOINT_NAME, description="The agent's stable endpoint")
@@ -136,6 +164,7 @@ def agent_environment(
     memory: MemoryService,
     identity: Identity | None,
     retain_queue_url: str,
+    gateway: GatewayAccess | None = None,
 ) -> dict[str, str]:
     """Exactly the variables ``runtime_handler.settings.Settings.from_env`` reads (plus Powertools' own)."""
     env = {
@@ -159,17 +188,10 @@ def agent_environment(
     env[rs.ENV_AUTH_MODE] = "jwt"
     # Keys from the SSM mirror and the configured issuer, like Hindsight's: the VPC has no route to the issuer, so
     # no discovery URL is given (the agent would otherwise fetch the issuer's JWKS over the internet).
-    env[rs.ENV_JWT_ISSUER] = identity.issuer
-    env[rs.ENV_JWT_JWKS_PARAMETER] = identity.jwks_parameter.parameter_name
-    env[rs.ENV_JWT_USER_CLAIM] = auth.user_claim
-    if identity.allowed_clients:
-        env[rs.ENV_JWT_ALLOWED_CLIENTS] = ",".join(identity.allowed_clients)
-    if identity.allowed_audience:
-        env[rs.ENV_JWT_ALLOWED_AUDIENCE] = ",".join(identity.allowed_audience)
-    if auth.tenant_claim:
-        env[rs.ENV_JWT_TENANT_CLAIM] = auth.tenant_claim
-    if auth.mode is AuthMode.COGNITO:
-        env[rs.ENV_JWT_TOKEN_USE] = "access"
+    env.update(identity.verifier_environment())
+    if gateway is not None:
+        env[rs.ENV_MEMORY_TOOLS_GATEWAY_URL_PARAMETER] = gateway.url_parameter
+        env[rs.ENV_MEMORY_TOOLS_GATEWAY_TARGET] = gateway.target_name
     return env
 
 

@@ -33,17 +33,19 @@ def python_function(
     log_scope: Construct | None = None,
     memory_size: int = 128,
     environment: Mapping[str, str] | None = None,
+    json_logs: bool = False,
     vpc: ec2.IVpc | None = None,
     vpc_subnets: ec2.SubnetSelection | None = None,
     security_groups: Sequence[ec2.ISecurityGroup] | None = None,
-    layers: Sequence[lambda_.ILayerVersion] | None = None,
-    runtime: lambda_.Runtime = RUNTIME,
     handler: str = "index.handler",
+    runtime: lambda_.Runtime = RUNTIME,
+    layers: Sequence[lambda_.ILayerVersion] | None = None,
     log_retention: logs.RetentionDays = LOG_RETENTION,
 ) -> lambda_.Function:
-    """A function running ``handler`` from ``source``, logging to ``log_group_id`` (in ``log_scope``, default
-    ``scope``) kept ``log_retention``; inside the VPC when ``vpc`` is given. A function on a layer runs on the
-    layer's ``runtime``."""
+    """A function running ``handler`` (default ``index.handler``) from ``source``, logging to ``log_group_id`` (in
+    ``log_scope``, default ``scope``) kept ``log_retention``; inside the VPC when ``vpc`` is given. Functions on a
+    layer take the layer's ``runtime`` (its compiled wheels are built for one Python). ``json_logs`` makes Lambda
+    write JSON log records (with ``level``), which metric filters can count."""
     log_group = logs.LogGroup(
         log_scope or scope,
         log_group_id,
@@ -62,6 +64,7 @@ def python_function(
         timeout=timeout,
         memory_size=memory_size,
         log_group=log_group,
+        logging_format=lambda_.LoggingFormat.JSON if json_logs else None,
         environment=dict(environment) if environment else None,
         vpc=vpc,
         vpc_subnets=vpc_subnets,

@@ -42,6 +42,8 @@ ROOT_USER = "0:0"
 IMAGE_PYTHON = "/app/api/.venv/bin/python"
 EXTENSION_DIR = "/opt/hindsight-ext"
 WORKER_HTTP_PORT = 8889
+#: Memories a (bank, fact type) needs before it gets its own HNSW index (Hindsight's suggested start, docs/capacity.md).
+VECTOR_INDEX_MIN_ROWS = 10_000
 
 #: Assembles the database URL from the secret's fields inside the container, so it never appears in the task
 #: definition, the template or a log line (no ``set -x``), then runs the API or the worker module of the image's
@@ -132,6 +134,14 @@ def hindsight_environment(config: HindsightConfig, *, database: Mapping[str, str
         "HINDSIGHT_API_EMBEDDINGS_LITELLM_SDK_MODEL": config.embeddings_model,
         "HINDSIGHT_API_RERANKER_PROVIDER": "rrf",  # the slim image ships no local models
         "HINDSIGHT_API_LOG_LEVEL": "info",
+        # Scaling (docs/capacity.md, measured with make bench-scale). Per-process pool (Hindsight's default is
+        # 100): (api_max_count + worker_count) x pool must fit the database's connections.
+        "HINDSIGHT_API_DB_POOL_MAX_SIZE": str(config.db_pool_max_size),
+        # Retains a worker runs at once (default 10): with a 1.5 s LLM, 30 slots absorbed 2.1x the default's rate.
+        "HINDSIGHT_API_WORKER_MAX_SLOTS": str(config.worker_max_slots),
+        # Banks are per user: below this many memories a bank is searched exactly instead of owning three HNSW
+        # indexes on the shared table (default 0: every bank; 3,039 indexes made planning 103-508 ms a statement).
+        "HINDSIGHT_API_VECTOR_INDEX_MIN_ROWS": str(VECTOR_INDEX_MIN_ROWS),
         "AWS_REGION": Aws.REGION,
         "AWS_DEFAULT_REGION": Aws.REGION,
         "HOME": "/tmp",  # noqa: S108 (a task-scoped volume; the root filesystem is read-only)

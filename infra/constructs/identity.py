@@ -17,6 +17,7 @@ from infra.config import AuthConfig, AuthMode
 from infra.constructs.alerts import Alerts
 from infra.constructs.functions import FUNCTIONS_DIR, handler_sha256, python_function
 from infra.permissions import SSM_WRITE_ACTIONS
+from memory_adapter.identity.settings import ENV_NAMING
 
 MIRROR_DIR = FUNCTIONS_DIR / "jwks_mirror"
 DISCOVERY_SUFFIX = "/.well-known/openid-configuration"
@@ -64,6 +65,7 @@ class Identity(Construct):
             self.discovery_url = config.discovery_url
             self.allowed_clients = list(config.allowed_clients)
             self.allowed_audience = list(config.allowed_audience)
+        self._config = config
         self._parameter_name = parameter_name
         keys = self._mirror(config, logs_key, alerts)
         #: The discovery document's ``issuer``, exactly as tokens carry it in ``iss`` (read at deploy time).
@@ -75,6 +77,26 @@ class Identity(Construct):
     def grant_read_keys(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let grantee read the mirrored keys (a plain String parameter: no KMS key is involved)."""
         return self.jwks_parameter.grant_read(grantee)
+
+    def verifier_environment(self) -> dict[str, str]:
+        """The ``JWT_*`` variables of a process that verifies this issuer's user tokens as the agent does
+        (:class:`memory_adapter.identity.JwtSettings` read with ``ENV_NAMING``): the mirrored keys (read through
+        SSM, never fetched from the issuer), the discovery document's ``issuer``, the clients or audience, the claims;
+        Cognito's access tokens only. Grant the process :meth:`grant_read_keys` too."""
+        env = {
+            ENV_NAMING.key("issuer"): self.issuer,
+            ENV_NAMING.key("jwks_parameter"): self.jwks_parameter.parameter_name,
+            ENV_NAMING.key("user_claim"): self._config.user_claim,
+        }
+        if self.allowed_clients:
+            env[ENV_NAMING.key("allowed_clients")] = ",".join(self.allowed_clients)
+        if self.allowed_audience:
+            env[ENV_NAMING.key("allowed_audience")] = ",".join(self.allowed_audience)
+        if self._config.tenant_claim:
+            env[ENV_NAMING.key("tenant_claim")] = self._config.tenant_claim
+        if self._config.mode is AuthMode.COGNITO:
+            env[ENV_NAMING.key("token_use")] = "access"
+        return env
 
     def keys_container_secret(self) -> ecs.Secret:
         """The mirrored keys as an ECS secret (read once at task start; see :meth:`keys_change_pattern`)."""

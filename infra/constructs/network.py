@@ -32,6 +32,11 @@ INTERFACE_ENDPOINTS: dict[str, ec2.InterfaceVpcEndpointAwsService] = {
 }
 #: Endpoints whose API is also called without AWS credentials (Cognito's user-pool APIs): no principal condition.
 UNAUTHENTICATED_ENDPOINTS = frozenset({"CognitoIdp"})
+#: Endpoints a later stack creates when it needs one (:meth:`Network.add_endpoint`), skippable like the others. The
+#: gateway's callers present bearer tokens, which an endpoint policy cannot filter (it sees IAM principals only).
+ON_DEMAND_ENDPOINTS: dict[str, ec2.InterfaceVpcEndpointAwsService] = {
+    "AgentCoreGateway": ec2.InterfaceVpcEndpointAwsService.BEDROCK_AGENTCORE_GATEWAY,
+}
 
 
 #: What the deployment's own buckets are used for through the S3 gateway: objects written and read back.
@@ -207,6 +212,30 @@ class Network(Construct):
         group.add_egress_rule(ec2.Peer.any_ipv4(), ec2.Port.tcp(443), egress_description)
         self.allow_endpoints_from(group if rules_in_group else scope, group)
         return group
+
+    def add_endpoint(self, scope: Construct, name: str) -> ec2.InterfaceVpcEndpoint | None:
+        """The on-demand interface endpoint ``name`` (:data:`ON_DEMAND_ENDPOINTS`) in ``scope``, with private DNS,
+        in the endpoint security group (an imported handle, so this stack never depends on scope's); ``None`` when the
+        network's endpoints are the customer's (``create_endpoints=false``) or ``name`` is in ``skip_endpoints``."""
+        if self.endpoint_security_group is None or name in self.config.skip_endpoints:
+            return None
+        handle = ec2.SecurityGroup.from_security_group_id(
+            scope,
+            f"{name}EndpointSecurityGroup",
+            self.endpoint_security_group.security_group_id,
+            allow_all_outbound=False,
+            mutable=False,
+        )
+        return ec2.InterfaceVpcEndpoint(
+            scope,
+            f"{name}Endpoint",
+            vpc=self.vpc,
+            service=ON_DEMAND_ENDPOINTS[name],
+            subnets=self.subnets,
+            security_groups=[handle],
+            private_dns_enabled=True,
+            open=False,  # the endpoint group already admits 443 from the VPC and the workloads, and nothing else
+        )
 
     def allow_endpoints_from(self, scope: Construct, peer: ec2.ISecurityGroup) -> None:
         """Admit HTTPS from a workload's security group to the interface endpoints.

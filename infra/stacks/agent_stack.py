@@ -9,7 +9,7 @@ from aws_cdk import CfnOutput
 from constructs import Construct
 
 from infra.config import AgentConfig, AuthConfig, DataRemoval, LayerConfig, RetainQueueConfig
-from infra.constructs.agent_runtime import METRICS_NAMESPACE, AgentRuntime
+from infra.constructs.agent_runtime import METRICS_NAMESPACE, AgentRuntime, GatewayAccess
 from infra.constructs.identity import Identity
 from infra.constructs.memory_layer import MemoryAdapterLayer
 from infra.constructs.memory_service import MemoryService
@@ -26,6 +26,7 @@ class AgentStack(PartAwareStack):
     Args:
         runtime_name: The AgentCore runtime's name (AgentCore requires one).
         layer_parameter_name: The SSM name publishing the layer's ARN unless ``layer.parameter_name`` is set.
+        gateway: Where the agent finds the memory gateway its tools go through (``agent.tools_via_gateway``).
         removal: What becomes of the retain queues when the stack is deleted (they may hold undelivered turns).
     """
 
@@ -37,6 +38,7 @@ class AgentStack(PartAwareStack):
         config: AgentConfig,
         auth: AuthConfig,
         layer: LayerConfig,
+        gateway: GatewayAccess | None,
         retain_queue: RetainQueueConfig,
         removal: DataRemoval,
         runtime_name: str,
@@ -63,6 +65,7 @@ class AgentStack(PartAwareStack):
             network=foundation.network,
             memory=memory,
             identity=identity,
+            gateway=gateway,
             retain_queue=self.retain_queue,
             runtime_name=runtime_name,
             logs_key=foundation.logs_key,

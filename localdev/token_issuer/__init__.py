@@ -8,7 +8,7 @@ From Python (the ``token_issuer`` pytest fixture is one of these)::
 
     with TokenIssuer() as issuer:
         token = issuer.mint("user-alex", tenant="acme")
-        verifier_config = JwtVerifierConfig(discovery_url=issuer.discovery_url, allowed_clients=(LOCAL_CLIENT_ID,))
+        verifier_config = JwtSettings(discovery_url=issuer.discovery_url, allowed_clients=(LOCAL_CLIENT_ID,))
 
 By hand, for calling the local agent with curl (the key and the issuer URL persist in the data dir,
 ``.local/token-issuer`` by default, so a separate ``mint`` process signs tokens the server accepts)::

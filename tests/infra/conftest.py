@@ -17,7 +17,8 @@ ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "build"
 FIXTURES = ROOT / "tests" / "fixtures" / "asset"
 
-#: Configuration variants: every VPC mode and every auth mode is covered, plus the alternative engines/sources.
+#: Configuration variants: every VPC mode and every auth mode is covered, plus the alternative engines/sources; the
+#: gateway exists in both user-token variants (the agent's tools go through it in jwt-import), not with iam.
 VARIANTS: dict[str, dict[str, str]] = {
     "default": {},
     "jwt-import": {
@@ -32,6 +33,8 @@ VARIANTS: dict[str, dict[str, str]] = {
         "auth.discovery_url": "https://login.example.com/tenant-1/.well-known/openid-configuration",
         "auth.allowed_audience": "api://memory-agent",
         "auth.tenant_claim": "tid",
+        "agent.tools_via_gateway": "true",
+        "gateway.name": "memory-tools",
         "hindsight.image_source": "ecr",
         "hindsight.ecr_repository_arn": "arn:aws:ecr:us-east-1:111122223333:repository/mirror/hindsight-api",
         "hindsight.certificate_arn": "arn:aws:acm:us-east-1:111122223333:certificate/abcd-1234",

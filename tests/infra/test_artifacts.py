@@ -73,12 +73,15 @@ def test_extension_zip_holds_only_our_sources_and_imports(tmp_path: Path) -> Non
         names = z.namelist()
         z.extractall(tmp_path)
     assert {n.split("/")[0] for n in names} == {"hindsight_isolation", "memory_adapter"}
-    assert "memory_adapter/tokens.py" in names
+    assert "memory_adapter/identity/verifier.py" in names
     assert "hindsight_isolation/tenant.py" in names
     import subprocess
     import sys
 
-    probe = "import hindsight_isolation.settings, memory_adapter.bank_ids, memory_adapter.tokens; print('ok')"
+    probe = (
+        "import hindsight_isolation.settings, memory_adapter.identity.bank_ids, memory_adapter.identity.verifier; "
+        "print('ok')"
+    )
     result = subprocess.run(
         [sys.executable, "-I", "-c", f"import sys; sys.path.insert(0, {str(tmp_path)!r}); {probe}"],
         capture_output=True,
@@ -115,6 +118,38 @@ def test_provisioning_function_bundles_its_driver_and_imports() -> None:
         check=False,
     )
     assert result.stdout.strip() == "hindsight_owner", result.stderr
+
+
+def test_the_gateway_handlers_import_with_nothing_but_the_layer(tmp_path: Path) -> None:
+    # GIVEN what Lambda gives the gateway's functions, their source folder and the layer, and no site-packages;
+    # only the layer's compiled packages (arm64 builds, unloadable here) are swapped for this machine's own
+    import importlib.util
+    import subprocess
+    import sys
+
+    from infra.constructs.memory_gateway import INTERCEPTOR_HANDLER, SOURCE, TARGET_HANDLER
+
+    layer = _require(build.LAYER_DIR / "python")
+    native = tmp_path / "native"
+    native.mkdir()
+    for name in ("cryptography", "cffi", "_cffi_backend"):
+        spec = importlib.util.find_spec(name)
+        assert spec is not None
+        assert spec.origin is not None
+        origin = Path(spec.origin)
+        source = origin.parent if origin.name == "__init__.py" else origin
+        (native / source.name).symlink_to(source)
+    modules = [handler.split(".")[0] for handler in (INTERCEPTOR_HANDLER, TARGET_HANDLER)]
+    script = (
+        f"import sys; sys.path[:0] = [{str(SOURCE)!r}, {str(native)!r}, {str(layer)!r}]; "
+        + "; ".join(f"import {m}; assert callable({m}.handler)" for m in modules)
+        + "; import memory_adapter; assert memory_adapter.__file__.startswith("
+        + repr(str(layer))
+        + ")"
+    )
+    # WHEN both handlers are imported THEN everything else they need comes from the layer
+    result = subprocess.run([sys.executable, "-I", "-S", "-c", script], capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr[-2000:]
 
 
 @pytest.mark.parametrize(

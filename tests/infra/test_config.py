@@ -252,9 +252,47 @@ def load_config_from_cdk_json_with_section_key(section: str, key: str, value: st
 
 def test_skip_endpoints_names_exactly_the_endpoints_the_network_creates() -> None:
     from infra.config import ENDPOINT_NAMES
-    from infra.constructs.network import INTERFACE_ENDPOINTS, UNAUTHENTICATED_ENDPOINTS
+    from infra.constructs.network import INTERFACE_ENDPOINTS, ON_DEMAND_ENDPOINTS, UNAUTHENTICATED_ENDPOINTS
 
-    assert set(ENDPOINT_NAMES) == {"S3", *INTERFACE_ENDPOINTS, *UNAUTHENTICATED_ENDPOINTS}
+    assert set(ENDPOINT_NAMES) == {"S3", *INTERFACE_ENDPOINTS, *UNAUTHENTICATED_ENDPOINTS, *ON_DEMAND_ENDPOINTS}
+
+
+def test_the_gateway_follows_the_auth_mode_unless_told_otherwise() -> None:
+    # GIVEN the default (gateway.enabled null): a gateway with user tokens, none with iam
+    assert _load().gateway_enabled
+    assert _load(
+        **{
+            "auth.mode": "jwt",
+            "auth.discovery_url": "https://idp.example.com/.well-known/openid-configuration",
+            "auth.allowed_audience": "api",
+        }
+    ).gateway_enabled
+    assert not _load(**{"auth.mode": "iam"}).gateway_enabled
+    assert not _load(**{"gateway.enabled": "false"}).gateway_enabled
+    # WHEN it is asked for where it cannot work THEN each contradiction is named, with what to do
+    with pytest.raises(ConfigError) as err:
+        _load(**{"auth.mode": "iam", "gateway.enabled": "true", "agent.tools_via_gateway": "true"})
+    errors = err.value.errors
+    assert any(e.startswith("gateway.enabled=true: the gateway's tools act for the user") for e in errors)
+    assert any(e.startswith("agent.tools_via_gateway needs the memory gateway") for e in errors)
+    with pytest.raises(ConfigError, match=r"agent\.tools_via_gateway needs the memory gateway"):
+        _load(**{"gateway.enabled": "false", "agent.tools_via_gateway": "true"})
+    with pytest.raises(ConfigError, match=r"agent\.tools_via_gateway applies to the reference agent"):
+        _load(**{"agent.project": "examples/strands_agent", "agent.tools_via_gateway": "true"})
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "message"),
+    [
+        ("gateway.name", "-memory", "gateway.name must be at most 48 letters"),
+        ("gateway.name", "m" * 49, "gateway.name must be at most 48 letters"),
+        ("gateway.target_name", "memory_tools", "gateway.target_name must be letters, digits and single hyphens"),
+        ("gateway.target_name", "t" * 60, "clients see 'tttt"),
+    ],
+)
+def test_gateway_names_are_checked_before_synthesis(setting: str, value: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        _load(**{setting: value})
 
 
 def test_the_retain_queue_settings_are_checked_against_lambdas_limits() -> None:

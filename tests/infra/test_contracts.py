@@ -57,8 +57,8 @@ def test_isolation_extension_accepts_the_stacks_settings(synths: dict[str, Synth
         assert settings.verifier["static_jwks"]["keys"]
         assert settings.verifier["issuer"].startswith("https://")
         assert settings.agent_key is None
-    from memory_adapter.tokens import JwtVerifierConfig
+    from memory_adapter.identity import JwtSettings
 
     if settings.verifier:
-        assert JwtVerifierConfig(**settings.verifier).problems() == []  # the shared verifier accepts it too
+        assert JwtSettings(**settings.verifier).problems() == []  # the shared verifier accepts it too
     assert not [k for k in env if k.startswith("HINDSIGHT_API_OPERATION_VALIDATOR_") and not k.endswith("_EXTENSION")]

@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from localdev.hindsight import LocalHindsight, LocalHindsightConfig
-from memory_adapter.bank_ids import format_bank_id
+from memory_adapter.identity import format_bank_id
 
 
 def _config(tmp_path: Path, **overrides: Any) -> LocalHindsightConfig:

@@ -10,7 +10,7 @@ import pytest
 
 from localdev.hindsight import EmbeddingsMode, LocalHindsight, LocalHindsightConfig, free_port
 from localdev.token_issuer import TokenIssuer, ensure_running, stop_background, stop_when_gone
-from memory_adapter.bank_ids import format_bank_id
+from memory_adapter.identity import format_bank_id
 
 DISCOVERY_ENV = "HINDSIGHT_API_TENANT_JWT_DISCOVERY_URL"
 

@@ -21,15 +21,13 @@ from localdev.token_issuer import (
     stop_background,
     stop_when_gone,
 )
-from memory_adapter.tokens import JwtVerifier, JwtVerifierConfig, RejectReason, TokenRejected
+from memory_adapter.identity import JwtSettings, JwtVerifier, RejectReason, TokenRejected
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def _verifier(issuer_discovery_url: str, **kwargs) -> JwtVerifier:
-    return JwtVerifier(
-        JwtVerifierConfig(discovery_url=issuer_discovery_url, allowed_clients=(LOCAL_CLIENT_ID,), **kwargs)
-    )
+    return JwtVerifier(JwtSettings(discovery_url=issuer_discovery_url, allowed_clients=(LOCAL_CLIENT_ID,), **kwargs))
 
 
 def test_discovery_and_jwks_are_served(token_issuer):

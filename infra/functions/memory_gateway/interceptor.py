@@ -38,7 +38,10 @@ def _default_verifier() -> JwtVerifier:
 
 
 def _deny(body: Any, reason: str) -> dict[str, Any]:
-    logger.warning("gateway request refused", extra={"reason": reason})
+    if reason == RejectReason.KEYS_UNAVAILABLE.value:  # every caller is refused until the keys are readable again
+        logger.error("gateway request refused: the issuer's signing keys are unavailable", extra={"reason": reason})
+    else:
+        logger.warning("gateway request refused", extra={"reason": reason})
     request_id = body.get("id") if isinstance(body, Mapping) else None
     return {
         "interceptorOutputVersion": VERSION,

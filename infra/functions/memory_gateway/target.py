@@ -6,7 +6,8 @@ only the tool's arguments (``event``) and, in ``context.client_context.custom``,
 :data:`memory_adapter.gateway.CALLER_TOKEN_HEADER`, which the interceptor sets; it is verified again here with the
 identity contract (a missing, forged, expired or machine token is refused) and then presented to Hindsight as the
 credential, so Hindsight's isolation serves that user's bank and nothing else. Settings: ``AGENT_NAME`` (whose banks:
-the runtime agent's, so both share the user's memory), ``HINDSIGHT_API_URL`` and the ``JWT_*`` variables.
+the runtime agent's, so both share the user's memory), ``HINDSIGHT_API_URL`` and the ``JWT_*`` variables (named here
+and by the identity contract; the stack imports these names).
 """
 
 from __future__ import annotations
@@ -14,17 +15,23 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
+from memory_adapter.constants import HINDSIGHT_API_URL_ENV
 from memory_adapter.gateway import CALLER_TOKEN_HEADER, propagated_header, tool_name
 from memory_adapter.identity.caller import Caller
 from memory_adapter.identity.errors import IdentityError
 from memory_adapter.identity.settings import ENV_NAMING, JwtSettings
 from memory_adapter.identity.verifier import JwtVerifier
-from memory_adapter.tools.memory_tools import MemoryTools
+from memory_adapter.tools.memory_tools import MemoryTools, ToolRunner
 from memory_adapter.transport import HttpTransport
 
-__all__ = ["handler", "run_tool"]
+__all__ = ["ENV_AGENT_NAME", "ENV_HINDSIGHT_API_URL", "TOOL_TIMEOUT_S", "handler", "run_tool"]
+
+ENV_AGENT_NAME: Final = "AGENT_NAME"
+ENV_HINDSIGHT_API_URL: Final = HINDSIGHT_API_URL_ENV
+#: Seconds per Hindsight request; the function's own timeout (set by the stack) leaves room above it.
+TOOL_TIMEOUT_S: Final = 20.0
 
 logger = logging.getLogger("memory_gateway.target")
 logger.setLevel(logging.INFO)
@@ -36,13 +43,13 @@ _deps: tuple[JwtVerifier, MemoryTools, str] | None = None
 def _default_deps() -> tuple[JwtVerifier, MemoryTools, str]:
     global _deps
     if _deps is None:
-        tools = MemoryTools(HttpTransport(os.environ["HINDSIGHT_API_URL"]), timeout=20.0)
-        _deps = (JwtVerifier(JwtSettings.from_mapping(os.environ, ENV_NAMING)), tools, os.environ["AGENT_NAME"])
+        tools = MemoryTools(HttpTransport(os.environ[ENV_HINDSIGHT_API_URL]), timeout=TOOL_TIMEOUT_S)
+        _deps = (JwtVerifier(JwtSettings.from_mapping(os.environ, ENV_NAMING)), tools, os.environ[ENV_AGENT_NAME])
     return _deps
 
 
 def run_tool(
-    event: Any, custom: Mapping[str, Any] | None, verifier: JwtVerifier, tools: MemoryTools, agent: str
+    event: Any, custom: Mapping[str, Any] | None, verifier: JwtVerifier, tools: ToolRunner, agent: str
 ) -> dict[str, Any]:
     """The tool's answer (a JSON object) for one invocation; never raises."""
     name = tool_name(custom)

@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from localdev.token_issuer import TokenIssuer
-from memory_adapter.bank_ids import format_bank_id
+from memory_adapter.identity import format_bank_id
 from tests.integration.runtime_handler.test_agent_loop import wait_for_memory
 from tests.unit.runtime_handler.serving import serve
 

@@ -15,7 +15,7 @@ from strands import Agent
 
 from localdev.token_issuer import TokenIssuer
 from memory_adapter.agentcore import AgentCoreMemory
-from memory_adapter.bank_ids import format_bank_id
+from memory_adapter.identity import format_bank_id
 from memory_adapter.integrations.strands import EchoModel, HindsightMemoryHooks, memory_report
 from tests.integration.runtime_handler.test_agent_loop import wait_for_memory
 

@@ -13,7 +13,7 @@ import zipfile
 from dataclasses import dataclass
 from typing import Any
 
-from memory_adapter.bank_ids import format_bank_id
+from memory_adapter.identity import format_bank_id
 from tests.integration.isolation.support import Server
 
 _WEBHOOK = {"url": "https://hooks.example.com/hook", "event_types": ["memory_defense.triggered"]}

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from memory_adapter.bank_ids import format_bank_id
+from memory_adapter.identity import format_bank_id
 from tests.integration.isolation.support import Api, Server
 from tests.integration.isolation.sweep import Victim, openapi_routes, sweep_request
 

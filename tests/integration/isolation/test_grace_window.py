@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from memory_adapter.bank_ids import format_bank_id
+from memory_adapter.identity import format_bank_id
 from tests.integration.isolation.support import FORBIDDEN, Api, Server
 
 pytestmark = pytest.mark.integration

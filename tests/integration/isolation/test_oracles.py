@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from memory_adapter.bank_ids import format_bank_id
+from memory_adapter.identity import format_bank_id
 from tests.integration.isolation.support import Api, Mcp, Server
 from tests.integration.isolation.sweep import Victim, openapi_routes, sweep_request
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from memory_adapter import HindsightRuntimeAdapter, TurnContext
-from memory_adapter.bank_ids import format_bank_id
+from memory_adapter.identity import format_bank_id
 from tests.integration.isolation.support import Server
 
 pytestmark = pytest.mark.integration

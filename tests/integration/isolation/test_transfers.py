@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from memory_adapter.bank_ids import format_bank_id
+from memory_adapter.identity import format_bank_id
 from tests.integration.isolation.support import (
     FORBIDDEN,
     Api,

@@ -18,14 +18,17 @@ import pytest
 
 from localdev.token_issuer import LOCAL_CLIENT_ID, TokenIssuer
 from memory_adapter.adapter import HindsightRuntimeAdapter
-from memory_adapter.bank_ids import format_bank_id
 from memory_adapter.formatting import format_memories_as_bullets
+from memory_adapter.identity import format_bank_id
 from memory_adapter.identity.caller import Caller
+from memory_adapter.identity.settings import JwtSettings
+from memory_adapter.identity.verifier import JwtVerifier
 from memory_adapter.tools.memory_tools import MemoryTools
 from memory_adapter.transport import HttpTransport
 from runtime_handler.main import create_app
 from runtime_handler.model import EchoModel
 from runtime_handler.settings import Settings
+from tests.unit.gateway_emulator import gateway_app
 from tests.unit.runtime_handler.serving import serve
 
 pytestmark = pytest.mark.integration
@@ -333,3 +336,52 @@ def test_remember_and_list_recent_through_the_agent(
     assert tools.call(caller, "forget", {"memory_ids": [memory_id]}).data == {"forgotten": []}
     again = jwt_agent.turn("list my memories", session=session_id("r4"), token=alex)
     assert memory_id in again["output"]
+
+
+@pytest.fixture(scope="module")
+def gateway_agent(
+    local_hindsight: Any, token_issuer: TokenIssuer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Client, list[dict[str, Any]]]]:
+    """The agent with MEMORY_TOOLS_GATEWAY_URL: its model's tools go through an emulated AgentCore Gateway around
+    the real interceptor and target, which act on the real local Hindsight."""
+    verifier = JwtVerifier(JwtSettings(discovery_url=token_issuer.discovery_url, allowed_clients=(LOCAL_CLIENT_ID,)))
+    gateway, invocations = gateway_app(
+        verifier=verifier, tools=MemoryTools(HttpTransport(local_hindsight.url)), agent=AGENT
+    )
+    with serve(gateway) as gateway_url:
+        settings = _settings(
+            local_hindsight.url,
+            token_issuer,
+            MEMORY_TOOLS_GATEWAY_URL=gateway_url + "/mcp",
+            MEMORY_TOOLS_GATEWAY_TARGET="memory",
+        )
+        app = create_app(settings, memory=_memory(settings, tmp_path_factory.mktemp("spool")), model=EchoModel())
+        with serve(app) as url:
+            yield Client(url), invocations
+
+
+def test_the_agents_tools_go_through_the_gateway_with_the_callers_own_token(
+    gateway_agent: tuple[Client, list[dict[str, Any]]], local_hindsight: Any, token_issuer: TokenIssuer
+) -> None:
+    agent, invocations = gateway_agent
+    alex_user, bob_user = f"user-alex-{time.time_ns()}", f"user-bob-{time.time_ns()}"
+    alex, bob = token_issuer.mint(alex_user), token_issuer.mint(bob_user)
+    # WHEN alex asks the agent to remember something
+    stored = agent.turn("remember as plan: I take the 7:40 train on Mondays", session=session_id("g1"), token=alex)
+    # THEN the model's remember ran through the gateway, as memory___remember with alex's own token
+    assert stored["memory"]["tools"] == ["remember"]
+    assert 'Remembered (plan): "I take the 7:40 train on Mondays".' in stored["output"]
+    assert invocations[-1]["bedrockAgentCoreToolName"] == "memory___remember"
+    assert list(invocations[-1]["bedrockAgentCorePropagatedHeaders"].values()) == [alex]
+    # AND it is alex's memory: the agent recalls it in a new session (the same bank as the direct path)
+    assert "7:40" in agent.turn("What train do I take?", session=session_id("g2"), token=alex)["output"]
+    # AND bob, through the same gateway, can neither list nor forget it
+    assert "7:40" not in agent.turn("list my memories", session=session_id("g3"), token=bob)["output"]
+    refused = agent.turn("forget that I take the 7:40 train", session=session_id("g4"), token=bob)
+    assert refused["memory"]["tools"] == ["forget"]
+    assert "Nothing was forgotten: no memory of yours matched" in refused["output"]
+    # AND alex can forget it through the gateway, after which it is gone
+    forgot = agent.turn("forget that I take the 7:40 train", session=session_id("g5"), token=alex)
+    assert "Forgot 1 memory" in forgot["output"]
+    alex_bank = format_bank_id(user=alex_user, agent=AGENT)
+    assert all("7:40" not in text for text in _recall_texts(local_hindsight.url, alex_bank, alex, "train Monday"))

@@ -101,3 +101,32 @@ def test_all_env_vars_lists_what_is_read() -> None:
     assert {"JWT_LEEWAY_SECONDS", "JWT_JWKS_CACHE_TTL_SECONDS", "HINDSIGHT_ADAPTER_MAX_RETRIES"} <= set(ALL_ENV_VARS)
     assert len(ALL_ENV_VARS) == len(set(ALL_ENV_VARS))
     assert all(isinstance(name, str) and name.isupper() for name in ALL_ENV_VARS)
+
+
+def test_the_memory_tools_can_go_through_the_gateway_with_the_callers_token() -> None:
+    from memory_adapter.tools import GatewayTools
+    from runtime_handler.main import _default_tools
+
+    # GIVEN the stack's setting (the URL's SSM parameter and the target name)
+    settings = Settings.from_env(
+        JWT | {"MEMORY_TOOLS_GATEWAY_URL_PARAMETER": "/p/dev/gateway/mcp-url", "MEMORY_TOOLS_GATEWAY_TARGET": "memory"}
+    )
+    assert settings.tools_via_gateway
+    # THEN the model's tools run through the gateway (the parameter is read on first use, not at start-up)
+    assert isinstance(_default_tools(settings), GatewayTools)
+    assert not Settings.from_env(JWT).tools_via_gateway
+
+
+def test_gateway_settings_that_cannot_work_are_refused() -> None:
+    url = "MEMORY_TOOLS_GATEWAY_URL"
+    text = _problems(JWT | {url: "http://gateway.example.com/mcp", "MEMORY_TOOLS_GATEWAY_URL_PARAMETER": "x"})
+    assert "MEMORY_TOOLS_GATEWAY_URL or MEMORY_TOOLS_GATEWAY_URL_PARAMETER, not both" in text
+    assert "must be an https URL" in text
+    assert "must be an SSM parameter name" in text
+    iam = {"AGENT_NAME": "support", "HINDSIGHT_API_URL": "http://h", "AUTH_MODE": "iam", "MODEL_PROVIDER": "echo"}
+    assert "need AUTH_MODE=jwt" in _problems(iam | {url: "https://gw.example.com/mcp"})
+    assert "would never be used" in _problems(JWT | {url: "https://gw.example.com/mcp", "MEMORY_TOOLS": "false"})
+    assert "applies only with a gateway URL" in _problems(JWT | {"MEMORY_TOOLS_GATEWAY_TARGET": "memory"})
+    assert Settings.from_env(JWT | {url: "http://127.0.0.1:8891/mcp"}).gateway_url == "http://127.0.0.1:8891/mcp"
+    # a name that merely starts like a loopback address is somewhere else: the caller's token never goes there
+    assert "must be an https URL" in _problems(JWT | {url: "http://localhost.example.com/mcp"})

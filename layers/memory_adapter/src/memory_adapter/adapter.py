@@ -449,6 +449,11 @@ class HindsightRuntimeAdapter:
         return await asyncio.to_thread(run)
 
     @property
+    def spool(self) -> Spool:
+        """Where undelivered retains wait (the queue deployed, the local directory otherwise)."""
+        return self._spool
+
+    @property
     def pending_retains(self) -> int:
         """Retains queued or in flight (not yet delivered, spooled or rejected)."""
         rt = self._rt
@@ -655,11 +660,14 @@ class HindsightRuntimeAdapter:
 
 
 def _default_spool(settings: HindsightAgentCoreConfig) -> Spool:
-    """The queue when one is configured (deployed), else the local directory."""
+    """The queue when one is configured (deployed; the local directory while it cannot be reached), else the local
+    directory."""
     if settings.spool_queue_url:
+        from memory_adapter.fallback_spool import FallbackSpool
         from memory_adapter.sqs_spool import SqsSpool  # standard library only; boto3 waits for the first send
 
-        return SqsSpool(settings.spool_queue_url)
+        # While the queue cannot be reached, a turn waits on local disk rather than being dropped.
+        return FallbackSpool(SqsSpool(settings.spool_queue_url), DirectorySpool(settings.spool_dir))
     return DirectorySpool(settings.spool_dir)
 
 

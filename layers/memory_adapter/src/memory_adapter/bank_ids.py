@@ -1,7 +1,7 @@
 """Compatibility path: bank ids live in :mod:`memory_adapter.identity.bank_ids` (the identity contract).
 
-Kept because code outside this package imports ``memory_adapter.bank_ids`` (the local tools, the benchmarks, the
-infrastructure's bundle check). New code imports ``memory_adapter.identity``.
+Kept for code written against the earlier path (the project itself no longer imports it). New code imports
+``memory_adapter.identity``.
 """
 
 from memory_adapter.identity import bank_ids as _moved

@@ -108,7 +108,7 @@ def default_bank_resolver(context: TurnContext) -> str:
     """One bank per (tenant, user, agent): ``tenant:{t}:user:{u}:agent:{a}`` or ``user:{u}:agent:{a}``.
 
     Ids made of safe characters keep this readable prior-art form; anything else is encoded reversibly (see
-    :mod:`memory_adapter.bank_ids`), so distinct identities always get distinct banks.
+    :mod:`memory_adapter.identity.bank_ids`), so distinct identities always get distinct banks.
 
     Raises:
         BankResolutionError: ``user_id`` or ``agent_name`` missing or blank, a blank (non-empty) tenant, or a part

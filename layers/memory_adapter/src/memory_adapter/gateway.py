@@ -13,14 +13,28 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
-__all__ = ["CALLER_TOKEN_HEADER", "TOOL_NAME_DELIMITER", "propagated_header", "tool_name"]
+__all__ = [
+    "CALLER_TOKEN_HEADER",
+    "MAX_TOOL_NAME_CHARS",
+    "TOOL_NAME_DELIMITER",
+    "prefixed_tool_name",
+    "propagated_header",
+    "tool_name",
+]
 
 #: The header carrying the verified caller's token from the interceptor to the target.
 CALLER_TOKEN_HEADER: Final = "X-Memory-Caller-Token"  # noqa: S105 - a header name, not a secret
 #: The gateway names a Lambda target's tools ``<target>___<tool>``.
 TOOL_NAME_DELIMITER: Final = "___"
+#: The longest tool name a client sees (``<target>___<tool>``): model providers cap tool names at 64 characters.
+MAX_TOOL_NAME_CHARS: Final = 64
 _TOOL_NAME_KEY: Final = "bedrockAgentCoreToolName"
 _HEADERS_KEY: Final = "bedrockAgentCorePropagatedHeaders"
+
+
+def prefixed_tool_name(target: str, tool: str) -> str:
+    """The name the gateway gives tool ``tool`` of target ``target`` (what an MCP client lists and calls)."""
+    return f"{target}{TOOL_NAME_DELIMITER}{tool}"
 
 
 def tool_name(custom: Mapping[str, Any] | None) -> str | None:

@@ -1,8 +1,8 @@
 """Compatibility path: token verification lives in :mod:`memory_adapter.identity` (the identity contract).
 
 ``JwtVerifierConfig`` is the old name of :class:`~memory_adapter.identity.settings.JwtSettings` (same fields). Kept
-because code outside this package imports ``memory_adapter.tokens`` (the local token issuer, the benchmarks, the
-infrastructure tests and the isolation extension's artifact check). New code imports ``memory_adapter.identity``.
+for code written against the earlier path (the project itself no longer imports it). New code imports
+``memory_adapter.identity``.
 """
 
 from memory_adapter.identity.errors import RejectReason, TokenRejected

@@ -1,6 +1,6 @@
 """Whose banks are whose: a user's banks (every agent), a tenant's, and what each holds.
 
-"A user's banks" are exactly the banks whose id parses (:func:`memory_adapter.bank_ids.parse_bank_id`) to that
+"A user's banks" are exactly the banks whose id parses (:func:`memory_adapter.identity.bank_ids.parse_bank_id`) to that
 (tenant, user), whatever the agent: the same rule the server's isolation extension enforces, so the operator tools
 never reach a bank the user could not. Ids of no known scheme belong to nobody.
 """

@@ -1,8 +1,8 @@
 """Where exports, erasure receipts and backups go: a local directory (``--local``) or the private S3 bucket.
 
 Keys are ``/``-separated and made only of S3-safe characters (identity parts go through
-:func:`memory_adapter.bank_ids.encode_part`). Objects are written whole and never overwritten in place: the bucket
-is versioned, and every key carries the time it was written.
+:func:`memory_adapter.identity.bank_ids.encode_part`). Objects are written whole and never overwritten in place:
+the bucket is versioned, and every key carries the time it was written.
 """
 
 from __future__ import annotations

@@ -5,12 +5,16 @@ background delivery must not be cut off with it. Each retain therefore becomes a
 (``app.add_async_task``), completed once the turn is safe: delivered, or durably spooled (deployed: queued in SQS).
 The handle always resolves (the adapter's retries and the spool's calls are bounded), so a session is never held for
 good; a retain still on its way after ``wait_s`` is logged and stays busy. The answer never waits for any of this.
+A turn the queue could not take waits on the microVM's disk (:class:`~memory_adapter.fallback_spool.FallbackSpool`):
+:meth:`RetainWatcher.follow_backlog` keeps the session busy until it is sent.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
@@ -37,6 +41,27 @@ class RetainWatcher:
         self.app = app
         self._logger = logger or _log
         self._watchers: set[asyncio.Future[None]] = set()
+        self._backlog_task: int | None = None
+        self._backlog_lock = threading.Lock()
+
+    def follow_backlog(self, spool: object) -> None:
+        """Also busy while ``spool`` holds turns on local disk (they die with the microVM); no-op for other spools."""
+        register: Callable[[Callable[[bool], None]], None] | None = getattr(spool, "on_backlog", None)
+        if register is not None:
+            register(self._backlog_changed)
+
+    def _backlog_changed(self, holding: bool) -> None:
+        # Called from the spool's drain thread; the app's task registry is thread-safe.
+        app = self.app
+        if app is None:
+            return
+        with self._backlog_lock:
+            if holding and self._backlog_task is None:
+                self._backlog_task = app.add_async_task("memory_local_backlog")
+                self._logger.warning("retains wait on local disk for the retain queue; /ping stays HealthyBusy")
+            elif not holding and self._backlog_task is not None:
+                app.complete_async_task(self._backlog_task)
+                self._backlog_task = None
 
     def watch(self, handle: RetainHandle) -> None:
         """Busy until ``handle`` resolves (logged if it takes longer than ``wait_s``); a no-op without an app."""

@@ -8,7 +8,8 @@ server, and the AgentCore Gateway's Lambda target. ``specs`` (names, description
 Module              Job
 ==================  ========================================================================================
 ``specs``           :data:`TOOL_SPECS`: each tool's name, description and input schema; :func:`parse_arguments`
-``memory_tools``    :class:`MemoryTools`: the tools themselves; :class:`ToolResult`
+``memory_tools``    :class:`MemoryTools`: the tools themselves; :class:`ToolResult`, :class:`ToolRunner`
+``gateway_client``  :class:`GatewayTools`: the same tools through the AgentCore Gateway, with the caller's token
 ``matching``        which memories a ``forget`` description selects
 ``errors``          :class:`ToolError` and its subclasses
 ==================  ========================================================================================
@@ -32,6 +33,8 @@ _EXPORTS: dict[str, str] = {
     "parse_arguments": "memory_adapter.tools.specs",
     "MemoryTools": "memory_adapter.tools.memory_tools",
     "ToolResult": "memory_adapter.tools.memory_tools",
+    "ToolRunner": "memory_adapter.tools.memory_tools",
+    "GatewayTools": "memory_adapter.tools.gateway_client",
     "Forgotten": "memory_adapter.tools.memory_tools",
     "ToolError": "memory_adapter.tools.errors",
     "ToolInputError": "memory_adapter.tools.errors",
@@ -44,11 +47,13 @@ __all__ = [
     "TOOL_NAMES",
     "TOOL_SPECS",
     "Forgotten",
+    "GatewayTools",
     "MemoryTools",
     "ToolError",
     "ToolInputError",
     "ToolRefusedError",
     "ToolResult",
+    "ToolRunner",
     "ToolSpec",
     "ToolUnavailableError",
     "matches",
@@ -57,8 +62,9 @@ __all__ = [
 
 if TYPE_CHECKING:
     from memory_adapter.tools.errors import ToolError, ToolInputError, ToolRefusedError, ToolUnavailableError
+    from memory_adapter.tools.gateway_client import GatewayTools
     from memory_adapter.tools.matching import matches
-    from memory_adapter.tools.memory_tools import Forgotten, MemoryTools, ToolResult
+    from memory_adapter.tools.memory_tools import Forgotten, MemoryTools, ToolResult, ToolRunner
     from memory_adapter.tools.specs import TOOL_NAMES, TOOL_SPECS, ToolSpec, parse_arguments
 
 __getattr__ = lazy_getattr(__name__, _EXPORTS, globals())

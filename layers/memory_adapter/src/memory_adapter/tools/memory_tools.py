@@ -34,7 +34,7 @@ import urllib.parse
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from memory_adapter.exceptions import HindsightRequestError, HindsightUnavailableError
 from memory_adapter.formatting import sanitize_text
@@ -49,7 +49,7 @@ from memory_adapter.transport import HttpResponse, Transport, bank_path
 if TYPE_CHECKING:
     from memory_adapter.config import HindsightAgentCoreConfig
 
-__all__ = ["Forgotten", "MemoryTools", "ToolResult"]
+__all__ = ["Forgotten", "MemoryTools", "ToolResult", "ToolRunner"]
 
 logger = logging.getLogger("memory_adapter.tools")
 
@@ -73,6 +73,15 @@ class ToolResult:
     @property
     def is_error(self) -> bool:
         return self.error is not None
+
+
+class ToolRunner(Protocol):
+    """Runs a memory tool for a verified caller and never raises: :class:`MemoryTools` (straight to Hindsight) or
+    :class:`~memory_adapter.tools.gateway_client.GatewayTools` (through the AgentCore Gateway)."""
+
+    def call(self, caller: Caller, name: str, arguments: object) -> ToolResult:
+        """The tool's result (``error`` set on failure)."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from memory_adapter.identity.caller import Caller
-from memory_adapter.tools.memory_tools import MemoryTools, ToolResult
+from memory_adapter.tools.memory_tools import ToolResult, ToolRunner
 from memory_adapter.tools.specs import FORGET, REMEMBER, TOOL_SPECS, ToolSpec
 
 __all__ = ["ANSWERED_FROM_MEMORY", "MAX_CALLS_PER_TURN", "WRITES", "ToolCall", "TurnTools", "answer_to_retain"]
@@ -51,7 +51,7 @@ class ToolCall:
 class TurnTools:
     """The memory tools for one turn of one verified caller."""
 
-    def __init__(self, tools: MemoryTools, caller: Caller, *, max_calls: int = MAX_CALLS_PER_TURN) -> None:
+    def __init__(self, tools: ToolRunner, caller: Caller, *, max_calls: int = MAX_CALLS_PER_TURN) -> None:
         self._tools = tools
         self._caller = caller
         self._max_calls = max_calls

@@ -1,0 +1,343 @@
+"""The real agent under 1, 8, 32 and 64 concurrent sessions, loopback only; then every turn checked in its bank.
+
+Each session is a distinct user (their own JWT from the local issuer, their own bank) sending its turns back to
+back, no think time: a closed loop, so the figures show where the server saturates. AgentCore runs every session
+in its own microVM; here sessions share agent processes (``python -m bench.agent_server on brief``: the real
+``runtime_handler`` app in JWT mode, our adapter with its defaults), at most :data:`SESSIONS_PER_AGENT` per process,
+the adapter's recall threads, so no recall ever queues inside the agent. The model answers in two sentences
+(``BriefModel``; the echo model's answers repeat every recalled memory, so its write load grows with each turn: the
+issue's reproduction runs with it).
+
+Every prompt carries a marker unique to its (user, turn). Afterwards, once Hindsight's queue is empty: each user's
+bank holds exactly one document per turn (the turn's request id: nothing lost, nothing duplicated), and each marker
+is in that user's bank and in no other (nothing crossed users).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import json
+import math
+import sys
+import threading
+import time
+import urllib.request
+import uuid
+from collections import Counter
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench.scale.client import HindsightClient
+from bench.scale.corpus import fact
+from bench.scale.database import Database
+from bench.scale.server import ScaleServer
+from bench.stats import summarize
+from localdev.supervisor import child_env, free_port, http_status, spawn, terminate, wait_until_ready
+from runtime_handler.main import REQUEST_ID_HEADER, SESSION_HEADER
+
+__all__ = ["SESSIONS_PER_AGENT", "measure"]
+
+#: Sessions served by one agent process (the adapter's recall threads: ``memory_adapter.adapter._RECALL_THREADS``).
+SESSIONS_PER_AGENT = 8
+AGENT = "bench"
+_CONNECTIONS = "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'"
+
+
+class AgentPool:
+    """``count`` agent processes serving the real app against ``server``; stopped on exit."""
+
+    def __init__(self, server: ScaleServer, count: int, *, model: str, workdir: Path) -> None:
+        self._server = server
+        self._count = count
+        self._model = model
+        self._workdir = workdir
+        self.urls: list[str] = []
+        self.logs: list[Path] = []
+        self._pids: list[int] = []
+        self._spools: list[Path] = []
+
+    def __enter__(self) -> AgentPool:
+        from localdev.token_issuer import LOCAL_CLIENT_ID
+
+        assert self._server.issuer is not None
+
+        for n in range(self._count):
+            port = free_port()
+            spool = self._workdir / f"spool-{uuid.uuid4().hex[:6]}"
+            self._spools.append(spool)
+            env = child_env(
+                {
+                    "PORT": str(port),
+                    "AGENT_NAME": AGENT,
+                    "HINDSIGHT_API_URL": self._server.url,
+                    "AUTH_MODE": "jwt",
+                    "JWT_DISCOVERY_URL": self._server.issuer.discovery_url,
+                    "JWT_ALLOWED_CLIENTS": LOCAL_CLIENT_ID,
+                    "MODEL_PROVIDER": "echo",
+                    "HINDSIGHT_ADAPTER_SPOOL_DIR": str(spool),
+                    "POWERTOOLS_METRICS_NAMESPACE": "BenchScale",
+                    "POWERTOOLS_LOG_LEVEL": "INFO",
+                },
+                adapter=True,
+            )
+            for name in ("HINDSIGHT_API_KEY", "HINDSIGHT_API_KEY_SECRET_ARN"):
+                env.pop(name, None)
+            log = self._workdir / f"agent-{n}-{port}.log"
+            pid = spawn(
+                [sys.executable, "-m", "bench.agent_server", "on", self._model], log_file=log, env=env, cwd=_ROOT
+            )
+            self._pids.append(pid)
+            self.logs.append(log)
+            url = f"http://127.0.0.1:{port}"
+            wait_until_ready(
+                functools.partial(_answers, f"{url}/ping"),
+                name="the agent",
+                pid=pid,
+                log_file=log,
+                timeout_s=90,
+            )
+            self.urls.append(url)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for pid in self._pids:
+            terminate(pid, grace_s=15.0)
+
+    def wait_idle(self, *, timeout: float = 600.0) -> float:
+        """Wait until every agent's ``/ping`` says ``Healthy`` (not ``HealthyBusy``: retains still being delivered,
+        which is what keeps an AgentCore session alive); return the seconds waited."""
+        began = time.monotonic()
+        pending = list(self.urls)
+        while pending and time.monotonic() - began < timeout:
+            pending = [url for url in pending if _ping_status(url) != "Healthy"]
+            if pending:
+                time.sleep(0.25)
+        return time.monotonic() - began
+
+    def spooled(self) -> int:
+        """Retains left in the agents' spools (undelivered, kept on disk for a later replay)."""
+        return sum(len(list(d.glob("pending/*.json"))) for d in self._spools)
+
+    def degraded_reasons(self) -> dict[str, int]:
+        """Why recall degraded, from the agents' logs (the adapter's ``recall.degraded`` events)."""
+        reasons: Counter[str] = Counter()
+        for log in self.logs:
+            for line in log.read_text(errors="replace").splitlines():
+                if "recall.degraded" not in line:
+                    continue
+                try:
+                    reasons[str(json.loads(line[line.index("{") :]).get("reason"))] += 1
+                except (ValueError, json.JSONDecodeError):
+                    reasons["unparsed"] += 1
+        return dict(reasons)
+
+
+_ROOT = Path(__file__).resolve().parents[2]
+
+
+def _answers(url: str) -> bool:
+    return http_status(url, timeout=1.0) == 200
+
+
+def _ping_status(url: str) -> str | None:
+    try:
+        with urllib.request.urlopen(f"{url}/ping", timeout=5) as response:  # noqa: S310 - loopback http
+            return str(json.load(response).get("status"))
+    except (OSError, ValueError):
+        return None
+
+
+async def _session(
+    client: httpx.AsyncClient, url: str, user: str, token: str, turns: int, tag: str, first: int
+) -> list[dict[str, Any]]:
+    session = f"bench-scale-{tag}-{user}-{'0' * 12}"
+    out = []
+    for turn in range(turns):
+        marker = f"ref {tag}x{user}x{turn}".lower()
+        text = fact(2_000_000 + first + turn).text
+        prompt = f"{text[:-1]} ({marker}). What do you remember about me?"
+        request_id = f"{tag}-{user}-{turn}"
+        headers = {"Authorization": f"Bearer {token}", SESSION_HEADER: session, REQUEST_ID_HEADER: request_id}
+        began = time.perf_counter()
+        record: dict[str, Any] = {"user": user, "request_id": request_id, "marker": marker}
+        try:
+            response = await client.post(f"{url}/invocations", json={"prompt": prompt}, headers=headers)
+            record["ms"] = (time.perf_counter() - began) * 1000
+            if response.status_code != 200:
+                record["error"] = f"HTTP {response.status_code}"
+            else:
+                memory = response.json().get("memory", {})
+                record["degraded"] = bool(memory.get("degraded"))
+                record["recalled"] = int(memory.get("recalled", 0))
+        except httpx.HTTPError as exc:
+            record["ms"] = (time.perf_counter() - began) * 1000
+            record["error"] = type(exc).__name__
+        out.append(record)
+    return out
+
+
+def _wait_documents(db: Database, tag: str, expected: int, *, quiet_s: float = 30.0, timeout: float = 600.0) -> float:
+    """Wait until Hindsight holds ``expected`` documents of this level (or their count stops growing for ``quiet_s``):
+    an adapter retrying under load delivers late, which is not a loss."""
+    began = time.monotonic()
+    last, changed = -1, began
+    while time.monotonic() - began < timeout:
+        count = int(db.sql(f"SELECT count(*) FROM documents WHERE id LIKE '{tag}-%'"))  # noqa: S608 - our own tag
+        if count >= expected:
+            break
+        if count != last:
+            last, changed = count, time.monotonic()
+        elif time.monotonic() - changed > quiet_s:
+            break
+        time.sleep(0.5)
+    return time.monotonic() - began
+
+
+def _verify(server: ScaleServer, db: Database, tag: str, sent: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Every turn's document in its user's bank exactly once; every marker in that bank and in no other."""
+    from memory_adapter.identity import format_bank_id
+
+    client = HindsightClient(server.url, server.operator_key)
+    by_user: dict[str, set[str]] = {}
+    for record in sent:
+        by_user.setdefault(record["user"], set()).add(record["request_id"])
+    missing = unexpected = 0
+    for user, expected in by_user.items():
+        found = [str(d.get("id")) for d in client.documents(format_bank_id(user=user, agent=AGENT))]
+        missing += len(expected - set(found))
+        unexpected += len(set(found) - expected) + (len(found) - len(set(found)))
+    client.close()
+    rows = db.sql(  # tag: hex digits of our own making
+        f"SELECT bank_id, substring(text from 'ref {tag}x[a-z0-9-]+x[0-9]+') FROM memory_units "  # noqa: S608
+        f"WHERE text LIKE '%ref {tag}x%'"
+    )
+    places: dict[str, list[str]] = {}
+    for line in rows.splitlines():
+        bank, _, marker = line.partition("|")
+        places.setdefault(marker, []).append(bank)
+    in_own = missing_markers = crossed = units = 0
+    for record in sent:
+        banks = places.get(record["marker"], [])
+        own = format_bank_id(user=record["user"], agent=AGENT)
+        units += len(banks)
+        if own not in banks:
+            missing_markers += 1
+        else:
+            in_own += 1
+        if any(bank != own for bank in banks):
+            crossed += 1
+    return {
+        "turns": len(sent),
+        "documents_missing": missing,
+        "documents_unexpected": unexpected,
+        "markers_in_own_bank": in_own,
+        "markers_missing": missing_markers,
+        "markers_in_another_bank": crossed,
+        # One with a brief answer; the echo model repeats the prompt and every recalled memory, so more.
+        "memories_per_marker": round(units / max(len(sent), 1), 2),
+        "ok": missing == unexpected == missing_markers == crossed == 0,
+    }
+
+
+def run_level(
+    server: ScaleServer,
+    db: Database,
+    *,
+    sessions: int,
+    turns: int,
+    model: str = "brief",
+    log: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """One level: ``sessions`` concurrent users x ``turns`` turns; latency, degraded turns, errors, then the check."""
+    tag = uuid.uuid4().hex[:6]
+    users = [f"u{tag}-{n}" for n in range(sessions)]
+    tokens = {u: server.mint(u) for u in users}
+    agents = math.ceil(sessions / SESSIONS_PER_AGENT)
+    with AgentPool(server, agents, model=model, workdir=server.workdir) as pool:
+
+        async def drive() -> list[dict[str, Any]]:
+            limits = httpx.Limits(max_connections=sessions + 4, max_keepalive_connections=sessions + 4)
+            async with httpx.AsyncClient(timeout=120, limits=limits) as client:
+                runs = [
+                    _session(client, pool.urls[n // SESSIONS_PER_AGENT], u, tokens[u], turns, tag, n * turns)
+                    for n, u in enumerate(users)
+                ]
+                return [r for batch in await asyncio.gather(*runs) for r in batch]
+
+        connections: list[int] = []
+        done = threading.Event()
+
+        def sample() -> None:  # client connections PostgreSQL holds while the load runs
+            while not done.wait(0.5):
+                with contextlib.suppress(RuntimeError, ValueError):
+                    connections.append(int(db.sql(_CONNECTIONS)))
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        cpu_before = server.cpu_seconds()
+        began = time.monotonic()
+        sampler.start()
+        records = asyncio.run(drive())
+        wall = time.monotonic() - began
+        done.set()
+        sampler.join()
+        backlog = db.queue_depth()
+        cpu = {k: round(v - cpu_before.get(k, 0.0), 1) for k, v in server.cpu_seconds().items()}
+        delivered = pool.wait_idle()  # every retain handed to Hindsight (or spooled) before the agents stop
+        arrived = _wait_documents(db, tag, len(records))
+        drain = db.wait_drained()
+        reasons = pool.degraded_reasons()
+    spooled = pool.spooled()
+    ok = [r["ms"] for r in records if "error" not in r]
+    latency = summarize(ok)
+    check = _verify(server, db, tag, records)
+    result: dict[str, Any] = {
+        "sessions": sessions,
+        "turns_per_session": turns,
+        "model": model,
+        "agent_processes": agents,
+        "turns": len(records),
+        "wall_s": round(wall, 1),
+        "turns_per_s": round(len(records) / wall, 2),
+        "latency": latency,
+        "degraded": sum(1 for r in records if r.get("degraded")),
+        "degraded_reasons": reasons,
+        "errors": sum(1 for r in records if "error" in r),
+        "error_kinds": dict(Counter(r["error"] for r in records if "error" in r)),
+        "recalled_something": sum(1 for r in records if r.get("recalled", 0) > 0),
+        "queue_after_load": backlog,
+        "agents_delivered_after_s": round(delivered, 1),
+        "documents_arrived_after_s": round(arrived, 1),
+        "retains_spooled_at_exit": spooled,
+        "drain_after_load_s": round(drain, 1),
+        "cpu_s_during_load": cpu,
+        "postgres_connections_max": max(connections, default=None),
+        "samples_ms": [round(r["ms"], 1) for r in records],
+        "check": check,
+    }
+    log(
+        f"    {sessions} sessions x {turns}: p50 {latency.get('p50_ms')} ms, p99 {latency.get('p99_ms')} ms, degraded "
+        f"{result['degraded']}/{len(records)}, errors {result['errors']}, {result['turns_per_s']} turns/s, "
+        f"check ok: {check['ok']}"
+    )
+    return result
+
+
+def measure(
+    server: ScaleServer,
+    db: Database,
+    *,
+    levels: Sequence[int] = (1, 8, 32, 64),
+    turns: Callable[[int], int] = lambda sessions: max(5, 40 // sessions),
+    model: str = "brief",
+    log: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """Every level on the current layout of ``server``."""
+    out: dict[str, Any] = {"shape": server.shape.describe(), "levels": []}
+    for sessions in levels:
+        out["levels"].append(run_level(server, db, sessions=sessions, turns=turns(sessions), model=model, log=log))
+    return out

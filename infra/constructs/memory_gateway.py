@@ -1,0 +1,298 @@
+"""MemoryGateway: the memory tools (recall, reflect, remember, forget, list_recent) over MCP for any agent or MCP
+client, on an AgentCore Gateway, acting for the verified user only.
+
+The path of one MCP request, every step failing closed:
+
+1. the gateway's JWT authorizer checks the bearer token against the runtime's issuer and clients (never the L2's
+   default machine-to-machine pool);
+2. the REQUEST interceptor (``infra/functions/memory_gateway/interceptor.py``) verifies it again with the identity
+   contract, the agent's checks on the same mirrored keys, refuses anything but a user token with a 401, and forwards
+   the caller's token in :data:`~memory_adapter.gateway.CALLER_TOKEN_HEADER`, always overwritten;
+3. the Lambda target (``target.py``, in the VPC, on the memory adapter layer) allowlists exactly that header,
+   verifies it once more and calls Hindsight with it, so Hindsight's isolation serves that user's bank only.
+
+The interceptor runs outside the VPC: it touches no data, only the mirrored keys in SSM (the same parameter, issuer
+and clients as the agent and Hindsight, so all four verifiers agree on who may call), and a VPC would add network
+interfaces to the path every MCP request takes for nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_bedrockagentcore as agentcore
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_ssm as ssm
+from constructs import Construct
+
+from infra.config import GatewayConfig
+from infra.constructs import memory_layer
+from infra.constructs.agent_runtime import METRICS_NAMESPACE
+from infra.constructs.alerts import Alerts
+from infra.constructs.functions import FUNCTIONS_DIR, python_function
+from infra.constructs.identity import Identity
+from infra.constructs.memory_layer import MemoryAdapterLayer
+from infra.constructs.memory_service import MemoryService
+from infra.constructs.network import Network
+from infra.constructs.props import raise_if_invalid
+from infra.functions.memory_gateway.target import ENV_AGENT_NAME, ENV_HINDSIGHT_API_URL, TOOL_TIMEOUT_S
+from memory_adapter.gateway import CALLER_TOKEN_HEADER, MAX_TOOL_NAME_CHARS, prefixed_tool_name
+from memory_adapter.tools.specs import TOOL_SPECS
+
+SOURCE = FUNCTIONS_DIR / "memory_gateway"
+INTERCEPTOR_HANDLER: Final = "interceptor.handler"
+TARGET_HANDLER: Final = "target.handler"
+INTERCEPTOR_TIMEOUT = Duration.seconds(10)
+#: Above the target's per-request timeout, under ~30 s (a gateway has hung on slower Lambda targets).
+TARGET_TIMEOUT = Duration.seconds(int(TOOL_TIMEOUT_S) + 5)
+#: The on-demand VPC endpoint through which workloads in the VPC reach the gateway (see ``Network.add_endpoint``).
+ENDPOINT_NAME: Final = "AgentCoreGateway"
+INSTRUCTIONS = (
+    "The user's long-term memory: recall, reflect, remember, forget, list_recent. Every tool acts for the user "
+    "whose token you present, and only for them."
+)
+_ALARM_PERIOD = Duration.minutes(5)
+_SCHEMA_TYPES: Mapping[str, agentcore.SchemaDefinitionType] = {
+    "string": agentcore.SchemaDefinitionType.STRING,
+    "integer": agentcore.SchemaDefinitionType.INTEGER,
+    "number": agentcore.SchemaDefinitionType.NUMBER,
+    "boolean": agentcore.SchemaDefinitionType.BOOLEAN,
+    "array": agentcore.SchemaDefinitionType.ARRAY,
+    "object": agentcore.SchemaDefinitionType.OBJECT,
+}
+
+
+def _schema(schema: Mapping[str, Any]) -> agentcore.SchemaDefinition:
+    """One JSON schema as the gateway's (which has no bounds or enums: they go into the description; the target
+    checks them again with ``parse_arguments``)."""
+    limits = []
+    if "enum" in schema:
+        limits.append("One of: " + ", ".join(schema["enum"]) + ".")
+    if "minimum" in schema:
+        limits.append(f"From {schema['minimum']} to {schema['maximum']}.")
+    if "maxLength" in schema:
+        limits.append(f"At most {schema['maxLength']} characters.")
+    if "maxItems" in schema:
+        limits.append(f"{schema.get('minItems', 0)} to {schema['maxItems']} items.")
+    description = " ".join(filter(None, [schema.get("description"), *limits]))
+    properties = schema.get("properties")
+    return agentcore.SchemaDefinition(
+        type=_SCHEMA_TYPES[schema["type"]],
+        description=description or None,
+        items=_schema(schema["items"]) if "items" in schema else None,
+        properties={name: _schema(value) for name, value in properties.items()} if properties else None,
+        required=list(schema["required"]) if schema.get("required") else None,
+    )
+
+
+def tool_definitions() -> list[agentcore.ToolDefinition]:
+    """The target's inline tool schema, from the one definition of the tools (``memory_adapter.tools.specs``)."""
+    return [
+        agentcore.ToolDefinition(name=spec.name, description=spec.description, input_schema=_schema(spec.input_schema))
+        for spec in TOOL_SPECS
+    ]
+
+
+class MemoryGateway(Construct):
+    """The gateway, its interceptor and target functions, key, URL parameter and alarms.
+
+    Exposes ``gateway``, ``target``, ``interceptor``, ``target_function``, ``key``, ``url``, ``url_parameter``,
+    ``tool_prefix``, ``connections`` (the target's security group), ``endpoint`` (``None`` unless
+    ``private_access``), ``alarms``; ``grant_read_url(grantee)``.
+
+    Args:
+        agent_name: Whose banks the tools act on: the runtime agent's, so an MCP client shares the user's memory
+            with the agent.
+        url_parameter_name: The SSM name publishing the MCP URL (the agent's stack, deployed earlier, reads it by
+            that name).
+        private_access: Create the VPC endpoint through which workloads in the VPC (the agent) reach the gateway.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: GatewayConfig,
+        agent_name: str,
+        url_parameter_name: str,
+        private_access: bool,
+        network: Network,
+        memory: MemoryService,
+        identity: Identity,
+        layer: MemoryAdapterLayer,
+        logs_key: kms.IKey,
+        alerts: Alerts,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        longest = prefixed_tool_name(config.target_name, max((spec.name for spec in TOOL_SPECS), key=len))
+        raise_if_invalid(
+            self.node.path,
+            [f"tool name {longest!r} is over {MAX_TOOL_NAME_CHARS} characters"]
+            if len(longest) > MAX_TOOL_NAME_CHARS
+            else [],
+        )
+        verifier = identity.verifier_environment()
+        self.interceptor = python_function(
+            self,
+            "Interceptor",
+            source=SOURCE,
+            handler=INTERCEPTOR_HANDLER,
+            runtime=memory_layer.RUNTIME,
+            layers=[layer.layer],
+            description="Memory gateway REQUEST interceptor: only verified user tokens pass, in the caller header",
+            timeout=INTERCEPTOR_TIMEOUT,
+            memory_size=256,
+            logs_key=logs_key,
+            log_group_id="InterceptorLogs",
+            json_logs=True,
+            environment=verifier,
+        )
+        identity.grant_read_keys(self.interceptor)
+        self.security_group = network.workload_security_group(
+            self,
+            "TargetSecurityGroup",
+            description="Memory gateway target: to the Hindsight load balancer and AWS endpoints only",
+        )
+        self.connections = self.security_group.connections
+        memory.allow_from(self)
+        self.target_function = python_function(
+            self,
+            "Target",
+            source=SOURCE,
+            handler=TARGET_HANDLER,
+            runtime=memory_layer.RUNTIME,
+            layers=[layer.layer],
+            description="Memory gateway target: the memory tools for the verified caller, on Hindsight",
+            timeout=TARGET_TIMEOUT,
+            memory_size=512,
+            logs_key=logs_key,
+            log_group_id="TargetLogs",
+            json_logs=True,
+            environment={ENV_AGENT_NAME: agent_name, ENV_HINDSIGHT_API_URL: memory.url, **verifier},
+            vpc=network.vpc,
+            vpc_subnets=network.subnets,
+            security_groups=[self.security_group],
+        )
+        identity.grant_read_keys(self.target_function)
+        self.key = kms.Key(
+            self,
+            "Key",
+            description="Encrypts the memory gateway's configuration and data",
+            enable_key_rotation=True,
+            removal_policy=RemovalPolicy.DESTROY,  # the gateway keeps no memory: Hindsight does
+        )
+        self.gateway = agentcore.Gateway(
+            self,
+            "Gateway",
+            gateway_name=config.name,
+            description="Memory tools over MCP for verified users (recall, reflect, remember, forget, list_recent)",
+            authorizer_configuration=_authorizer(identity),
+            protocol_configuration=agentcore.McpProtocolConfiguration(
+                instructions=INSTRUCTIONS,
+                supported_versions=[
+                    agentcore.MCPProtocolVersion.MCP_2025_03_26,
+                    agentcore.MCPProtocolVersion.MCP_2025_06_18,
+                ],
+            ),
+            interceptor_configurations=[
+                agentcore.LambdaInterceptor.for_request(self.interceptor, pass_request_headers=True)
+            ],
+            kms_key=self.key,
+            # exception_level unset: errors are sanitized for end users (DEBUG would return target details)
+        )
+        self.target = self.gateway.add_lambda_target(
+            "MemoryTools",
+            gateway_target_name=config.target_name,
+            description="The memory tools of the verified caller",
+            lambda_function=self.target_function,
+            tool_schema=agentcore.ToolSchema.from_inline(tool_definitions()),
+        )
+        # The L2 models metadataConfiguration only for API Gateway targets: the target receives the interceptor's
+        # header (and nothing else the client sends) through this allowlist. Authorization cannot be allowlisted.
+        cfn_target = self.target.node.default_child
+        assert isinstance(cfn_target, agentcore.CfnGatewayTarget)
+        cfn_target.metadata_configuration = agentcore.CfnGatewayTarget.MetadataConfigurationProperty(
+            allowed_request_headers=[CALLER_TOKEN_HEADER]
+        )
+        #: What clients see in front of each tool's name (``memory___recall``).
+        self.tool_prefix = prefixed_tool_name(config.target_name, "")
+        url = self.gateway.gateway_url
+        assert url is not None
+        self.url = url
+        self.url_parameter = ssm.StringParameter(
+            self,
+            "UrlParameter",
+            parameter_name=url_parameter_name,
+            description="MCP URL of the memory gateway",
+            string_value=url,
+        )
+        self.endpoint = network.add_endpoint(self, ENDPOINT_NAME) if private_access else None
+        self.alarms = [
+            alerts.watch(self._failing_alarm("Interceptor", self.interceptor, "every MCP call is refused meanwhile")),
+            alerts.watch(self._failing_alarm("Target", self.target_function, "memory tool calls fail meanwhile")),
+            alerts.watch(
+                cloudwatch.Alarm(
+                    self,
+                    "GatewaySystemErrors",
+                    alarm_description="The memory gateway failed MCP requests itself (5xx)",
+                    metric=self.gateway.metric_system_errors(period=_ALARM_PERIOD),
+                    threshold=5,
+                    evaluation_periods=1,
+                    treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                )
+            ),
+        ]
+
+    def grant_read_url(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let grantee read the gateway's MCP URL from its SSM parameter."""
+        return self.url_parameter.grant_read(grantee)
+
+    def _failing_alarm(self, name: str, function: lambda_.Function, effect: str) -> cloudwatch.Alarm:
+        """Crashes and timeouts (Lambda errors) plus failures the handler answered itself (ERROR log records)."""
+        logged = logs.MetricFilter(
+            self,
+            f"{name}LoggedErrors",
+            log_group=function.log_group,
+            filter_pattern=logs.FilterPattern.string_value("$.level", "=", "ERROR"),
+            metric_namespace=METRICS_NAMESPACE,
+            metric_name=f"MemoryGateway{name}Errors",
+            metric_value="1",
+        )
+        failures = cloudwatch.MathExpression(
+            expression="FILL(crashed, 0) + FILL(logged, 0)",
+            using_metrics={
+                "crashed": function.metric_errors(period=_ALARM_PERIOD),
+                "logged": logged.metric(statistic="Sum", period=_ALARM_PERIOD),
+            },
+            period=_ALARM_PERIOD,
+            label=f"{name} failures",
+        )
+        return cloudwatch.Alarm(
+            self,
+            f"{name}Failing",
+            alarm_description=f"The memory gateway's {name.lower()} function is failing: {effect}",
+            metric=failures,
+            threshold=1,
+            evaluation_periods=1,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+
+
+def _authorizer(identity: Identity) -> agentcore.IGatewayAuthorizerConfig:
+    """The runtime's issuer and clients (Cognito's pool and app client, or your issuer's discovery URL)."""
+    if identity.user_pool is not None and identity.client is not None:
+        return agentcore.GatewayAuthorizer.using_cognito(
+            user_pool=identity.user_pool, allowed_clients=[identity.client]
+        )
+    return agentcore.GatewayAuthorizer.using_custom_jwt(
+        discovery_url=identity.discovery_url,
+        allowed_clients=identity.allowed_clients or None,
+        allowed_audience=identity.allowed_audience or None,
+    )
