@@ -66,7 +66,7 @@ $(BENCH_VENV)/.installed: requirements-bench.txt layers/memory_adapter/pyproject
 	@touch $@
 
 # The deployable artifacts (no Docker): agent bundle, memory_adapter layer, Hindsight isolation extension.
-BUILD_INPUTS := $(shell find runtime_handler hindsight_isolation layers/memory_adapter/src infra/functions/db_provisioning infra/functions/retain_replay -name '*.py' -o -name 'requirements.txt' 2>/dev/null) \
+BUILD_INPUTS := $(shell find runtime_handler hindsight_isolation layers/memory_adapter/src infra/functions -name '*.py' -o -name 'requirements.txt' 2>/dev/null) \
 	layers/memory_adapter/pyproject.toml infra/build.py infra/build-constraints.txt
 build/.built: $(VENV)/.installed $(BUILD_INPUTS)
 	$(BIN)/python -m infra.build

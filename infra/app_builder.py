@@ -4,16 +4,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aws_cdk import App, Environment, Tags
+from aws_cdk import App, Aws, Environment, Tags
 
 from infra.config import AppConfig, AuthMode
+from infra.constructs.admin_bucket import admin_bucket_name
 from infra.constructs.agent_runtime import GatewayAccess, make_runtime_name
 from infra.stacks.agent_stack import AgentStack
 from infra.stacks.data_stack import DataStack
 from infra.stacks.gateway_stack import GatewayStack
 from infra.stacks.identity_stack import IdentityStack
 from infra.stacks.network_stack import NetworkStack
+from infra.stacks.operations_stack import OperationsStack
 from infra.stacks.service_stack import MemoryServiceStack
+
+AnyStack = NetworkStack | DataStack | IdentityStack | MemoryServiceStack | AgentStack | GatewayStack | OperationsStack
 
 
 @dataclass(frozen=True)
@@ -25,27 +29,31 @@ class Stacks:
     identity: IdentityStack | None
     memory: MemoryServiceStack
     agent: AgentStack
+    operations: OperationsStack
     gateway: GatewayStack | None = None
 
-    def all(self) -> list[NetworkStack | DataStack | IdentityStack | MemoryServiceStack | AgentStack | GatewayStack]:
-        """Every stack that exists in this configuration."""
-        stacks = [self.network, self.data, self.identity, self.memory, self.agent, self.gateway]
+    def all(self) -> list[AnyStack]:
+        """Every stack that exists in this configuration, in deploy order."""
+        stacks = [self.network, self.data, self.identity, self.memory, self.agent, self.gateway, self.operations]
         return [s for s in stacks if s is not None]
 
 
 def build_stacks(app: App, config: AppConfig) -> Stacks:
-    """Network -> Data -> (Identity) -> MemoryService -> Agent -> (Gateway); each gets its own section and the
-    objects it uses."""
+    """Network -> Data -> (Identity) -> MemoryService -> Agent -> (Gateway) -> Operations; each gets its own section
+    and the objects it uses."""
     # Region always (AZ ids and load balancer logs are regional); account only if configured, so synthesis never
     # needs credentials or lookups.
     env = Environment(account=config.account, region=config.region)
     prefix = config.stack_prefix
+    # Named before it exists, so the network (created first) lets its S3 gateway reach exactly this bucket.
+    bucket_name = admin_bucket_name(prefix, account=config.account or Aws.ACCOUNT_ID, region=config.region)
     network = NetworkStack(
         app,
         f"{prefix}-Network",
         config=config.network,
         auth_mode=config.auth.mode,
         alarm_email=config.alarms.email,
+        gateway_buckets=(bucket_name,),
         env=env,
     )
     foundation = network.foundation
@@ -120,7 +128,42 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
             layer=agent.layer,
             env=env,
         )
+    other_alarms = [data.backup_plan.failed_alarm, memory.memory.load_balancing.unhealthy_alarm]
+    other_alarms.append(memory.memory.redeploy.failing_alarm)
+    if identity is not None:
+        other_alarms.append(identity.identity.mirror_alarm)
+    if gateway is not None:
+        other_alarms.extend(gateway.gateway.alarms)
+    operations = OperationsStack(
+        app,
+        f"{prefix}-Operations",
+        config=config.operations,
+        retention=config.retention,
+        layer=config.layer,
+        removal=config.removal,
+        bucket_name=bucket_name,
+        agent_name=config.agent.name,
+        dashboard_name=prefix,
+        foundation=foundation,
+        database=data.database,
+        memory=memory.memory,
+        retain_queue=agent.retain_queue,
+        retain_replay=agent.retain_replay,
+        other_alarms=other_alarms,
+        env=env,
+    )
+    operations.add_dependency(agent, "watches the agent and runs last: cdk deploy --all keeps the stacks' order")
+    if gateway is not None:
+        operations.add_dependency(gateway, "shows the gateway's alarms and runs last")
     for key, value in config.tags.items():
         Tags.of(app).add(key, value)
     Tags.of(app).add("environment", config.env_name)
-    return Stacks(network=network, data=data, identity=identity, memory=memory, agent=agent, gateway=gateway)
+    return Stacks(
+        network=network,
+        data=data,
+        identity=identity,
+        memory=memory,
+        agent=agent,
+        operations=operations,
+        gateway=gateway,
+    )

@@ -10,8 +10,9 @@
   uses) and Linux arm64 CPython 3.12 wheels of your ``requirements.txt`` plus the wiring's ``[agentcore]`` extra.
 * ``build/db_provisioning/``: the database provisioning function (``infra/functions/db_provisioning``) with its
   pure-Python PostgreSQL driver, pg8000.
-* ``build/retain_replay/``: the retain queue's replay function (``infra/functions/retain_replay``) with Powertools
-  for arm64, Python 3.12; ``memory_adapter`` comes from the layer, boto3 from the Lambda runtime.
+* ``build/retain_replay/``, ``build/memory_admin/``: the retain queue's replay function and the memory
+  administration functions (``infra/functions/retain_replay``, ``infra/functions/memory_admin``), each with
+  Powertools for arm64, Python 3.12; ``memory_adapter`` comes from the layer, boto3 from the Lambda runtime.
 
 Everything is resolved in one pip run per artifact with ``build-constraints.txt`` (hindsight-client accepts
 python-dateutil 4.x while botocore needs <3: one resolver pass with the constraint keeps both satisfied). Bytecode is
@@ -43,6 +44,8 @@ PROVISIONING_REQUIREMENTS = ("pg8000>=1.31,<1.32",)
 PROVISIONING_PYTHON = "3.14"  # the function's Lambda runtime
 REPLAY_DIR = BUILD / "retain_replay"
 REPLAY_SRC = Path(__file__).resolve().parent / "functions" / "retain_replay"
+ADMIN_DIR = BUILD / "memory_admin"
+ADMIN_SRC = Path(__file__).resolve().parent / "functions" / "memory_admin"
 CONSTRAINTS = Path(__file__).resolve().parent / "build-constraints.txt"
 ADAPTER_SRC = ROOT / "layers" / "memory_adapter" / "src" / "memory_adapter"
 ADAPTER_PYPROJECT = ROOT / "layers" / "memory_adapter" / "pyproject.toml"
@@ -65,6 +68,7 @@ PROJECT_BUDGET_MIB = 250  # a framework (Strands: OpenTelemetry, MCP, pydantic) 
 EXTENSION_BUDGET_KIB = 512
 PROVISIONING_BUDGET_MIB = 5
 REPLAY_BUDGET_MIB = 20
+ADMIN_BUDGET_MIB = 20
 
 #: The agent's shim entry point: AgentCore runs ``python main.py`` from the bundle root.
 AGENT_MAIN = (
@@ -291,15 +295,26 @@ def build_provisioning() -> int:
     return _check_budget("database provisioning function", PROVISIONING_DIR, PROVISIONING_BUDGET_MIB * 2**20)
 
 
+def _build_layer_function(source: Path, target: Path, label: str, budget_mib: int) -> int:
+    """Build ``target`` from a function on the memory adapter layer: its ``index.py`` and its ``requirements.txt``
+    (Powertools), for the layer's Python; return its size."""
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    _pip_install(target, ["-r", str(source / "requirements.txt")])
+    shutil.copy2(source / "index.py", target / "index.py")
+    _prune(target)
+    _compile(target, TARGET_PYTHON)
+    return _check_budget(label, target, budget_mib * 2**20)
+
+
 def build_replay() -> int:
     """Build ``build/retain_replay`` (the handler and Powertools, for the layer's Python); return its size."""
-    shutil.rmtree(REPLAY_DIR, ignore_errors=True)
-    REPLAY_DIR.mkdir(parents=True)
-    _pip_install(REPLAY_DIR, ["-r", str(REPLAY_SRC / "requirements.txt")])
-    shutil.copy2(REPLAY_SRC / "index.py", REPLAY_DIR / "index.py")
-    _prune(REPLAY_DIR)
-    _compile(REPLAY_DIR, TARGET_PYTHON)
-    return _check_budget("retain replay function", REPLAY_DIR, REPLAY_BUDGET_MIB * 2**20)
+    return _build_layer_function(REPLAY_SRC, REPLAY_DIR, "retain replay function", REPLAY_BUDGET_MIB)
+
+
+def build_admin() -> int:
+    """Build ``build/memory_admin`` (the admin handlers and Powertools, for the layer's Python); return its size."""
+    return _build_layer_function(ADMIN_SRC, ADMIN_DIR, "memory admin functions", ADMIN_BUDGET_MIB)
 
 
 def sha256(path: Path) -> str:
@@ -315,6 +330,7 @@ def main(argv: Sequence[str]) -> int:
         "extension": build_extension,
         "provisioning": build_provisioning,
         "replay": build_replay,
+        "admin": build_admin,
     }
     if argv[:1] == ["project"]:
         if len(argv) not in (2, 3):

@@ -51,6 +51,7 @@ def acknowledge_findings(stacks: Stacks, config: AppConfig) -> None:
     _agent(stacks, config)
     if stacks.gateway is not None:
         _gateway(stacks)
+    _operations(stacks)
 
 
 def _inline_policies(stack: Stack) -> None:
@@ -83,11 +84,19 @@ def _data(stacks: Stacks, config: AppConfig) -> None:
             "the port is reachable only from the Hindsight tasks', the provisioning and the rotation "
             "functions' security groups in isolated subnets; a non-standard port adds no protection",
         )
+    if instance is None:  # Aurora: the plan selects the cluster, the rule looks for each instance
+        _ack(
+            resource,
+            "NIST.800.53.R5-RDSInBackupPlan",
+            "the Aurora cluster is in this stack's AWS Backup plan (database.backup_plan_*); AWS Backup selects a "
+            "cluster as a whole, never its instances, which is what the rule looks for",
+        )
+    backup_role = stacks.data.backup_plan.selection.node.find_child("Role")
     _ack(
-        resource,
-        "NIST.800.53.R5-RDSInBackupPlan",
-        "automated backups with the configured retention "
-        f"({config.database.backup_retention_days} days) and deletion protection; add an AWS Backup plan centrally",
+        backup_role,
+        "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
+        "AWSBackupServiceRolePolicyForBackup]",
+        "the AWS-managed policy AWS Backup documents for the role that takes a plan's backups",
     )
     if not config.database.multi_az and instance is not None:
         _ack(
@@ -194,7 +203,7 @@ def _lambda_common(function: IConstruct, invoked: str) -> None:
 def _memory(stacks: Stacks, config: AppConfig) -> None:
     memory = stacks.memory.memory
     stack = stacks.memory
-    for task in [memory.api_task, *(s.task_definition for s in memory.worker_services)]:
+    for task in [memory.api_task, memory.maintenance_task, *(s.task_definition for s in memory.worker_services)]:
         _ack(
             task,
             "AwsSolutions-ECS2",
@@ -420,3 +429,57 @@ def _gateway(stacks: Stacks) -> None:
             "the gateway encrypts with its own key only; the wildcard covers that key's data-key and re-encrypt "
             "variants (the L2's grant, scoped to the key's ARN)",
         )
+
+
+def _operations(stacks: Stacks) -> None:
+    operations = stacks.operations
+    admin = operations.admin
+    bucket = operations.bucket
+    for function in admin.functions:
+        _ack(
+            function,
+            "NIST.800.53.R5-LambdaConcurrency",
+            "reserved concurrency would fail the first deploy in accounts at the default 10-execution limit; the "
+            "scheduled runs are hourly or daily and the function URL serves a few operators",
+        )
+        _ack(
+            function,
+            "NIST.800.53.R5-LambdaDLQ",
+            "the URL answers its caller and the schedules retry; a failure raises the function's alarm, and an "
+            "event holds nothing worth keeping (a schedule's time, or an operator's request they can repeat)",
+        )
+        _ack(
+            function,
+            "AwsSolutions-L1",
+            "it runs on the Python version the memory adapter layer is built for (its bytecode and compiled wheels, "
+            "infra.build.TARGET_PYTHON); the layer and this runtime move to a newer version together",
+        )
+        role = function.node.find_child("ServiceRole")
+        for policy, why in (
+            ("AWSLambdaBasicExecutionRole", "the AWS-managed basic execution policy grants only log writes"),
+            (
+                "AWSLambdaVPCAccessExecutionRole",
+                "the AWS-managed policy a Lambda function in a VPC needs to manage its network interfaces",
+            ),
+        ):
+            _ack(role, f"AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/{policy}]", why)
+    bucket_id = operations.resolve(operations.get_logical_id(bucket.bucket.node.default_child))  # type: ignore[arg-type]
+    for function in (admin.function, admin.backup_function):
+        _ack(
+            function.node.find_child("ServiceRole").node.find_child("DefaultPolicy"),
+            f"AwsSolutions-IAM5[Resource::<{bucket_id}.Arn>/*]",
+            "s3:PutObject only, on the objects of the one administration bucket: exports, receipts and backups are "
+            "new objects whose keys carry the time they were written",
+        )
+    for target in (bucket.bucket, bucket.access_logs):
+        _ack(
+            target,
+            "NIST.800.53.R5-S3BucketReplicationEnabled",
+            "versioned, KMS- or SSE-S3-encrypted and retained in this region; replicate it centrally if your "
+            "records policy requires a second region (exports hold personal data: replicas need the same erasure)",
+        )
+    _ack(
+        bucket.access_logs,
+        "NIST.800.53.R5-S3DefaultEncryptionKMS",
+        "S3 server access logs can be delivered only to a bucket encrypted with SSE-S3",
+    )

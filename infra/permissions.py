@@ -13,6 +13,16 @@ ECS_REDEPLOY_ACTIONS = ("ecs:UpdateService", "ecs:DescribeServices")
 SSM_WRITE_ACTIONS = ("ssm:PutParameter",)
 #: Reading one parameter's value.
 SSM_READ_ACTIONS = ("ssm:GetParameter",)
+#: The administration bucket: the admin functions only write new objects (exports, receipts, backups); the
+#: maintenance task only reads them (a restore); with SSE-KMS a write needs a data key, a read the decrypt.
+ADMIN_BUCKET_WRITE_ACTIONS = ("s3:PutObject",)
+ADMIN_BUCKET_READ_ACTIONS = ("s3:GetObject",)
+ADMIN_KEY_WRITE_ACTIONS = ("kms:GenerateDataKey",)
+ADMIN_KEY_READ_ACTIONS = ("kms:Decrypt",)
+#: Calling an IAM-authorized function URL (since October 2025 both actions are required; InvokeFunction only with
+#: ``lambda:InvokedViaFunctionUrl``, so a direct invoke cannot carry a forged caller in its event).
+FUNCTION_URL_INVOKE_ACTION = "lambda:InvokeFunctionUrl"
+FUNCTION_INVOKE_ACTION = "lambda:InvokeFunction"
 #: Reading one secret's value (what ``Secret.grant_read`` grants).
 SECRET_READ_ACTIONS = ("secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret")
 #: What copying an image into one ECR repository needs on that repository (skopeo checks, uploads, tags).

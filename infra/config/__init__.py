@@ -35,7 +35,9 @@ from infra.config.model import (
     LayerConfig,
     LlmProvider,
     NetworkConfig,
+    OperationsConfig,
     RetainQueueConfig,
+    RetentionConfig,
     VpcMode,
 )
 
@@ -60,7 +62,9 @@ __all__ = [
     "LayerConfig",
     "LlmProvider",
     "NetworkConfig",
+    "OperationsConfig",
     "RetainQueueConfig",
+    "RetentionConfig",
     "VpcMode",
     "context_from_cdk_json",
     "load_config",

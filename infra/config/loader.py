@@ -70,6 +70,13 @@ SECTIONS: Mapping[str, type[Any]] = {
 TOP_LEVEL = tuple(f.name for f in dataclasses.fields(AppConfig) if f.name not in SECTIONS and f.name != "env_name")
 
 
+def section_keys(cls: type[Any]) -> tuple[str, ...]:
+    """The keys a section may hold: its fields, or, for a section of names (``retention``: kind -> days), the
+    names its type declares (``section_keys()``)."""
+    declared = getattr(cls, "section_keys", None)
+    return tuple(declared()) if declared is not None else tuple(f.name for f in dataclasses.fields(cls))
+
+
 def load_config(node: ContextSource) -> AppConfig:
     """Build and validate the configuration from CDK context (``app.node``); raise one :class:`ConfigError`."""
     env_name = str(node.try_get_context("env") or DEFAULT_ENV)
@@ -85,7 +92,11 @@ def load_config(node: ContextSource) -> AppConfig:
             problems.append(f"{name} must be a section (a JSON object) in cdk.json context.defaults")
             sections[name] = None
             continue
-        names = tuple(f.name for f in dataclasses.fields(cls))
+        if hasattr(cls, "from_section"):  # a section of names, read (and checked) by its own type
+            sections[name], found = cls.from_section(raw, f"{name}.")
+            problems.extend(found)
+            continue
+        names = section_keys(cls)
         naming = Naming(shown_prefix=f"{name}.")
         problems.extend(
             f"{naming.shown(key)} is not a setting: remove it from cdk.json or check its spelling"
@@ -123,7 +134,7 @@ def _merged_context(node: ContextSource, env_name: str) -> tuple[Mapping[str, An
         known = ", ".join(sorted(envs)) if isinstance(envs, Mapping) else ""
         raise ConfigError([f"env '{env_name}' is not defined under context 'envs' in cdk.json (known: {known})"])
     merged = _deep_merge(defaults, envs[env_name] or {})
-    keys = [*TOP_LEVEL, *(f"{s}.{f.name}" for s, cls in SECTIONS.items() for f in dataclasses.fields(cls))]
+    keys = [*TOP_LEVEL, *(f"{s}.{key}" for s, cls in SECTIONS.items() for key in section_keys(cls))]
     for key in keys:
         value = node.try_get_context(key)
         if value is None:

@@ -11,8 +11,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 from infra.agent_code import DEFAULT_PROJECT_ENTRYPOINT, AgentCode, agent_code
+from memory_adapter.kinds import MemoryKind, RetentionRules
 
 #: The VPC endpoints the network stack creates (``network.skip_endpoints`` names them).
 ENDPOINT_NAMES = (
@@ -190,6 +192,8 @@ class HindsightConfig:
     llm_api_key_secret_arn: str | None
     embeddings_model: str
     log_retention_days: int
+    database_schema: str
+    maintenance_embeddings_model: str | None
 
 
 @dataclass(frozen=True)
@@ -204,9 +208,52 @@ class DatabaseConfig:
     min_capacity_acu: float
     max_capacity_acu: float
     backup_retention_days: int
+    backup_plan_schedule: str
+    backup_plan_retention_days: int
     rotation_days: int
     port: int
     provisioning_path: Path
+
+
+@dataclass(frozen=True)
+class RetentionConfig:
+    """How many days each memory kind is kept: ``retention.<kind>`` (``null``: kept until someone forgets it).
+
+    Not one field per setting: the kinds, their defaults and the rule are :mod:`memory_adapter.kinds`' alone (the
+    functions read the same rules from ``MEMORY_RETENTION_DAYS``), so this section is read by
+    :class:`~memory_adapter.kinds.RetentionRules`; a kind left out keeps its default.
+    """
+
+    rules: RetentionRules
+
+    @staticmethod
+    def section_keys() -> tuple[str, ...]:
+        """The keys the section may hold (``-c retention.<kind>=<days>``): the memory kinds."""
+        return tuple(kind.value for kind in MemoryKind)
+
+    @classmethod
+    def from_section(cls, raw: Mapping[str, Any], shown_prefix: str) -> tuple[RetentionConfig, list[str]]:
+        """The section as read from context (``-c`` values arrive as text), and every problem with it."""
+        values = {
+            key: int(value.strip()) if isinstance(value, str) and value.strip().isdigit() else value
+            for key, value in raw.items()
+        }
+        rules, problems = RetentionRules.checked(values, shown_prefix=shown_prefix)
+        return cls(rules), problems
+
+
+@dataclass(frozen=True)
+class OperationsConfig:
+    """Memory administration: the admin functions, their schedules and the administration bucket's lifecycle."""
+
+    admin_function_path: Path
+    expiry_schedule: str
+    expiry_dry_run: bool
+    expiry_batch_size: int
+    backup_schedule: str
+    logical_backup_retention_days: int
+    export_retention_days: int
+    audit_log_retention_days: int
 
 
 @dataclass(frozen=True)
@@ -252,6 +299,8 @@ class AppConfig:
     database: DatabaseConfig
     gateway: GatewayConfig
     alarms: AlarmsConfig
+    retention: RetentionConfig
+    operations: OperationsConfig
 
     @property
     def gateway_enabled(self) -> bool:

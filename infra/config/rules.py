@@ -32,6 +32,7 @@ from infra.config.model import (
     LayerConfig,
     LlmProvider,
     NetworkConfig,
+    OperationsConfig,
     RetainQueueConfig,
     VpcMode,
 )
@@ -63,6 +64,11 @@ _DOMAIN = re.compile(r"^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z
 _ZONE_ID = re.compile(r"^Z[0-9A-Z]{1,31}$")
 _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
 _INSTANCE_TYPE = re.compile(r"^[a-z0-9]+\.[a-z0-9]+$")
+#: EventBridge schedule expressions: ``rate(<n> <unit>)`` or a six-field ``cron(...)``.
+_RATE = re.compile(r"^rate\((1 (minute|hour|day)|([2-9]|[1-9]\d+) (minutes|hours|days))\)$")
+_CRON = re.compile(r"^cron\(\S+( \S+){5}\)$")
+#: A PostgreSQL schema Hindsight may use (the maintenance task's rule: letters, digits, underscores).
+_SCHEMA = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 #: AgentCore's names of gateways (at most 48) and gateway targets: letters and digits, a hyphen only after one.
 _GATEWAY_NAME = re.compile(r"^([0-9a-zA-Z]-?){1,48}$")
 _TARGET_NAME = re.compile(r"^([0-9a-zA-Z]-?){1,100}$")
@@ -96,6 +102,7 @@ def problems(env_name: str, top: Mapping[str, Any] | None, sections: Mapping[str
         "database": database_problems,
         "gateway": lambda g: gateway_problems(g, auth.mode if auth is not None else None),
         "alarms": alarms_problems,
+        "operations": operations_problems,
     }
     for name, rule in part_rules.items():
         if sections.get(name) is not None:
@@ -379,6 +386,17 @@ def hindsight_problems(h: HindsightConfig) -> list[str]:
         h.embeddings_model.startswith("bedrock/"),
         "hindsight.embeddings_model must be bedrock/<model id> (embeddings run on Bedrock)",
     )
+    _require(
+        errors,
+        bool(_SCHEMA.match(h.database_schema)),
+        "hindsight.database_schema must be a PostgreSQL schema name (lowercase letters, digits, _), e.g. public",
+    )
+    _require(
+        errors,
+        h.maintenance_embeddings_model is None or h.maintenance_embeddings_model.startswith("bedrock/"),
+        "hindsight.maintenance_embeddings_model must be bedrock/<model id> (the model a re-embedding moves to), or "
+        "null",
+    )
     if h.llm_provider is LlmProvider.OPENAI:
         _require(
             errors,
@@ -417,6 +435,12 @@ def database_problems(d: DatabaseConfig) -> list[str]:
     )
     _require(errors, d.max_capacity_acu >= 1, "database.max_capacity_acu must be at least 1")
     _bounded(errors, "database.backup_retention_days", d.backup_retention_days, low=1, high=35)
+    _require(
+        errors,
+        bool(_CRON.match(d.backup_plan_schedule)),
+        "database.backup_plan_schedule must be an AWS Backup cron expression like cron(0 5 * * ? *) (UTC)",
+    )
+    _bounded(errors, "database.backup_plan_retention_days", d.backup_plan_retention_days, low=1, high=36500)
     _bounded(errors, "database.rotation_days", d.rotation_days, low=1, high=365)
     _bounded(errors, "database.port", d.port, low=1150, high=65535)
     return errors
@@ -471,6 +495,22 @@ def alarms_problems(a: AlarmsConfig) -> list[str]:
     """Where the alarms notify."""
     errors: list[str] = []
     _require(errors, a.email is None or bool(_EMAIL.match(a.email)), "alarms.email must be an e-mail address (or null)")
+    return errors
+
+
+def operations_problems(o: OperationsConfig) -> list[str]:
+    """The admin functions' schedules and the administration bucket's lifecycle."""
+    errors: list[str] = []
+    for name, expression in (("expiry_schedule", o.expiry_schedule), ("backup_schedule", o.backup_schedule)):
+        _require(
+            errors,
+            bool(_RATE.match(expression) or _CRON.match(expression)),
+            f"operations.{name} must be an EventBridge schedule: rate(1 hour), rate(6 hours) or cron(0 3 * * ? *)",
+        )
+    _bounded(errors, "operations.expiry_batch_size", o.expiry_batch_size, low=1, high=10_000)
+    _bounded(errors, "operations.logical_backup_retention_days", o.logical_backup_retention_days, low=1, high=3650)
+    _bounded(errors, "operations.export_retention_days", o.export_retention_days, low=1, high=3650)
+    _retention(errors, "operations.audit_log_retention_days", o.audit_log_retention_days)
     return errors
 
 

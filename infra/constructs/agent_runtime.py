@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_bedrockagentcore as agentcore
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
@@ -30,6 +31,17 @@ ENDPOINT_NAME = "live"
 DEFAULT_ENDPOINT_NAME = "DEFAULT"
 RUNTIME_LOG_GROUP_PREFIX = "/aws/bedrock-agentcore/runtimes/"
 METRICS_NAMESPACE = "AgentCoreHindsightMemory"
+
+
+def agent_metric(agent_name: str, metric_name: str, **props: object) -> cloudwatch.Metric:
+    """One of the agent's metrics: ``runtime_handler``'s and the memory adapter's (``memory_adapter.observability.
+    Metric``), both through Powertools in :data:`METRICS_NAMESPACE` with the dimension ``service=<agent name>``."""
+    return cloudwatch.Metric(
+        namespace=METRICS_NAMESPACE,
+        metric_name=metric_name,
+        dimensions_map={"service": agent_name},
+        **props,  # type: ignore[arg-type]
+    )
 
 
 def runtime_log_group_name(runtime_id: str, endpoint: str) -> str:

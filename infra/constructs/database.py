@@ -7,6 +7,8 @@ Hindsight never holds the master's credentials: it logs in as its own least-priv
 from __future__ import annotations
 
 from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_backup as backup
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_events as events
@@ -40,7 +42,8 @@ class VectorDatabase(Construct):
 
     Workloads in other stacks connect through ``allow_from``, ``container_environment``, ``container_secrets``
     and ``grant_connect``; each writes what it needs into the workload's stack, so this stateful stack never
-    references (or depends on) a stateless one.
+    references (or depends on) a stateless one. Monitoring reads ``metric(name)`` (with ``engine`` and
+    ``allocated_storage_gb``); the backup plan selects ``backup_resource()``.
     """
 
     def __init__(
@@ -74,6 +77,8 @@ class VectorDatabase(Construct):
         )
         self.port = config.port
         self.database_name = DATABASE_NAME
+        self.engine = config.engine
+        self.allocated_storage_gb = config.allocated_storage_gb
         common = {
             "vpc": network.vpc,
             "vpc_subnets": network.subnets,
@@ -151,6 +156,16 @@ class VectorDatabase(Construct):
     def grant_connect(self, task: ecs.TaskDefinition) -> None:
         """Let task's execution role decrypt the login (with :meth:`container_secrets`, all a task needs)."""
         self.key.grant_decrypt(task.obtain_execution_role())
+
+    def metric(self, metric_name: str, **props: object) -> cloudwatch.Metric:
+        """An ``AWS/RDS`` metric of this database: the instance's (RDS) or the cluster's (Aurora)."""
+        return self._resource.metric(metric_name, **props)  # type: ignore[arg-type]
+
+    def backup_resource(self) -> backup.BackupResource:
+        """This database as an AWS Backup selection (the instance, or the Aurora cluster as a whole)."""
+        if isinstance(self._resource, rds.DatabaseInstance):
+            return backup.BackupResource.from_rds_database_instance(self._resource)
+        return backup.BackupResource.from_rds_database_cluster(self._resource)
 
     def login_rotation_pattern(self) -> events.EventPattern:
         """The event of Secrets Manager having rotated Hindsight's login (its readers must restart)."""

@@ -40,15 +40,16 @@ def python_function(
     handler: str = "index.handler",
     runtime: lambda_.Runtime = RUNTIME,
     layers: Sequence[lambda_.ILayerVersion] | None = None,
+    log_retention: logs.RetentionDays = LOG_RETENTION,
 ) -> lambda_.Function:
     """A function running ``handler`` (default ``index.handler``) from ``source``, logging to ``log_group_id`` (in
-    ``log_scope``, default ``scope``); inside the VPC when ``vpc`` is given. Functions on a layer take the layer's
-    ``runtime`` (its compiled wheels are built for one Python). ``json_logs`` makes Lambda write JSON log records
-    (with ``level``), which metric filters can count."""
+    ``log_scope``, default ``scope``) kept ``log_retention``; inside the VPC when ``vpc`` is given. Functions on a
+    layer take the layer's ``runtime`` (its compiled wheels are built for one Python). ``json_logs`` makes Lambda
+    write JSON log records (with ``level``), which metric filters can count."""
     log_group = logs.LogGroup(
         log_scope or scope,
         log_group_id,
-        retention=LOG_RETENTION,
+        retention=log_retention,
         encryption_key=logs_key,
         removal_policy=RemovalPolicy.DESTROY,
     )

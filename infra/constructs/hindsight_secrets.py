@@ -1,6 +1,7 @@
 """HindsightSecrets: the credentials the memory service owns, under its own KMS key.
 
-- ``operator_key``: administers every bank; only the Hindsight tasks (and an operator) ever read it.
+- ``operator_key``: administers every bank; only the Hindsight tasks and the memory admin functions
+  (:meth:`HindsightSecrets.grant_operator_key_read`) ever read it.
 - ``agent_key`` (``auth.mode=iam`` only): this deployment's agent, limited to its own banks; the agent reads it with
   :meth:`HindsightSecrets.grant_agent_key_read`.
 - ``llm_api_key`` (``hindsight.llm_provider=openai`` only): the external provider's key, created empty to be filled,
@@ -26,7 +27,8 @@ ENV_LLM_API_KEY = "HINDSIGHT_API_LLM_API_KEY"
 
 class HindsightSecrets(Part):
     """Exposes ``key``, ``operator_key``, ``agent_key`` and ``llm_api_key``; ``credential_secrets()`` and
-    ``llm_secrets()`` (the container's variables), ``grant_agent_key_read(grantee)``."""
+    ``llm_secrets()`` (the container's variables), ``grant_agent_key_read(grantee)``,
+    ``grant_operator_key_read(grantee)``."""
 
     def __init__(self, scope: Construct, construct_id: str, *, config: HindsightConfig, auth_mode: AuthMode) -> None:
         super().__init__(scope, construct_id)
@@ -80,6 +82,14 @@ class HindsightSecrets(Part):
             return
         iam.Grant.add_to_principal(
             grantee=grantee, actions=list(SECRET_READ_ACTIONS), resource_arns=[self.agent_key.secret_arn]
+        )
+        self.key.grant_decrypt(grantee)
+
+    def grant_operator_key_read(self, grantee: iam.IGrantable) -> None:
+        """Let grantee (the memory admin functions, in a later stack) read the operator key, and only it; by ARN
+        plus a decrypt grant, like :meth:`grant_agent_key_read`."""
+        iam.Grant.add_to_principal(
+            grantee=grantee, actions=list(SECRET_READ_ACTIONS), resource_arns=[self.operator_key.secret_arn]
         )
         self.key.grant_decrypt(grantee)
 

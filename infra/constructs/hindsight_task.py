@@ -59,6 +59,11 @@ API_COMMAND = "set -eu; " + _DATABASE_URL + f"exec {IMAGE_PYTHON} -m hindsight_a
 WORKER_COMMAND = (
     "set -eu; " + _DATABASE_URL + f"exec {IMAGE_PYTHON} -m hindsight_api.worker.main --http-port {WORKER_HTTP_PORT}"
 )
+#: The operator's restore and re-embedding (``memory_adapter.admin.maintenance``, shipped in the extension bundle),
+#: with the task's command as its arguments (``ecs run-task`` overrides only those: ``["restore", "s3://..."]``).
+MAINTENANCE_COMMAND = "set -eu; " + _DATABASE_URL + f'exec {IMAGE_PYTHON} -m memory_adapter.admin.maintenance "$@"'
+#: What the maintenance task runs when started without arguments.
+MAINTENANCE_DEFAULT_ARGUMENTS = ("--help",)
 
 #: Hands the (root-owned) task volumes to the image's user; /tmp is world-writable with the sticky bit, like /tmp.
 PREPARE_VOLUMES = (
@@ -145,6 +150,9 @@ def hindsight_environment(config: HindsightConfig, *, database: Mapping[str, str
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",  # no fetch of the price map from the internet at import
         "TRANSFORMERS_OFFLINE": "1",
         "PYTHONPATH": EXTENSION_DIR,
+        # Where Hindsight (and the isolation extension, which follows it) keeps the banks; a re-embedding fills a
+        # new schema, and this setting moves the service onto it (README, Operating).
+        "HINDSIGHT_API_DATABASE_SCHEMA": config.database_schema,
         **database,
     }
     if config.llm_provider is LlmProvider.OPENAI:
@@ -163,7 +171,12 @@ def bedrock_models(config: HindsightConfig) -> list[str]:
 
 class HindsightTaskDefinition(ecs.FargateTaskDefinition):
     """A Fargate task (ARM64) of three containers: ``PrepareVolumes`` (root, one command), ``InstallExtension`` and
-    ``Hindsight`` (the API, or a worker when ``worker_id`` is given); exposes ``main_container``."""
+    ``Hindsight`` (the API, or a worker when ``worker_id`` is given); exposes ``main_container``.
+
+    ``arguments`` makes it a one-off task (``ecs run-task``, no service): no port and no health check, and
+    ``command`` (a bash script) receives the container's command as ``"$@"``, ``arguments`` by default, so a
+    run-task override names only the arguments.
+    """
 
     def __init__(
         self,
@@ -174,6 +187,7 @@ class HindsightTaskDefinition(ecs.FargateTaskDefinition):
         command: str,
         log_prefix: str,
         worker_id: str | None = None,
+        arguments: tuple[str, ...] | None = None,
     ) -> None:
         config, image, extension = parts.config, parts.image, parts.extension
         super().__init__(
@@ -234,20 +248,24 @@ class HindsightTaskDefinition(ecs.FargateTaskDefinition):
             env["HINDSIGHT_API_WORKER_ID"] = worker_id
             env["HINDSIGHT_API_WORKER_ENABLED"] = "true"
             health_port = WORKER_HTTP_PORT
+        one_off = arguments is not None
         self.main_container = self.add_container(
             "Hindsight",
             image=image,
             essential=True,
             user=CONTAINER_USER,
             readonly_root_filesystem=config.readonly_root_filesystem,
-            entry_point=["/bin/bash", "-c"],
-            command=[command],
+            # A one-off task's script gets its arguments from the command ("$0" names it in error messages).
+            entry_point=["/bin/bash", "-c", command, log_prefix] if one_off else ["/bin/bash", "-c"],
+            command=list(arguments or ()) if one_off else [command],
             environment=env,
             secrets=dict(parts.secrets),
-            port_mappings=[ecs.PortMapping(container_port=config.port)] if worker_id is None else [],
+            port_mappings=[ecs.PortMapping(container_port=config.port)] if worker_id is None and not one_off else [],
             # Liveness: the process answers without touching the database. Readiness (/health, which checks the
-            # database) is the load balancer's health check.
-            health_check=ecs.HealthCheck(
+            # database) is the load balancer's health check. A one-off task serves nothing to check.
+            health_check=None
+            if one_off
+            else ecs.HealthCheck(
                 command=["CMD", "curl", "-fsS", f"http://127.0.0.1:{health_port}/health/live"],
                 interval=Duration.seconds(30),
                 timeout=Duration.seconds(5),

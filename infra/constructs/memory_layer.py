@@ -1,4 +1,10 @@
-"""MemoryAdapterLayer: ``memory_adapter`` and its dependencies as a Lambda layer (arm64, Python 3.12+), shareable."""
+"""MemoryAdapterLayer: ``memory_adapter`` and its dependencies as a Lambda layer (arm64, Python 3.12+), shareable.
+
+:func:`adapter_layer_version` is the layer's one definition. The ``-Agent`` stack publishes it for reuse (its ARN
+in SSM); a stack whose own functions run on it (``-Operations``) creates its version from the same build, because
+importing the ARN across stacks would be an export that changes with every release of the layer, which
+CloudFormation refuses to update while another stack imports it.
+"""
 
 from __future__ import annotations
 
@@ -16,20 +22,25 @@ from infra.config import LayerConfig
 RUNTIME = lambda_.Runtime.PYTHON_3_12
 
 
+def adapter_layer_version(scope: Construct, construct_id: str, *, path: Path) -> lambda_.LayerVersion:
+    """A version of the layer built by ``make build`` into ``path`` (``build/layer``, holding ``python/``)."""
+    return lambda_.LayerVersion(
+        scope,
+        construct_id,
+        code=lambda_.Code.from_asset(str(path)),
+        compatible_architectures=[lambda_.Architecture.ARM_64],
+        compatible_runtimes=[RUNTIME, lambda_.Runtime.PYTHON_3_13],
+        description="memory_adapter: durable, isolated agent memory on self-hosted Hindsight (arm64, py3.12+)",
+        removal_policy=RemovalPolicy.RETAIN,  # functions in other stacks and accounts may still use old versions
+    )
+
+
 class MemoryAdapterLayer(Construct):
     """The layer built by ``make build`` into ``build/layer/python``; its ARN is published to SSM for reuse."""
 
     def __init__(self, scope: Construct, construct_id: str, *, config: LayerConfig, parameter_name: str) -> None:
         super().__init__(scope, construct_id)
-        self.layer = lambda_.LayerVersion(
-            self,
-            "Layer",
-            code=lambda_.Code.from_asset(str(Path(config.path))),
-            compatible_architectures=[lambda_.Architecture.ARM_64],
-            compatible_runtimes=[RUNTIME, lambda_.Runtime.PYTHON_3_13],
-            description="memory_adapter: durable, isolated agent memory on self-hosted Hindsight (arm64, py3.12+)",
-            removal_policy=RemovalPolicy.RETAIN,  # functions in other stacks and accounts may still use old versions
-        )
+        self.layer = adapter_layer_version(self, "Layer", path=Path(config.path))
         self.parameter = ssm.StringParameter(
             self,
             "ArnParameter",

@@ -9,8 +9,9 @@ groups and the services):
 - :class:`~infra.constructs.memory_load_balancer.MemoryLoadBalancer`: the internal ALB, its logs, alarm and DNS;
 - :class:`~infra.constructs.redeploy_on_rotation.RedeployOnRotation`: restarts after a rotation or a key change.
 
-Other constructs use it only through ``url``, ``connections``, ``allow_from(peer)``, ``agent_key_secret_arn`` and
-``grant_agent_key_read(grantee)``; it uses the database and the identity only through their own methods.
+Other constructs use it only through ``url``, ``connections``, ``allow_from(peer)``, ``agent_key_secret_arn``,
+``grant_agent_key_read(grantee)`` and ``grant_operator_key_read(grantee)`` (the administration functions); it uses the
+database and the identity only through their own methods.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from infra.constructs.database import VectorDatabase
 from infra.constructs.hindsight_secrets import HindsightSecrets
 from infra.constructs.hindsight_task import (
     API_COMMAND,
+    MAINTENANCE_COMMAND,
+    MAINTENANCE_DEFAULT_ARGUMENTS,
     WORKER_COMMAND,
     HindsightTaskDefinition,
     HindsightTaskParts,
@@ -45,6 +48,7 @@ from infra.constructs.memory_load_balancer import MemoryLoadBalancer
 from infra.constructs.network import Network
 from infra.constructs.redeploy_on_rotation import RedeployOnRotation, RestartTrigger
 from infra.isolation_env import ENV_STATIC_JWKS, isolation_environment
+from infra.permissions import grant_bedrock_invoke
 
 
 class ConnectableConstruct(Protocol):
@@ -58,7 +62,7 @@ class ConnectableConstruct(Protocol):
 class MemoryService(Construct):
     """Hindsight API behind an internal load balancer plus stable-id workers; exposes ``url``, ``connections``,
     ``listener_port``, ``secrets``, ``mirror``, ``load_balancing``, ``api_task``, ``api_service``,
-    ``worker_services`` and ``redeploy``."""
+    ``worker_services``, ``maintenance_task`` (restore and re-embedding, run on demand) and ``redeploy``."""
 
     def __init__(
         self,
@@ -115,6 +119,22 @@ class MemoryService(Construct):
             execution_grants=(database.grant_connect, *([self.mirror.grant_task_pull] if self.mirror else [])),
         )
         self.api_task = HindsightTaskDefinition(self, "ApiTask", parts=parts, command=API_COMMAND, log_prefix="api")
+        # The operator's restore and re-embedding: run on demand (README, Operating), never as a service. Its own
+        # role reads backups only where the administration bucket allows it (grant_read in the -Operations stack).
+        self.maintenance_task = HindsightTaskDefinition(
+            self,
+            "MaintenanceTask",
+            parts=parts,
+            command=MAINTENANCE_COMMAND,
+            log_prefix="maintenance",
+            arguments=MAINTENANCE_DEFAULT_ARGUMENTS,
+        )
+        if config.maintenance_embeddings_model is not None:  # the model a re-embedding moves to
+            grant_bedrock_invoke(
+                self,
+                self.maintenance_task.task_role,
+                [config.maintenance_embeddings_model.removeprefix("bedrock/")],
+            )
         self.api_service = self._service("Api", self.api_task, desired_count=config.api_min_count, network=network)
         scaling = self.api_service.auto_scale_task_count(
             min_capacity=config.api_min_count, max_capacity=config.api_max_count
@@ -187,6 +207,12 @@ class MemoryService(Construct):
         )
 
     @property
+    def operator_key_secret_arn(self) -> str:
+        """The operator key's ARN (for the administration functions' environment; read with
+        :meth:`grant_operator_key_read`)."""
+        return self.secrets.operator_key.secret_arn
+
+    @property
     def agent_key_secret_arn(self) -> str | None:
         """The agent key's ARN for the agent's environment (IAM mode), else None."""
         return self.secrets.agent_key_secret_arn
@@ -209,6 +235,10 @@ class MemoryService(Construct):
     def grant_agent_key_read(self, grantee: iam.IGrantable) -> None:
         """Let grantee read the agent key (IAM mode; nothing otherwise). See :class:`HindsightSecrets`."""
         self.secrets.grant_agent_key_read(grantee)
+
+    def grant_operator_key_read(self, grantee: iam.IGrantable) -> None:
+        """Let grantee (the memory admin functions, never the agent) read the operator key."""
+        self.secrets.grant_operator_key_read(grantee)
 
     def _service(
         self,

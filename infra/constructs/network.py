@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from aws_cdk import RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
@@ -37,8 +39,18 @@ ON_DEMAND_ENDPOINTS: dict[str, ec2.InterfaceVpcEndpointAwsService] = {
 }
 
 
+#: What the deployment's own buckets are used for through the S3 gateway: objects written and read back.
+GATEWAY_BUCKET_ACTIONS = ("s3:GetObject", "s3:PutObject")
+
+
 class Network(Construct):
-    """The VPC, its endpoints and flow logs; exposes ``vpc`` and ``subnets`` (where every workload goes)."""
+    """The VPC, its endpoints and flow logs; exposes ``vpc`` and ``subnets`` (where every workload goes).
+
+    Args:
+        gateway_buckets: Names of the deployment's own buckets that workloads in the VPC read and write (the
+            administration bucket), besides what is only read; known before those buckets exist (later stacks
+            create them), so this stack never depends on theirs.
+    """
 
     def __init__(
         self,
@@ -48,9 +60,11 @@ class Network(Construct):
         config: NetworkConfig,
         auth_mode: AuthMode,
         logs_key: kms.IKey,
+        gateway_buckets: Sequence[str] = (),
     ) -> None:
         super().__init__(scope, construct_id)
         self.config = config
+        self._gateway_buckets = tuple(gateway_buckets)
         self.vpc: ec2.IVpc
         if config.mode is VpcMode.CREATE:
             self.vpc = self._create_vpc(config, logs_key)
@@ -106,8 +120,9 @@ class Network(Construct):
         skip = set(self.config.skip_endpoints)
         stack = Stack.of(self)
         if "S3" not in skip:
-            # A created VPC holds only this deployment, so its S3 gateway reaches exactly what is read through it:
-            # ECR's image layers and the bootstrap bucket's assets (the extension, the agent's code). An imported
+            # A created VPC holds only this deployment, so its S3 gateway reaches exactly what is used through it:
+            # ECR's image layers and the bootstrap bucket's assets (the extension, the agent's code), read; the
+            # administration bucket (exports, receipts, backups), written and read. An imported
             # VPC's route tables carry other workloads' S3 traffic too, so there the policy stays open.
             s3 = self.vpc.add_gateway_endpoint(
                 "S3", service=ec2.GatewayVpcEndpointAwsService.S3, subnets=[self.subnets]
@@ -123,6 +138,14 @@ class Network(Construct):
                         ],
                     )
                 )
+                if self._gateway_buckets:
+                    s3.add_to_policy(
+                        iam.PolicyStatement(
+                            principals=[iam.AnyPrincipal()],
+                            actions=list(GATEWAY_BUCKET_ACTIONS),
+                            resources=[f"arn:{stack.partition}:s3:::{bucket}/*" for bucket in self._gateway_buckets],
+                        )
+                    )
         sg = ec2.SecurityGroup(
             self,
             "EndpointSecurityGroup",
@@ -163,6 +186,11 @@ class Network(Construct):
                         conditions={"StringEquals": {"aws:PrincipalAccount": stack.account}},
                     )
                 )
+
+    @property
+    def subnet_ids(self) -> list[str]:
+        """The ids of :attr:`subnets` (what an ``ecs run-task`` names)."""
+        return self.vpc.select_subnets(subnet_type=self.subnets.subnet_type).subnet_ids
 
     def workload_security_group(
         self,

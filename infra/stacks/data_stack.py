@@ -1,4 +1,5 @@
-"""DataStack: the stateful database, kept apart from the stateless stacks so they can be replaced freely."""
+"""DataStack: the stateful database and its AWS Backup plan, kept apart from the stateless stacks so they can be
+replaced freely."""
 
 from __future__ import annotations
 
@@ -8,13 +9,14 @@ from constructs import Construct
 
 from infra.config import DatabaseConfig, DataRemoval
 from infra.constructs.database import VectorDatabase
+from infra.constructs.database_backup import DatabaseBackupPlan
 from infra.constructs.part import PartAwareStack
 from infra.stacks.network_stack import Foundation
 from infra.stacks.removal import removal_policy
 
 
 class DataStack(PartAwareStack):
-    """Exposes ``database``."""
+    """Exposes ``database`` and ``backup_plan``."""
 
     def __init__(
         self,
@@ -36,4 +38,12 @@ class DataStack(PartAwareStack):
             removal_policy=removal_policy(removal),
             logs_key=foundation.logs_key,
             parameter_prefix=parameter_prefix,
+        )
+        self.backup_plan = DatabaseBackupPlan(
+            self,
+            "BackupPlan",
+            database=self.database,
+            schedule=config.backup_plan_schedule,
+            retention_days=config.backup_plan_retention_days,
+            alerts=foundation.alerts,
         )

@@ -39,6 +39,7 @@ class NetworkStack(PartAwareStack):
         config: NetworkConfig,
         auth_mode: AuthMode,
         alarm_email: str | None,
+        gateway_buckets: tuple[str, ...] = (),
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
@@ -73,5 +74,18 @@ class NetworkStack(PartAwareStack):
             value=self.alerts.topic.topic_arn,
             description="Every alarm of the deployment notifies this topic: subscribe your alerting to it",
         )
-        self.network = Network(self, "Network", config=config, auth_mode=auth_mode, logs_key=self.logs_key)
+        self.network = Network(
+            self,
+            "Network",
+            config=config,
+            auth_mode=auth_mode,
+            logs_key=self.logs_key,
+            gateway_buckets=gateway_buckets,
+        )
         self.foundation = Foundation(network=self.network, logs_key=self.logs_key, alerts=self.alerts)
+        CfnOutput(
+            self,
+            "SubnetIds",
+            value=",".join(self.network.subnet_ids),
+            description="Where every workload runs (an ecs run-task of the maintenance task names them)",
+        )

@@ -56,3 +56,23 @@ class MemoryServiceStack(PartAwareStack):
             value=self.memory.secrets.operator_key.secret_arn,
             description="Hindsight operator credential (administration only; never give it to the agent)",
         )
+        # ecs run-task of the maintenance task (restore, re-embed): README, Operating.
+        CfnOutput(
+            self,
+            "MaintenanceTaskDefinition",
+            value=self.memory.maintenance_task.family,
+            description="Restore and re-embedding: aws ecs run-task --task-definition <this> (README, Operating)",
+        )
+        CfnOutput(self, "ClusterName", value=self.memory.cluster.cluster_name, description="The Hindsight ECS cluster")
+        CfnOutput(
+            self,
+            "ServiceLogGroup",
+            value=self.memory.log_group.log_group_name,
+            description="Every Hindsight task's log (streams api/, worker<n>/, maintenance/)",
+        )
+        CfnOutput(
+            self,
+            "TaskSecurityGroupId",
+            value=self.memory.security_group.security_group_id,
+            description="The Hindsight tasks' security group (run the maintenance task with it)",
+        )

@@ -50,6 +50,13 @@ VARIANTS: dict[str, dict[str, str]] = {
         "hindsight.llm_provider": "openai",
         "hindsight.llm_model": "gpt-4o-mini",
         "hindsight.llm_base_url": "https://llm.example.com/v1",
+        # Operations settings that reach the resources (tests/infra/test_operations.py), given as -c text.
+        "retention.plan": "7",
+        "retention.turn": "null",
+        "operations.expiry_dry_run": "true",
+        "operations.expiry_schedule": "rate(6 hours)",
+        "hindsight.database_schema": "emb_v2",
+        "hindsight.maintenance_embeddings_model": "bedrock/cohere.embed-english-v3",
     },
 }
 
@@ -61,13 +68,15 @@ def asset_overrides() -> dict[str, str]:
     extension = BUILD / "hindsight_ext.zip"
     provisioning = BUILD / "db_provisioning"
     replay = BUILD / "retain_replay"
-    if all(p.exists() for p in (agent, layer, extension, provisioning, replay)):
+    admin = BUILD / "memory_admin"
+    if all(p.exists() for p in (agent, layer, extension, provisioning, replay, admin)):
         return {
             "agent.bundle_path": str(agent),
             "layer.path": str(layer),
             "hindsight.extension_path": str(extension),
             "database.provisioning_path": str(provisioning),
             "retain_queue.replay_path": str(replay),
+            "operations.admin_function_path": str(admin),
         }
     return {
         "agent.bundle_path": str(FIXTURES / "agent"),
@@ -75,6 +84,7 @@ def asset_overrides() -> dict[str, str]:
         "hindsight.extension_path": str(FIXTURES / "hindsight_ext.zip"),
         "database.provisioning_path": str(FIXTURES / "db_provisioning"),
         "retain_queue.replay_path": str(FIXTURES / "retain_replay"),
+        "operations.admin_function_path": str(FIXTURES / "memory_admin"),
     }
 
 

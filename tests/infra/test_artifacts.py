@@ -152,19 +152,29 @@ def test_the_gateway_handlers_import_with_nothing_but_the_layer(tmp_path: Path) 
     assert result.returncode == 0, result.stderr[-2000:]
 
 
-def test_replay_function_bundles_powertools_for_the_layers_python_and_imports_with_the_layer() -> None:
+@pytest.mark.parametrize(
+    ("target", "source", "budget_mib", "handlers"),
+    [
+        (build.REPLAY_DIR, build.REPLAY_SRC, build.REPLAY_BUDGET_MIB, ("handler",)),
+        (build.ADMIN_DIR, build.ADMIN_SRC, build.ADMIN_BUDGET_MIB, ("handler", "expire_handler", "backup_handler")),
+    ],
+    ids=["retain_replay", "memory_admin"],
+)
+def test_layer_functions_bundle_powertools_for_the_layers_python_and_import_with_the_layer(
+    target: Path, source: Path, budget_mib: int, handlers: tuple[str, ...]
+) -> None:
     import subprocess
     import sys
 
-    root = _require(build.REPLAY_DIR)
+    root = _require(target)
     layer = _require(build.LAYER_DIR / "python")
     _assert_arm64_cp312(root)
-    assert (root / "index.py").read_bytes() == (build.REPLAY_SRC / "index.py").read_bytes()
+    assert (root / "index.py").read_bytes() == (source / "index.py").read_bytes()
     assert (root / "aws_lambda_powertools").is_dir()
     assert not (root / "memory_adapter").exists()  # from the layer
-    assert build.tree_size(root) <= build.REPLAY_BUDGET_MIB * 2**20
+    assert build.tree_size(root) <= budget_mib * 2**20
     # As Lambda lays it out: the function's code first, the layer's python/ after it.
-    probe = "import index; print(callable(index.handler))"
+    probe = f"import index; print(all(callable(getattr(index, h)) for h in {handlers!r}))"
     result = subprocess.run(
         [sys.executable, "-I", "-c", f"import sys; sys.path[:0] = [{str(root)!r}, {str(layer)!r}]; {probe}"],
         capture_output=True,

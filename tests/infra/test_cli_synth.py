@@ -55,7 +55,7 @@ def test_cdk_cli_synthesizes_every_stack_without_credentials(tmp_path: Path, var
     env_name = "prod" if variant.startswith("prod") else "dev"
     assert names == [
         f"HindsightMemory-{env_name}-{s}.template.json"
-        for s in ("Agent", "Data", "Gateway", "Identity", "MemoryService", "Network")
+        for s in ("Agent", "Data", "Gateway", "Identity", "MemoryService", "Network", "Operations")
     ]
 
 

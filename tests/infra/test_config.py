@@ -310,3 +310,73 @@ def test_the_retain_queue_settings_are_checked_against_lambdas_limits() -> None:
     for name in ("replay_timeout_seconds", "max_concurrency", "batch_size"):
         assert any(e.startswith(f"retain_queue.{name} must be between") for e in errors), name
     assert "retain_queue.delivery_timeout_seconds must be less than retain_queue.replay_timeout_seconds" in errors
+
+
+def test_retention_days_per_kind_overlay_the_memory_models_defaults() -> None:
+    from memory_adapter.kinds import DEFAULT_RETENTION_DAYS, MemoryKind, RetentionRules
+
+    assert _load().retention.rules == RetentionRules()  # cdk.json's "retention": {} keeps every default
+    rules = _load(**{"retention.plan": "14", "retention.turn": "null", "retention.fact": "30"}).retention.rules
+    assert rules.days_for(MemoryKind.PLAN) == 14
+    assert rules.days_for(MemoryKind.TURN) is None
+    assert rules.days_for(MemoryKind.FACT) == 30
+    assert rules.days_for(MemoryKind.PROBLEM) == DEFAULT_RETENTION_DAYS[MemoryKind.PROBLEM]
+
+
+def test_bad_retention_names_the_setting_and_its_value_with_the_other_problems() -> None:
+    with pytest.raises(ConfigError) as err:
+        _load(**{"retention.plan": "0", "retention.problem": "soon", "operations.expiry_batch_size": "0"})
+    errors = err.value.errors
+    assert "retention.plan must be whole days from 1 to 36500, or null to keep, got 0" in errors
+    assert "retention.problem must be whole days from 1 to 36500, or null to keep, got 'soon'" in errors
+    assert "operations.expiry_batch_size must be between 1 and 10000, got 0" in errors
+    with pytest.raises(ConfigError) as err:
+        load_config_from_cdk_json_with_section_key("retention", "plans", "7")
+    (error,) = err.value.errors
+    assert error.startswith("retention.plans is not a memory kind (known: preference, decision, fact, plan,")
+
+
+def test_operations_schedules_and_lifecycles_are_checked() -> None:
+    cfg = _load(**{"operations.expiry_schedule": "rate(6 hours)", "operations.expiry_dry_run": "true"})
+    assert cfg.operations.expiry_schedule == "rate(6 hours)"
+    assert cfg.operations.expiry_dry_run is True
+    with pytest.raises(ConfigError) as err:
+        _load(
+            **{
+                "operations.expiry_schedule": "every hour",
+                "operations.backup_schedule": "cron(0 3 * *)",
+                "operations.logical_backup_retention_days": "0",
+                "operations.export_retention_days": "5000",
+                "operations.audit_log_retention_days": "42",
+                "operations.expiry_dry_run": "maybe",
+            }
+        )
+    errors = err.value.errors
+    for name in ("expiry_schedule", "backup_schedule"):
+        assert (
+            f"operations.{name} must be an EventBridge schedule: rate(1 hour), rate(6 hours) or cron(0 3 * * ? *)"
+            in (errors)
+        )
+    assert "operations.logical_backup_retention_days must be between 1 and 3650, got 0" in errors
+    assert "operations.export_retention_days must be between 1 and 3650, got 5000" in errors
+    assert _names(errors) >= {"operations.audit_log_retention_days", "operations.expiry_dry_run"}
+
+
+def test_the_database_backup_plan_and_the_re_embedding_settings_are_checked() -> None:
+    cfg = _load()
+    assert (cfg.database.backup_plan_schedule, cfg.database.backup_plan_retention_days) == ("cron(0 5 * * ? *)", 35)
+    assert _load(env="prod", **{"hindsight.require_tls": "false"}).database.backup_plan_retention_days == 90
+    assert (cfg.hindsight.database_schema, cfg.hindsight.maintenance_embeddings_model) == ("public", None)
+    with pytest.raises(ConfigError) as err:
+        _load(
+            **{
+                "database.backup_plan_schedule": "rate(1 day)",
+                "database.backup_plan_retention_days": "0",
+                "hindsight.database_schema": "Emb-V2",
+                "hindsight.maintenance_embeddings_model": "cohere.embed-english-v3",
+            }
+        )
+    errors = err.value.errors
+    assert "database.backup_plan_schedule must be an AWS Backup cron expression like cron(0 5 * * ? *) (UTC)" in errors
+    assert "database.backup_plan_retention_days must be between 1 and 36500, got 0" in errors
+    assert _names(errors) >= {"hindsight.database_schema", "hindsight.maintenance_embeddings_model"}

@@ -18,11 +18,13 @@ ALLOWED_CFN_LINT_WARNINGS = {"W3005"}
 #: checkov checks skipped for this design, with the reason (the same reasoning as the cdk-nag acknowledgements).
 CHECKOV_SKIPS = {
     "CKV_AWS_115": "function-level concurrency: reserved concurrency fails the first deploy in accounts at the "
-    "default 10-execution limit; the functions (ours and CDK providers) run rarely and briefly, and the retain "
-    "replay's concurrency is capped by its event source mapping",
+    "default 10-execution limit; the functions (ours and CDK providers) run rarely and briefly (the memory admin "
+    "functions: hourly or daily schedules and a few operators' calls), and the retain replay's concurrency is capped "
+    "by its event source mapping",
     "CKV_AWS_116": "Lambda DLQ: the functions are invoked by CloudFormation/EventBridge with retries; failures raise "
     "an alarm or fail the deploy, and there is no payload worth keeping; the retain replay is invoked by the SQS "
-    "event source mapping, so what it does not process stays on the queue, whose dead-letter queue is alarmed",
+    "event source mapping, so what it does not process stays on the queue, whose dead-letter queue is alarmed; the "
+    "memory admin function URL answers its operator synchronously (a failed request is repeated, and alarmed)",
     "CKV_AWS_117": "Lambda in VPC: the JWKS mirror and the image mirror must reach the internet, which the isolated "
     "VPC cannot; the redeploy function and CDK's providers call only AWS control-plane APIs",
     "CKV_AWS_173": "Lambda environment encryption: the variables hold only names and ARNs, no secrets",
@@ -30,7 +32,8 @@ CHECKOV_SKIPS = {
     "rewrites (a repeated copy must not fail a deploy or its rollback); every task pulls by digest, so no tag decides "
     "what runs",
     "CKV_AWS_157": "RDS Multi-AZ: the dev environment sets database.multi_az=false for cost; prod sets it true",
-    "CKV_AWS_18": "S3 access logging: the flagged bucket is the load balancer's access-log bucket itself",
+    "CKV_AWS_18": "S3 access logging: the flagged buckets are access-log buckets themselves (the load balancer's, "
+    "the administration bucket's)",
     "CKV_AWS_2": "ALB HTTPS: without hindsight.certificate_arn the internal listener is HTTP inside the VPC; TLS "
     "when a certificate is configured",
     "CKV_AWS_103": "ALB TLS 1.2: same listener as CKV_AWS_2; the HTTPS listener uses the recommended TLS policy",

@@ -178,7 +178,7 @@ def test_interface_endpoints_serve_only_this_accounts_principals(synths: dict[st
         assert statement["Condition"] == {"StringEquals": {"aws:PrincipalAccount": {"Ref": "AWS::AccountId"}}}
 
 
-def test_the_s3_gateway_of_a_created_vpc_reaches_only_ecr_layers_and_the_asset_bucket(
+def test_the_s3_gateway_of_a_created_vpc_reaches_only_ecr_layers_the_asset_bucket_and_the_admin_bucket(
     synths: dict[str, Synth],
 ) -> None:
     for variant, qualifier in (("default", "hnb659fds"), ("iam-aurora", "corp12345")):
@@ -186,11 +186,15 @@ def test_the_s3_gateway_of_a_created_vpc_reaches_only_ecr_layers_and_the_asset_b
         (gateway,) = [
             e for e in resources(t, "AWS::EC2::VPCEndpoint").values() if e["Properties"]["VpcEndpointType"] == "Gateway"
         ]
-        (statement,) = gateway["Properties"]["PolicyDocument"]["Statement"]
-        assert statement["Action"] == "s3:GetObject"
-        text = _text(statement["Resource"])
+        reads, admin = gateway["Properties"]["PolicyDocument"]["Statement"]
+        assert reads["Action"] == "s3:GetObject"
+        text = _text(reads["Resource"])
         assert "prod-us-east-1-starport-layer-bucket/*" in text
         assert f"cdk-{qualifier}-assets-" in text
+        # ... and the deployment's administration bucket, written and read (tests/infra/test_operations.py).
+        assert sorted(admin["Action"]) == ["s3:GetObject", "s3:PutObject"]
+        assert "admin-" in _text(admin["Resource"])
+        assert "AWS::AccountId" in _text(admin["Resource"])
     # An imported VPC's route tables carry other workloads' S3 traffic: its gateway policy stays AWS's default.
     imported = synths["jwt-import"].template("-Network")
     (gateway,) = [

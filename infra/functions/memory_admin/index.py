@@ -50,9 +50,16 @@ ENV_NAMES: Final = (
     ENV_EXPIRY_DRY_RUN,
 )
 _MAX_BODY: Final = 64 * 1024
+#: The Powertools service (the metrics' ``service`` dimension) and the metrics the scheduled runs emit: the
+#: dashboard and the alarms (infra/constructs/memory_admin.py) read these names.
+SERVICE: Final = "memory-admin"
+METRIC_EXPIRED: Final = "MemoriesExpired"
+METRIC_DUE: Final = "MemoriesDue"
+METRIC_MORE_DUE: Final = "ExpiryMoreDue"
+METRIC_BACKED_UP: Final = "BanksBackedUp"
 
-logger = Logger(service="memory-admin")
-metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "HindsightMemory"), service="memory-admin")
+logger = Logger(service=SERVICE)
+metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "HindsightMemory"), service=SERVICE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,10 +182,10 @@ def expire_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     report = run_action({"action": "expire", "dry_run": dry_run}, deps=deps, principal=_schedule(event))
     counts = report["due"] if dry_run else report["expired"]
     for kind, count in counts.items():  # one metric per kind: EMF dimensions are shared by a whole flush
-        metrics.add_metric(name=f"MemoriesExpired_{kind}", unit=MetricUnit.Count, value=0 if dry_run else count)
-    metrics.add_metric(name="MemoriesExpired", unit=MetricUnit.Count, value=0 if dry_run else sum(counts.values()))
-    metrics.add_metric(name="MemoriesDue", unit=MetricUnit.Count, value=sum(report["due"].values()))
-    metrics.add_metric(name="ExpiryMoreDue", unit=MetricUnit.Count, value=int(report["more_due"]))
+        metrics.add_metric(name=f"{METRIC_EXPIRED}_{kind}", unit=MetricUnit.Count, value=0 if dry_run else count)
+    metrics.add_metric(name=METRIC_EXPIRED, unit=MetricUnit.Count, value=0 if dry_run else sum(counts.values()))
+    metrics.add_metric(name=METRIC_DUE, unit=MetricUnit.Count, value=sum(report["due"].values()))
+    metrics.add_metric(name=METRIC_MORE_DUE, unit=MetricUnit.Count, value=int(report["more_due"]))
     return {k: report[k] for k in ("now", "dry_run", "due", "expired", "facts_deleted", "more_due")}
 
 
@@ -187,5 +194,5 @@ def expire_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
 def backup_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """The scheduled logical export: every bank's archive and a manifest under ``backups/<time>/``."""
     manifest = run_action({"action": "backup"}, deps=_deps(), principal=_schedule(event))
-    metrics.add_metric(name="BanksBackedUp", unit=MetricUnit.Count, value=len(manifest["banks"]))
+    metrics.add_metric(name=METRIC_BACKED_UP, unit=MetricUnit.Count, value=len(manifest["banks"]))
     return {"location": manifest["location"], "banks": len(manifest["banks"])}

@@ -110,23 +110,39 @@ class RetentionRules:
     @classmethod
     def from_mapping(cls, raw: Mapping[str, Any] | None) -> RetentionRules:
         """Defaults overlaid with ``raw`` (kind name -> whole days >= 1, or ``None`` to keep); every error at once."""
+        rules, errors = cls.checked(raw)
+        if errors:
+            raise RetentionRulesError("invalid retention: " + "; ".join(errors))
+        return rules
+
+    @classmethod
+    def checked(cls, raw: Mapping[str, Any] | None, *, shown_prefix: str = "") -> tuple[RetentionRules, list[str]]:
+        """:meth:`from_mapping` without raising: the rules (a default wherever ``raw`` is unusable) and every
+        problem, one message each. With ``shown_prefix`` (``"retention."``) each message names the setting as the
+        CDK configuration check lists it, with the value it got."""
         days: dict[MemoryKind, int | None] = dict(DEFAULT_RETENTION_DAYS)
         errors: list[str] = []
+        known = ", ".join(k.value for k in MemoryKind)
         for name, value in (raw or {}).items():
             try:
                 kind = MemoryKind(name)
             except ValueError:
-                errors.append(f"unknown kind {name!r} (known: {', '.join(k.value for k in MemoryKind)})")
+                if shown_prefix:
+                    errors.append(f"{shown_prefix}{name} is not a memory kind (known: {known})")
+                else:
+                    errors.append(f"unknown kind {name!r} (known: {known})")
                 continue
             if value is None:
                 days[kind] = None
             elif isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_RETENTION_DAYS:
-                errors.append(f"{name}: retention must be whole days from 1 to {MAX_RETENTION_DAYS}, or null to keep")
+                rule = f"whole days from 1 to {MAX_RETENTION_DAYS}, or null to keep"
+                if shown_prefix:
+                    errors.append(f"{shown_prefix}{name} must be {rule}, got {value!r}")
+                else:
+                    errors.append(f"{name}: retention must be {rule}")
             else:
                 days[kind] = value
-        if errors:
-            raise RetentionRulesError("invalid retention: " + "; ".join(errors))
-        return cls(days)
+        return cls(days), errors
 
     @classmethod
     def from_json(cls, text: str | None) -> RetentionRules:

@@ -1,0 +1,131 @@
+"""OperationsStack: memory administration and the system's monitoring, deployed after everything it watches.
+
+- :class:`~infra.constructs.admin_bucket.AdminBucket`: exports, erasure receipts and logical backups;
+- :class:`~infra.constructs.memory_admin.MemoryAdmin`: the admin function (IAM function URL), the scheduled expiry
+  and the scheduled logical backup, on the memory adapter layer, holding the operator key;
+- the maintenance task's read of the bucket (the task itself is a Hindsight task of the ``-MemoryService`` stack);
+- :class:`~infra.constructs.system_alarms.SystemAlarms` and :class:`~infra.constructs.dashboard.SystemDashboard`
+  (with the ``-Agent`` stack's retain queue and replay function, and every other stack's alarms).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from aws_cdk import CfnOutput
+from aws_cdk import aws_cloudwatch as cloudwatch
+from constructs import Construct
+
+from infra.config import DataRemoval, LayerConfig, OperationsConfig, RetentionConfig
+from infra.constructs.admin_bucket import AdminBucket
+from infra.constructs.agent_runtime import METRICS_NAMESPACE
+from infra.constructs.dashboard import SystemDashboard
+from infra.constructs.database import VectorDatabase
+from infra.constructs.memory_admin import MemoryAdmin
+from infra.constructs.memory_service import MemoryService
+from infra.constructs.part import PartAwareStack
+from infra.constructs.retain_queue import RetainQueue
+from infra.constructs.retain_replay import RetainReplay
+from infra.constructs.system_alarms import SystemAlarms
+from infra.stacks.network_stack import Foundation
+from infra.stacks.removal import removal_policy
+
+
+class OperationsStack(PartAwareStack):
+    """Exposes ``bucket``, ``admin``, ``alarms`` and ``dashboard``.
+
+    Args:
+        bucket_name: The administration bucket's name (:func:`~infra.constructs.admin_bucket.admin_bucket_name`;
+            the network's S3 gateway admits it by that name).
+        agent_name: The agent whose metrics the dashboard and the alarms read.
+        dashboard_name: The dashboard's name.
+        retain_queue, retain_replay: The agent's retain queue and its replay function (the dashboard's retains
+            row; their alarms join the others).
+        other_alarms: The other stacks' alarms, shown with these on the dashboard.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: OperationsConfig,
+        retention: RetentionConfig,
+        layer: LayerConfig,
+        removal: DataRemoval,
+        bucket_name: str,
+        agent_name: str,
+        dashboard_name: str,
+        foundation: Foundation,
+        database: VectorDatabase,
+        memory: MemoryService,
+        retain_queue: RetainQueue,
+        retain_replay: RetainReplay,
+        other_alarms: Sequence[cloudwatch.IAlarm] = (),
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(scope, construct_id, **kwargs)
+        self.bucket = AdminBucket(
+            self,
+            "AdminBucket",
+            bucket_name=bucket_name,
+            export_retention_days=config.export_retention_days,
+            backup_retention_days=config.logical_backup_retention_days,
+            removal_policy=removal_policy(removal, snapshots=False),
+        )
+        self.bucket.grant_read(memory.maintenance_task.task_role)
+        self.admin = MemoryAdmin(
+            self,
+            "MemoryAdmin",
+            config=config,
+            retention_rules=retention.rules,
+            layer_path=layer.path,
+            network=foundation.network,
+            memory=memory,
+            bucket=self.bucket,
+            logs_key=foundation.logs_key,
+            alerts=foundation.alerts,
+            metrics_namespace=METRICS_NAMESPACE,
+        )
+        self.alarms = SystemAlarms(
+            self, "Alarms", database=database, memory=memory, agent_name=agent_name, alerts=foundation.alerts
+        )
+        self.dashboard = SystemDashboard(
+            self,
+            "Dashboard",
+            dashboard_name=dashboard_name,
+            agent_name=agent_name,
+            database=database,
+            memory=memory,
+            admin_functions=self.admin,
+            retain_queue=retain_queue,
+            retain_replay=retain_replay,
+            alarms=[
+                *self.alarms.alarms,
+                *self.admin.alarms,
+                retain_queue.dead_letter_alarm,
+                retain_queue.oldest_message_alarm,
+                retain_replay.errors_alarm,
+                *other_alarms,
+            ],
+        )
+        CfnOutput(
+            self,
+            "MemoryAdminUrl",
+            value=self.admin.url,
+            description="python -m memory_adapter.admin --function-url <this> (IAM-signed; see OperatorPolicyArn)",
+        )
+        CfnOutput(
+            self,
+            "OperatorPolicyArn",
+            value=self.admin.operator_policy.managed_policy_arn,
+            description="Attach to the roles that administer memory: lets them call MemoryAdminUrl",
+        )
+        CfnOutput(
+            self,
+            "AdminBucketName",
+            value=self.bucket.bucket_name,
+            description="Exports, erasure receipts and logical backups (private, versioned, KMS)",
+        )
+        CfnOutput(self, "DashboardName", value=dashboard_name, description="The CloudWatch dashboard of the system")
