@@ -89,8 +89,8 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
         env=env,
     )
     gateway_url_parameter = f"{config.parameter_prefix}/gateway/mcp-url"
-    # The gateway deploys after the agent (its target runs on the agent stack's layer): the agent finds its URL by
-    # the parameter's name, never through a reference to the later stack.
+    # The gateway deploys after the agent: the agent finds its URL by the parameter's name, never through a reference
+    # to the later stack.
     gateway_access = (
         GatewayAccess(url_parameter=gateway_url_parameter, target_name=config.gateway.target_name)
         if config.agent.tools_via_gateway
@@ -125,9 +125,10 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
             foundation=foundation,
             memory=memory.memory,
             identity=identity.identity,
-            layer=agent.layer,
+            layer=config.layer,
             env=env,
         )
+        gateway.add_dependency(agent, "deploys after the agent, which finds it by its URL parameter at run time")
     other_alarms = [data.backup_plan.failed_alarm, memory.memory.load_balancing.unhealthy_alarm]
     other_alarms.append(memory.memory.redeploy.failing_alarm)
     if identity is not None:

@@ -19,6 +19,7 @@ interfaces to the path every MCP request takes for nothing.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, Final
 
 from aws_cdk import Duration, RemovalPolicy
@@ -37,7 +38,7 @@ from infra.constructs.agent_runtime import METRICS_NAMESPACE
 from infra.constructs.alerts import Alerts
 from infra.constructs.functions import FUNCTIONS_DIR, python_function
 from infra.constructs.identity import Identity
-from infra.constructs.memory_layer import MemoryAdapterLayer
+from infra.constructs.memory_layer import adapter_layer_version
 from infra.constructs.memory_service import MemoryService
 from infra.constructs.network import Network
 from infra.constructs.props import raise_if_invalid
@@ -102,8 +103,8 @@ def tool_definitions() -> list[agentcore.ToolDefinition]:
 class MemoryGateway(Construct):
     """The gateway, its interceptor and target functions, key, URL parameter and alarms.
 
-    Exposes ``gateway``, ``target``, ``interceptor``, ``target_function``, ``key``, ``url``, ``url_parameter``,
-    ``tool_prefix``, ``connections`` (the target's security group), ``endpoint`` (``None`` unless
+    Exposes ``gateway``, ``layer``, ``target``, ``interceptor``, ``target_function``, ``key``, ``url``,
+    ``url_parameter``, ``tool_prefix``, ``connections`` (the target's security group), ``endpoint`` (``None`` unless
     ``private_access``), ``alarms``; ``grant_read_url(grantee)``.
 
     Args:
@@ -126,7 +127,7 @@ class MemoryGateway(Construct):
         network: Network,
         memory: MemoryService,
         identity: Identity,
-        layer: MemoryAdapterLayer,
+        layer_path: Path,
         logs_key: kms.IKey,
         alerts: Alerts,
     ) -> None:
@@ -138,6 +139,9 @@ class MemoryGateway(Construct):
             if len(longest) > MAX_TOOL_NAME_CHARS
             else [],
         )
+        # Its own version of the layer (the same build): a stack importing another stack's layer version would
+        # block that stack's next layer update (CloudFormation refuses to change an export that is imported).
+        self.layer = adapter_layer_version(self, "MemoryAdapterLayer", path=layer_path)
         verifier = identity.verifier_environment()
         self.interceptor = python_function(
             self,
@@ -145,7 +149,7 @@ class MemoryGateway(Construct):
             source=SOURCE,
             handler=INTERCEPTOR_HANDLER,
             runtime=memory_layer.RUNTIME,
-            layers=[layer.layer],
+            layers=[self.layer],
             description="Memory gateway REQUEST interceptor: only verified user tokens pass, in the caller header",
             timeout=INTERCEPTOR_TIMEOUT,
             memory_size=256,
@@ -168,7 +172,7 @@ class MemoryGateway(Construct):
             source=SOURCE,
             handler=TARGET_HANDLER,
             runtime=memory_layer.RUNTIME,
-            layers=[layer.layer],
+            layers=[self.layer],
             description="Memory gateway target: the memory tools for the verified caller, on Hindsight",
             timeout=TARGET_TIMEOUT,
             memory_size=512,

@@ -2,22 +2,23 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from aws_cdk import CfnOutput
 from constructs import Construct
 
-from infra.config import GatewayConfig
+from infra.config import GatewayConfig, LayerConfig
 from infra.constructs.identity import Identity
 from infra.constructs.memory_gateway import MemoryGateway
-from infra.constructs.memory_layer import MemoryAdapterLayer
 from infra.constructs.memory_service import MemoryService
 from infra.constructs.part import PartAwareStack
 from infra.stacks.network_stack import Foundation
 
 
 class GatewayStack(PartAwareStack):
-    """Exposes ``gateway``. After ``-Agent``: the target runs on the agent stack's memory adapter layer.
+    """Exposes ``gateway``. After ``-Agent`` (the agent finds the gateway by its URL parameter); the functions run on
+    this stack's own version of the memory adapter layer.
 
     Args:
         agent_name: Whose banks the tools act on (the runtime agent's).
@@ -37,7 +38,7 @@ class GatewayStack(PartAwareStack):
         foundation: Foundation,
         memory: MemoryService,
         identity: Identity,
-        layer: MemoryAdapterLayer,
+        layer: LayerConfig,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
@@ -51,7 +52,7 @@ class GatewayStack(PartAwareStack):
             network=foundation.network,
             memory=memory,
             identity=identity,
-            layer=layer,
+            layer_path=Path(layer.path),
             logs_key=foundation.logs_key,
             alerts=foundation.alerts,
         )

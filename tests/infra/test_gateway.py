@@ -106,7 +106,7 @@ def test_the_target_is_the_memory_tools_in_the_vpc_on_the_layer(synths: dict[str
     assert lambda_target["LambdaArn"] == {"Fn::GetAtt": [target_id, "Arn"]}
     assert target["Name"] == synth.config.gateway.target_name
     assert target["CredentialProviderConfigurations"] == [{"CredentialProviderType": "GATEWAY_IAM_ROLE"}]
-    # the function: in the VPC's subnets, on the agent stack's layer, the layer's Python, under ~30 s
+    # the function: in the VPC's subnets, on this stack's own version of the layer, the layer's Python, under ~30 s
     assert function["Handler"] == "target.handler"
     assert function["Runtime"] == "python3.12"
     assert function["VpcConfig"]["SubnetIds"]
@@ -287,3 +287,30 @@ def test_the_inline_schema_keeps_what_the_gateway_cannot_express_in_the_descript
     assert forget.required is None  # query or memory_ids: the target says which is missing
     assert forget.properties is not None
     assert forget.properties["memory_ids"].items is not None
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_no_stack_imports_another_stacks_layer_version(synths: dict[str, Synth], variant: str) -> None:
+    # GIVEN every stack of a variant WHEN the exports that name a layer version are collected
+    templates = synths[variant].templates
+    layer_exports = set()
+    for template in templates.values():
+        layers = set(resources(template, "AWS::Lambda::LayerVersion"))
+        for output in template.get("Outputs", {}).values():
+            value = output["Value"]
+            if "Export" in output and isinstance(value, dict) and value.get("Ref") in layers:
+                layer_exports.add(json.dumps(output["Export"]["Name"], sort_keys=True))
+    # THEN no stack imports one: CloudFormation refuses to change an imported export, so each new layer version
+    # would block the exporting stack's update
+    for name, template in templates.items():
+        imported = {json.dumps(v, sort_keys=True) for v in _import_values(template)}
+        assert not imported & layer_exports, name
+
+
+def _import_values(node: object) -> list[object]:
+    if isinstance(node, dict):
+        found = [node["Fn::ImportValue"]] if set(node) == {"Fn::ImportValue"} else []
+        return found + [v for child in node.values() for v in _import_values(child)]
+    if isinstance(node, list):
+        return [v for child in node for v in _import_values(child)]
+    return []
