@@ -128,7 +128,7 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
             layer=config.layer,
             env=env,
         )
-        gateway.add_dependency(agent, "deploys after the agent, which finds it by its URL parameter at run time")
+        gateway.add_stack_dependency(agent, "deploys after the agent, which finds it by its URL parameter at run time")
     other_alarms = [data.backup_plan.failed_alarm, memory.memory.load_balancing.unhealthy_alarm]
     other_alarms.append(memory.memory.redeploy.failing_alarm)
     if identity is not None:
@@ -153,9 +153,9 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
         other_alarms=other_alarms,
         env=env,
     )
-    operations.add_dependency(agent, "watches the agent and runs last: cdk deploy --all keeps the stacks' order")
+    operations.add_stack_dependency(agent, "watches the agent and runs last: cdk deploy --all keeps the stacks' order")
     if gateway is not None:
-        operations.add_dependency(gateway, "shows the gateway's alarms and runs last")
+        operations.add_stack_dependency(gateway, "shows the gateway's alarms and runs last")
     for key, value in config.tags.items():
         Tags.of(app).add(key, value)
     Tags.of(app).add("environment", config.env_name)

@@ -27,6 +27,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from infra.constructs.access_logs import access_log_bucket
 from infra.constructs.props import raise_if_invalid
 from infra.permissions import (
     ADMIN_BUCKET_READ_ACTIONS,
@@ -87,20 +88,11 @@ class AdminBucket(Construct):
             enable_key_rotation=True,
             removal_policy=removal_policy,
         )
-        self.access_logs = s3.Bucket(
+        self.access_logs = access_log_bucket(
             self,
             "AccessLogs",
-            encryption=s3.BucketEncryption.S3_MANAGED,  # server access logs support only SSE-S3
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            enforce_ssl=True,
-            versioned=True,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-            lifecycle_rules=[
-                s3.LifecycleRule(
-                    expiration=Duration.days(ACCESS_LOG_DAYS),
-                    noncurrent_version_expiration=Duration.days(NONCURRENT_VERSION_DAYS),
-                )
-            ],
+            expiration_days=ACCESS_LOG_DAYS,
+            noncurrent_version_days=NONCURRENT_VERSION_DAYS,
             removal_policy=removal_policy,
         )
         self.bucket = s3.Bucket(

@@ -13,10 +13,10 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
-from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from infra.config import HindsightConfig
+from infra.constructs.access_logs import access_log_bucket
 from infra.constructs.alerts import Alerts
 from infra.constructs.network import Network
 from infra.constructs.part import Part
@@ -75,18 +75,8 @@ class MemoryLoadBalancer(Part):
             drop_invalid_header_fields=True,
             deletion_protection=False,
         )
-        self.access_logs = s3.Bucket(
-            self,
-            "AccessLogs",
-            encryption=s3.BucketEncryption.S3_MANAGED,  # load balancer logs support only SSE-S3
-            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
-            enforce_ssl=True,
-            versioned=True,
-            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
-            lifecycle_rules=[
-                s3.LifecycleRule(expiration=Duration.days(90), noncurrent_version_expiration=Duration.days(7))
-            ],
-            removal_policy=RemovalPolicy.RETAIN,
+        self.access_logs = access_log_bucket(
+            self, "AccessLogs", expiration_days=90, noncurrent_version_days=7, removal_policy=RemovalPolicy.RETAIN
         )
         self.load_balancer.log_access_logs(self.access_logs, prefix="hindsight")
         listener = self._listener(config)
