@@ -97,7 +97,7 @@ class Result:
     """What the scenario established."""
 
     steps: list[Step] = field(default_factory=list)
-    #: Why the MCP steps did not run (``None`` when they ran, or were not asked for).
+    #: Why the MCP steps did not run (``None`` when they ran).
     mcp_skipped: str | None = None
 
     @property
@@ -143,13 +143,13 @@ def run(
     *,
     users: tuple[str, str],
     recall_timeout_s: float,
+    mcp: McpTools | McpSkipped,
     out: TextIO,
-    mcp: McpTools | McpSkipped | None = None,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
 ) -> Result:
-    """Run the agent's three steps, then the MCP steps when ``mcp`` is given (a :class:`McpSkipped` prints its line);
-    raise :class:`SmokeError` at the first step that fails."""
+    """Run the agent's three steps, then the two MCP steps (or print why they are skipped: ``McpSkipped``); raise
+    :class:`SmokeError` at the first step that fails."""
     user_a, user_b = users
     word = f"smoke-{uuid.uuid4().hex[:10]}"
     tell = f"Please remember this for later: my code word is {word}."
@@ -201,7 +201,7 @@ def run(
         ("user A, session 2: recall it", recall_word),
         ("user B, session 3: must not recall it", other_user),
     ]
-    if mcp is not None and not isinstance(mcp, McpSkipped):
+    if not isinstance(mcp, McpSkipped):
         poll = functools.partial(_poll, timeout_s=recall_timeout_s, clock=clock, sleep=sleep)
         steps += _mcp_steps(mcp, users=users, word=word, query=ask, poll=poll)
     for number, (name, action) in enumerate(steps, start=1):
