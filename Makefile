@@ -119,7 +119,7 @@ test: setup lint build build/.example-built checkov-venv ## Run every test (unit
 
 .PHONY: smoke
 SMOKE_ARGS ?=
-smoke: venv ## Prove a deployment: two sessions of one user recall, a second user recalls nothing (SMOKE_ARGS=--local for make local)
+smoke: venv ## Prove a deployment: two sessions of one user recall, a second user recalls nothing; then the same over MCP when a gateway exists (SMOKE_ARGS=--local for make local)
 	$(BIN)/python -m smoke $(SMOKE_ARGS)
 
 .PHONY: local

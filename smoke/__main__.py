@@ -1,9 +1,13 @@
 """``python -m smoke``: prove a deployment (or ``make local``) remembers across sessions and keeps users apart.
 
+Through the agent (three sessions), then over MCP when the memory tools are served there (the ``-Gateway`` stack, or
+``make local``'s MCP server): user A's ``recall`` finds what the agent was told, user B's finds nothing of it.
+
     python -m smoke                     # the deployed stacks of cdk.json's env (outputs from CloudFormation)
     python -m smoke -c env=prod --region eu-west-1
     python -m smoke --token-a "$TOKEN_A" --token-b "$TOKEN_B"   # auth.mode=jwt: tokens of two users of your IdP
     python -m smoke --local                            # the agent `make local` runs on 127.0.0.1:8080
+    python -m smoke --local --mcp-url http://127.0.0.1:9000/mcp      # and an MCP server that must answer
 
 Exit status: 0 when every step passed, 1 when one failed (the output says which and where to look), 2 when the
 target cannot be set up (no stack, missing outputs, no credentials, missing tokens).
@@ -20,7 +24,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, TextIO
 
-from smoke import scenario, targets
+from smoke import mcp_probe, scenario, targets
 
 USERS = ("smoke-a", "smoke-b")
 #: ``make local``'s agent and its log.
@@ -38,6 +42,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--issuer-url", help="--local: the token issuer's URL (default: the running one)")
     parser.add_argument("--issuer-data-dir", type=Path, help="--local: the issuer's key directory")
     parser.add_argument("--agent-log", default=".local/agent/agent.log", help="--local: shown when a step fails")
+    parser.add_argument(
+        "--mcp-url",
+        help="--local: the MCP server that must answer (default: make local's, skipped when nothing answers there)",
+    )
     parser.add_argument("-c", "--context", action="append", default=[], help="cdk.json context override, key=value")
     parser.add_argument("--region", help="default: the configuration's region")
     parser.add_argument("--token-a", default=os.environ.get("SMOKE_TOKEN_A"), help="jwt: user A's token")
@@ -62,23 +70,43 @@ def local_minter(args: argparse.Namespace) -> tuple[str, targets.Minter]:
     return issuer, lambda user: token_issuer.mint_token(key, issuer=issuer, user=user, ttl=900)
 
 
-def _local(args: argparse.Namespace, users: tuple[str, str], mint: targets.Minter | None) -> targets.BearerInvoker:
+Target = tuple[scenario.Invoker, scenario.McpTools | scenario.McpSkipped]
+
+
+def _local(args: argparse.Namespace, users: tuple[str, str], mint: targets.Minter | None) -> Target:
     source = "tokens minted by the caller"
     if mint is None:
         issuer, mint = local_minter(args)
         source = f"JWT from the local issuer {issuer}"
     tokens = {user: mint(user) for user in users}
-    return targets.BearerInvoker(
+    invoker = targets.BearerInvoker(
         url=args.agent_url.rstrip("/") + "/invocations",
         tokens=tokens,
         description=f"the local agent at {args.agent_url} ({source})",
         hints=targets.local_hints(args.agent_log),
     )
+    return invoker, _local_mcp(args.mcp_url, tokens)
 
 
-def _deployed(
-    args: argparse.Namespace, stack: ExitStack, session: Any, users: tuple[str, str]
-) -> targets.BearerInvoker | targets.IamInvoker:
+def _local_mcp(explicit_url: str | None, tokens: dict[str, str]) -> scenario.McpTools | scenario.McpSkipped:
+    """``make local``'s MCP server (skipped when nothing answers there), or ``--mcp-url`` (which must answer)."""
+    from localdev import mcp_server
+
+    url = explicit_url or f"http://127.0.0.1:{mcp_server.default_port()}{mcp_server.MCP_PATH}"
+    if explicit_url is None and not mcp_probe.answers(url):
+        return scenario.McpSkipped(
+            f"MCP: nothing answers at {url} (make local starts the MCP server; or pass --mcp-url), skipped"
+        )
+    return mcp_probe.McpProbe(
+        url=url,
+        tokens=tokens,
+        tool_prefix="",
+        description=f"the MCP server at {url}",
+        hints=mcp_probe.local_hints(str(mcp_server.default_server().log_file)),
+    )
+
+
+def _deployed(args: argparse.Namespace, stack: ExitStack, session: Any, users: tuple[str, str]) -> Target:
     from infra.config import ConfigError, load_config_from_cdk_json
 
     overrides = dict(item.partition("=")[::2] for item in args.context)
@@ -97,13 +125,14 @@ def _deployed(
     arn, qualifier, mode = outputs["AgentRuntimeArn"], outputs["AgentEndpointName"], outputs["AuthMode"]
     hints = targets.deployed_hints(region, outputs.get("AgentRuntimeId"), prefix)
     if mode == "iam":
-        return targets.IamInvoker(
+        iam = targets.IamInvoker(
             client=session.client("bedrock-agentcore", region_name=region),
             runtime_arn=arn,
             qualifier=qualifier,
             description=f"{arn} ({qualifier}) with IAM and runtimeUserId",
             hints=hints,
         )
+        return iam, scenario.McpSkipped("MCP: no gateway with auth.mode=iam (its tools need user tokens), skipped")
     if args.token_a and args.token_b:
         tokens = {users[0]: args.token_a, users[1]: args.token_b}
     elif mode == "cognito":
@@ -122,11 +151,32 @@ def _deployed(
             "auth.mode=jwt: pass two users' access tokens from your IdP with --token-a/--token-b "
             "(or SMOKE_TOKEN_A/SMOKE_TOKEN_B); they must be different users"
         )
-    return targets.BearerInvoker(
+    invoker = targets.BearerInvoker(
         url=targets.runtime_url(region, arn, qualifier),
         tokens=tokens,
         description=f"{arn} ({qualifier}) over HTTPS with bearer tokens ({mode})",
         hints=hints,
+    )
+    return invoker, _gateway(session.client("cloudformation", region_name=region), region, prefix, tokens)
+
+
+def _gateway(
+    cloudformation: Any, region: str, prefix: str, tokens: dict[str, str]
+) -> scenario.McpTools | scenario.McpSkipped:
+    """The ``-Gateway`` stack's MCP endpoint and tool prefix, called with the agent steps' tokens."""
+    outputs = targets.stack_outputs(cloudformation, f"{prefix}-Gateway")
+    if outputs is None:
+        return scenario.McpSkipped("MCP: no gateway deployed (gateway.enabled=false), skipped")
+    missing = [k for k in ("GatewayUrl", "GatewayToolPrefix") if k not in outputs]
+    if missing:
+        raise SetupError(f"stack {prefix}-Gateway lacks the outputs {', '.join(missing)}: redeploy this version")
+    url = outputs["GatewayUrl"]
+    return mcp_probe.McpProbe(
+        url=url,
+        tokens=tokens,
+        tool_prefix=outputs["GatewayToolPrefix"],
+        description=f"the gateway {url}",
+        hints=mcp_probe.gateway_hints(region, prefix),
     )
 
 
@@ -143,14 +193,14 @@ def main(
     with ExitStack() as stack:
         try:
             if args.local:
-                invoker: Any = _local(args, users, mint)
+                invoker, mcp = _local(args, users, mint)
                 timeout = args.recall_timeout or 60.0
             else:
                 if session is None:
                     import boto3
 
                     session = boto3.Session()
-                invoker = _deployed(args, stack, session, users)
+                invoker, mcp = _deployed(args, stack, session, users)
                 timeout = args.recall_timeout or 180.0
         except SetupError as err:
             out.write(f"SMOKE SETUP FAILED: {err}\n")
@@ -159,13 +209,16 @@ def main(
             out.write(f"SMOKE SETUP FAILED: {type(err).__name__}: {err}\n")
             return 2
         out.write(f"smoke: {invoker.description}\n")
+        if not isinstance(mcp, scenario.McpSkipped):
+            out.write(f"smoke: then over MCP, {mcp.description}\n")
         try:
-            result = scenario.run(invoker, users=users, recall_timeout_s=timeout, out=out)
+            result = scenario.run(invoker, users=users, recall_timeout_s=timeout, out=out, mcp=mcp)
         except scenario.SmokeError as err:
             out.write(f"FAILED\n\nSMOKE FAILED: {err}\nWhat to look at:\n")
             out.writelines(f"  - {hint}\n" for hint in err.hints)
             return 1
-    out.write(f"SMOKE PASSED: memory carries across sessions and stays per user ({result.seconds:.2f} s)\n")
+    paths = "" if result.mcp_skipped else ", through the agent and over MCP"
+    out.write(f"SMOKE PASSED: memory carries across sessions and stays per user{paths} ({result.seconds:.2f} s)\n")
     return 0
 
 

@@ -1,19 +1,30 @@
-"""``python -m smoke --local`` against a real local agent (``python -m runtime_handler``) and a real Hindsight."""
+"""``python -m smoke --local`` against a real local agent (``python -m runtime_handler``), the real local MCP server
+(``localdev.mcp_server``) and a real Hindsight."""
 
 from __future__ import annotations
 
 import io
+import urllib.parse
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from localdev.agent import LocalAgent
+from localdev.mcp_server import MCP_PATH, create_app
 from localdev.token_issuer import TokenIssuer
 from smoke.__main__ import main
-from tests.unit.runtime_handler.serving import free_port
+from tests.unit.runtime_handler.serving import free_port, serve
 
 pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(autouse=True)
+def _no_default_mcp_server(refused_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default MCP port points where nothing listens: a `make local` on this machine must not join the tests."""
+    port = urllib.parse.urlsplit(refused_url).port
+    monkeypatch.setenv("LOCAL_MCP_PORT", str(port))
 
 
 @pytest.fixture(scope="module")
@@ -24,18 +35,72 @@ def agent_url(local_hindsight: Any, token_issuer: TokenIssuer, tmp_path_factory:
     agent.stop()
 
 
-def test_smoke_passes_against_the_local_agent_and_prints_each_step(agent_url: str, token_issuer: TokenIssuer) -> None:
+@pytest.fixture(scope="module")
+def mcp_url(local_hindsight: Any, token_issuer: TokenIssuer) -> Iterator[str]:
+    """The real local MCP server app (the one `make local` runs), on the same Hindsight and issuer as the agent."""
+    app = create_app(
+        hindsight_url=local_hindsight.url, discovery_url=token_issuer.discovery_url, public_url="http://127.0.0.1"
+    )
+    with serve(app) as url:
+        yield url + MCP_PATH
+
+
+def test_smoke_passes_through_the_agent_and_over_mcp_and_prints_each_step(
+    agent_url: str, mcp_url: str, token_issuer: TokenIssuer
+) -> None:
     out = io.StringIO()
-    code = main(["--local", "--agent-url", agent_url, "--recall-timeout", "90"], out=out, mint=token_issuer.mint)
+    args = ["--local", "--agent-url", agent_url, "--mcp-url", mcp_url, "--recall-timeout", "90"]
+    code = main(args, out=out, mint=token_issuer.mint)
     report = out.getvalue()
     print(report)  # the step timings, in the test log
     assert code == 0, report
-    assert "[1/3] user A, session 1: tell a code word ... ok in" in report
-    assert "[2/3] user A, session 2: recall it ... ok in" in report
+    assert f"smoke: then over MCP, the MCP server at {mcp_url}" in report
+    assert "[1/5] user A, session 1: tell a code word ... ok in" in report
+    assert "[2/5] user A, session 2: recall it ... ok in" in report
     assert "the code word came back" in report
-    assert "[3/3] user B, session 3: must not recall it ... ok in" in report
+    assert "[3/5] user B, session 3: must not recall it ... ok in" in report
     assert "recalled nothing of user A" in report
-    assert report.rstrip().splitlines()[-1].startswith("SMOKE PASSED")
+    # The MCP tools act on the agent's banks for the token's user: A's recall finds what the agent was told
+    assert "[4/5] user A over MCP (recall): recall the code word ... ok in" in report
+    assert "recall found the code word after" in report
+    assert "[5/5] user B over MCP (recall): must not recall it ... ok in" in report
+    assert "recall found nothing of user A" in report
+    assert (
+        report.rstrip()
+        .splitlines()[-1]
+        .startswith("SMOKE PASSED: memory carries across sessions and stays per user, through the agent and over MCP")
+    )
+
+
+def test_without_an_mcp_server_the_mcp_steps_are_skipped_and_said_so(
+    agent_url: str, token_issuer: TokenIssuer, refused_url: str
+) -> None:
+    out = io.StringIO()
+    code = main(["--local", "--agent-url", agent_url, "--recall-timeout", "90"], out=out, mint=token_issuer.mint)
+    report = out.getvalue()
+    assert code == 0, report
+    assert "[3/3] user B, session 3: must not recall it ... ok in" in report
+    skipped = (
+        f"MCP: nothing answers at {refused_url}/mcp (make local starts the MCP server; or pass --mcp-url), skipped"
+    )
+    assert f"\n{skipped}\n" in report
+    assert "over MCP" not in report
+    assert report.rstrip().splitlines()[-1].startswith("SMOKE PASSED: memory carries across sessions")
+
+
+def test_an_explicit_mcp_url_that_refuses_connections_fails_the_smoke_naming_it(
+    agent_url: str, token_issuer: TokenIssuer, refused_url: str
+) -> None:
+    out = io.StringIO()
+    url = refused_url + "/mcp"
+    args = ["--local", "--agent-url", agent_url, "--mcp-url", url, "--recall-timeout", "90"]
+    code = main(args, out=out, mint=token_issuer.mint)
+    report = out.getvalue()
+    assert code == 1, report
+    assert "[3/5] user B, session 3: must not recall it ... ok in" in report
+    assert "SMOKE FAILED: MCP recall as smoke-a-" in report
+    assert f"cannot reach the MCP server at {url}" in report
+    assert "  - MCP server log: " in report
 
 
 def test_a_token_the_agent_refuses_fails_the_smoke_and_says_where_to_look(

@@ -1,12 +1,15 @@
 """``python -m smoke`` against a deployed stack: outputs from CloudFormation, tokens from Cognito's admin APIs or the
-caller, turns over HTTPS (JWT) or ``InvokeAgentRuntime`` with ``runtimeUserId`` (IAM). AWS is stubbed at the
-boundary with botocore's Stubber; the JWT runtime endpoint is a real local HTTP server that behaves like the agent."""
+caller, turns over HTTPS (JWT) or ``InvokeAgentRuntime`` with ``runtimeUserId`` (IAM), then the memory tools over MCP
+on the ``-Gateway`` stack's endpoint. AWS is stubbed at the boundary with botocore's Stubber; the JWT runtime endpoint
+is a real local HTTP server that behaves like the agent, the gateway a real MCP server (the ``mcp`` SDK's) that
+behaves like the gateway."""
 
 from __future__ import annotations
 
 import io
 import json
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import boto3
@@ -18,6 +21,7 @@ from werkzeug import Request, Response
 
 from smoke import targets
 from smoke.__main__ import main
+from tests.unit.runtime_handler.serving import serve
 
 ARN = "arn:aws:bedrock-agentcore:us-east-1:111122223333:runtime/HindsightMemory_dev_assistant-abc123"
 REGION = "us-east-1"
@@ -64,6 +68,10 @@ def _stack(stubs: Stubber, name: str, outputs: dict[str, str]) -> None:
         },
         {"StackName": name},
     )
+
+
+def _no_stack(stubs: Stubber, name: str) -> None:
+    stubs.add_client_error("describe_stacks", "ValidationError", f"Stack with id {name} does not exist")
 
 
 def _agent_outputs(mode: str) -> dict[str, str]:
@@ -116,6 +124,7 @@ def test_cognito_mode_creates_two_temporary_users_and_passes(runtime: FakeRuntim
             "HindsightMemory-dev-Identity",
             {"UserPoolId": "us-east-1_pool", "UserPoolClientId": "client-1"},
         )
+        _no_stack(aws.stubs["cloudformation"], "HindsightMemory-dev-Gateway")
         cognito = aws.stubs["cognito-idp"]
         for n in ("a", "b"):
             cognito.add_response(
@@ -151,9 +160,16 @@ def test_cognito_mode_creates_two_temporary_users_and_passes(runtime: FakeRuntim
 def test_jwt_mode_uses_the_callers_tokens(runtime: FakeRuntime) -> None:
     with FakeSession("cloudformation") as aws:
         _stack(aws.stubs["cloudformation"], "HindsightMemory-dev-Agent", _agent_outputs("jwt"))
+        _no_stack(aws.stubs["cloudformation"], "HindsightMemory-dev-Gateway")
         out = io.StringIO()
         assert main(["--token-a", "token-1", "--token-b", "token-2"], out=out, session=aws) == 0, out.getvalue()
     assert {s["Authorization"] for s in runtime.seen} == {"Bearer token-1", "Bearer token-2"}
+    # No -Gateway stack: the MCP steps are skipped, and said so; the numbering counts only the steps that run.
+    report = out.getvalue()
+    assert "[3/3] user B, session 3: must not recall it ... ok" in report
+    assert "\nMCP: no gateway deployed (gateway.enabled=false), skipped\n" in report
+    assert "over MCP" not in report
+    assert report.rstrip().splitlines()[-1].startswith("SMOKE PASSED: memory carries across sessions")
 
 
 def test_jwt_mode_without_tokens_says_how_to_get_them() -> None:
@@ -173,6 +189,7 @@ def test_a_leak_between_users_fails_the_smoke(runtime: FakeRuntime) -> None:
     runtime.turn = shared  # type: ignore[method-assign]
     with FakeSession("cloudformation") as aws:
         _stack(aws.stubs["cloudformation"], "HindsightMemory-dev-Agent", _agent_outputs("jwt"))
+        _no_stack(aws.stubs["cloudformation"], "HindsightMemory-dev-Gateway")
         out = io.StringIO()
         assert main(["--token-a", "token-1", "--token-b", "token-2"], out=out, session=aws) == 1
     assert "another user recalled user A's memory" in out.getvalue()
@@ -223,6 +240,8 @@ def test_iam_mode_invokes_with_runtime_user_id() -> None:
     assert {c["qualifier"] for c in calls} == {"live"}
     assert all(len(c["runtimeSessionId"]) >= 33 for c in calls)
     assert len({c["runtimeSessionId"] for c in calls}) == 3
+    # IAM has no user tokens, so no gateway: not even looked up (the Stubber would refuse an unexpected call)
+    assert "MCP: no gateway with auth.mode=iam (its tools need user tokens), skipped" in out.getvalue()
 
 
 def test_a_missing_stack_is_a_setup_failure_with_what_to_do() -> None:
@@ -233,3 +252,143 @@ def test_a_missing_stack_is_a_setup_failure_with_what_to_do() -> None:
         out = io.StringIO()
         assert main([], out=out, session=aws) == 2
     assert "does not exist in us-east-1: deploy first" in out.getvalue()
+
+
+GATEWAY_PREFIX = "memory___"
+
+
+class FakeGateway:
+    """The AgentCore Gateway as an MCP client sees it: streamable HTTP served by the ``mcp`` SDK, the tools named
+    ``memory___<tool>``, a bearer token required (401 otherwise), each call answered from the fake runtime's memories
+    of the token's user (the banks the agent uses)."""
+
+    def __init__(self, runtime: FakeRuntime) -> None:
+        self.runtime = runtime
+        self.calls: list[tuple[str, str, dict[str, Any]]] = []
+        self.shared = False  # True: one bank for everyone (broken isolation)
+        self.refuse = False  # True: every token is refused (401), as the authorizer does with a wrong client
+
+    def app(self) -> Any:
+        import mcp.types as types
+        from mcp.server.lowlevel.server import Server
+        from starlette.responses import JSONResponse
+
+        async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+            names = ("recall", "reflect", "remember", "forget", "list_recent")
+            schema = {"type": "object", "properties": {"query": {"type": "string"}}}
+            return types.ListToolsResult(
+                tools=[types.Tool(name=GATEWAY_PREFIX + n, description=n, input_schema=schema) for n in names]
+            )
+
+        async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+            token = ctx.request.headers["authorization"].removeprefix("Bearer ")
+            self.calls.append((token, params.name, dict(params.arguments or {})))
+            if self.shared:
+                texts = [t for memories in self.runtime.memories.values() for t in memories]
+            else:
+                texts = list(self.runtime.memories.get(token, []))
+            memories = [{"id": str(i), "text": t} for i, t in enumerate(texts)]
+            text = "\n".join(f"- {t}" for t in texts) or "No memories matched."
+            return types.CallToolResult(
+                content=[types.TextContent(type="text", text=text)], structured_content={"memories": memories}
+            )
+
+        server: Server[Any] = Server("gateway", on_list_tools=list_tools, on_call_tool=call_tool)
+        inner = server.streamable_http_app(streamable_http_path="/mcp", stateless_http=True, json_response=True)
+
+        async def app(scope: Any, receive: Any, send: Any) -> None:
+            headers = dict(scope.get("headers") or [])
+            token_ok = headers.get(b"authorization", b"").startswith(b"Bearer token-") and not self.refuse
+            if scope["type"] == "http" and not token_ok:
+                await JSONResponse({"error": "invalid_token"}, status_code=401)(scope, receive, send)
+                return
+            await inner(scope, receive, send)
+
+        return app
+
+
+@pytest.fixture
+def gateway(runtime: FakeRuntime) -> Iterator[tuple[FakeGateway, str]]:
+    fake = FakeGateway(runtime)
+    with serve(fake.app()) as url:
+        yield fake, url + "/mcp"
+
+
+def _gateway_outputs(url: str) -> dict[str, str]:
+    return {"GatewayUrl": url, "GatewayId": "gw-1", "GatewayToolPrefix": GATEWAY_PREFIX}
+
+
+def test_a_deployed_gateway_adds_the_mcp_steps_with_the_agent_steps_tokens(
+    runtime: FakeRuntime, gateway: tuple[FakeGateway, str]
+) -> None:
+    fake, url = gateway
+    with FakeSession("cloudformation") as aws:
+        _stack(aws.stubs["cloudformation"], "HindsightMemory-dev-Agent", _agent_outputs("jwt"))
+        _stack(aws.stubs["cloudformation"], "HindsightMemory-dev-Gateway", _gateway_outputs(url))
+        out = io.StringIO()
+        code = main(["--token-a", "token-1", "--token-b", "token-2"], out=out, session=aws)
+    report = out.getvalue()
+    assert code == 0, report
+    assert f"smoke: then over MCP, the gateway {url}" in report
+    assert "[1/5] user A, session 1: tell a code word ... ok" in report
+    assert "[4/5] user A over MCP (memory___recall): recall the code word ... ok in" in report
+    assert "memory___recall found the code word after 1 attempt(s)" in report
+    assert "[5/5] user B over MCP (memory___recall): must not recall it ... ok in" in report
+    assert "memory___recall found nothing of user A" in report
+    assert (
+        report.rstrip()
+        .splitlines()[-1]
+        .startswith("SMOKE PASSED: memory carries across sessions and stays per user, through the agent and over MCP")
+    )
+    # The prefixed tool, called with the same users' tokens the agent turns carried
+    assert [(token, name) for token, name, _ in fake.calls] == [
+        ("token-1", "memory___recall"),
+        ("token-2", "memory___recall"),
+    ]
+
+
+def test_a_leak_over_mcp_fails_the_smoke_and_points_at_the_gateway_logs(
+    runtime: FakeRuntime, gateway: tuple[FakeGateway, str]
+) -> None:
+    fake, url = gateway
+    fake.shared = True
+    with FakeSession("cloudformation") as aws:
+        _stack(aws.stubs["cloudformation"], "HindsightMemory-dev-Agent", _agent_outputs("jwt"))
+        _stack(aws.stubs["cloudformation"], "HindsightMemory-dev-Gateway", _gateway_outputs(url))
+        out = io.StringIO()
+        code = main(["--token-a", "token-1", "--token-b", "token-2"], out=out, session=aws)
+    report = out.getvalue()
+    assert code == 1, report
+    assert "SMOKE FAILED: MCP, user B: memory___recall returned user A's memory" in report
+    assert "ISOLATION FAILURE over MCP" in report
+    assert "the HindsightMemory-dev-Gateway stack's InterceptorLogs log group (region us-east-1)" in report
+    assert "the HindsightMemory-dev-Gateway stack's TargetLogs log group" in report
+
+
+def test_a_token_the_gateway_refuses_fails_the_smoke_with_the_status(
+    runtime: FakeRuntime, gateway: tuple[FakeGateway, str]
+) -> None:
+    fake, url = gateway
+    fake.refuse = True  # e.g. the authorizer's allowed clients do not include the tokens' client
+    with FakeSession("cloudformation") as aws:
+        _stack(aws.stubs["cloudformation"], "HindsightMemory-dev-Agent", _agent_outputs("jwt"))
+        _stack(aws.stubs["cloudformation"], "HindsightMemory-dev-Gateway", _gateway_outputs(url))
+        out = io.StringIO()
+        code = main(["--token-a", "token-1", "--token-b", "token-2"], out=out, session=aws)
+    report = out.getvalue()
+    assert code == 1, report
+    assert "[3/5] user B, session 3: must not recall it ... ok" in report
+    assert "SMOKE FAILED: MCP memory___recall as smoke-a-" in report
+    assert f"the MCP server at {url} refused the user's token (HTTP 401)" in report
+    assert "InterceptorLogs log group" in report
+
+
+def test_a_gateway_stack_without_its_outputs_is_a_setup_failure() -> None:
+    with FakeSession("cloudformation") as aws:
+        _stack(aws.stubs["cloudformation"], "HindsightMemory-dev-Agent", _agent_outputs("jwt"))
+        _stack(aws.stubs["cloudformation"], "HindsightMemory-dev-Gateway", {"GatewayId": "gw-1"})
+        out = io.StringIO()
+        assert main(["--token-a", "token-1", "--token-b", "token-2"], out=out, session=aws) == 2
+    assert "stack HindsightMemory-dev-Gateway lacks the outputs GatewayUrl, GatewayToolPrefix: redeploy" in (
+        out.getvalue()
+    )
