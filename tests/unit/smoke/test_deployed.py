@@ -318,16 +318,21 @@ def _gateway_outputs(url: str) -> dict[str, str]:
     return {"GatewayUrl": url, "GatewayId": "gw-1", "GatewayToolPrefix": GATEWAY_PREFIX}
 
 
-def test_a_deployed_gateway_adds_the_mcp_steps_with_the_agent_steps_tokens(
-    runtime: FakeRuntime, gateway: tuple[FakeGateway, str]
-) -> None:
-    fake, url = gateway
+def _smoke_with_gateway(url: str) -> tuple[int, str]:
+    """The smoke against a jwt-mode Agent stack and a Gateway stack serving MCP at ``url``: (exit code, report)."""
     with FakeSession("cloudformation") as aws:
         _stack(aws.stubs["cloudformation"], "HindsightMemory-dev-Agent", _agent_outputs("jwt"))
         _stack(aws.stubs["cloudformation"], "HindsightMemory-dev-Gateway", _gateway_outputs(url))
         out = io.StringIO()
         code = main(["--token-a", "token-1", "--token-b", "token-2"], out=out, session=aws)
-    report = out.getvalue()
+    return code, out.getvalue()
+
+
+def test_a_deployed_gateway_adds_the_mcp_steps_with_the_agent_steps_tokens(
+    runtime: FakeRuntime, gateway: tuple[FakeGateway, str]
+) -> None:
+    fake, url = gateway
+    code, report = _smoke_with_gateway(url)
     assert code == 0, report
     assert f"smoke: then over MCP, the gateway {url}" in report
     assert "[1/5] user A, session 1: tell a code word ... ok" in report
@@ -352,12 +357,7 @@ def test_a_leak_over_mcp_fails_the_smoke_and_points_at_the_gateway_logs(
 ) -> None:
     fake, url = gateway
     fake.shared = True
-    with FakeSession("cloudformation") as aws:
-        _stack(aws.stubs["cloudformation"], "HindsightMemory-dev-Agent", _agent_outputs("jwt"))
-        _stack(aws.stubs["cloudformation"], "HindsightMemory-dev-Gateway", _gateway_outputs(url))
-        out = io.StringIO()
-        code = main(["--token-a", "token-1", "--token-b", "token-2"], out=out, session=aws)
-    report = out.getvalue()
+    code, report = _smoke_with_gateway(url)
     assert code == 1, report
     assert "SMOKE FAILED: MCP, user B: memory___recall returned user A's memory" in report
     assert "ISOLATION FAILURE over MCP" in report
@@ -370,12 +370,7 @@ def test_a_token_the_gateway_refuses_fails_the_smoke_with_the_status(
 ) -> None:
     fake, url = gateway
     fake.refuse = True  # e.g. the authorizer's allowed clients do not include the tokens' client
-    with FakeSession("cloudformation") as aws:
-        _stack(aws.stubs["cloudformation"], "HindsightMemory-dev-Agent", _agent_outputs("jwt"))
-        _stack(aws.stubs["cloudformation"], "HindsightMemory-dev-Gateway", _gateway_outputs(url))
-        out = io.StringIO()
-        code = main(["--token-a", "token-1", "--token-b", "token-2"], out=out, session=aws)
-    report = out.getvalue()
+    code, report = _smoke_with_gateway(url)
     assert code == 1, report
     assert "[3/5] user B, session 3: must not recall it ... ok" in report
     assert "SMOKE FAILED: MCP memory___recall as smoke-a-" in report
