@@ -293,8 +293,7 @@ def create_app(
                 await asyncio.wait_for(asyncio.wrap_future(future), timeout=10)
 
     app = BedrockAgentCoreApp(lifespan=lifespan, middleware=[Middleware(BodyGuard, max_bytes=settings.max_body_bytes)])
-    agent.retains.app = app
-    agent.retains.follow_backlog(getattr(agent.memory, "spool", None))
+    agent.retains.attach(app, spool=getattr(agent.memory, "spool", None))
 
     async def invoke(payload: Any, context: Any) -> Any:  # the SDK passes context only to a parameter so named
         return await agent.invoke(payload, context)

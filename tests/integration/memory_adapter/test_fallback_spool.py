@@ -62,8 +62,7 @@ def test_turns_wait_on_disk_while_the_queue_is_unreachable_and_reach_it_once_it_
         queue_spool(queues, sqs_proxy, moto_server), DirectorySpool(tmp_path), retry_s=0.05, max_retry_s=0.2
     )
     app = BedrockAgentCoreApp()
-    watcher = RetainWatcher(wait_s=1, app=app)
-    watcher.follow_backlog(spool)
+    RetainWatcher(wait_s=1).attach(app, spool=spool)
     assert app.get_current_ping_status() is PingStatus.HEALTHY
     sqs_proxy.set_mode("refused")
 
@@ -108,7 +107,7 @@ def test_a_backlog_left_by_an_earlier_process_is_sent_and_holds_the_session_unti
     app = BedrockAgentCoreApp()
 
     # WHEN the new process's app starts following the spool
-    RetainWatcher(wait_s=1, app=app).follow_backlog(spool)
+    RetainWatcher(wait_s=1).attach(app, spool=spool)
 
     # THEN the session is busy until the queue answers and has the turn
     assert app.get_current_ping_status() is PingStatus.HEALTHY_BUSY

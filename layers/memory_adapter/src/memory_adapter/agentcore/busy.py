@@ -6,7 +6,7 @@ background delivery must not be cut off with it. Each retain therefore becomes a
 The handle always resolves (the adapter's retries and the spool's calls are bounded), so a session is never held for
 good; a retain still on its way after ``wait_s`` is logged and stays busy. The answer never waits for any of this.
 A turn the queue could not take waits on the microVM's disk (:class:`~memory_adapter.fallback_spool.FallbackSpool`):
-:meth:`RetainWatcher.follow_backlog` keeps the session busy until it is sent.
+:meth:`RetainWatcher.attach` (with the spool) keeps the session busy until it is sent.
 """
 
 from __future__ import annotations
@@ -43,6 +43,11 @@ class RetainWatcher:
         self._watchers: set[asyncio.Future[None]] = set()
         self._backlog_task: int | None = None
         self._backlog_lock = threading.Lock()
+
+    def attach(self, app: AsyncTaskTracker, *, spool: object = None) -> None:
+        """Report through ``app``'s ``/ping`` from now on: pending retains, and ``spool``'s local backlog."""
+        self.app = app
+        self.follow_backlog(spool)
 
     def follow_backlog(self, spool: object) -> None:
         """Also busy while ``spool`` holds turns on local disk (they die with the microVM); no-op for other spools."""

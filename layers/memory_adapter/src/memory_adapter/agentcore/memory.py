@@ -189,8 +189,7 @@ class AgentCoreMemory:
 
     def attach(self, app: AsyncTaskTracker) -> None:
         """Report pending retains through ``app``'s ``/ping`` (done by :meth:`create_app`; for an app you built)."""
-        self.retains.app = app
-        self.retains.follow_backlog(getattr(self.memory, "spool", None))
+        self.retains.attach(app, spool=getattr(self.memory, "spool", None))
         self.app = app  # type: ignore[assignment]
 
     def entrypoint(self, handler: _H) -> _H:
