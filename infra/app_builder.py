@@ -86,6 +86,7 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
         foundation=foundation,
         database=data.database,
         identity=identity.identity if identity else None,
+        parameter_prefix=config.parameter_prefix,
         env=env,
     )
     gateway_url_parameter = f"{config.parameter_prefix}/gateway/mcp-url"

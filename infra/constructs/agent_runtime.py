@@ -98,6 +98,7 @@ class AgentRuntime(Construct):
         self.environment = agent_environment(
             config,
             auth,
+            scope=self,
             memory=memory,
             identity=identity,
             retain_queue_url=retain_queue.queue.queue_url,
@@ -161,6 +162,7 @@ def agent_environment(
     config: AgentConfig,
     auth: AuthConfig,
     *,
+    scope: Construct,
     memory: MemoryService,
     identity: Identity | None,
     retain_queue_url: str,
@@ -169,7 +171,7 @@ def agent_environment(
     """Exactly the variables ``runtime_handler.settings.Settings.from_env`` reads (plus Powertools' own)."""
     env = {
         rs.ENV_AGENT_NAME: config.name,
-        rs.ENV_HINDSIGHT_API_URL: memory.url,
+        rs.ENV_HINDSIGHT_API_URL: memory.url_in(scope),
         rs.ENV_MEMORY_SPOOL_QUEUE_URL: retain_queue_url,
         rs.ENV_MODEL_PROVIDER: "bedrock",
         rs.ENV_MODEL_ID: config.model_id,
@@ -188,7 +190,7 @@ def agent_environment(
     env[rs.ENV_AUTH_MODE] = "jwt"
     # Keys from the SSM mirror and the configured issuer, like Hindsight's: the VPC has no route to the issuer, so
     # no discovery URL is given (the agent would otherwise fetch the issuer's JWKS over the internet).
-    env.update(identity.verifier_environment())
+    env.update(identity.verifier_environment(scope))
     if gateway is not None:
         env[rs.ENV_MEMORY_TOOLS_GATEWAY_URL_PARAMETER] = gateway.url_parameter
         env[rs.ENV_MEMORY_TOOLS_GATEWAY_TARGET] = gateway.target_name

@@ -88,7 +88,7 @@ class MemoryAdmin(Construct):
         memory.allow_from(self)
         #: Exactly the variables ``index.FunctionSettings`` reads, plus Powertools' namespace.
         self.environment = {
-            index.ENV_HINDSIGHT_URL: memory.url,
+            index.ENV_HINDSIGHT_URL: memory.url_in(self),
             index.ENV_OPERATOR_KEY_SECRET_ARN: memory.operator_key_secret_arn,
             index.ENV_BUCKET: bucket.bucket_name,
             index.ENV_BUCKET_KEY_ARN: bucket.key.key_arn,

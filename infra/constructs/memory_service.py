@@ -31,6 +31,7 @@ from constructs import Construct
 from infra.config import AuthConfig, HindsightConfig
 from infra.constructs.alerts import Alerts
 from infra.constructs.database import VectorDatabase
+from infra.constructs.handoff import Handoff
 from infra.constructs.hindsight_secrets import HindsightSecrets
 from infra.constructs.hindsight_task import (
     API_COMMAND,
@@ -77,6 +78,7 @@ class MemoryService(Construct):
         agent_name: str,
         logs_key: kms.IKey,
         alerts: Alerts,
+        parameter_prefix: str,
     ) -> None:
         super().__init__(scope, construct_id)
         self.config = config
@@ -111,7 +113,7 @@ class MemoryService(Construct):
             environment={
                 **hindsight_environment(config, database=database.container_environment()),
                 **isolation_environment(
-                    auth, identity, agent_name=agent_name, expiry_grace_s=auth.retain_grace_seconds
+                    auth, identity, scope=self, agent_name=agent_name, expiry_grace_s=auth.retain_grace_seconds
                 ),
             },
             secrets=secrets,
@@ -178,7 +180,26 @@ class MemoryService(Construct):
             api_service=self.api_service,
             alerts=alerts,
         )
+        #: The URL in this stack; later stacks read it with :meth:`url_in` (HTTPS on or off changes it).
         self.url = self.load_balancing.url
+        self._url = Handoff(
+            self,
+            "UrlHandoff",
+            parameter_name=f"{parameter_prefix}/memory/url",
+            value=self.url,
+            description="Hindsight's URL inside the VPC, for the later stacks",
+        )
+        # The worker services come and go with hindsight.worker_count: later stacks read their names by parameter.
+        self._worker_names = [
+            Handoff(
+                self,
+                f"Worker{i}NameHandoff",
+                parameter_name=f"{parameter_prefix}/memory/worker-{i}/service-name",
+                value=service.service_name,
+                description=f"The ECS service name of Hindsight's worker-{i}, for the later stacks",
+            )
+            for i, service in enumerate(self.worker_services, 1)
+        ]
         self.listener_port = self.load_balancing.listener_port
         self.connections: ec2.Connections = self.load_balancing.load_balancer.connections
         triggers = [
@@ -205,6 +226,14 @@ class MemoryService(Construct):
             logs_key=logs_key,
             alerts=alerts,
         )
+
+    def url_in(self, scope: Construct) -> str:
+        """Hindsight's URL as scope's stack reads it (an SSM handoff; scope's stack deploys after this one)."""
+        return self._url.value_in(scope)
+
+    def worker_service_names_in(self, scope: Construct) -> list[str]:
+        """The worker services' names, worker-1 first, as scope's stack reads them (SSM handoffs)."""
+        return [handoff.value_in(scope) for handoff in self._worker_names]
 
     @property
     def operator_key_secret_arn(self) -> str:

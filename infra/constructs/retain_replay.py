@@ -86,7 +86,7 @@ class RetainReplay(Construct):
             log_group_id="Logs",
             memory_size=256,
             environment={
-                HINDSIGHT_API_URL_ENV: memory.url,
+                HINDSIGHT_API_URL_ENV: memory.url_in(self),
                 RETAIN_DEAD_LETTER_QUEUE_URL_ENV: queue.dead_letters.queue_url,
                 RETAIN_DELIVERY_TIMEOUT_ENV: str(config.delivery_timeout_seconds),
                 SERVICE_NAME_ENV: SERVICE_NAME,

@@ -34,6 +34,7 @@ class MemoryServiceStack(PartAwareStack):
         foundation: Foundation,
         database: VectorDatabase,
         identity: Identity | None,
+        parameter_prefix: str,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
@@ -48,6 +49,7 @@ class MemoryServiceStack(PartAwareStack):
             agent_name=agent_name,
             logs_key=foundation.logs_key,
             alerts=foundation.alerts,
+            parameter_prefix=parameter_prefix,
         )
         CfnOutput(self, "HindsightUrl", value=self.memory.url, description="Hindsight API (inside the VPC)")
         CfnOutput(
