@@ -18,6 +18,7 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from infra.config import DatabaseConfig, DatabaseEngine
+from infra.constructs.alerts import Alerts
 from infra.constructs.database_login import PASSWORD_EXCLUDED_CHARACTERS, DatabaseLogin, rotation_security_group
 from infra.constructs.network import Network
 from infra.constructs.rds_ca_bundle import RdsCaBundle
@@ -34,6 +35,34 @@ ENV_DB_HOST, ENV_DB_PORT, ENV_DB_NAME = "DB_HOST", "DB_PORT", "DB_NAME"
 ENV_DB_USERNAME, ENV_DB_PASSWORD, ENV_DB_CA_BUNDLE = "DB_USERNAME", "DB_PASSWORD", "DB_CA_BUNDLE"
 #: Server parameters of either engine: TLS only, and every connection and disconnection logged.
 SERVER_PARAMETERS = {"rds.force_ssl": "1", "log_connections": "1", "log_disconnections": "1"}
+#: The rotations' windows (UTC): the login's ``rate()`` window opens at midnight; the master's starts at 04:00.
+LOGIN_ROTATION_WINDOW = "2h"
+MASTER_ROTATION_WINDOW = "2h"
+MASTER_ROTATION_HOUR = 4
+#: Secrets Manager's CloudTrail events of a rotation that did not complete.
+ROTATION_FAILURE_EVENTS = ("RotationFailed", "RotationAbandoned")
+
+
+def master_rotation_schedule(rotation_days: int) -> str:
+    """The master's ``cron()``: at :data:`MASTER_ROTATION_HOUR` UTC on day 1 of each month and every
+    ``rotation_days`` after it (only day 1 when that is a month or more)."""
+    days = f"1/{rotation_days}" if rotation_days < 28 else "1"
+    return f"cron(0 {MASTER_ROTATION_HOUR} {days} * ? *)"
+
+
+def rotation_failed_pattern(secret_arns: list[str]) -> events.EventPattern:
+    """The events of a rotation of one of secret_arns failing (Secrets Manager emits no metric for it)."""
+    return events.EventPattern(
+        source=["aws.secretsmanager"],
+        detail_type=["AWS Service Event via CloudTrail"],
+        detail={"eventName": list(ROTATION_FAILURE_EVENTS), "additionalEventData": {"SecretId": secret_arns}},
+    )
+
+
+def _rotation_schedule(secret: secretsmanager.ISecret) -> secretsmanager.CfnRotationSchedule:
+    """The rotation schedule CDK's rotation wiring put under secret."""
+    (schedule,) = [c for c in secret.node.find_all() if isinstance(c, secretsmanager.CfnRotationSchedule)]
+    return schedule
 
 
 class VectorDatabase(Construct):
@@ -56,6 +85,7 @@ class VectorDatabase(Construct):
         removal_policy: RemovalPolicy,
         logs_key: kms.IKey,
         parameter_prefix: str,
+        alerts: Alerts,
     ) -> None:
         super().__init__(scope, construct_id)
         self.key = kms.Key(
@@ -122,9 +152,41 @@ class VectorDatabase(Construct):
             exclude_characters=PASSWORD_EXCLUDED_CHARACTERS,
             vpc_subnets=network.subnets,
             security_group=rotation_security_group(self, "MasterRotationSecurityGroup", network),
+            # The master's generated password is minutes old at creation; rotating it at once would run beside the
+            # login's first rotation, which logs in with the master's password.
+            rotate_immediately_on_update=False,
         )
-        # The master's first rotation runs at once; not while the provisioning function is using its password.
+        # Not while the provisioning function is using the master's password.
         master_rotation.node.add_dependency(self.login.provisioning)
+        self._order_rotations(config.rotation_days)
+        self.rotation_failed_rule = alerts.route(
+            events.Rule(
+                self,
+                "RotationFailed",
+                description="A rotation of the database's master or login secret failed: the alerts topic",
+                event_pattern=rotation_failed_pattern([secret.secret_arn, self.login.secret.secret_arn]),
+            )
+        )
+
+    def _order_rotations(self, rotation_days: int) -> None:
+        """Keep the two rotations apart: the login's alternating-users rotation logs in as the master, so it must
+        never run while the master's own rotation changes that password.
+
+        The login's schedule is created after the master's, and each rotates in its own UTC window
+        (:data:`LOGIN_ROTATION_WINDOW`, :data:`MASTER_ROTATION_WINDOW`): the login every ``rotation_days`` from
+        midnight (a ``rate()`` window opens at 00:00 UTC), the master on a ``cron()`` from 04:00 on the same days
+        of each month (``1/<days>``; monthly for longer periods).
+        """
+        master, login = (_rotation_schedule(s) for s in (self.master_secret, self.login.secret))
+        login.add_dependency(master)
+        login.add_property_override(
+            "RotationRules",
+            {"ScheduleExpression": f"rate({rotation_days} days)", "Duration": LOGIN_ROTATION_WINDOW},
+        )
+        master.add_property_override(
+            "RotationRules",
+            {"ScheduleExpression": master_rotation_schedule(rotation_days), "Duration": MASTER_ROTATION_WINDOW},
+        )
 
     # -- for workloads ---------------------------------------------------------------------------------------------
 
