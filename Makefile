@@ -89,6 +89,11 @@ build: build/.built build-project ## Build the agent bundle, the layer and the H
 synth: venv node build ## Synthesize every stack into cdk.out/ (offline, no AWS credentials; AGENT=<folder> deploys your agent project)
 	AWS_EC2_METADATA_DISABLED=true npx --no-install cdk synth --quiet $(if $(AGENT),-c agent.project=$(AGENT)) $(CDK_ARGS)
 
+# What the synthesized env costs: idle per month and per 1,000 turns, from infra/cost/prices.json (dated, per region).
+.PHONY: cost
+cost: synth ## Price the synthesized stacks: idle monthly and per-1,000-turn figures (CDK_ARGS='-c env=prod' for prod)
+	$(BIN)/python -m infra.cost --outdir cdk.out
+
 .PHONY: venv hindsight-venv node setup
 venv: $(VENV)/.installed ## Create the project virtualenv
 hindsight-venv: $(HS_VENV)/.installed ## Create the local Hindsight server's virtualenv
