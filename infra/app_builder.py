@@ -9,6 +9,7 @@ from aws_cdk import App, Aws, Environment, Tags
 from infra.config import AppConfig, AuthMode
 from infra.constructs.admin_bucket import admin_bucket_name
 from infra.constructs.agent_runtime import GatewayAccess, make_runtime_name
+from infra.constructs.functions import own_helper_function_logs
 from infra.stacks.agent_stack import AgentStack
 from infra.stacks.data_stack import DataStack
 from infra.stacks.gateway_stack import GatewayStack
@@ -157,6 +158,11 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
     operations.add_stack_dependency(agent, "watches the agent and runs last: cdk deploy --all keeps the stacks' order")
     if gateway is not None:
         operations.add_stack_dependency(gateway, "shows the gateway's alarms and runs last")
+    # -- deploy-safety (issue 21): every log group the stacks cause has retention and the logs key --
+    for stack in (network, data, identity, memory, agent, gateway, operations):
+        if stack is not None:
+            own_helper_function_logs(stack, foundation.logs_key)
+    # -- end deploy-safety --
     for key, value in config.tags.items():
         Tags.of(app).add(key, value)
     Tags.of(app).add("environment", config.env_name)

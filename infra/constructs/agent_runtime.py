@@ -7,22 +7,21 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_bedrockagentcore as agentcore
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
-from aws_cdk import aws_logs as logs
 from aws_lambda_powertools.shared.constants import METRICS_NAMESPACE_ENV, SERVICE_NAME_ENV
 from constructs import Construct
 
 from infra.config import AgentConfig, AuthConfig, AuthMode
 from infra.constructs.identity import Identity
-from infra.constructs.log_retention import retention
 from infra.constructs.memory_service import MemoryService
 from infra.constructs.network import Network
 from infra.constructs.props import raise_if_invalid
 from infra.constructs.retain_queue import RetainQueue
+from infra.constructs.service_log_group import ServiceLogGroup
 from infra.permissions import SSM_READ_ACTIONS, grant_bedrock_invoke
 from runtime_handler import settings as rs
 
@@ -142,17 +141,19 @@ class AgentRuntime(Construct):
         # Undeliverable turns go to the retain queue (the microVM's disk goes with the session): send, nothing else.
         retain_queue.grant_send(self.runtime)
         self.endpoint = self.runtime.add_endpoint(ENDPOINT_NAME, description="The agent's stable endpoint")
-        # The runtime writes to /aws/bedrock-agentcore/runtimes/<id>-<endpoint> and, when they do not exist yet,
-        # creates them itself: kept forever and unencrypted. Created here first, with the configured retention and
-        # the logs key (the service first writes on the first invocation, after the deploy).
+        # The runtime writes to /aws/bedrock-agentcore/runtimes/<id>-<endpoint> and creates those groups itself,
+        # kept forever and unencrypted; whether the -DEFAULT one appears at runtime creation or at the first
+        # invocation is reported both ways, so a plain log group resource could fail with AlreadyExists. Claimed
+        # instead (created if missing, then the configured retention and the logs key), which works either way. The
+        # runtime's own properties offer no logging destination (CfnRuntime has no logging configuration).
         self.log_groups = [
-            logs.LogGroup(
+            ServiceLogGroup(
                 self,
                 f"{endpoint.title()}Logs",
                 log_group_name=runtime_log_group_name(self.runtime.agent_runtime_id, endpoint),
-                retention=retention(config.log_retention_days),
-                encryption_key=logs_key,
-                removal_policy=RemovalPolicy.DESTROY,
+                retention_days=config.log_retention_days,
+                logs_key=logs_key,
+                remove_on_delete=True,
             )
             for endpoint in (DEFAULT_ENDPOINT_NAME, ENDPOINT_NAME)
         ]

@@ -6,7 +6,7 @@ Hindsight never holds the master's credentials: it logs in as its own least-priv
 
 from __future__ import annotations
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Arn, ArnFormat, Duration, RemovalPolicy
 from aws_cdk import aws_backup as backup
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
@@ -14,6 +14,7 @@ from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_events as events
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_rds as rds
+from aws_cdk import aws_sam as sam
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
@@ -22,6 +23,7 @@ from infra.constructs.alerts import Alerts
 from infra.constructs.database_login import PASSWORD_EXCLUDED_CHARACTERS, DatabaseLogin, rotation_security_group
 from infra.constructs.network import Network
 from infra.constructs.rds_ca_bundle import RdsCaBundle
+from infra.constructs.service_log_group import ServiceLogGroup
 
 #: Pinned minor versions (pgvector 0.8 on both; cfn-lint flags deprecated ones).
 #: Bump deliberately and run the isolation tests.
@@ -39,6 +41,8 @@ SERVER_PARAMETERS = {"rds.force_ssl": "1", "log_connections": "1", "log_disconne
 LOGIN_ROTATION_WINDOW = "2h"
 MASTER_ROTATION_WINDOW = "2h"
 MASTER_ROTATION_HOUR = 4
+#: How long the groups RDS and the rotation functions create are kept (as the project's functions' own groups).
+SERVICE_LOG_RETENTION_DAYS = 90
 #: Secrets Manager's CloudTrail events of a rotation that did not complete.
 ROTATION_FAILURE_EVENTS = ("RotationFailed", "RotationAbandoned")
 
@@ -159,6 +163,9 @@ class VectorDatabase(Construct):
         # Not while the provisioning function is using the master's password.
         master_rotation.node.add_dependency(self.login.provisioning)
         self._order_rotations(config.rotation_days)
+        self.log_groups = self._claim_log_groups(
+            removal_policy, logs_key, rotations=[master_rotation, self.login.rotation]
+        )
         self.rotation_failed_rule = alerts.route(
             events.Rule(
                 self,
@@ -167,6 +174,53 @@ class VectorDatabase(Construct):
                 event_pattern=rotation_failed_pattern([secret.secret_arn, self.login.secret.secret_arn]),
             )
         )
+
+    def _claim_log_groups(
+        self,
+        removal_policy: RemovalPolicy,
+        logs_key: kms.IKey,
+        *,
+        rotations: list[secretsmanager.SecretRotation],
+    ) -> list[ServiceLogGroup]:
+        """Retention and the logs key for the groups RDS and the rotation functions create themselves: RDS's log
+        exports (connection logging is on) and ``/aws/lambda/<name>`` of each rotation function (deployed from the
+        Serverless Application Repository, whose template sets no log group). Each rotation's schedule waits for its
+        group, so the first rotation already logs into it."""
+        if isinstance(self._resource, rds.DatabaseInstance):
+            base = f"/aws/rds/instance/{self._resource.instance_identifier}"
+            exports = ["postgresql", "upgrade"]
+        else:
+            base = f"/aws/rds/cluster/{self._resource.cluster_identifier}"
+            exports = ["postgresql"]
+        keep = removal_policy is not RemovalPolicy.DESTROY  # the exports' history goes when the database goes
+        groups = [
+            ServiceLogGroup(
+                self,
+                f"{export.title()}Logs",
+                log_group_name=f"{base}/{export}",
+                retention_days=SERVICE_LOG_RETENTION_DAYS,
+                logs_key=logs_key,
+                remove_on_delete=not keep,
+            )
+            for export in exports
+        ]
+        for rotation, secret, name in zip(
+            rotations, (self.master_secret, self.login.secret), ("MasterRotation", "LoginRotation"), strict=True
+        ):
+            (application,) = [c for c in rotation.node.find_all() if isinstance(c, sam.CfnApplication)]
+            function_arn = application.get_att("Outputs.RotationLambdaARN").to_string()
+            function_name = Arn.split(function_arn, ArnFormat.COLON_RESOURCE_NAME).resource_name
+            group = ServiceLogGroup(
+                self,
+                f"{name}Logs",
+                log_group_name=f"/aws/lambda/{function_name}",
+                retention_days=SERVICE_LOG_RETENTION_DAYS,
+                logs_key=logs_key,
+                remove_on_delete=True,
+            )
+            _rotation_schedule(secret).node.add_dependency(group)
+            groups.append(group)
+        return groups
 
     def _order_rotations(self, rotation_days: int) -> None:
         """Keep the two rotations apart: the login's alternating-users rotation logs in as the master, so it must

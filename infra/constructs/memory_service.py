@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 from typing import Protocol
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
@@ -49,7 +49,12 @@ from infra.constructs.memory_load_balancer import MemoryLoadBalancer
 from infra.constructs.network import Network
 from infra.constructs.redeploy_on_rotation import RedeployOnRotation, RestartTrigger
 from infra.isolation_env import ENV_STATIC_JWKS, isolation_environment
-from infra.permissions import grant_bedrock_invoke
+from infra.permissions import (
+    MAINTENANCE_FOLLOW_ACTIONS,
+    MAINTENANCE_RUN_ACTIONS,
+    PASS_ROLE_ACTION,
+    grant_bedrock_invoke,
+)
 
 
 class ConnectableConstruct(Protocol):
@@ -137,6 +142,7 @@ class MemoryService(Construct):
                 self.maintenance_task.task_role,
                 [config.maintenance_embeddings_model.removeprefix("bedrock/")],
             )
+        self.maintenance_policy = self._maintenance_policy()
         self.api_service = self._service("Api", self.api_task, desired_count=config.api_min_count, network=network)
         scaling = self.api_service.auto_scale_task_count(
             min_capacity=config.api_min_count, max_capacity=config.api_max_count
@@ -225,6 +231,36 @@ class MemoryService(Construct):
             triggers=triggers,
             logs_key=logs_key,
             alerts=alerts,
+        )
+
+    def _maintenance_policy(self) -> iam.ManagedPolicy:
+        """What an operator needs to run the maintenance task (restore, re-embedding) and follow it: run-task on
+        its family in this cluster, pass its two roles to ECS tasks only, describe and stop the tasks it started."""
+        stack = Stack.of(self)
+        task = self.maintenance_task
+        family_arn = stack.format_arn(service="ecs", resource="task-definition", resource_name=f"{task.family}:*")
+        cluster_tasks = stack.format_arn(service="ecs", resource="task", resource_name=f"{self.cluster.cluster_name}/*")
+        return iam.ManagedPolicy(
+            self,
+            "MaintenancePolicy",
+            description="Run Hindsight's maintenance task (restore, re-embedding) in its cluster",
+            statements=[
+                iam.PolicyStatement(
+                    actions=list(MAINTENANCE_RUN_ACTIONS),
+                    resources=[family_arn],
+                    conditions={"ArnEquals": {"ecs:cluster": self.cluster.cluster_arn}},
+                ),
+                iam.PolicyStatement(
+                    actions=list(MAINTENANCE_FOLLOW_ACTIONS),
+                    resources=[cluster_tasks],
+                    conditions={"ArnEquals": {"ecs:cluster": self.cluster.cluster_arn}},
+                ),
+                iam.PolicyStatement(
+                    actions=[PASS_ROLE_ACTION],
+                    resources=[task.task_role.role_arn, task.obtain_execution_role().role_arn],
+                    conditions={"StringEquals": {"iam:PassedToService": "ecs-tasks.amazonaws.com"}},
+                ),
+            ],
         )
 
     def url_in(self, scope: Construct) -> str:

@@ -65,6 +65,12 @@ class MemoryServiceStack(PartAwareStack):
             value=self.memory.maintenance_task.family,
             description="Restore and re-embedding: aws ecs run-task --task-definition <this> (README, Operating)",
         )
+        CfnOutput(
+            self,
+            "MaintenancePolicyArn",
+            value=self.memory.maintenance_policy.managed_policy_arn,
+            description="Attach to the roles that restore or re-embed: ecs run-task of MaintenanceTaskDefinition",
+        )
         CfnOutput(self, "ClusterName", value=self.memory.cluster.cluster_name, description="The Hindsight ECS cluster")
         CfnOutput(
             self,
