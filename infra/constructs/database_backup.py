@@ -19,6 +19,7 @@ from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from infra.constructs.alerts import Alerts
+from infra.constructs.creation import creation_id
 from infra.constructs.database import VectorDatabase
 from infra.constructs.props import raise_if_invalid
 
@@ -61,9 +62,12 @@ class DatabaseBackupPlan(Construct):
             enable_key_rotation=True,
             removal_policy=RemovalPolicy.RETAIN,
         )
+        # Named per stack creation: the vault is retained, so a deployment created again after cdk destroy would
+        # otherwise fail on the old vault's name.
         self.vault = backup.BackupVault(
             self,
             "Vault",
+            backup_vault_name=f"{Stack.of(self).stack_name[:30]}-Vault-{creation_id()}",
             encryption_key=self.key,
             removal_policy=RemovalPolicy.RETAIN,  # it holds recovery points; AWS Backup refuses to delete it anyway
         )

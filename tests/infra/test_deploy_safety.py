@@ -122,6 +122,13 @@ def test_the_backup_plan_is_named_per_deployment_and_its_alarm_can_fire(synths: 
     (plan,) = resources(t, "AWS::Backup::BackupPlan").values()
     (data_stack,) = [name for name in synth.templates if name.endswith("-Data")]
     assert plan["Properties"]["BackupPlan"]["BackupPlanName"] == f"{data_stack}-Database"
+    # The retained vault's name ends in its stack's creation id: a deployment created again after cdk destroy gets
+    # another vault instead of failing on the kept one's name (the administration bucket's: test_operations.py).
+    (vault,) = resources(t, "AWS::Backup::BackupVault").values()
+    assert vault["DeletionPolicy"] == "Retain"
+    name = vault["Properties"]["BackupVaultName"]["Fn::Join"][1]
+    assert name[0] == f"{data_stack[:30]}-Vault-"
+    assert "AWS::StackId" in _text(name[1])
     (alarm,) = [a for a in resources(t, "AWS::CloudWatch::Alarm").values() if "backup" in _text(a).lower()]
     (expression,) = [m["Expression"] for m in alarm["Properties"]["Metrics"] if "Expression" in m]
     assert expression == "FILL(m0, 0) + FILL(m1, 0)"
