@@ -4,16 +4,16 @@ Hindsight calls an LLM to extract facts on retain, to consolidate facts into obs
 drive the reflect agent. Tests must be able to assert exactly what gets recalled, so this server
 answers every request the same way every time, derived only from what it was sent:
 
-- **fact extraction** (a user message ending with ``Content:\\n<text>``): what a real extractor keeps,
+- **fact extraction** (a user message ending with ``Content:\n<text>``): what a real extractor keeps,
   the *user's* statements: when the content is a dialogue (lines opened by ``User:`` / ``Assistant:``, as
   retained turns are) only the user's lines count, so neither the assistant's answer nor the recalled
   memories it quotes become facts; each distinct sentence of them becomes one ``world`` fact whose
-  ``what`` is that sentence, verbatim, except questions, one-word sentences ("Hi!",
-  "Thanks.") and memory commands ("forget ...", "recall ...", "list my memories"; "remember that X" keeps X).
-  Where retrieval depends on it, it does what a real extractor does: entities are names and things (capitalised
-  words that are not sentence openers, pronouns, interjections or calendar words: never "It", "Wow", "Thanks");
-  a line that names its speaker (``User: Maria: I ...``) gives self-contained facts ("Maria ...", with the
-  speaker as an entity); a relative date ("yesterday", "last week", "two days ago", "last Friday") is resolved
+  ``what`` is that sentence, verbatim, except questions, one-word sentences ("Hi!", "Thanks."), small talk
+  ("Talk soon!") and memory commands ("forget ...", "recall ...", "list my memories"; "remember that X" keeps X).
+  Where retrieval depends on it, it does what a real extractor does: entities are names and things
+  (capitalised words that are not sentence openers, pronouns, interjections or calendar words: never "It",
+  "Wow", "Thanks"); a line that names its speaker (``User: Maria: I ...``) gives self-contained facts
+  ("Maria ..."); a relative date ("yesterday", "last week", "two days ago", "last Friday") is resolved
   against the request's ``Event Date`` into ``when`` and ``occurred_start``/``occurred_end`` (an event);
 - **consolidation** (a schema with ``creates``): ``{"creates": [], "updates": [], "deletes": []}``, so
   recall returns exactly the extracted facts;
@@ -89,6 +89,13 @@ _NOT_ENTITIES = frozenset(
     about into over under again once do does did done have has had be is am are was were been being can could
     will would shall should might must let let's thats dont don't
     """.split()  # noqa: SIM905 (a word list reads best as words)
+)
+#: Words that carry no fact on their own: a sentence made only of these is small talk ("That's awesome, good for you.").
+_SMALL_TALK = _NOT_ENTITIES | frozenset(
+    """
+    s t d m ll re ve that's amazing fun same here busy week talk soon tell more plan agree like love sounds lovely
+    cool fantastic wonderful interesting true right exactly see care bye catch up miss going been how's what's
+    """.split()  # noqa: SIM905
 )
 _SPEAKER = re.compile(r"^([A-Z][a-zA-Z'-]+(?: [A-Z][a-zA-Z'-]+)?):\s+(?=\S)")
 #: First-person forms and what they become once the speaker is known (``{}`` is the speaker's name).
@@ -223,16 +230,17 @@ def _as_fact(sentence: str) -> str | None:
         return None
     sentence = _REMEMBER_COMMAND.sub("", sentence, count=1).strip()
     words = _WORD.findall(sentence.lower())
-    if len(words) < _MIN_FACT_WORDS or all(w in _NOT_ENTITIES for w in words):  # "Wow, thanks!", "Oh nice"
+    if len(words) < _MIN_FACT_WORDS or all(w in _SMALL_TALK for w in words):  # "Wow, thanks!", "Talk soon!"
         return None
     return sentence[:1].upper() + sentence[1:]
 
 
-def entities_of(sentence: str, speaker: str | None = None) -> list[str]:
-    """Names and things in ``sentence`` (at most five, the speaker first): capitalised words that are not
-    sentence openers, pronouns, interjections or calendar words."""
+def entities_of(sentence: str) -> list[str]:
+    """Names and things in ``sentence`` (at most five): capitalised words that are not sentence openers, pronouns,
+    interjections or calendar words. The speaker is not added: an entity every fact of a conversation shares links
+    everything to everything in Hindsight's graph arm and tells retrieval nothing (the fact's text names them)."""
     found = [w for w in _ENTITY.findall(sentence) if w.lower() not in _NOT_ENTITIES]
-    return list(dict.fromkeys([speaker, *found] if speaker else found))[:5]
+    return list(dict.fromkeys(found))[:5]
 
 
 def resolve_speaker(sentence: str, speaker: str) -> str:
@@ -310,7 +318,7 @@ def extract_facts(content: str, at: datetime | None = None) -> list[JSON]:
                 "why": "N/A",
                 "fact_kind": "conversation",
                 "fact_type": "world",
-                "entities": entities_of(sentence, speaker),
+                "entities": entities_of(sentence),
             }
             span = resolve_relative_date(sentence, at) if at is not None else None
             if span is not None:

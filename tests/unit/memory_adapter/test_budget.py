@@ -48,10 +48,12 @@ def test_a_budget_below_the_block_frame_gives_no_block():
     assert fit_to_budget(memories(3), format_memories_as_data, 0) == []
 
 
-def test_the_estimate_bounds_ordinary_text_from_above():
-    # o200k averages ~4.5 bytes per token on English: an estimate of bytes / 3 never undercounts it
-    assert estimate_tokens("a" * 30) == 10
-    assert estimate_tokens("é") == 1  # two bytes still cost a token
+def test_the_estimate_counts_letters_digits_and_symbols_apart():
+    # letters one per four, digits one per three (as o200k groups them), every other character one, spaces nothing
+    assert estimate_tokens("word") == 1
+    assert estimate_tokens("conversation") == 3
+    assert estimate_tokens("2026-12-01T21:46:21.786075+00:00") == 19  # o200k: 19
+    assert estimate_tokens("é ü") == 2
 
 
 async def test_recall_for_turn_injects_a_block_within_recall_max_tokens(make_adapter, fake):

@@ -5,8 +5,9 @@ says who spoke.
 ``[type]`` tags and the timestamps the formatter adds: measured on LoCoMo, a 1,500-token budget became a 4,935-token
 block. :func:`fit_to_budget` keeps the longest prefix of the recalled memories (they arrive best first) whose
 *formatted* block is within the budget, with any formatter. Tokens are estimated by :func:`estimate_tokens`, an
-upper bound for the tokenizers a Bedrock model uses on ordinary text (one token per 3 UTF-8 bytes, where o200k
-averages ~4.5 on English), so a block that fits here fits the model's own count.
+upper bound of byte-pair tokenizers on ordinary text: a run of letters costs one token per 4 letters, a run of
+digits one per 3 (o200k groups digits by three), any other character one, whitespace nothing (it joins the next
+word). A plain bytes/3 rule undercounted timestamps (``2026-12-01T21:46:21.786075+00:00`` is 19 o200k tokens for 32 bytes).
 
 **Dialogue layout.** Hindsight splits a long turn into chunks (3,000 characters by default) anywhere, sentence-aware
 but blind to roles: a chunk from the middle of a long answer lost its ``Assistant:`` line and the extractor read the
@@ -17,6 +18,7 @@ single-line turn keeps the prior art's exact ``User: {query}\\nAssistant: {resul
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Final, TypeVar
@@ -25,16 +27,26 @@ __all__ = ["MAX_LINE_CHARS", "dialogue_text", "estimate_tokens", "fit_to_budget"
 
 #: Well under Hindsight's smallest sensible chunk, so the sentence-aware splitter cuts between lines, not inside.
 MAX_LINE_CHARS: Final = 800
-_BYTES_PER_TOKEN: Final = 3
+_PIECE: Final = re.compile(r"[A-Za-z]+|[0-9]+|\s+|.", re.DOTALL)
 _ELLIPSIS: Final = "…"
 
 M = TypeVar("M")
 
 
 def estimate_tokens(text: str) -> int:
-    """An upper bound of ``text``'s token count for ordinary text (ceil of UTF-8 bytes / 3)."""
-    size = len(text.encode("utf-8", "surrogatepass"))
-    return -(-size // _BYTES_PER_TOKEN)
+    """An upper bound of ``text``'s token count for ordinary text (see the module docstring)."""
+    total = 0
+    for piece in _PIECE.findall(text):
+        first = piece[0]
+        if first.isspace():
+            continue
+        if first.isascii() and first.isalpha():
+            total += -(-len(piece) // 4)
+        elif first.isdigit() and first.isascii():
+            total += -(-len(piece) // 3)
+        else:
+            total += 1
+    return total
 
 
 def fit_to_budget(memories: Sequence[M], render: Callable[[Sequence[M]], str], max_tokens: int) -> list[M]:
