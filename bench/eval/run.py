@@ -144,24 +144,35 @@ class Evaluation:
         self.log = log
         self.admin = BankAdmin(target.url, target.credential)
         self.workdir = Path(os.environ.get("TMPDIR", "/tmp")) / f"eval-{uuid.uuid4().hex[:8]}"  # noqa: S108
+        self.recall_request: dict[str, Any] = {}
         self.adapter = self._adapter(target.recall_settings)
+        self.default_request = dict(self.recall_request)
         self.scored: list[Scored] = []
         self.ingest: list[dict[str, Any]] = []
         self.temporal_windows = 0
         self.traced_questions = 0
 
     def _adapter(self, settings: dict[str, Any]) -> Any:
-        from memory_adapter import HindsightRuntimeAdapter
+        """Our adapter as an agent builds it; ``recall_budget`` / ``recall_max_tokens`` go into its recall policy."""
+        from memory_adapter import HindsightRuntimeAdapter, RecallPolicy
 
-        return HindsightRuntimeAdapter(
+        rest = {k: v for k, v in settings.items() if k not in ("recall_budget", "recall_max_tokens")}
+        policy = RecallPolicy(budget=settings.get("recall_budget"), max_tokens=settings.get("recall_max_tokens"))
+        adapter = HindsightRuntimeAdapter(
             agent_name=EVAL_AGENT,
             hindsight_api_url=self.target.url,
             api_key=self.target.credential,
             spool_dir=str(self.workdir / "spool"),
             recall_timeout=30.0,
             auto_replay=False,
-            **settings,
+            recall_policy=policy,
+            **rest,
         )
+        self.recall_request = {
+            "budget": policy.budget or adapter.settings.recall_budget,
+            "max_tokens": policy.max_tokens or adapter.settings.recall_max_tokens,
+        }
+        return adapter
 
     # ------------------------------------------------------------------ ingest
 
@@ -280,13 +291,12 @@ class Evaluation:
         return Hindsight(base_url=self.target.url, api_key=self.target.credential, timeout=60.0)
 
     async def _ask_raw(self, raw: Any, bank_id: str, q: Question, memory_turns: dict[str, str]) -> None:
-        settings = self.adapter.settings
         started = time.perf_counter()
         response = await raw.arecall(
             bank_id=bank_id,
             query=q.question,
-            budget=settings.recall_budget,
-            max_tokens=settings.recall_max_tokens,
+            budget=self.default_request["budget"],
+            max_tokens=self.default_request["max_tokens"],
             trace=True,
         )
         latency = 1000 * (time.perf_counter() - started)
@@ -490,7 +500,7 @@ async def evaluate(
         "ingest": run.ingest,
         "temporal_arm_share": round(run.temporal_windows / run.traced_questions, 3) if run.traced_questions else None,
         "adapter_settings": {
-            "recall_budget": run.adapter.settings.recall_budget,
-            "recall_max_tokens": run.adapter.settings.recall_max_tokens,
+            "recall_budget": run.default_request["budget"],
+            "recall_max_tokens": run.default_request["max_tokens"],
         },
     }
