@@ -27,6 +27,8 @@ _GROUPS = ["all", *CATEGORIES.values()]
 def _f(value: Any) -> str:
     if value is None:
         return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     if isinstance(value, float):
         return f"{value:.2f}" if value < 10 else f"{value:,.0f}"
     return f"{value:,}" if isinstance(value, int) else str(value)
