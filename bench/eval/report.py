@@ -133,9 +133,8 @@ def chart(results: dict[str, Any], path: Path) -> bool:
     except ModuleNotFoundError:
         return False
     scores = results["scores"]
-    names = [
-        n for n in ("ours", "fused", "arm:semantic", "arm:bm25", "arm:graph", "rag", "bm25", "prior") if n in scores
-    ]
+    shown = ("ours", "fused", "arm:semantic", "arm:bm25", "arm:graph", "rag", "bm25", "prior")
+    names = [n for n in shown if n in scores] + sorted(n for n in scores if n.startswith("ours@"))
     fig, ax = plt.subplots(figsize=(10, 4.2))
     width = 0.8 / max(len(names), 1)
     for i, name in enumerate(names):
