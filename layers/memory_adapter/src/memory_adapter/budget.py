@@ -7,7 +7,8 @@ block. :func:`fit_to_budget` keeps the longest prefix of the recalled memories (
 *formatted* block is within the budget, with any formatter. Tokens are estimated by :func:`estimate_tokens`, an
 upper bound of byte-pair tokenizers on ordinary text: a run of letters costs one token per 4 letters, a run of
 digits one per 3 (o200k groups digits by three), any other character one, whitespace nothing (it joins the next
-word). A plain bytes/3 rule undercounted timestamps (``2026-12-01T21:46:21.786075+00:00`` is 19 o200k tokens for 32 bytes).
+word). A plain bytes/3 rule undercounted timestamps (``2026-12-01T21:46:21.786075+00:00``: 32 bytes, 19 o200k
+tokens).
 
 **Dialogue layout.** Hindsight splits a long turn into chunks (3,000 characters by default) anywhere, sentence-aware
 but blind to roles: a chunk from the middle of a long answer lost its ``Assistant:`` line and the extractor read the
