@@ -59,10 +59,13 @@ class Turn:
 
 @dataclass(frozen=True)
 class Question:
+    """``lead``: the user's previous message in the session (working memory), when the question follows it up."""
+
     question: str
     answer: str
     evidence: tuple[str, ...]
     category: int
+    lead: str | None = None
 
 
 @dataclass(frozen=True)
@@ -175,7 +178,8 @@ def load_locomo(path: Path, audit: Path | None = None) -> DataSet:
             if not evidence:
                 data.questions_without_evidence += 1
                 continue
-            questions.append(Question(str(qa["question"]), str(qa.get("answer", "")), evidence, category))
+            lead = questions[-1].question if questions else None  # the previous, unrelated question
+            questions.append(Question(str(qa["question"]), str(qa.get("answer", "")), evidence, category, lead))
         speakers = (str(conv.get("speaker_a", "A")), str(conv.get("speaker_b", "B")))
         data.conversations.append(Conversation(sample_id, speakers, tuple(turns), tuple(questions)))
     return data
@@ -220,6 +224,17 @@ _QUESTIONS: tuple[tuple[str, str, int], ...] = (
     ("Where did {a} sail the boat kept in Kiel?", "Denmark", 1),
     ("Who wrote {b}'s favourite book?", "Ursula Le Guin", 4),
 )
+#: Follow-ups of the same facts: (what the user said before, the follow-up), answered by the same evidence.
+_FOLLOW_UPS: tuple[tuple[str, str], ...] = (
+    ("Tell me about {a}'s new kitten.", "What is its name?"),
+    ("{b} takes music lessons, right?", "Which instrument is it?"),
+    ("Let's talk about {a}'s sister.", "Where did she move?"),
+    ("{b} ran a half marathon.", "When was that?"),
+    ("What about {a}'s job?", "Where does she do it?"),
+    ("{b} has a food allergy.", "What is it?"),
+    ("{a} keeps a boat in Kiel.", "Where did she sail it?"),
+    ("{b} has a favourite book.", "Who wrote it?"),
+)
 
 
 def synthetic(conversations: int = 2, small_talk: int = 3) -> DataSet:
@@ -249,6 +264,9 @@ def synthetic(conversations: int = 2, small_talk: int = 3) -> DataSet:
         questions = tuple(
             Question(q.format(a=a, b=b), answer, tuple(ids), category)
             for (q, answer, category), ids in zip(_QUESTIONS, evidence, strict=True)
+        ) + tuple(
+            Question(follow, answer, tuple(ids), category, lead.format(a=a, b=b))
+            for (lead, follow), (_, answer, category), ids in zip(_FOLLOW_UPS, _QUESTIONS, evidence, strict=True)
         )
         out.append(Conversation(f"synthetic-{c + 1}", names, tuple(turns), questions))
     return DataSet(name="synthetic", conversations=out)

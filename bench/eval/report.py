@@ -11,6 +11,7 @@ __all__ = ["chart", "markdown"]
 
 _LABELS = {
     "ours": "ours: injected block (`recall_for_turn`)",
+    "ours+wm": "ours, query with working memory",
     "raw": "raw client recall",
     "fused": "Hindsight fused list (RRF)",
     "arm:semantic": "arm: semantic",

@@ -4,6 +4,9 @@ Systems (``SYSTEMS``):
 
 - ``ours``: :meth:`memory_adapter.HindsightRuntimeAdapter.recall_for_turn`, exactly as the agent calls it; what is
   scored is the injected block (``Recollection.text``, its memories in order).
+- ``ours+wm``: the same with the query the agent builds from the session's working memory
+  (:func:`memory_adapter.recall_query.recall_query` with the question's ``lead``: on LoCoMo the previous, unrelated
+  question, which measures the harm; on the generated set a real lead-in, which measures the gain on follow-ups).
 - ``raw``: ``hindsight_client.Hindsight.arecall`` with the adapter's request plus ``trace=True``; the trace gives each
   retrieval arm before fusion (semantic, bm25, graph, temporal) and the fused (RRF) list, scored as systems too
   (``arm:<name>``, ``fused``).
@@ -37,12 +40,13 @@ from bench.eval.baselines import BM25, rag_block, rag_line
 from bench.eval.data import CATEGORIES, Conversation, DataSet, Question, Turn
 from bench.eval.helper import VenvHelper
 from bench.eval.judge import Judge
+from memory_adapter.recall_query import recall_query
 
 __all__ = ["EVAL_AGENT", "KS", "SYSTEMS", "Target", "Variant", "evaluate"]
 
 EVAL_AGENT = "eval"
 KS = (5, 10, 25)
-SYSTEMS = ("ours", "raw", "rag", "bm25", "prior")
+SYSTEMS = ("ours", "ours+wm", "raw", "rag", "bm25", "prior")
 _DOC_SEPARATOR = "|"
 _ACK = "Noted."
 #: Hindsight caches a bank's resolved config per process for 30 s: a changed setting applies after that.
@@ -248,6 +252,11 @@ class Evaluation:
                     reply = await asyncio.to_thread(self.judge.answer, q.question, got.text)
                     answer.correct = await asyncio.to_thread(self.judge.correct, q.question, q.answer, reply)
                 self.scored.append(answer)
+            if "ours+wm" in self.systems:
+                query = recall_query(q.question, [q.lead] if q.lead else [])
+                got = await self.adapter.recall_for_turn(caller, query)
+                turns = _distinct([_turn_of(m.document_id) for m in got.memories])
+                self.scored.append(Scored("ours+wm", q.category, turns, got.text, got.latency_ms, got.count))
             if raw is not None:
                 await self._ask_raw(raw, bank_id, q, memory_turns)
             if rag_ranks:
@@ -385,7 +394,7 @@ def score(scored: Sequence[Scored], questions: Sequence[Question], helper: VenvH
                 rec = [_recall(a.turns, q.evidence, k) for a, q in pairs]
                 row[f"recall@{k}"] = _mean([r for r, _ in rec])
                 row[f"hit@{k}"] = _mean([h for _, h in rec])
-            if name in ("ours", "raw", "prior") or name.startswith("ours@"):
+            if name in ("ours", "ours+wm", "raw", "prior") or name.startswith("ours@"):
                 block = [_recall(a.turns, q.evidence, None) for a, q in pairs]
                 row["block_recall"] = _mean([r for r, _ in block])
                 row["block_hit"] = _mean([h for _, h in block])
