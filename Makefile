@@ -119,6 +119,12 @@ bench: setup bench-venv ## Benchmark against the prior art on a real local Hinds
 bench-scale: setup bench-venv ## Scale: recall vs bank size, write path, concurrent sessions (~40 min; bench/results/scale.*)
 	$(BENCH_VENV)/bin/python -m bench.scale $(BENCH_SCALE_ARGS)
 
+.PHONY: eval
+EVAL_ARGS ?=
+# PYTHONPATH: this checkout's adapter even where .venv-bench's editable install points at another checkout.
+eval: setup bench-venv ## Recall quality side by side (ours, raw client, naive RAG, BM25, prior art) on LoCoMo-format data (EVAL_ARGS=--help; writes bench/results/eval.*)
+	PYTHONPATH=layers/memory_adapter/src:. $(BENCH_VENV)/bin/python -m bench.eval $(EVAL_ARGS)
+
 .PHONY: lint
 lint: venv ## ruff (lint + format check) and mypy
 	$(BIN)/ruff check $(PY_SOURCES)

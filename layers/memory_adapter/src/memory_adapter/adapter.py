@@ -36,6 +36,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, overload
 
 from memory_adapter.breaker import BreakerState, CircuitBreaker
+from memory_adapter.budget import dialogue_text, fit_to_budget
 from memory_adapter.config import SETTING_NAMES, HindsightAgentCoreConfig, get_config, resolve_settings
 from memory_adapter.context import BankResolver, TurnContext, default_bank_resolver, turn_metadata, turn_tags
 from memory_adapter.delivery import ReplayResult, RetainDelivery, RetainHandle, RetainOutcome, RetryPolicy
@@ -510,7 +511,7 @@ class HindsightRuntimeAdapter:
         policy = self._retention_policy
         content = result
         if policy.include_user_message and query and query.strip():
-            content = f"User: {query}\nAssistant: {result}"
+            content = dialogue_text(query, result)  # every line names its speaker, whatever chunk it lands in
         item: dict[str, Any] = {
             "content": storable_text(content),
             "context": policy.context_label,
@@ -572,6 +573,10 @@ class HindsightRuntimeAdapter:
         return [_memory(r) for r in results or [] if isinstance(r, dict) and isinstance(r.get("text"), str)]
 
     def _recalled(self, memories: Sequence[RecalledMemory], started: float, bank_id: str) -> Recollection:
+        # Hindsight's max_tokens counts the memories' text only; the block the model reads (delimiters, notice,
+        # tags, dates) must stay within the budget too.
+        max_tokens = self._recall_policy.max_tokens or self.settings.recall_max_tokens
+        memories = fit_to_budget(memories, self._formatter, max_tokens)
         latency = (time.perf_counter() - started) * 1000
         text = self._formatter(memories) if memories else ""
         self._observer.latency(Metric.RECALL_LATENCY, latency)
