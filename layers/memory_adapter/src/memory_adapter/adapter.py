@@ -32,13 +32,20 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final, overload
 
 from memory_adapter.breaker import BreakerState, CircuitBreaker
 from memory_adapter.budget import dialogue_text, fit_to_budget
 from memory_adapter.config import SETTING_NAMES, HindsightAgentCoreConfig, get_config, resolve_settings
-from memory_adapter.context import BankResolver, TurnContext, default_bank_resolver, turn_metadata, turn_tags
+from memory_adapter.context import (
+    BankResolver,
+    TurnContext,
+    default_bank_resolver,
+    turn_metadata,
+    turn_tags,
+    turn_time,
+)
 from memory_adapter.delivery import ReplayResult, RetainDelivery, RetainHandle, RetainOutcome, RetryPolicy
 from memory_adapter.exceptions import ConfigurationError, HindsightRequestError, HindsightUnavailableError
 from memory_adapter.formatting import (
@@ -320,11 +327,20 @@ class HindsightRuntimeAdapter:
         return self._recalled(memories, started, bank_id)
 
     @overload
-    def retain_for_turn(self, context: TurnContext, *, result: str, query: str | None = None) -> RetainHandle: ...
+    def retain_for_turn(
+        self, context: TurnContext, *, result: str, query: str | None = None, occurred_at: datetime | None = None
+    ) -> RetainHandle: ...
 
     @overload
     def retain_for_turn(
-        self, context: Caller, *, result: str, query: str | None = None, session_id: str, request_id: str | None = None
+        self,
+        context: Caller,
+        *,
+        result: str,
+        query: str | None = None,
+        session_id: str,
+        request_id: str | None = None,
+        occurred_at: datetime | None = None,
     ) -> RetainHandle: ...
 
     def retain_for_turn(
@@ -335,14 +351,22 @@ class HindsightRuntimeAdapter:
         query: str | None = None,
         session_id: str | None = None,
         request_id: str | None = None,
+        occurred_at: datetime | None = None,
     ) -> RetainHandle:
-        """Queue the turn for background delivery and return its :class:`RetainHandle` at once; never raises.
+        """Queue the turn for background delivery and return its :class:`RetainHandle` at once.
 
         With a :class:`Caller`, ``session_id`` and ``request_id`` are the turn's (a :class:`TurnContext` carries its
         own). The document id is the ``request_id`` (else a new UUID), so no turn overwrites another. The
         ``operation_id`` is derived from the bank and the memory item, so re-delivering the same turn (retries,
-        replays, a redelivered request) creates no new work on the server.
+        replays, a redelivered request) creates no new work on the server. ``occurred_at`` is when the turn took
+        place (default: now): Hindsight dates the turn's facts by it, so "when did I ..." can be answered and
+        imported history keeps its dates; it survives spooling and replay.
+
+        Raises:
+            ValueError: Only for an ``occurred_at`` without a timezone or more than a day ahead (a caller's bug:
+                refused loudly rather than stored with a wrong date). Hindsight failures never raise.
         """
+        stamp = turn_time(occurred_at)
         if not isinstance(result, str) or not result.strip():
             return RetainHandle.resolved(RetainOutcome.SKIPPED)
         try:
@@ -351,7 +375,7 @@ class HindsightRuntimeAdapter:
                 session_id, request_id = context.runtime_session_id, context.request_id
             if session_id is None:
                 raise TypeError("retain_for_turn(caller, ...) needs the turn's session_id")
-            record = self._record(caller, session_id, request_id, result, query)
+            record = self._record(caller, session_id, request_id, result, query, stamp)
         except Exception:
             self._observer.event(logging.WARNING, "memory retain skipped: no bank", event="retain.bank_resolution")
             return RetainHandle.resolved(RetainOutcome.SKIPPED)
@@ -506,7 +530,13 @@ class HindsightRuntimeAdapter:
         return self._with_default_agent(context).caller(self._bank_resolver)
 
     def _record(
-        self, caller: Caller, session_id: str, request_id: str | None, result: str, query: str | None
+        self,
+        caller: Caller,
+        session_id: str,
+        request_id: str | None,
+        result: str,
+        query: str | None,
+        occurred_at: datetime,
     ) -> RetainRecord:
         policy = self._retention_policy
         content = result
@@ -535,7 +565,7 @@ class HindsightRuntimeAdapter:
             ],
         }
         digest = hashlib.sha256(json.dumps(item, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
-        item["timestamp"] = datetime.now(UTC).isoformat()
+        item["timestamp"] = occurred_at.isoformat()
         return RetainRecord(
             operation_id=str(uuid.uuid5(_OPERATION_NAMESPACE, f"{caller.bank_id}\n{digest}")),
             bank_id=caller.bank_id,
