@@ -540,6 +540,7 @@ class HindsightRuntimeAdapter:
             bank_id=caller.bank_id,
             item=item,
             credential=caller.credential,
+            agent_key=caller.agent_key,
         )
 
     def _recall_blocking(self, transport: Transport, bank_id: str, query: str, bearer: str | None) -> list[Any]:
