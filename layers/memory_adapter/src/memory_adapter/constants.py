@@ -11,6 +11,7 @@ from typing import Final
 
 __all__ = [
     "ADAPTER_ENV_PREFIX",
+    "CA_BUNDLE_ENV",
     "HINDSIGHT_API_KEY_ENV",
     "HINDSIGHT_API_KEY_SECRET_ARN_ENV",
     "HINDSIGHT_API_TOKEN_ENV",
@@ -32,6 +33,9 @@ HINDSIGHT_API_TOKEN_ENV: Final = "HINDSIGHT_API_TOKEN"  # noqa: S105 (a variable
 #: The Secrets Manager secret holding the IAM-mode agent key: the agent and the replay function read it (the queue
 #: never carries it).
 HINDSIGHT_API_KEY_SECRET_ARN_ENV: Final = "HINDSIGHT_API_KEY_SECRET_ARN"  # noqa: S105 (a variable name)
+#: The private CA's certificates every HTTPS client of Hindsight trusts besides the default store: a PEM file's
+#: path or the PEM itself (memory_adapter.tls).
+CA_BUNDLE_ENV: Final = "HINDSIGHT_CA_BUNDLE"
 #: Prefix of the adapter's own settings.
 ADAPTER_ENV_PREFIX: Final = "HINDSIGHT_ADAPTER_"
 #: Salt of the short hashes that stand for bank ids in logs.
