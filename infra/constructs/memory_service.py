@@ -49,6 +49,7 @@ from infra.constructs.network import Network
 from infra.constructs.redeploy_on_rotation import RedeployOnRotation, RestartTrigger
 from infra.isolation_env import ENV_STATIC_JWKS, isolation_environment
 from infra.permissions import grant_bedrock_invoke
+from memory_adapter.constants import CA_BUNDLE_ENV
 
 
 class ConnectableConstruct(Protocol):
@@ -205,6 +206,14 @@ class MemoryService(Construct):
             logs_key=logs_key,
             alerts=alerts,
         )
+
+    @property
+    def client_environment(self) -> dict[str, str]:
+        """What every client of :attr:`url` adds to its environment: ``HINDSIGHT_CA_BUNDLE`` (the PEM of
+        ``hindsight.ca_bundle``, the private CA of the load balancer's certificate), or nothing (public ACM, HTTP)."""
+        if self.config.ca_bundle is None:
+            return {}
+        return {CA_BUNDLE_ENV: self.config.ca_bundle.read_text(encoding="ascii").strip() + "\n"}
 
     @property
     def operator_key_secret_arn(self) -> str:

@@ -95,6 +95,7 @@ class RetainReplay(Construct):
                 SERVICE_NAME_ENV: SERVICE_NAME,
                 METRICS_NAMESPACE_ENV: metrics_namespace,
                 **({HINDSIGHT_API_KEY_SECRET_ARN_ENV: agent_key_arn} if agent_key_arn else {}),
+                **memory.client_environment,
             },
             vpc=network.vpc,
             vpc_subnets=network.subnets,
