@@ -11,7 +11,7 @@ never with the deployment's agent key (IAM mode): such a record is marked ``agen
 its own copy, so neither the queue nor its dead letters (kept 14 days) hold the key. A caller's own token stays in.
 A record over the queue's size limit is sent zlib-compressed and base64-encoded (message attribute ``encoding``);
 one still too large raises :class:`~memory_adapter.exceptions.RecordTooLargeError` (the delivery counts it and logs
-it as lost: see the README's "oversized turns"). Dead letters carry the reason in the ``dead_letter_reason``
+it as lost: see docs/operating.md, "oversized turns"). Dead letters carry the reason in the ``dead_letter_reason``
 attribute. A standard queue can deliver a message twice: the record's ``operation_id`` makes a second delivery a
 no-op in Hindsight.
 
