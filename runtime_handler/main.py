@@ -157,7 +157,7 @@ class Agent:
                 self.obs.count("MemoryKeyUnavailable")
                 memory, unavailable = None, True
             else:
-                caller = caller.with_credential(key)
+                caller = caller.with_agent_key(key)
         return caller, TurnDeps(
             memory=memory,
             model=self.model,

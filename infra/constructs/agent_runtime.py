@@ -179,6 +179,7 @@ def agent_environment(
         rs.ENV_ALLOW_ANONYMOUS: "true" if config.allow_anonymous else "false",
         SERVICE_NAME_ENV: config.name,
         METRICS_NAMESPACE_ENV: METRICS_NAMESPACE,
+        **memory.client_environment,
     }
     if auth.mode is AuthMode.IAM:
         env[rs.ENV_AUTH_MODE] = "iam"

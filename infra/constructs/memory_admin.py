@@ -96,6 +96,7 @@ class MemoryAdmin(Construct):
             index.ENV_EXPIRY_BATCH_SIZE: str(config.expiry_batch_size),
             index.ENV_EXPIRY_DRY_RUN: "true" if config.expiry_dry_run else "false",
             METRICS_NAMESPACE_ENV: metrics_namespace,
+            **memory.client_environment,  # the private CA of Hindsight's certificate, if any
         }
 
         def function(construct_id: str, handler: str, description: str, memory_size: int) -> lambda_.Function:

@@ -179,7 +179,12 @@ class MemoryGateway(Construct):
             logs_key=logs_key,
             log_group_id="TargetLogs",
             json_logs=True,
-            environment={ENV_AGENT_NAME: agent_name, ENV_HINDSIGHT_API_URL: memory.url_in(self), **verifier},
+            environment={
+                ENV_AGENT_NAME: agent_name,
+                ENV_HINDSIGHT_API_URL: memory.url_in(self),
+                **verifier,
+                **memory.client_environment,
+            },
             vpc=network.vpc,
             vpc_subnets=network.subnets,
             security_groups=[self.security_group],

@@ -55,6 +55,7 @@ from infra.permissions import (
     PASS_ROLE_ACTION,
     grant_bedrock_invoke,
 )
+from memory_adapter.constants import CA_BUNDLE_ENV
 
 
 class ConnectableConstruct(Protocol):
@@ -270,6 +271,14 @@ class MemoryService(Construct):
     def worker_service_names_in(self, scope: Construct) -> list[str]:
         """The worker services' names, worker-1 first, as scope's stack reads them (SSM handoffs)."""
         return [handoff.value_in(scope) for handoff in self._worker_names]
+
+    @property
+    def client_environment(self) -> dict[str, str]:
+        """What every client of :attr:`url` adds to its environment: ``HINDSIGHT_CA_BUNDLE`` (the PEM of
+        ``hindsight.ca_bundle``, the private CA of the load balancer's certificate), or nothing (public ACM, HTTP)."""
+        if self.config.ca_bundle is None:
+            return {}
+        return {CA_BUNDLE_ENV: self.config.ca_bundle.read_text(encoding="ascii").strip() + "\n"}
 
     @property
     def operator_key_secret_arn(self) -> str:

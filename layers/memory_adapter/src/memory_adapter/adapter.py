@@ -503,12 +503,18 @@ class HindsightRuntimeAdapter:
         """
         from hindsight_client import Hindsight
 
-        return Hindsight(
+        from memory_adapter.tls import ca_bundle_file
+
+        client = Hindsight(
             base_url=self.settings.hindsight_api_url,
             api_key=credential or self.settings.api_key,
             timeout=self.settings.timeout,
             user_agent="memory-adapter/0.1",
         )
+        bundle = ca_bundle_file()
+        if bundle is not None:  # read when its aiohttp session is created, on first use (it trusts only the bundle)
+            client._api_client.configuration.ssl_ca_cert = bundle
+        return client
 
     async def __aenter__(self) -> HindsightRuntimeAdapter:
         return self
@@ -571,6 +577,7 @@ class HindsightRuntimeAdapter:
             bank_id=caller.bank_id,
             item=item,
             credential=caller.credential,
+            agent_key=caller.agent_key,
         )
 
     def _recall_blocking(self, transport: Transport, bank_id: str, query: str, bearer: str | None) -> list[Any]:

@@ -13,7 +13,9 @@ from typing import Final
 
 __all__ = [
     "ADAPTER_ENV_PREFIX",
+    "CA_BUNDLE_ENV",
     "HINDSIGHT_API_KEY_ENV",
+    "HINDSIGHT_API_KEY_SECRET_ARN_ENV",
     "HINDSIGHT_API_TOKEN_ENV",
     "HINDSIGHT_API_URL_ENV",
     "HINDSIGHT_OPERATOR_KEY_ENV",
@@ -31,6 +33,12 @@ HINDSIGHT_API_URL_ENV: Final = "HINDSIGHT_API_URL"
 HINDSIGHT_API_KEY_ENV: Final = "HINDSIGHT_API_KEY"
 #: ... or this one, read when the former is unset (the prior art's fallback).
 HINDSIGHT_API_TOKEN_ENV: Final = "HINDSIGHT_API_TOKEN"  # noqa: S105 (a variable name)
+#: The Secrets Manager secret holding the IAM-mode agent key: the agent and the replay function read it (the queue
+#: never carries it).
+HINDSIGHT_API_KEY_SECRET_ARN_ENV: Final = "HINDSIGHT_API_KEY_SECRET_ARN"  # noqa: S105 (a variable name)
+#: The private CA's certificates every HTTPS client of Hindsight trusts besides the default store: a PEM file's
+#: path or the PEM itself (memory_adapter.tls).
+CA_BUNDLE_ENV: Final = "HINDSIGHT_CA_BUNDLE"
 #: Prefix of the adapter's own settings.
 ADAPTER_ENV_PREFIX: Final = "HINDSIGHT_ADAPTER_"
 #: Salt of the short hashes that stand for bank ids in logs.

@@ -242,7 +242,7 @@ class AgentCoreMemory:
         unavailable = False
         if self.settings.auth_mode is IdentitySource.IAM:
             try:
-                caller = caller.with_credential(await asyncio.to_thread(self.agent_key.get))
+                caller = caller.with_agent_key(await asyncio.to_thread(self.agent_key.get))
             except KeyUnavailableError as exc:
                 logger.error("Hindsight key unavailable; answering without memory", extra={"detail": str(exc)})
                 unavailable = True
