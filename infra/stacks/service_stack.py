@@ -56,12 +56,12 @@ class MemoryServiceStack(PartAwareStack):
             value=self.memory.secrets.operator_key.secret_arn,
             description="Hindsight operator credential (administration only; never give it to the agent)",
         )
-        # ecs run-task of the maintenance task (restore, re-embed): README, Operating.
+        # ecs run-task of the maintenance task (restore, re-embed): docs/operating.md.
         CfnOutput(
             self,
             "MaintenanceTaskDefinition",
             value=self.memory.maintenance_task.family,
-            description="Restore and re-embedding: aws ecs run-task --task-definition <this> (README, Operating)",
+            description="Restore and re-embedding: aws ecs run-task --task-definition <this> (docs/operating.md)",
         )
         CfnOutput(self, "ClusterName", value=self.memory.cluster.cluster_name, description="The Hindsight ECS cluster")
         CfnOutput(
