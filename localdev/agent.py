@@ -26,7 +26,16 @@ from typing import Any
 
 from infra.build import DEFAULT_PROJECT_ENTRYPOINT, project_problems
 from localdev.supervisor import REPO_ROOT as REPO_ROOT  # re-exported: bench builds agent commands from it
-from localdev.supervisor import StartError, StateFile, child_env, service_command, spawn, terminate, wait_until_ready
+from localdev.supervisor import (
+    StartError,
+    StateFile,
+    child_env,
+    require_free_port,
+    service_command,
+    spawn,
+    terminate,
+    wait_until_ready,
+)
 from localdev.supervisor import stop_when_gone as _stop_when_gone
 from localdev.token_issuer import LOCAL_CLIENT_ID, running_issuer_url
 
@@ -137,6 +146,7 @@ class LocalAgent:
                 file=sys.stderr,
             )
             self.stop()
+        require_free_port(port, name="the agent", setting=ENV_PORT)
         pid = spawn(
             command,
             log_file=self.log_file,

@@ -34,6 +34,7 @@ from localdev.supervisor import (
     StartError,
     StateFile,
     child_env,
+    require_free_port,
     service_command,
     spawn,
     terminate,
@@ -187,6 +188,7 @@ class LocalMcpServer:
                 f"the MCP server at {self.url} runs {running or 'unrecorded settings'}; restarting it", file=sys.stderr
             )
             self.stop()
+        require_free_port(port, name="the MCP server", setting="LOCAL_MCP_PORT")
         pid = spawn(
             [sys.executable, "-m", "localdev.mcp_server", "serve", *args],
             log_file=self.log_file,

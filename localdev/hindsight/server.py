@@ -31,7 +31,11 @@ from localdev.token_issuer import ensure_running as ensure_issuer_running
 __all__ = ["LocalHindsight"]
 
 _STATE_FILE = "state.json"
-_PORT_FLAGS = {"port": "--port", "pg_port": "--pg-port", "llm_port": "--llm-port"}
+_PORT_FLAGS = {
+    "port": "--port (LOCAL_HINDSIGHT_PORT)",
+    "pg_port": "--pg-port (LOCAL_HINDSIGHT_PG_PORT)",
+    "llm_port": "--llm-port (LOCAL_HINDSIGHT_LLM_PORT)",
+}
 _START_HINT = (
     "read the log above; check the ports are free and the virtualenv is complete (`make hindsight-venv`); "
     "with a real LLM check its credentials; `python -m localdev.hindsight stop` clears a half-started server; "

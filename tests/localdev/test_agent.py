@@ -123,3 +123,22 @@ def test_start_replaces_an_agent_running_other_settings(tmp_path: Path) -> None:
         agent.stop()
         if old.poll() is None:
             old.kill()
+
+
+def test_a_port_taken_by_something_else_names_the_setting(tmp_path: Path) -> None:
+    import socket
+
+    import pytest
+
+    from localdev.supervisor import StartError
+
+    # GIVEN something else listening on the agent's port
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        agent = LocalAgent(tmp_path / "agent")
+        # WHEN the agent starts there, THEN the error names the variable that moves it, and nothing was started
+        with pytest.raises(StartError, match=f"port {port} is in use.*LOCAL_AGENT_PORT=<port>"):
+            agent.start(hindsight_url="http://127.0.0.1:1", issuer_url="http://127.0.0.1:2", port=port)
+        assert not agent.state_file.exists()

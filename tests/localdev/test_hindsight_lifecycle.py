@@ -119,7 +119,7 @@ def test_busy_port_is_reported_before_anything_starts():
         busy = sock.getsockname()[1]
         hs = LocalHindsight(_quick_config(port=busy))
         try:
-            with pytest.raises(HindsightStartError, match=f"port {busy} .* is in use"):
+            with pytest.raises(HindsightStartError, match=f"port {busy} .* is in use.*LOCAL_HINDSIGHT_PORT"):
                 hs.start()
             assert not hs.status()["postgres_running"]
         finally:

@@ -64,3 +64,18 @@ def test_start_restarts_a_server_running_other_settings(tmp_path: Path) -> None:
 
 def _state(server: LocalMcpServer) -> dict[str, Any]:
     return dict(json.loads((server.data_dir / "mcp.json").read_text()))
+
+
+def test_a_port_taken_by_something_else_names_the_setting(tmp_path: Path) -> None:
+    import pytest
+
+    from localdev.supervisor import StartError
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        with pytest.raises(StartError, match=f"port {port} is in use.*LOCAL_MCP_PORT=<port>"):
+            LocalMcpServer(tmp_path / "mcp").start(
+                hindsight_url="http://127.0.0.1:1", issuer_url="http://127.0.0.1:2", port=port
+            )
