@@ -224,3 +224,15 @@ def test_projected_embeddings_point_at_the_second_model(tmp_path):
     assert modules[-1]["type"].endswith("Dense")
     assert json.loads((model / modules[-1]["path"] / "config.json").read_text())["out_features"] == 512
     assert env["HINDSIGHT_API_LLM_TRACE_ENABLED"] == "false"
+
+
+def test_a_running_server_with_other_settings_is_not_reused():
+    # GIVEN what a server started with other embeddings recorded
+    hs = LocalHindsight(_quick_config())
+    same = {"llm": str(hs.config.llm), "embeddings": str(hs.config.embeddings), "port": 18888, "pg_port": 5}
+    # THEN the same settings match, and each difference is named
+    assert hs.changed_settings(same) == ""
+    assert hs.changed_settings({k: v for k, v in same.items() if k != "embeddings"}) == ""  # not recorded
+    changed = hs.changed_settings({**same, "embeddings": "local-model", "llm": "bedrock"})
+    assert "embeddings local-model instead of" in changed
+    assert "llm bedrock instead of" in changed
