@@ -169,9 +169,12 @@ def agent_key_message(op: str) -> QueueMessage:
 
 def test_an_agent_key_record_is_delivered_with_the_functions_own_copy_of_the_key(fake, dead, metrics):
     reads: list[int] = []
-    replayer = QueueReplayer(
-        transport=fake, dead_letters=dead, agent_key=lambda: reads.append(1) or "the-agent-key", metrics=metrics
-    )
+
+    def read_key() -> str:
+        reads.append(1)
+        return "the-agent-key"
+
+    replayer = QueueReplayer(transport=fake, dead_letters=dead, agent_key=read_key, metrics=metrics)
     replayer.start_batch()
     assert replayer.handle(agent_key_message("a")).verdict is ReplayVerdict.DELIVERED
     (retain,) = fake.calls("/memories")
