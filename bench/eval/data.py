@@ -19,7 +19,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -117,11 +117,11 @@ def parse_evidence(raw: Iterable[Any], dropped: Counter[str]) -> tuple[str, ...]
 
 
 def parse_session_time(text: str) -> datetime:
-    """LoCoMo's session date (``"1:56 pm on 8 May, 2023"``) as a naive datetime (read as UTC)."""
+    """LoCoMo's session date (``"1:56 pm on 8 May, 2023"``), read as UTC (the data names no timezone)."""
     cleaned = " ".join(text.replace(",", " ").split())
     for fmt in ("%I:%M %p on %d %B %Y", "%I:%M %p on %d %b %Y", "%d %B %Y"):
         try:
-            return datetime.strptime(cleaned, fmt)
+            return datetime.strptime(cleaned, fmt).replace(tzinfo=UTC)
         except ValueError:
             continue
     raise ValueError(f"unreadable session date {text!r}: expected like '1:56 pm on 8 May, 2023'")
@@ -244,7 +244,7 @@ def synthetic(conversations: int = 2, small_talk: int = 3) -> DataSet:
     for c in range(conversations):
         a, b = _PEOPLE[c % len(_PEOPLE)]
         names = (a, b)
-        start = datetime(2023, 3, 1, 10, 0) + timedelta(days=40 * c)
+        start = datetime(2023, 3, 1, 10, 0, tzinfo=UTC) + timedelta(days=40 * c)
         turns: list[Turn] = []
         evidence: list[list[str]] = []
         session = 0

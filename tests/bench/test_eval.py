@@ -48,7 +48,7 @@ def test_a_locomo_file_loads_with_the_audits_corrections(tmp_path: Path):
     data = load_locomo(*_locomo_file(tmp_path))
     (conv,) = data.conversations
     assert [t.line for t in conv.turns] == ["Ana: I got a puppy.", "Ben: Nice! [shares a photo: a photo of a dog]"]
-    assert conv.turns[0].at.isoformat() == "2023-05-08T13:56:00"
+    assert conv.turns[0].at.isoformat() == "2023-05-08T13:56:00+00:00"
     (question,) = conv.questions  # category 5 and the one without usable evidence are left out
     assert question.evidence == ("D1:1",)  # corrected by the audit
     assert (data.corrected_questions, data.questions_without_evidence) == (1, 1)
