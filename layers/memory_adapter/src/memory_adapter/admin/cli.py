@@ -16,6 +16,8 @@ Examples::
     python -m memory_adapter.admin --local forget-user --user user-alex --confirm user-alex --reason "ticket 42"
     python -m memory_adapter.admin --local expire --dry-run
     python -m memory_adapter.admin --local backup
+    python -m memory_adapter.admin --local import history.jsonl --dry-run
+    python -m memory_adapter.admin import history.jsonl --url http://hindsight.internal --operator-key-file key --local
     python -m memory_adapter.admin --function-url https://....lambda-url.us-east-1.on.aws/ export --tenant acme
 """
 
@@ -112,6 +114,9 @@ def _parser() -> argparse.ArgumentParser:
     ex.add_argument("--batch-size", type=int)
     bk = action("backup", "every bank's transfer archive and a manifest")
     bk.add_argument("--bank", action="append", dest="banks")
+    im = action("import", "import conversation history (JSONL turns) into the right banks; re-runs skip what is there")
+    im.add_argument("file", type=Path, help="JSONL, one turn a line: user, agent, time, user_text[, agent_text, ...]")
+    im.add_argument("--dry-run", action="store_true", help="check the file and count what would be imported")
     return parser
 
 
@@ -128,6 +133,34 @@ def _request(args: argparse.Namespace) -> dict[str, Any]:
     return request
 
 
+def _operator_key(args: argparse.Namespace) -> str:
+    key_file = Path(args.operator_key_file)
+    if not key_file.is_file():
+        raise InvalidRequestError(f"no operator key at {key_file}: start the local Hindsight (make hindsight-start)")
+    return key_file.read_text().strip()
+
+
+def _run_import(args: argparse.Namespace) -> dict[str, Any]:
+    """Import runs against Hindsight itself (the file stays on the operator's machine), with the operator key."""
+    from memory_adapter.admin.importer import import_file
+
+    if not args.local:
+        raise InvalidRequestError(
+            "import talks to Hindsight directly: pass --local (with --url and --operator-key-file for a Hindsight "
+            "inside the VPC)"
+        )
+    try:
+        return import_file(
+            args.file,
+            url=args.url,
+            operator_key=_operator_key(args),
+            dry_run=args.dry_run,
+            progress=lambda line: print(line, file=sys.stderr, flush=True),
+        )
+    except HindsightUnavailableError as exc:
+        raise AdminError(f"{exc}: is Hindsight up at {args.url}? (make hindsight-start)") from exc
+
+
 def _run_local(args: argparse.Namespace, request: dict[str, Any]) -> dict[str, Any]:
     from memory_adapter.admin.actions import AdminDeps, run_action
     from memory_adapter.admin.client import OperatorClient
@@ -140,10 +173,7 @@ def _run_local(args: argparse.Namespace, request: dict[str, Any]) -> dict[str, A
     except RetentionRulesError as exc:
         source = "--retention" if args.retention else f"${ENV_RETENTION}"
         raise InvalidRequestError(f"{source}: {exc}; give a JSON object of kind -> days (1-36500) or null") from exc
-    key_file = Path(args.operator_key_file)
-    if not key_file.is_file():
-        raise InvalidRequestError(f"no operator key at {key_file}: start the local Hindsight (make hindsight-start)")
-    deps = AdminDeps(OperatorClient(args.url, key_file.read_text().strip()), DirectoryStore(args.out), rules)
+    deps = AdminDeps(OperatorClient(args.url, _operator_key(args)), DirectoryStore(args.out), rules)
     try:
         return run_action(request, deps=deps, principal=f"local:{getpass.getuser()}")
     except HindsightUnavailableError as exc:
@@ -187,7 +217,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.local and args.function_url:
             raise InvalidRequestError("give --local or --function-url, not both")
-        if args.local:
+        if args.action == "import":
+            result = _run_import(args)
+        elif args.local:
             result = _run_local(args, request)
         else:
             url = args.function_url or os.environ.get(ENV_FUNCTION_URL)
