@@ -232,7 +232,7 @@ class VectorDatabase(Construct):
         of each month (``1/<days>``; monthly for longer periods).
         """
         master, login = (_rotation_schedule(s) for s in (self.master_secret, self.login.secret))
-        login.add_dependency(master)
+        login.node.add_dependency(master)
         login.add_property_override(
             "RotationRules",
             {"ScheduleExpression": f"rate({rotation_days} days)", "Duration": LOGIN_ROTATION_WINDOW},
