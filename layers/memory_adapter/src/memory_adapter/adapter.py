@@ -209,6 +209,10 @@ class HindsightRuntimeAdapter:
         breaker = CircuitBreaker(
             failure_threshold=s.breaker_failure_threshold,
             reset_timeout=s.breaker_reset_timeout,
+            slow_threshold=s.breaker_slow_threshold,
+            slow_window=s.breaker_slow_window,
+            slow_ratio=s.breaker_slow_ratio,
+            slow_reset_timeout=s.breaker_slow_reset_timeout,
             on_change=self._breaker_changed,
         )
         delivery = RetainDelivery(
@@ -302,10 +306,10 @@ class HindsightRuntimeAdapter:
             future = rt.recall_pool.submit(self._recall_blocking, rt.transport, bank_id, query, bearer)
             memories = await asyncio.wait_for(asyncio.wrap_future(future), timeout=self.settings.recall_timeout)
         except TimeoutError:
-            rt.breaker.record_failure()
+            rt.breaker.record_miss()
             return self._degraded("timeout", started, bank_id)
-        except HindsightUnavailableError:
-            rt.breaker.record_failure()
+        except HindsightUnavailableError as exc:
+            rt.breaker.record_error(exc)
             return self._degraded("unavailable", started, bank_id)
         except HindsightRequestError as exc:
             rt.breaker.record_success()
@@ -601,8 +605,8 @@ class HindsightRuntimeAdapter:
         """GET /health: any answer below 500 means Hindsight is back (closes the breaker)."""
         try:
             response = rt.transport.request("GET", "/health", timeout=self.settings.recall_timeout)
-        except HindsightUnavailableError:
-            rt.breaker.record_failure()
+        except HindsightUnavailableError as exc:
+            rt.breaker.record_error(exc)
             return False
         if response.status >= 500:
             rt.breaker.record_failure()

@@ -284,8 +284,8 @@ class RetainDelivery:
                 bearer=credential or record.credential or self._default_credential,
                 timeout=self._timeout,
             )
-        except HindsightUnavailableError:
-            self._breaker.record_failure()
+        except HindsightUnavailableError as exc:
+            self._breaker.record_error(exc)
             raise
         except HindsightRequestError:
             self._breaker.record_success()  # the server is up; it refused this request
