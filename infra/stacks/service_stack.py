@@ -34,6 +34,7 @@ class MemoryServiceStack(PartAwareStack):
         foundation: Foundation,
         database: VectorDatabase,
         identity: Identity | None,
+        parameter_prefix: str,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
@@ -48,6 +49,7 @@ class MemoryServiceStack(PartAwareStack):
             agent_name=agent_name,
             logs_key=foundation.logs_key,
             alerts=foundation.alerts,
+            parameter_prefix=parameter_prefix,
         )
         CfnOutput(self, "HindsightUrl", value=self.memory.url, description="Hindsight API (inside the VPC)")
         CfnOutput(
@@ -62,6 +64,12 @@ class MemoryServiceStack(PartAwareStack):
             "MaintenanceTaskDefinition",
             value=self.memory.maintenance_task.family,
             description="Restore and re-embedding: aws ecs run-task --task-definition <this> (docs/operating.md)",
+        )
+        CfnOutput(
+            self,
+            "MaintenancePolicyArn",
+            value=self.memory.maintenance_policy.managed_policy_arn,
+            description="Attach to the roles that restore or re-embed: ecs run-task of MaintenanceTaskDefinition",
         )
         CfnOutput(self, "ClusterName", value=self.memory.cluster.cluster_name, description="The Hindsight ECS cluster")
         CfnOutput(
