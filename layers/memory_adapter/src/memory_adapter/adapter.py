@@ -24,6 +24,7 @@ import asyncio
 import atexit
 import concurrent.futures
 import dataclasses
+import functools
 import hashlib
 import json
 import logging
@@ -379,14 +380,12 @@ class HindsightRuntimeAdapter:
                 session_id, request_id = context.runtime_session_id, context.request_id
             if session_id is None:
                 raise TypeError("retain_for_turn(caller, ...) needs the turn's session_id")
-            record = self._record(caller, session_id, request_id, result, query, stamp)
         except Exception:
             self._observer.event(logging.WARNING, "memory retain skipped: no bank", event="retain.bank_resolution")
             return RetainHandle.resolved(RetainOutcome.SKIPPED)
-        self._observer.event(
-            logging.INFO, "memory retain queued", event="retain.queued", bank=short_hash(caller.bank_id)
-        )
-        return self._runtime().delivery.submit(record)
+        # Only the inputs are queued here: a delivery thread builds the record (see RetainDelivery.submit).
+        build = functools.partial(self._queued_record, caller, session_id, request_id, result, query, stamp)
+        return self._runtime().delivery.submit(build)
 
     async def stream_turn(
         self,
@@ -583,6 +582,22 @@ class HindsightRuntimeAdapter:
             credential=caller.credential,
             agent_key=caller.agent_key,
         )
+
+    def _queued_record(
+        self,
+        caller: Caller,
+        session_id: str,
+        request_id: str | None,
+        result: str,
+        query: str | None,
+        occurred_at: datetime,
+    ) -> RetainRecord:
+        """Runs on a delivery thread: the turn's record, and the log line that it is queued."""
+        record = self._record(caller, session_id, request_id, result, query, occurred_at)
+        self._observer.event(
+            logging.INFO, "memory retain queued", event="retain.queued", bank=short_hash(caller.bank_id)
+        )
+        return record
 
     def _recall_blocking(self, transport: Transport, bank_id: str, query: str, bearer: str | None) -> list[Any]:
         """Runs on a recall thread. Socket timeout slightly beyond the deadline: the caller gives up first."""
