@@ -476,6 +476,20 @@ class HindsightRuntimeAdapter:
 
         return await asyncio.to_thread(run)
 
+    def start(self) -> None:
+        """At start-up: drain in the background what the local spool holds; never blocks, never raises.
+
+        Retains an earlier process spooled (an outage, a restart) would otherwise wait for the next turn's traffic.
+        A no-op without ``auto_replay`` or with a queue as the spool (the queue's consumer replays it). Hindsight
+        still down: the replay stops at its first failure and the records stay spooled for the next chance.
+        """
+        if not self._auto_replay:
+            return
+        try:
+            self._runtime().delivery.request_replay()
+        except Exception:  # start-up must not fail because of memory
+            logger.warning("memory spool replay at start-up failed", exc_info=True)
+
     @property
     def spool(self) -> Spool:
         """Where undelivered retains wait (the queue deployed, the local directory otherwise)."""
