@@ -24,6 +24,7 @@ from typing import Any
 
 from localdev.faults import HungServer
 from memory_adapter import HindsightRuntimeAdapter, TurnContext, format_bank_id
+from memory_adapter.config import HindsightAgentCoreConfig
 from memory_adapter.transport import HttpTransport, bank_path
 
 AGENT = "bench"
@@ -130,16 +131,19 @@ async def _recall_latency(url: str, key: str | None, bank_id: str, calls: int) -
 
 async def _hung_overhead(turns: int) -> dict[str, Any]:
     with HungServer() as hung:
-        adapter = HindsightRuntimeAdapter(
-            AGENT,
+        # A hung server's turns are deadline misses: two of them open the breaker here, for good.
+        settings = HindsightAgentCoreConfig(
             hindsight_api_url=hung.url,
             recall_timeout=0.5,
             timeout=0.5,
             breaker_failure_threshold=2,
             breaker_reset_timeout=3600,
+            breaker_slow_threshold=2,
+            breaker_slow_reset_timeout=3600,
             spool_dir=tempfile.mkdtemp(),
             auto_replay=False,
         )
+        adapter = HindsightRuntimeAdapter(AGENT, settings=settings)
         ctx = TurnContext(runtime_session_id="hung", user_id=USER, agent_name=AGENT)
         before_open: list[float] = []
         for _ in range(2):  # these pay the deadline and open the breaker

@@ -25,7 +25,7 @@ from memory_adapter.agentcore.app import BodyGuard, error_response, unauthorized
 from memory_adapter.agentcore.busy import RetainWatcher
 from memory_adapter.agentcore.credentials import AgentKey, KeyUnavailableError
 from memory_adapter.agentcore.identity import RequestAuthenticator, TokenVerifier, default_verifier
-from memory_adapter.agentcore.memory import RECALL_BACKSTOP_MARGIN_S
+from memory_adapter.agentcore.memory import RECALL_BACKSTOP_MARGIN_S, start_memory
 from memory_adapter.agentcore.request import (
     REQUEST_ID_HEADER,
     SESSION_HEADER,
@@ -301,6 +301,7 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: BedrockAgentCoreApp) -> AsyncIterator[None]:
+        start_memory(agent.memory)  # an earlier process's spooled retains drain now, not at the first turn
         yield
         # The adapter's clients live on the SDK's worker loop (where the handler runs): close them there.
         loop = getattr(app, "_worker_loop", None)

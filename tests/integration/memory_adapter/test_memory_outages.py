@@ -7,6 +7,7 @@ import time
 import pytest
 
 from memory_adapter import RetainOutcome, format_bank_id
+from memory_adapter.config import ENV_VARS
 
 from .conftest import deliver_directly, wait_until_spool_empty
 
@@ -21,13 +22,15 @@ async def _agent(payload: dict[str, str], memory_context: str) -> dict[str, str]
 
 @pytest.mark.parametrize("fault", ["refused_url", "hung_url", "failing_url"])
 async def test_outage_then_recovery_keeps_every_turn_exactly_once(
-    fault, request, local_hindsight, make_adapter, user_ctx, run_id, bank, spool
+    fault, request, local_hindsight, make_adapter, user_ctx, run_id, bank, spool, monkeypatch
 ):
     fault_url = request.getfixturevalue(fault)
     user = f"outage-{fault.split('_')[0]}-{run_id}"
     bank_id = format_bank_id(user=user, agent="support")
     expected = {f"turn-{n}" for n in range(TURNS)}
-    # GIVEN an agent whose Hindsight is down (same spool directory as the recovered one below)
+    # GIVEN an agent whose Hindsight is down (same spool directory as the recovered one below); a hung one opens
+    # its breaker after two deadline misses here, as a refusing or failing one does after two failures
+    monkeypatch.setenv(ENV_VARS["breaker_slow_threshold"], "2")
     down = make_adapter(fault_url, recall_timeout=0.3, timeout=0.5, max_retries=1, breaker_failure_threshold=2)
     durations, reasons, handles = [], [], []
     for n in range(TURNS):
@@ -41,7 +44,7 @@ async def test_outage_then_recovery_keeps_every_turn_exactly_once(
         # THEN each turn answers, without memory
         assert result["output"] == f"answered: question {n}"
         assert recollection.degraded
-    # the breaker opened after two failures: the remaining turns did not touch the network
+    # the breaker opened after two failures (or misses): the remaining turns did not touch the network
     assert reasons[2:] == ["breaker_open"] * (TURNS - 2)
     assert down.breaker_state == "open"
     assert await down.flush(timeout=30) is True

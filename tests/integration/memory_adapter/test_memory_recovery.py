@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from memory_adapter import RetainOutcome, format_bank_id
+from memory_adapter.config import ENV_VARS
 
 from .conftest import wait_until_spool_empty
 from .switchable_proxy import SwitchableProxy
@@ -26,8 +27,13 @@ def proxy(local_hindsight: Any) -> Iterator[SwitchableProxy]:
 
 
 @pytest.mark.parametrize("outage", ["refused", "hung", "failing"])
-async def test_same_adapter_recovers_by_itself(outage, proxy, make_adapter, user_ctx, run_id, bank):
+async def test_same_adapter_recovers_by_itself(outage, proxy, make_adapter, user_ctx, run_id, bank, monkeypatch):
     user = f"recover-{outage}-{run_id}"
+    # deadline misses (hung) open the breaker as failures do (refused, failing): after two that are half of the
+    # calls in the window (the healthy turn counts), probed after 0.5 s
+    monkeypatch.setenv(ENV_VARS["breaker_slow_threshold"], "2")
+    monkeypatch.setenv(ENV_VARS["breaker_slow_ratio"], "0.5")
+    monkeypatch.setenv(ENV_VARS["breaker_slow_reset_timeout"], "0.5")
     adapter = make_adapter(
         proxy.url,
         recall_timeout=2.0,  # generous: the healthy phases must not time out on a loaded CI machine

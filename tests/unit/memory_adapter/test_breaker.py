@@ -7,7 +7,9 @@ import threading
 from typing import Any
 
 from memory_adapter import TurnContext
-from memory_adapter.breaker import BreakerState, CircuitBreaker
+from memory_adapter.breaker import BreakerState, CircuitBreaker, is_deadline_miss
+from memory_adapter.config import ENV_VARS
+from memory_adapter.exceptions import HindsightUnavailableError
 from memory_adapter.observability import Metric
 from memory_adapter.testing import Fault
 
@@ -67,13 +69,130 @@ def test_state_machine():
     ]
 
 
+def slow_breaker(clock: Clock, **kwargs: Any) -> CircuitBreaker:
+    options: dict[str, Any] = {
+        "failure_threshold": 3,
+        "reset_timeout": 30,
+        "slow_threshold": 5,
+        "slow_window": 30,
+        "slow_ratio": 0.8,
+        "slow_reset_timeout": 3,
+    }
+    return CircuitBreaker(clock=clock, **(options | kwargs))
+
+
+def test_three_deadline_misses_do_not_open_it():
+    # GIVEN a breaker with the default thresholds: 3 hard failures, or 5 misses making 80% of 30 s
+    clock = Clock()
+    breaker = slow_breaker(clock)
+    # WHEN three recalls miss their deadline in a row (Hindsight busy, not down)
+    for _ in range(3):
+        clock.now += 0.5
+        breaker.record_miss()
+    # THEN memory is still used (today's breaker opened here, for 30 s)
+    assert state(breaker) is BreakerState.CLOSED
+
+
+def test_three_refused_connections_open_it_for_the_full_reset_timeout():
+    clock = Clock()
+    breaker = slow_breaker(clock)
+    for _ in range(3):
+        breaker.record_error(ConnectionRefusedError())
+    assert state(breaker) is BreakerState.OPEN
+    clock.now = 29
+    assert not breaker.probe_due()
+    clock.now = 30
+    assert breaker.begin_probe()
+
+
+def test_5xx_failures_count_apart_from_misses():
+    # Misses interleaved with hard failures neither reset nor feed the hard count: three 5xx still open it.
+    clock = Clock()
+    breaker = slow_breaker(clock)
+    for _ in range(3):
+        breaker.record_failure()
+        breaker.record_miss()
+    assert state(breaker) is BreakerState.OPEN
+
+
+def test_sustained_misses_open_it_and_it_is_probed_sooner():
+    clock = Clock()
+    changes: list[tuple[str, str]] = []
+    breaker = slow_breaker(clock, on_change=lambda a, b: changes.append((a, b)))
+    for _ in range(5):
+        clock.now += 1
+        breaker.record_error(TimeoutError())
+    assert state(breaker) is BreakerState.OPEN
+    clock.now += 2.9
+    assert not breaker.probe_due()
+    clock.now += 0.1  # slow_reset_timeout (3 s), not reset_timeout (30 s)
+    assert breaker.probe_due()
+    assert breaker.begin_probe()
+    breaker.record_miss()  # the probe was slow too: open again, still for the short time
+    assert state(breaker) is BreakerState.OPEN
+    clock.now += 3
+    assert breaker.begin_probe()
+    breaker.record_success()
+    assert breaker.allow()
+    # the metric's states are the same as for hard failures
+    assert [b for _, b in changes] == ["open", "half_open", "open", "half_open", "closed"]
+
+
+def test_a_hard_failure_while_miss_opened_waits_the_full_reset_timeout():
+    clock = Clock()
+    breaker = slow_breaker(clock)
+    for _ in range(5):
+        breaker.record_miss()
+    breaker.record_failure()  # e.g. a retain in flight was refused: Hindsight is down, not busy
+    clock.now = 3
+    assert not breaker.probe_due()
+    clock.now = 30
+    assert breaker.probe_due()
+
+
+def test_misses_open_it_only_when_most_calls_miss():
+    # GIVEN a busy Hindsight: every other recall misses its deadline, the rest answer
+    clock = Clock()
+    breaker = slow_breaker(clock)
+    for _ in range(20):
+        clock.now += 0.1
+        breaker.record_miss()
+        breaker.record_success()
+    # THEN ten misses (over the count) at 50% (under the ratio) keep it closed: memory degrades one turn at a time
+    assert state(breaker) is BreakerState.CLOSED
+
+
+def test_misses_older_than_the_window_do_not_count():
+    clock = Clock()
+    breaker = slow_breaker(clock, slow_window=10)
+    for _ in range(4):
+        breaker.record_miss()
+    clock.now = 10.5
+    breaker.record_miss()
+    assert state(breaker) is BreakerState.CLOSED
+    for _ in range(4):
+        breaker.record_miss()
+    assert state(breaker) is BreakerState.OPEN
+
+
+def test_a_socket_timeout_is_a_deadline_miss():
+    # The transport raises HindsightUnavailableError from the socket's TimeoutError (``raise ... from exc``).
+    timed_out = HindsightUnavailableError("Hindsight did not answer within 2 s")
+    timed_out.__cause__ = TimeoutError("timed out")
+    assert is_deadline_miss(timed_out)
+    assert not is_deadline_miss(HindsightUnavailableError("cannot reach Hindsight: ConnectionRefusedError"))
+
+
 def ctx() -> TurnContext:
     return TurnContext(runtime_session_id="s", user_id="alice", agent_name="support")
 
 
-async def test_open_breaker_skips_recall_without_network_then_recovers(make_adapter, fake, metrics):
+async def test_open_breaker_skips_recall_without_network_then_recovers(make_adapter, fake, metrics, monkeypatch):
+    # Settings without an argument of their own come from their environment variable.
+    monkeypatch.setenv(ENV_VARS["breaker_slow_threshold"], "2")
+    monkeypatch.setenv(ENV_VARS["breaker_slow_reset_timeout"], "0.3")
     fake.fault = Fault.HANG
-    adapter = make_adapter(recall_timeout=0.1, breaker_failure_threshold=2, breaker_reset_timeout=0.3)
+    adapter = make_adapter(recall_timeout=0.1, breaker_reset_timeout=30)
     for _ in range(2):
         assert (await adapter.recall_for_turn(ctx(), "hello")).reason == "timeout"
     assert adapter.breaker_state == "open"

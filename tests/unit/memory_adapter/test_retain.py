@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 
 from memory_adapter import RetainHandle, RetainOutcome, RetentionPolicy, TurnContext
 from memory_adapter.kinds import MemoryKind, kind_of
@@ -205,6 +206,47 @@ async def test_aclose_spools_what_is_still_pending(make_adapter, fake):
     fake.release()
     assert (await adapter.replay()).delivered == 1
     assert len(fake.documents(BANK)) == 1
+
+
+async def test_the_record_is_built_off_the_turns_thread(make_adapter, fake):
+    # GIVEN an adapter whose record construction notes the thread it runs on
+    adapter = make_adapter()
+    threads: list[int] = []
+    build = adapter._record
+
+    def spy(*args: object) -> object:
+        threads.append(threading.get_ident())
+        return build(*args)
+
+    adapter._record = spy
+    # WHEN a turn is retained
+    handle = adapter.retain_for_turn(ctx(request_id="r-off"), result="A", query="Q")
+    assert adapter.pending_retains == 1  # accepted at once: pending (so /ping is busy) before it is built
+    # THEN it is delivered, and its record was built once, on a delivery thread
+    assert await handle is RetainOutcome.DELIVERED
+    assert threads
+    assert threading.get_ident() not in threads
+    assert len(threads) == 1
+    assert list(fake.documents(BANK)) == ["r-off"]
+
+
+async def test_aclose_spools_retains_whose_record_was_not_built_yet(make_adapter, fake):
+    # GIVEN one delivery thread stuck on a hung Hindsight, so the next two retains wait in the queue unbuilt
+    fake.fault = Fault.HANG
+    adapter = make_adapter(timeout=30, max_retries=0, retain_workers=1)
+    stuck = adapter.retain_for_turn(ctx(request_id="r-0"), result="A")
+    await asyncio.sleep(0.05)
+    waiting = [adapter.retain_for_turn(ctx(), result=f"B{n}") for n in range(2)]
+    # WHEN the adapter closes before they were sent
+    await adapter.aclose(timeout=0.05)
+    # THEN every accepted turn is spooled, under the operation id its handle reports
+    assert [h.outcome for h in (stuck, *waiting)] == [RetainOutcome.SPOOLED] * 3
+    spooled = {r.operation_id for r in adapter.spool.items()}
+    assert spooled == {h.operation_id for h in (stuck, *waiting)}
+    fake.fault = Fault.NONE
+    fake.release()
+    assert (await adapter.replay()).delivered == 3
+    assert len(fake.documents(BANK)) == 3
 
 
 async def test_cancelling_a_waiter_does_not_cancel_the_delivery(make_adapter, fake):

@@ -24,6 +24,7 @@ import asyncio
 import atexit
 import concurrent.futures
 import dataclasses
+import functools
 import hashlib
 import json
 import logging
@@ -217,6 +218,10 @@ class HindsightRuntimeAdapter:
         breaker = CircuitBreaker(
             failure_threshold=s.breaker_failure_threshold,
             reset_timeout=s.breaker_reset_timeout,
+            slow_threshold=s.breaker_slow_threshold,
+            slow_window=s.breaker_slow_window,
+            slow_ratio=s.breaker_slow_ratio,
+            slow_reset_timeout=s.breaker_slow_reset_timeout,
             on_change=self._breaker_changed,
         )
         delivery = RetainDelivery(
@@ -310,10 +315,10 @@ class HindsightRuntimeAdapter:
             future = rt.recall_pool.submit(self._recall_blocking, rt.transport, bank_id, query, bearer)
             memories = await asyncio.wait_for(asyncio.wrap_future(future), timeout=self.settings.recall_timeout)
         except TimeoutError:
-            rt.breaker.record_failure()
+            rt.breaker.record_miss()
             return self._degraded("timeout", started, bank_id)
-        except HindsightUnavailableError:
-            rt.breaker.record_failure()
+        except HindsightUnavailableError as exc:
+            rt.breaker.record_error(exc)
             return self._degraded("unavailable", started, bank_id)
         except HindsightRequestError as exc:
             rt.breaker.record_success()
@@ -375,14 +380,12 @@ class HindsightRuntimeAdapter:
                 session_id, request_id = context.runtime_session_id, context.request_id
             if session_id is None:
                 raise TypeError("retain_for_turn(caller, ...) needs the turn's session_id")
-            record = self._record(caller, session_id, request_id, result, query, stamp)
         except Exception:
             self._observer.event(logging.WARNING, "memory retain skipped: no bank", event="retain.bank_resolution")
             return RetainHandle.resolved(RetainOutcome.SKIPPED)
-        self._observer.event(
-            logging.INFO, "memory retain queued", event="retain.queued", bank=short_hash(caller.bank_id)
-        )
-        return self._runtime().delivery.submit(record)
+        # Only the inputs are queued here: a delivery thread builds the record (see RetainDelivery.submit).
+        build = functools.partial(self._queued_record, caller, session_id, request_id, result, query, stamp)
+        return self._runtime().delivery.submit(build)
 
     async def stream_turn(
         self,
@@ -472,6 +475,20 @@ class HindsightRuntimeAdapter:
             return result
 
         return await asyncio.to_thread(run)
+
+    def start(self) -> None:
+        """At start-up: drain in the background what the local spool holds; never blocks, never raises.
+
+        Retains an earlier process spooled (an outage, a restart) would otherwise wait for the next turn's traffic.
+        A no-op without ``auto_replay`` or with a queue as the spool (the queue's consumer replays it). Hindsight
+        still down: the replay stops at its first failure and the records stay spooled for the next chance.
+        """
+        if not self._auto_replay:
+            return
+        try:
+            self._runtime().delivery.request_replay()
+        except Exception:  # start-up must not fail because of memory
+            logger.warning("memory spool replay at start-up failed", exc_info=True)
 
     @property
     def spool(self) -> Spool:
@@ -580,6 +597,22 @@ class HindsightRuntimeAdapter:
             agent_key=caller.agent_key,
         )
 
+    def _queued_record(
+        self,
+        caller: Caller,
+        session_id: str,
+        request_id: str | None,
+        result: str,
+        query: str | None,
+        occurred_at: datetime,
+    ) -> RetainRecord:
+        """Runs on a delivery thread: the turn's record, and the log line that it is queued."""
+        record = self._record(caller, session_id, request_id, result, query, occurred_at)
+        self._observer.event(
+            logging.INFO, "memory retain queued", event="retain.queued", bank=short_hash(caller.bank_id)
+        )
+        return record
+
     def _recall_blocking(self, transport: Transport, bank_id: str, query: str, bearer: str | None) -> list[Any]:
         """Runs on a recall thread. Socket timeout slightly beyond the deadline: the caller gives up first."""
         policy = self._recall_policy
@@ -643,8 +676,8 @@ class HindsightRuntimeAdapter:
         """GET /health: any answer below 500 means Hindsight is back (closes the breaker)."""
         try:
             response = rt.transport.request("GET", "/health", timeout=self.settings.recall_timeout)
-        except HindsightUnavailableError:
-            rt.breaker.record_failure()
+        except HindsightUnavailableError as exc:
+            rt.breaker.record_error(exc)
             return False
         if response.status >= 500:
             rt.breaker.record_failure()

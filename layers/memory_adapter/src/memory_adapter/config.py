@@ -90,6 +90,15 @@ class HindsightAgentCoreConfig:
     """Consecutive failures that open the circuit breaker."""
     breaker_reset_timeout: float = 30.0
     """Seconds the breaker stays open before a background health probe may close it."""
+    breaker_slow_threshold: int = 5
+    """Recall deadline misses within ``breaker_slow_window`` that open the breaker (misses count apart from refused
+    connections and 5xx: a busy Hindsight that still answers most calls degrades one turn at a time)."""
+    breaker_slow_window: float = 30.0
+    """Seconds over which deadline misses, and the calls that ended, are counted."""
+    breaker_slow_ratio: float = 0.8
+    """Share of the calls ended within ``breaker_slow_window`` that must have missed their deadline to open it."""
+    breaker_slow_reset_timeout: float = 3.0
+    """Seconds the breaker stays open after an opening caused only by deadline misses, before it is probed."""
     max_retries: int = 3
     """Retries of a retain after its first attempt (transient errors only), before it is spooled."""
     retry_base_delay: float = 0.2
@@ -125,6 +134,10 @@ _BOUNDS: Final[Mapping[str, Mapping[str, float]]] = {
     "recall_timeout": {"above": 0},
     "breaker_failure_threshold": {"low": 1},
     "breaker_reset_timeout": {"above": 0},
+    "breaker_slow_threshold": {"low": 1},
+    "breaker_slow_window": {"above": 0},
+    "breaker_slow_ratio": {"low": 0, "high": 1},
+    "breaker_slow_reset_timeout": {"above": 0},
     "max_retries": {"low": 0},
     "retry_base_delay": {"low": 0},
     "retry_max_delay": {"low": 0},

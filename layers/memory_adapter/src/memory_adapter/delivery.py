@@ -1,6 +1,7 @@
 """Background delivery of retains: never on the turn's path, never lost, never duplicated.
 
-Each retain is a :class:`RetainRecord` handed to a pool of daemon threads (they belong to no event loop, so a retain
+Each retain is handed, as the inputs of its :class:`RetainRecord`, to a pool of daemon threads, which build the
+record (so the turn's thread only queues it) (they belong to no event loop, so a retain
 queued inside one ``asyncio.run`` call is still delivered after that loop has ended). A thread sends it as a
 server-side async retain with its ``operation_id``; transient failures are retried ``max_retries`` times with
 exponential backoff and full jitter (honouring ``Retry-After``), then the record goes to the spool. While the circuit
@@ -70,9 +71,25 @@ class RetainHandle:
         >>> outcome = await handle            # RetainOutcome.DELIVERED or .SPOOLED, ...
     """
 
-    def __init__(self, future: concurrent.futures.Future[RetainOutcome], *, operation_id: str | None = None) -> None:
+    def __init__(
+        self,
+        future: concurrent.futures.Future[RetainOutcome],
+        *,
+        operation_id: str | None = None,
+        record: Callable[[], RetainRecord] | None = None,
+    ) -> None:
         self._future = future
-        self.operation_id = operation_id
+        self._operation_id = operation_id
+        self._record = record
+
+    @property
+    def operation_id(self) -> str | None:
+        """The retain's idempotency key (``None`` for a skipped one); builds the record here if no delivery thread
+        has yet (it is built once either way)."""
+        if self._operation_id is None and self._record is not None:
+            with contextlib.suppress(Exception):  # a record that cannot be built was dropped (and logged)
+                self._operation_id = self._record().operation_id
+        return self._operation_id
 
     @classmethod
     def resolved(cls, outcome: RetainOutcome) -> RetainHandle:
@@ -123,10 +140,35 @@ class ReplayResult:
     remaining: int
 
 
-@dataclass
 class _Job:
-    record: RetainRecord
-    future: concurrent.futures.Future[RetainOutcome]
+    """One accepted retain: its record is built on first use (by a delivery thread, else by shutdown), exactly once,
+    so a record without a request id keeps the one document id it drew."""
+
+    __slots__ = ("_build", "_lock", "_on_built", "_record", "future")
+
+    def __init__(
+        self,
+        build: Callable[[], RetainRecord],
+        future: concurrent.futures.Future[RetainOutcome],
+        *,
+        on_built: Callable[[], None],
+    ) -> None:
+        self._build = build
+        self._on_built = on_built
+        self._record: RetainRecord | None = None
+        self._lock = threading.Lock()
+        self.future = future
+
+    def record(self) -> RetainRecord:
+        """The record (built now when nobody has yet; raises what the build raised)."""
+        record = self._record
+        if record is None:
+            with self._lock:
+                if self._record is None:
+                    self._record = self._build()
+                    self._on_built()
+                record = self._record
+        return record
 
 
 _STOP = object()
@@ -178,7 +220,8 @@ class RetainDelivery:
         self._on_short_circuit = on_short_circuit
         self._on_delivered = on_delivered
         self._rng = rng or random.Random()  # noqa: S311 (retry jitter, not cryptography)
-        self._queue: queue.Queue[Any] = queue.Queue()
+        # SimpleQueue: a put is one C call, no Python-level lock or condition on the turn's thread.
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._jobs: dict[int, _Job] = {}
         self._threads: list[threading.Thread] = []
@@ -189,20 +232,39 @@ class RetainDelivery:
 
     # -- submission -------------------------------------------------------------------------------------------
 
-    def submit(self, record: RetainRecord) -> RetainHandle:
-        """Queue ``record`` for delivery and return its handle. Never blocks, never raises."""
+    def submit(self, build: Callable[[], RetainRecord]) -> RetainHandle:
+        """Queue the retain that ``build()`` makes and return its handle. Never blocks, never raises.
+
+        This runs on the turn's thread, so it only queues: a delivery thread calls ``build`` (the document id, the
+        idempotency digest, the metadata) and counts the retain as queued. From here the retain is pending
+        (:attr:`pending`, so ``/ping`` reports busy) and is delivered, spooled or, at exit, spooled by
+        :meth:`shutdown`.
+        """
         future: concurrent.futures.Future[RetainOutcome] = concurrent.futures.Future()
         # Running from the start: cancelling an awaiting caller (a wait_for timeout, a finished event loop) must
         # never cancel the delivery itself.
         future.set_running_or_notify_cancel()
-        job = _Job(record, future)
+        job = _Job(build, future, on_built=self._queued)
         with self._lock:
             self._jobs[id(job)] = job
             self._start_workers()
             self._queue.put(job)
         future.add_done_callback(lambda _f: self._forget(job))
+        return RetainHandle(future, record=job.record)
+
+    def _record_of(self, job: _Job) -> RetainRecord | None:
+        """Build the job's record off the turn (counted as queued then); ``None``, resolved as dropped, if it fails."""
+        try:
+            record = job.record()
+        except Exception:  # a bug or an unserialisable policy value: nothing to deliver or spool
+            logging.getLogger("memory_adapter").exception("memory retain lost: its record could not be built")
+            self._obs.count(Metric.RETAIN_FAILED)
+            self._resolve(job, RetainOutcome.DROPPED)
+            return None
+        return record
+
+    def _queued(self) -> None:
         self._obs.count(Metric.RETAIN_QUEUED)
-        return RetainHandle(future, operation_id=record.operation_id)
 
     def _forget(self, job: _Job) -> None:
         with self._lock:
@@ -225,18 +287,21 @@ class RetainDelivery:
 
     # -- worker -----------------------------------------------------------------------------------------------
 
-    def _work(self, jobs: queue.Queue[Any]) -> None:
+    def _work(self, jobs: queue.SimpleQueue[Any]) -> None:
         while True:
             job = jobs.get()
             if job is _STOP:
                 return
             if job.future.done():
                 continue
+            record = self._record_of(job)
+            if record is None:
+                continue
             try:
-                outcome = self._deliver_with_retries(job)
+                outcome = self._deliver_with_retries(job, record)
             except Exception:  # defensive: a bug here must not kill the worker or lose the record
                 logging.getLogger("memory_adapter").exception("memory retain worker failed")
-                outcome = self._to_spool(job.record, "internal error")
+                outcome = self._to_spool(record, "internal error")
             self._resolve(job, outcome)
 
     @staticmethod
@@ -248,8 +313,7 @@ class RetainDelivery:
             return False
         return True
 
-    def _deliver_with_retries(self, job: _Job) -> RetainOutcome:
-        record = job.record
+    def _deliver_with_retries(self, job: _Job, record: RetainRecord) -> RetainOutcome:
         for retry in range(self._retry.max_retries + 1):
             if job.future.done() or self._stop.is_set():
                 return RetainOutcome.SPOOLED if job.future.done() else self._to_spool(record, "adapter closing")
@@ -284,8 +348,8 @@ class RetainDelivery:
                 bearer=credential or record.credential or self._default_credential,
                 timeout=self._timeout,
             )
-        except HindsightUnavailableError:
-            self._breaker.record_failure()
+        except HindsightUnavailableError as exc:
+            self._breaker.record_error(exc)
             raise
         except HindsightRequestError:
             self._breaker.record_success()  # the server is up; it refused this request
@@ -477,12 +541,15 @@ class RetainDelivery:
         with self._lock:
             leftovers = [job for job in self._jobs.values() if not job.future.done()]
         for job in leftovers:
-            outcome = self._to_spool(job.record, "adapter closing")
+            record = self._record_of(job)
+            if record is None:
+                continue
+            outcome = self._to_spool(record, "adapter closing")
             if self._resolve(job, outcome):
                 spooled += outcome is RetainOutcome.SPOOLED
         with self._lock:
             threads, self._threads = self._threads, []
-            old_queue, self._queue = self._queue, queue.Queue()
+            old_queue, self._queue = self._queue, queue.SimpleQueue()
         for _ in threads:
             old_queue.put(_STOP)  # a thread stuck in a hung request reads its marker when the request times out
         deadline = time.monotonic() + 0.5

@@ -107,7 +107,8 @@ class FakeHindsight:
             raise HindsightUnavailableError("cannot reach Hindsight: ConnectionRefusedError")
         if fault is Fault.HANG:
             self._released.wait(timeout)
-            raise HindsightUnavailableError(f"Hindsight did not answer within {timeout:g} s")
+            # chained as the real transport chains it: a deadline miss, not a refusal (the breaker tells them apart)
+            raise HindsightUnavailableError(f"Hindsight did not answer within {timeout:g} s") from TimeoutError()
         if fault is Fault.STATUS:
             return HttpResponse(self.fault_status, {"detail": "fault"})
         if path == "/health":

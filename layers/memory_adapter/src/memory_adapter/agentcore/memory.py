@@ -53,6 +53,7 @@ __all__ = [
     "AgentCoreMemory",
     "MemoryTurn",
     "TurnMemory",
+    "start_memory",
 ]
 
 logger = logging.getLogger("memory_adapter.agentcore")
@@ -175,6 +176,7 @@ class AgentCoreMemory:
 
         @contextlib.asynccontextmanager
         async def lifespan(app: BedrockAgentCoreApp) -> AsyncIterator[None]:
+            start_memory(self.memory)
             yield
             # The adapter's clients live on the SDK's worker loop (where handlers run): close them there.
             loop = getattr(app, "_worker_loop", None)
@@ -303,6 +305,14 @@ class AgentCoreMemory:
     async def aclose(self) -> None:
         """Deliver or spool pending retains and release connections (bounded by the adapter)."""
         await self.memory.aclose()
+
+
+def start_memory(memory: object) -> None:
+    """At start-up: let a memory that can (``HindsightRuntimeAdapter.start``) replay what an earlier process spooled,
+    in the background, instead of waiting for the first turn."""
+    start: Callable[[], None] | None = getattr(memory, "start", None)
+    if start is not None:
+        start()
 
 
 def _default_memory(settings: AgentMemorySettings, metrics: MetricsSink | None) -> TurnMemory:
