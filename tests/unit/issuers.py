@@ -29,7 +29,7 @@ def non_numeric_time_claims() -> dict[str, dict[str, Any]]:
     """
     now = int(time.time())
     return {
-        "string exp": {"exp": str(now + 300)},
+        "string exp": {"exp": str(now + 30 * 86400)},
         "string nbf": {"nbf": str(now - 10)},
         "string iat": {"iat": str(now - 10)},
         "boolean iat": {"iat": True},

@@ -88,7 +88,7 @@ def test_a_token_expired_beyond_the_grace_window_is_dead_lettered_with_the_reaso
 @pytest.mark.parametrize(
     ("status", "credential", "expected"),
     [
-        (401, jwt_expiring_at(time.time() + 600), "has not expired"),
+        (401, jwt_expiring_at(time.time() + 30 * 86400), "has not expired"),
         (401, "an-agent-key", "not a JWT"),
         (401, None, "no credential"),
         (403, "token", "may not retain into this bank"),

@@ -55,10 +55,14 @@ class AgentKey:
 
     def _fetcher(self) -> Callable[[str], Any]:
         if self._fetch is None:
-            from aws_lambda_powertools.utilities import parameters  # lazy: pulls in boto3
+            from aws_lambda_powertools.utilities.parameters import SecretsProvider  # lazy: pulls in boto3
+
+            # This key's own provider (and boto3 client, made from the environment of its first use), not
+            # Powertools' process-wide default: a client made earlier for other settings must not read this key.
+            provider = SecretsProvider()
 
             def fetch(arn: str) -> Any:
-                return parameters.get_secret(arn, max_age=SECRET_MAX_AGE_S)
+                return provider.get(arn, max_age=SECRET_MAX_AGE_S)
 
             self._fetch = fetch
         return self._fetch
