@@ -203,7 +203,12 @@ def _lambda_common(function: IConstruct, invoked: str) -> None:
 def _memory(stacks: Stacks, config: AppConfig) -> None:
     memory = stacks.memory.memory
     stack = stacks.memory
-    for task in [memory.api_task, memory.maintenance_task, *(s.task_definition for s in memory.worker_services)]:
+    tasks = (
+        []
+        if memory.eks is not None  # pods, not tasks: _memory_on_eks
+        else [memory.api_task, memory.maintenance_task, *(s.task_definition for s in memory.worker_services)]
+    )
+    for task in tasks:
         _ack(
             task,
             "AwsSolutions-ECS2",
@@ -287,10 +292,11 @@ def _memory(stacks: Stacks, config: AppConfig) -> None:
         "90-day access logs; replicate centrally if your log archive requires it",
     )
     _ack(logs_bucket, "NIST.800.53.R5-S3DefaultEncryptionKMS", "load balancer access logs support SSE-S3 only")
-    _lambda_outside_vpc(
-        memory.redeploy.function,
-        "it calls only the ECS API (no data path); keeping it out of the VPC avoids an ECS endpoint per AZ",
-    )
+    if memory.redeploy is not None:
+        _lambda_outside_vpc(
+            memory.redeploy.function,
+            "it calls only the ECS API (no data path); keeping it out of the VPC avoids an ECS endpoint per AZ",
+        )
     mirror = memory.mirror
     if mirror is not None:
         for child in stack.node.children:
