@@ -133,6 +133,8 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
     other_alarms = [data.backup_plan.failed_alarm, memory.memory.load_balancing.unhealthy_alarm]
     if memory.memory.redeploy is not None:
         other_alarms.append(memory.memory.redeploy.failing_alarm)
+    if memory.memory.eks is not None:
+        other_alarms.append(memory.memory.eks.restart_failing_alarm)
     if identity is not None:
         other_alarms.append(identity.identity.mirror_alarm)
     if gateway is not None:

@@ -10,6 +10,8 @@ from constructs import Construct
 
 BEDROCK_INVOKE_ACTIONS = ("bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream")
 ECS_REDEPLOY_ACTIONS = ("ecs:UpdateService", "ecs:DescribeServices")
+#: The EKS pods' restart function: the cluster's endpoint and CA (the restart itself is a Kubernetes API call).
+EKS_DESCRIBE_ACTIONS = ("eks:DescribeCluster",)
 SSM_WRITE_ACTIONS = ("ssm:PutParameter",)
 #: Reading one parameter's value.
 SSM_READ_ACTIONS = ("ssm:GetParameter",)

@@ -11,28 +11,39 @@ nodes' (their role and log agent), as on any EKS cluster.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
-from aws_cdk import Aws
+from aws_cdk import Aws, Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks as eks
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk.lambda_layer_kubectl_v34 import KubectlV34Layer
 from constructs import Construct
 
 from infra.config import EksConfig, HindsightConfig
+from infra.constructs.alerts import Alerts
 from infra.constructs.database import VectorDatabase
 from infra.constructs.eks_manifests import (
+    API_NAME,
     MAINTENANCE_SERVICE_ACCOUNT,
+    RESTARTED_AT_ANNOTATION,
+    RESTARTER_GROUP,
     SERVICE_ACCOUNT,
+    WORKER_NAME,
     ManifestInputs,
     hindsight_manifests,
 )
+from infra.constructs.functions import FUNCTIONS_DIR, python_function
 from infra.constructs.hindsight_task import WORKER_HTTP_PORT, bedrock_models, extension_read_statement
 from infra.constructs.network import Network
+from infra.constructs.redeploy_on_rotation import RestartTrigger
 from infra.constructs.secret_source import SecretSource
-from infra.permissions import grant_bedrock_invoke
+from infra.permissions import EKS_DESCRIBE_ACTIONS, grant_bedrock_invoke
 
 #: The DNS port CoreDNS answers on (pods with their own security group reach it through the cluster's group).
 DNS_PORT = 53
@@ -40,12 +51,14 @@ KUBELET_HTTPS = 443
 
 
 class HindsightOnEks(Construct):
-    """Exposes ``cluster``, ``workload_role``, ``maintenance_role``, ``manifest`` and ``kubectl_security_group``.
+    """Exposes ``cluster``, ``namespace``, ``workload_role``, ``maintenance_role``, ``manifest``,
+    ``kubectl_security_group``, ``restart_function`` and ``restart_failing_alarm``.
 
     Args:
         security_group: The pods' group (security groups for pods), which the database and the load balancer admit.
         secrets: What Hindsight reads at start, by variable (the same sources the ECS tasks' secrets are).
         target_group_arn: The load balancer's target group the API pods are registered in.
+        restart_triggers: The events after which the pods must restart (as ECS's ``RedeployOnRotation``).
     """
 
     def __init__(
@@ -66,6 +79,9 @@ class HindsightOnEks(Construct):
         target_group_arn: str,
         api_command: str,
         worker_command: str,
+        restart_triggers: Sequence[RestartTrigger],
+        logs_key: kms.IKey,
+        alerts: Alerts,
     ) -> None:
         super().__init__(scope, construct_id)
         self.namespace = eks_config.namespace
@@ -160,6 +176,76 @@ class HindsightOnEks(Construct):
                     service_account=account,
                     role_arn=role.role_arn,
                 )
+
+        self._restart_on(restart_triggers, eks_config, network, cluster_group, logs_key, alerts)
+
+    def _restart_on(
+        self,
+        triggers: Sequence[RestartTrigger],
+        eks_config: EksConfig,
+        network: Network,
+        cluster_group: ec2.ISecurityGroup,
+        logs_key: kms.IKey,
+        alerts: Alerts,
+    ) -> None:
+        """The function that restarts the pods after a trigger (``infra/functions/eks_restart``), in the VPC: it
+        calls the cluster's private endpoint as a member of :data:`RESTARTER_GROUP` (an access entry; the cluster's
+        authentication mode must include the EKS API)."""
+        group = network.workload_security_group(
+            self,
+            "RestartSecurityGroup",
+            description="The pods' restart function: HTTPS to the cluster API",
+            rules_in_group=True,
+        )
+        cluster_group.add_ingress_rule(group, ec2.Port.tcp(KUBELET_HTTPS), "The Hindsight pods' restart function")
+        self.restart_function = python_function(
+            self,
+            "RestartPods",
+            log_group_id="RestartPodsLogs",
+            source=FUNCTIONS_DIR / "eks_restart",
+            description="Restarts the Hindsight pods after their database secret rotated",
+            timeout=Duration.seconds(30),
+            logs_key=logs_key,
+            vpc=network.vpc,
+            vpc_subnets=network.subnets,
+            security_groups=[group],
+            environment={
+                "EKS_CLUSTER_NAME": self.cluster.cluster_name,
+                "EKS_NAMESPACE": eks_config.namespace,
+                "EKS_WORKLOADS": f"deployments/{API_NAME},statefulsets/{WORKER_NAME}",
+                "RESTART_ANNOTATION": RESTARTED_AT_ANNOTATION,
+            },
+        )
+        role = self.restart_function.role
+        assert role is not None
+        self.restart_function.add_to_role_policy(
+            iam.PolicyStatement(actions=list(EKS_DESCRIBE_ACTIONS), resources=[self.cluster.cluster_arn])
+        )
+        eks.CfnAccessEntry(
+            self,
+            "RestartAccess",
+            cluster_name=self.cluster.cluster_name,
+            principal_arn=role.role_arn,
+            kubernetes_groups=[RESTARTER_GROUP],
+            type="STANDARD",
+        )
+        for trigger in triggers:
+            rule = events.Rule(
+                self, trigger.construct_id, description=trigger.description, event_pattern=trigger.pattern
+            )
+            rule.add_target(targets.LambdaFunction(self.restart_function, retry_attempts=2))
+        self.restart_failing_alarm = alerts.watch(
+            cloudwatch.Alarm(
+                self,
+                "RestartFailing",
+                alarm_description="Restarting the Hindsight pods after a credential or key change failed: run "
+                f"kubectl -n {eks_config.namespace} rollout restart deployment/{API_NAME} statefulset/{WORKER_NAME}",
+                metric=self.restart_function.metric_errors(period=Duration.minutes(5)),
+                threshold=1,
+                evaluation_periods=1,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            )
+        )
 
     def _role(
         self,

@@ -92,6 +92,7 @@ class MemoryService(Construct):
                 database=database,
                 identity=identity,
                 agent_name=agent_name,
+                logs_key=logs_key,
                 alerts=alerts,
             )
             return
@@ -233,6 +234,7 @@ class MemoryService(Construct):
         database: VectorDatabase,
         identity: Identity | None,
         agent_name: str,
+        logs_key: kms.IKey,
         alerts: Alerts,
     ) -> None:
         """The same service on the customer's EKS cluster: the same secrets, image, environment, commands and load
@@ -269,6 +271,21 @@ class MemoryService(Construct):
         self.load_balancer_security_group.connections.allow_to(
             self.security_group, ec2.Port.tcp(config.port), "Load balancer to the Hindsight API pods"
         )
+        triggers = [
+            RestartTrigger(
+                "DatabaseSecretRotated",
+                "Secrets Manager rotated the Hindsight database secret",
+                database.login_rotation_pattern(),
+            )
+        ]
+        if identity is not None:
+            triggers.append(
+                RestartTrigger(
+                    "SigningKeysChanged",
+                    "The mirrored JWKS of the token issuer changed",
+                    identity.keys_change_pattern(),
+                )
+            )
         self.eks = HindsightOnEks(
             self,
             "Eks",
@@ -290,6 +307,9 @@ class MemoryService(Construct):
             target_group_arn=self.load_balancing.target_group.target_group_arn,
             api_command=API_COMMAND,
             worker_command=WORKER_COMMAND,
+            restart_triggers=triggers,
+            logs_key=logs_key,
+            alerts=alerts,
         )
         if self.mirror is not None:
             self.eks.manifest.node.add_dependency(self.mirror.lookup)
