@@ -32,6 +32,7 @@ ENDPOINT_NAMES = (
     "Sqs",
     "CognitoIdp",
     "AgentCoreGateway",
+    "Eks",  # hindsight.platform=eks only (the kubectl and restart functions' describe-cluster)
 )
 #: The retention periods CloudWatch Logs accepts, in days.
 LOG_RETENTION_DAYS = frozenset(

@@ -194,7 +194,7 @@ class HindsightOnEks(Construct):
         group = network.workload_security_group(
             self,
             "RestartSecurityGroup",
-            description="The pods' restart function: HTTPS to the cluster API",
+            description="The Hindsight pods restart function: HTTPS to the cluster API",
             rules_in_group=True,
         )
         cluster_group.add_ingress_rule(group, ec2.Port.tcp(KUBELET_HTTPS), "The Hindsight pods' restart function")

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-import kubernetes_validate
+import kubernetes_validate  # type: ignore[import-untyped]
 import pytest
 
 from hindsight_isolation.settings import SERVER_REQUIRED_ENV
@@ -40,14 +40,15 @@ def _placeholders(value: Any) -> str:
         return value
     if isinstance(value, dict) and "Fn::Join" in value:
         separator, parts = value["Fn::Join"]
-        return separator.join(_placeholders(p) for p in parts)
+        return str(separator).join(_placeholders(p) for p in parts)
     return "TOKEN"
 
 
 def _manifests(synth: Synth) -> list[dict[str, Any]]:
     template = synth.template("-MemoryService")
     (resource,) = resources(template, "Custom::AWSCDK-EKS-KubernetesResource").values()
-    return json.loads(_placeholders(resource["Properties"]["Manifest"]))
+    manifests: list[dict[str, Any]] = json.loads(_placeholders(resource["Properties"]["Manifest"]))
+    return manifests
 
 
 def _by_kind(synth: Synth) -> dict[tuple[str, str], dict[str, Any]]:
@@ -86,9 +87,9 @@ def test_eks_role_source_is_irsa_or_pod_identity_never_both() -> None:
         load_config_from_cdk_json(both)
     pod_identity = {k: v for k, v in both.items() if k != "eks.oidc_provider_arn"}
     assert load_config_from_cdk_json(pod_identity).eks.pod_identity is True
-    with pytest.raises(ConfigError, match="eks.namespace must be a namespace name of its own"):
+    with pytest.raises(ConfigError, match=r"eks\.namespace must be a namespace name of its own"):
         load_config_from_cdk_json({**EKS_VARIANT, "eks.namespace": "kube-system"})
-    with pytest.raises(ConfigError, match="eks.oidc_provider_arn must be the cluster's IAM OIDC provider ARN"):
+    with pytest.raises(ConfigError, match=r"eks\.oidc_provider_arn must be the cluster's IAM OIDC provider ARN"):
         load_config_from_cdk_json({**EKS_VARIANT, "eks.oidc_provider_arn": "arn:aws:iam::111122223333:role/x"})
 
 
@@ -152,9 +153,7 @@ def test_controller_objects_name_the_stacks_target_group_and_pod_group(eks: Synt
     policy = objects[("SecurityGroupPolicy", "hindsight")]
     assert policy["apiVersion"] == "vpcresources.k8s.aws/v1beta1"
     assert policy["spec"]["podSelector"]["matchLabels"] == {"app.kubernetes.io/part-of": "hindsight"}
-    for spec in _pod_specs(eks).values():
-        # every Hindsight pod is selected by the policy (its template carries the label)
-        del spec  # the labels are on the template's metadata
+    # every Hindsight pod is selected by the policy: its template carries the label
     for kind, name in (("Deployment", API_NAME), ("StatefulSet", WORKER_NAME)):
         labels = objects[(kind, name)]["spec"]["template"]["metadata"]["labels"]
         assert labels["app.kubernetes.io/part-of"] == "hindsight"
@@ -226,10 +225,14 @@ def test_sizes_probes_scaling_and_stable_worker_ids_follow_the_ecs_settings(eks:
     objects = _by_kind(eks)
     for name, spec in _pod_specs(eks).items():
         main = spec["containers"][0]
-        assert main["resources"]["requests"] == main["resources"]["limits"] == {
-            "cpu": f"{h.cpu * 1000 // 1024}m",
-            "memory": f"{h.memory_mib}Mi",
-        }
+        assert (
+            main["resources"]["requests"]
+            == main["resources"]["limits"]
+            == {
+                "cpu": f"{h.cpu * 1000 // 1024}m",
+                "memory": f"{h.memory_mib}Mi",
+            }
+        )
         assert main["livenessProbe"]["httpGet"]["path"] == "/health/live"
         assert main["startupProbe"]["periodSeconds"] * main["startupProbe"]["failureThreshold"] >= 180
         ready = main["readinessProbe"]["httpGet"]["path"]
@@ -256,8 +259,9 @@ def test_service_accounts_carry_irsa_roles_only_their_subject_may_assume(eks: Sy
     roles = {
         k: r
         for k, r in resources(eks.template("-MemoryService"), "AWS::IAM::Role").items()
-        if k.startswith("MemoryEks") and "Role" in k and "Kubectl" not in k
+        if k.startswith(("MemoryEksWorkloadRole", "MemoryEksMaintenanceRole"))
     }
+    assert len(roles) == 2
     subjects = set()
     for role in roles.values():
         (statement,) = role["Properties"]["AssumeRolePolicyDocument"]["Statement"]
@@ -315,8 +319,10 @@ def test_database_and_load_balancer_admit_the_pods_group_and_the_kubelet_probes(
     assert len(sources) == 2
     assert any("LoadBalancerSecurityGroup" in s for s in sources)
     assert any(CLUSTER_SECURITY_GROUP in s for s in sources)
-    kubectl = [r for r in ingress if r.get("GroupId") == CLUSTER_SECURITY_GROUP and r["FromPort"] == 443]
-    assert len(kubectl) == 1
+    # The cluster's API admits the stack's two functions (kubectl at deploy time, the restart after a rotation).
+    to_api = [r for r in ingress if r.get("GroupId") == CLUSTER_SECURITY_GROUP]
+    assert sorted((r["FromPort"], r["ToPort"]) for r in to_api) == [(443, 443), (443, 443)]
+    assert sorted("Restart" in json.dumps(r["SourceSecurityGroupId"]) for r in to_api) == [False, True]
     for template in eks.templates.values():
         for rule in resources(template, "AWS::EC2::SecurityGroupIngress").values():
             assert rule["Properties"].get("CidrIp") != "0.0.0.0/0"
