@@ -89,6 +89,18 @@ build: build/.built build-project ## Build the agent bundle, the layer and the H
 synth: venv node build ## Synthesize every stack into cdk.out/ (offline, no AWS credentials; AGENT=<folder> deploys your agent project)
 	AWS_EC2_METADATA_DISABLED=true npx --no-install cdk synth --quiet $(if $(AGENT),-c agent.project=$(AGENT)) $(CDK_ARGS)
 
+# The memory_adapter package as a wheel for other projects (the package is not on PyPI: install it from this file).
+# In an isolated build (setuptools from pyproject.toml's build-system); build/ is removed first so that a module
+# deleted from src/ cannot linger in the wheel.
+.PHONY: wheel
+WHEEL_DIR ?= dist
+wheel: venv ## Build the memory_adapter package as a wheel into dist/ for other projects (pip install 'dist/<wheel>[strands]')
+	@rm -rf layers/memory_adapter/build
+	$(BIN)/pip wheel --no-deps --progress-bar off --quiet --wheel-dir $(WHEEL_DIR) layers/memory_adapter
+	@rm -rf layers/memory_adapter/build
+	@wheel=$$(ls -t $(WHEEL_DIR)/memory_adapter-*.whl | head -1); \
+	  echo "==> $$wheel; in your project: pip install '$$wheel[strands]' (or [agentcore], [langgraph], or none)"
+
 .PHONY: venv hindsight-venv node setup
 venv: $(VENV)/.installed ## Create the project virtualenv
 hindsight-venv: $(HS_VENV)/.installed ## Create the local Hindsight server's virtualenv
@@ -142,7 +154,7 @@ local-stop: venv ## Stop everything `make local` started (agent, MCP server, Hin
 
 .PHONY: clean
 clean: ## Remove build outputs (keeps the virtualenvs)
-	rm -rf build cdk.out .pytest_cache .mypy_cache .ruff_cache
+	rm -rf build cdk.out dist .pytest_cache .mypy_cache .ruff_cache
 
 .PHONY: distclean
 distclean: clean ## Remove build outputs, virtualenvs and node_modules

@@ -10,7 +10,7 @@ Stacks, in deploy order (each uses objects of the ones before it)::
     npx cdk deploy --all                         # defaults from cdk.json (env=dev, Cognito, new isolated VPC)
     npx cdk deploy --all -c env=prod -c auth.mode=jwt -c auth.discovery_url=https://...
 
-Configuration: cdk.json ``context`` (see README, Deploying); ``python -m infra.config`` checks it offline.
+Configuration: cdk.json ``context`` (see docs/deploying.md); ``python -m infra.config`` checks it offline.
 """
 
 from aws_cdk import App, Validations

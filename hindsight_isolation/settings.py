@@ -52,7 +52,7 @@ ENV_ENABLE_DOCUMENT_IMPORT_API = "HINDSIGHT_API_ENABLE_DOCUMENT_IMPORT_API"
 ENV_LLM_TRACE_ENABLED = "HINDSIGHT_API_LLM_TRACE_ENABLED"
 #: What every server running the extension is started with, locally and deployed: the three slots, transfer
 #: imports off while users are served (an operator restores with ``memory_adapter.admin.maintenance``; see
-#: README.md), and no LLM request traces (forgetting a user must leave none of their text behind).
+#: docs/operating.md), and no LLM request traces (forgetting a user must leave none of their text behind).
 SERVER_REQUIRED_ENV: Mapping[str, str] = {
     ENV_TENANT_EXTENSION: TENANT_CLASS,
     ENV_OPERATION_VALIDATOR_EXTENSION: OPERATION_VALIDATOR_CLASS,

@@ -276,24 +276,24 @@ def _memory(stacks: Stacks, config: AppConfig) -> None:
     _ack(
         memory.secrets.operator_key,
         "AwsSolutions-SMG4",
-        "the operator key is rotated by an operator (README: "
+        "the operator key is rotated by an operator (docs/deploying.md: "
         "put-secret-value, then redeploy the services); automatic rotation would need a custom rotation function",
     )
     _ack(
         memory.secrets.operator_key,
         "NIST.800.53.R5-SecretsManagerRotationEnabled",
-        "rotated by an operator (see the README); the services read it at start",
+        "rotated by an operator (see docs/deploying.md); the services read it at start",
     )
     if memory.secrets.agent_key is not None:
         _ack(
             memory.secrets.agent_key,
             "AwsSolutions-SMG4",
-            "rotated by an operator together with a redeploy of the agent and the services (README)",
+            "rotated by an operator together with a redeploy of the agent and the services (docs/deploying.md)",
         )
         _ack(
             memory.secrets.agent_key,
             "NIST.800.53.R5-SecretsManagerRotationEnabled",
-            "rotated by an operator together with a redeploy of the agent and the services (README)",
+            "rotated by an operator together with a redeploy of the agent and the services (docs/deploying.md)",
         )
     llm_key = memory.secrets.llm_api_key
     if llm_key is not None and isinstance(llm_key, Construct) and llm_key.node.try_find_child("Resource"):
@@ -302,7 +302,7 @@ def _memory(stacks: Stacks, config: AppConfig) -> None:
                 llm_key,
                 rule,
                 "an external provider's API key: it is issued and rotated at the provider, then "
-                "stored here with put-secret-value (README)",
+                "stored here with put-secret-value (docs/deploying.md)",
             )
     alb = memory.load_balancing.load_balancer
     _ack(

@@ -5,8 +5,9 @@ served with the official ``mcp`` SDK. Every HTTP request must carry ``Authorizat
 with the identity contract (:class:`~memory_adapter.identity.JwtVerifier`, the agent's checks); machine-to-machine
 tokens are refused (they name a client, not a user). A tool call acts for the token's user only, with that token as
 the credential Hindsight checks, on the same banks the agent uses (agent ``support``), so an MCP client shares the
-user's memory with the agent and can never read, change or learn of another user's. Stateless (every request is
-verified on its own; no session state to hijack) with JSON responses::
+user's memory with the agent and can never read, change or learn of another user's. A call's result is what the
+AgentCore Gateway gives for the same call: one text block holding the tool's JSON (``ToolResult.answer``). Stateless
+(every request is verified on its own; no session state to hijack) with JSON responses::
 
     python -m localdev.mcp_server start [--port 8891] [--hindsight-url URL] [--issuer-url URL]
     python -m localdev.mcp_server status | stop
@@ -18,11 +19,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import sys
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -57,6 +59,7 @@ def create_app(*, hindsight_url: str, discovery_url: str, public_url: str, agent
     from mcp.server.lowlevel.server import Server
     from pydantic import ConfigDict
 
+    from memory_adapter.gateway import UNAUTHORIZED_ANSWER
     from memory_adapter.identity.caller import Caller
     from memory_adapter.identity.errors import IdentityError
     from memory_adapter.identity.settings import JwtSettings
@@ -101,18 +104,19 @@ def create_app(*, hindsight_url: str, discovery_url: str, public_url: str, agent
             ]
         )
 
+    def gateway_shaped(answer: Mapping[str, Any]) -> types.CallToolResult:
+        """The answer as the AgentCore Gateway gives a Lambda target's: one text block holding its JSON, no
+        ``structuredContent``, ``isError`` false (a tool's refusal is an ``error`` key in the JSON), so a client
+        parses the same result locally and in AWS."""
+        return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps(answer))], is_error=False)
+
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         user = getattr(ctx.request, "scope", {}).get("user") if ctx.request is not None else None
         token = user.access_token if isinstance(user, AuthenticatedUser) else None
         if not isinstance(token, CallerToken):  # cannot happen behind the bearer middleware: fail closed anyway
-            message = "unauthorized: a verified user token is required"
-            return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
+            return gateway_shaped(UNAUTHORIZED_ANSWER)
         result = await asyncio.to_thread(tools.call, token.caller, params.name, params.arguments or {})
-        return types.CallToolResult(
-            content=[types.TextContent(type="text", text=result.text)],
-            structured_content=dict(result.data),
-            is_error=result.is_error,
-        )
+        return gateway_shaped(result.answer())
 
     server: Server[Any] = Server(
         "memory",

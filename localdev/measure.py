@@ -3,7 +3,7 @@
     python -m localdev.measure [--embeddings local|hashed] [--retains 20] [--recalls 50]
 
 Starts its own throwaway instance (free ports, temp data dir, no isolation so the numbers are
-Hindsight's own), prints a table, and removes everything. The numbers in the README's
+Hindsight's own), prints a table, and removes everything. The numbers in docs/local.md's
 ``## Local Hindsight`` section come from this script; they depend on machine load.
 """
 

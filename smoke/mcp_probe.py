@@ -8,6 +8,7 @@ its own authorizer, interceptor and Lambda target, each of which can refuse or m
 
 from __future__ import annotations
 
+import json
 import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
@@ -63,8 +64,7 @@ class McpProbe:
                 f"the MCP server at {self.url} does not offer {name} (it offers: {', '.join(offered) or 'nothing'})",
                 self.hints,
             )
-        text = "\n".join(str(getattr(part, "text", "")) for part in result.content if getattr(part, "text", None))
-        return ToolReply(is_error=bool(result.is_error), text=text, structured=result.structured_content)
+        return tool_reply(result)
 
     async def _call(
         self, token: str, name: str, arguments: dict[str, Any], statuses: list[int]
@@ -158,3 +158,16 @@ def local_hints(log_file: str) -> list[str]:
         "Started? make local (or python -m localdev.mcp_server start); status: python -m localdev.mcp_server status",
         "Hindsight: .venv/bin/python -m localdev.hindsight status (and .local/hindsight/hindsight-api.log)",
     ]
+
+
+def tool_reply(result: Any) -> ToolReply:
+    """An ``mcp`` ``CallToolResult`` as a :class:`ToolReply`: the tool's JSON from its one text block."""
+    text = "\n".join(str(getattr(part, "text", "")) for part in result.content if getattr(part, "text", None))
+    try:
+        answer = json.loads(text)
+    except ValueError:
+        answer = None
+    if not isinstance(answer, dict):
+        return ToolReply(is_error=True, text=text, answer=None)  # not a tool's answer: the server failed
+    is_error = bool(result.is_error) or "error" in answer
+    return ToolReply(is_error=is_error, text=str(answer.get("text") or answer.get("message") or text), answer=answer)

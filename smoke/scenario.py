@@ -50,15 +50,17 @@ class Invoker(Protocol):
 
 @dataclass(frozen=True)
 class ToolReply:
-    """One MCP ``tools/call`` result: ``text`` (its text content) and ``structured`` (its structured content)."""
+    """One MCP ``tools/call`` result: ``answer``, the tool's JSON (one text block, locally and through the gateway),
+    ``text`` its ``text`` (or the raw text when it is no JSON object), ``is_error`` for ``isError`` or an answer with
+    an ``error`` (the gateway gives a tool's refusal with ``isError`` false)."""
 
     is_error: bool
     text: str
-    structured: Any
+    answer: Any
 
     def mentions(self, word: str) -> bool:
-        """Whether ``word`` appears anywhere in the result, text or structured."""
-        return word in self.text or word in json.dumps(self.structured, default=str)
+        """Whether ``word`` appears anywhere in the result."""
+        return word in self.text or word in json.dumps(self.answer, default=str)
 
 
 class McpTools(Protocol):

@@ -1,4 +1,4 @@
-"""A Strands agent with durable memory on self-hosted Hindsight: the example of "Use your own agent" (README).
+"""A Strands agent with durable memory on self-hosted Hindsight: the example of docs/own-agent.md.
 
 Deploy it instead of the reference agent with one setting (``-c agent.project=examples/strands_agent``), or run it
 locally (``make local AGENT=examples/strands_agent``). AgentCore Runtime runs ``python agent.py`` from the bundle root.

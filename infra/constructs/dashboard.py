@@ -1,6 +1,6 @@
 """SystemDashboard: one CloudWatch dashboard for the whole system, one row per layer along a turn's path.
 
-Rows, top to bottom (the README's "Read the dashboard" draws the same grid):
+Rows, top to bottom (docs/operating.md's "Read the dashboard" draws the same grid):
 
 1. the alarms of the deployment (their state at a glance);
 2. the agent: turns and their latency, recall latency, turns without memory, the circuit breaker;
@@ -47,7 +47,7 @@ AGENT_TURN_LATENCY: Final = "TurnLatency"
 AGENT_METRICS: Final = (AGENT_INVOCATIONS, AGENT_AUTH_FAILURES, AGENT_TURN_LATENCY)
 PERIOD = Duration.minutes(5)
 HEIGHT = 6
-#: Widget titles, each drawn in the README's picture of the dashboard.
+#: Widget titles, each drawn in docs/operating.md's picture of the dashboard.
 TITLES: Final = {
     "turns": "Turns",
     "recall": "Recall latency",

@@ -151,7 +151,7 @@ def hindsight_environment(config: HindsightConfig, *, database: Mapping[str, str
         "TRANSFORMERS_OFFLINE": "1",
         "PYTHONPATH": EXTENSION_DIR,
         # Where Hindsight (and the isolation extension, which follows it) keeps the banks; a re-embedding fills a
-        # new schema, and this setting moves the service onto it (README, Operating).
+        # new schema, and this setting moves the service onto it (docs/operating.md).
         "HINDSIGHT_API_DATABASE_SCHEMA": config.database_schema,
         **database,
     }

@@ -136,7 +136,7 @@ class MemoryService(Construct):
             execution_grants=(database.grant_connect, *([self.mirror.grant_task_pull] if self.mirror else [])),
         )
         self.api_task = HindsightTaskDefinition(self, "ApiTask", parts=parts, command=API_COMMAND, log_prefix="api")
-        # The operator's restore and re-embedding: run on demand (README, Operating), never as a service. Its own
+        # The operator's restore and re-embedding: run on demand (docs/operating.md), never as a service. Its own
         # role reads backups only where the administration bucket allows it (grant_read in the -Operations stack).
         self.maintenance_task = HindsightTaskDefinition(
             self,

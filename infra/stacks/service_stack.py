@@ -62,12 +62,12 @@ class MemoryServiceStack(PartAwareStack):
         if self.memory.eks is not None:
             self._eks_outputs(self.memory.eks)
             return
-        # ecs run-task of the maintenance task (restore, re-embed): README, Operating.
+        # ecs run-task of the maintenance task (restore, re-embed): docs/operating.md.
         CfnOutput(
             self,
             "MaintenanceTaskDefinition",
             value=self.memory.maintenance_task.family,
-            description="Restore and re-embedding: aws ecs run-task --task-definition <this> (README, Operating)",
+            description="Restore and re-embedding: aws ecs run-task --task-definition <this> (docs/operating.md)",
         )
         CfnOutput(self, "ClusterName", value=self.memory.cluster.cluster_name, description="The Hindsight ECS cluster")
         CfnOutput(

@@ -10,7 +10,7 @@ import pytest
 
 from tests.infra.conftest import ROOT, asset_overrides
 
-#: ``make synth CDK_ARGS=...`` variants the README promises (the in-process synths cover the other modes).
+#: ``make synth CDK_ARGS=...`` variants the docs promise (the in-process synths cover the other modes).
 CLI_VARIANTS: dict[str, list[str]] = {
     "default": [],
     "prod-with-certificate": [

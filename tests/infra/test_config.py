@@ -165,7 +165,7 @@ def test_prod_refuses_to_synthesize_without_tls_and_names_the_settings() -> None
         },
     )
     assert cfg.hindsight.require_tls
-    assert not _load().hindsight.require_tls  # dev may stay HTTP (README says so)
+    assert not _load().hindsight.require_tls  # dev may stay HTTP (docs/deploying.md says so)
     assert _load(env="prod", **{"hindsight.require_tls": "false"}).hindsight.certificate_arn is None
 
 

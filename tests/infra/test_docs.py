@@ -1,4 +1,4 @@
-"""The README's Deploying section keeps up with the configuration and names what a first deploy needs."""
+"""The Deploying page (docs/deploying.md) keeps up with the configuration and names what a first deploy needs."""
 
 from __future__ import annotations
 
@@ -6,8 +6,7 @@ import json
 
 from tests.infra.conftest import ROOT
 
-README = (ROOT / "README.md").read_text()
-DEPLOYING = README[README.index("## Deploying") :]
+DEPLOYING = (ROOT / "docs" / "deploying.md").read_text()
 
 
 def test_every_setting_is_in_the_configuration_reference() -> None:

@@ -347,7 +347,7 @@ def test_the_maintenance_task_is_a_one_off_hindsight_task_with_the_services_sett
     env = {e["Name"]: e["Value"] for e in main["Environment"]}
     assert env["HINDSIGHT_API_DATABASE_SCHEMA"] == synth.config.hindsight.database_schema
     assert env["PYTHONPATH"] == "/opt/hindsight-ext"
-    # What an ecs run-task of it names (README, Restore): the subnets are the network's own output.
+    # What an ecs run-task of it names (docs/operating.md, Restore): the subnets are the network's own output.
     assert {"MaintenanceTaskDefinition", "ClusterName", "ServiceLogGroup", "TaskSecurityGroupId"} <= set(t["Outputs"])
     subnets = synth.template("-Network")["Outputs"]["SubnetIds"]["Value"]
     assert _render(subnets).count(",") == len(synth.stacks.network.network.subnet_ids) - 1
@@ -474,9 +474,9 @@ def test_the_agent_metrics_on_the_dashboard_are_the_ones_the_agent_emits() -> No
         assert re.search(rf'obs\.(count|millis)\("{name}"', main), name
 
 
-def test_the_readme_draws_the_dashboard_the_stack_builds() -> None:
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("### Read the dashboard") :]
+def test_the_docs_draw_the_dashboard_the_stack_builds() -> None:
+    operating = (ROOT / "docs" / "operating.md").read_text()
+    section = operating[operating.index("\n## Read the dashboard") + 1 :]
     section = section[: section.index("\n## ")]
     missing = [title for title in TITLES.values() if title not in section]
     assert missing == []

@@ -57,6 +57,15 @@ def _text(result: Any) -> str:
     return "\n".join(part.text for part in result.content if getattr(part, "text", None))
 
 
+def _answer(result: Any) -> dict[str, Any]:
+    """The tool's JSON: the one text block the AgentCore Gateway also gives (no structured content)."""
+    assert result.structured_content is None
+    (block,) = result.content
+    answer = json.loads(block.text)
+    assert isinstance(answer, dict)
+    return answer
+
+
 def test_a_users_mcp_session_sees_only_their_own_memories(mcp_url: str, token_issuer: TokenIssuer) -> None:
     alex, bob = f"user-alex-{time.time_ns()}", f"user-bob-{time.time_ns()}"
     alex_token, bob_token = token_issuer.mint(alex), token_issuer.mint(bob)
@@ -65,11 +74,11 @@ def test_a_users_mcp_session_sees_only_their_own_memories(mcp_url: str, token_is
     assert tools == ["recall", "reflect", "remember", "forget", "list_recent"]
     assert stored.is_error is False
     _, bob_stored = _session(mcp_url, bob_token, [("remember", {"text": "My bike is a red Gazelle."})])
-    assert bob_stored.structured_content["kind"] == "fact"
+    assert _answer(bob_stored)["kind"] == "fact"
 
     # WHEN bob recalls, lists, reflects and tries to forget alex's memory (by description and by alex's own id)
     _, listed = _session(mcp_url, alex_token, [("list_recent", {})])
-    alex_id = listed.structured_content["memories"][0]["id"]
+    alex_id = _answer(listed)["memories"][0]["id"]
     _, recalled, recent, reflected, by_query, by_id = _session(
         mcp_url,
         bob_token,
@@ -84,9 +93,9 @@ def test_a_users_mcp_session_sees_only_their_own_memories(mcp_url: str, token_is
     # THEN bob sees only his own, cannot tell alex's exists, and changed nothing
     for result in (recalled, recent, reflected, by_query, by_id):
         assert "4711" not in _text(result)
-        assert "4711" not in json.dumps(result.structured_content)
-    assert by_id.structured_content == {"forgotten": []}
-    assert [m["text"] for m in recent.structured_content["memories"]] == ["My bike is a red Gazelle."]
+        assert "error" not in _answer(result)
+    assert _answer(by_id)["forgotten"] == []
+    assert [m["text"] for m in _answer(recent)["memories"]] == ["My bike is a red Gazelle."]
     # AND alex's memory is still there, and alex can forget it
     _, still, forgotten, gone = _session(
         mcp_url,
@@ -94,15 +103,16 @@ def test_a_users_mcp_session_sees_only_their_own_memories(mcp_url: str, token_is
         [("recall", {"query": "locker code"}), ("forget", {"memory_ids": [alex_id]}), ("list_recent", {})],
     )
     assert "My locker code is 4711." in _text(still)
-    assert forgotten.structured_content["forgotten"][0]["text"] == "My locker code is 4711."
-    assert gone.structured_content == {"memories": []}
+    assert _answer(forgotten)["forgotten"][0]["text"] == "My locker code is 4711."
+    assert _answer(gone)["memories"] == []
 
 
 def test_identity_cannot_be_passed_as_an_argument(mcp_url: str, token_issuer: TokenIssuer) -> None:
     token = token_issuer.mint(f"user-eve-{time.time_ns()}")
     _, result = _session(mcp_url, token, [("recall", {"query": "x", "user_id": "user-alex"})])
-    assert result.is_error is True
-    assert "unknown argument(s) user_id" in _text(result)
+    assert result.is_error is False  # as through the gateway: the refusal is the answer's error
+    assert _answer(result)["error"] == "bad_arguments"
+    assert "unknown argument(s) user_id" in _answer(result)["message"]
 
 
 def _forged(token_issuer: TokenIssuer) -> str:

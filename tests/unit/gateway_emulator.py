@@ -2,7 +2,9 @@
 
 It does with one MCP POST what the gateway documents (``/work/shared/docs/gateway.md``): the inbound authorizer
 (reduced to "a bearer token is present": the interceptor is the real check), the REQUEST interceptor with the
-request's headers, answering at once when it returns ``transformedGatewayResponse``; ``tools/list`` as
+request's headers, answering at once when it returns ``transformedGatewayResponse``; ``initialize`` with one of the
+gateway's protocol versions (2025-03-26, 2025-06-18) and notifications with 202, so the real ``mcp`` client can
+connect; ``tools/list`` as
 ``<target>___<tool>``; ``tools/call`` invoking the Lambda target with only the tool's arguments as the event and, in
 ``client_context.custom``, the prefixed tool name and the allowlisted headers only; the target's answer as JSON in a
 text block. Served over real HTTP with :func:`tests.unit.runtime_handler.serving.serve`.
@@ -26,6 +28,8 @@ from memory_adapter.tools.memory_tools import ToolRunner
 from memory_adapter.tools.specs import TOOL_SPECS
 
 ALLOWED_REQUEST_HEADERS = (CALLER_TOKEN_HEADER,)  # the target's metadataConfiguration (infra: MemoryGateway)
+#: The MCP protocol versions the gateway speaks (newest last): it answers a newer request with the newest.
+PROTOCOL_VERSIONS = ("2025-03-26", "2025-06-18")
 
 
 def gateway_app(
@@ -52,6 +56,8 @@ def gateway_app(
             response = answer["transformedGatewayResponse"]
             return JSONResponse(response["body"], status_code=response["statusCode"])
         forwarded = answer["transformedGatewayRequest"]
+        if "id" not in forwarded["body"]:  # a notification (notifications/initialized): accepted, no answer
+            return Response(status_code=202)
         return JSONResponse(_dispatch(forwarded["headers"], forwarded["body"]))
 
     def _dispatch(headers: Mapping[str, str], body: Mapping[str, Any]) -> dict[str, Any]:
@@ -63,6 +69,11 @@ def gateway_app(
                 for s in TOOL_SPECS
             ]
             return reply | {"result": {"tools": tools_list}}
+        if method == "initialize":
+            asked = params.get("protocolVersion")
+            version = asked if asked in PROTOCOL_VERSIONS else PROTOCOL_VERSIONS[-1]
+            info = {"name": "emulated-gateway", "version": "1.0"}
+            return reply | {"result": {"protocolVersion": version, "capabilities": {"tools": {}}, "serverInfo": info}}
         if method != "tools/call":
             return reply | {"result": {}}
         name = params.get("name")

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from memory_adapter.constants import HINDSIGHT_API_URL_ENV
-from memory_adapter.gateway import CALLER_TOKEN_HEADER, propagated_header, tool_name
+from memory_adapter.gateway import CALLER_TOKEN_HEADER, UNAUTHORIZED_ANSWER, propagated_header, tool_name
 from memory_adapter.identity.caller import Caller
 from memory_adapter.identity.errors import IdentityError
 from memory_adapter.identity.settings import ENV_NAMING, JwtSettings
@@ -36,7 +36,6 @@ TOOL_TIMEOUT_S: Final = 20.0
 logger = logging.getLogger("memory_gateway.target")
 logger.setLevel(logging.INFO)
 
-_UNAUTHORIZED = {"error": "unauthorized", "message": "unauthorized: this tool needs a verified user"}
 _deps: tuple[JwtVerifier, MemoryTools, str] | None = None
 
 
@@ -58,15 +57,15 @@ def run_tool(
     token = propagated_header(custom, CALLER_TOKEN_HEADER)
     if token is None:
         logger.warning("target refused: no caller token", extra={"tool": name[:64]})
-        return dict(_UNAUTHORIZED)
+        return dict(UNAUTHORIZED_ANSWER)
     try:
         identity = verifier.verify(token)  # machine tokens are refused there
         caller = Caller.of(user=identity.user, agent=agent, tenant=identity.tenant, credential=token)
     except IdentityError as exc:
         logger.warning("target refused the caller token", extra={"tool": name[:64], "reason": type(exc).__name__})
-        return dict(_UNAUTHORIZED)
+        return dict(UNAUTHORIZED_ANSWER)
     result = tools.call(caller, name, event if isinstance(event, Mapping) else None)
-    return {**result.data, "text": result.text}
+    return result.answer()
 
 
 def handler(event: Any, context: Any) -> dict[str, Any]:

@@ -1,6 +1,6 @@
-"""The agents you bring, as they run: the example Strands agent (``examples/strands_agent/agent.py``) and the README's
-"Use your own agent" snippet, each served over real HTTP (uvicorn, loopback) against the real local Hindsight with
-tokens from the local issuer. What the user would see: memory across sessions, users apart, 401 without a verified
+"""The agents you bring, as they run: the example Strands agent (``examples/strands_agent/agent.py``) and the snippet of
+``docs/own-agent.md``, each served over real HTTP (uvicorn, loopback) against the real local Hindsight with tokens
+from the local issuer. What the user would see: memory across sessions, users apart, 401 without a verified
 caller, 400 for bad input, ``/ping`` busy until the retain is delivered, one conversation per caller.
 """
 
@@ -29,11 +29,10 @@ ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "examples" / "strands_agent" / "agent.py"
 
 
-def readme_snippet() -> str:
-    """The first ``python`` block of the README's "Use your own agent" section."""
-    section = (ROOT / "README.md").read_text().split("\n## Use your own agent", 1)[1].split("\n## ", 1)[0]
-    match = re.search(r"```python\n(.*?)```", section, re.DOTALL)
-    assert match, "README: no python snippet under 'Use your own agent'"
+def docs_snippet() -> str:
+    """The first ``python`` block of "Use your own agent" (``docs/own-agent.md``)."""
+    match = re.search(r"```python\n(.*?)```", (ROOT / "docs" / "own-agent.md").read_text(), re.DOTALL)
+    assert match, "docs/own-agent.md: no python snippet"
     return match.group(1)
 
 
@@ -88,8 +87,8 @@ def example(env: None) -> Iterator[Client]:
 
 @pytest.fixture(scope="module")
 def snippet(env: None) -> Iterator[Client]:
-    namespace: dict[str, Any] = {"__name__": "readme_snippet"}
-    exec(compile(readme_snippet(), "README.md", "exec"), namespace)  # noqa: S102 - our own README, as a user runs it
+    namespace: dict[str, Any] = {"__name__": "docs_snippet"}
+    exec(compile(docs_snippet(), "docs/own-agent.md", "exec"), namespace)  # noqa: S102 - our own docs, as a user runs them
     yield from _serve_file(namespace)
 
 

@@ -112,12 +112,13 @@ def _rpc(result: dict[str, Any]) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": 1, "result": result}
 
 
-def test_structured_content_and_event_streams_are_read(httpserver: HTTPServer, loopback_issuer: LoopbackIssuer) -> None:
+def test_the_json_text_block_and_event_streams_are_read(
+    httpserver: HTTPServer, loopback_issuer: LoopbackIssuer
+) -> None:
     caller = _caller(loopback_issuer)
-    # GIVEN a server answering with structured content (the local MCP server's shape) as a server-sent event
-    structured = _rpc(
-        {"content": [{"type": "text", "text": "No memories matched."}], "structuredContent": {"memories": []}}
-    )
+    # GIVEN a server answering with the tool's JSON in one text block (every path's shape) as a server-sent event
+    answer = {"memories": [], "text": "No memories matched."}
+    structured = _rpc({"content": [{"type": "text", "text": json.dumps(answer)}], "isError": False})
     httpserver.expect_oneshot_request("/mcp", method="POST").respond_with_data(
         f"event: message\ndata: {json.dumps(structured)}\n\n", content_type="text/event-stream"
     )

@@ -267,6 +267,7 @@ class FakeGateway:
         self.calls: list[tuple[str, str, dict[str, Any]]] = []
         self.shared = False  # True: one bank for everyone (broken isolation)
         self.refuse = False  # True: every token is refused (401), as the authorizer does with a wrong client
+        self.failing = False  # True: the target answers an error (the gateway still says isError false)
 
     def app(self) -> Any:
         import mcp.types as types
@@ -289,9 +290,11 @@ class FakeGateway:
                 texts = list(self.runtime.memories.get(token, []))
             memories = [{"id": str(i), "text": t} for i, t in enumerate(texts)]
             text = "\n".join(f"- {t}" for t in texts) or "No memories matched."
-            return types.CallToolResult(
-                content=[types.TextContent(type="text", text=text)], structured_content={"memories": memories}
-            )
+            answer: dict[str, Any] = {"memories": memories, "text": text}
+            if self.failing:
+                answer = {"error": "memory_unavailable", "message": "Hindsight is unavailable", "text": "unavailable"}
+            # What the AgentCore Gateway gives for a Lambda target's answer: its JSON in one text block.
+            return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps(answer))])
 
         server: Server[Any] = Server("gateway", on_list_tools=list_tools, on_call_tool=call_tool)
         inner = server.streamable_http_app(streamable_http_path="/mcp", stateless_http=True, json_response=True)
@@ -376,6 +379,16 @@ def test_a_token_the_gateway_refuses_fails_the_smoke_with_the_status(
     assert "SMOKE FAILED: MCP memory___recall as smoke-a-" in report
     assert f"the MCP server at {url} refused the user's token (HTTP 401)" in report
     assert "InterceptorLogs log group" in report
+
+
+def test_a_tool_error_the_gateway_answers_with_is_error_false_fails_the_smoke(
+    runtime: FakeRuntime, gateway: tuple[FakeGateway, str]
+) -> None:
+    fake, url = gateway
+    fake.failing = True  # user B's "nothing found" must not pass on an error answer
+    code, report = _smoke_with_gateway(url)
+    assert code == 1, report
+    assert "SMOKE FAILED: MCP, user A: memory___recall answered an error: 'unavailable'" in report
 
 
 def test_a_gateway_stack_without_its_outputs_is_a_setup_failure() -> None:

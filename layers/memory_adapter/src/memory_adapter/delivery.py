@@ -330,7 +330,7 @@ class RetainDelivery:
         try:
             self._spool.put(record)
         except RecordTooLargeError as exc:
-            # Counted and logged on its own: the one loss a durable spool cannot prevent (README: oversized turns).
+            # Counted and logged on its own: the one loss a durable spool cannot prevent (docs/operating.md).
             self._obs.count(Metric.RETAIN_FAILED)
             self._obs.count(Metric.RETAIN_TOO_LARGE)
             self._obs.event(

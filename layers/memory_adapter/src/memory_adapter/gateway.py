@@ -17,6 +17,7 @@ __all__ = [
     "CALLER_TOKEN_HEADER",
     "MAX_TOOL_NAME_CHARS",
     "TOOL_NAME_DELIMITER",
+    "UNAUTHORIZED_ANSWER",
     "prefixed_tool_name",
     "propagated_header",
     "tool_name",
@@ -28,6 +29,11 @@ CALLER_TOKEN_HEADER: Final = "X-Memory-Caller-Token"  # noqa: S105 - a header na
 TOOL_NAME_DELIMITER: Final = "___"
 #: The longest tool name a client sees (``<target>___<tool>``): model providers cap tool names at 64 characters.
 MAX_TOOL_NAME_CHARS: Final = 64
+#: A tool call's answer (JSON in a text block) when the caller is not a verified user.
+UNAUTHORIZED_ANSWER: Final[Mapping[str, str]] = {
+    "error": "unauthorized",
+    "message": "unauthorized: this tool needs a verified user",
+}
 _TOOL_NAME_KEY: Final = "bedrockAgentCoreToolName"
 _HEADERS_KEY: Final = "bedrockAgentCorePropagatedHeaders"
 

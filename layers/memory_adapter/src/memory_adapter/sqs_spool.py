@@ -9,7 +9,7 @@ its own credential. ``boto3`` is imported on the first call that needs it, off t
 One message is one :class:`~memory_adapter.spool.RetainRecord` (its JSON, with the characters SQS refuses escaped).
 A record over the queue's size limit is sent zlib-compressed and base64-encoded (message attribute ``encoding``);
 one still too large raises :class:`~memory_adapter.exceptions.RecordTooLargeError` (the delivery counts it and logs
-it as lost: see the README's "oversized turns"). Dead letters carry the reason in the ``dead_letter_reason``
+it as lost: see docs/operating.md, "oversized turns"). Dead letters carry the reason in the ``dead_letter_reason``
 attribute. A standard queue can deliver a message twice: the record's ``operation_id`` makes a second delivery a
 no-op in Hindsight.
 

@@ -33,7 +33,7 @@ __all__ = ["ForgetPlan", "forget_memories", "forget_user", "plan_forget_memories
 #: Recalls used to check a forgotten user (texts of the deleted documents): enough to catch a surviving index.
 _PROBES: Final = 3
 _COUNT_FIELDS: Final = ("documents", "facts", "observations", "mental_models", "entities")
-#: What the receipt states Hindsight keeps outside the bank (see the README's "Operating" section).
+#: What the receipt states Hindsight keeps outside the bank (see docs/operating.md, "Forget").
 _NOT_COVERED: Final = (
     "Hindsight's LLM request traces are off (HINDSIGHT_API_LLM_TRACE_ENABLED=false in every server this project "
     "starts); a server run with them on keeps prompts for HINDSIGHT_API_LLM_TRACE_RETENTION_DAYS after the delete",

@@ -3,7 +3,7 @@ caller's token instead).
 
 From ``HINDSIGHT_API_KEY_SECRET_ARN`` through Powertools parameters (``aws-lambda-powertools``, imported on the
 first read; cached, so rotation is picked up within ``max_age``) or, for local runs, ``HINDSIGHT_API_KEY``. The server
-limits this credential to the banks of this deployment's (tenant, agent); see README "The agent".
+limits this credential to the banks of this deployment's (tenant, agent); see docs/agent.md.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Shared by the reference agent (``runtime_handler``) and any agent you bring
 (:class:`~memory_adapter.agentcore.AgentCoreMemory`), so both accept exactly the same callers. Trust model (see
-README "The agent"):
+docs/agent.md):
 
 * ``AUTH_MODE=jwt``: the bearer token in ``Authorization`` (allowlisted on the runtime) is verified again here, with
   the identity contract's :class:`~memory_adapter.identity.JwtVerifier`, even though AgentCore's JWT authorizer

@@ -1,8 +1,8 @@
 """Agent framework integrations: the same memory as the reference agent, for agents built with a framework.
 
-* :mod:`memory_adapter.integrations.strands` (``pip install 'memory-adapter[strands]'``): a Strands Agents
+* :mod:`memory_adapter.integrations.strands` (the ``[strands]`` extra): a Strands Agents
   ``HookProvider`` (recall before the invocation, retain after it) and the memory tools as Strands tools;
-* :mod:`memory_adapter.integrations.langgraph` (``pip install 'memory-adapter[langgraph]'``): LangGraph pre/post-model
+* :mod:`memory_adapter.integrations.langgraph` (the ``[langgraph]`` extra): LangGraph pre/post-model
   hooks and the memory tools as LangChain tools.
 
 Both take the turn (:class:`memory_adapter.agentcore.MemoryTurn`) that

@@ -1,4 +1,4 @@
-"""LangGraph: the reference agent's memory for a LangGraph agent (``pip install 'memory-adapter[langgraph]'``).
+"""LangGraph: the reference agent's memory for a LangGraph agent (the ``[langgraph]`` extra).
 
 Pre/post-model hooks, not a ``BaseStore``. LangGraph's store is a key-value document store whose namespaces the
 graph's code chooses (``store.put(("memories", user_id), key, value)``, ``store.get(...)``); Hindsight extracts facts
@@ -40,7 +40,8 @@ try:
     from langgraph.runtime import get_runtime
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise ImportError(
-        "memory_adapter.integrations.langgraph needs LangGraph: pip install 'memory-adapter[langgraph]'"
+        "memory_adapter.integrations.langgraph needs LangGraph: install this package with its [langgraph] extra: "
+        "pip install -e 'layers/memory_adapter[langgraph]' from the repository root, or the wheel make wheel builds"
     ) from exc
 
 from memory_adapter.integrations.echo import recalled_memories

@@ -1,4 +1,4 @@
-"""Strands Agents: the reference agent's memory for a Strands ``Agent`` (``pip install 'memory-adapter[strands]'``).
+"""Strands Agents: the reference agent's memory for a Strands ``Agent`` (the ``[strands]`` extra).
 
 * :class:`HindsightMemoryHooks`, a ``HookProvider``: on ``BeforeInvocationEvent`` it recalls the caller's memories
   for the new user message and adds them to the system prompt for this invocation only, as the inert data block of
@@ -39,7 +39,8 @@ try:
     from strands.types.tools import AgentTool, ToolGenerator, ToolUse
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise ImportError(
-        "memory_adapter.integrations.strands needs Strands Agents: pip install 'memory-adapter[strands]'"
+        "memory_adapter.integrations.strands needs Strands Agents: install this package with its [strands] extra: "
+        "pip install -e 'layers/memory_adapter[strands]' from the repository root, or the wheel make wheel builds"
     ) from exc
 
 from memory_adapter.integrations.echo import recalled_memories

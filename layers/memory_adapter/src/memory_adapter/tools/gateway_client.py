@@ -178,15 +178,16 @@ def _message(reply: _Reply, request_id: int) -> Mapping[str, Any]:
 
 
 def _tool_result(name: str, result: Mapping[str, Any]) -> ToolResult:
-    """A ``tools/call`` result as a :class:`ToolResult`. The local MCP server sends ``structuredContent``; the
-    gateway sends a Lambda target's answer (``{...data, "text": ...}``) as JSON in a text block."""
+    """A ``tools/call`` result as a :class:`ToolResult`. The gateway and the local MCP server both send the tool's
+    answer (:meth:`ToolResult.answer`, ``{...data, "text": ...}``) as JSON in one text block; anything else (the
+    gateway's own failure, ``isError``) is a failure with its text."""
     texts = [
         part["text"]
         for part in result.get("content") or ()
         if isinstance(part, Mapping) and part.get("type") == "text" and isinstance(part.get("text"), str)
     ]
-    data: Any = result.get("structuredContent")
-    if not isinstance(data, Mapping) and len(texts) == 1:
+    data: Any = None
+    if len(texts) == 1:
         try:
             data = json.loads(texts[0])
         except ValueError:

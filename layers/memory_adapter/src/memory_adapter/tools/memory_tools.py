@@ -62,8 +62,8 @@ _LIST_PAGE: Final = 200
 
 @dataclass(frozen=True, slots=True)
 class ToolResult:
-    """What a tool call produced: ``data`` (JSON, for MCP structured content, Converse ``json`` blocks, a Lambda's
-    answer) and ``text`` (the same, said in a sentence or a list). ``error`` names the failure (``ToolError.code``)."""
+    """What a tool call produced: ``data`` (JSON, for Converse ``json`` blocks and :meth:`answer`) and ``text`` (the
+    same, said in a sentence or a list). ``error`` names the failure (``ToolError.code``)."""
 
     name: str
     data: Mapping[str, Any]
@@ -73,6 +73,16 @@ class ToolResult:
     @property
     def is_error(self) -> bool:
         return self.error is not None
+
+    def answer(self) -> dict[str, Any]:
+        """What an MCP client gets, as JSON in one text block, on every path: ``data`` with ``text`` added
+        (``{"memories": [...], "text": "..."}``; a failure: ``{"error": "<code>", "message": "...", "text": ...}``).
+
+        The gateway's Lambda target returns it and the AgentCore Gateway hands a Lambda's answer to the client as
+        one text block holding its JSON, without ``structuredContent``; the local MCP server answers the same, so a
+        client parses one shape whichever server it talks to.
+        """
+        return {**self.data, "text": self.text}
 
 
 class ToolRunner(Protocol):
