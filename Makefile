@@ -89,6 +89,11 @@ build: build/.built build-project ## Build the agent bundle, the layer and the H
 synth: venv node build ## Synthesize every stack into cdk.out/ (offline, no AWS credentials; AGENT=<folder> deploys your agent project)
 	AWS_EC2_METADATA_DISABLED=true npx --no-install cdk synth --quiet $(if $(AGENT),-c agent.project=$(AGENT)) $(CDK_ARGS)
 
+# What the synthesized env costs: idle per month and per 1,000 turns, from infra/cost/prices.json (dated, per region).
+.PHONY: cost
+cost: synth ## Price the synthesized stacks: idle monthly and per-1,000-turn figures (CDK_ARGS='-c env=prod' for prod)
+	$(BIN)/python -m infra.cost --outdir cdk.out
+
 # The memory_adapter package as a wheel for other projects (the package is not on PyPI: install it from this file).
 # In an isolated build (setuptools from pyproject.toml's build-system); build/ is removed first so that a module
 # deleted from src/ cannot linger in the wheel.
@@ -113,6 +118,12 @@ bench: setup bench-venv ## Benchmark against the prior art on a real local Hinds
 	$(BENCH_VENV)/bin/python -m bench $(BENCH_ARGS)
 bench-scale: setup bench-venv ## Scale: recall vs bank size, write path, concurrent sessions (~40 min; bench/results/scale.*)
 	$(BENCH_VENV)/bin/python -m bench.scale $(BENCH_SCALE_ARGS)
+
+.PHONY: eval
+EVAL_ARGS ?=
+# PYTHONPATH: this checkout's adapter even where .venv-bench's editable install points at another checkout.
+eval: setup bench-venv ## Recall quality side by side (ours, raw client, naive RAG, BM25, prior art) on LoCoMo-format data (EVAL_ARGS=--help; writes bench/results/eval.*)
+	PYTHONPATH=layers/memory_adapter/src:. $(BENCH_VENV)/bin/python -m bench.eval $(EVAL_ARGS)
 
 .PHONY: lint
 lint: venv ## ruff (lint + format check) and mypy

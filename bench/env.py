@@ -41,8 +41,11 @@ class BenchEnv:
         workdir: A scratch directory (spools, child-process files), deleted on exit.
     """
 
-    def __init__(self, *, log: Callable[[str], None] = print, keep: bool = False) -> None:
+    def __init__(
+        self, *, log: Callable[[str], None] = print, keep: bool = False, server_env: dict[str, str] | None = None
+    ) -> None:
         self._log = log
+        self._server_env = dict(server_env or {})
         self._keep = keep
         self.workdir = Path(tempfile.mkdtemp(prefix="bench-"))
         self._stack = contextlib.ExitStack()
@@ -57,7 +60,7 @@ class BenchEnv:
         try:
             self.issuer = self._stack.enter_context(TokenIssuer())
             config = LocalHindsightConfig.ephemeral(
-                base_dir=self.workdir, issuer_discovery_url=self.issuer.discovery_url
+                base_dir=self.workdir, issuer_discovery_url=self.issuer.discovery_url, extra_env=self._server_env
             )
             self.hindsight = LocalHindsight(config, log=self._log)
             started = time.monotonic()

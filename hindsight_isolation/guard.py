@@ -25,7 +25,7 @@ from typing import IO, Any
 
 from python_multipart.multipart import MultipartParser, parse_options_header
 
-from hindsight_isolation import route
+from hindsight_isolation import events, route
 from hindsight_isolation.bad_input import (
     BadInput,
     NotJson,
@@ -103,8 +103,12 @@ class RequestGuard:
             return
         except _ClientGone:
             return
-        with route.labelled(kind):
-            await self.app(scope, receive, _hiding_internal_errors(scope, send))
+        actor = _header(scope, events.ACTOR_HEADER.encode())
+        with route.labelled(kind), events.watching_deletes(_decode(actor) if actor else None) as watch:
+            try:
+                await self.app(scope, receive, _hiding_internal_errors(scope, send))
+            finally:
+                await events.report_deletes(watch)  # what this request's deletes removed (memory events)
 
     async def _checked_body(self, scope: Scope, receive: Receive, kind: RequestKind) -> tuple[Scope, Receive]:
         """Read and check the body; return the scope and a ``receive`` that replays it."""

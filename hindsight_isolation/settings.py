@@ -92,6 +92,10 @@ ANY_TENANT = "*"
 KEY_TOKEN_CACHE_TTL_S = "token_cache_ttl_s"  # noqa: S105 - a setting name
 KEY_TOKEN_CACHE_SIZE = "token_cache_size"  # noqa: S105 - a setting name
 KEY_SCHEMA = "schema"
+# Memory events (hindsight_isolation/events.py, docs/events.md): one sink at most; off when neither is set.
+KEY_EVENTS_FILE = "events_file"
+KEY_EVENTS_QUEUE_URL = "events_queue_url"
+KEY_EVENTS_INCLUDE_TEXT = "events_include_text"
 
 _JWT_KEYS = JwtSettings.setting_keys(JWT_NAMING)
 _KNOWN_KEYS = _JWT_KEYS | {v for name, v in dict(globals()).items() if name.startswith("KEY_") and isinstance(v, str)}
@@ -131,6 +135,9 @@ class IsolationSettings:
     token_cache_ttl_s: float = 60.0
     token_cache_size: int = 10_000
     schema: str | None = None
+    events_file: str | None = None
+    events_queue_url: str | None = None
+    events_include_text: bool = False
 
     @property
     def verifier(self) -> Mapping[str, Any]:
@@ -174,6 +181,17 @@ class IsolationSettings:
                 f"nothing could ever authenticate: configure a token issuer ({get.name(KEY_DISCOVERY_URL)} or "
                 f"{get.name(KEY_ISSUER)}), an agent key or an operator key"
             )
+        events_file, events_queue = get.text(KEY_EVENTS_FILE), get.text(KEY_EVENTS_QUEUE_URL)
+        if events_file is not None and events_queue is not None:
+            get.problem(f"set {get.name(KEY_EVENTS_FILE)} or {get.name(KEY_EVENTS_QUEUE_URL)}, not both")
+        if events_queue is not None and not (events_queue.startswith("https://") and events_queue.endswith(".fifo")):
+            get.problem(
+                f"{get.name(KEY_EVENTS_QUEUE_URL)} must be an https:// SQS FIFO queue URL ending in .fifo (events "
+                "of one bank stay in order only on a FIFO queue)"
+            )
+        events_text = get.flag(KEY_EVENTS_INCLUDE_TEXT)
+        if events_text and events_file is None and events_queue is None:
+            get.problem(f"{get.name(KEY_EVENTS_INCLUDE_TEXT)} is set but no events sink is")
         cache_ttl = get.number(KEY_TOKEN_CACHE_TTL_S, 60.0, low=0)
         cache_size = get.integer(KEY_TOKEN_CACHE_SIZE, 10_000, low=0)
         if get.problems:
@@ -188,6 +206,9 @@ class IsolationSettings:
             token_cache_ttl_s=cache_ttl,
             token_cache_size=cache_size,
             schema=get.text(KEY_SCHEMA),
+            events_file=events_file,
+            events_queue_url=events_queue,
+            events_include_text=events_text,
         )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hindsight_api.config import (
@@ -20,6 +21,7 @@ from hindsight_api.config import (
 )
 from hindsight_api.extensions.tenant import AuthenticationError, Tenant, TenantContext, TenantExtension
 
+from hindsight_isolation import events
 from hindsight_isolation.audit import log_unauthenticated, logger
 from hindsight_isolation.authn import Authenticator, Unauthenticated
 from hindsight_isolation.principal import Principal
@@ -67,6 +69,15 @@ def _startup_problems() -> list[str]:
     return problems
 
 
+def _events_sink(settings: IsolationSettings) -> events.EventSink | None:
+    """The configured memory-events sink (``None``: events off)."""
+    if settings.events_file is not None:
+        return events.FileSink(Path(settings.events_file))
+    if settings.events_queue_url is not None:
+        return events.QueueSink(settings.events_queue_url)
+    return None
+
+
 class IsolationTenantExtension(TenantExtension):  # type: ignore[misc]  # hindsight_api is untyped here
     """Authenticates operator key, agent key or user JWT; one database schema for everyone."""
 
@@ -78,6 +89,7 @@ class IsolationTenantExtension(TenantExtension):  # type: ignore[misc]  # hindsi
         self.settings = IsolationSettings.from_config(config)
         self.authenticator = Authenticator(self.settings)
         self._schema = self.settings.schema or get_config().database_schema
+        events.configure(_events_sink(self.settings), include_text=self.settings.events_include_text)
 
     async def on_startup(self) -> None:
         """Warm the issuer's keys; an unreachable issuer is logged loudly but does not stop the server."""

@@ -11,7 +11,7 @@ no operation falls through to the base class's accept-everything default.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hindsight_api.extensions.operation_validator import (
     BankListContext,
@@ -23,6 +23,7 @@ from hindsight_api.extensions.operation_validator import (
     CreateBankContext,
     ImportContext,
     MemoryUpdateContext,
+    MemoryUpdateResult,
     MentalModelGetContext,
     MentalModelRefreshContext,
     OperationValidationError,
@@ -31,11 +32,12 @@ from hindsight_api.extensions.operation_validator import (
     RecallContext,
     ReflectContext,
     RetainContext,
+    RetainResult,
     TagScopeContext,
     ValidationResult,
 )
 
-from hindsight_isolation import route
+from hindsight_isolation import events, route
 from hindsight_isolation.audit import log_denied, logger
 from hindsight_isolation.policy import Action, authorize
 from hindsight_isolation.principal import Kind, Principal
@@ -103,6 +105,16 @@ PRECHECK_ACTIONS: dict[str, Action] = {
     "mental_model_refresh": Action.WRITE,
 }
 
+#: Bank writes that delete memories: the validator snapshots the bank's memory ids first (memory events).
+DELETING_WRITES = frozenset({"delete_document", "delete_bank"})
+#: Curation action -> memory event change.
+CURATION_CHANGES: dict[str, events.Change] = {
+    "invalidate": events.Change.INVALIDATED,
+    "revert": events.Change.RESTORED,
+    "edit": events.Change.UPDATED,
+    "reason": events.Change.UPDATED,
+}
+
 #: What a refused caller is told (the reason is logged, never sent).
 _FORBIDDEN = "forbidden"
 
@@ -122,6 +134,7 @@ class IsolationOperationValidator(OperationValidatorExtension):  # type: ignore[
                 "hindsight_isolation: the operation validator takes no settings; unknown: "
                 + ", ".join("HINDSIGHT_API_OPERATION_VALIDATOR_" + key.upper() for key in sorted(config))
             )
+        events.register_lookup(self.remaining)
 
     # -- the one check -------------------------------------------------------------------------------------------
 
@@ -196,7 +209,84 @@ class IsolationOperationValidator(OperationValidatorExtension):  # type: ignore[
         """Every bank-scoped write: delete bank, documents, mental models, aliases, webhooks, config, ..."""
         operation = str(ctx.operation)
         action = BANK_WRITE_ACTIONS.get(operation, Action.WRITE)
-        return self.check(ctx.bank_id, ctx.request_context, action, f"bank_write:{operation}")
+        result = self.check(ctx.bank_id, ctx.request_context, action, f"bank_write:{operation}")
+        watch = events.current_watch()
+        if result.allowed and operation in DELETING_WRITES and watch is not None and events.enabled():
+            # No completion hook for deletes: remember what is there; the guard reports what is gone afterwards.
+            units = await self._units(ctx.bank_id)
+            watch.snapshot(ctx.bank_id, operation, _principal(ctx.request_context), units)
+        return result
+
+    # -- memory events (hindsight_isolation/events.py) -------------------------------------------------------------
+
+    async def _units(self, bank_id: str, ids: list[str] | None = None) -> dict[str, tuple[str | None, str | None]]:
+        """Memory id -> (document id, fact type) of ``bank_id`` (only ``ids`` when given)."""
+        rows = await self._rows(bank_id, ids)
+        return {str(r["id"]): (r["document_id"], r["fact_type"]) for r in rows}
+
+    async def _rows(self, bank_id: str, ids: list[str] | None) -> list[Any]:
+        from hindsight_api.engine.schema import fq_store_table  # the memories store's tables
+
+        engine = self.context.get_memory_engine()
+        pool = await engine._get_pool()
+        sql = f"SELECT id, document_id, fact_type, text FROM {fq_store_table('memory_units')} WHERE bank_id = $1"  # noqa: S608 - a table name
+        async with pool.acquire() as conn:
+            if ids is None:
+                return list(await conn.fetch(sql, bank_id))
+            return list(await conn.fetch(sql + " AND id = ANY($2::uuid[])", bank_id, ids))
+
+    async def remaining(self, bank_ids: list[str]) -> dict[str, set[str]]:
+        """The memory ids still in each bank (the guard calls this once a watched request is over)."""
+        return {bank_id: set(await self._units(bank_id)) for bank_id in bank_ids}
+
+    async def on_retain_complete(self, result: RetainResult) -> None:
+        """``created`` for every new memory (``restored`` for an archive import), in the request or the worker."""
+        if not events.enabled() or not result.success:
+            return
+        ids = [str(i) for group in (result.unit_ids or []) for i in group]
+        if not ids:
+            return
+        principal = _principal(result.request_context)
+        change = events.Change.RESTORED if str(result.source) == "import" else events.Change.CREATED
+        rows = await self._rows(result.bank_id, ids)
+        events.emit(
+            events.MemoryEvent(
+                change,
+                result.bank_id,
+                str(r["id"]),
+                "import" if change is events.Change.RESTORED else "retain",
+                principal,
+                source_id=r["document_id"] or result.document_id,
+                kind=r["fact_type"],
+                actor=events.current_actor(principal),
+                text=r["text"] if events.include_text() else None,
+            )
+            for r in rows
+        )
+
+    async def on_memory_update_complete(self, result: MemoryUpdateResult) -> None:
+        """Curation: ``invalidated`` (the forget tool), ``restored`` (revert) or ``updated`` (edit, reason)."""
+        if not events.enabled():
+            return
+        change = CURATION_CHANGES.get(str(result.action), events.Change.UPDATED)
+        principal = _principal(result.request_context)
+        rows = await self._rows(result.bank_id, [str(result.memory_id)])
+        row = rows[0] if rows else None
+        events.emit(
+            [
+                events.MemoryEvent(
+                    change,
+                    result.bank_id,
+                    str(result.memory_id),
+                    f"curate:{result.action}",
+                    principal,
+                    source_id=row["document_id"] if row else None,
+                    kind=row["fact_type"] if row else None,
+                    actor=events.current_actor(principal),
+                    text=row["text"] if row is not None and events.include_text() else None,
+                )
+            ]
+        )
 
     async def validate_create_bank(self, ctx: CreateBankContext) -> ValidationResult:
         """Bank creation, explicit or implicit (first retain, clone and import targets)."""

@@ -7,8 +7,10 @@ from dataclasses import dataclass
 from aws_cdk import App, Aws, Environment, Tags
 
 from infra.config import AppConfig, AuthMode
-from infra.constructs.admin_bucket import admin_bucket_name
+from infra.constructs.admin_bucket import admin_bucket_name, admin_bucket_pattern
 from infra.constructs.agent_runtime import GatewayAccess, make_runtime_name
+from infra.constructs.creation import creation_id
+from infra.constructs.functions import own_helper_function_logs
 from infra.stacks.agent_stack import AgentStack
 from infra.stacks.data_stack import DataStack
 from infra.stacks.gateway_stack import GatewayStack
@@ -45,15 +47,19 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
     # needs credentials or lookups.
     env = Environment(account=config.account, region=config.region)
     prefix = config.stack_prefix
-    # Named before it exists, so the network (created first) lets its S3 gateway reach exactly this bucket.
-    bucket_name = admin_bucket_name(prefix, account=config.account or Aws.ACCOUNT_ID, region=config.region)
+    # Named before it exists, so the network (created first) lets its S3 gateway reach exactly this account's buckets
+    # of its pattern; the name ends in the -Operations stack's creation id (a redeploy after cdk destroy, which
+    # retains the bucket, gets another name).
+    bucket_account = config.account or Aws.ACCOUNT_ID
+    bucket_name = admin_bucket_name(prefix, account=bucket_account, region=config.region, creation=creation_id())
+    bucket_pattern = admin_bucket_pattern(prefix, account=bucket_account, region=config.region)
     network = NetworkStack(
         app,
         f"{prefix}-Network",
         config=config.network,
         auth_mode=config.auth.mode,
         alarm_email=config.alarms.email,
-        gateway_buckets=(bucket_name,),
+        gateway_buckets=(bucket_pattern,),
         env=env,
     )
     foundation = network.foundation
@@ -87,6 +93,7 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
         database=data.database,
         identity=identity.identity if identity else None,
         eks=config.eks,
+        parameter_prefix=config.parameter_prefix,
         env=env,
     )
     gateway_url_parameter = f"{config.parameter_prefix}/gateway/mcp-url"
@@ -160,6 +167,11 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
     operations.add_stack_dependency(agent, "watches the agent and runs last: cdk deploy --all keeps the stacks' order")
     if gateway is not None:
         operations.add_stack_dependency(gateway, "shows the gateway's alarms and runs last")
+    # -- deploy-safety (issue 21): every log group the stacks cause has retention and the logs key --
+    for stack in (network, data, identity, memory, agent, gateway, operations):
+        if stack is not None:
+            own_helper_function_logs(stack, foundation.logs_key)
+    # -- end deploy-safety --
     for key, value in config.tags.items():
         Tags.of(app).add(key, value)
     Tags.of(app).add("environment", config.env_name)

@@ -12,6 +12,8 @@ from hindsight_isolation import settings as iso
 from infra.config import AuthConfig, AuthMode
 
 if TYPE_CHECKING:
+    from constructs import Construct
+
     from infra.constructs.identity import Identity
 
 
@@ -29,7 +31,7 @@ ENV_ENABLE_DOCUMENT_IMPORT_API = iso.ENV_ENABLE_DOCUMENT_IMPORT_API
 
 
 def isolation_environment(
-    auth: AuthConfig, identity: Identity | None, *, agent_name: str, expiry_grace_s: int
+    auth: AuthConfig, identity: Identity | None, *, scope: Construct, agent_name: str, expiry_grace_s: int
 ) -> dict[str, str]:
     """Load the extension's three slots and configure the token checks to match the agent's (plain values only).
 
@@ -46,7 +48,7 @@ def isolation_environment(
     assert identity is not None
     # The issuer is fixed by configuration; the keys come from the SSM mirror (a VPC without egress cannot reach
     # the issuer's JWKS URL), injected as JWT_STATIC_JWKS. The tasks restart when the mirror changes.
-    env[ENV_ISSUER] = identity.issuer
+    env[ENV_ISSUER] = identity.issuer_in(scope)
     env[_env(iso.KEY_USER_CLAIM)] = auth.user_claim
     if identity.allowed_clients:
         env[_env(iso.KEY_ALLOWED_CLIENTS)] = ",".join(identity.allowed_clients)

@@ -7,13 +7,19 @@ certificate) are added only when that configuration is chosen.
 
 from __future__ import annotations
 
-from aws_cdk import Acknowledgment, CfnElement, Stack, Validations
+import json
+from typing import Any
+
+from aws_cdk import Acknowledgment, ArnFormat, CfnElement, Stack, Validations
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
 from constructs import Construct, IConstruct
 
 from infra.app_builder import Stacks
 from infra.bootstrap import asset_bucket_name
 from infra.config import AppConfig, ImageSource
+from infra.constructs.service_log_group import FUNCTION_ID as LOG_GROUPS_FUNCTION_ID
+from infra.constructs.service_log_group import ServiceLogGroup
 
 ECR_DEPLOYMENT_PREFIX = "Custom::CDKECRDeployment"
 #: The singleton function behind every ``AwsCustomResource`` in a stack (its id is fixed by CDK).
@@ -52,6 +58,11 @@ def acknowledge_findings(stacks: Stacks, config: AppConfig) -> None:
     if stacks.gateway is not None:
         _gateway(stacks)
     _operations(stacks)
+    # -- deploy-safety (issue 21) --
+    for stack in stacks.all():
+        _service_log_groups(stack)
+    if stacks.memory.memory.eks is None:  # the maintenance policy is ECS run-task's; EKS has a service account
+        _maintenance_policy(stacks)
 
 
 def _inline_policies(stack: Stack) -> None:
@@ -547,3 +558,62 @@ def _operations(stacks: Stacks) -> None:
         "NIST.800.53.R5-S3DefaultEncryptionKMS",
         "S3 server access logs can be delivered only to a bucket encrypted with SSE-S3",
     )
+
+
+# -- deploy-safety (issue 21) ------------------------------------------------------------------------------------------
+
+
+def _rendered(stack: Stack, value: Any) -> str:
+    """A resolved template value as cdk-nag writes it into a finding's id: literals as they are, ``<AWS::...>`` and
+    ``<LogicalId>`` for Refs, ``<LogicalId.Attr>`` for GetAtts, other intrinsics as compact JSON."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and len(value) == 1:
+        ((key, arg),) = value.items()
+        if key == "Fn::Join":
+            return str(arg[0]).join(_rendered(stack, v) for v in arg[1])
+        if key == "Ref":
+            return f"<{arg}>"
+        if key == "Fn::GetAtt":
+            return f"<{arg[0]}.{arg[1]}>"
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _service_log_groups(stack: Stack) -> None:
+    """The function that claims log groups services create themselves (constructs/service_log_group.py)."""
+    function = stack.node.try_find_child(LOG_GROUPS_FUNCTION_ID)
+    if not isinstance(function, lambda_.Function):
+        return
+    _lambda_outside_vpc(
+        function, "it only calls the CloudWatch Logs API at deploy time and answers CloudFormation's pre-signed URL"
+    )
+    role = function.node.find_child("ServiceRole")
+    for claim in (c for c in stack.node.find_all() if isinstance(c, ServiceLogGroup)):
+        arn = stack.format_arn(
+            service="logs",
+            resource="log-group",
+            resource_name=f"{claim.log_group_name}:*",
+            arn_format=ArnFormat.COLON_RESOURCE_NAME,
+        )
+        _ack(
+            role,
+            f"AwsSolutions-IAM5[Resource::{_rendered(stack, stack.resolve(arn))}]",
+            "a log group's ARN in the form IAM matches log-group actions against (':*' ends every log-group ARN "
+            "CloudFormation reports); the claim's own group only",
+        )
+
+
+def _maintenance_policy(stacks: Stacks) -> None:
+    memory = stacks.memory.memory
+    stack = Stack.of(memory)
+    task = memory.maintenance_task
+    for resource in (
+        stack.format_arn(service="ecs", resource="task-definition", resource_name=f"{task.family}:*"),
+        stack.format_arn(service="ecs", resource="task", resource_name=f"{memory.cluster.cluster_name}/*"),
+    ):
+        _ack(
+            memory.maintenance_policy,
+            f"AwsSolutions-IAM5[Resource::{_rendered(stack, stack.resolve(resource))}]",
+            "every revision of the one maintenance task family, and the tasks of the one cluster (run-task and "
+            "describe/stop are conditioned on that cluster)",
+        )

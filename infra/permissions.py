@@ -12,7 +12,18 @@ BEDROCK_INVOKE_ACTIONS = ("bedrock:InvokeModel", "bedrock:InvokeModelWithRespons
 ECS_REDEPLOY_ACTIONS = ("ecs:UpdateService", "ecs:DescribeServices")
 #: The EKS pods' restart function: the cluster's endpoint and CA (the restart itself is a Kubernetes API call).
 EKS_DESCRIBE_ACTIONS = ("eks:DescribeCluster",)
+#: An operator's run of the maintenance task (MemoryService.maintenance_policy), and following it.
+MAINTENANCE_RUN_ACTIONS = ("ecs:RunTask",)
+MAINTENANCE_FOLLOW_ACTIONS = ("ecs:DescribeTasks", "ecs:StopTask")
+PASS_ROLE_ACTION = "iam:PassRole"  # noqa: S105 (an IAM action, not a password)
 SSM_WRITE_ACTIONS = ("ssm:PutParameter",)
+#: Claiming a log group a service creates itself (constructs/service_log_group.py): create, keep, encrypt, delete.
+LOG_GROUP_CLAIM_ACTIONS = (
+    "logs:CreateLogGroup",
+    "logs:PutRetentionPolicy",
+    "logs:AssociateKmsKey",
+    "logs:DeleteLogGroup",
+)
 #: Reading one parameter's value.
 SSM_READ_ACTIONS = ("ssm:GetParameter",)
 #: The administration bucket: the admin functions only write new objects (exports, receipts, backups); the

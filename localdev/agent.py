@@ -26,7 +26,16 @@ from typing import Any
 
 from infra.build import DEFAULT_PROJECT_ENTRYPOINT, project_problems
 from localdev.supervisor import REPO_ROOT as REPO_ROOT  # re-exported: bench builds agent commands from it
-from localdev.supervisor import StartError, StateFile, child_env, service_command, spawn, terminate, wait_until_ready
+from localdev.supervisor import (
+    StartError,
+    StateFile,
+    child_env,
+    require_free_port,
+    service_command,
+    spawn,
+    terminate,
+    wait_until_ready,
+)
 from localdev.supervisor import stop_when_gone as _stop_when_gone
 from localdev.token_issuer import LOCAL_CLIENT_ID, running_issuer_url
 
@@ -113,11 +122,11 @@ class LocalAgent:
         project: Path | None = None,
         entrypoint: str = DEFAULT_PROJECT_ENTRYPOINT,
     ) -> str:
-        """Start the agent (``runtime_handler``, or the agent ``project``) in the background unless it already runs;
-        return its URL."""
-        if self.healthy():
-            assert self.url is not None
-            return self.url
+        """Start the agent (``runtime_handler``, or the agent ``project``) in the background; return its URL.
+
+        One already running with exactly these settings (what :func:`_settings` records: the command, the port, the
+        environment) is kept; one running with other settings (another project, another Hindsight) is stopped and
+        started again with these, saying so on stderr, so what answers is always what was asked for."""
         env = agent_env(hindsight_url=hindsight_url, issuer_url=issuer_url, port=port, spool_dir=self.spool_dir)
         env.update(extra_env or {})
         command = [sys.executable, "-m", "runtime_handler"]
@@ -126,6 +135,18 @@ class LocalAgent:
             if problems:
                 raise AgentStartError("; ".join(problems))
             command = [sys.executable, str((project / entrypoint).resolve())]
+        settings = _settings(command, port, env)
+        if self.healthy():
+            assert self.url is not None
+            running = self.state().get("settings")
+            if running == settings:
+                return self.url
+            print(
+                f"the agent at {self.url} runs {_describe(running)}; restarting it with {_describe(settings)}",
+                file=sys.stderr,
+            )
+            self.stop()
+        require_free_port(port, name="the agent", setting=ENV_PORT)
         pid = spawn(
             command,
             log_file=self.log_file,
@@ -133,7 +154,7 @@ class LocalAgent:
             cwd=REPO_ROOT,
         )
         url = f"http://127.0.0.1:{port}"
-        self._state.write({"pid": pid, "url": url, "hindsight_url": hindsight_url})
+        self._state.write({"pid": pid, "url": url, "hindsight_url": hindsight_url, "settings": settings})
         try:
             wait_until_ready(
                 self.healthy,
@@ -162,6 +183,21 @@ class LocalAgent:
             log_file=self.data_dir / "watchdog.log",
             owner_pid=pid,
         )
+
+
+def _settings(command: Sequence[str], port: int, env: Mapping[str, str]) -> dict[str, Any]:
+    """What makes one agent run differ from another: recorded in the state file, compared on the next start."""
+    return {"command": list(command[1:]), "port": port, "env": dict(sorted(env.items()))}
+
+
+def _describe(settings: object) -> str:
+    """The settings in a few words: which agent, which Hindsight (or that nothing was recorded)."""
+    if not isinstance(settings, dict):
+        return "unrecorded settings (started by an earlier version)"
+    command = settings.get("command") or []
+    env = settings.get("env") or {}
+    which = "the reference agent" if command[:2] == ["-m", "runtime_handler"] else f"{' '.join(map(str, command))}"
+    return f"{which} (Hindsight {env.get('HINDSIGHT_API_URL')})"
 
 
 def default_agent() -> LocalAgent:

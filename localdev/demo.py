@@ -1,9 +1,10 @@
 """``make local``: start the local Hindsight, token issuer, agent and MCP server, then show the memory at work.
 
-user-alex tells the agent in session 1 that they prefer email over phone and, a turn later, asks about
-something said in the same session (working memory: the session's own conversation); in session 2 (a
+demo-user (a demo-only user: only its bank is reset, on every run; the by-hand examples use user-alex, whose
+memories the demo never touches) tells the agent in session 1 that they prefer email over phone and, a turn later,
+asks about something said in the same session (working memory: the session's own conversation); in session 2 (a
 new runtime session id, as after an AgentCore session ends) the agent recalls the preference before
-answering; in session 3 user-alex asks it to forget the preference (the ``forget`` memory tool), and
+answering; in session 3 demo-user asks it to forget the preference (the ``forget`` memory tool), and
 session 4 no longer recalls it. The demo then prints how to connect an MCP client to the same memory.
 By default the turns go over HTTP to the agent itself (``python -m runtime_handler``, started on
 loopback by ``localdev.agent`` with the deterministic echo model, verifying the caller's token);
@@ -42,7 +43,11 @@ from memory_adapter.identity import format_bank_id
 if TYPE_CHECKING:
     from memory_adapter import TurnContext
 
-USER = "user-alex"
+#: The demo's own user: its bank alone is reset on every run (never user-alex's, which the README's by-hand examples
+#: use), so session 2 can recall only session 1 and nothing a person stored by hand is lost.
+USER = "demo-user"
+#: The user the by-hand examples the demo prints (and the README) call the agent as.
+HAND_USER = "user-alex"
 AGENT = "support"
 SESSION_1_PROMPT = "Hi! Just so you know: I prefer email over phone, so please do not call me."
 SESSION_1_REPLY = "Understood. I will contact you by email from now on."
@@ -82,7 +87,7 @@ class AdapterMemory:
             user_id=USER,
             agent_name=AGENT,
             request_id=f"turn-{uuid.uuid4().hex}",
-            credential=self._token,  # the caller's token: the server serves user-alex's bank only to it
+            credential=self._token,  # the caller's token: the server serves the demo user's bank only to it
         )
 
     async def recall(self, session_id: str, query: str) -> str:
@@ -122,7 +127,8 @@ class ClientMemory:
 
 
 def reset_bank(url: str, operator_key: str | None) -> None:
-    """Forget what earlier demo runs stored for user-alex, so session 2 can only recall session 1."""
+    """Forget what earlier demo runs stored for the demo's own user (never anyone else's), so session 2 can only
+    recall session 1."""
     bank = urllib.parse.quote(format_bank_id(user=USER, agent=AGENT), safe="")
     request = urllib.request.Request(f"{url}/v1/default/banks/{bank}", method="DELETE")  # noqa: S310 - loopback
     if operator_key:
@@ -283,6 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  Hindsight:    {hindsight.url}   (API docs: {hindsight.url}/docs)")
     print(f"  Token issuer: {issuer_url}/.well-known/openid-configuration")
     print(f"  Caller:       {USER}, with a bearer token from the local issuer")
+    print(f"  Reset:        {USER}'s memories (a demo-only user; {HAND_USER}'s, used by hand, are kept)")
 
     print(f"  Token:        minted for {USER} by the local issuer (RS256, 1 h): {token[:32]}...")
     reset_bank(hindsight.url, hindsight.operator_key)
@@ -334,7 +341,9 @@ def _shown_python() -> str:
 def _finish(hindsight: LocalHindsight, agent_url: str | None, mcp_url: str | None) -> None:
     py = _shown_python()
     agent_hint = (
-        f"  TOKEN=$({py} -m localdev.token_issuer mint --user user-alex)\n"
+        f"  TOKEN=$({py} -m localdev.token_issuer mint --user {HAND_USER})\n"
+        f'  curl -s {agent_url}/invocations -H "Authorization: Bearer $TOKEN" '
+        f"-H 'Content-Type: application/json' -d '{{\"prompt\": \"I prefer email over phone.\"}}'\n"
         f'  curl -s {agent_url}/invocations -H "Authorization: Bearer $TOKEN" '
         f"-H 'Content-Type: application/json' -d '{{\"prompt\": \"How should you contact me?\"}}'\n"
         if agent_url

@@ -4,12 +4,17 @@ Hindsight calls an LLM to extract facts on retain, to consolidate facts into obs
 drive the reflect agent. Tests must be able to assert exactly what gets recalled, so this server
 answers every request the same way every time, derived only from what it was sent:
 
-- **fact extraction** (a user message ending with ``Content:\\n<text>``): what a real extractor keeps,
+- **fact extraction** (a user message ending with ``Content:\n<text>``): what a real extractor keeps,
   the *user's* statements: when the content is a dialogue (lines opened by ``User:`` / ``Assistant:``, as
   retained turns are) only the user's lines count, so neither the assistant's answer nor the recalled
   memories it quotes become facts; each distinct sentence of them becomes one ``world`` fact whose
-  ``what`` is that sentence, verbatim, except questions, one-word sentences ("Hi!",
-  "Thanks.") and memory commands ("forget ...", "recall ...", "list my memories"; "remember that X" keeps X);
+  ``what`` is that sentence, verbatim, except questions, one-word sentences ("Hi!", "Thanks."), small talk
+  ("Talk soon!") and memory commands ("forget ...", "recall ...", "list my memories"; "remember that X" keeps X).
+  Where retrieval depends on it, it does what a real extractor does: entities are names and things
+  (capitalised words that are not sentence openers, pronouns, interjections or calendar words: never "It",
+  "Wow", "Thanks"); a line that names its speaker (``User: Maria: I ...``) gives self-contained facts
+  ("Maria ..."); a relative date ("yesterday", "last week", "two days ago", "last Friday") is resolved
+  against the request's ``Event Date`` into ``when`` and ``occurred_start``/``occurred_end`` (an event);
 - **consolidation** (a schema with ``creates``): ``{"creates": [], "updates": [], "deletes": []}``, so
   recall returns exactly the extracted facts;
 - **reflect** (tool calls): a retrieval tool first (``recall``, or whatever ``tool_choice`` forces),
@@ -38,6 +43,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Iterator, Mapping
+from datetime import datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -47,8 +53,12 @@ __all__ = [
     "DEFAULT_EMBEDDING_DIMENSIONS",
     "LLMStub",
     "chat_completion",
+    "entities_of",
+    "event_date",
     "extract_facts",
     "hashed_embedding",
+    "resolve_relative_date",
+    "resolve_speaker",
     "users_statements",
 ]
 
@@ -66,6 +76,64 @@ _REMEMBER_COMMAND = re.compile(r"^\W*(?:please\s+)?remember\b[\s:,]*(?:that\s+)?
 _MIN_FACT_WORDS = 2
 _WORD = re.compile(r"[a-z0-9]+")
 _ENTITY = re.compile(r"\b[A-Z][a-zA-Z0-9]+(?:-[a-zA-Z0-9]+)*\b")
+#: Capitalised words that are not names or things: sentence openers, pronouns, interjections, calendar words.
+_NOT_ENTITIES = frozenset(
+    """
+    a an the i i'm im it its it's this that these those there here he she they we you me my your our their his her
+    them us mine yours what when where why who whom which how whose yes no not oh ok okay wow hey hi hello thanks
+    thank yeah yep nope hmm haha lol omg great nice cool awesome sure well so and but or if then also just really
+    very too maybe please sorry congrats congratulations good bad glad happy sounds absolutely totally definitely
+    anyway besides still yet now today yesterday tomorrow tonight last next every some any all both each one
+    monday tuesday wednesday thursday friday saturday sunday january february march april may june july august
+    september october november december after before since until while because as at in on of for to from by with
+    about into over under again once do does did done have has had be is am are was were been being can could
+    will would shall should might must let let's thats dont don't
+    """.split()  # noqa: SIM905 (a word list reads best as words)
+)
+#: Words that carry no fact on their own: a sentence made only of these is small talk ("That's awesome, good for you.").
+_SMALL_TALK = _NOT_ENTITIES | frozenset(
+    """
+    s t d m ll re ve that's amazing fun same here busy week talk soon tell more plan agree like love sounds lovely
+    cool fantastic wonderful interesting true right exactly see care bye catch up miss going been how's what's
+    """.split()  # noqa: SIM905
+)
+_SPEAKER = re.compile(r"^([A-Z][a-zA-Z'-]+(?: [A-Z][a-zA-Z'-]+)?):\s+(?=\S)")
+#: First-person forms and what they become once the speaker is known (``{}`` is the speaker's name).
+_FIRST_PERSON = (
+    (re.compile(r"\bI'm\b|\bI am\b"), "{} is"),
+    (re.compile(r"\bI've\b"), "{} has"),
+    (re.compile(r"\bI'd\b"), "{} would"),
+    (re.compile(r"\bI'll\b"), "{} will"),
+    (re.compile(r"\bI\b"), "{}"),
+    (re.compile(r"\b[Mm]y\b"), "{}'s"),
+    (re.compile(r"\b[Mm]ine\b"), "{}'s"),
+    (re.compile(r"\b[Mm]yself\b"), "{}"),
+    (re.compile(r"\bme\b"), "{}"),
+)
+_EVENT_DATE = re.compile(r"Event Date:[^(\n]*\((\d{4}-\d{2}-\d{2})[^)]*\)")
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_NUMBERS = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "a couple of": 2,
+    "a few": 3,
+}
+_AGO = re.compile(r"\b(\d+|a couple of|a few|an?|one|two|three|four|five|six)\s+(day|week|month|year)s?\s+ago\b", re.I)
+_LAST_WEEKDAY = re.compile(r"\blast\s+(" + "|".join(_WEEKDAYS) + r")\b", re.I)
+_RELATIVE = (
+    (re.compile(r"\byesterday\b", re.I), (-1, -1)),
+    (re.compile(r"\btoday\b|\bthis morning\b|\btonight\b", re.I), (0, 0)),
+    (re.compile(r"\blast weekend\b", re.I), None),
+    (re.compile(r"\blast week\b", re.I), (-7, -1)),
+    (re.compile(r"\blast month\b", re.I), "month"),
+    (re.compile(r"\blast year\b", re.I), "year"),
+)
 _REQUEST_LOG_SIZE = 200
 
 JSON = dict[str, Any]
@@ -122,6 +190,16 @@ def _retain_content(body: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _event_date_of(body: Mapping[str, Any]) -> datetime | None:
+    """The turn's time from the extraction request's user message (``Event Date: ... (<iso>)``)."""
+    for message in _messages(body):
+        if message.get("role") == "user":
+            found = event_date(_text_of(message.get("content")))
+            if found is not None:
+                return found
+    return None
+
+
 def _last_user_text(body: Mapping[str, Any]) -> str:
     for message in reversed(_messages(body)):
         if message.get("role") == "user":
@@ -151,33 +229,105 @@ def _as_fact(sentence: str) -> str | None:
     if _MEMORY_COMMAND.match(sentence) or sentence.endswith("?"):
         return None
     sentence = _REMEMBER_COMMAND.sub("", sentence, count=1).strip()
-    if len(_WORD.findall(sentence.lower())) < _MIN_FACT_WORDS:
+    words = _WORD.findall(sentence.lower())
+    if len(words) < _MIN_FACT_WORDS or all(w in _SMALL_TALK for w in words):  # "Wow, thanks!", "Talk soon!"
         return None
     return sentence[:1].upper() + sentence[1:]
 
 
-def extract_facts(content: str) -> list[JSON]:
-    """One ``world`` fact per distinct statement of the user in ``content`` (see the module docstring)."""
+def entities_of(sentence: str) -> list[str]:
+    """Names and things in ``sentence`` (at most five): capitalised words that are not sentence openers, pronouns,
+    interjections or calendar words. The speaker is not added: an entity every fact of a conversation shares links
+    everything to everything in Hindsight's graph arm and tells retrieval nothing (the fact's text names them)."""
+    found = [w for w in _ENTITY.findall(sentence) if w.lower() not in _NOT_ENTITIES]
+    return list(dict.fromkeys(found))[:5]
+
+
+def resolve_speaker(sentence: str, speaker: str) -> str:
+    """``sentence`` with its first-person words replaced by ``speaker`` ("I adopted my cat" -> "Maria adopted
+    Maria's cat"), so the fact reads on its own."""
+    for pattern, replacement in _FIRST_PERSON:
+        sentence = pattern.sub(replacement.format(speaker), sentence)
+    return sentence
+
+
+def event_date(body_text: str) -> datetime | None:
+    """The ``Event Date`` Hindsight put in an extraction request (the retained turn's time), if any."""
+    match = _EVENT_DATE.search(body_text)
+    return datetime.fromisoformat(match.group(1)) if match else None
+
+
+def _day_range(day: datetime, first: int, last: int) -> tuple[datetime, datetime]:
+    return day + timedelta(days=first), day + timedelta(days=last)
+
+
+def resolve_relative_date(sentence: str, at: datetime) -> tuple[datetime, datetime] | None:
+    """The days a relative date in ``sentence`` refers to, read against ``at`` (the turn's date), else None."""
+    day = datetime(at.year, at.month, at.day)
+    if match := _AGO.search(sentence):
+        raw = match.group(1).lower()
+        count = int(raw) if raw.isdigit() else _NUMBERS.get(raw, 1)
+        days = {"day": 1, "week": 7, "month": 30, "year": 365}[match.group(2).lower()] * count
+        return _day_range(day, -days, -days)
+    if match := _LAST_WEEKDAY.search(sentence):
+        back = (day.weekday() - _WEEKDAYS.index(match.group(1).lower())) % 7 or 7
+        return _day_range(day, -back, -back)
+    for pattern, span in _RELATIVE:
+        if not pattern.search(sentence):
+            continue
+        if span is None:  # last weekend: the Saturday and Sunday before
+            back = (day.weekday() - 5) % 7 or 7
+            return _day_range(day, -back, -back + 1)
+        if span == "month":
+            end = day.replace(day=1) - timedelta(days=1)
+            return end.replace(day=1), end
+        if span == "year":
+            return datetime(day.year - 1, 1, 1), datetime(day.year - 1, 12, 31)
+        assert isinstance(span, tuple)
+        return _day_range(day, *span)
+    return None
+
+
+def _speaker_and_text(line: str) -> tuple[str | None, str]:
+    match = _SPEAKER.match(line)
+    if match and match.group(1).lower() not in _NOT_ENTITIES:
+        return match.group(1), line[match.end() :]
+    return None, line
+
+
+def extract_facts(content: str, at: datetime | None = None) -> list[JSON]:
+    """One ``world`` fact per distinct statement of the user in ``content`` (see the module docstring); ``at`` is
+    the turn's time, against which relative dates are resolved."""
     facts: list[JSON] = []
     seen: set[str] = set()
-    for raw in _SENTENCE_SPLIT.split(users_statements(content)):
-        sentence = _as_fact(raw.strip())
-        if sentence is None or sentence in seen:
-            continue
-        seen.add(sentence)
-        entities = list(dict.fromkeys(_ENTITY.findall(sentence)))[:5]
-        facts.append(
-            {
-                "what": sentence,
+    for line in users_statements(content).split("\n"):
+        speaker, text = _speaker_and_text(line.strip())
+        for raw in _SENTENCE_SPLIT.split(text):
+            sentence = _as_fact(raw.strip())
+            if sentence is None:
+                continue
+            what = resolve_speaker(sentence, speaker) if speaker else sentence
+            if what in seen:
+                continue
+            seen.add(what)
+            fact: JSON = {
+                "what": what,
                 "when": "N/A",
                 "where": "N/A",
-                "who": "N/A",
+                "who": speaker or "N/A",
                 "why": "N/A",
                 "fact_kind": "conversation",
                 "fact_type": "world",
-                "entities": entities,
+                "entities": entities_of(sentence),
             }
-        )
+            span = resolve_relative_date(sentence, at) if at is not None else None
+            if span is not None:
+                start, end = span
+                fact["when"] = start.strftime("%d %B %Y") if start == end else f"{start:%d %B %Y} to {end:%d %B %Y}"
+                fact["fact_kind"] = "event"
+                fact["occurred_start"] = start.strftime("%Y-%m-%dT00:00:00")
+                fact["occurred_end"] = end.strftime("%Y-%m-%dT23:59:59")
+            facts.append(fact)
     return facts
 
 
@@ -377,7 +527,7 @@ def chat_completion(body: Mapping[str, Any]) -> JSON:
         finish = "tool_calls"
         output = json.dumps(args)
     elif kind == "retain":
-        output = json.dumps({"facts": extract_facts(_retain_content(body) or "")})
+        output = json.dumps({"facts": extract_facts(_retain_content(body) or "", _event_date_of(body))})
     elif kind == "consolidation":
         output = json.dumps({"creates": [], "updates": [], "deletes": []})
     elif kind == "structured":

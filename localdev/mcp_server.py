@@ -34,6 +34,7 @@ from localdev.supervisor import (
     StartError,
     StateFile,
     child_env,
+    require_free_port,
     service_command,
     spawn,
     terminate,
@@ -175,11 +176,19 @@ class LocalMcpServer:
         return False
 
     def start(self, *, hindsight_url: str, issuer_url: str, port: int = DEFAULT_PORT) -> str:
-        """Start the server in the background unless it already runs; return its MCP endpoint URL."""
+        """Start the server in the background; return its MCP endpoint URL. One already running with these settings
+        (recorded in the state file: port, Hindsight, issuer) is kept; one with others is restarted, saying so."""
+        args = ["--port", str(port), "--hindsight-url", hindsight_url, "--issuer-url", issuer_url]
         if self.healthy():
             assert self.url is not None
-            return self.url
-        args = ["--port", str(port), "--hindsight-url", hindsight_url, "--issuer-url", issuer_url]
+            running = self._state.read().get("args")
+            if running == args:
+                return self.url
+            print(
+                f"the MCP server at {self.url} runs {running or 'unrecorded settings'}; restarting it", file=sys.stderr
+            )
+            self.stop()
+        require_free_port(port, name="the MCP server", setting="LOCAL_MCP_PORT")
         pid = spawn(
             [sys.executable, "-m", "localdev.mcp_server", "serve", *args],
             log_file=self.log_file,
@@ -187,7 +196,7 @@ class LocalMcpServer:
             cwd=REPO_ROOT,
         )
         url = f"http://127.0.0.1:{port}{MCP_PATH}"
-        self._state.write({"pid": pid, "url": url})
+        self._state.write({"pid": pid, "url": url, "args": args})
         try:
             wait_until_ready(
                 self.healthy, name="the MCP server", pid=pid, log_file=self.log_file, timeout_s=_START_TIMEOUT_S

@@ -43,6 +43,7 @@ __all__ = [
     "http_status",
     "pid_alive",
     "repo_pythonpath",
+    "require_free_port",
     "spawn",
     "stop_when_gone",
     "tail",
@@ -86,6 +87,19 @@ def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return int(sock.getsockname()[1])
+
+
+def require_free_port(port: int, *, name: str, setting: str, host: str = "127.0.0.1") -> None:
+    """Raise :class:`StartError` naming ``setting`` (the variable that moves the port) when ``port`` is taken."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError as err:
+            raise StartError(
+                f"{name}: port {port} is in use ({err.strerror}): stop whatever listens there, or move {name} to "
+                f"another port with {setting}=<port>"
+            ) from err
 
 
 # --- state and logs ---------------------------------------------------------------------------------------------

@@ -102,12 +102,7 @@ class Agent:
             self._record(result.recalled, result.degraded, started)
             return JSONResponse(result.body())
         except AuthError as exc:
-            self.obs.logger.warning("identity rejected", extra={"reason": exc.reason, "detail": exc.detail[:200]})
-            self.obs.count("AuthFailures")
-            if exc.reason == RejectReason.KEYS_UNAVAILABLE.value:
-                self.obs.logger.error("issuer keys unavailable: every JWT caller is refused until they are reachable")
-                self.obs.count("JwksUnavailable")
-            return unauthorized_response(bearer=self.settings.auth_mode is IdentitySource.JWT)
+            return self._refuse(exc)
         except PayloadError as exc:
             self.obs.logger.info("bad payload", extra={"code": exc.code, "detail": exc.message[:200]})
             self.obs.count("BadRequests")
@@ -123,6 +118,28 @@ class Agent:
         finally:
             if not streaming:
                 self.obs.flush()
+
+    def _refuse(self, exc: AuthError) -> JSONResponse:
+        """The uniform 401 for an identity failure; the reason is logged and counted, never sent."""
+        self.obs.logger.warning("identity rejected", extra={"reason": exc.reason, "detail": exc.detail[:200]})
+        self.obs.count("AuthFailures")
+        if exc.reason == RejectReason.KEYS_UNAVAILABLE.value:
+            self.obs.logger.error("issuer keys unavailable: every JWT caller is refused until they are reachable")
+            self.obs.count("JwksUnavailable")
+        return unauthorized_response(bearer=self.settings.auth_mode is IdentitySource.JWT)
+
+    async def gate(self, headers: list[tuple[str, str]]) -> JSONResponse | None:
+        """Identity before the body is even read (:class:`BodyGuard`'s gate): the 401 for a caller who fails it,
+        so an unauthenticated request learns nothing, not even that its body is too large; ``None`` to go on
+        (:meth:`invoke` verifies again, with the request context the SDK builds)."""
+        try:
+            await asyncio.to_thread(self.authenticator.authenticate, headers)
+        except AuthError as exc:
+            try:
+                return self._refuse(exc)
+            finally:
+                self.obs.flush()
+        return None
 
     async def _admit(self, payload: Any, context: Any) -> _Invocation:
         """Identity first (nothing about the payload is revealed to an unauthenticated caller), then the payload."""
@@ -157,7 +174,7 @@ class Agent:
                 self.obs.count("MemoryKeyUnavailable")
                 memory, unavailable = None, True
             else:
-                caller = caller.with_credential(key)
+                caller = caller.with_agent_key(key)
         return caller, TurnDeps(
             memory=memory,
             model=self.model,
@@ -292,7 +309,9 @@ def create_app(
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(asyncio.wrap_future(future), timeout=10)
 
-    app = BedrockAgentCoreApp(lifespan=lifespan, middleware=[Middleware(BodyGuard, max_bytes=settings.max_body_bytes)])
+    app = BedrockAgentCoreApp(
+        lifespan=lifespan, middleware=[Middleware(BodyGuard, max_bytes=settings.max_body_bytes, gate=agent.gate)]
+    )
     agent.retains.attach(app, spool=getattr(agent.memory, "spool", None))
 
     async def invoke(payload: Any, context: Any) -> Any:  # the SDK passes context only to a parameter so named

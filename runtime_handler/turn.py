@@ -21,6 +21,7 @@ from memory_adapter.adapter import Recollection
 from memory_adapter.agentcore.memory import TurnMemory
 from memory_adapter.delivery import RetainHandle
 from memory_adapter.identity.caller import Caller
+from memory_adapter.recall_query import recall_query
 from runtime_handler.errors import PayloadError
 from runtime_handler.model import Model, ModelTurn
 from runtime_handler.tools import TurnTools
@@ -151,7 +152,8 @@ async def _model_turn(
     """What the model is given (the prompt, the session's conversation, the recalled memories, the tools bound to
     the caller), the recall, and the tools (to see what they did)."""
     history = deps.working.history(caller, meta.session_id) if deps.working is not None else ()
-    recollection = await _recall(deps, caller, prompt)
+    # A follow-up ("what did I decide about it?") is recalled with the message before it (measured: BENCHMARKS.md).
+    recollection = await _recall(deps, caller, recall_query(prompt, [exchange.user for exchange in history]))
     tools = TurnTools(deps.tools, caller) if deps.tools is not None and caller is not None else None
     return ModelTurn(prompt=prompt, memories=recollection.text, history=history, tools=tools), recollection, tools
 

@@ -180,6 +180,18 @@ def _gateway(
     )
 
 
+def _setup_failure(err: Exception) -> str:
+    """What went wrong setting up, in one line; for missing AWS credentials, also what to do."""
+    from botocore.exceptions import NoCredentialsError, PartialCredentialsError
+
+    if isinstance(err, NoCredentialsError | PartialCredentialsError):
+        return (
+            f"{type(err).__name__}: {err}: set AWS_PROFILE (or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY) for the "
+            "deployed stack, or test make local's services with --local (make smoke SMOKE_ARGS=--local)"
+        )
+    return f"{type(err).__name__}: {err}"
+
+
 def main(
     argv: Sequence[str] | None = None,
     *,
@@ -206,7 +218,7 @@ def main(
             out.write(f"SMOKE SETUP FAILED: {err}\n")
             return 2
         except Exception as err:  # credentials, network, permissions: say so plainly
-            out.write(f"SMOKE SETUP FAILED: {type(err).__name__}: {err}\n")
+            out.write(f"SMOKE SETUP FAILED: {_setup_failure(err)}\n")
             return 2
         out.write(f"smoke: {invoker.description}\n")
         if not isinstance(mcp, scenario.McpSkipped):

@@ -16,6 +16,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from localdev.llm_stub import entities_of as stub_entities_of
+
 __all__ = ["FACTS_PER_DOCUMENT", "Fact", "documents", "entities_of", "fact", "needles", "queries"]
 
 #: Facts per retained document: a turn that taught the agent several things.
@@ -159,12 +161,9 @@ def documents(start: int, stop: int) -> Iterator[tuple[int, list[Fact]]]:
         yield doc, [fact(i) for i in range(first, first + FACTS_PER_DOCUMENT)]
 
 
-_ENTITY = re.compile(r"\b[A-Z][a-zA-Z0-9]+(?:-[a-zA-Z0-9]+)*\b")  # the same rule as localdev.llm_stub
-
-
 def entities_of(text: str) -> list[str]:
-    """The entities the LLM stand-in extracts from a sentence: its distinct capitalised words, at most five."""
-    return list(dict.fromkeys(_ENTITY.findall(text)))[:5]
+    """The entities the LLM stand-in extracts from a sentence (its own rule: names and things, at most five)."""
+    return stub_entities_of(text)
 
 
 _QUESTIONS = (

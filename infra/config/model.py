@@ -222,6 +222,9 @@ class HindsightConfig:
     certificate_arn: str | None
     domain_name: str | None
     hosted_zone_id: str | None
+    #: PEM file of the private CA that signed ``certificate_arn``'s certificate (ACM Private CA): every client of
+    #: Hindsight trusts it besides the default store (``HINDSIGHT_CA_BUNDLE``, memory_adapter.tls). Null: public ACM.
+    ca_bundle: Path | None
     require_tls: bool
     readonly_root_filesystem: bool
     llm_provider: LlmProvider

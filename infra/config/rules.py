@@ -380,6 +380,7 @@ def hindsight_problems(h: HindsightConfig) -> list[str]:
         h.hosted_zone_id is None or (h.domain_name is not None and bool(_ZONE_ID.match(h.hosted_zone_id))),
         "hindsight.hosted_zone_id must be the id (Z...) of a private hosted zone holding domain_name, or null",
     )
+    errors.extend(ca_bundle_problems(h))
     _require(
         errors,
         h.image_digest is None or bool(_DIGEST.match(h.image_digest)),
@@ -506,6 +507,31 @@ def eks_problems(e: EksConfig, h: HindsightConfig, network_mode: VpcMode | None)
 
 
 # --- end EKS -------------------------------------------------------------------------------------------------------
+
+
+#: Largest ``hindsight.ca_bundle``: it travels in each client's environment, and a Lambda function's whole
+#: environment must fit 4 KB (a private root CA certificate is 0.6-2 KB).
+MAX_CA_BUNDLE_BYTES = 2500
+
+
+def ca_bundle_problems(h: HindsightConfig) -> list[str]:
+    """``hindsight.ca_bundle``: only with HTTPS, a readable PEM certificate file, small enough for an environment."""
+    if h.ca_bundle is None:
+        return []
+    if h.certificate_arn is None:
+        return ["hindsight.ca_bundle goes with certificate_arn (it is the CA of that certificate): set both or neither"]
+    try:
+        text = h.ca_bundle.read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        return [f"hindsight.ca_bundle: cannot read {h.ca_bundle} ({type(exc).__name__}): give the CA's PEM file"]
+    if not text.startswith("-----BEGIN CERTIFICATE-----") or "PRIVATE KEY" in text:
+        return [f"hindsight.ca_bundle: {h.ca_bundle} is not a PEM certificate file (and must hold no private key)"]
+    if len(text) > MAX_CA_BUNDLE_BYTES:
+        return [
+            f"hindsight.ca_bundle: {len(text)} bytes, at most {MAX_CA_BUNDLE_BYTES} fit a function's environment: "
+            "give the root CA certificate only"
+        ]
+    return []
 
 
 def database_problems(d: DatabaseConfig) -> list[str]:

@@ -11,9 +11,12 @@ customer-managed key (S3 Bucket Keys on), server access logs in a bucket of thei
   ``export_retention_days + NONCURRENT_VERSION_DAYS`` days after it was written (the erasure receipt says exports
   remain until their retention ends).
 
-The name is fixed by :func:`admin_bucket_name` so the network stack, created first, can let the VPC's S3 gateway
-reach exactly this bucket. Grants: :meth:`grant_write` (the admin functions, in this stack: ``s3:PutObject`` and the
-key's data keys) and :meth:`grant_read` (the maintenance task's role, in an earlier stack: through the bucket's and
+The name is fixed by :func:`admin_bucket_name` up to the stack's creation id
+(:func:`~infra.constructs.creation.creation_id`), so the network stack, created first, can let the VPC's S3 gateway
+reach exactly this account's buckets of that pattern (:func:`admin_bucket_pattern`), and a deployment created again
+after ``cdk destroy`` (the bucket is retained) gets a new name instead of failing on the old one's. Grants:
+:meth:`grant_write` (the admin functions, in this stack: ``s3:PutObject`` and the key's data keys) and
+:meth:`grant_read` (the maintenance task's role, in an earlier stack: through the bucket's and
 the key's resource policies, so that stack never depends on this one).
 """
 
@@ -44,16 +47,27 @@ RECEIPTS_PREFIX = "erasure-receipts/"
 NONCURRENT_VERSION_DAYS = 7
 #: Server access logs are kept this long.
 ACCESS_LOG_DAYS = 365
-_MAX_LABEL = 29  # 63 characters minus "-admin-", a 12-digit account, "-" and the longest region name
+#: 63 characters minus "-admin-", a 12-digit account, "-", the longest region name, "-" and an 8-character creation id.
+_MAX_LABEL = 20
 
 
-def admin_bucket_name(stack_prefix: str, *, account: str, region: str) -> str:
-    """``<prefix>-<env>-admin-<account>-<region>`` in lower case (a long prefix is shortened with a digest, so every
-    deployment keeps its own name within S3's 63 characters)."""
+def admin_bucket_name(stack_prefix: str, *, account: str, region: str, creation: str) -> str:
+    """``<prefix>-<env>-admin-<account>-<region>-<creation>`` in lower case (a long prefix is shortened with a digest,
+    so every deployment keeps its own name within S3's 63 characters); ``creation`` is
+    :func:`~infra.constructs.creation.creation_id`."""
+    return f"{_label(stack_prefix)}-admin-{account}-{region}-{creation}"
+
+
+def admin_bucket_pattern(stack_prefix: str, *, account: str, region: str) -> str:
+    """Every name :func:`admin_bucket_name` gives this deployment, whatever its creation id."""
+    return admin_bucket_name(stack_prefix, account=account, region=region, creation="*")
+
+
+def _label(stack_prefix: str) -> str:
     label = stack_prefix.lower()
     if len(label) > _MAX_LABEL:
         label = f"{label[: _MAX_LABEL - 9]}-{hashlib.sha256(label.encode()).hexdigest()[:8]}"
-    return f"{label}-admin-{account}-{region}"
+    return label
 
 
 class AdminBucket(Construct):

@@ -7,22 +7,21 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import Duration, Stack
 from aws_cdk import aws_bedrockagentcore as agentcore
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
-from aws_cdk import aws_logs as logs
 from aws_lambda_powertools.shared.constants import METRICS_NAMESPACE_ENV, SERVICE_NAME_ENV
 from constructs import Construct
 
 from infra.config import AgentConfig, AuthConfig, AuthMode
 from infra.constructs.identity import Identity
-from infra.constructs.log_retention import retention
 from infra.constructs.memory_service import MemoryService
 from infra.constructs.network import Network
 from infra.constructs.props import raise_if_invalid
 from infra.constructs.retain_queue import RetainQueue
+from infra.constructs.service_log_group import ServiceLogGroup
 from infra.permissions import SSM_READ_ACTIONS, grant_bedrock_invoke
 from runtime_handler import settings as rs
 
@@ -98,6 +97,7 @@ class AgentRuntime(Construct):
         self.environment = agent_environment(
             config,
             auth,
+            scope=self,
             memory=memory,
             identity=identity,
             retain_queue_url=retain_queue.queue.queue_url,
@@ -141,17 +141,19 @@ class AgentRuntime(Construct):
         # Undeliverable turns go to the retain queue (the microVM's disk goes with the session): send, nothing else.
         retain_queue.grant_send(self.runtime)
         self.endpoint = self.runtime.add_endpoint(ENDPOINT_NAME, description="The agent's stable endpoint")
-        # The runtime writes to /aws/bedrock-agentcore/runtimes/<id>-<endpoint> and, when they do not exist yet,
-        # creates them itself: kept forever and unencrypted. Created here first, with the configured retention and
-        # the logs key (the service first writes on the first invocation, after the deploy).
+        # The runtime writes to /aws/bedrock-agentcore/runtimes/<id>-<endpoint> and creates those groups itself,
+        # kept forever and unencrypted; whether the -DEFAULT one appears at runtime creation or at the first
+        # invocation is reported both ways, so a plain log group resource could fail with AlreadyExists. Claimed
+        # instead (created if missing, then the configured retention and the logs key), which works either way. The
+        # runtime's own properties offer no logging destination (CfnRuntime has no logging configuration).
         self.log_groups = [
-            logs.LogGroup(
+            ServiceLogGroup(
                 self,
                 f"{endpoint.title()}Logs",
                 log_group_name=runtime_log_group_name(self.runtime.agent_runtime_id, endpoint),
-                retention=retention(config.log_retention_days),
-                encryption_key=logs_key,
-                removal_policy=RemovalPolicy.DESTROY,
+                retention_days=config.log_retention_days,
+                logs_key=logs_key,
+                remove_on_delete=True,
             )
             for endpoint in (DEFAULT_ENDPOINT_NAME, ENDPOINT_NAME)
         ]
@@ -161,6 +163,7 @@ def agent_environment(
     config: AgentConfig,
     auth: AuthConfig,
     *,
+    scope: Construct,
     memory: MemoryService,
     identity: Identity | None,
     retain_queue_url: str,
@@ -169,13 +172,14 @@ def agent_environment(
     """Exactly the variables ``runtime_handler.settings.Settings.from_env`` reads (plus Powertools' own)."""
     env = {
         rs.ENV_AGENT_NAME: config.name,
-        rs.ENV_HINDSIGHT_API_URL: memory.url,
+        rs.ENV_HINDSIGHT_API_URL: memory.url_in(scope),
         rs.ENV_MEMORY_SPOOL_QUEUE_URL: retain_queue_url,
         rs.ENV_MODEL_PROVIDER: "bedrock",
         rs.ENV_MODEL_ID: config.model_id,
         rs.ENV_ALLOW_ANONYMOUS: "true" if config.allow_anonymous else "false",
         SERVICE_NAME_ENV: config.name,
         METRICS_NAMESPACE_ENV: METRICS_NAMESPACE,
+        **memory.client_environment,
     }
     if auth.mode is AuthMode.IAM:
         env[rs.ENV_AUTH_MODE] = "iam"
@@ -188,7 +192,7 @@ def agent_environment(
     env[rs.ENV_AUTH_MODE] = "jwt"
     # Keys from the SSM mirror and the configured issuer, like Hindsight's: the VPC has no route to the issuer, so
     # no discovery URL is given (the agent would otherwise fetch the issuer's JWKS over the internet).
-    env.update(identity.verifier_environment())
+    env.update(identity.verifier_environment(scope))
     if gateway is not None:
         env[rs.ENV_MEMORY_TOOLS_GATEWAY_URL_PARAMETER] = gateway.url_parameter
         env[rs.ENV_MEMORY_TOOLS_GATEWAY_TARGET] = gateway.target_name

@@ -5,18 +5,23 @@ from __future__ import annotations
 from aws_cdk import RemovalPolicy
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cw_actions
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
-#: What CloudWatch needs on the topic's key to publish an alarm into an encrypted topic.
+#: What CloudWatch needs on the topic's key to publish an alarm into an encrypted topic (EventBridge too).
 CLOUDWATCH_PUBLISH_KEY_ACTIONS = ("kms:Decrypt", "kms:GenerateDataKey*")
+#: The services that publish into the topic: alarms (CloudWatch) and routed events (EventBridge, :meth:`route`).
+PUBLISHERS = ("cloudwatch.amazonaws.com", "events.amazonaws.com")
 
 
 class Alerts(Construct):
-    """Exposes ``topic`` and ``action``; ``watch(alarm)`` makes an alarm notify the topic."""
+    """Exposes ``topic`` and ``action``; ``watch(alarm)`` makes an alarm notify the topic, ``route(rule)`` an
+    EventBridge rule (for failures that are events, not metrics)."""
 
     def __init__(self, scope: Construct, construct_id: str, *, email: str | None) -> None:
         super().__init__(scope, construct_id)
@@ -29,7 +34,7 @@ class Alerts(Construct):
         )
         self.key.add_to_resource_policy(
             iam.PolicyStatement(
-                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                principals=[iam.ServicePrincipal(service) for service in PUBLISHERS],
                 actions=list(CLOUDWATCH_PUBLISH_KEY_ACTIONS),
                 resources=["*"],  # in a key policy, "*" means this key
             )
@@ -53,3 +58,9 @@ class Alerts(Construct):
         alarm.add_alarm_action(self.action)
         alarm.add_ok_action(self.action)
         return alarm
+
+    def route(self, rule: events.Rule) -> events.Rule:
+        """Send the events rule matches to the topic (the topic's policy admits EventBridge; no reference to the
+        rule's stack is written into this one)."""
+        rule.add_target(targets.SnsTopic(self.topic))
+        return rule

@@ -23,7 +23,6 @@ from typing import Final
 
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
-from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 from constructs import Construct
 
@@ -151,16 +150,19 @@ class SystemDashboard(Construct):
         if memory.eks is not None:
             self.dashboard.add_widgets(*self._pod_graphs(memory.eks))
         else:
-            workers = memory.worker_services
+            # The workers by their handed-off names: a lower hindsight.worker_count removes services this stack graphs.
+            workers = memory.worker_service_names_in(self)
+            cluster, api = memory.cluster.cluster_name, memory.api_service.service_name
             self.dashboard.add_widgets(
-                self._graph("api_usage", self._usage(memory.api_service, "API")),
-                self._graph("api_tasks", self._tasks(memory.cluster, memory.api_service, "API")),
+                self._graph("api_usage", self._usage(cluster, api, "API")),
+                self._graph("api_tasks", self._tasks(cluster, api, "API")),
                 self._graph(
-                    "worker_usage", [m for i, s in enumerate(workers, 1) for m in self._usage(s, f"worker-{i}")]
+                    "worker_usage",
+                    [m for i, s in enumerate(workers, 1) for m in self._usage(cluster, s, f"worker-{i}")],
                 ),
                 self._graph(
                     "worker_tasks",
-                    [m for i, s in enumerate(workers, 1) for m in self._tasks(memory.cluster, s, f"worker-{i}")],
+                    [m for i, s in enumerate(workers, 1) for m in self._tasks(cluster, s, f"worker-{i}")],
                 ),
             )
         lb = memory.load_balancing.load_balancer.metrics
@@ -341,15 +343,22 @@ class SystemDashboard(Construct):
         ]
 
     @staticmethod
-    def _usage(service: ecs.FargateService, label: str) -> list[cloudwatch.IMetric]:
+    def _usage(cluster_name: str, service_name: str, label: str) -> list[cloudwatch.IMetric]:
         return [
-            service.metric_cpu_utilization(period=PERIOD, statistic="Average", label=f"{label} CPU %"),
-            service.metric_memory_utilization(period=PERIOD, statistic="Average", label=f"{label} memory %"),
+            cloudwatch.Metric(
+                namespace="AWS/ECS",
+                metric_name=name,
+                dimensions_map={"ClusterName": cluster_name, "ServiceName": service_name},
+                period=PERIOD,
+                statistic="Average",
+                label=f"{label} {what}",
+            )
+            for name, what in (("CPUUtilization", "CPU %"), ("MemoryUtilization", "memory %"))
         ]
 
     @staticmethod
-    def _tasks(cluster: ecs.ICluster, service: ecs.FargateService, label: str) -> list[cloudwatch.IMetric]:
-        dimensions = {"ClusterName": cluster.cluster_name, "ServiceName": service.service_name}
+    def _tasks(cluster_name: str, service_name: str, label: str) -> list[cloudwatch.IMetric]:
+        dimensions = {"ClusterName": cluster_name, "ServiceName": service_name}
         return [
             cloudwatch.Metric(
                 namespace=CONTAINER_INSIGHTS,

@@ -6,7 +6,7 @@ Hindsight never holds the master's credentials: it logs in as its own least-priv
 
 from __future__ import annotations
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Arn, ArnFormat, Duration, RemovalPolicy
 from aws_cdk import aws_backup as backup
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
@@ -15,14 +15,17 @@ from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_rds as rds
+from aws_cdk import aws_sam as sam
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from infra.config import DatabaseConfig, DatabaseEngine
+from infra.constructs.alerts import Alerts
 from infra.constructs.database_login import PASSWORD_EXCLUDED_CHARACTERS, DatabaseLogin, rotation_security_group
 from infra.constructs.network import Network
 from infra.constructs.rds_ca_bundle import RdsCaBundle
 from infra.constructs.secret_source import SecretSource
+from infra.constructs.service_log_group import ServiceLogGroup
 
 #: Pinned minor versions (pgvector 0.8 on both; cfn-lint flags deprecated ones).
 #: Bump deliberately and run the isolation tests.
@@ -36,6 +39,36 @@ ENV_DB_HOST, ENV_DB_PORT, ENV_DB_NAME = "DB_HOST", "DB_PORT", "DB_NAME"
 ENV_DB_USERNAME, ENV_DB_PASSWORD, ENV_DB_CA_BUNDLE = "DB_USERNAME", "DB_PASSWORD", "DB_CA_BUNDLE"
 #: Server parameters of either engine: TLS only, and every connection and disconnection logged.
 SERVER_PARAMETERS = {"rds.force_ssl": "1", "log_connections": "1", "log_disconnections": "1"}
+#: The rotations' windows (UTC): the login's ``rate()`` window opens at midnight; the master's starts at 04:00.
+LOGIN_ROTATION_WINDOW = "2h"
+MASTER_ROTATION_WINDOW = "2h"
+MASTER_ROTATION_HOUR = 4
+#: How long the groups RDS and the rotation functions create are kept (as the project's functions' own groups).
+SERVICE_LOG_RETENTION_DAYS = 90
+#: Secrets Manager's CloudTrail events of a rotation that did not complete.
+ROTATION_FAILURE_EVENTS = ("RotationFailed", "RotationAbandoned")
+
+
+def master_rotation_schedule(rotation_days: int) -> str:
+    """The master's ``cron()``: at :data:`MASTER_ROTATION_HOUR` UTC on day 1 of each month and every
+    ``rotation_days`` after it (only day 1 when that is a month or more)."""
+    days = f"1/{rotation_days}" if rotation_days < 28 else "1"
+    return f"cron(0 {MASTER_ROTATION_HOUR} {days} * ? *)"
+
+
+def rotation_failed_pattern(secret_arns: list[str]) -> events.EventPattern:
+    """The events of a rotation of one of secret_arns failing (Secrets Manager emits no metric for it)."""
+    return events.EventPattern(
+        source=["aws.secretsmanager"],
+        detail_type=["AWS Service Event via CloudTrail"],
+        detail={"eventName": list(ROTATION_FAILURE_EVENTS), "additionalEventData": {"SecretId": secret_arns}},
+    )
+
+
+def _rotation_schedule(secret: secretsmanager.ISecret) -> secretsmanager.CfnRotationSchedule:
+    """The rotation schedule CDK's rotation wiring put under secret."""
+    (schedule,) = [c for c in secret.node.find_all() if isinstance(c, secretsmanager.CfnRotationSchedule)]
+    return schedule
 
 
 class VectorDatabase(Construct):
@@ -58,6 +91,7 @@ class VectorDatabase(Construct):
         removal_policy: RemovalPolicy,
         logs_key: kms.IKey,
         parameter_prefix: str,
+        alerts: Alerts,
     ) -> None:
         super().__init__(scope, construct_id)
         self.key = kms.Key(
@@ -124,9 +158,91 @@ class VectorDatabase(Construct):
             exclude_characters=PASSWORD_EXCLUDED_CHARACTERS,
             vpc_subnets=network.subnets,
             security_group=rotation_security_group(self, "MasterRotationSecurityGroup", network),
+            # The master's generated password is minutes old at creation; rotating it at once would run beside the
+            # login's first rotation, which logs in with the master's password.
+            rotate_immediately_on_update=False,
         )
-        # The master's first rotation runs at once; not while the provisioning function is using its password.
+        # Not while the provisioning function is using the master's password.
         master_rotation.node.add_dependency(self.login.provisioning)
+        self._order_rotations(config.rotation_days)
+        self.log_groups = self._claim_log_groups(
+            removal_policy, logs_key, rotations=[master_rotation, self.login.rotation]
+        )
+        self.rotation_failed_rule = alerts.route(
+            events.Rule(
+                self,
+                "RotationFailed",
+                description="A rotation of the database's master or login secret failed: the alerts topic",
+                event_pattern=rotation_failed_pattern([secret.secret_arn, self.login.secret.secret_arn]),
+            )
+        )
+
+    def _claim_log_groups(
+        self,
+        removal_policy: RemovalPolicy,
+        logs_key: kms.IKey,
+        *,
+        rotations: list[secretsmanager.SecretRotation],
+    ) -> list[ServiceLogGroup]:
+        """Retention and the logs key for the groups RDS and the rotation functions create themselves: RDS's log
+        exports (connection logging is on) and ``/aws/lambda/<name>`` of each rotation function (deployed from the
+        Serverless Application Repository, whose template sets no log group). Each rotation's schedule waits for its
+        group, so the first rotation already logs into it."""
+        if isinstance(self._resource, rds.DatabaseInstance):
+            base = f"/aws/rds/instance/{self._resource.instance_identifier}"
+            exports = ["postgresql", "upgrade"]
+        else:
+            base = f"/aws/rds/cluster/{self._resource.cluster_identifier}"
+            exports = ["postgresql"]
+        keep = removal_policy is not RemovalPolicy.DESTROY  # the exports' history goes when the database goes
+        groups = [
+            ServiceLogGroup(
+                self,
+                f"{export.title()}Logs",
+                log_group_name=f"{base}/{export}",
+                retention_days=SERVICE_LOG_RETENTION_DAYS,
+                logs_key=logs_key,
+                remove_on_delete=not keep,
+            )
+            for export in exports
+        ]
+        for rotation, secret, name in zip(
+            rotations, (self.master_secret, self.login.secret), ("MasterRotation", "LoginRotation"), strict=True
+        ):
+            (application,) = [c for c in rotation.node.find_all() if isinstance(c, sam.CfnApplication)]
+            function_arn = application.get_att("Outputs.RotationLambdaARN").to_string()
+            function_name = Arn.split(function_arn, ArnFormat.COLON_RESOURCE_NAME).resource_name
+            group = ServiceLogGroup(
+                self,
+                f"{name}Logs",
+                log_group_name=f"/aws/lambda/{function_name}",
+                retention_days=SERVICE_LOG_RETENTION_DAYS,
+                logs_key=logs_key,
+                remove_on_delete=True,
+            )
+            _rotation_schedule(secret).node.add_dependency(group)
+            groups.append(group)
+        return groups
+
+    def _order_rotations(self, rotation_days: int) -> None:
+        """Keep the two rotations apart: the login's alternating-users rotation logs in as the master, so it must
+        never run while the master's own rotation changes that password.
+
+        The login's schedule is created after the master's, and each rotates in its own UTC window
+        (:data:`LOGIN_ROTATION_WINDOW`, :data:`MASTER_ROTATION_WINDOW`): the login every ``rotation_days`` from
+        midnight (a ``rate()`` window opens at 00:00 UTC), the master on a ``cron()`` from 04:00 on the same days
+        of each month (``1/<days>``; monthly for longer periods).
+        """
+        master, login = (_rotation_schedule(s) for s in (self.master_secret, self.login.secret))
+        login.add_dependency(master)
+        login.add_property_override(
+            "RotationRules",
+            {"ScheduleExpression": f"rate({rotation_days} days)", "Duration": LOGIN_ROTATION_WINDOW},
+        )
+        master.add_property_override(
+            "RotationRules",
+            {"ScheduleExpression": master_rotation_schedule(rotation_days), "Duration": MASTER_ROTATION_WINDOW},
+        )
 
     # -- for workloads ---------------------------------------------------------------------------------------------
 

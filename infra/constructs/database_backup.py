@@ -11,7 +11,7 @@ It lives in the ``-Data`` stack with the database it protects: the plan's lifecy
 
 from __future__ import annotations
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_backup as backup
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_events as events
@@ -19,6 +19,7 @@ from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from infra.constructs.alerts import Alerts
+from infra.constructs.creation import creation_id
 from infra.constructs.database import VectorDatabase
 from infra.constructs.props import raise_if_invalid
 
@@ -61,13 +62,20 @@ class DatabaseBackupPlan(Construct):
             enable_key_rotation=True,
             removal_policy=RemovalPolicy.RETAIN,
         )
+        # Named per stack creation: the vault is retained, so a deployment created again after cdk destroy would
+        # otherwise fail on the old vault's name.
         self.vault = backup.BackupVault(
             self,
             "Vault",
+            backup_vault_name=f"{Stack.of(self).stack_name[:30]}-Vault-{creation_id()}",
             encryption_key=self.key,
             removal_policy=RemovalPolicy.RETAIN,  # it holds recovery points; AWS Backup refuses to delete it anyway
         )
-        self.plan = backup.BackupPlan(self, "Plan", backup_vault=self.vault)
+        # Named after the stack (prefix and env): a plan's name is unique per account and region, and the L2 would
+        # name every deployment's plan "Plan" (aws/aws-cdk#38318), so a second deployment would fail.
+        self.plan = backup.BackupPlan(
+            self, "Plan", backup_plan_name=f"{Stack.of(self).stack_name}-Database", backup_vault=self.vault
+        )
         self.plan.add_rule(
             backup.BackupPlanRule(
                 rule_name="Database",
@@ -79,7 +87,9 @@ class DatabaseBackupPlan(Construct):
         )
         self.selection = self.plan.add_selection("Database", resources=[database.backup_resource()])
         failed = cloudwatch.MathExpression(
-            expression=" + ".join(f"m{i}" for i in range(len(FAILED_JOBS_METRICS))),
+            # FILL: AWS Backup publishes a metric only when it counts something; a sum with one side missing is
+            # missing too (and missing data does not breach), so an unfilled sum would never fire.
+            expression=" + ".join(f"FILL(m{i}, 0)" for i in range(len(FAILED_JOBS_METRICS))),
             using_metrics={
                 f"m{i}": cloudwatch.Metric(
                     namespace="AWS/Backup",

@@ -7,7 +7,7 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import CfnResource, Duration, Names, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
@@ -71,6 +71,36 @@ def python_function(
         security_groups=list(security_groups) if security_groups else None,
         layers=list(layers) if layers else None,
     )
+
+
+def own_helper_function_logs(stack: Stack, logs_key: kms.IKey) -> list[logs.LogGroup]:
+    """Give each Lambda function in stack without a log group of its own one kept :data:`LOG_RETENTION` with the
+    logs key, and point the function at it (``LoggingConfig.LogGroup``).
+
+    These are the functions CDK and its libraries add (the custom-resource providers behind ``AwsCustomResource``
+    and the VPC's default-security-group restriction, the image copy), which would otherwise create
+    ``/aws/lambda/<name>`` at their first run, kept forever and unencrypted. The group exists before the function
+    (CloudFormation creates it first), so nothing else can create it; their roles already write logs anywhere
+    (``AWSLambdaBasicExecutionRole``).
+    """
+    groups = []
+    for node in stack.node.find_all():
+        if not isinstance(node, CfnResource) or node.cfn_resource_type != "AWS::Lambda::Function":
+            continue
+        if Stack.of(node) is not stack:
+            continue
+        if isinstance(node, lambda_.CfnFunction) and node.logging_config is not None:
+            continue  # python_function's: it has its own group
+        group = logs.LogGroup(
+            stack,
+            f"{Names.unique_id(node)}Logs",
+            retention=LOG_RETENTION,
+            encryption_key=logs_key,
+            removal_policy=RemovalPolicy.DESTROY,
+        )
+        node.add_property_override("LoggingConfig.LogGroup", group.log_group_name)
+        groups.append(group)
+    return groups
 
 
 def handler_sha256(source: Path) -> str:

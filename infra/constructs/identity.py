@@ -16,6 +16,7 @@ from constructs import Construct
 from infra.config import AuthConfig, AuthMode
 from infra.constructs.alerts import Alerts
 from infra.constructs.functions import FUNCTIONS_DIR, handler_sha256, python_function
+from infra.constructs.handoff import Handoff
 from infra.constructs.secret_source import SecretSource
 from infra.permissions import SSM_WRITE_ACTIONS
 from memory_adapter.identity.settings import ENV_NAMING
@@ -49,6 +50,7 @@ class Identity(Construct):
         logs_key: kms.IKey,
         removal_policy: RemovalPolicy,
         parameter_name: str,
+        issuer_parameter_name: str,
         alerts: Alerts,
     ) -> None:
         super().__init__(scope, construct_id)
@@ -69,23 +71,38 @@ class Identity(Construct):
         self._config = config
         self._parameter_name = parameter_name
         keys = self._mirror(config, logs_key, alerts)
-        #: The discovery document's ``issuer``, exactly as tokens carry it in ``iss`` (read at deploy time).
+        #: The discovery document's ``issuer``, exactly as tokens carry it in ``iss`` (read at deploy time). Later
+        #: stacks read it with :meth:`issuer_in`: a new discovery URL changes it, which an export would refuse.
         self.issuer = keys.get_att_string("Issuer")
+        self._issuer = Handoff(
+            self,
+            "IssuerHandoff",
+            parameter_name=issuer_parameter_name,
+            value=self.issuer,
+            description="The token issuer's iss (from its discovery document), for the later stacks",
+        )
+        # By the configured name (a constant), not the custom resource's attribute, which changes whenever the
+        # mirror's properties do as far as CloudFormation knows; readers' stacks deploy after this one anyway.
         self.jwks_parameter = ssm.StringParameter.from_string_parameter_attributes(
-            self, "Jwks", parameter_name=keys.get_att_string("ParameterName"), simple_name=False
+            self, "Jwks", parameter_name=parameter_name, simple_name=False
         )
 
     def grant_read_keys(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let grantee read the mirrored keys (a plain String parameter: no KMS key is involved)."""
         return self.jwks_parameter.grant_read(grantee)
 
-    def verifier_environment(self) -> dict[str, str]:
+    def issuer_in(self, scope: Construct) -> str:
+        """The issuer as scope's stack reads it (:class:`~infra.constructs.handoff.Handoff`); scope's stack deploys
+        after this one."""
+        return self._issuer.value_in(scope)
+
+    def verifier_environment(self, scope: Construct) -> dict[str, str]:
         """The ``JWT_*`` variables of a process that verifies this issuer's user tokens as the agent does
         (:class:`memory_adapter.identity.JwtSettings` read with ``ENV_NAMING``): the mirrored keys (read through
         SSM, never fetched from the issuer), the discovery document's ``issuer``, the clients or audience, the claims;
-        Cognito's access tokens only. Grant the process :meth:`grant_read_keys` too."""
+        Cognito's access tokens only; for a process in scope's stack. Grant the process :meth:`grant_read_keys` too."""
         env = {
-            ENV_NAMING.key("issuer"): self.issuer,
+            ENV_NAMING.key("issuer"): self.issuer_in(scope),
             ENV_NAMING.key("jwks_parameter"): self.jwks_parameter.parameter_name,
             ENV_NAMING.key("user_claim"): self._config.user_claim,
         }

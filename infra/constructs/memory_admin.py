@@ -88,7 +88,7 @@ class MemoryAdmin(Construct):
         memory.allow_from(self)
         #: Exactly the variables ``index.FunctionSettings`` reads, plus Powertools' namespace.
         self.environment = {
-            index.ENV_HINDSIGHT_URL: memory.url,
+            index.ENV_HINDSIGHT_URL: memory.url_in(self),
             index.ENV_OPERATOR_KEY_SECRET_ARN: memory.operator_key_secret_arn,
             index.ENV_BUCKET: bucket.bucket_name,
             index.ENV_BUCKET_KEY_ARN: bucket.key.key_arn,
@@ -96,6 +96,7 @@ class MemoryAdmin(Construct):
             index.ENV_EXPIRY_BATCH_SIZE: str(config.expiry_batch_size),
             index.ENV_EXPIRY_DRY_RUN: "true" if config.expiry_dry_run else "false",
             METRICS_NAMESPACE_ENV: metrics_namespace,
+            **memory.client_environment,  # the private CA of Hindsight's certificate, if any
         }
 
         def function(construct_id: str, handler: str, description: str, memory_size: int) -> lambda_.Function:

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_bedrockagentcore as agentcore
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
@@ -142,7 +142,7 @@ class MemoryGateway(Construct):
         # Its own version of the layer (the same build): a stack importing another stack's layer version would
         # block that stack's next layer update (CloudFormation refuses to change an export that is imported).
         self.layer = adapter_layer_version(self, "MemoryAdapterLayer", path=layer_path)
-        verifier = identity.verifier_environment()
+        verifier = identity.verifier_environment(self)
         self.interceptor = python_function(
             self,
             "Interceptor",
@@ -179,7 +179,12 @@ class MemoryGateway(Construct):
             logs_key=logs_key,
             log_group_id="TargetLogs",
             json_logs=True,
-            environment={ENV_AGENT_NAME: agent_name, ENV_HINDSIGHT_API_URL: memory.url, **verifier},
+            environment={
+                ENV_AGENT_NAME: agent_name,
+                ENV_HINDSIGHT_API_URL: memory.url_in(self),
+                **verifier,
+                **memory.client_environment,
+            },
             vpc=network.vpc,
             vpc_subnets=network.subnets,
             security_groups=[self.security_group],
@@ -211,6 +216,7 @@ class MemoryGateway(Construct):
             kms_key=self.key,
             # exception_level unset: errors are sanitized for end users (DEBUG would return target details)
         )
+        self._harden_role()
         self.target = self.gateway.add_lambda_target(
             "MemoryTools",
             gateway_target_name=config.target_name,
@@ -253,6 +259,47 @@ class MemoryGateway(Construct):
                 )
             ),
         ]
+
+    def _harden_role(self) -> None:
+        """The L2's service role, made safe to create and to assume.
+
+        - CloudFormation creates the gateway only after the role's policy (``kms:*`` on the key, ``lambda:Invoke``
+          on the functions) exists: AgentCore checks its role at creation, and the L2 sets no such dependency (the
+          runtime's L2 does).
+        - Its trust policy keeps only the statement conditioned on this account and this gateway's ARN (the L2 adds
+          an unconditioned ``bedrock-agentcore.amazonaws.com`` statement too, which any gateway could use: the
+          confused-deputy case).
+        """
+        role = self.gateway.role
+        cfn_gateway = self.gateway.node.default_child
+        assert isinstance(role, iam.Role)
+        assert isinstance(cfn_gateway, agentcore.CfnGateway)
+        policy = role.node.try_find_child("DefaultPolicy")
+        assert policy is not None
+        cfn_gateway.node.add_dependency(policy)
+        stack = Stack.of(self)
+        gateway_arn = stack.format_arn(
+            service="bedrock-agentcore", resource="gateway", resource_name=f"{self.gateway.gateway_name}*"
+        )
+        cfn_role = role.node.default_child
+        assert isinstance(cfn_role, iam.CfnRole)
+        cfn_role.add_property_override(
+            "AssumeRolePolicyDocument",
+            {
+                "Version": "2012-10-17",
+                "Statement": [
+                    {
+                        "Effect": "Allow",
+                        "Principal": {"Service": "bedrock-agentcore.amazonaws.com"},
+                        "Action": "sts:AssumeRole",
+                        "Condition": {
+                            "StringEquals": {"aws:SourceAccount": stack.account},
+                            "ArnLike": {"aws:SourceArn": gateway_arn},
+                        },
+                    }
+                ],
+            },
+        )
 
     def grant_read_url(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let grantee read the gateway's MCP URL from its SSM parameter."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 from typing import Protocol
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
@@ -32,6 +32,7 @@ from infra.config import AuthConfig, EksConfig, HindsightConfig, Platform
 from infra.constructs.alerts import Alerts
 from infra.constructs.database import VectorDatabase
 from infra.constructs.eks_workloads import HindsightOnEks
+from infra.constructs.handoff import Handoff
 from infra.constructs.hindsight_secrets import HindsightSecrets
 from infra.constructs.hindsight_task import (
     API_COMMAND,
@@ -49,7 +50,13 @@ from infra.constructs.memory_load_balancer import MemoryLoadBalancer
 from infra.constructs.network import Network
 from infra.constructs.redeploy_on_rotation import RedeployOnRotation, RestartTrigger
 from infra.isolation_env import ENV_STATIC_JWKS, isolation_environment
-from infra.permissions import grant_bedrock_invoke
+from infra.permissions import (
+    MAINTENANCE_FOLLOW_ACTIONS,
+    MAINTENANCE_RUN_ACTIONS,
+    PASS_ROLE_ACTION,
+    grant_bedrock_invoke,
+)
+from memory_adapter.constants import CA_BUNDLE_ENV
 
 
 class ConnectableConstruct(Protocol):
@@ -78,6 +85,7 @@ class MemoryService(Construct):
         agent_name: str,
         logs_key: kms.IKey,
         alerts: Alerts,
+        parameter_prefix: str,
         eks_config: EksConfig | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
@@ -94,6 +102,7 @@ class MemoryService(Construct):
                 agent_name=agent_name,
                 logs_key=logs_key,
                 alerts=alerts,
+                parameter_prefix=parameter_prefix,
             )
             return
         self.eks: HindsightOnEks | None = None
@@ -128,7 +137,7 @@ class MemoryService(Construct):
             environment={
                 **hindsight_environment(config, database=database.container_environment()),
                 **isolation_environment(
-                    auth, identity, agent_name=agent_name, expiry_grace_s=auth.retain_grace_seconds
+                    auth, identity, scope=self, agent_name=agent_name, expiry_grace_s=auth.retain_grace_seconds
                 ),
             },
             secrets=secrets,
@@ -152,6 +161,7 @@ class MemoryService(Construct):
                 self.maintenance_task.task_role,
                 [config.maintenance_embeddings_model.removeprefix("bedrock/")],
             )
+        self.maintenance_policy = self._maintenance_policy()
         self.api_service = self._service("Api", self.api_task, desired_count=config.api_min_count, network=network)
         scaling = self.api_service.auto_scale_task_count(
             min_capacity=config.api_min_count, max_capacity=config.api_max_count
@@ -195,7 +205,20 @@ class MemoryService(Construct):
             api_service=self.api_service,
             alerts=alerts,
         )
+        #: The URL in this stack; later stacks read it with :meth:`url_in` (HTTPS on or off changes it).
         self.url = self.load_balancing.url
+        self._url = self._url_handoff(parameter_prefix)
+        # The worker services come and go with hindsight.worker_count: later stacks read their names by parameter.
+        self._worker_names = [
+            Handoff(
+                self,
+                f"Worker{i}NameHandoff",
+                parameter_name=f"{parameter_prefix}/memory/worker-{i}/service-name",
+                value=service.service_name,
+                description=f"The ECS service name of Hindsight's worker-{i}, for the later stacks",
+            )
+            for i, service in enumerate(self.worker_services, 1)
+        ]
         self.listener_port = self.load_balancing.listener_port
         self.connections: ec2.Connections = self.load_balancing.load_balancer.connections
         triggers = [
@@ -236,6 +259,7 @@ class MemoryService(Construct):
         agent_name: str,
         logs_key: kms.IKey,
         alerts: Alerts,
+        parameter_prefix: str,
     ) -> None:
         """The same service on the customer's EKS cluster: the same secrets, image, environment, commands and load
         balancer; pods instead of tasks (:class:`~infra.constructs.eks_workloads.HindsightOnEks`)."""
@@ -297,7 +321,7 @@ class MemoryService(Construct):
             environment={
                 **hindsight_environment(config, database=database.container_environment()),
                 **isolation_environment(
-                    auth, identity, agent_name=agent_name, expiry_grace_s=auth.retain_grace_seconds
+                    auth, identity, scope=self, agent_name=agent_name, expiry_grace_s=auth.retain_grace_seconds
                 ),
             },
             secrets=sources,
@@ -315,9 +339,68 @@ class MemoryService(Construct):
             self.eks.manifest.node.add_dependency(self.mirror.lookup)
         self.maintenance_role = self.eks.maintenance_role
         self.url = self.load_balancing.url
+        self._url = self._url_handoff(parameter_prefix)
+        # One StatefulSet, not one service per worker: the dashboard graphs its pods (no names handed off).
+        self._worker_names = []
         self.listener_port = self.load_balancing.listener_port
         self.connections = self.load_balancing.load_balancer.connections
         self.redeploy = None
+
+    def _url_handoff(self, parameter_prefix: str) -> Handoff:
+        """Publish :attr:`url` for the later stacks (ECS and EKS alike; they read it with :meth:`url_in`)."""
+        return Handoff(
+            self,
+            "UrlHandoff",
+            parameter_name=f"{parameter_prefix}/memory/url",
+            value=self.url,
+            description="Hindsight's URL inside the VPC, for the later stacks",
+        )
+
+    def _maintenance_policy(self) -> iam.ManagedPolicy:
+        """What an operator needs to run the maintenance task (restore, re-embedding) and follow it: run-task on
+        its family in this cluster, pass its two roles to ECS tasks only, describe and stop the tasks it started."""
+        stack = Stack.of(self)
+        task = self.maintenance_task
+        family_arn = stack.format_arn(service="ecs", resource="task-definition", resource_name=f"{task.family}:*")
+        cluster_tasks = stack.format_arn(service="ecs", resource="task", resource_name=f"{self.cluster.cluster_name}/*")
+        return iam.ManagedPolicy(
+            self,
+            "MaintenancePolicy",
+            description="Run Hindsight's maintenance task (restore, re-embedding) in its cluster",
+            statements=[
+                iam.PolicyStatement(
+                    actions=list(MAINTENANCE_RUN_ACTIONS),
+                    resources=[family_arn],
+                    conditions={"ArnEquals": {"ecs:cluster": self.cluster.cluster_arn}},
+                ),
+                iam.PolicyStatement(
+                    actions=list(MAINTENANCE_FOLLOW_ACTIONS),
+                    resources=[cluster_tasks],
+                    conditions={"ArnEquals": {"ecs:cluster": self.cluster.cluster_arn}},
+                ),
+                iam.PolicyStatement(
+                    actions=[PASS_ROLE_ACTION],
+                    resources=[task.task_role.role_arn, task.obtain_execution_role().role_arn],
+                    conditions={"StringEquals": {"iam:PassedToService": "ecs-tasks.amazonaws.com"}},
+                ),
+            ],
+        )
+
+    def url_in(self, scope: Construct) -> str:
+        """Hindsight's URL as scope's stack reads it (an SSM handoff; scope's stack deploys after this one)."""
+        return self._url.value_in(scope)
+
+    def worker_service_names_in(self, scope: Construct) -> list[str]:
+        """The worker services' names, worker-1 first, as scope's stack reads them (SSM handoffs)."""
+        return [handoff.value_in(scope) for handoff in self._worker_names]
+
+    @property
+    def client_environment(self) -> dict[str, str]:
+        """What every client of :attr:`url` adds to its environment: ``HINDSIGHT_CA_BUNDLE`` (the PEM of
+        ``hindsight.ca_bundle``, the private CA of the load balancer's certificate), or nothing (public ACM, HTTP)."""
+        if self.config.ca_bundle is None:
+            return {}
+        return {CA_BUNDLE_ENV: self.config.ca_bundle.read_text(encoding="ascii").strip() + "\n"}
 
     @property
     def operator_key_secret_arn(self) -> str:

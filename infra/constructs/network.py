@@ -49,9 +49,9 @@ class Network(Construct):
     """The VPC, its endpoints and flow logs; exposes ``vpc`` and ``subnets`` (where every workload goes).
 
     Args:
-        gateway_buckets: Names of the deployment's own buckets that workloads in the VPC read and write (the
-            administration bucket), besides what is only read; known before those buckets exist (later stacks
-            create them), so this stack never depends on theirs.
+        gateway_buckets: Names (or name patterns, admitted in this account only) of the deployment's own buckets
+            that workloads in the VPC read and write (the administration bucket), besides what is only read; known
+            before those buckets exist (later stacks create them), so this stack never depends on theirs.
     """
 
     def __init__(
@@ -146,6 +146,8 @@ class Network(Construct):
                             principals=[iam.AnyPrincipal()],
                             actions=list(GATEWAY_BUCKET_ACTIONS),
                             resources=[f"arn:{stack.partition}:s3:::{bucket}/*" for bucket in self._gateway_buckets],
+                            # A name pattern: only this account's buckets of it (bucket names are global).
+                            conditions={"StringEquals": {"aws:ResourceAccount": stack.account}},
                         )
                     )
         sg = ec2.SecurityGroup(

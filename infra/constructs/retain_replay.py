@@ -5,9 +5,10 @@
 the stack, on the runtime the layer is built for. The queue triggers it with partial batch failures
 (``ReportBatchItemFailures``): each message is delivered with the credential it carries, or dead-lettered with the
 reason, or left alone for a later receive while Hindsight is unavailable. Its security group reaches only
-Hindsight's load balancer and the VPC endpoints (SQS, KMS, logs, monitoring); it holds no credential of its own for
-Hindsight. An alarm fires when whole invocations fail (a broken deployment; an outage shows as the queue's
-oldest-message alarm instead).
+Hindsight's load balancer and the VPC endpoints (SQS, Secrets Manager, KMS, logs, monitoring). In IAM mode it may
+read the agent key, and only that secret (``auth.mode=iam``: the agent queues its retains without the key, see
+:mod:`memory_adapter.queue_replay`); otherwise it holds no credential of its own for Hindsight. An alarm fires
+when whole invocations fail (a broken deployment; an outage shows as the queue's oldest-message alarm instead).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from infra.constructs.memory_service import MemoryService
 from infra.constructs.network import Network
 from infra.constructs.retain_queue import RetainQueue
 from memory_adapter.constants import (
+    HINDSIGHT_API_KEY_SECRET_ARN_ENV,
     HINDSIGHT_API_URL_ENV,
     RETAIN_DEAD_LETTER_QUEUE_URL_ENV,
     RETAIN_DELIVERY_TIMEOUT_ENV,
@@ -76,6 +78,7 @@ class RetainReplay(Construct):
         )
         self.connections: ec2.Connections = self.security_group.connections
         memory.allow_from(self)
+        agent_key_arn = memory.agent_key_secret_arn  # IAM mode only: queued retains leave the key out
         self.function = python_function(
             self,
             "Function",
@@ -86,11 +89,13 @@ class RetainReplay(Construct):
             log_group_id="Logs",
             memory_size=256,
             environment={
-                HINDSIGHT_API_URL_ENV: memory.url,
+                HINDSIGHT_API_URL_ENV: memory.url_in(self),
                 RETAIN_DEAD_LETTER_QUEUE_URL_ENV: queue.dead_letters.queue_url,
                 RETAIN_DELIVERY_TIMEOUT_ENV: str(config.delivery_timeout_seconds),
                 SERVICE_NAME_ENV: SERVICE_NAME,
                 METRICS_NAMESPACE_ENV: metrics_namespace,
+                **({HINDSIGHT_API_KEY_SECRET_ARN_ENV: agent_key_arn} if agent_key_arn else {}),
+                **memory.client_environment,
             },
             vpc=network.vpc,
             vpc_subnets=network.subnets,
@@ -107,6 +112,7 @@ class RetainReplay(Construct):
         )
         self.function.add_event_source(self.event_source)  # grants receive, delete and the key's decrypt
         queue.grant_send_dead_letters(self.function)
+        memory.grant_agent_key_read(self.function)  # that one secret, nothing outside IAM mode
         self.errors_alarm = alerts.watch(
             cloudwatch.Alarm(
                 self,

@@ -38,6 +38,7 @@ class DataStack(PartAwareStack):
             removal_policy=removal_policy(removal),
             logs_key=foundation.logs_key,
             parameter_prefix=parameter_prefix,
+            alerts=foundation.alerts,
         )
         self.backup_plan = DatabaseBackupPlan(
             self,

@@ -36,6 +36,7 @@ class IdentityStack(PartAwareStack):
             logs_key=foundation.logs_key,
             removal_policy=removal_policy(removal, snapshots=False),  # a user pool cannot be snapshotted
             parameter_name=f"{parameter_prefix}/identity/jwks",
+            issuer_parameter_name=f"{parameter_prefix}/identity/issuer",
             alerts=foundation.alerts,
         )
         CfnOutput(self, "DiscoveryUrl", value=self.identity.discovery_url, description="OIDC discovery URL")

@@ -35,6 +35,7 @@ class MemoryServiceStack(PartAwareStack):
         foundation: Foundation,
         database: VectorDatabase,
         identity: Identity | None,
+        parameter_prefix: str,
         eks: EksConfig | None = None,
         **kwargs: Any,
     ) -> None:
@@ -50,6 +51,7 @@ class MemoryServiceStack(PartAwareStack):
             agent_name=agent_name,
             logs_key=foundation.logs_key,
             alerts=foundation.alerts,
+            parameter_prefix=parameter_prefix,
             eks_config=eks,
         )
         CfnOutput(self, "HindsightUrl", value=self.memory.url, description="Hindsight API (inside the VPC)")
@@ -68,6 +70,12 @@ class MemoryServiceStack(PartAwareStack):
             "MaintenanceTaskDefinition",
             value=self.memory.maintenance_task.family,
             description="Restore and re-embedding: aws ecs run-task --task-definition <this> (docs/operating.md)",
+        )
+        CfnOutput(
+            self,
+            "MaintenancePolicyArn",
+            value=self.memory.maintenance_policy.managed_policy_arn,
+            description="Attach to the roles that restore or re-embed: ecs run-task of MaintenanceTaskDefinition",
         )
         CfnOutput(self, "ClusterName", value=self.memory.cluster.cluster_name, description="The Hindsight ECS cluster")
         CfnOutput(

@@ -24,6 +24,7 @@ from localdev.hindsight.projected_model import projected_model_dir
 from localdev.hindsight.venv import HindsightVenv
 from localdev.supervisor import repo_pythonpath
 from localdev.token_issuer import LOCAL_CLIENT_ID, running_issuer_url
+from memory_adapter.constants import RECALL_SERVER_SETTINGS
 
 __all__ = ["Endpoints", "server_env"]
 
@@ -47,6 +48,7 @@ def server_env(config: LocalHindsightConfig, endpoints: Endpoints, keys: ServerK
             "HINDSIGHT_API_DATABASE_URL": endpoints.database_url,
             "HINDSIGHT_API_WORKER_ID": "local",
             "HINDSIGHT_API_RERANKER_PROVIDER": "rrf",
+            **RECALL_SERVER_SETTINGS,  # as deployed: what make eval measured best
             "HINDSIGHT_API_LOG_LEVEL": "info",
             "HF_HUB_OFFLINE": "1",
             "TRANSFORMERS_OFFLINE": "1",

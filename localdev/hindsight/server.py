@@ -31,7 +31,11 @@ from localdev.token_issuer import ensure_running as ensure_issuer_running
 __all__ = ["LocalHindsight"]
 
 _STATE_FILE = "state.json"
-_PORT_FLAGS = {"port": "--port", "pg_port": "--pg-port", "llm_port": "--llm-port"}
+_PORT_FLAGS = {
+    "port": "--port (LOCAL_HINDSIGHT_PORT)",
+    "pg_port": "--pg-port (LOCAL_HINDSIGHT_PG_PORT)",
+    "llm_port": "--llm-port (LOCAL_HINDSIGHT_LLM_PORT)",
+}
 _START_HINT = (
     "read the log above; check the ports are free and the virtualenv is complete (`make hindsight-venv`); "
     "with a real LLM check its credentials; `python -m localdev.hindsight stop` clears a half-started server; "
@@ -259,6 +263,10 @@ class LocalHindsight(Lifecycle):
         state = self._state.read()
         if not (state and pid_alive(state.get("api_pid")) and self.postgres.running()):
             return False
+        changed = self.changed_settings(state)
+        if changed:
+            self._log(f"The running Hindsight has other settings ({changed}): restarting it with these")
+            return False
         self._ports = {k: int(state[k]) for k in ("port", "pg_port", "llm_port") if state.get(k)}
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and pid_alive(state.get("api_pid")):
@@ -267,6 +275,17 @@ class LocalHindsight(Lifecycle):
                 return True
             time.sleep(1.0)
         return False
+
+    def changed_settings(self, state: dict[str, Any]) -> str:
+        """How the server recorded in ``state`` differs from this configuration (its LLM, its embeddings), in a few
+        words; empty when it matches or a setting was not recorded. Ports are not compared: a running server is
+        reused on the ports it has (``status`` shows them)."""
+        wanted = {"llm": str(self.config.llm), "embeddings": str(self.config.embeddings)}
+        return ", ".join(
+            f"{key} {state[key]} instead of {value}"
+            for key, value in wanted.items()
+            if key in state and state[key] != value
+        )
 
     def _choose_ports(self) -> None:
         """The configured ports, free ones for 0; each must be free now, or nothing starts."""

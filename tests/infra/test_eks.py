@@ -338,8 +338,19 @@ def test_the_agent_reaches_it_as_on_ecs_and_tls_is_the_same(eks: Synth) -> None:
     (group,) = resources(memory, "AWS::ElasticLoadBalancingV2::TargetGroup").values()
     assert group["Properties"]["TargetType"] == "ip"
     assert group["Properties"]["HealthCheckPath"] == "/health"
+    # The URL goes to the later stacks through the same SSM handoff as on ECS (url_in), not as an export.
+    (published,) = [
+        p["Properties"]
+        for p in resources(memory, "AWS::SSM::Parameter").values()
+        if p["Properties"]["Name"].endswith("/memory/url")
+    ]
+    assert published["Value"] == "https://memory.internal.example.com"
     agent = eks.template("-Agent")
-    assert "https://memory.internal.example.com" in json.dumps(agent)
+    (read,) = [k for k, v in agent["Parameters"].items() if v["Default"] == published["Name"]]
+    assert {"Ref": read} in [
+        f["Properties"]["EnvironmentVariables"]["HINDSIGHT_API_URL"]
+        for f in resources(agent, "AWS::BedrockAgentCore::Runtime").values()
+    ]
 
 
 def test_a_rotated_login_restarts_the_pods(eks: Synth) -> None:
@@ -377,3 +388,25 @@ def test_the_pod_identity_variant_associates_the_roles(tmp_path: Path) -> None:
     assert associations == ["hindsight", "hindsight-maintenance"]
     accounts = [m for m in _manifests(synth) if m["kind"] == "ServiceAccount"]
     assert all("annotations" not in m["metadata"] for m in accounts)
+
+
+def test_every_client_gets_the_private_ca_as_on_ecs(tmp_path: Path) -> None:
+    """``hindsight.ca_bundle`` reaches the agent and the functions that call Hindsight on EKS too (the same load
+    balancer and certificate): MemoryService.client_environment serves both platforms."""
+    from memory_adapter.constants import CA_BUNDLE_ENV
+    from tests.unit.private_ca import make_private_ca
+
+    ca = make_private_ca(tmp_path)
+    synth = synthesize(tmp_path / "out", {**EKS_VARIANT, "hindsight.ca_bundle": str(ca.ca_file)}, nag=False)
+    clients: dict[str, dict[str, Any]] = {}
+    for stack, template in synth.templates.items():
+        for logical_id, function in resources(template, "AWS::Lambda::Function").items():
+            env = function["Properties"].get("Environment", {}).get("Variables", {})
+            if "HINDSIGHT_API_URL" in env or "HINDSIGHT_URL" in env:
+                clients[f"{stack}/{logical_id}"] = env
+        for logical_id, runtime in resources(template, "AWS::BedrockAgentCore::Runtime").items():
+            clients[f"{stack}/{logical_id}"] = runtime["Properties"]["EnvironmentVariables"]
+    for part in ("Runtime", "RetainReplay"):  # the agent, the replay function (and the admin functions)
+        assert any(part in name for name in clients), clients
+    for name, env in clients.items():
+        assert env.get(CA_BUNDLE_ENV) == ca.ca_pem.strip() + "\n", name

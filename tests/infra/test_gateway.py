@@ -170,7 +170,7 @@ def test_every_grant_is_scoped(synths: dict[str, Synth], variant: str) -> None:
     for role in ("MemoryGatewayInterceptorServiceRole", "MemoryGatewayTargetServiceRole"):
         (statement,) = _statements(t, role)
         assert "ssm:GetParameter" in statement["Action"]
-        assert "IdentityKeys" in _text(statement["Resource"])
+        assert "/identity/jwks" in _text(statement["Resource"])  # the mirrored keys, by their configured name
         assert "*" not in _text(statement["Resource"])
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from infra.constructs.admin_bucket import NONCURRENT_VERSION_DAYS, admin_bucket_name
+from infra.constructs.admin_bucket import NONCURRENT_VERSION_DAYS, admin_bucket_name, admin_bucket_pattern
 from infra.constructs.dashboard import AGENT_METRICS, TITLES
 from infra.constructs.hindsight_task import MAINTENANCE_COMMAND
 from infra.functions.memory_admin import index
@@ -17,6 +17,8 @@ from memory_adapter.kinds import MemoryKind, RetentionRules
 from tests.infra.conftest import ROOT, VARIANTS, Synth, resources
 
 ALL = list(VARIANTS)
+#: How the stack's own creation id (infra/constructs/creation.py) renders in a name.
+CREATION = "<select:0:<split:-:<select:2:<split:/:<AWS::StackId>>>>>"
 
 
 def _render(value: Any) -> str:
@@ -113,7 +115,9 @@ def test_the_admin_bucket_is_private_versioned_kms_encrypted_tls_only_and_logged
     assert props["VersioningConfiguration"] == {"Status": "Enabled"}
     assert props["OwnershipControls"] == {"Rules": [{"ObjectOwnership": "BucketOwnerEnforced"}]}
     assert props["LoggingConfiguration"]["DestinationBucketName"] == {"Ref": logs_id}
-    expected_name = admin_bucket_name(synth.config.stack_prefix, account="<AWS::AccountId>", region=synth.config.region)
+    expected_name = admin_bucket_name(
+        synth.config.stack_prefix, account="<AWS::AccountId>", region=synth.config.region, creation=CREATION
+    )
     assert _render(props["BucketName"]) == expected_name
     # TLS only: a Deny on aws:SecureTransport=false, for the bucket and its objects.
     (policy,) = [
@@ -149,10 +153,11 @@ def test_exports_and_backups_expire_and_receipts_are_kept(synths: dict[str, Synt
 
 def test_the_bucket_name_is_unique_per_deployment_and_fits_s3() -> None:
     account, region = "123456789012", "ap-southeast-3"
-    short = admin_bucket_name("HindsightMemory-dev", account=account, region=region)
-    assert short == f"hindsightmemory-dev-admin-{account}-{region}"
-    long_a = admin_bucket_name("A" * 24 + "-prodeurope12", account=account, region=region)
-    long_b = admin_bucket_name("A" * 24 + "-prodeurope13", account=account, region=region)
+    creation = "0a1b2c3d"  # the first eight hex digits of a stack id
+    short = admin_bucket_name("HindsightMemory-dev", account=account, region=region, creation=creation)
+    assert short == f"hindsightmemory-dev-admin-{account}-{region}-{creation}"
+    long_a = admin_bucket_name("A" * 24 + "-prodeurope12", account=account, region=region, creation=creation)
+    long_b = admin_bucket_name("A" * 24 + "-prodeurope13", account=account, region=region, creation=creation)
     assert long_a != long_b
     assert max(len(short), len(long_a), len(long_b)) <= 63
     assert all(re.fullmatch(r"[a-z0-9][a-z0-9-]*[a-z0-9]", n) for n in (short, long_a, long_b))
@@ -167,11 +172,14 @@ def test_the_created_vpcs_s3_gateway_admits_the_admin_bucket_for_reads_and_write
     statements = gateway["Properties"]["PolicyDocument"]["Statement"]
     (admin,) = [s for s in statements if "s3:PutObject" in _actions(s)]
     assert sorted(_actions(admin)) == ["s3:GetObject", "s3:PutObject"]
-    name = admin_bucket_name(synth.config.stack_prefix, account="<AWS::AccountId>", region=synth.config.region)
-    assert _render(admin["Resource"]) == f"arn:aws:s3:::{name}/*"  # the partition of a known region is literal
-    # The bucket the Operations stack creates has exactly that name.
+    pattern = admin_bucket_pattern(synth.config.stack_prefix, account="<AWS::AccountId>", region=synth.config.region)
+    assert _render(admin["Resource"]) == f"arn:aws:s3:::{pattern}/*"  # the partition of a known region is literal
+    # A pattern, so only this account's buckets of it (names are global).
+    assert admin["Condition"] == {"StringEquals": {"aws:ResourceAccount": {"Ref": "AWS::AccountId"}}}
+    # The bucket the Operations stack creates has a name of that pattern, ending in its own stack's creation id (a
+    # deployment created again after cdk destroy, which keeps the bucket, gets another one).
     _, bucket = _one(synth.template("-Operations"), "AWS::S3::Bucket", "AdminBucket")
-    assert _render(bucket["Properties"]["BucketName"]) == name
+    assert _render(bucket["Properties"]["BucketName"]) == pattern.replace("*", CREATION)
 
 
 def test_the_maintenance_task_reads_the_bucket_through_its_resource_policies(default: Synth) -> None:

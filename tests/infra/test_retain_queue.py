@@ -11,6 +11,7 @@ import pytest
 
 from infra.constructs.retain_queue import MIN_RECEIVE_COUNT, max_receive_count, visibility_timeout
 from memory_adapter.constants import (
+    HINDSIGHT_API_KEY_SECRET_ARN_ENV,
     HINDSIGHT_API_URL_ENV,
     RETAIN_DEAD_LETTER_QUEUE_URL_ENV,
     RETAIN_DELIVERY_TIMEOUT_ENV,
@@ -216,3 +217,26 @@ def test_the_operator_finds_the_queues_in_the_outputs(retain):
     assert values["RetainQueueUrl"] == {"Ref": retain["queue"]}
     assert values["RetainDeadLetterQueueUrl"] == {"Ref": retain["dead_letters"]}
     assert values["RetainDeadLetterQueueArn"] == {"Fn::GetAtt": [retain["dead_letters"], "Arn"]}
+
+
+@pytest.mark.parametrize("variant", ["default", "iam-aurora"])
+def test_in_iam_mode_the_function_may_read_the_agent_key_and_nothing_else_from_secrets_manager(
+    synths: dict[str, Synth], variant: str
+) -> None:
+    synth = synths[variant]
+    agent = synth.stacks.agent
+    template = synth.template("-Agent")
+    function_id = agent.resolve(agent.get_logical_id(agent.retain_replay.function.node.default_child))
+    role_id = agent.resolve(agent.get_logical_id(agent.retain_replay.function.role.node.default_child))
+    env = template["Resources"][function_id]["Properties"]["Environment"]["Variables"]
+    secrets = [s for s in _statements(template, role_id) if any(a.startswith("secretsmanager:") for a in _actions(s))]
+    if variant == "default":  # JWT modes: each message carries its caller's own token; no secret to read
+        assert secrets == []
+        assert HINDSIGHT_API_KEY_SECRET_ARN_ENV not in env
+        return
+    # The very secret the agent reads (same reference), by ARN, read-only: the queue no longer carries the key
+    agent_key = agent.resolve(agent.agent.environment[HINDSIGHT_API_KEY_SECRET_ARN_ENV])
+    assert env[HINDSIGHT_API_KEY_SECRET_ARN_ENV] == agent_key
+    assert [(sorted(_actions(s)), s["Resource"], s["Effect"]) for s in secrets] == [
+        (["secretsmanager:DescribeSecret", "secretsmanager:GetSecretValue"], agent_key, "Allow")
+    ]

@@ -43,6 +43,8 @@ def test_every_hindsight_task_gets_the_pool_slots_and_index_threshold(synths: di
         assert env["HINDSIGHT_API_DB_POOL_MAX_SIZE"] == str(config.db_pool_max_size), name
         assert env["HINDSIGHT_API_WORKER_MAX_SLOTS"] == str(config.worker_max_slots), name
         assert env["HINDSIGHT_API_VECTOR_INDEX_MIN_ROWS"] == str(VECTOR_INDEX_MIN_ROWS), name
+        # and recalls as make eval measured best (RRF with the graph arm lost to the semantic arm alone)
+        assert env["HINDSIGHT_API_ENABLE_GRAPH_RETRIEVAL"] == "false", name
 
 
 @pytest.mark.parametrize("env_name", ["dev", "prod"])

@@ -759,13 +759,6 @@ def _keys_resource_id(synth: Synth) -> str:
     return logical_id
 
 
-def _export_of(synth: Synth, value: Any) -> str:
-    """The Identity stack export whose value is ``value`` (a GetAtt), as consumers import it."""
-    outputs = synth.template("-Identity")["Outputs"]
-    (name,) = [o["Export"]["Name"] for o in outputs.values() if "Export" in o and o["Value"] == value]
-    return str(name)
-
-
 @pytest.mark.parametrize("variant", JWT_VARIANTS)
 def test_agent_reads_the_mirrored_signing_keys_not_the_issuer(synths: dict[str, Synth], variant: str) -> None:
     from runtime_handler.keys import MirroredKeysVerifier
@@ -779,17 +772,27 @@ def test_agent_reads_the_mirrored_signing_keys_not_the_issuer(synths: dict[str, 
     assert "JWT_DISCOVERY_URL" not in env
     # ... but the mirrored parameter, and the same issuer Hindsight's extension expects.
     keys = _keys_resource_id(synth)
-    parameter_export = _export_of(synth, {"Fn::GetAtt": [keys, "ParameterName"]})
-    assert env["JWT_JWKS_PARAMETER"] == {"Fn::ImportValue": parameter_export}
+    assert env["JWT_JWKS_PARAMETER"] == f"/HindsightMemory/{synth.config.env_name}/identity/jwks"
     hindsight = {
         e["Name"]: e["Value"]
         for e in _containers(synth.template("-MemoryService"), "MemoryApiTask")["Hindsight"]["Environment"]
     }
     # The issuer is the discovery document's own `issuer` (read at deploy time by the keys' owner), never the
-    # discovery URL minus its suffix: some issuers' `issuer` ends with a slash.
-    issuer_export = _export_of(synth, {"Fn::GetAtt": [keys, "Issuer"]})
-    assert env["JWT_ISSUER"] == {"Fn::ImportValue": issuer_export}
-    assert hindsight["HINDSIGHT_API_TENANT_JWT_ISSUER"] == {"Fn::ImportValue": issuer_export}
+    # discovery URL minus its suffix: some issuers' `issuer` ends with a slash. It reaches the later stacks through
+    # an SSM handoff (a new discovery URL changes it, which an export would refuse).
+    issuer_name = f"/HindsightMemory/{synth.config.env_name}/identity/issuer"
+    (handoff,) = [
+        p["Properties"]
+        for p in resources(synth.template("-Identity"), "AWS::SSM::Parameter").values()
+        if p["Properties"]["Name"] == issuer_name
+    ]
+    assert handoff["Value"] == {"Fn::GetAtt": [keys, "Issuer"]}
+    for stack, value in (
+        ("-Agent", env["JWT_ISSUER"]),
+        ("-MemoryService", hindsight["HINDSIGHT_API_TENANT_JWT_ISSUER"]),
+    ):
+        parameter = synth.template(stack)["Parameters"][value["Ref"]]
+        assert (parameter["Type"], parameter["Default"]) == ("AWS::SSM::Parameter::Value<String>", issuer_name)
     # WHEN the agent starts with that environment THEN it verifies against the parameter's keys.
     settings = Settings.from_env(_concrete_agent_env(synth))
     assert settings.jwt_discovery_url is None
@@ -820,7 +823,7 @@ def test_agent_role_reads_exactly_the_mirrored_keys_parameter(synths: dict[str, 
     resource = statement["Resource"]
     assert isinstance(resource, dict)  # one ARN, not a list or a wildcard
     assert ":parameter" in _text(resource)
-    assert _export_of(synth, {"Fn::GetAtt": [_keys_resource_id(synth), "ParameterName"]}) in _text(resource)
+    assert f"/{synth.config.env_name}/identity/jwks" in _text(resource)
     assert "*" not in _text(resource)
     # A String parameter: the agent needs no KMS key for it (in JWT modes it holds no key material at all); the only
     # key anything in the stack uses is the retain queue's (the agent sends to it, the replay function reads it).
@@ -869,14 +872,17 @@ def test_the_keys_parameter_belongs_to_the_mirror_function_not_to_cloudformation
 ) -> None:
     synth = synths[variant]
     t = synth.template("-Identity")
-    # GIVEN no CloudFormation-managed parameter: an update of one would reset the value the function rewrote
-    assert resources(t, "AWS::SSM::Parameter") == {}
+    name = f"/HindsightMemory/{synth.config.env_name}/identity/jwks"
+    # GIVEN no CloudFormation-managed parameter of that name: an update of one would reset the value the function
+    # rewrote (the stack's only parameter is the issuer's handoff)
+    assert [p["Properties"]["Name"] for p in resources(t, "AWS::SSM::Parameter").values()] == [
+        f"/HindsightMemory/{synth.config.env_name}/identity/issuer"
+    ]
     # THEN the mirror function owns it as a custom resource that runs on every deploy changing the issuer or itself
     ((keys_id, keys),) = resources(t, "Custom::MirroredSigningKeys").items()
     props = keys["Properties"]
     (mirror_id,) = [k for k in resources(t, "AWS::Lambda::Function") if k.startswith("IdentityMirror")]
     assert props["ServiceToken"] == {"Fn::GetAtt": [mirror_id, "Arn"]}
-    name = f"/HindsightMemory/{synth.config.env_name}/identity/jwks"
     assert props["ParameterName"] == name
     assert len(props["HandlerSha256"]) == 64
     if synth.config.auth.discovery_url:
@@ -937,10 +943,12 @@ def test_agent_logs_go_to_groups_we_create_with_retention_and_the_logs_key(
     synth = synths[variant]
     t = synth.template("-Agent")
     (runtime_id,) = resources(t, "AWS::BedrockAgentCore::Runtime")
-    # (the agent's own groups are named by AgentCore; the retain replay function's group is CDK-named)
-    groups = {k: g for k, g in resources(t, "AWS::Logs::LogGroup").items() if "LogGroupName" in g["Properties"]}
+    # (the agent's own groups are named by AgentCore, which may create them itself: claimed, not created; the retain
+    # replay function's group is CDK-named)
+    assert not [g for g in resources(t, "AWS::Logs::LogGroup").values() if "LogGroupName" in g["Properties"]]
+    groups = {k: g for k, g in resources(t, "Custom::ServiceLogGroup").items()}
     names = sorted(_text(g["Properties"]["LogGroupName"]) for g in groups.values())
-    # Both endpoints' groups, named after the runtime id AgentCore assigns, exist before the first invocation ...
+    # Both endpoints' groups, named after the runtime id AgentCore assigns, are claimed once the runtime exists ...
     assert len(names) == 2
     for name, endpoint in zip(names, ("-DEFAULT", "-live"), strict=True):
         assert "/aws/bedrock-agentcore/runtimes/" in name
@@ -949,8 +957,8 @@ def test_agent_logs_go_to_groups_we_create_with_retention_and_the_logs_key(
         assert endpoint in name
     # ... with the configured agent.log_retention_days and the deployment's logs key (not "forever, unencrypted")
     for group in groups.values():
-        assert group["Properties"]["RetentionInDays"] == synth.config.agent.log_retention_days
-        assert "Fn::ImportValue" in _text(group["Properties"]["KmsKeyId"])
+        assert group["Properties"]["RetentionInDays"] == str(synth.config.agent.log_retention_days)
+        assert "Fn::ImportValue" in _text(group["Properties"]["KmsKeyArn"])
 
 
 def test_hindsight_tasks_read_exactly_the_extension_object(default: Synth) -> None:

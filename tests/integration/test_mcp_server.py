@@ -21,6 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from localdev.mcp_server import MCP_PATH, create_app
 from localdev.token_issuer import LOCAL_CLIENT_ID, TokenIssuer
+from tests.unit.issuers import non_numeric_time_claims
 from tests.unit.runtime_handler.serving import serve
 
 pytestmark = pytest.mark.integration
@@ -139,6 +140,10 @@ def test_no_forged_expired_or_machine_token_gets_in(mcp_url: str, token_issuer: 
         "wrong client": token_issuer.mint("user-alex", client_id="someone-else"),
         "machine to machine": token_issuer.mint(LOCAL_CLIENT_ID),  # client credentials: sub is the client id
         "garbage": "garbage",
+        **{
+            case: token_issuer.mint("user-alex", extra_claims=claims)
+            for case, claims in non_numeric_time_claims().items()
+        },
     }
     for case, token in bad.items():
         auth = {"Authorization": f"Bearer {token}"} if token else {}

@@ -51,3 +51,94 @@ def test_watchdog_stops_the_agent_once_its_owner_dies(tmp_path: Path) -> None:
         time.sleep(0.1)
     assert process.poll() is not None, (agent.data_dir / "watchdog.log").read_text()
     assert not agent.state_file.exists()
+
+
+_PING_SERVER = """
+import json, os
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+class Ping(BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = json.dumps({"status": "Healthy", "who": os.environ.get("WHO", "project")}).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+HTTPServer(("127.0.0.1", int(os.environ["PORT"])), Ping).serve_forever()
+"""
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _who(url: str) -> str:
+    import urllib.request
+
+    with urllib.request.urlopen(f"{url}/ping", timeout=5) as answer:  # noqa: S310 - loopback
+        return str(json.load(answer)["who"])
+
+
+def test_start_replaces_an_agent_running_other_settings(tmp_path: Path) -> None:
+    # GIVEN an agent left by an earlier run (recorded without settings) answering /ping on the port
+    import os
+
+    port = _free_port()
+    agent = LocalAgent(tmp_path / "agent")
+    script = tmp_path / "old.py"
+    script.write_text(_PING_SERVER)
+    old = subprocess.Popen(
+        [sys.executable, str(script)], env={**os.environ, "PORT": str(port), "WHO": "old"}, start_new_session=True
+    )
+    agent.data_dir.mkdir(parents=True)
+    agent.state_file.write_text(json.dumps({"pid": old.pid, "url": f"http://127.0.0.1:{port}"}))
+    deadline = time.monotonic() + 20
+    while not agent.healthy() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _who(f"http://127.0.0.1:{port}") == "old"
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "agent.py").write_text(_PING_SERVER)
+    try:
+        # WHEN an agent project is started on that port
+        url = agent.start(
+            hindsight_url="http://127.0.0.1:1", issuer_url="http://127.0.0.1:2", port=port, project=project
+        )
+        # THEN the old agent was stopped and the project answers
+        old.wait(timeout=20)
+        assert _who(url) == "project"
+        pid = agent.state()["pid"]
+        # WHEN it is started again with the same settings, THEN it is kept
+        again = agent.start(
+            hindsight_url="http://127.0.0.1:1", issuer_url="http://127.0.0.1:2", port=port, project=project
+        )
+        assert again == url
+        assert agent.state()["pid"] == pid
+    finally:
+        agent.stop()
+        if old.poll() is None:
+            old.kill()
+
+
+def test_a_port_taken_by_something_else_names_the_setting(tmp_path: Path) -> None:
+    import socket
+
+    import pytest
+
+    from localdev.supervisor import StartError
+
+    # GIVEN something else listening on the agent's port
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        agent = LocalAgent(tmp_path / "agent")
+        # WHEN the agent starts there, THEN the error names the variable that moves it, and nothing was started
+        with pytest.raises(StartError, match=f"port {port} is in use.*LOCAL_AGENT_PORT=<port>"):
+            agent.start(hindsight_url="http://127.0.0.1:1", issuer_url="http://127.0.0.1:2", port=port)
+        assert not agent.state_file.exists()

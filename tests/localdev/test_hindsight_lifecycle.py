@@ -119,7 +119,7 @@ def test_busy_port_is_reported_before_anything_starts():
         busy = sock.getsockname()[1]
         hs = LocalHindsight(_quick_config(port=busy))
         try:
-            with pytest.raises(HindsightStartError, match=f"port {busy} .* is in use"):
+            with pytest.raises(HindsightStartError, match=f"port {busy} .* is in use.*LOCAL_HINDSIGHT_PORT"):
                 hs.start()
             assert not hs.status()["postgres_running"]
         finally:
@@ -155,6 +155,7 @@ def test_server_env_is_offline_and_points_at_the_bundled_model(tmp_path):
     assert env["HINDSIGHT_API_EMBEDDINGS_PROVIDER"] == "local"
     assert Path(env["HINDSIGHT_API_EMBEDDINGS_LOCAL_MODEL"]).joinpath("model.safetensors").exists()
     assert env["HINDSIGHT_API_RERANKER_PROVIDER"] == "rrf"
+    assert env["HINDSIGHT_API_ENABLE_GRAPH_RETRIEVAL"] == "false"  # make eval: RRF with the graph arm lost
     assert env["HINDSIGHT_API_HOST"] == "127.0.0.1"
     assert env["HINDSIGHT_API_DATABASE_URL"].startswith("postgresql://postgres@127.0.0.1:2/")
     assert env["HINDSIGHT_API_LLM_BASE_URL"] == "http://127.0.0.1:3/v1"
@@ -224,3 +225,15 @@ def test_projected_embeddings_point_at_the_second_model(tmp_path):
     assert modules[-1]["type"].endswith("Dense")
     assert json.loads((model / modules[-1]["path"] / "config.json").read_text())["out_features"] == 512
     assert env["HINDSIGHT_API_LLM_TRACE_ENABLED"] == "false"
+
+
+def test_a_running_server_with_other_settings_is_not_reused():
+    # GIVEN what a server started with other embeddings recorded
+    hs = LocalHindsight(_quick_config())
+    same = {"llm": str(hs.config.llm), "embeddings": str(hs.config.embeddings), "port": 18888, "pg_port": 5}
+    # THEN the same settings match, and each difference is named
+    assert hs.changed_settings(same) == ""
+    assert hs.changed_settings({k: v for k, v in same.items() if k != "embeddings"}) == ""  # not recorded
+    changed = hs.changed_settings({**same, "embeddings": "local-model", "llm": "bedrock"})
+    assert "embeddings local-model instead of" in changed
+    assert "llm bedrock instead of" in changed

@@ -231,3 +231,46 @@ def test_http_server_serves_chat_and_base64_embeddings_and_logs_requests():
         vector = struct.unpack(f"<{len(raw) // 4}f", raw)
         assert vector == pytest.approx(hashed_embedding("Alex likes tea."), abs=1e-6)
         assert [r["kind"] for r in stub.requests] == ["retain", "embeddings"]
+
+
+def test_entities_are_names_and_things_not_sentence_openers_or_interjections():
+    facts = extract_facts("Wow, thanks! It was great fun with John at the Louvre in Paris. Thanks Anna for the tip.")
+    assert [f["entities"] for f in facts] == [["John", "Louvre", "Paris"], ["Anna"]]
+
+
+def test_a_named_speakers_facts_read_on_their_own():
+    # GIVEN a user line that names its speaker, WHEN extracted THEN first person becomes the speaker
+    (fact,) = extract_facts("User: Maria: I'm sure my sister Greta loves me. That's awesome!\nAssistant: ok")
+    assert fact["what"] == "Maria is sure Maria's sister Greta loves Maria."
+    assert fact["entities"] == ["Greta"]
+    assert fact["who"] == "Maria"
+
+
+def test_relative_dates_are_resolved_against_the_event_date_of_the_request():
+    # GIVEN an extraction request for a turn of Sunday 1 January 2023
+    request = _retain_request("User: Maria: I took it at the beach last month. I met Jean yesterday. We chat daily.")
+    request["messages"][1]["content"] = request["messages"][1]["content"].replace(
+        "Context: none", "Event Date: Sunday, January 01, 2023 (2023-01-01T14:00:00+00:00)\nContext: none"
+    )
+    # WHEN the stand-in answers
+    facts = json.loads(_content(chat_completion(request)))["facts"]
+    # THEN dated statements are events on the days they refer to; the undated one is not
+    assert [(f["when"], f.get("occurred_start"), f["fact_kind"]) for f in facts] == [
+        ("01 December 2022 to 31 December 2022", "2022-12-01T00:00:00", "event"),
+        ("31 December 2022", "2022-12-31T00:00:00", "event"),
+        ("N/A", None, "conversation"),
+    ]
+
+
+def test_other_relative_forms_resolve_to_the_days_meant():
+    from datetime import datetime
+
+    from localdev.llm_stub import resolve_relative_date
+
+    thursday = datetime(2023, 5, 25, 9, 30)
+    day = datetime
+    assert resolve_relative_date("two days ago", thursday) == (day(2023, 5, 23), day(2023, 5, 23))
+    assert resolve_relative_date("last Friday", thursday) == (day(2023, 5, 19), day(2023, 5, 19))
+    assert resolve_relative_date("last weekend", thursday) == (day(2023, 5, 20), day(2023, 5, 21))
+    assert resolve_relative_date("last week", thursday) == (day(2023, 5, 18), day(2023, 5, 24))
+    assert resolve_relative_date("nothing dated", thursday) is None

@@ -21,6 +21,21 @@ from memory_adapter.identity import JwtSettings, JwtVerifier
 CLIENT_ID = "client-app"
 
 
+def non_numeric_time_claims() -> dict[str, dict[str, Any]]:
+    """Time claims a correctly signed token must not carry: RFC 7519's NumericDate is a JSON number.
+
+    Every value would pass PyJWT alone (it checks ``int(value)``, and ``True`` is ``1``); each verifier path must
+    answer them as it answers any bad token.
+    """
+    now = int(time.time())
+    return {
+        "string exp": {"exp": str(now + 300)},
+        "string nbf": {"nbf": str(now - 10)},
+        "string iat": {"iat": str(now - 10)},
+        "boolean iat": {"iat": True},
+    }
+
+
 def jwk_of(key: rsa.RSAPrivateKey, kid: str) -> dict[str, Any]:
     data: dict[str, Any] = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key()))
     data.update(kid=kid, use="sig", alg="RS256")

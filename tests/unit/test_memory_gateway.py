@@ -15,7 +15,7 @@ from memory_adapter.gateway import CALLER_TOKEN_HEADER, propagated_header, tool_
 from memory_adapter.identity.caller import Caller
 from memory_adapter.identity.verifier import JwtVerifier
 from memory_adapter.tools.memory_tools import MemoryTools
-from tests.unit.issuers import CLIENT_ID, LoopbackIssuer
+from tests.unit.issuers import CLIENT_ID, LoopbackIssuer, non_numeric_time_claims
 from tests.unit.memory_adapter.scripted_hindsight import ScriptedHindsight
 
 EXPIRED: dict[str, Any] = {"exp": time.time() - 600}
@@ -69,7 +69,17 @@ def test_a_client_sent_caller_header_is_always_overwritten(issuer: LoopbackIssue
 
 @pytest.mark.parametrize(
     "case",
-    ["no headers", "no authorization", "not bearer", "expired", "forged", "wrong client", "machine", "two headers"],
+    [
+        "no headers",
+        "no authorization",
+        "not bearer",
+        "expired",
+        "forged",
+        "wrong client",
+        "machine",
+        "two headers",
+        *non_numeric_time_claims(),
+    ],
 )
 def test_anything_but_a_verified_user_token_is_refused(
     issuer: LoopbackIssuer, verifier: JwtVerifier, case: str
@@ -85,6 +95,10 @@ def test_anything_but_a_verified_user_token_is_refused(
         "wrong client": {"Authorization": f"Bearer {issuer.mint('user-alex', client_id='other')}"},
         "machine": {"Authorization": f"Bearer {issuer.mint(CLIENT_ID)}"},  # client credentials: sub = client
         "two headers": {"Authorization": f"Bearer {good}", "authorization": f"Bearer {good}"},
+        **{
+            name: {"Authorization": f"Bearer {issuer.mint('user-alex', extra=claims)}"}
+            for name, claims in non_numeric_time_claims().items()
+        },
     }[case]
     answer = interceptor.intercept(_event(headers), verifier)
     assert _denied(answer), case
@@ -134,7 +148,7 @@ def test_the_target_acts_for_the_verified_caller_only(issuer: LoopbackIssuer, ve
     assert {(r[1].split("/")[4], r[3]) for r in hindsight.requests} == {(bank, token)}
 
 
-@pytest.mark.parametrize("case", ["missing", "forged", "expired", "machine"])
+@pytest.mark.parametrize("case", ["missing", "forged", "expired", "machine", *non_numeric_time_claims()])
 def test_the_target_refuses_without_a_verified_user_token(
     issuer: LoopbackIssuer, verifier: JwtVerifier, case: str
 ) -> None:
@@ -145,6 +159,7 @@ def test_the_target_refuses_without_a_verified_user_token(
         "forged": good[:-4] + "AAAA",
         "expired": issuer.mint("user-alex", extra=EXPIRED),
         "machine": issuer.mint(CLIENT_ID),
+        **{name: issuer.mint("user-alex", extra=claims) for name, claims in non_numeric_time_claims().items()},
     }[case]
     answer = target.run_tool({"query": "email"}, _custom("recall", token), verifier, MemoryTools(hindsight), "support")
     assert answer["error"] == "unauthorized"

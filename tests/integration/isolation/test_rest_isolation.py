@@ -11,6 +11,7 @@ import pytest
 
 from memory_adapter.identity import format_bank_id
 from tests.integration.isolation.support import FORBIDDEN, UNAUTHORIZED, Api, Server, forged_token
+from tests.unit.issuers import non_numeric_time_claims
 
 pytestmark = pytest.mark.integration
 
@@ -144,6 +145,7 @@ def _bad_credentials(iso: Server, user: str) -> dict[str, str | None]:
         "unknown key id": iso.mint(user, kid="not-a-published-kid"),
         "no expiry": iso.mint(user, extra_claims={"exp": None}),
         "the old global key style": "hindsight-global-api-key-" + "k" * 24,
+        **{case: iso.mint(user, extra_claims=claims) for case, claims in non_numeric_time_claims().items()},
     }
 
 
@@ -160,6 +162,7 @@ def _bad_credentials(iso: Server, user: str) -> dict[str, str | None]:
         "unknown key id",
         "no expiry",
         "the old global key style",
+        *non_numeric_time_claims(),
     ],
 )
 def test_bad_credentials_get_a_bare_401(iso: Server, people: People, case: str) -> None:

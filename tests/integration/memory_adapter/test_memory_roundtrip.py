@@ -114,3 +114,24 @@ def test_sync_entrypoint_with_asyncio_run_per_turn_loses_nothing(local_hindsight
     # THEN every turn is in the bank exactly once
     ids = bank.wait_for_documents(format_bank_id(user=user, agent="support"), {"req-0", "req-1", "req-2"})
     assert sorted(ids) == ["req-0", "req-1", "req-2"]
+
+
+async def test_a_turn_is_remembered_with_the_date_it_took_place(local_hindsight, make_adapter, user_ctx, run_id):
+    from datetime import UTC, datetime
+
+    user = f"user-dana-{run_id}"
+    adapter = make_adapter(local_hindsight.url)
+    # GIVEN a turn from May 2023 retained today (imported history, or a replayed spool)
+    handle = adapter.retain_for_turn(
+        user_ctx(user, "session-1"),
+        result="Noted.",
+        query="I adopted a greyhound called Biscuit.",
+        occurred_at=datetime(2023, 5, 8, 13, 56, tzinfo=UTC),
+    )
+    assert await handle is RetainOutcome.DELIVERED
+    # WHEN it is recalled
+    recollection = await _recall_until(adapter, user_ctx(user, "session-2"), "What is my dog called?", "biscuit")
+    # THEN the memory is dated by the turn, not by the day it was retained
+    assert "Biscuit" in recollection.text
+    assert "2023-05-08" in recollection.text
+    assert datetime.now(UTC).date().isoformat() not in recollection.text

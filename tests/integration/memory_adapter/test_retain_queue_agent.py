@@ -11,12 +11,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import boto3
 import httpx
 import pytest
 
+from infra.functions.retain_replay import index
 from localdev.agent import LocalAgent
 from localdev.supervisor import free_port
 from memory_adapter import format_bank_id
+from memory_adapter.queue_replay import QueueReplayer, ReplaySettings
 from memory_adapter.sqs_spool import decode_record
 from tests.integration.queue_support import RetainQueues, make_queues, replay_handler, run_event_source
 
@@ -184,4 +187,62 @@ def test_a_retain_in_flight_when_the_agent_shuts_down_goes_to_the_queue(
     assert not list((tmp_path / "agent" / "spool").rglob("*.json"))
     proxy.set_mode("up")
     assert run_event_source(queues, replay_handler(local_hindsight.url, queues)) == [{"batchItemFailures": []}]
+    assert bank.wait_for_documents(format_bank_id(user=user, agent="support"), {"turn-1"}) == ["turn-1"]
+
+
+def test_an_iam_agent_queues_its_retains_without_the_agent_key_and_the_replay_function_reads_it(
+    local_hindsight: Any,
+    token_issuer: Any,
+    proxy: SwitchableProxy,
+    queues: RetainQueues,
+    moto_server: Any,
+    bank: Bank,
+    run_id: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    if not local_hindsight.agent_key:
+        pytest.skip("the external Hindsight has no agent key (LOCAL_HINDSIGHT_TEST_AGENT_KEY)")
+    # GIVEN the agent key in Secrets Manager (moto's server), read by an IAM-mode agent and by the replay function
+    aws = {**moto_server.env, "AWS_ENDPOINT_URL_SECRETS_MANAGER": moto_server.url}
+    for name, value in aws.items():
+        monkeypatch.setenv(name, value)
+    secrets = boto3.client("secretsmanager", endpoint_url=moto_server.url, region_name=moto_server.region)
+    arn = secrets.create_secret(Name=f"agent-key-{run_id}", SecretString=local_hindsight.agent_key)["ARN"]
+    iam = {"AUTH_MODE": "iam", "HINDSIGHT_API_KEY_SECRET_ARN": arn, "JWT_DISCOVERY_URL": "", "JWT_ALLOWED_CLIENTS": ""}
+    agent = RunningAgent(
+        tmp_path / "agent", agent_env(queues, moto_server, **aws, **iam), proxy.url, token_issuer.issuer
+    )
+    user = f"iam-queued-{run_id}"
+    # WHEN Hindsight is down for a turn: its retain goes to the queue
+    proxy.set_mode("refused")
+    response = agent.http.post(
+        "/invocations",
+        json={"prompt": "Turn 1: the magic number is 1001."},
+        headers={
+            "X-Amzn-Bedrock-AgentCore-Runtime-User-Id": user,
+            "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id": f"session-{agent.pid}-0123456789-0123456789",
+            "X-Amzn-Bedrock-AgentCore-Runtime-Request-Id": "turn-1",
+        },
+    )
+    assert response.status_code == 200, response.text
+    assert response.json()["memory"]["degraded"] is True
+    agent.wait_until_safe()
+    agent.local.stop()
+    # THEN the message holds no key (the queue and its dead letters keep messages for 14 days), only the mark
+    (message,) = queues.spool().messages()
+    assert local_hindsight.agent_key not in message.body
+    record = decode_record(message)
+    assert (record.item["document_id"], record.credential, record.agent_key) == ("turn-1", None, True)
+    queues.spool().release([message], dead=False)
+    # ... and the replay function, built from its environment as deployed, reads the key and delivers the turn
+    proxy.set_mode("up")
+    env = {
+        "HINDSIGHT_API_URL": local_hindsight.url,
+        "RETAIN_DEAD_LETTER_QUEUE_URL": queues.dead_url,
+        "HINDSIGHT_API_KEY_SECRET_ARN": arn,
+    }
+    handler = index.make_handler(lambda: QueueReplayer.from_settings(ReplaySettings.from_env(env)))
+    assert run_event_source(queues, handler) == [{"batchItemFailures": []}]
+    assert (queues.depth(), queues.depth(dead=True)) == (0, 0)
     assert bank.wait_for_documents(format_bank_id(user=user, agent="support"), {"turn-1"}) == ["turn-1"]

@@ -29,6 +29,7 @@ from runtime_handler.main import create_app
 from runtime_handler.model import EchoModel
 from runtime_handler.settings import Settings
 from tests.unit.gateway_emulator import gateway_app
+from tests.unit.issuers import non_numeric_time_claims
 from tests.unit.runtime_handler.serving import serve
 
 pytestmark = pytest.mark.integration
@@ -261,6 +262,10 @@ def test_forged_and_invalid_tokens_never_reach_memory(jwt_agent: Client, token_i
         "alg none": _forged_none(token_issuer),
         "tampered payload": f"{head}.{tampered}.{signature}",
         "garbage": "garbage",
+        **{
+            case: token_issuer.mint("user-alex", extra_claims=claims)
+            for case, claims in non_numeric_time_claims().items()
+        },
     }
     for case, token in bad.items():
         response = jwt_agent.http.post(

@@ -123,3 +123,22 @@ def test_operator_and_agent_keys_must_differ() -> None:
         IsolationSettings.from_config(
             ISSUER | {"operator_key": OPERATOR_KEY, "agent_key": OPERATOR_KEY, "agent_name": "a"}
         )
+
+
+def test_memory_events_are_off_unless_a_sink_is_set() -> None:
+    settings = IsolationSettings.from_config(ISSUER)
+    assert (settings.events_file, settings.events_queue_url, settings.events_include_text) == (None, None, False)
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"events_file": "/tmp/e.jsonl", "events_queue_url": "https://sqs/q.fifo"}, "not both"),
+        ({"events_queue_url": "https://sqs.eu-west-1.amazonaws.com/1/q"}, "ending in .fifo"),
+        ({"events_queue_url": "http://sqs/q.fifo"}, "https:// SQS FIFO"),
+        ({"events_include_text": "true"}, "no events sink"),
+    ],
+)
+def test_bad_memory_events_settings_are_refused_with_the_reason(extra: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        IsolationSettings.from_config(ISSUER | extra)

@@ -98,6 +98,40 @@ def test_non_numeric_exp_is_malformed(unit_issuer: UnitIssuer) -> None:
     assert _rejected(unit_issuer.verifier(), unit_issuer.mint(exp="tomorrow")) is RejectReason.MALFORMED
 
 
+def _not_numeric_dates() -> list[tuple[str, Any]]:
+    """Correctly signed time claims that PyJWT would accept (``int()`` converts them) but RFC 7519 does not."""
+    later, earlier = int(time.time()) + 300, int(time.time()) - 10
+    return [
+        ("exp", str(later)),
+        ("exp", 10**400),  # an integer no float can hold
+        ("nbf", str(earlier)),
+        ("nbf", False),
+        ("iat", str(earlier)),
+        ("iat", True),
+    ]
+
+
+@pytest.mark.parametrize(("claim", "value"), _not_numeric_dates(), ids=lambda v: str(v)[:12])
+def test_time_claims_must_be_json_numbers(unit_issuer: UnitIssuer, claim: str, value: Any) -> None:
+    verifier = unit_issuer.verifier()
+    token = unit_issuer.mint(extra={claim: value})
+    assert _rejected(verifier, token) is RejectReason.MALFORMED
+    assert _rejected(verifier, token, expiry_grace=3600) is RejectReason.MALFORMED
+
+
+@pytest.mark.parametrize("exp", [str(int(time.time()) - 60), True])  # True is 1 to int(): long expired
+def test_an_expired_non_numeric_exp_is_refused_within_the_grace_window_too(unit_issuer: UnitIssuer, exp: Any) -> None:
+    token = unit_issuer.mint(exp=exp)
+    assert _rejected(unit_issuer.verifier(), token) is RejectReason.EXPIRED  # PyJWT's expiry check comes first
+    assert _rejected(unit_issuer.verifier(), token, expiry_grace=10**9) is RejectReason.MALFORMED
+
+
+def test_fractional_time_claims_are_numeric_dates(unit_issuer: UnitIssuer) -> None:
+    now = time.time()
+    token = unit_issuer.mint(exp=now + 300.5, iat=now - 0.25, extra={"nbf": now - 1.5})
+    assert unit_issuer.verifier().verify(token).user == "user-alex"
+
+
 @pytest.mark.parametrize("claim", ["nbf", "iat"])
 def test_not_yet_valid(unit_issuer: UnitIssuer, claim: str) -> None:
     token = unit_issuer.mint(extra={claim: time.time() + 3600})

@@ -133,7 +133,13 @@ def test_the_app_refuses_unverified_callers_and_stays_busy_while_a_retain_is_pen
             headers={"Authorization": f"Bearer {token}", "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id": "a b"},
         )
         assert bad_session.status_code == 400
-        assert http.post("/invocations", content=b"{nope", headers=headers).status_code == 400  # body guard
+        authorized = {**headers, "Authorization": f"Bearer {token}"}
+        assert http.post("/invocations", content=b"{nope", headers=authorized).status_code == 400  # body guard
+        # identity first: an unverified caller gets the 401 whatever its body (malformed, oversized)
+        assert http.post("/invocations", content=b"{nope", headers=headers).status_code == 401
+        oversized = b'{"prompt": "' + b"x" * (2 << 20) + b'"}'
+        assert http.post("/invocations", content=oversized, headers=headers).status_code == 401
+        assert http.post("/invocations", content=oversized, headers=authorized).json()["code"] == "payload_too_large"
         assert seen == []  # nothing reached the handler so far
 
         fake.hold_retains()

@@ -157,3 +157,57 @@ def test_replay_settings_report_every_problem_at_once():
         {"HINDSIGHT_API_URL": "http://hindsight.internal/", "RETAIN_DEAD_LETTER_QUEUE_URL": "https://sqs.x/1/dlq"}
     )
     assert (settings.hindsight_api_url, settings.delivery_timeout_s) == ("http://hindsight.internal", 10.0)
+
+
+def agent_key_message(op: str) -> QueueMessage:
+    """What an IAM-mode agent queues: the record presented the agent key, the message leaves it out."""
+    record = RetainRecord(op, BANK, {"content": op, "document_id": op}, credential="the-agent-key", agent_key=True)
+    body, attributes = encode_record(record)
+    assert "the-agent-key" not in body
+    return QueueMessage(f"m-{op}", body, attributes)
+
+
+def test_an_agent_key_record_is_delivered_with_the_functions_own_copy_of_the_key(fake, dead, metrics):
+    reads: list[int] = []
+
+    def read_key() -> str:
+        reads.append(1)
+        return "the-agent-key"
+
+    replayer = QueueReplayer(transport=fake, dead_letters=dead, agent_key=read_key, metrics=metrics)
+    replayer.start_batch()
+    assert replayer.handle(agent_key_message("a")).verdict is ReplayVerdict.DELIVERED
+    (retain,) = fake.calls("/memories")
+    assert retain.bearer == "the-agent-key"
+    assert reads == [1]
+    # a caller's own token (JWT mode) is still the message's, and the key is not read for it
+    assert replayer.handle(message("b", credential="jwt-of-b")).verdict is ReplayVerdict.DELIVERED
+    assert fake.calls("/memories")[-1].bearer == "jwt-of-b"
+    assert reads == [1]
+
+
+def test_an_agent_key_record_without_a_configured_key_is_dead_lettered_with_the_reason(replayer, fake, dead):
+    outcome = replayer.handle(agent_key_message("a"))
+    assert outcome.verdict is ReplayVerdict.DEAD_LETTERED
+    assert "HINDSIGHT_API_KEY_SECRET_ARN" in (outcome.reason or "")
+    assert fake.calls("/memories") == []
+
+
+def test_an_unreadable_agent_key_leaves_the_message_for_a_later_receive(fake, dead, metrics):
+    def denied() -> str:
+        raise RuntimeError("AccessDeniedException")
+
+    replayer = QueueReplayer(transport=fake, dead_letters=dead, agent_key=denied, metrics=metrics)
+    replayer.start_batch()
+    with pytest.raises(RetryLaterError, match="agent key could not be read"):
+        replayer.handle(agent_key_message("a"))
+    assert (fake.calls("/memories"), dead.letters) == ([], [])
+
+
+def test_the_agent_key_secret_is_read_from_the_environment() -> None:
+    env = {"HINDSIGHT_API_URL": "http://h", "RETAIN_DEAD_LETTER_QUEUE_URL": "https://sqs.example/dlq"}
+    assert ReplaySettings.from_env(env).agent_key_secret_arn is None
+    arn = "arn:aws:secretsmanager:us-east-1:111122223333:secret:agent-key"
+    assert ReplaySettings.from_env({**env, "HINDSIGHT_API_KEY_SECRET_ARN": arn}).agent_key_secret_arn == arn
+    with pytest.raises(ConfigurationError, match="HINDSIGHT_API_KEY_SECRET_ARN must be a Secrets Manager ARN"):
+        ReplaySettings.from_env({**env, "HINDSIGHT_API_KEY_SECRET_ARN": "agent-key"})

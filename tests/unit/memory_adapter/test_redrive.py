@@ -28,8 +28,9 @@ def token(claims: dict[str, Any]) -> str:
     return f"{part({'alg': 'RS256'})}.{part(claims)}.c2ln"
 
 
-def record(op: str, bank: str, credential: str | None) -> RetainRecord:
-    return RetainRecord(op, bank, {"content": f"turn {op}", "document_id": op}, credential=credential)
+def record(op: str, bank: str, credential: str | None, *, agent_key: bool = False) -> RetainRecord:
+    item = {"content": f"turn {op}", "document_id": op}
+    return RetainRecord(op, bank, item, credential=credential, agent_key=agent_key)
 
 
 @pytest.fixture
@@ -48,7 +49,8 @@ def spool(monkeypatch: pytest.MonkeyPatch) -> Iterator[SqsSpool]:
             record("alex-1", "user:alex:agent:a", token({"sub": "alex"})), "credential refused (HTTP 401)"
         )
         spool.dead_letter(record("steered", "user:grace:agent:a", token({"sub": "mallory"})), "refused (HTTP 403)")
-        spool.dead_letter(record("iam", "tenant:acme:user:bo:agent:a", "an-agent-key"), "credential refused (HTTP 401)")
+        iam = record("iam", "tenant:acme:user:bo:agent:a", "an-agent-key", agent_key=True)  # queued without the key
+        spool.dead_letter(iam, "credential refused (HTTP 401)")
         yield spool
 
 
@@ -68,6 +70,7 @@ def test_owner_check_compares_the_token_with_the_bank():
     tenant = record("a", "tenant:acme:user:alex:agent:a", token({"sub": "alex", "tid": "other"}))
     assert owner_check(tenant, tenant_claim="tid").ok is False
     assert owner_check(record("a", "user:alex:agent:a", "an-agent-key")).ok is None
+    assert owner_check(record("a", "user:alex:agent:a", None, agent_key=True)).detail.startswith("the agent key")
     assert owner_check(record("a", "not a bank", token({"sub": "alex"}))).ok is False
 
 
@@ -80,6 +83,11 @@ def test_list_shows_every_dead_letter_and_changes_nothing(spool):
     assert by_bank["user:alex:agent:a"]["redrivable"] is True
     assert by_bank["user:grace:agent:a"]["owner_check"].startswith("OWNER MISMATCH")
     assert by_bank["user:grace:agent:a"]["redrivable"] is False
+    iam = by_bank["tenant:acme:user:bo:agent:a"]
+    assert (iam["redrivable"], iam["owner_check"]) == (
+        True,
+        "the agent key (IAM mode), not a user token: not checkable",
+    )
     assert all("credential" not in row for row in rows)
     assert spool.count(dead=True) == 3
     assert len(spool.messages(dead=True)) == 3  # visible again at once
@@ -89,7 +97,7 @@ def test_deliver_uses_the_operator_credential_and_removes_what_was_delivered(spo
     fake = FakeHindsight()
     chosen = ids(spool)
     result = redrive(spool, fake, operator_credential=OPERATOR, message_ids=[chosen["alex-1"], chosen["iam"]])
-    assert sorted(result.delivered) == sorted([chosen["alex-1"], chosen["iam"]])
+    assert sorted(result.delivered) == sorted([chosen["alex-1"], chosen["iam"]])  # the IAM one holds no key
     assert {r.bearer for r in fake.calls("/memories")} == {OPERATOR}
     assert set(fake.documents("user:alex:agent:a")) == {"alex-1"}
     assert set(ids(spool)) == {"steered"}

@@ -62,6 +62,19 @@ def test_records_round_trip_with_their_credential(queues):
     assert spool.count() == 0
 
 
+@pytest.mark.parametrize("content", ["short", "x" * 2_000_000], ids=["plain", "compressed"])
+def test_an_agent_key_never_enters_a_message_a_callers_token_does(content):
+    key = "hindsight-agent-key-" + "k" * 32
+    body, attributes = encode_record(record("a", content, credential=key, agent_key=True))
+    text = body if attributes[ENCODING_ATTRIBUTE] == "json" else zlib.decompress(base64.b64decode(body)).decode()
+    assert key not in text
+    restored = decode_record(QueueMessage("m", body, attributes))
+    assert (restored.credential, restored.agent_key, restored.item["content"]) == (None, True, content)
+    token_body, token_attributes = encode_record(record("b", content, credential="jwt-b"))
+    assert decode_record(QueueMessage("n", token_body, token_attributes)).credential == "jwt-b"
+    assert key in record("a", content, credential=key, agent_key=True).to_json()  # the microVM's own disk spool
+
+
 def test_dead_letters_carry_their_reason_and_leave_the_queue(queues):
     _, main, dead = queues
     spool = SqsSpool(main, dead_letter_queue_url=dead, wait_seconds=0)

@@ -217,6 +217,15 @@ def test_identity_is_checked_before_the_payload(agent: Agent) -> None:
     assert response.status_code == 401
 
 
+@pytest.mark.parametrize("body", [b'{"prompt": "' + b"x" * 20000 + b'"}', b"{not json", b"[" * 5000 + b"]" * 5000])
+@pytest.mark.parametrize("token", [None, "not-a-token"])
+def test_an_unauthenticated_caller_gets_the_401_whatever_the_body(agent: Agent, body: bytes, token: str | None) -> None:
+    # GIVEN no token or a bad one, WHEN the body is oversized or malformed, THEN the uniform 401, not the body's 400
+    response = agent.invoke(body, token=token)
+    assert response.status_code == 401
+    assert response.json() == {"error": "unauthorized", "code": "unauthorized"}
+
+
 @pytest.mark.parametrize(
     ("body", "code"),
     [

@@ -160,3 +160,37 @@ def test_bedrock_gets_the_conversation_as_messages_and_memories_in_the_system_bl
     with stub:
         assert asyncio.run(BedrockModel("m", max_tokens=64, client=client).reply(turn)) == "Bluebird."
     stub.assert_no_pending_responses()
+
+
+class _RecordingMemory:
+    """Long-term memory that records the recall queries it is sent and recalls nothing."""
+
+    def __init__(self) -> None:
+        self.queries: list[str] = []
+
+    async def recall_for_turn(self, caller: Caller, query: str) -> Any:
+        from memory_adapter import Recollection
+
+        self.queries.append(query)
+        return Recollection("", 0, False)
+
+    def retain_for_turn(self, caller: Caller, **kwargs: Any) -> Any:
+        from memory_adapter.delivery import RetainHandle, RetainOutcome
+
+        return RetainHandle.resolved(RetainOutcome.SKIPPED)
+
+
+async def test_a_follow_up_is_recalled_with_the_users_message_before_it() -> None:
+    # GIVEN a session where alex talked about the billing database
+    memory, working = _RecordingMemory(), WorkingMemory()
+    deps = TurnDeps(memory=memory, model=EchoModel(), recall_timeout_s=1.0, working=working)  # type: ignore[arg-type]
+    meta = TurnMeta(session_id=SESSION, request_id=None)
+    await run_turn(TurnRequest("Let's move the billing database to PostgreSQL."), ALEX, meta, deps)
+    # WHEN the next message only refers back, and then one stands alone
+    await run_turn(TurnRequest("What did I decide about it?"), ALEX, meta, deps)
+    await run_turn(TurnRequest("Which editor does Priya use?"), ALEX, meta, deps)
+    # THEN the follow-up's recall carries the earlier message, the standalone one is sent as it is
+    assert memory.queries[1:] == [
+        "Let's move the billing database to PostgreSQL.\nWhat did I decide about it?",
+        "Which editor does Priya use?",
+    ]

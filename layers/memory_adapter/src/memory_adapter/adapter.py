@@ -32,12 +32,20 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final, overload
 
 from memory_adapter.breaker import BreakerState, CircuitBreaker
+from memory_adapter.budget import dialogue_text, fit_to_budget
 from memory_adapter.config import SETTING_NAMES, HindsightAgentCoreConfig, get_config, resolve_settings
-from memory_adapter.context import BankResolver, TurnContext, default_bank_resolver, turn_metadata, turn_tags
+from memory_adapter.context import (
+    BankResolver,
+    TurnContext,
+    default_bank_resolver,
+    turn_metadata,
+    turn_tags,
+    turn_time,
+)
 from memory_adapter.delivery import ReplayResult, RetainDelivery, RetainHandle, RetainOutcome, RetryPolicy
 from memory_adapter.exceptions import ConfigurationError, HindsightRequestError, HindsightUnavailableError
 from memory_adapter.formatting import (
@@ -319,11 +327,20 @@ class HindsightRuntimeAdapter:
         return self._recalled(memories, started, bank_id)
 
     @overload
-    def retain_for_turn(self, context: TurnContext, *, result: str, query: str | None = None) -> RetainHandle: ...
+    def retain_for_turn(
+        self, context: TurnContext, *, result: str, query: str | None = None, occurred_at: datetime | None = None
+    ) -> RetainHandle: ...
 
     @overload
     def retain_for_turn(
-        self, context: Caller, *, result: str, query: str | None = None, session_id: str, request_id: str | None = None
+        self,
+        context: Caller,
+        *,
+        result: str,
+        query: str | None = None,
+        session_id: str,
+        request_id: str | None = None,
+        occurred_at: datetime | None = None,
     ) -> RetainHandle: ...
 
     def retain_for_turn(
@@ -334,14 +351,22 @@ class HindsightRuntimeAdapter:
         query: str | None = None,
         session_id: str | None = None,
         request_id: str | None = None,
+        occurred_at: datetime | None = None,
     ) -> RetainHandle:
-        """Queue the turn for background delivery and return its :class:`RetainHandle` at once; never raises.
+        """Queue the turn for background delivery and return its :class:`RetainHandle` at once.
 
         With a :class:`Caller`, ``session_id`` and ``request_id`` are the turn's (a :class:`TurnContext` carries its
         own). The document id is the ``request_id`` (else a new UUID), so no turn overwrites another. The
         ``operation_id`` is derived from the bank and the memory item, so re-delivering the same turn (retries,
-        replays, a redelivered request) creates no new work on the server.
+        replays, a redelivered request) creates no new work on the server. ``occurred_at`` is when the turn took
+        place (default: now): Hindsight dates the turn's facts by it, so "when did I ..." can be answered and
+        imported history keeps its dates; it survives spooling and replay.
+
+        Raises:
+            ValueError: Only for an ``occurred_at`` without a timezone or more than a day ahead (a caller's bug:
+                refused loudly rather than stored with a wrong date). Hindsight failures never raise.
         """
+        stamp = turn_time(occurred_at)
         if not isinstance(result, str) or not result.strip():
             return RetainHandle.resolved(RetainOutcome.SKIPPED)
         try:
@@ -350,7 +375,7 @@ class HindsightRuntimeAdapter:
                 session_id, request_id = context.runtime_session_id, context.request_id
             if session_id is None:
                 raise TypeError("retain_for_turn(caller, ...) needs the turn's session_id")
-            record = self._record(caller, session_id, request_id, result, query)
+            record = self._record(caller, session_id, request_id, result, query, stamp)
         except Exception:
             self._observer.event(logging.WARNING, "memory retain skipped: no bank", event="retain.bank_resolution")
             return RetainHandle.resolved(RetainOutcome.SKIPPED)
@@ -478,12 +503,18 @@ class HindsightRuntimeAdapter:
         """
         from hindsight_client import Hindsight
 
-        return Hindsight(
+        from memory_adapter.tls import ca_bundle_file
+
+        client = Hindsight(
             base_url=self.settings.hindsight_api_url,
             api_key=credential or self.settings.api_key,
             timeout=self.settings.timeout,
             user_agent="memory-adapter/0.1",
         )
+        bundle = ca_bundle_file()
+        if bundle is not None:  # read when its aiohttp session is created, on first use (it trusts only the bundle)
+            client._api_client.configuration.ssl_ca_cert = bundle
+        return client
 
     async def __aenter__(self) -> HindsightRuntimeAdapter:
         return self
@@ -505,12 +536,18 @@ class HindsightRuntimeAdapter:
         return self._with_default_agent(context).caller(self._bank_resolver)
 
     def _record(
-        self, caller: Caller, session_id: str, request_id: str | None, result: str, query: str | None
+        self,
+        caller: Caller,
+        session_id: str,
+        request_id: str | None,
+        result: str,
+        query: str | None,
+        occurred_at: datetime,
     ) -> RetainRecord:
         policy = self._retention_policy
         content = result
         if policy.include_user_message and query and query.strip():
-            content = f"User: {query}\nAssistant: {result}"
+            content = dialogue_text(query, result)  # every line names its speaker, whatever chunk it lands in
         item: dict[str, Any] = {
             "content": storable_text(content),
             "context": policy.context_label,
@@ -534,12 +571,13 @@ class HindsightRuntimeAdapter:
             ],
         }
         digest = hashlib.sha256(json.dumps(item, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
-        item["timestamp"] = datetime.now(UTC).isoformat()
+        item["timestamp"] = occurred_at.isoformat()
         return RetainRecord(
             operation_id=str(uuid.uuid5(_OPERATION_NAMESPACE, f"{caller.bank_id}\n{digest}")),
             bank_id=caller.bank_id,
             item=item,
             credential=caller.credential,
+            agent_key=caller.agent_key,
         )
 
     def _recall_blocking(self, transport: Transport, bank_id: str, query: str, bearer: str | None) -> list[Any]:
@@ -572,6 +610,10 @@ class HindsightRuntimeAdapter:
         return [_memory(r) for r in results or [] if isinstance(r, dict) and isinstance(r.get("text"), str)]
 
     def _recalled(self, memories: Sequence[RecalledMemory], started: float, bank_id: str) -> Recollection:
+        # Hindsight's max_tokens counts the memories' text only; the block the model reads (delimiters, notice,
+        # tags, dates) must stay within the budget too.
+        max_tokens = self._recall_policy.max_tokens or self.settings.recall_max_tokens
+        memories = fit_to_budget(memories, self._formatter, max_tokens)
         latency = (time.perf_counter() - started) * 1000
         text = self._formatter(memories) if memories else ""
         self._observer.latency(Metric.RECALL_LATENCY, latency)

@@ -7,15 +7,20 @@ instead of spelling them again.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Final
 
 __all__ = [
     "ADAPTER_ENV_PREFIX",
+    "CA_BUNDLE_ENV",
     "HINDSIGHT_API_KEY_ENV",
+    "HINDSIGHT_API_KEY_SECRET_ARN_ENV",
     "HINDSIGHT_API_TOKEN_ENV",
     "HINDSIGHT_API_URL_ENV",
     "HINDSIGHT_OPERATOR_KEY_ENV",
     "LOG_HASH_SALT_ENV",
+    "RECALL_SERVER_SETTINGS",
     "RETAIN_DEAD_LETTER_QUEUE_URL_ENV",
     "RETAIN_DELIVERY_TIMEOUT_ENV",
     "SPOOL_QUEUE_URL_ENV",
@@ -28,6 +33,12 @@ HINDSIGHT_API_URL_ENV: Final = "HINDSIGHT_API_URL"
 HINDSIGHT_API_KEY_ENV: Final = "HINDSIGHT_API_KEY"
 #: ... or this one, read when the former is unset (the prior art's fallback).
 HINDSIGHT_API_TOKEN_ENV: Final = "HINDSIGHT_API_TOKEN"  # noqa: S105 (a variable name)
+#: The Secrets Manager secret holding the IAM-mode agent key: the agent and the replay function read it (the queue
+#: never carries it).
+HINDSIGHT_API_KEY_SECRET_ARN_ENV: Final = "HINDSIGHT_API_KEY_SECRET_ARN"  # noqa: S105 (a variable name)
+#: The private CA's certificates every HTTPS client of Hindsight trusts besides the default store: a PEM file's
+#: path or the PEM itself (memory_adapter.tls).
+CA_BUNDLE_ENV: Final = "HINDSIGHT_CA_BUNDLE"
 #: Prefix of the adapter's own settings.
 ADAPTER_ENV_PREFIX: Final = "HINDSIGHT_ADAPTER_"
 #: Salt of the short hashes that stand for bank ids in logs.
@@ -45,3 +56,10 @@ HINDSIGHT_OPERATOR_KEY_ENV: Final = "HINDSIGHT_OPERATOR_KEY"
 
 #: Largest SQS message (body and attributes): 1 MiB since 2025 (it was 256 KiB); the queue is created with it.
 SQS_MAX_MESSAGE_BYTES: Final = 1_048_576
+
+#: Hindsight recall settings the product runs with, locally and deployed (server-wide ``HINDSIGHT_API_*``), chosen by
+#: ``make eval`` (BENCHMARKS.md, "Recall quality"): with the graph arm, Hindsight 1.1.0's unweighted RRF ranked
+#: memories that the graph arm also listed (it leaves out its own semantic seeds, the best hits) above the best
+#: semantic hits: on LoCoMo dev the injected block's evidence recall@10 was 0.42 with it and 0.58 without
+#: (semantic arm alone 0.62, naive MiniLM RAG 0.50), in every category, at lower latency (p50 189 -> 142 ms).
+RECALL_SERVER_SETTINGS: Final[Mapping[str, str]] = MappingProxyType({"HINDSIGHT_API_ENABLE_GRAPH_RETRIEVAL": "false"})

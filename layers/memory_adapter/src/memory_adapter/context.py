@@ -11,13 +11,38 @@ back, so ``user="a:agent:b"`` can never land in another user's bank.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Protocol
+from datetime import UTC, datetime, timedelta
+from typing import Final, Protocol
 
 from memory_adapter.identity.bank_ids import format_bank_id
 from memory_adapter.identity.caller import Caller
 from memory_adapter.identity.errors import BankResolutionError
 
-__all__ = ["BankResolver", "TurnContext", "default_bank_resolver", "turn_metadata", "turn_tags"]
+__all__ = ["BankResolver", "TurnContext", "default_bank_resolver", "turn_metadata", "turn_tags", "turn_time"]
+
+#: How far ahead of this host's clock a turn's time may be (clock skew between hosts), no more.
+MAX_CLOCK_SKEW: Final = timedelta(days=1)
+
+
+def turn_time(occurred_at: datetime | None, *, now: datetime | None = None) -> datetime:
+    """When a retained turn took place: ``occurred_at`` (timezone-aware, at most a day ahead) or now, in UTC.
+
+    Raises:
+        ValueError: A naive datetime (its moment is ambiguous), a non-datetime, or a time in the future.
+    """
+    current = now or datetime.now(UTC)
+    if occurred_at is None:
+        return current
+    if not isinstance(occurred_at, datetime):
+        raise ValueError(f"occurred_at must be a datetime, not {type(occurred_at).__name__}")
+    if occurred_at.tzinfo is None or occurred_at.utcoffset() is None:
+        raise ValueError(
+            f"occurred_at {occurred_at.isoformat()} has no timezone: pass an aware datetime "
+            "(e.g. datetime(..., tzinfo=UTC) or datetime.fromisoformat('2024-05-08T13:56:00+00:00'))"
+        )
+    if occurred_at - current > MAX_CLOCK_SKEW:
+        raise ValueError(f"occurred_at {occurred_at.isoformat()} is in the future (now {current.isoformat()})")
+    return occurred_at.astimezone(UTC)
 
 
 def turn_metadata(

@@ -15,6 +15,11 @@ partial batch failures) hands every message of a batch to :meth:`QueueReplayer.h
   reason attribute: :data:`~memory_adapter.sqs_spool.MOVED_BY_SQS`). Once Hindsight failed in a batch, the rest of
   that batch is not tried (each would wait its timeout).
 
+A record queued by an IAM-mode agent carries no credential, only the ``agent_key`` mark: the function presents the
+deployment's agent key, read from Secrets Manager (``HINDSIGHT_API_KEY_SECRET_ARN``, cached for
+:data:`~memory_adapter.agentcore.credentials.SECRET_MAX_AGE_S` so a rotation is picked up). A key that cannot be
+read leaves the message for a later receive; a function configured without one dead-letters it with the reason.
+
 The operator re-delivers reviewed dead letters with the operator credential: :mod:`memory_adapter.redrive`.
 """
 
@@ -31,6 +36,7 @@ from enum import StrEnum
 from typing import Final, NoReturn, Protocol
 
 from memory_adapter.constants import (
+    HINDSIGHT_API_KEY_SECRET_ARN_ENV,
     HINDSIGHT_API_URL_ENV,
     RETAIN_DEAD_LETTER_QUEUE_URL_ENV,
     RETAIN_DELIVERY_TIMEOUT_ENV,
@@ -97,6 +103,7 @@ class ReplaySettings:
     hindsight_api_url: str
     dead_letter_queue_url: str
     delivery_timeout_s: float = DEFAULT_DELIVERY_TIMEOUT_S
+    agent_key_secret_arn: str | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> ReplaySettings:
@@ -109,9 +116,17 @@ class ReplaySettings:
         if not dead.startswith(("http://", "https://")):
             get.problem(f"{RETAIN_DEAD_LETTER_QUEUE_URL_ENV} must be the dead-letter queue's URL, got {dead!r}")
         timeout = get.number(RETAIN_DELIVERY_TIMEOUT_ENV, DEFAULT_DELIVERY_TIMEOUT_S, above=0, high=120)
+        secret_arn = get.text(HINDSIGHT_API_KEY_SECRET_ARN_ENV)
+        if secret_arn is not None and not secret_arn.startswith("arn:"):
+            get.problem(f"{HINDSIGHT_API_KEY_SECRET_ARN_ENV} must be a Secrets Manager ARN, got {secret_arn[:80]!r}")
         if get.problems:
             raise ConfigurationError(get.problems, subject="retain replay")
-        return cls(hindsight_api_url=url.rstrip("/"), dead_letter_queue_url=dead, delivery_timeout_s=timeout)
+        return cls(
+            hindsight_api_url=url.rstrip("/"),
+            dead_letter_queue_url=dead,
+            delivery_timeout_s=timeout,
+            agent_key_secret_arn=secret_arn,
+        )
 
 
 class QueueReplayer:
@@ -120,6 +135,9 @@ class QueueReplayer:
     Args:
         transport: HTTP to Hindsight.
         dead_letters: Where refused and malformed messages go, with their reason.
+        agent_key: Returns the deployment's agent key for records marked ``agent_key`` (IAM mode), e.g.
+            :meth:`~memory_adapter.agentcore.credentials.AgentKey.get`; raises when it cannot be read. ``None``: no
+            key configured (such records are dead-lettered).
         timeout: Seconds per delivery.
         metrics: A Powertools ``Metrics`` (``MemoryQueueDelivered``, ``MemoryQueueDeadLettered``,
             ``MemoryQueueRetried``).
@@ -132,6 +150,7 @@ class QueueReplayer:
         *,
         transport: Transport,
         dead_letters: DeadLetters,
+        agent_key: Callable[[], str | None] | None = None,
         timeout: float = DEFAULT_DELIVERY_TIMEOUT_S,
         metrics: MetricsSink | None = None,
         clock: Callable[[], float] = time.monotonic,
@@ -139,6 +158,7 @@ class QueueReplayer:
     ) -> None:
         self._transport = transport
         self._dead_letters = dead_letters
+        self._agent_key = agent_key
         self._timeout = timeout
         self._obs = Observer(metrics, verbose=True)
         self._clock = clock
@@ -151,9 +171,15 @@ class QueueReplayer:
         """The replayer the function runs: HTTP to Hindsight, refusals to the dead-letter queue."""
         # Only the spool's dead-letter side is used: the event source mapping receives and deletes.
         dead_letters = SqsSpool(settings.dead_letter_queue_url, dead_letter_queue_url=settings.dead_letter_queue_url)
+        agent_key = None
+        if settings.agent_key_secret_arn is not None:
+            from memory_adapter.agentcore.credentials import AgentKey  # Powertools' cached secret, on first read
+
+            agent_key = AgentKey(secret_arn=settings.agent_key_secret_arn).get
         return cls(
             transport=HttpTransport(settings.hindsight_api_url),
             dead_letters=dead_letters,
+            agent_key=agent_key,
             timeout=settings.delivery_timeout_s,
             metrics=metrics,
         )
@@ -175,13 +201,22 @@ class QueueReplayer:
             return self._dead(message, f"oversized: {exc}", bank=None)
         except MalformedMessageError as exc:
             return self._dead(message, f"malformed: {exc}", bank=None)
+        bearer = record.credential
+        if record.agent_key and bearer is None:
+            if self._agent_key is None:
+                reason = f"needs the agent key; this function has none ({HINDSIGHT_API_KEY_SECRET_ARN_ENV} unset)"
+                return self._dead(message, reason, bank=record.bank_id)
+            try:
+                bearer = self._agent_key()
+            except Exception as exc:  # Secrets Manager unreachable or denied: the message waits for a later receive
+                self._retry(message, f"the agent key could not be read: {type(exc).__name__}: {str(exc)[:200]}")
         try:
-            post_retain(self._transport, record, bearer=record.credential, timeout=self._timeout)
+            post_retain(self._transport, record, bearer=bearer, timeout=self._timeout)
         except HindsightUnavailableError as exc:
             self._unavailable = str(exc)
             self._retry(message, f"Hindsight unavailable: {exc}")
         except HindsightRequestError as exc:
-            reason = refusal_reason(exc.status, str(exc), record.credential, now=self._now())
+            reason = refusal_reason(exc.status, str(exc), bearer, now=self._now())
             return self._dead(message, reason, bank=record.bank_id)
         self._obs.count(Metric.QUEUE_DELIVERED)
         self._obs.event(

@@ -91,6 +91,8 @@ def owner_check(record: RetainRecord, *, user_claim: str = "sub", tenant_claim: 
     owner = parse_bank_id(record.bank_id)
     if owner is None:
         return OwnerCheck(False, "the bank id is not one of this product's")
+    if record.agent_key:  # queued without the key (IAM mode): the agent key names no user
+        return OwnerCheck(None, "the agent key (IAM mode), not a user token: not checkable")
     if not record.credential:
         return OwnerCheck(None, "no credential in the record")
     claims = _claims(record.credential)

@@ -38,6 +38,8 @@ class RetainRecord:
         bank_id: Target bank.
         item: The memory item (``content``, ``context``, ``metadata``, ``document_id``, ``tags``, ``timestamp``).
         credential: Bearer credential for this retain (``None``: the adapter's api_key). Never logged.
+        agent_key: The credential is the deployment's agent key (IAM mode), not a caller's token. A queue message
+            leaves it out (``to_json(drop_agent_key=True)``) and its consumer presents its own copy of the key.
         created_at: Unix time the turn was retained.
         attempts: Delivery attempts so far.
         last_error: Why the last attempt failed (no content, no credential).
@@ -48,27 +50,27 @@ class RetainRecord:
     bank_id: str
     item: dict[str, Any]
     credential: str | None = field(default=None, repr=False)
+    agent_key: bool = False
     created_at: float = field(default_factory=time.time)
     attempts: int = 0
     last_error: str | None = None
     receipt: str | None = field(default=None, compare=False)
 
-    def to_json(self) -> str:
-        """Serialise (without the receipt)."""
-        return json.dumps(
-            {
-                "v": _FORMAT_VERSION,
-                "operation_id": self.operation_id,
-                "bank_id": self.bank_id,
-                "item": self.item,
-                "credential": self.credential,
-                "created_at": self.created_at,
-                "attempts": self.attempts,
-                "last_error": self.last_error,
-            },
-            ensure_ascii=False,
-            sort_keys=True,
-        )
+    def to_json(self, *, drop_agent_key: bool = False) -> str:
+        """Serialise (without the receipt; with ``drop_agent_key``, without an agent key as the credential)."""
+        data: dict[str, Any] = {
+            "v": _FORMAT_VERSION,
+            "operation_id": self.operation_id,
+            "bank_id": self.bank_id,
+            "item": self.item,
+            "credential": None if drop_agent_key and self.agent_key else self.credential,
+            "created_at": self.created_at,
+            "attempts": self.attempts,
+            "last_error": self.last_error,
+        }
+        if self.agent_key:  # only then: records without it keep the format they always had
+            data["agent_key"] = True
+        return json.dumps(data, ensure_ascii=False, sort_keys=True)
 
     @classmethod
     def from_json(cls, raw: str, *, receipt: str | None = None) -> RetainRecord:
@@ -80,11 +82,15 @@ class RetainRecord:
             item = data["item"]
             if not isinstance(item, dict):
                 raise ValueError("item is not an object")
+            agent_key = data.get("agent_key", False)
+            if not isinstance(agent_key, bool):
+                raise ValueError("agent_key is not a boolean")
             return cls(
                 operation_id=str(data["operation_id"]),
                 bank_id=str(data["bank_id"]),
                 item=item,
                 credential=data.get("credential"),
+                agent_key=agent_key,
                 created_at=float(data.get("created_at", 0.0)),
                 attempts=int(data.get("attempts", 0)),
                 last_error=data.get("last_error"),

@@ -6,7 +6,9 @@ session. :class:`SqsSpool` implements the same :class:`~memory_adapter.spool.Spo
 path), and the replay function (:mod:`memory_adapter.queue_replay`) consumes the queue and delivers each record with
 its own credential. ``boto3`` is imported on the first call that needs it, off the cold-start path.
 
-One message is one :class:`~memory_adapter.spool.RetainRecord` (its JSON, with the characters SQS refuses escaped).
+One message is one :class:`~memory_adapter.spool.RetainRecord` (its JSON, with the characters SQS refuses escaped),
+never with the deployment's agent key (IAM mode): such a record is marked ``agent_key`` and its consumer presents
+its own copy, so neither the queue nor its dead letters (kept 14 days) hold the key. A caller's own token stays in.
 A record over the queue's size limit is sent zlib-compressed and base64-encoded (message attribute ``encoding``);
 one still too large raises :class:`~memory_adapter.exceptions.RecordTooLargeError` (the delivery counts it and logs
 it as lost: see docs/operating.md, "oversized turns"). Dead letters carry the reason in the ``dead_letter_reason``
@@ -89,7 +91,7 @@ def encode_record(record: RetainRecord, *, max_bytes: int = SQS_MAX_MESSAGE_BYTE
         RecordTooLargeError: Even compressed, the message would exceed ``max_bytes`` (less the dead-letter room).
     """
     limit = max_bytes - _DEAD_LETTER_HEADROOM
-    body = _escape_refused(record.to_json())
+    body = _escape_refused(record.to_json(drop_agent_key=True))  # the consumer reads the key itself
     attributes = {ENCODING_ATTRIBUTE: _PLAIN}
     plain_size = _size(body, attributes)
     if plain_size <= limit:

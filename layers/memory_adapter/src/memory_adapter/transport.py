@@ -19,9 +19,13 @@ import json
 import threading
 import urllib.parse
 from dataclasses import dataclass
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
+from memory_adapter.constants import CA_BUNDLE_ENV
 from memory_adapter.exceptions import ConfigurationError, HindsightRequestError, HindsightUnavailableError
+
+if TYPE_CHECKING:
+    import ssl
 
 __all__ = ["HttpResponse", "HttpTransport", "Transport", "bank_path", "is_transient_status"]
 
@@ -94,6 +98,7 @@ class HttpTransport:
         self._local = threading.local()
         self._lock = threading.Lock()
         self._connections: set[http.client.HTTPConnection] = set()
+        self._context: ssl.SSLContext | None = None
 
     def _connection(self, timeout: float) -> tuple[http.client.HTTPConnection, bool]:
         """This thread's connection (``reused`` tells whether it carried a request before)."""
@@ -107,17 +112,22 @@ class HttpTransport:
                 self._connections.add(conn)  # closed by close() or a drop: http.client reconnects on use
             return conn, False
         if self._https:
-            import ssl
-
-            conn = http.client.HTTPSConnection(
-                self._host, self._port, timeout=timeout, context=ssl.create_default_context()
-            )
+            conn = http.client.HTTPSConnection(self._host, self._port, timeout=timeout, context=self._tls())
         else:
             conn = http.client.HTTPConnection(self._host, self._port, timeout=timeout)
         self._local.conn = conn
         with self._lock:
             self._connections.add(conn)
         return conn, False
+
+    def _tls(self) -> ssl.SSLContext:
+        """The client context (default trust store plus ``HINDSIGHT_CA_BUNDLE``), built once per transport."""
+        with self._lock:
+            if self._context is None:
+                from memory_adapter.tls import ssl_context
+
+                self._context = ssl_context()
+            return self._context
 
     def _drop(self, conn: http.client.HTTPConnection) -> None:
         conn.close()
@@ -152,6 +162,11 @@ class HttpTransport:
                 raise HindsightUnavailableError(f"Hindsight closed the connection: {type(exc).__name__}") from exc
             except (OSError, http.client.HTTPException) as exc:
                 self._drop(conn)
+                if getattr(exc, "verify_message", None):  # ssl.SSLCertVerificationError
+                    raise HindsightUnavailableError(
+                        f"Hindsight's TLS certificate is not trusted ({exc.verify_message}): set {CA_BUNDLE_ENV} "  # type: ignore[union-attr]
+                        "to its CA's PEM (cdk.json hindsight.ca_bundle)"
+                    ) from exc
                 raise HindsightUnavailableError(f"cannot reach Hindsight: {type(exc).__name__}: {exc}") from exc
             if response.will_close:
                 self._drop(conn)

@@ -9,7 +9,7 @@ and arguments are refused before anything runs (:class:`~memory_adapter.admin.er
 | ``banks`` | ``user`` and/or ``tenant`` | the subject's banks (every agent) with their counts |
 | ``export`` | ``user`` and/or ``tenant`` | JSONL of everything the subject's banks hold, to the store |
 | ``forget-user`` | ``user``, ``tenant``, ``confirm`` (the user id again), ``reason`` | delete, verify, receipt |
-| ``forget-memory`` | ``user``, ``tenant``, ``memory_id`` or ``query``, ``limit``, ``confirm`` | preview, delete |
+| ``forget-memory`` | ``user``, ``tenant``, ``memory_ids``/``query``, ``limit``, ``invalidate``, ``confirm`` | forget |
 | ``expire`` | ``dry_run``, ``batch_size`` | delete what is past its kind's retention |
 | ``backup`` | ``banks`` (default: all) | every bank's transfer archive and a manifest, to the store |
 """
@@ -42,7 +42,9 @@ ACTIONS: Final[Mapping[str, frozenset[str]]] = {
     "banks": frozenset({"user", "tenant"}),
     "export": frozenset({"user", "tenant"}),
     "forget-user": frozenset({"user", "tenant", "confirm", "reason"}),
-    "forget-memory": frozenset({"user", "tenant", "memory_id", "query", "limit", "confirm"}),
+    "forget-memory": frozenset(
+        {"user", "tenant", "memory_id", "memory_ids", "query", "limit", "invalidate", "confirm"}
+    ),
     "expire": frozenset({"dry_run", "batch_size"}),
     "backup": frozenset({"banks"}),
 }
@@ -86,6 +88,15 @@ def _count(request: Mapping[str, Any], name: str, default: int, *, most: int) ->
     return value
 
 
+def _ids(request: Mapping[str, Any]) -> list[str]:
+    """``memory_ids`` (a list) and ``memory_id`` (one, the older spelling), together."""
+    ids = request.get("memory_ids", [])
+    if not isinstance(ids, list) or not all(isinstance(i, str) and i.strip() for i in ids):
+        raise InvalidRequestError("'memory_ids' must be a list of memory ids")
+    single = _text(request, "memory_id")
+    return [*ids, single] if single else list(ids)
+
+
 def _validate(request: Mapping[str, Any]) -> str:
     if not isinstance(request, Mapping):
         raise InvalidRequestError('the request must be a JSON object {"action": ..., ...}')
@@ -124,9 +135,10 @@ def _dispatch(action: str, request: Mapping[str, Any], deps: AdminDeps, principa
             client,
             _subject(request),
             confirm=_text(request, "confirm"),
-            memory_id=_text(request, "memory_id"),
+            memory_ids=_ids(request),
             query=_text(request, "query"),
             limit=_count(request, "limit", 5, most=50),
+            invalidate=_flag(request, "invalidate"),
         )
     if action == "expire":
         batch = _count(request, "batch_size", deps.expiry_batch_size, most=10_000)
@@ -150,6 +162,7 @@ def _audit_fields(action: str, request: Mapping[str, Any], result: Mapping[str, 
             fields["banks"] = len(result["banks"])
         if action == "forget-memory":
             fields["documents"] = len(result.get("documents", []))
+            fields["invalidations"] = len(result.get("invalidations", []))
     return fields
 
 

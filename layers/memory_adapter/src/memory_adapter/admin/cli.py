@@ -3,7 +3,8 @@
 Deployed, it calls the admin function (its IAM-authorized function URL, the stack output ``MemoryAdminUrl``,
 signed with your AWS credentials by botocore: the function logs your principal). With ``--local`` it talks straight
 to a local Hindsight (``make hindsight-start``: operator key from ``.local/hindsight/operator-key``) and writes
-artifacts under ``.local/admin/``.
+artifacts under ``.local/admin/``. The connection options (``--local``, ``--function-url``, ``--url``...) go before or
+after the action. Every error is one line on stderr saying what to do, with exit code 2.
 
 Examples::
 
@@ -11,9 +12,12 @@ Examples::
     python -m memory_adapter.admin --local export --user user-alex
     python -m memory_adapter.admin --local forget-memory --user user-alex --query "my phone number"
     python -m memory_adapter.admin --local forget-memory --user user-alex --query "my phone number" --confirm sha256:...
+    python -m memory_adapter.admin forget-memory --local --user user-alex --memory-id ID --memory-id ID2
     python -m memory_adapter.admin --local forget-user --user user-alex --confirm user-alex --reason "ticket 42"
     python -m memory_adapter.admin --local expire --dry-run
     python -m memory_adapter.admin --local backup
+    python -m memory_adapter.admin --local import history.jsonl --dry-run
+    python -m memory_adapter.admin import history.jsonl --url http://hindsight.internal --operator-key-file key --local
     python -m memory_adapter.admin --function-url https://....lambda-url.us-east-1.on.aws/ export --tenant acme
 """
 
@@ -25,10 +29,11 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
 from memory_adapter.admin.errors import AdminError, InvalidRequestError
-from memory_adapter.exceptions import HindsightAgentCoreError
+from memory_adapter.exceptions import HindsightAgentCoreError, HindsightUnavailableError
+from memory_adapter.kinds import RetentionRulesError
 
 __all__ = ["main"]
 
@@ -39,49 +44,87 @@ _LOCAL_KEY_FILE: Final = ".local/hindsight/operator-key"
 _LOCAL_OUT: Final = ".local/admin"
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line (what is wrong, where to look) and exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {message} (see {self.prog} --help)\n")
+
+
+def _connection(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
+    """Where the actions run; on the main parser (with defaults) and on every action's (so they may follow it)."""
+
+    def default(value: Any) -> Any:
+        return value if defaults else argparse.SUPPRESS
+
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument("--local", action="store_true", default=default(False), help="talk to a local Hindsight")
+    where.add_argument(
+        "--function-url", default=default(None), help=f"the admin function's URL (default ${ENV_FUNCTION_URL})"
+    )
+    parser.add_argument("--url", default=default(_LOCAL_URL), help=f"--local: Hindsight's URL (default {_LOCAL_URL})")
+    parser.add_argument("--operator-key-file", default=default(_LOCAL_KEY_FILE), help="--local: the operator key file")
+    parser.add_argument("--out", default=default(_LOCAL_OUT), help="--local: where artifacts are written")
+    parser.add_argument(
+        "--retention", default=default(None), help=f"--local: retention JSON (default ${ENV_RETENTION}, else defaults)"
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="python -m memory_adapter.admin",
         description="Memory administration: list, export, forget, expire, back up.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=__doc__.split("Examples::", 1)[1] if __doc__ else None,
     )
-    where = parser.add_mutually_exclusive_group()
-    where.add_argument("--local", action="store_true", help="talk to a local Hindsight directly")
-    where.add_argument("--function-url", help=f"the admin function's URL (default ${ENV_FUNCTION_URL})")
-    parser.add_argument("--url", default=_LOCAL_URL, help="--local: Hindsight's URL (default %(default)s)")
-    parser.add_argument("--operator-key-file", default=_LOCAL_KEY_FILE, help="--local: the operator key file")
-    parser.add_argument("--out", default=_LOCAL_OUT, help="--local: where artifacts are written")
-    parser.add_argument("--retention", help=f"--local: retention JSON (default ${ENV_RETENTION}, else the defaults)")
-    sub = parser.add_subparsers(dest="action", required=True)
+    _connection(parser, defaults=True)
+    sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+
+    def action(name: str, help_text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text)
+        _connection(p, defaults=False)
+        return p
 
     def subject(p: argparse.ArgumentParser, *, user_required: bool = False) -> None:
         p.add_argument("--user", required=user_required)
         p.add_argument("--tenant")
 
-    subject(sub.add_parser("banks", help="a user's (or tenant's) banks, every agent, with counts"))
-    subject(sub.add_parser("export", help="export a user's (or tenant's) memories as JSONL"))
-    fu = sub.add_parser("forget-user", help="delete every bank of a user, verify, write an erasure receipt")
+    subject(action("banks", "a user's (or tenant's) banks, every agent, with counts"))
+    subject(action("export", "export a user's (or tenant's) memories as JSONL"))
+    fu = action("forget-user", "delete every bank of a user, verify, write an erasure receipt")
     subject(fu, user_required=True)
     fu.add_argument("--confirm", help="the user id again: required to delete")
     fu.add_argument("--reason", help="why (ticket, request reference): recorded in the receipt")
-    fm = sub.add_parser("forget-memory", help="preview, then delete, the memories matching an id or description")
+    fm = action("forget-memory", "preview, then forget, the memories with these ids or matching a description")
     subject(fm, user_required=True)
     what = fm.add_mutually_exclusive_group(required=True)
-    what.add_argument("--memory-id")
-    what.add_argument("--query", help="a description; the top --limit recalled memories match")
-    fm.add_argument("--limit", type=int)
-    fm.add_argument("--confirm", help="the preview's confirmation digest: required to delete")
-    ex = sub.add_parser("expire", help="delete what is past its kind's retention")
+    what.add_argument("--memory-id", action="append", dest="memory_ids", help="a memory's id (repeat for more)")
+    what.add_argument(
+        "--query", help="a description: the memories holding every significant word of it (as the forget tool)"
+    )
+    fm.add_argument("--limit", type=int, help="most memories a --query selects (default 5)")
+    fm.add_argument(
+        "--invalidate",
+        action="store_true",
+        help="a selected memory whose source turn holds others: take it out of recall instead of refusing",
+    )
+    fm.add_argument("--confirm", help="the preview's confirmation digest: required to forget")
+    ex = action("expire", "delete what is past its kind's retention")
     ex.add_argument("--dry-run", action="store_true")
     ex.add_argument("--batch-size", type=int)
-    bk = sub.add_parser("backup", help="every bank's transfer archive and a manifest")
+    bk = action("backup", "every bank's transfer archive and a manifest")
     bk.add_argument("--bank", action="append", dest="banks")
+    im = action("import", "import conversation history (JSONL turns) into the right banks; re-runs skip what is there")
+    im.add_argument("file", type=Path, help="JSONL, one turn a line: user, agent, time, user_text[, agent_text, ...]")
+    im.add_argument("--dry-run", action="store_true", help="check the file and count what would be imported")
     return parser
 
 
 def _request(args: argparse.Namespace) -> dict[str, Any]:
-    names = ("user", "tenant", "confirm", "reason", "memory_id", "query", "limit", "dry_run", "batch_size", "banks")
+    names = (
+        *("user", "tenant", "confirm", "reason", "memory_ids", "query", "limit", "invalidate"),
+        *("dry_run", "batch_size", "banks"),
+    )
     request: dict[str, Any] = {"action": args.action}
     for name in names:
         value = getattr(args, name, None)
@@ -90,18 +133,51 @@ def _request(args: argparse.Namespace) -> dict[str, Any]:
     return request
 
 
+def _operator_key(args: argparse.Namespace) -> str:
+    key_file = Path(args.operator_key_file)
+    if not key_file.is_file():
+        raise InvalidRequestError(f"no operator key at {key_file}: start the local Hindsight (make hindsight-start)")
+    return key_file.read_text().strip()
+
+
+def _run_import(args: argparse.Namespace) -> dict[str, Any]:
+    """Import runs against Hindsight itself (the file stays on the operator's machine), with the operator key."""
+    from memory_adapter.admin.importer import import_file
+
+    if not args.local:
+        raise InvalidRequestError(
+            "import talks to Hindsight directly: pass --local (with --url and --operator-key-file for a Hindsight "
+            "inside the VPC)"
+        )
+    try:
+        return import_file(
+            args.file,
+            url=args.url,
+            operator_key=_operator_key(args),
+            dry_run=args.dry_run,
+            progress=lambda line: print(line, file=sys.stderr, flush=True),
+        )
+    except HindsightUnavailableError as exc:
+        raise AdminError(f"{exc}: is Hindsight up at {args.url}? (make hindsight-start)") from exc
+
+
 def _run_local(args: argparse.Namespace, request: dict[str, Any]) -> dict[str, Any]:
     from memory_adapter.admin.actions import AdminDeps, run_action
     from memory_adapter.admin.client import OperatorClient
     from memory_adapter.admin.store import DirectoryStore
     from memory_adapter.kinds import RetentionRules
 
-    key_file = Path(args.operator_key_file)
-    if not key_file.is_file():
-        raise InvalidRequestError(f"no operator key at {key_file}: start the local Hindsight (make hindsight-start)")
-    rules = RetentionRules.from_json(args.retention or os.environ.get(ENV_RETENTION))
-    deps = AdminDeps(OperatorClient(args.url, key_file.read_text().strip()), DirectoryStore(args.out), rules)
-    return run_action(request, deps=deps, principal=f"local:{getpass.getuser()}")
+    retention = args.retention or os.environ.get(ENV_RETENTION)
+    try:
+        rules = RetentionRules.from_json(retention)
+    except RetentionRulesError as exc:
+        source = "--retention" if args.retention else f"${ENV_RETENTION}"
+        raise InvalidRequestError(f"{source}: {exc}; give a JSON object of kind -> days (1-36500) or null") from exc
+    deps = AdminDeps(OperatorClient(args.url, _operator_key(args)), DirectoryStore(args.out), rules)
+    try:
+        return run_action(request, deps=deps, principal=f"local:{getpass.getuser()}")
+    except HindsightUnavailableError as exc:
+        raise AdminError(f"{exc}: is the local Hindsight up at {args.url}? (make hindsight-start)") from exc
 
 
 def _run_remote(url: str, request: dict[str, Any]) -> dict[str, Any]:
@@ -129,13 +205,21 @@ def _run_remote(url: str, request: dict[str, Any]) -> dict[str, Any]:
     except urllib.error.HTTPError as exc:
         detail = exc.read().decode(errors="replace")
         raise AdminError(f"the admin function answered {exc.code}: {detail}") from exc
+    except (OSError, ValueError) as exc:  # unreachable, refused, a URL that is no URL, an answer that is no JSON
+        reason = getattr(exc, "reason", exc)
+        raise AdminError(f"cannot call the admin function at {url} ({reason}): check the URL (stack output)") from exc
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one action; print its JSON result (exit 0), or one line saying what is wrong (exit 2)."""
     args = _parser().parse_args(argv)
     request = _request(args)
     try:
-        if args.local:
+        if args.local and args.function_url:
+            raise InvalidRequestError("give --local or --function-url, not both")
+        if args.action == "import":
+            result = _run_import(args)
+        elif args.local:
             result = _run_local(args, request)
         else:
             url = args.function_url or os.environ.get(ENV_FUNCTION_URL)
@@ -143,7 +227,11 @@ def main(argv: list[str] | None = None) -> int:
                 raise InvalidRequestError(f"pass --local, or --function-url / ${ENV_FUNCTION_URL} (stack output)")
             result = _run_remote(url, request)
     except (AdminError, HindsightAgentCoreError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {_one_line(exc)}", file=sys.stderr)
         return 2
     print(json.dumps(result, indent=2, sort_keys=True, ensure_ascii=False, default=str))
     return 0
+
+
+def _one_line(exc: Exception) -> str:
+    return " ".join(str(exc).split())

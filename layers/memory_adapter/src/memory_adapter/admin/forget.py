@@ -7,11 +7,15 @@ memories answer "no such bank", recalls of the deleted documents' own text retur
 (who asked, which banks, what counts, when, verification, a digest) is written next to the exports. It refuses
 unless ``confirm`` repeats the user id; running it again finds nothing and writes a receipt saying so.
 
-**Memories.** By id, or the memories a description recalls, in the user's banks only. A fact is forgotten by
-deleting the document it was extracted from (the retained turn: its source, which would give the fact back if it
-were reprocessed), so every fact of that document goes too; an observation by deleting the documents of its source
-facts. The preview lists exactly what would go and a confirmation digest; the deletion runs only with that digest,
-and only if the plan is still exactly what was previewed.
+**Memories.** By id (one or more), or the memories a description selects by the model-facing ``forget`` tool's own
+rule (:mod:`memory_adapter.tools.forgetting`: every significant word of the description must appear in the memory;
+a description that matches nothing selects nothing), in the user's banks only. Removal follows the tool's plan too:
+a source turn every live memory of which is selected is deleted (text, chunks, facts; Hindsight sweeps the
+observations built on them); a selected memory whose turn also holds memories that were not selected is never
+deleted with it: the preview names those others, and carrying it out is refused unless the operator selects them
+too, or asks to ``invalidate`` the selected ones (out of recall; Hindsight 1.1.0 cannot delete one memory unit).
+The preview lists exactly what would go and a confirmation digest; the deletion runs only with that digest, and only
+if the plan is still exactly what was previewed.
 """
 
 from __future__ import annotations
@@ -23,8 +27,12 @@ from typing import TYPE_CHECKING, Any, Final
 from memory_adapter.admin.errors import ConfirmationError, InvalidRequestError, VerificationError
 from memory_adapter.admin.inventory import Subject, bank_summary, subject_banks
 from memory_adapter.admin.receipts import canonical_digest, seal
+from memory_adapter.tools.forgetting import Fact, fact_from, plan_removal, select, usable
+from memory_adapter.tools.matching import significant_words
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+
     from memory_adapter.admin.client import OperatorClient
     from memory_adapter.admin.store import ArtifactStore
 
@@ -137,72 +145,147 @@ def _remaining(client: OperatorClient, subject: Subject, banks: list[str], probe
 
 @dataclass(frozen=True, slots=True)
 class ForgetPlan:
-    """What forgetting the matched memories deletes: whole documents (with every fact they gave) or, for a
-    memory without a document, an invalidation. ``confirmation`` is the digest to pass back."""
+    """What forgetting the selected memories does, exactly: ``documents`` are deleted whole (every live fact of each is
+    selected), ``invalidations`` are taken out of recall (a selected fact without a document, or, with
+    ``invalidate``, one whose source also holds memories not selected), ``shared`` names those sources and the
+    memories in them that were *not* selected (they are never removed). ``confirmation`` is the digest to pass back."""
 
     matched: list[dict[str, Any]]
     documents: list[dict[str, Any]]
     invalidations: list[dict[str, Any]]
+    shared: list[dict[str, Any]]
+    invalidate: bool
+    more_matched: int = 0
 
     @property
     def confirmation(self) -> str:
-        return canonical_digest({"documents": self.documents, "invalidations": self.invalidations})
+        return canonical_digest(
+            {
+                "documents": self.documents,
+                "invalidations": self.invalidations,
+                "shared": self.shared,
+                "invalidate": self.invalidate,
+            }
+        )
+
+    @property
+    def refusal(self) -> str | None:
+        """Why carrying this plan out is refused (a selected memory shares its source with unselected ones and
+        ``invalidate`` was not asked for), or ``None``."""
+        if not self.shared or self.invalidate:
+            return None
+        others = [f"{o['id']} {o['text']!r}" for doc in self.shared for o in doc["others"]]
+        return (
+            f"{sum(len(d['selected']) for d in self.shared)} selected memory(ies) share a source turn with "
+            f"memories you did not select ({'; '.join(others)}); Hindsight 1.1.0 deletes only whole source turns, "
+            "so select those too (--memory-id, repeated) to delete the turn, or pass --invalidate to take only the "
+            "selected ones out of recall (their text stays in the turn and Hindsight's archive); nothing was deleted"
+        )
+
+    @property
+    def summary(self) -> str:
+        """One line: what would be (or was) removed."""
+        if not self.matched:
+            return "nothing matched: nothing is removed"
+        parts = [
+            f"{len(self.matched)} memory(ies) selected",
+            f"{len(self.documents)} source turn(s) deleted whole "
+            f"({sum(len(d['facts']) for d in self.documents)} memory(ies))",
+            f"{len(self.invalidations)} memory(ies) invalidated",
+        ]
+        if self.more_matched:
+            parts.append(f"{self.more_matched} more matched beyond the limit (raise --limit to include them)")
+        return "; ".join(parts) + (f"; REFUSED: {self.refusal}" if self.refusal else "")
 
     def as_dict(self) -> dict[str, Any]:
         return {
+            "summary": self.summary,
             "matched": self.matched,
             "documents": self.documents,
             "invalidations": self.invalidations,
+            "shared": self.shared,
+            "invalidate": self.invalidate,
+            "more_matched": self.more_matched,
             "confirmation": self.confirmation,
         }
+
+
+def _facts(raw: Iterable[dict[str, Any]]) -> list[Fact]:
+    return [fact_from(m) for m in raw if usable(m)]
+
+
+def _shown(bank_id: str, fact: Fact) -> dict[str, Any]:
+    return {"bank_id": bank_id, "id": fact.id, "text": fact.text, "type": fact.type}
 
 
 def plan_forget_memories(
     client: OperatorClient,
     subject: Subject,
     *,
-    memory_id: str | None = None,
+    memory_ids: Sequence[str] = (),
     query: str | None = None,
     limit: int = 5,
+    invalidate: bool = False,
 ) -> ForgetPlan:
-    """What forgetting ``memory_id``, or the top ``limit`` memories recalled for ``query``, would delete."""
+    """What forgetting the memories ``memory_ids`` names, or the (at most ``limit``) memories ``query`` selects by
+    the ``forget`` tool's rule (:func:`memory_adapter.tools.forgetting.select`), would remove, in the subject's
+    banks only."""
     if subject.user is None:
         raise InvalidRequestError("forget memories: name the user whose memories they are")
-    if (memory_id is None) == (query is None or not query.strip()):
-        raise InvalidRequestError("forget memories: give exactly one of a memory id or a description to match")
-    matched: list[tuple[str, dict[str, Any]]] = []
+    if bool(memory_ids) == bool(query and query.strip()):
+        raise InvalidRequestError("forget memories: give exactly one of memory ids or a description to match")
+    if query is not None and not significant_words(query):
+        raise InvalidRequestError(f"forget memories: {query!r} has no significant word to match; describe the memory")
+    selected: list[tuple[str, Fact]] = []
     for bank_id in subject_banks(client, subject):
-        if memory_id is not None:
-            memory = client.memory(bank_id, memory_id)
-            if memory is not None:
-                matched.append((bank_id, memory))
+        if memory_ids:
+            found = (client.memory(bank_id, memory_id) for memory_id in dict.fromkeys(memory_ids))
+            selected += [(bank_id, fact) for fact in _facts(m for m in found if m is not None)]
         else:
             assert query is not None
-            matched.extend((bank_id, m) for m in client.recall(bank_id, query)[:limit])
-    doc_keys: set[tuple[str, str]] = set()
+            selected += [(bank_id, fact) for fact in select(query, _facts(client.recall(bank_id, query)))]
+    more = max(len(selected) - limit, 0) if query is not None else 0
+    if query is not None:
+        selected = selected[:limit]
+    documents: list[dict[str, Any]] = []
     invalidations: list[dict[str, Any]] = []
-    for bank_id, memory in matched:
-        if memory.get("type", memory.get("fact_type")) == "observation":
-            for source_id in memory.get("source_memory_ids") or memory.get("source_fact_ids") or []:
-                source = client.memory(bank_id, str(source_id))
-                if source and source.get("document_id"):
-                    doc_keys.add((bank_id, str(source["document_id"])))
-        elif memory.get("document_id"):
-            doc_keys.add((bank_id, str(memory["document_id"])))
-        elif memory.get("id"):
-            invalidations.append({"bank_id": bank_id, "memory_id": str(memory["id"]), "text": memory.get("text")})
-    documents = []
-    for bank_id, document_id in sorted(doc_keys):
-        facts = [
-            {"id": m.get("id"), "text": m.get("text"), "type": m.get("fact_type")}
-            for m in client.memories(bank_id, document_id=document_id)
+    shared: list[dict[str, Any]] = []
+    for bank_id in sorted({b for b, _ in selected}):
+
+        def lookup(memory_id: str, bank_id: str = bank_id) -> Fact | None:
+            found = client.memory(bank_id, memory_id)
+            return fact_from(found) if found is not None and usable(found) else None
+
+        def live(document_id: str, bank_id: str = bank_id) -> list[Fact]:
+            return _facts(client.memories(bank_id, document_id=document_id))
+
+        removal = plan_removal([f for b, f in selected if b == bank_id], lookup=lookup, live_facts=live)
+        for document_id, facts in sorted(removal.delete.items()):
+            shown = sorted((_shown(bank_id, f) for f in facts), key=str)
+            documents.append({"bank_id": bank_id, "document_id": document_id, "facts": shown})
+        for document_id, others in sorted(removal.shared.items()):
+            mine = [f for f in removal.invalidate if f.document_id == document_id]
+            shared.append(
+                {
+                    "bank_id": bank_id,
+                    "document_id": document_id,
+                    "selected": sorted((_shown(bank_id, f) for f in mine), key=str),
+                    "others": sorted((_shown(bank_id, f) for f in others), key=str),
+                }
+            )
+        invalidations += [
+            {"bank_id": bank_id, "memory_id": f.id, "text": f.text}
+            for f in removal.invalidate
+            if f.document_id is None or invalidate
         ]
-        documents.append({"bank_id": bank_id, "document_id": document_id, "facts": sorted(facts, key=str)})
-    shown = [
-        {"bank_id": b, "id": m.get("id"), "text": m.get("text"), "type": m.get("type", m.get("fact_type"))}
-        for b, m in matched
-    ]
-    return ForgetPlan(matched=shown, documents=documents, invalidations=sorted(invalidations, key=str))
+    return ForgetPlan(
+        matched=[_shown(b, f) for b, f in selected],
+        documents=documents,
+        invalidations=sorted(invalidations, key=str),
+        shared=shared,
+        invalidate=invalidate,
+        more_matched=more,
+    )
 
 
 def forget_memories(
@@ -210,12 +293,14 @@ def forget_memories(
     subject: Subject,
     *,
     confirm: str | None,
-    memory_id: str | None = None,
+    memory_ids: Sequence[str] = (),
     query: str | None = None,
     limit: int = 5,
+    invalidate: bool = False,
 ) -> dict[str, Any]:
-    """Preview (``confirm`` ``None``) or carry out (``confirm`` = the preview's digest) a forget of memories."""
-    plan = plan_forget_memories(client, subject, memory_id=memory_id, query=query, limit=limit)
+    """Preview (``confirm`` ``None``) or carry out (``confirm`` = the preview's digest) a forget of memories; a memory
+    that was not selected is never removed (a plan that would need it is refused: :attr:`ForgetPlan.refusal`)."""
+    plan = plan_forget_memories(client, subject, memory_ids=memory_ids, query=query, limit=limit, invalidate=invalidate)
     if confirm is None:
         return {"preview": True, **plan.as_dict()}
     if confirm != plan.confirmation:
@@ -223,6 +308,8 @@ def forget_memories(
             "the confirmation does not match what would be deleted now (it changed since the preview, or the "
             "digest is wrong): run the preview again and confirm its digest (nothing was deleted)"
         )
+    if plan.refusal:
+        raise InvalidRequestError(plan.refusal)
     deleted = 0
     for doc in plan.documents:
         deleted += client.delete_document(doc["bank_id"], doc["document_id"]) or 0
@@ -231,4 +318,4 @@ def forget_memories(
     left = [d for d in plan.documents if client.document(d["bank_id"], d["document_id"]) is not None]
     if left:
         raise VerificationError(f"{len(left)} document(s) are still there after the delete: {left}")
-    return {"preview": False, **plan.as_dict(), "facts_deleted": deleted}
+    return {"preview": False, **plan.as_dict(), "facts_deleted": deleted, "invalidated": len(plan.invalidations)}

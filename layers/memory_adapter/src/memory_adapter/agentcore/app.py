@@ -7,12 +7,16 @@ bring answers oversized or malformed bodies and unverified callers exactly as th
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["UNAUTHORIZED", "BodyGuard", "error_response", "unauthorized_response"]
+__all__ = ["UNAUTHORIZED", "BodyGuard", "Gate", "error_response", "unauthorized_response"]
+
+#: Checks an ``/invocations`` request's raw headers before its body is read: the answer to send instead (the uniform
+#: 401), or ``None`` to go on. So an unauthenticated caller learns nothing from the body checks either.
+Gate = Callable[[list[tuple[str, str]]], Awaitable[ASGIApp | None]]
 
 UNAUTHORIZED = {"error": "unauthorized", "code": "unauthorized"}
 
@@ -31,17 +35,25 @@ class BodyGuard:
     """Reads an ``/invocations`` body up to ``max_bytes`` and checks it is JSON, before the SDK sees it.
 
     Without it an oversized body is buffered whole, and a deeply nested one makes the SDK's ``request.json()`` raise
-    ``RecursionError``, which it answers with a 500. Both get a 400 here instead.
+    ``RecursionError``, which it answers with a 500. Both get a 400 here instead, but only after ``gate`` (the
+    caller's identity, when given) let the request through: an unauthenticated oversized request gets the 401.
     """
 
-    def __init__(self, app: ASGIApp, *, max_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, *, max_bytes: int, gate: Gate | None = None) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.gate = gate
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope.get("path") != "/invocations" or scope.get("method") != "POST":
             await self.app(scope, receive, send)
             return
+        if self.gate is not None:
+            headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope.get("headers", [])]
+            refusal = await self.gate(headers)
+            if refusal is not None:
+                await refusal(scope, receive, send)
+                return
         body = bytearray()
         more = True
         while more:

@@ -165,8 +165,9 @@ class AgentCoreMemory:
     # -- the app ----------------------------------------------------------------------------------------------------
 
     def create_app(self, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, **app_kwargs: Any) -> BedrockAgentCoreApp:
-        """A ``BedrockAgentCoreApp`` with the reference agent's body guard (oversized or malformed JSON: 400), ``/ping``
-        busy while a retain is pending, and the adapter drained and closed at shutdown."""
+        """A ``BedrockAgentCoreApp`` with the reference agent's body guard (identity first: an unverified caller gets
+        the 401 whatever its body; then oversized or malformed JSON: 400), ``/ping`` busy while a retain is pending,
+        and the adapter drained and closed at shutdown."""
         from bedrock_agentcore.runtime import BedrockAgentCoreApp
         from starlette.middleware import Middleware
 
@@ -182,7 +183,18 @@ class AgentCoreMemory:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(asyncio.wrap_future(future), timeout=10)
 
-        middleware = [Middleware(BodyGuard, max_bytes=max_body_bytes), *app_kwargs.pop("middleware", [])]
+        from memory_adapter.agentcore.app import unauthorized_response
+
+        async def gate(headers: list[tuple[str, str]]) -> Any:
+            try:
+                await asyncio.to_thread(self.authenticator.authenticate, headers)
+            except AuthError as exc:
+                logger.warning("identity rejected", extra={"reason": exc.reason, "detail": exc.detail[:200]})
+                return unauthorized_response(bearer=self.settings.auth_mode is IdentitySource.JWT)
+            return None
+
+        guard = Middleware(BodyGuard, max_bytes=max_body_bytes, gate=gate)
+        middleware = [guard, *app_kwargs.pop("middleware", [])]
         app = BedrockAgentCoreApp(lifespan=lifespan, middleware=middleware, **app_kwargs)
         self.attach(app)
         return app
@@ -242,7 +254,7 @@ class AgentCoreMemory:
         unavailable = False
         if self.settings.auth_mode is IdentitySource.IAM:
             try:
-                caller = caller.with_credential(await asyncio.to_thread(self.agent_key.get))
+                caller = caller.with_agent_key(await asyncio.to_thread(self.agent_key.get))
             except KeyUnavailableError as exc:
                 logger.error("Hindsight key unavailable; answering without memory", extra={"detail": str(exc)})
                 unavailable = True

@@ -25,7 +25,13 @@ from typing import Any
 
 from memory_adapter.config import ENV_VARS as ADAPTER_ENV_VARS
 from memory_adapter.config import HindsightAgentCoreConfig, read_settings
-from memory_adapter.constants import HINDSIGHT_API_KEY_ENV, HINDSIGHT_API_TOKEN_ENV, HINDSIGHT_API_URL_ENV
+from memory_adapter.constants import (
+    CA_BUNDLE_ENV,
+    HINDSIGHT_API_KEY_ENV,
+    HINDSIGHT_API_KEY_SECRET_ARN_ENV,
+    HINDSIGHT_API_TOKEN_ENV,
+    HINDSIGHT_API_URL_ENV,
+)
 from memory_adapter.identity.settings import ENV_NAMING as JWT_ENV  # JWT_ + the field, seconds spelled out
 from memory_adapter.identity.settings import JwtSettings
 from memory_adapter.settings_reader import SettingsReader
@@ -38,6 +44,7 @@ __all__ = [
     "ENV_HINDSIGHT_API_KEY",
     "ENV_HINDSIGHT_API_KEY_SECRET_ARN",
     "ENV_HINDSIGHT_API_URL",
+    "ENV_HINDSIGHT_CA_BUNDLE",
     "ENV_JWT_ALGORITHMS",
     "ENV_JWT_ALLOWED_AUDIENCE",
     "ENV_JWT_ALLOWED_CLIENTS",
@@ -63,7 +70,8 @@ __all__ = [
 ENV_AGENT_NAME = "AGENT_NAME"
 ENV_HINDSIGHT_API_URL = HINDSIGHT_API_URL_ENV  # read by the memory adapter's settings
 ENV_HINDSIGHT_API_KEY = HINDSIGHT_API_KEY_ENV  # read by the memory adapter's settings
-ENV_HINDSIGHT_API_KEY_SECRET_ARN = "HINDSIGHT_API_KEY_SECRET_ARN"  # noqa: S105 - a variable name, not a secret
+ENV_HINDSIGHT_API_KEY_SECRET_ARN = HINDSIGHT_API_KEY_SECRET_ARN_ENV  # the replay function reads it too
+ENV_HINDSIGHT_CA_BUNDLE = CA_BUNDLE_ENV  # read by memory_adapter.tls (every HTTPS client of Hindsight)
 ENV_AUTH_MODE = "AUTH_MODE"
 ENV_JWT_DISCOVERY_URL = JWT_ENV.key("discovery_url")
 ENV_JWT_ISSUER = JWT_ENV.key("issuer")

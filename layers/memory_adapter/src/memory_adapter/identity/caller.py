@@ -21,7 +21,9 @@ class Caller:
 
     Build it with :meth:`of` (the bank id from :func:`~memory_adapter.identity.bank_ids.format_bank_id`), or directly
     with a ``bank_id`` from a custom bank resolver. ``credential`` (the caller's token, or an agent key) is never
-    printed and never compared.
+    printed and never compared. ``agent_key`` says the credential is the deployment's agent key (IAM mode), not the
+    caller's own token: a retain queued for the replay function then leaves it out (the function reads the key from
+    Secrets Manager itself), so no message in the queue or its dead letters holds it.
 
     Example:
         >>> caller = Caller.of(user=verified.user, agent="support", tenant=verified.tenant, credential=token)
@@ -34,6 +36,7 @@ class Caller:
     bank_id: str
     tenant: str | None = None
     credential: str | None = field(default=None, repr=False, compare=False)
+    agent_key: bool = field(default=False, compare=False)
 
     @classmethod
     def of(cls, *, user: str, agent: str, tenant: str | None = None, credential: str | None = None) -> Caller:
@@ -43,8 +46,12 @@ class Caller:
         return cls(user=user, agent=agent, bank_id=bank_id, tenant=tenant or None, credential=credential)
 
     def with_credential(self, credential: str | None) -> Caller:
-        """The same caller presenting ``credential``."""
-        return dataclasses.replace(self, credential=credential)
+        """The same caller presenting ``credential`` (its own token)."""
+        return dataclasses.replace(self, credential=credential, agent_key=False)
+
+    def with_agent_key(self, key: str | None) -> Caller:
+        """The same caller presenting the deployment's agent key (IAM mode; ``None``: no key configured)."""
+        return dataclasses.replace(self, credential=key, agent_key=key is not None)
 
     def __repr__(self) -> str:  # never print the raw user id (personal data) or the credential
         return (

@@ -4,6 +4,9 @@ Every side must accept exactly the same tokens, so every side uses this :class:`
 ``jwt.decode`` does what it does: the signature, ``iss``, ``aud``, ``exp``/``nbf``/``iat`` with the leeway, and the
 required claims. This module adds only what PyJWT does not do:
 
+* the time claims ``exp``, ``nbf`` and ``iat`` are JSON numbers (RFC 7519's NumericDate, finite), checked by
+  :func:`require_numeric_dates` after PyJWT's checks: PyJWT converts a string (``"1796157000"``) with ``int()`` and
+  accepts it, and a boolean is an ``int`` to Python;
 * before any parsing: a length limit and the compact-JWS shape; the header's ``alg`` in the asymmetric allowlist
   (so ``none`` and HMAC, and the "HS256 signed with the public key" confusion, can never verify) and equal to the
   algorithm of the key its ``kid`` names (keys come from :mod:`memory_adapter.identity.keys`);
@@ -24,6 +27,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 import re
 import time
 from collections.abc import Mapping
@@ -36,11 +40,13 @@ from memory_adapter.identity.errors import IdentityConfigError, RejectReason, To
 from memory_adapter.identity.keys import KeySource, SigningKeys
 from memory_adapter.identity.settings import JwtSettings
 
-__all__ = ["JwtVerifier", "VerifiedIdentity", "bearer_token"]
+__all__ = ["JwtVerifier", "VerifiedIdentity", "bearer_token", "require_numeric_dates"]
 
 _COMPACT_JWS = re.compile(r"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+")
 _MAX_IDENTITY_BYTES = 256
 _MAX_KID_CHARS = 256
+#: The registered claims whose value is a NumericDate (RFC 7519 section 4.1.4-4.1.6).
+_TIME_CLAIMS = ("exp", "nbf", "iat")
 #: What PyJWT's errors mean, most specific first (``InvalidSignatureError`` is a ``DecodeError``).
 _REASONS: tuple[tuple[type[jwt.PyJWTError], RejectReason], ...] = (
     (jwt.InvalidSignatureError, RejectReason.SIGNATURE),
@@ -210,6 +216,7 @@ class JwtVerifier:
             raise TokenRejected(reason, f"{type(exc).__name__}: {exc}"[:200]) from exc
         except (ValueError, TypeError) as exc:
             raise TokenRejected(RejectReason.MALFORMED, f"undecodable token: {type(exc).__name__}") from exc
+        require_numeric_dates(claims)
         return claims
 
     def _identity(self, claims: dict[str, Any], within_grace: bool) -> VerifiedIdentity:
@@ -253,6 +260,28 @@ class JwtVerifier:
         if identity.is_machine:  # memory is a user's: a client's own token opens no bank anywhere
             raise TokenRejected(RejectReason.MACHINE, "a client-credentials token names no user")
         return identity
+
+
+def require_numeric_dates(claims: Mapping[str, Any]) -> None:
+    """Raise :class:`TokenRejected` (``MALFORMED``) unless every present ``exp``, ``nbf`` and ``iat`` is a number.
+
+    RFC 7519 defines NumericDate as a JSON number. PyJWT checks these claims with ``int(value)``, so a correctly
+    signed token with ``"exp": "1796157000"`` (or ``true``) would pass; an integer too large for a float would pass
+    PyJWT and break every later use. Refusing them here keeps every verifier path (agent, extension, gateway, MCP
+    server) on the same rule.
+    """
+    for name in _TIME_CLAIMS:
+        if name in claims and not _is_numeric_date(claims[name]):
+            raise TokenRejected(RejectReason.MALFORMED, f"{name} is not a NumericDate (a JSON number)")
+
+
+def _is_numeric_date(value: Any) -> bool:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
 
 
 def _missing(claim: str, settings: JwtSettings) -> RejectReason:

@@ -11,6 +11,7 @@ Module              Job
 ``memory_tools``    :class:`MemoryTools`: the tools themselves; :class:`ToolResult`, :class:`ToolRunner`
 ``gateway_client``  :class:`GatewayTools`: the same tools through the AgentCore Gateway, with the caller's token
 ``matching``        which memories a ``forget`` description selects
+``forgetting``      what a forget selects and removes (the tool's and the operator's ``forget-memory``)
 ``errors``          :class:`ToolError` and its subclasses
 ==================  ========================================================================================
 

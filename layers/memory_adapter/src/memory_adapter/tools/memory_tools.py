@@ -33,16 +33,17 @@ import time
 import urllib.parse
 import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from memory_adapter.exceptions import HindsightRequestError, HindsightUnavailableError
 from memory_adapter.formatting import sanitize_text
 from memory_adapter.identity.caller import Caller
-from memory_adapter.kinds import KIND_METADATA_KEY, MemoryKind, kind_of, kind_tag
+from memory_adapter.kinds import KIND_METADATA_KEY, MemoryKind, kind_tag
 from memory_adapter.observability import short_hash
 from memory_adapter.tools.errors import ToolError, ToolInputError, ToolRefusedError, ToolUnavailableError
-from memory_adapter.tools.matching import matches, significant_words
+from memory_adapter.tools.forgetting import Fact, fact_from, plan_removal, select, usable
+from memory_adapter.tools.matching import significant_words
 from memory_adapter.tools.specs import FORGET, LIST_RECENT, RECALL, REFLECT, REMEMBER, parse_arguments
 from memory_adapter.transport import HttpResponse, Transport, bank_path
 
@@ -55,7 +56,6 @@ logger = logging.getLogger("memory_adapter.tools")
 
 TOOL_CONTEXT: Final = "memory-tool"
 _FORGET_REASON: Final = "forgotten at the user's request"
-_CURATABLE: Final = frozenset({"world", "experience"})
 _PENDING: Final = ("pending", "processing")
 _LIST_PAGE: Final = 200
 
@@ -101,26 +101,6 @@ class Forgotten:
     id: str
     text: str
     how: str
-
-
-@dataclass
-class _Fact:
-    id: str
-    text: str
-    type: str | None
-    document_id: str | None
-    mentioned_at: str | None = None
-    kind: str = MemoryKind.TURN.value
-    sources: list[str] = field(default_factory=list)
-
-    def public(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "text": sanitize_text(self.text),
-            "type": self.type,
-            "kind": self.kind,
-            "mentioned_at": self.mentioned_at,
-        }
 
 
 class MemoryTools:
@@ -248,7 +228,7 @@ class MemoryTools:
             query: str = args["query"]
             if not significant_words(query):
                 raise ToolInputError("forget: say what to forget (the description has no significant word)")
-            chosen = [fact for fact in self._search(caller, query) if matches(query, fact.text)]
+            chosen = select(query, self._search(caller, query))
         forgotten = self._remove(caller, chosen)
         data: dict[str, Any] = {
             "forgotten": [{"id": f.id, "text": sanitize_text(f.text), "how": f.how} for f in forgotten]
@@ -272,37 +252,28 @@ class MemoryTools:
                 return pending
             self._sleep(0.25)
 
-    def _remove(self, caller: Caller, chosen: Sequence[_Fact]) -> list[Forgotten]:
-        """Delete the documents every remaining fact of which is chosen; invalidate the other chosen facts."""
-        facts: dict[str, _Fact] = {}
-        for fact in chosen:
-            if fact.type in _CURATABLE:
-                facts[fact.id] = fact
-            for source in fact.sources:  # an observation: forget what it was derived from
-                found = self._get(caller, source)
-                if found is not None and found.type in _CURATABLE:
-                    facts[found.id] = found
-        by_document: dict[str | None, list[_Fact]] = {}
-        for fact in facts.values():
-            by_document.setdefault(fact.document_id, []).append(fact)
+    def _remove(self, caller: Caller, chosen: Sequence[Fact]) -> list[Forgotten]:
+        """Remove ``chosen`` as :func:`~memory_adapter.tools.forgetting.plan_removal` plans: delete the documents
+        every remaining fact of which is chosen, invalidate the other chosen facts."""
+        plan = plan_removal(
+            chosen,
+            lookup=lambda memory_id: self._get(caller, memory_id),
+            live_facts=lambda document_id: self._list(caller, {"document_id": document_id, "limit": _LIST_PAGE}),
+        )
         forgotten: list[Forgotten] = []
-        for document_id, group in by_document.items():
-            if document_id is not None:
-                remaining = {fact.id for fact in self._list(caller, {"document_id": document_id, "limit": _LIST_PAGE})}
-                if remaining <= {fact.id for fact in group}:
-                    path = "/documents/" + urllib.parse.quote(document_id, safe="")
-                    if self._send(caller, "DELETE", path, None, missing_ok=True) is not None:
-                        forgotten += [Forgotten(fact.id, fact.text, "deleted") for fact in group]
-                    continue
-            for fact in group:
-                body = {"state": "invalidated", "reason": _FORGET_REASON}
-                if self._send(caller, "PATCH", f"/memories/{fact.id}", body, missing_ok=True) is not None:
-                    forgotten.append(Forgotten(fact.id, fact.text, "invalidated"))
+        for document_id, group in plan.delete.items():
+            path = "/documents/" + urllib.parse.quote(document_id, safe="")
+            if self._send(caller, "DELETE", path, None, missing_ok=True) is not None:
+                forgotten += [Forgotten(fact.id, fact.text, "deleted") for fact in group]
+        for fact in plan.invalidate:
+            body = {"state": "invalidated", "reason": _FORGET_REASON}
+            if self._send(caller, "PATCH", f"/memories/{fact.id}", body, missing_ok=True) is not None:
+                forgotten.append(Forgotten(fact.id, fact.text, "invalidated"))
         return forgotten
 
     # -- reading ---------------------------------------------------------------------------------------------------
 
-    def _search(self, caller: Caller, query: str) -> list[_Fact]:
+    def _search(self, caller: Caller, query: str) -> list[Fact]:
         body = {
             "query": query,
             "budget": self._budget,
@@ -312,19 +283,19 @@ class MemoryTools:
         }
         response = self._send(caller, "POST", "/memories/recall", body, missing_ok=True)
         results = response.body.get("results") if response and isinstance(response.body, dict) else None
-        return [_fact(r) for r in results or () if isinstance(r, dict) and _usable(r)]
+        return [fact_from(r) for r in results or () if isinstance(r, dict) and usable(r)]
 
-    def _list(self, caller: Caller, params: Mapping[str, Any]) -> list[_Fact]:
+    def _list(self, caller: Caller, params: Mapping[str, Any]) -> list[Fact]:
         query = urllib.parse.urlencode(params, doseq=True)
         response = self._send(caller, "GET", f"/memories/list?{query}", None, missing_ok=True)
         items = response.body.get("items") if response and isinstance(response.body, dict) else None
-        return [_fact(item) for item in items or () if isinstance(item, dict) and _usable(item)]
+        return [fact_from(item) for item in items or () if isinstance(item, dict) and usable(item)]
 
-    def _get(self, caller: Caller, memory_id: str) -> _Fact | None:
+    def _get(self, caller: Caller, memory_id: str) -> Fact | None:
         response = self._send(caller, "GET", f"/memories/{memory_id}", None, missing_ok=True)
-        if response is None or not isinstance(response.body, dict) or not _usable(response.body):
+        if response is None or not isinstance(response.body, dict) or not usable(response.body):
             return None
-        return _fact(response.body)
+        return fact_from(response.body)
 
     def _send(
         self, caller: Caller, method: str, suffix: str, body: Any, *, missing_ok: bool = False
@@ -345,29 +316,6 @@ class MemoryTools:
                 return None
             raise ToolInputError(f"the memory server could not do that (HTTP {exc.status})") from exc
         return response
-
-
-def _usable(raw: Mapping[str, Any]) -> bool:
-    return isinstance(raw.get("id"), str) and isinstance(raw.get("text"), str)
-
-
-def _fact(raw: Mapping[str, Any]) -> _Fact:
-    def text(key: str) -> str | None:
-        value = raw.get(key)
-        return value if isinstance(value, str) and value else None
-
-    tags = raw.get("tags")
-    metadata = raw.get("metadata")
-    sources = raw.get("source_fact_ids") or raw.get("source_memory_ids") or []
-    return _Fact(
-        id=raw["id"],
-        text=raw["text"],
-        type=text("type") or text("fact_type"),
-        document_id=text("document_id"),
-        mentioned_at=text("mentioned_at"),
-        kind=kind_of(tags if isinstance(tags, list) else None, metadata if isinstance(metadata, dict) else None).value,
-        sources=[s for s in sources if isinstance(s, str)] if isinstance(sources, list) else [],
-    )
 
 
 def _forget_text(forgotten: Sequence[Forgotten], pending: int, args: Mapping[str, Any]) -> str:

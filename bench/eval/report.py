@@ -1,0 +1,153 @@
+"""The eval's tables (markdown) and chart (matplotlib, when installed: it lives in ``.venv-bench``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from bench.eval.data import CATEGORIES
+
+__all__ = ["chart", "markdown"]
+
+_LABELS = {
+    "ours": "ours: injected block (`recall_for_turn`)",
+    "ours+wm": "ours, query with working memory",
+    "raw": "raw client recall",
+    "fused": "Hindsight fused list (RRF)",
+    "arm:semantic": "arm: semantic",
+    "arm:bm25": "arm: keyword (BM25)",
+    "arm:graph": "arm: graph",
+    "arm:temporal": "arm: temporal",
+    "rag": "naive vector RAG (MiniLM, raw turns)",
+    "bm25": "BM25 (raw turns)",
+    "prior": "prior art 0.1.3 `before_turn`",
+}
+_GROUPS = ["all", *CATEGORIES.values()]
+
+
+def _f(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.2f}" if value < 10 else f"{value:,.0f}"
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def _pair(row: dict[str, Any], first: str, second: str) -> str:
+    return f"{_f(row.get(first))} / {_f(row.get(second))}" if row else ""
+
+
+def _summary(results: dict[str, Any]) -> str:
+    data = results["data"]
+    return (
+        f"Data: {data['name']}, {data['conversations']} conversations, {data['turns']} turns, {data['questions']} "
+        f"questions (categories 1-4); evidence corrected for {data['corrected_questions']} questions, "
+        f"{data['dropped_evidence_ids']} evidence ids dropped, {data['questions_without_evidence']} questions "
+        f"without usable evidence left out. Adapter: {results['adapter_settings']}; variants: "
+        f"{results.get('variants') or 'none'}. Run: {results.get('wall_s')} s, load average at the end "
+        f"{results.get('load_average_end')}."
+    )
+
+
+def _systems_table(scores: dict[str, Any]) -> list[str]:
+    first = next(iter(scores.values()))
+    groups = [f"{g} (n={first.get(g, {}).get('n', 0)}) r@10 / h@10" for g in _GROUPS]
+    lines = [
+        "| System | " + " | ".join(groups) + " | r@5 | r@25 | tokens mean / max | p50 / p99 ms |",
+        "|---" * (len(_GROUPS) + 5) + "|",
+    ]
+    for name in [*(n for n in _LABELS if n in scores), *sorted(n for n in scores if n not in _LABELS)]:
+        rows = scores[name]
+        every = rows["all"]
+        cells = [_pair(rows.get(g, {}), "recall@10", "hit@10") for g in _GROUPS]
+        cells += [_f(every.get("recall@5")), _f(every.get("recall@25"))]
+        cells += [_pair(every, "tokens_mean", "tokens_max") if "tokens_mean" in every else ""]
+        cells += [_pair(every, "latency_p50_ms", "latency_p99_ms") if "latency_p50_ms" in every else ""]
+        lines.append(f"| {_LABELS.get(name, name)} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _equal_tokens(results: dict[str, Any]) -> list[str]:
+    ours = results["scores"].get("ours", {})
+    equal = results.get("rag_at_our_tokens") or {}
+    if not ours or not equal:
+        return []
+    budget = results["adapter_settings"]["recall_max_tokens"]
+    every = ours["all"]
+    return [
+        "",
+        "The whole injected block against naive RAG given the same tokens per question (evidence recall / hit):",
+        "",
+        "| | " + " | ".join(_GROUPS) + " |",
+        "|---" * (len(_GROUPS) + 1) + "|",
+        "| ours, whole block | "
+        + " | ".join(_pair(ours.get(g, {}), "block_recall", "block_hit") for g in _GROUPS)
+        + " |",
+        "| naive RAG, same tokens | " + " | ".join(_pair(equal.get(g, {}), "recall", "hit") for g in _GROUPS) + " |",
+        "",
+        f"Our block: {_f(every.get('memories'))} memories and {_f(every.get('tokens_mean'))} tokens on average "
+        f"(o200k), at most {_f(every.get('tokens_max'))}, for `recall_max_tokens` {budget}.",
+    ]
+
+
+def _ingest(results: dict[str, Any]) -> list[str]:
+    rows = results.get("ingest") or []
+    if not rows:
+        return []
+    lines = [
+        "",
+        "| Ingest | turns | wall s | ms per turn | server CPU ms per turn | turn's own time sent |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        cells = [row["conversation"], row["turns"], row["wall_s"], row["ms_per_turn"], row["server_cpu_ms_per_turn"]]
+        lines.append("| " + " | ".join(_f(c) for c in [*cells, row["turn_time_sent"]]) + " |")
+    return lines
+
+
+def markdown(results: dict[str, Any]) -> str:
+    """The tables of one run (aggregates only)."""
+    lines = [_summary(results), "", *_systems_table(results["scores"]), *_equal_tokens(results)]
+    share = results.get("temporal_arm_share")
+    if share is not None:
+        lines.append(f"The temporal arm ran (a date window was read from the question) for {share:.0%} of questions.")
+    lines += _ingest(results)
+    ours = results["scores"].get("ours", {})
+    if results.get("judge") and "judge_accuracy" in ours.get("all", {}):
+        accuracy = ", ".join(f"{g} {_f(ours[g].get('judge_accuracy'))}" for g in _GROUPS if g in ours)
+        lines += [
+            "",
+            f"Answers from our block, judged by {results['judge']} (LoCoMo's LLM-judge protocol): {accuracy}.",
+        ]
+    return "\n".join(lines) + "\n"
+
+
+def chart(results: dict[str, Any], path: Path) -> bool:
+    """Recall@10 per category for each system, one bar group per category; False when matplotlib is missing."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ModuleNotFoundError:
+        return False
+    scores = results["scores"]
+    shown = ("ours", "fused", "arm:semantic", "arm:bm25", "arm:graph", "rag", "bm25", "prior")
+    names = [n for n in shown if n in scores] + sorted(n for n in scores if n.startswith("ours@"))
+    fig, ax = plt.subplots(figsize=(10, 4.2))
+    width = 0.8 / max(len(names), 1)
+    for i, name in enumerate(names):
+        values = [scores[name].get(g, {}).get("recall@10") or 0.0 for g in _GROUPS]
+        ax.bar([x + i * width for x in range(len(_GROUPS))], values, width, label=_LABELS.get(name, name))
+    ax.set_xticks([x + width * (len(names) - 1) / 2 for x in range(len(_GROUPS))], _GROUPS)
+    ax.set_ylabel("evidence recall@10")
+    ax.set_ylim(0, 1)
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
+    ax.set_title(f"{results['data']['name']}: {results['data']['questions']} questions", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True

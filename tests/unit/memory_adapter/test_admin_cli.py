@@ -1,0 +1,88 @@
+"""The admin CLI's bad-input paths: every error is one line on stderr saying what to do, exit code 2, no traceback;
+the connection options are accepted after the action too. No server needed (a closed port stands in for a down one).
+"""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+
+from memory_adapter.admin.cli import main
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    try:
+        code = main(list(argv))
+    except SystemExit as exc:  # argparse's usage errors
+        code = int(exc.code or 0)
+    err = capsys.readouterr().err
+    return code, err
+
+
+def _one_line(err: str) -> str:
+    lines = [line for line in err.splitlines() if line.strip() and not line.startswith("{")]  # audit lines are JSON
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    assert lines[0].startswith("error: ")
+    return lines[0]
+
+
+@pytest.fixture
+def key_file(tmp_path: Path) -> Path:
+    path = tmp_path / "operator-key"
+    path.write_text("k")
+    return path
+
+
+@pytest.mark.parametrize("retention", ['{"turn": 0}', '{"turn": ', "[1]"])
+def test_a_bad_retention_is_one_line_naming_the_option(capsys: pytest.CaptureFixture[str], retention: str) -> None:
+    code, err = _run(capsys, "--local", "expire", "--dry-run", "--retention", retention)
+    assert code == 2
+    assert _one_line(err).startswith("error: --retention: ")
+
+
+def test_local_is_accepted_after_the_action(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # GIVEN --local and --operator-key-file after the action: the run reaches the key check (so both were read)
+    missing = tmp_path / "no-key"
+    code, err = _run(capsys, "banks", "--user", "u", "--local", "--operator-key-file", str(missing))
+    assert code == 2
+    assert str(missing) in _one_line(err)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],
+        ["bogus"],
+        ["--local", "forget-memory", "--user", "u"],
+        ["forget-memory", "--local", "--user", "u", "--query", "x", "--limit", "abc"],
+        ["--local", "forget-memory", "--function-url", "https://x", "--user", "u", "--query", "dog"],
+        ["banks", "--user", "u"],
+    ],
+)
+def test_usage_errors_are_one_line_exit_2(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, argv: list[str]
+) -> None:
+    monkeypatch.delenv("MEMORY_ADMIN_URL", raising=False)
+    code, err = _run(capsys, *argv)
+    assert code == 2
+    _one_line(err)
+
+
+def test_a_down_hindsight_and_a_bad_limit_are_one_line(capsys: pytest.CaptureFixture[str], key_file: Path) -> None:
+    url = f"http://127.0.0.1:{_closed_port()}"
+    base = ["forget-memory", "--local", "--url", url, "--operator-key-file", str(key_file), "--user", "u"]
+    code, err = _run(capsys, *base, "--query", "my dog")
+    assert code == 2
+    assert "make hindsight-start" in _one_line(err)
+    code, err = _run(capsys, *base, "--query", "my dog", "--limit", "0")
+    assert code == 2
+    assert "limit" in _one_line(err)
