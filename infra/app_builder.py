@@ -92,6 +92,7 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
         foundation=foundation,
         database=data.database,
         identity=identity.identity if identity else None,
+        eks=config.eks,
         parameter_prefix=config.parameter_prefix,
         env=env,
     )
@@ -137,7 +138,10 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
         )
         gateway.add_stack_dependency(agent, "deploys after the agent, which finds it by its URL parameter at run time")
     other_alarms = [data.backup_plan.failed_alarm, memory.memory.load_balancing.unhealthy_alarm]
-    other_alarms.append(memory.memory.redeploy.failing_alarm)
+    if memory.memory.redeploy is not None:
+        other_alarms.append(memory.memory.redeploy.failing_alarm)
+    if memory.memory.eks is not None:
+        other_alarms.append(memory.memory.eks.restart_failing_alarm)
     if identity is not None:
         other_alarms.append(identity.identity.mirror_alarm)
     if gateway is not None:

@@ -61,7 +61,8 @@ def acknowledge_findings(stacks: Stacks, config: AppConfig) -> None:
     # -- deploy-safety (issue 21) --
     for stack in stacks.all():
         _service_log_groups(stack)
-    _maintenance_policy(stacks)
+    if stacks.memory.memory.eks is None:  # the maintenance policy is ECS run-task's; EKS has a service account
+        _maintenance_policy(stacks)
 
 
 def _inline_policies(stack: Stack) -> None:
@@ -164,6 +165,55 @@ def _data(stacks: Stacks, config: AppConfig) -> None:
     )
 
 
+# --- EKS (issue 25) -------------------------------------------------------------------------------------------------
+#: The id suffix of the nested stack CDK creates for an imported cluster's kubectl function.
+KUBECTL_PROVIDER_SUFFIX = "-KubectlProvider"
+_VPC_ACCESS_POLICY = (
+    "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole]"
+)
+
+
+def _memory_on_eks(stack: Stack) -> None:
+    """CDK's kubectl provider (a nested stack of the memory service's): its handler applies the manifests at deploy
+    time with the kubectl role; the provider framework fronts it. Both run inside the VPC."""
+    (provider,) = [c for c in stack.node.children if c.node.id.endswith(KUBECTL_PROVIDER_SUFFIX)]
+    handler = provider.node.find_child("Handler")
+    framework = provider.node.find_child("Provider").node.find_child("framework-onEvent")
+    for function in (handler, framework):
+        _lambda_common(function, "invoked only by CloudFormation (the kubectl custom resource) at deploy time")
+        _ack(
+            function.node.find_child("ServiceRole"),
+            _VPC_ACCESS_POLICY,
+            "the AWS-managed policy a Lambda function in a VPC needs to manage its network interfaces",
+        )
+    handler_role = handler.node.find_child("ServiceRole")
+    _ack(
+        handler_role,
+        "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/AmazonEC2ContainerRegistryPullOnly]",
+        "CDK's kubectl handler: image pulls for a kubectl image (none here: it runs from its layer)",
+    )
+    _ack(
+        handler_role,
+        'AwsSolutions-IAM4[Policy::{"Fn::If":["HandlerHasEcrPublic195AF58A",{"Fn::Join":["",["arn:",{"Ref":'
+        '"AWS::Partition"},":iam::aws:policy/AmazonElasticContainerRegistryPublicReadOnly"]]},{"Ref":"AWS::NoValue"}]}]',
+        "CDK's kubectl handler, only in regions with ECR Public (helm charts from it); this stack installs none",
+    )
+    _ack(
+        handler,
+        "AwsSolutions-L1",
+        "CDK's kubectl handler pins the Python runtime its layer (kubectl, helm, the AWS CLI) is built for",
+    )
+    handler_id = stack.resolve(Stack.of(handler).get_logical_id(handler.node.default_child))  # type: ignore[arg-type]
+    _ack(
+        framework.node.find_child("ServiceRole"),
+        f"AwsSolutions-IAM5[Resource::<{handler_id}.Arn>:*]",
+        "the provider framework may invoke any version of the one kubectl handler it fronts",
+    )
+
+
+# --- end EKS -------------------------------------------------------------------------------------------------------
+
+
 def _identity(stacks: Stacks) -> None:
     assert stacks.identity is not None
     identity = stacks.identity.identity
@@ -213,7 +263,12 @@ def _lambda_common(function: IConstruct, invoked: str) -> None:
 def _memory(stacks: Stacks, config: AppConfig) -> None:
     memory = stacks.memory.memory
     stack = stacks.memory
-    for task in [memory.api_task, memory.maintenance_task, *(s.task_definition for s in memory.worker_services)]:
+    tasks = (
+        []
+        if memory.eks is not None  # pods, not tasks: _memory_on_eks
+        else [memory.api_task, memory.maintenance_task, *(s.task_definition for s in memory.worker_services)]
+    )
+    for task in tasks:
         _ack(
             task,
             "AwsSolutions-ECS2",
@@ -297,10 +352,20 @@ def _memory(stacks: Stacks, config: AppConfig) -> None:
         "90-day access logs; replicate centrally if your log archive requires it",
     )
     _ack(logs_bucket, "NIST.800.53.R5-S3DefaultEncryptionKMS", "load balancer access logs support SSE-S3 only")
-    _lambda_outside_vpc(
-        memory.redeploy.function,
-        "it calls only the ECS API (no data path); keeping it out of the VPC avoids an ECS endpoint per AZ",
-    )
+    if memory.eks is not None:
+        _memory_on_eks(stack)
+        restart = memory.eks.restart_function
+        _lambda_common(restart, "invoked by EventBridge with retries")
+        _ack(
+            restart.role or restart,
+            _VPC_ACCESS_POLICY,
+            "the AWS-managed policy a Lambda function in a VPC needs to manage its network interfaces",
+        )
+    if memory.redeploy is not None:
+        _lambda_outside_vpc(
+            memory.redeploy.function,
+            "it calls only the ECS API (no data path); keeping it out of the VPC avoids an ECS endpoint per AZ",
+        )
     mirror = memory.mirror
     if mirror is not None:
         for child in stack.node.children:

@@ -10,6 +10,8 @@ from constructs import Construct
 
 BEDROCK_INVOKE_ACTIONS = ("bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream")
 ECS_REDEPLOY_ACTIONS = ("ecs:UpdateService", "ecs:DescribeServices")
+#: The EKS pods' restart function: the cluster's endpoint and CA (the restart itself is a Kubernetes API call).
+EKS_DESCRIBE_ACTIONS = ("eks:DescribeCluster",)
 #: An operator's run of the maintenance task (MemoryService.maintenance_policy), and following it.
 MAINTENANCE_RUN_ACTIONS = ("ecs:RunTask",)
 MAINTENANCE_FOLLOW_ACTIONS = ("ecs:DescribeTasks", "ecs:StopTask")

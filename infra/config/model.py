@@ -32,6 +32,7 @@ ENDPOINT_NAMES = (
     "Sqs",
     "CognitoIdp",
     "AgentCoreGateway",
+    "Eks",  # hindsight.platform=eks only (the kubectl and restart functions' describe-cluster)
 )
 #: The retention periods CloudWatch Logs accepts, in days.
 LOG_RETENTION_DAYS = frozenset(
@@ -74,6 +75,43 @@ class DatabaseEngine(StrEnum):
 
     POSTGRES = "postgres"  # RDS for PostgreSQL instance
     AURORA_SERVERLESS = "aurora-serverless"  # Aurora PostgreSQL Serverless v2, for larger fleets
+
+
+# --- EKS (issue 25) -------------------------------------------------------------------------------------------------
+class Platform(StrEnum):
+    """Where Hindsight's containers run."""
+
+    ECS = "ecs"  # ECS Fargate, a cluster of this stack (the default)
+    EKS = "eks"  # the customer's existing EKS cluster (the ``eks`` section), manifests applied by this stack
+
+
+#: The Kubernetes minor versions the manifests are validated against (tests/infra/test_eks.py, kubernetes-validate)
+#: and the kubectl layer (1.34, which supports its own minor version +/- 1) may talk to.
+SUPPORTED_KUBERNETES_VERSIONS = ("1.33", "1.34", "1.35")
+
+
+@dataclass(frozen=True)
+class EksConfig:
+    """The customer's EKS cluster Hindsight runs on with ``hindsight.platform=eks`` (the stack does not create it).
+
+    ``kubectl_role_arn``: a role with cluster-admin access (an access entry with ``AmazonEKSClusterAdminPolicy``,
+    or ``system:masters``) that CloudFormation's kubectl function assumes to apply the manifests. The pods' AWS
+    role comes either from IRSA (``oidc_provider_arn``, the cluster's IAM OIDC provider) or from EKS Pod Identity
+    (``pod_identity``). ``cluster_security_group_id`` is the security group EKS created for the cluster (its
+    control plane and managed nodes): the kubectl and restart functions reach the API through it, and the pods'
+    own group (security groups for pods) admits the kubelet's probes and reaches CoreDNS through it.
+    """
+
+    cluster_name: str | None
+    kubernetes_version: str | None
+    kubectl_role_arn: str | None
+    oidc_provider_arn: str | None
+    pod_identity: bool
+    namespace: str
+    cluster_security_group_id: str | None
+
+
+# --- end EKS -------------------------------------------------------------------------------------------------------
 
 
 class DataRemoval(StrEnum):
@@ -161,7 +199,7 @@ class RetainQueueConfig:
 
 @dataclass(frozen=True)
 class HindsightConfig:
-    """The Hindsight memory service on ECS Fargate."""
+    """The Hindsight memory service on ECS Fargate, or on an existing EKS cluster (``platform``)."""
 
     image_repository: str
     image_tag: str
@@ -197,6 +235,8 @@ class HindsightConfig:
     log_retention_days: int
     database_schema: str
     maintenance_embeddings_model: str | None
+    #: ECS Fargate (default) or the customer's EKS cluster (the ``eks`` section); issue 25.
+    platform: Platform = Platform.ECS
 
 
 @dataclass(frozen=True)
@@ -304,6 +344,7 @@ class AppConfig:
     alarms: AlarmsConfig
     retention: RetentionConfig
     operations: OperationsConfig
+    eks: EksConfig
 
     @property
     def gateway_enabled(self) -> bool:

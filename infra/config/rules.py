@@ -21,11 +21,13 @@ from infra.agentcore_zones import supported_az_ids
 from infra.config.model import (
     ENDPOINT_NAMES,
     LOG_RETENTION_DAYS,
+    SUPPORTED_KUBERNETES_VERSIONS,
     AgentConfig,
     AlarmsConfig,
     AuthConfig,
     AuthMode,
     DatabaseConfig,
+    EksConfig,
     GatewayConfig,
     HindsightConfig,
     ImageSource,
@@ -33,6 +35,7 @@ from infra.config.model import (
     LlmProvider,
     NetworkConfig,
     OperationsConfig,
+    Platform,
     RetainQueueConfig,
     VpcMode,
 )
@@ -111,6 +114,9 @@ def problems(env_name: str, top: Mapping[str, Any] | None, sections: Mapping[str
         errors.extend(
             agent_gateway_problems(sections["agent"], sections["gateway"], auth.mode if auth is not None else None)
         )
+    hindsight, network = sections.get("hindsight"), sections.get("network")
+    if sections.get("eks") is not None and hindsight is not None:
+        errors.extend(eks_problems(sections["eks"], hindsight, network.mode if network is not None else None))
     return errors
 
 
@@ -417,6 +423,90 @@ def hindsight_problems(h: HindsightConfig) -> list[str]:
             "hindsight.llm_api_key_secret_arn is used only with llm_provider=openai",
         )
     return errors
+
+
+# --- EKS (issue 25) -------------------------------------------------------------------------------------------------
+_EKS_CLUSTER_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$")
+_IAM_ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]{1,512}$")
+_OIDC_PROVIDER_ARN = re.compile(
+    r"^arn:aws[a-z-]*:iam::\d{12}:oidc-provider/oidc\.eks\.[a-z0-9-]+\.amazonaws\.com/id/[0-9A-F]{8,64}$"
+)
+_SECURITY_GROUP_ID = re.compile(r"^sg-[0-9a-f]{8,17}$")
+_K8S_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+#: Namespaces Hindsight must not share: Kubernetes' and EKS's own.
+_RESERVED_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease", "amazon-cloudwatch"})
+
+
+def eks_problems(e: EksConfig, h: HindsightConfig, network_mode: VpcMode | None) -> list[str]:
+    """The ``eks`` section: required (and checked) with ``hindsight.platform=eks``, unused otherwise."""
+    errors: list[str] = []
+    if h.platform is not Platform.EKS:
+        given = [
+            name
+            for name in (
+                "cluster_name",
+                "kubernetes_version",
+                "kubectl_role_arn",
+                "oidc_provider_arn",
+                "cluster_security_group_id",
+            )
+            if getattr(e, name) is not None
+        ] + (["pod_identity"] if e.pod_identity else [])
+        _require(
+            errors,
+            not given,
+            f"eks.{', eks.'.join(given)}: used only with hindsight.platform=eks; unset them or set the platform",
+        )
+        return errors
+    _require(
+        errors,
+        network_mode is not VpcMode.CREATE,
+        "hindsight.platform=eks needs network.mode=import with the cluster's VPC (a created VPC holds no cluster)",
+    )
+    _require(
+        errors,
+        e.cluster_name is not None and bool(_EKS_CLUSTER_NAME.match(e.cluster_name)),
+        "eks.cluster_name must name your existing EKS cluster (required with hindsight.platform=eks)",
+    )
+    _require(
+        errors,
+        e.kubernetes_version in SUPPORTED_KUBERNETES_VERSIONS,
+        f"eks.kubernetes_version must be your cluster's version, one of {', '.join(SUPPORTED_KUBERNETES_VERSIONS)}"
+        f" (got {e.kubernetes_version}): upgrade the cluster or run Hindsight on ECS",
+    )
+    _require(
+        errors,
+        e.kubectl_role_arn is not None and bool(_IAM_ROLE_ARN.match(e.kubectl_role_arn)),
+        "eks.kubectl_role_arn must be the ARN of an IAM role with cluster-admin access to the cluster (an access "
+        "entry with AmazonEKSClusterAdminPolicy), which applies the manifests",
+    )
+    _require(
+        errors,
+        (e.oidc_provider_arn is None) == e.pod_identity,
+        "eks.oidc_provider_arn (IRSA) or eks.pod_identity=true (EKS Pod Identity): set exactly one, for the pods' "
+        "AWS role",
+    )
+    _require(
+        errors,
+        e.oidc_provider_arn is None or bool(_OIDC_PROVIDER_ARN.match(e.oidc_provider_arn)),
+        "eks.oidc_provider_arn must be the cluster's IAM OIDC provider ARN "
+        "(arn:aws:iam::<account>:oidc-provider/oidc.eks.<region>.amazonaws.com/id/<id>)",
+    )
+    _require(
+        errors,
+        bool(_K8S_NAME.match(e.namespace)) and e.namespace not in _RESERVED_NAMESPACES,
+        f"eks.namespace must be a namespace name of its own (lowercase, digits, -), not {e.namespace!r}",
+    )
+    _require(
+        errors,
+        e.cluster_security_group_id is not None and bool(_SECURITY_GROUP_ID.match(e.cluster_security_group_id)),
+        "eks.cluster_security_group_id must be the cluster security group EKS created (sg-...; aws eks "
+        "describe-cluster: resourcesVpcConfig.clusterSecurityGroupId)",
+    )
+    return errors
+
+
+# --- end EKS -------------------------------------------------------------------------------------------------------
 
 
 #: Largest ``hindsight.ca_bundle``: it travels in each client's environment, and a Lambda function's whole

@@ -29,6 +29,8 @@ from constructs import Construct
 from infra.config import DatabaseEngine
 from infra.constructs.agent_runtime import METRICS_NAMESPACE, agent_metric
 from infra.constructs.database import VectorDatabase
+from infra.constructs.eks_manifests import API_NAME, WORKER_NAME
+from infra.constructs.eks_workloads import HindsightOnEks
 from infra.constructs.memory_admin import MemoryAdmin
 from infra.constructs.memory_service import MemoryService
 from infra.constructs.retain_queue import RetainQueue
@@ -145,19 +147,24 @@ class SystemDashboard(Construct):
             ),
             *self._retain_queue_widgets(retain_queue, retain_replay),
         )
-        # The workers by their handed-off names: a lower hindsight.worker_count removes services this stack graphs.
-        workers = memory.worker_service_names_in(self)
-        cluster, api = memory.cluster.cluster_name, memory.api_service.service_name
-        self.dashboard.add_widgets(
-            self._graph("api_usage", self._usage(cluster, api, "API")),
-            self._graph("api_tasks", self._tasks(cluster, api, "API")),
-            self._graph(
-                "worker_usage", [m for i, s in enumerate(workers, 1) for m in self._usage(cluster, s, f"worker-{i}")]
-            ),
-            self._graph(
-                "worker_tasks", [m for i, s in enumerate(workers, 1) for m in self._tasks(cluster, s, f"worker-{i}")]
-            ),
-        )
+        if memory.eks is not None:
+            self.dashboard.add_widgets(*self._pod_graphs(memory.eks))
+        else:
+            # The workers by their handed-off names: a lower hindsight.worker_count removes services this stack graphs.
+            workers = memory.worker_service_names_in(self)
+            cluster, api = memory.cluster.cluster_name, memory.api_service.service_name
+            self.dashboard.add_widgets(
+                self._graph("api_usage", self._usage(cluster, api, "API")),
+                self._graph("api_tasks", self._tasks(cluster, api, "API")),
+                self._graph(
+                    "worker_usage",
+                    [m for i, s in enumerate(workers, 1) for m in self._usage(cluster, s, f"worker-{i}")],
+                ),
+                self._graph(
+                    "worker_tasks",
+                    [m for i, s in enumerate(workers, 1) for m in self._tasks(cluster, s, f"worker-{i}")],
+                ),
+            )
         lb = memory.load_balancing.load_balancer.metrics
         self.dashboard.add_widgets(
             self._graph(
@@ -303,6 +310,37 @@ class SystemDashboard(Construct):
             height=HEIGHT,
             left_y_axis=left_axis,
         )
+
+    def _pod_graphs(self, on_eks: HindsightOnEks) -> list[cloudwatch.GraphWidget]:
+        """The same four graphs on EKS, from Container Insights for EKS (the cluster's CloudWatch Observability
+        add-on): CPU and memory of the API and worker pods against their limits, and their running pods."""
+        ns = on_eks.namespace
+
+        def metric(name: str, dimensions: dict[str, str], label: str, statistic: str) -> cloudwatch.Metric:
+            return cloudwatch.Metric(
+                namespace=CONTAINER_INSIGHTS,
+                metric_name=name,
+                dimensions_map={"ClusterName": on_eks.cluster.cluster_name, "Namespace": ns, **dimensions},
+                period=PERIOD,
+                statistic=statistic,
+                label=label,
+            )
+
+        def usage(workload: str, label: str) -> list[cloudwatch.IMetric]:
+            return [
+                metric(f"pod_{what}_utilization_over_pod_limit", {"PodName": workload}, f"{label} {shown} %", "Average")
+                for what, shown in (("cpu", "CPU"), ("memory", "memory"))
+            ]
+
+        def pods(workload: str, label: str) -> list[cloudwatch.IMetric]:
+            return [metric("service_number_of_running_pods", {"Service": workload}, f"{label} running", "Maximum")]
+
+        return [
+            self._graph("api_usage", usage(API_NAME, "API")),
+            self._graph("api_tasks", pods(API_NAME, "API")),
+            self._graph("worker_usage", usage(WORKER_NAME, "workers")),
+            self._graph("worker_tasks", pods(WORKER_NAME, "workers")),
+        ]
 
     @staticmethod
     def _usage(cluster_name: str, service_name: str, label: str) -> list[cloudwatch.IMetric]:

@@ -12,6 +12,7 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_events as events
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_rds as rds
 from aws_cdk import aws_sam as sam
@@ -23,6 +24,7 @@ from infra.constructs.alerts import Alerts
 from infra.constructs.database_login import PASSWORD_EXCLUDED_CHARACTERS, DatabaseLogin, rotation_security_group
 from infra.constructs.network import Network
 from infra.constructs.rds_ca_bundle import RdsCaBundle
+from infra.constructs.secret_source import SecretSource
 from infra.constructs.service_log_group import ServiceLogGroup
 
 #: Pinned minor versions (pgvector 0.8 on both; cfn-lint flags deprecated ones).
@@ -244,7 +246,7 @@ class VectorDatabase(Construct):
 
     # -- for workloads ---------------------------------------------------------------------------------------------
 
-    def allow_from(self, scope: Construct, peer: ec2.SecurityGroup, *, description: str) -> None:
+    def allow_from(self, scope: Construct, peer: ec2.ISecurityGroup, *, description: str) -> None:
         """Let peer reach the database port; both rules are written in scope's stack (through an imported handle
         on the database's group)."""
         handle = ec2.SecurityGroup.from_security_group_id(
@@ -257,21 +259,29 @@ class VectorDatabase(Construct):
         return {ENV_DB_HOST: self.endpoint_address, ENV_DB_PORT: str(self.port), ENV_DB_NAME: self.database_name}
 
     def container_secrets(self, scope: Construct) -> dict[str, ecs.Secret]:
-        """Hindsight's login and the RDS CA bundle as ECS secrets (the execution role is granted read by ECS).
+        """Hindsight's login and the RDS CA bundle as ECS secrets (the execution role is granted read by ECS)."""
+        return {name: source.ecs_secret() for name, source in self.secret_sources(scope).items()}
+
+    def secret_sources(self, scope: Construct) -> dict[str, SecretSource]:
+        """Hindsight's login and the RDS CA bundle, by the variable each becomes.
 
         The login is referenced by ARN (a handle in scope), not by object: granting through the object would write
         the workload's roles into this stack's key policy; :meth:`grant_connect` grants the decrypt instead.
         """
         login = secretsmanager.Secret.from_secret_complete_arn(scope, "DatabaseSecret", self.login.secret.secret_arn)
         return {
-            ENV_DB_USERNAME: ecs.Secret.from_secrets_manager(login, "username"),
-            ENV_DB_PASSWORD: ecs.Secret.from_secrets_manager(login, "password"),
-            ENV_DB_CA_BUNDLE: ecs.Secret.from_ssm_parameter(self.ca_bundle.parameter),
+            ENV_DB_USERNAME: SecretSource(secret=login, field="username"),
+            ENV_DB_PASSWORD: SecretSource(secret=login, field="password"),
+            ENV_DB_CA_BUNDLE: SecretSource(parameter=self.ca_bundle.parameter),
         }
 
     def grant_connect(self, task: ecs.TaskDefinition) -> None:
         """Let task's execution role decrypt the login (with :meth:`container_secrets`, all a task needs)."""
-        self.key.grant_decrypt(task.obtain_execution_role())
+        self.grant_login_decrypt(task.obtain_execution_role())
+
+    def grant_login_decrypt(self, grantee: iam.IGrantable) -> None:
+        """Let grantee (a task's execution role, or a pod's role on EKS) decrypt the login."""
+        self.key.grant_decrypt(grantee)
 
     def metric(self, metric_name: str, **props: object) -> cloudwatch.Metric:
         """An ``AWS/RDS`` metric of this database: the instance's (RDS) or the cluster's (Aurora)."""

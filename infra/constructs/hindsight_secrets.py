@@ -18,6 +18,7 @@ from constructs import Construct
 
 from infra.config import AuthMode, HindsightConfig, LlmProvider
 from infra.constructs.part import Part
+from infra.constructs.secret_source import SecretSource
 from infra.isolation_env import ENV_AGENT_KEY, ENV_OPERATOR_KEY
 from infra.permissions import SECRET_READ_ACTIONS
 
@@ -61,16 +62,24 @@ class HindsightSecrets(Part):
 
     def credential_secrets(self) -> dict[str, ecs.Secret]:
         """The isolation extension's keys as container variables (ECS grants the execution role read)."""
-        secrets = {ENV_OPERATOR_KEY: ecs.Secret.from_secrets_manager(self.operator_key)}
+        return {name: source.ecs_secret() for name, source in self.credential_sources().items()}
+
+    def credential_sources(self) -> dict[str, SecretSource]:
+        """The isolation extension's keys, by the variable each becomes."""
+        sources = {ENV_OPERATOR_KEY: SecretSource(secret=self.operator_key)}
         if self.agent_key is not None:
-            secrets[ENV_AGENT_KEY] = ecs.Secret.from_secrets_manager(self.agent_key)
-        return secrets
+            sources[ENV_AGENT_KEY] = SecretSource(secret=self.agent_key)
+        return sources
 
     def llm_secrets(self) -> dict[str, ecs.Secret]:
         """The external LLM's key as a container variable (none with Bedrock)."""
+        return {name: source.ecs_secret() for name, source in self.llm_sources().items()}
+
+    def llm_sources(self) -> dict[str, SecretSource]:
+        """The external LLM's key, by its variable (none with Bedrock)."""
         if self.llm_api_key is None:
             return {}
-        return {ENV_LLM_API_KEY: ecs.Secret.from_secrets_manager(self.llm_api_key)}
+        return {ENV_LLM_API_KEY: SecretSource(secret=self.llm_api_key)}
 
     def grant_agent_key_read(self, grantee: iam.IGrantable) -> None:
         """Let grantee (the agent, in another stack) read the agent key, and only it.

@@ -163,6 +163,14 @@ def hindsight_environment(config: HindsightConfig, *, database: Mapping[str, str
     return env
 
 
+def extension_read_statement(extension: s3_assets.Asset) -> iam.PolicyStatement:
+    """Exactly what the install step reads: one object of the asset bucket (CDK's grant_read adds List* and
+    GetBucket* on the whole bootstrap bucket)."""
+    return iam.PolicyStatement(
+        actions=["s3:GetObject"], resources=[extension.bucket.arn_for_objects(extension.s3_object_key)]
+    )
+
+
 def bedrock_models(config: HindsightConfig) -> list[str]:
     """The Bedrock models Hindsight calls: the embeddings model, and the LLM when it is Bedrock's."""
     models = [config.embeddings_model.removeprefix("bedrock/")]
@@ -203,13 +211,7 @@ class HindsightTaskDefinition(ecs.FargateTaskDefinition):
         )
         self.add_volume(name="extension")
         self.add_volume(name="tmp")
-        # Exactly what the install step reads: one object of the asset bucket (CDK's grant_read adds List* and
-        # GetBucket* on the whole bootstrap bucket).
-        self.add_to_task_role_policy(
-            iam.PolicyStatement(
-                actions=["s3:GetObject"], resources=[extension.bucket.arn_for_objects(extension.s3_object_key)]
-            )
-        )
+        self.add_to_task_role_policy(extension_read_statement(extension))
         grant_bedrock_invoke(self, self.task_role, bedrock_models(config))
         logging = ecs.LogDrivers.aws_logs(stream_prefix=log_prefix, log_group=parts.log_group)
         prepare = self.add_container(

@@ -17,6 +17,7 @@ from infra.config import AuthConfig, AuthMode
 from infra.constructs.alerts import Alerts
 from infra.constructs.functions import FUNCTIONS_DIR, handler_sha256, python_function
 from infra.constructs.handoff import Handoff
+from infra.constructs.secret_source import SecretSource
 from infra.permissions import SSM_WRITE_ACTIONS
 from memory_adapter.identity.settings import ENV_NAMING
 
@@ -117,7 +118,11 @@ class Identity(Construct):
 
     def keys_container_secret(self) -> ecs.Secret:
         """The mirrored keys as an ECS secret (read once at task start; see :meth:`keys_change_pattern`)."""
-        return ecs.Secret.from_ssm_parameter(self.jwks_parameter)
+        return self.keys_source().ecs_secret()
+
+    def keys_source(self) -> SecretSource:
+        """The mirrored keys' parameter (read once at start, on either platform)."""
+        return SecretSource(parameter=self.jwks_parameter)
 
     def keys_change_pattern(self) -> events.EventPattern:
         """The event of the mirror having written new keys (tasks that read them at start must restart)."""

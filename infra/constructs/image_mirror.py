@@ -134,3 +134,19 @@ def hindsight_image(
         scope, "Mirror", source_repository=config.image_repository, image_tag=config.image_tag, digest=digest, key=key
     )
     return mirror.image, mirror
+
+
+def hindsight_image_uri(scope: Construct, config: HindsightConfig, *, key: kms.IKey) -> tuple[str, ImageMirror | None]:
+    """The image's URI for a Kubernetes pod (``hindsight.image_source``, as :func:`hindsight_image`), and the mirror
+    when this stack copies it (the nodes' role pulls it)."""
+    digest = config.image_digest
+    if config.image_source is ImageSource.REGISTRY:
+        return config.image_repository + (f"@{digest}" if digest else f":{config.image_tag}"), None
+    if config.image_source is ImageSource.ECR:
+        assert config.ecr_repository_arn is not None
+        repo = ecr.Repository.from_repository_arn(scope, "Repository", config.ecr_repository_arn)
+        return repo.repository_uri_for_tag_or_digest(digest or config.image_tag), None
+    mirror = ImageMirror(
+        scope, "Mirror", source_repository=config.image_repository, image_tag=config.image_tag, digest=digest, key=key
+    )
+    return f"{mirror.repository.repository_uri}@{mirror.digest}", mirror

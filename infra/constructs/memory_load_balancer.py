@@ -33,7 +33,8 @@ class MemoryLoadBalancer(Part):
 
     Args:
         security_group: The load balancer's group (owned by the service, whose rules name it).
-        api_service: The service whose tasks receive the traffic.
+        api_service: The service whose tasks receive the traffic; None on EKS, where a TargetGroupBinding registers
+            the API pods in ``target_group``.
     """
 
     def __init__(
@@ -44,7 +45,7 @@ class MemoryLoadBalancer(Part):
         config: HindsightConfig,
         network: Network,
         security_group: ec2.ISecurityGroup,
-        api_service: ecs.FargateService,
+        api_service: ecs.FargateService | None,
         alerts: Alerts,
     ) -> None:
         super().__init__(scope, construct_id)
@@ -80,21 +81,35 @@ class MemoryLoadBalancer(Part):
         )
         self.load_balancer.log_access_logs(self.access_logs, prefix="hindsight")
         listener = self._listener(config)
-        self.target_group = listener.add_targets(
-            "Api",
-            port=config.port,
-            protocol=elbv2.ApplicationProtocol.HTTP,
-            targets=[api_service],
-            deregistration_delay=Duration.seconds(30),
-            health_check=elbv2.HealthCheck(
-                path="/health",
-                healthy_http_codes="200",
-                interval=Duration.seconds(15),
-                timeout=Duration.seconds(5),
-                healthy_threshold_count=2,
-                unhealthy_threshold_count=3,
-            ),
+        health_check = elbv2.HealthCheck(
+            path="/health",
+            healthy_http_codes="200",
+            interval=Duration.seconds(15),
+            timeout=Duration.seconds(5),
+            healthy_threshold_count=2,
+            unhealthy_threshold_count=3,
         )
+        if api_service is not None:
+            self.target_group = listener.add_targets(
+                "Api",
+                port=config.port,
+                protocol=elbv2.ApplicationProtocol.HTTP,
+                targets=[api_service],
+                deregistration_delay=Duration.seconds(30),
+                health_check=health_check,
+            )
+        else:  # EKS: the pods' IPs are registered by the AWS Load Balancer Controller (a TargetGroupBinding)
+            self.target_group = elbv2.ApplicationTargetGroup(
+                self,
+                "Api",
+                vpc=network.vpc,
+                port=config.port,
+                protocol=elbv2.ApplicationProtocol.HTTP,
+                target_type=elbv2.TargetType.IP,
+                deregistration_delay=Duration.seconds(30),
+                health_check=health_check,
+            )
+            listener.add_target_groups("Api", target_groups=[self.target_group])
         self.unhealthy_alarm = alerts.watch(
             cloudwatch.Alarm(
                 self,

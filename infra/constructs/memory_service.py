@@ -28,9 +28,10 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
-from infra.config import AuthConfig, HindsightConfig
+from infra.config import AuthConfig, EksConfig, HindsightConfig, Platform
 from infra.constructs.alerts import Alerts
 from infra.constructs.database import VectorDatabase
+from infra.constructs.eks_workloads import HindsightOnEks
 from infra.constructs.handoff import Handoff
 from infra.constructs.hindsight_secrets import HindsightSecrets
 from infra.constructs.hindsight_task import (
@@ -43,7 +44,7 @@ from infra.constructs.hindsight_task import (
     hindsight_environment,
 )
 from infra.constructs.identity import Identity
-from infra.constructs.image_mirror import hindsight_image
+from infra.constructs.image_mirror import hindsight_image, hindsight_image_uri
 from infra.constructs.log_retention import retention
 from infra.constructs.memory_load_balancer import MemoryLoadBalancer
 from infra.constructs.network import Network
@@ -85,9 +86,26 @@ class MemoryService(Construct):
         logs_key: kms.IKey,
         alerts: Alerts,
         parameter_prefix: str,
+        eks_config: EksConfig | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self.config = config
+        if config.platform is Platform.EKS:
+            assert eks_config is not None
+            self._on_eks(
+                config=config,
+                auth=auth,
+                eks_config=eks_config,
+                network=network,
+                database=database,
+                identity=identity,
+                agent_name=agent_name,
+                logs_key=logs_key,
+                alerts=alerts,
+                parameter_prefix=parameter_prefix,
+            )
+            return
+        self.eks: HindsightOnEks | None = None
         self.secrets = HindsightSecrets(self, "Secrets", config=config, auth_mode=auth.mode)
         image, self.mirror = hindsight_image(self, config, key=self.secrets.key)
         extension = s3_assets.Asset(self, "IsolationExtension", path=str(config.extension_path))
@@ -189,13 +207,7 @@ class MemoryService(Construct):
         )
         #: The URL in this stack; later stacks read it with :meth:`url_in` (HTTPS on or off changes it).
         self.url = self.load_balancing.url
-        self._url = Handoff(
-            self,
-            "UrlHandoff",
-            parameter_name=f"{parameter_prefix}/memory/url",
-            value=self.url,
-            description="Hindsight's URL inside the VPC, for the later stacks",
-        )
+        self._url = self._url_handoff(parameter_prefix)
         # The worker services come and go with hindsight.worker_count: later stacks read their names by parameter.
         self._worker_names = [
             Handoff(
@@ -224,7 +236,8 @@ class MemoryService(Construct):
                     identity.keys_change_pattern(),
                 )
             )
-        self.redeploy = RedeployOnRotation(
+        self.maintenance_role: iam.IRole = self.maintenance_task.task_role
+        self.redeploy: RedeployOnRotation | None = RedeployOnRotation(
             self,
             "RedeployOnRotation",
             cluster=self.cluster,
@@ -232,6 +245,115 @@ class MemoryService(Construct):
             triggers=triggers,
             logs_key=logs_key,
             alerts=alerts,
+        )
+
+    def _on_eks(
+        self,
+        *,
+        config: HindsightConfig,
+        auth: AuthConfig,
+        eks_config: EksConfig,
+        network: Network,
+        database: VectorDatabase,
+        identity: Identity | None,
+        agent_name: str,
+        logs_key: kms.IKey,
+        alerts: Alerts,
+        parameter_prefix: str,
+    ) -> None:
+        """The same service on the customer's EKS cluster: the same secrets, image, environment, commands and load
+        balancer; pods instead of tasks (:class:`~infra.constructs.eks_workloads.HindsightOnEks`)."""
+        self.secrets = HindsightSecrets(self, "Secrets", config=config, auth_mode=auth.mode)
+        image, self.mirror = hindsight_image_uri(self, config, key=self.secrets.key)
+        extension = s3_assets.Asset(self, "IsolationExtension", path=str(config.extension_path))
+        self.security_group = network.workload_security_group(
+            self,
+            "SecurityGroup",
+            description="Hindsight pods: from the load balancer and the kubelet; to the database, DNS and endpoints",
+        )
+        database.allow_from(self, self.security_group, description="Hindsight pods to PostgreSQL")
+        sources = {**database.secret_sources(self), **self.secrets.credential_sources()}
+        if identity is not None:
+            sources[ENV_STATIC_JWKS] = identity.keys_source()
+        sources.update(self.secrets.llm_sources())
+        self.load_balancer_security_group = ec2.SecurityGroup(
+            self,
+            "LoadBalancerSecurityGroup",
+            vpc=network.vpc,
+            description="Hindsight internal load balancer: from the agent only",
+            allow_all_outbound=False,
+        )
+        self.load_balancing = MemoryLoadBalancer(
+            self,
+            "LoadBalancing",
+            config=config,
+            network=network,
+            security_group=self.load_balancer_security_group,
+            api_service=None,
+            alerts=alerts,
+        )
+        self.load_balancer_security_group.connections.allow_to(
+            self.security_group, ec2.Port.tcp(config.port), "Load balancer to the Hindsight API pods"
+        )
+        triggers = [
+            RestartTrigger(
+                "DatabaseSecretRotated",
+                "Secrets Manager rotated the Hindsight database secret",
+                database.login_rotation_pattern(),
+            )
+        ]
+        if identity is not None:
+            triggers.append(
+                RestartTrigger(
+                    "SigningKeysChanged",
+                    "The mirrored JWKS of the token issuer changed",
+                    identity.keys_change_pattern(),
+                )
+            )
+        self.eks = HindsightOnEks(
+            self,
+            "Eks",
+            config=config,
+            eks_config=eks_config,
+            network=network,
+            database=database,
+            image=image,
+            environment={
+                **hindsight_environment(config, database=database.container_environment()),
+                **isolation_environment(
+                    auth, identity, scope=self, agent_name=agent_name, expiry_grace_s=auth.retain_grace_seconds
+                ),
+            },
+            secrets=sources,
+            extension=extension,
+            extension_sha256=hashlib.sha256(config.extension_path.read_bytes()).hexdigest(),
+            security_group=self.security_group,
+            target_group_arn=self.load_balancing.target_group.target_group_arn,
+            api_command=API_COMMAND,
+            worker_command=WORKER_COMMAND,
+            restart_triggers=triggers,
+            logs_key=logs_key,
+            alerts=alerts,
+        )
+        if self.mirror is not None:
+            self.eks.manifest.node.add_dependency(self.mirror.lookup)
+        self.maintenance_role = self.eks.maintenance_role
+        self.url = self.load_balancing.url
+        self._url = self._url_handoff(parameter_prefix)
+        # One StatefulSet, not one service per worker: the dashboard graphs its pods (no names handed off).
+        self._worker_names = []
+        self.listener_port = self.load_balancing.listener_port
+        self.connections = self.load_balancing.load_balancer.connections
+        self.redeploy = None
+
+    def _url_handoff(self, parameter_prefix: str) -> Handoff:
+        """Publish :attr:`url` for the later stacks (ECS and EKS alike; they read it with :meth:`url_in`)."""
+        return Handoff(
+            self,
+            "UrlHandoff",
+            parameter_name=f"{parameter_prefix}/memory/url",
+            value=self.url,
+            description="Hindsight's URL inside the VPC, for the later stacks",
         )
 
     def _maintenance_policy(self) -> iam.ManagedPolicy:

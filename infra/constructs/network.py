@@ -36,6 +36,8 @@ UNAUTHENTICATED_ENDPOINTS = frozenset({"CognitoIdp"})
 #: gateway's callers present bearer tokens, which an endpoint policy cannot filter (it sees IAM principals only).
 ON_DEMAND_ENDPOINTS: dict[str, ec2.InterfaceVpcEndpointAwsService] = {
     "AgentCoreGateway": ec2.InterfaceVpcEndpointAwsService.BEDROCK_AGENTCORE_GATEWAY,
+    # hindsight.platform=eks: the kubectl function's describe-cluster (its kubeconfig).
+    "Eks": ec2.InterfaceVpcEndpointAwsService.EKS,
 }
 
 

@@ -74,7 +74,7 @@ class OperationsStack(PartAwareStack):
             backup_retention_days=config.logical_backup_retention_days,
             removal_policy=removal_policy(removal, snapshots=False),
         )
-        self.bucket.grant_read(memory.maintenance_task.task_role)
+        self.bucket.grant_read(memory.maintenance_role)
         self.admin = MemoryAdmin(
             self,
             "MemoryAdmin",

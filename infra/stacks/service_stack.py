@@ -7,8 +7,9 @@ from typing import Any
 from aws_cdk import CfnOutput
 from constructs import Construct
 
-from infra.config import AuthConfig, HindsightConfig
+from infra.config import AuthConfig, EksConfig, HindsightConfig
 from infra.constructs.database import VectorDatabase
+from infra.constructs.eks_workloads import HindsightOnEks
 from infra.constructs.identity import Identity
 from infra.constructs.memory_service import MemoryService
 from infra.constructs.part import PartAwareStack
@@ -35,6 +36,7 @@ class MemoryServiceStack(PartAwareStack):
         database: VectorDatabase,
         identity: Identity | None,
         parameter_prefix: str,
+        eks: EksConfig | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
@@ -50,6 +52,7 @@ class MemoryServiceStack(PartAwareStack):
             logs_key=foundation.logs_key,
             alerts=foundation.alerts,
             parameter_prefix=parameter_prefix,
+            eks_config=eks,
         )
         CfnOutput(self, "HindsightUrl", value=self.memory.url, description="Hindsight API (inside the VPC)")
         CfnOutput(
@@ -58,6 +61,9 @@ class MemoryServiceStack(PartAwareStack):
             value=self.memory.secrets.operator_key.secret_arn,
             description="Hindsight operator credential (administration only; never give it to the agent)",
         )
+        if self.memory.eks is not None:
+            self._eks_outputs(self.memory.eks)
+            return
         # ecs run-task of the maintenance task (restore, re-embed): docs/operating.md.
         CfnOutput(
             self,
@@ -83,4 +89,22 @@ class MemoryServiceStack(PartAwareStack):
             "TaskSecurityGroupId",
             value=self.memory.security_group.security_group_id,
             description="The Hindsight tasks' security group (run the maintenance task with it)",
+        )
+
+    def _eks_outputs(self, on_eks: HindsightOnEks) -> None:
+        """What an operator of the EKS variant needs (docs: Hindsight on EKS)."""
+        CfnOutput(
+            self, "ClusterName", value=on_eks.cluster.cluster_name, description="The EKS cluster Hindsight runs on"
+        )
+        CfnOutput(
+            self,
+            "PodSecurityGroupId",
+            value=self.memory.security_group.security_group_id,
+            description="The Hindsight pods' security group (security groups for pods)",
+        )
+        CfnOutput(
+            self,
+            "MaintenanceRoleArn",
+            value=on_eks.maintenance_role.role_arn,
+            description="The role of the hindsight-maintenance service account (restore, re-embed)",
         )

@@ -1,0 +1,280 @@
+"""HindsightOnEks: Hindsight's API and workers on the customer's existing EKS cluster (``hindsight.platform=eks``).
+
+The cluster is imported (never created): CloudFormation's kubectl function (the kubectl layer from PyPI, in the
+VPC, through the cluster's security group and the EKS endpoint) assumes ``eks.kubectl_role_arn`` and applies the
+manifests of :mod:`infra.constructs.eks_manifests`. The pods' AWS role (IRSA or EKS Pod Identity) gets exactly the
+grants a Fargate task's roles get for the same job: the extension object, the Bedrock models
+(:func:`infra.permissions.grant_bedrock_invoke` with :func:`~infra.constructs.hindsight_task.bedrock_models`), the
+secrets and parameters Hindsight reads at start, the login's decrypt. Pulling the image and shipping logs are the
+nodes' (their role and log agent), as on any EKS cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from aws_cdk import Aws, Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_eks as eks
+from aws_cdk import aws_events as events
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_s3_assets as s3_assets
+from aws_cdk.lambda_layer_kubectl_v34 import KubectlV34Layer
+from constructs import Construct
+
+from infra.config import EksConfig, HindsightConfig
+from infra.constructs.alerts import Alerts
+from infra.constructs.database import VectorDatabase
+from infra.constructs.eks_manifests import (
+    API_NAME,
+    MAINTENANCE_SERVICE_ACCOUNT,
+    RESTARTED_AT_ANNOTATION,
+    RESTARTER_GROUP,
+    SERVICE_ACCOUNT,
+    WORKER_NAME,
+    ManifestInputs,
+    hindsight_manifests,
+)
+from infra.constructs.functions import FUNCTIONS_DIR, python_function
+from infra.constructs.hindsight_task import WORKER_HTTP_PORT, bedrock_models, extension_read_statement
+from infra.constructs.network import Network
+from infra.constructs.redeploy_on_rotation import RestartTrigger
+from infra.constructs.secret_source import SecretSource
+from infra.permissions import EKS_DESCRIBE_ACTIONS, grant_bedrock_invoke
+
+#: The DNS port CoreDNS answers on (pods with their own security group reach it through the cluster's group).
+DNS_PORT = 53
+KUBELET_HTTPS = 443
+
+
+class HindsightOnEks(Construct):
+    """Exposes ``cluster``, ``namespace``, ``workload_role``, ``maintenance_role``, ``manifest``,
+    ``kubectl_security_group``, ``restart_function`` and ``restart_failing_alarm``.
+
+    Args:
+        security_group: The pods' group (security groups for pods), which the database and the load balancer admit.
+        secrets: What Hindsight reads at start, by variable (the same sources the ECS tasks' secrets are).
+        target_group_arn: The load balancer's target group the API pods are registered in.
+        restart_triggers: The events after which the pods must restart (as ECS's ``RedeployOnRotation``).
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: HindsightConfig,
+        eks_config: EksConfig,
+        network: Network,
+        database: VectorDatabase,
+        image: str,
+        environment: Mapping[str, str],
+        secrets: Mapping[str, SecretSource],
+        extension: s3_assets.Asset,
+        extension_sha256: str,
+        security_group: ec2.SecurityGroup,
+        target_group_arn: str,
+        api_command: str,
+        worker_command: str,
+        restart_triggers: Sequence[RestartTrigger],
+        logs_key: kms.IKey,
+        alerts: Alerts,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.namespace = eks_config.namespace
+        assert eks_config.cluster_name is not None  # the rules require all three with platform=eks
+        assert eks_config.kubectl_role_arn is not None
+        assert eks_config.cluster_security_group_id is not None
+        cluster_group = ec2.SecurityGroup.from_security_group_id(
+            self, "ClusterSecurityGroup", eks_config.cluster_security_group_id, mutable=True
+        )
+        # The kubectl function reaches the cluster's private API endpoint (and the EKS and STS endpoints).
+        self.kubectl_security_group = network.workload_security_group(
+            self, "KubectlSecurityGroup", description="The kubectl function: HTTPS to the cluster API and endpoints"
+        )
+        cluster_group.add_ingress_rule(
+            self.kubectl_security_group, ec2.Port.tcp(KUBELET_HTTPS), "The Hindsight stack's kubectl function"
+        )
+        network.add_endpoint(self, "Eks")
+        provider = (
+            iam.OpenIdConnectProvider.from_open_id_connect_provider_arn(self, "Oidc", eks_config.oidc_provider_arn)
+            if eks_config.oidc_provider_arn
+            else None
+        )
+        self.cluster = eks.Cluster.from_cluster_attributes(
+            self,
+            "Cluster",
+            cluster_name=eks_config.cluster_name,
+            kubectl_role_arn=eks_config.kubectl_role_arn,
+            kubectl_layer=KubectlV34Layer(self, "KubectlLayer"),
+            vpc=network.vpc,
+            kubectl_private_subnet_ids=network.subnet_ids,
+            kubectl_security_group_id=self.kubectl_security_group.security_group_id,
+            cluster_security_group_id=eks_config.cluster_security_group_id,
+            open_id_connect_provider=provider,
+            prune=True,
+        )
+        # The pods' own group: the kubelet's probes come from the nodes (the cluster's group), names resolve
+        # through CoreDNS (pods in the cluster's group).
+        security_group.add_ingress_rule(cluster_group, ec2.Port.tcp(config.port), "Kubelet probes of the API")
+        security_group.add_ingress_rule(cluster_group, ec2.Port.tcp(WORKER_HTTP_PORT), "Kubelet probes of the workers")
+        for protocol in (ec2.Port.udp(DNS_PORT), ec2.Port.tcp(DNS_PORT)):
+            security_group.add_egress_rule(cluster_group, protocol, "DNS through CoreDNS")
+        self.workload_role = self._role("WorkloadRole", eks_config, SERVICE_ACCOUNT, provider)
+        self.maintenance_role = self._role("MaintenanceRole", eks_config, MAINTENANCE_SERVICE_ACCOUNT, provider)
+        for role in (self.workload_role, self.maintenance_role):
+            role.add_to_principal_policy(extension_read_statement(extension))
+            grant_bedrock_invoke(self, role, bedrock_models(config))
+            for source in secrets.values():
+                source.grant_read(role)
+            database.grant_login_decrypt(role)
+        if config.maintenance_embeddings_model is not None:  # the model a re-embedding moves to
+            grant_bedrock_invoke(
+                self, self.maintenance_role, [config.maintenance_embeddings_model.removeprefix("bedrock/")]
+            )
+        secret_environment: dict[str, str] = {"AWS_REGION": Aws.REGION}
+        for name, source in secrets.items():
+            secret_environment.update(source.pod_environment(name))
+        irsa = provider is not None
+        self.manifest = self.cluster.add_manifest(
+            "Hindsight",
+            *hindsight_manifests(
+                config,
+                eks_config,
+                ManifestInputs(
+                    image=image,
+                    environment=environment,
+                    secret_environment=secret_environment,
+                    extension_environment={
+                        "EXT_BUCKET": extension.s3_bucket_name,
+                        "EXT_KEY": extension.s3_object_key,
+                        "EXT_SHA256": extension_sha256,
+                        "AWS_REGION": Aws.REGION,
+                    },
+                    workload_role_arn=self.workload_role.role_arn if irsa else None,
+                    maintenance_role_arn=self.maintenance_role.role_arn if irsa else None,
+                    pod_security_group_id=security_group.security_group_id,
+                    target_group_arn=target_group_arn,
+                    api_command=api_command,
+                    worker_command=worker_command,
+                ),
+            ),
+        )
+        if not irsa:
+            for association_id, account, role in (
+                ("PodIdentity", SERVICE_ACCOUNT, self.workload_role),
+                ("MaintenancePodIdentity", MAINTENANCE_SERVICE_ACCOUNT, self.maintenance_role),
+            ):
+                eks.CfnPodIdentityAssociation(
+                    self,
+                    association_id,
+                    cluster_name=eks_config.cluster_name,
+                    namespace=eks_config.namespace,
+                    service_account=account,
+                    role_arn=role.role_arn,
+                )
+
+        self._restart_on(restart_triggers, eks_config, network, cluster_group, logs_key, alerts)
+
+    def _restart_on(
+        self,
+        triggers: Sequence[RestartTrigger],
+        eks_config: EksConfig,
+        network: Network,
+        cluster_group: ec2.ISecurityGroup,
+        logs_key: kms.IKey,
+        alerts: Alerts,
+    ) -> None:
+        """The function that restarts the pods after a trigger (``infra/functions/eks_restart``), in the VPC: it
+        calls the cluster's private endpoint as a member of :data:`RESTARTER_GROUP` (an access entry; the cluster's
+        authentication mode must include the EKS API)."""
+        group = network.workload_security_group(
+            self,
+            "RestartSecurityGroup",
+            description="The Hindsight pods restart function: HTTPS to the cluster API",
+            rules_in_group=True,
+        )
+        cluster_group.add_ingress_rule(group, ec2.Port.tcp(KUBELET_HTTPS), "The Hindsight pods' restart function")
+        self.restart_function = python_function(
+            self,
+            "RestartPods",
+            log_group_id="RestartPodsLogs",
+            source=FUNCTIONS_DIR / "eks_restart",
+            description="Restarts the Hindsight pods after their database secret rotated",
+            timeout=Duration.seconds(30),
+            logs_key=logs_key,
+            vpc=network.vpc,
+            vpc_subnets=network.subnets,
+            security_groups=[group],
+            environment={
+                "EKS_CLUSTER_NAME": self.cluster.cluster_name,
+                "EKS_NAMESPACE": eks_config.namespace,
+                "EKS_WORKLOADS": f"deployments/{API_NAME},statefulsets/{WORKER_NAME}",
+                "RESTART_ANNOTATION": RESTARTED_AT_ANNOTATION,
+            },
+        )
+        role = self.restart_function.role
+        assert role is not None
+        self.restart_function.add_to_role_policy(
+            iam.PolicyStatement(actions=list(EKS_DESCRIBE_ACTIONS), resources=[self.cluster.cluster_arn])
+        )
+        eks.CfnAccessEntry(
+            self,
+            "RestartAccess",
+            cluster_name=self.cluster.cluster_name,
+            principal_arn=role.role_arn,
+            kubernetes_groups=[RESTARTER_GROUP],
+            type="STANDARD",
+        )
+        for trigger in triggers:
+            rule = events.Rule(
+                self, trigger.construct_id, description=trigger.description, event_pattern=trigger.pattern
+            )
+            rule.add_target(targets.LambdaFunction(self.restart_function, retry_attempts=2))
+        self.restart_failing_alarm = alerts.watch(
+            cloudwatch.Alarm(
+                self,
+                "RestartFailing",
+                alarm_description="Restarting the Hindsight pods after a credential or key change failed: run "
+                f"kubectl -n {eks_config.namespace} rollout restart deployment/{API_NAME} statefulset/{WORKER_NAME}",
+                metric=self.restart_function.metric_errors(period=Duration.minutes(5)),
+                threshold=1,
+                evaluation_periods=1,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            )
+        )
+
+    def _role(
+        self,
+        construct_id: str,
+        eks_config: EksConfig,
+        service_account: str,
+        provider: iam.IOpenIdConnectProvider | None,
+    ) -> iam.Role:
+        """A role only the one service account of the namespace can assume: IRSA's token subject, or (Pod
+        Identity) this cluster's agent, for the association that names the service account."""
+        subject = f"system:serviceaccount:{eks_config.namespace}:{service_account}"
+        if provider is not None:
+            assert eks_config.oidc_provider_arn is not None
+            issuer = eks_config.oidc_provider_arn.split(":oidc-provider/", 1)[1]
+            principal: iam.IPrincipal = iam.OpenIdConnectPrincipal(
+                provider, conditions={"StringEquals": {f"{issuer}:sub": subject, f"{issuer}:aud": "sts.amazonaws.com"}}
+            )
+        else:
+            principal = iam.SessionTagsPrincipal(
+                iam.ServicePrincipal("pods.eks.amazonaws.com").with_conditions(
+                    {
+                        "StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID},
+                        "ArnEquals": {"aws:SourceArn": self.cluster.cluster_arn},
+                    }
+                )
+            )
+        return iam.Role(
+            self,
+            construct_id,
+            assumed_by=principal,
+            description=f"Hindsight pods of {subject} (EKS)",
+        )
