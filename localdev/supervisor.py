@@ -25,6 +25,7 @@ import shlex
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -258,10 +259,11 @@ def service_command(command: str, service: BackgroundService, *, name: str, star
     return 0
 
 
-def http_status(url: str, timeout: float = 2.0) -> int | None:
-    """The HTTP status ``url`` answers with, or None when nothing answers (the usual readiness check)."""
+def http_status(url: str, timeout: float = 2.0, *, context: ssl.SSLContext | None = None) -> int | None:
+    """The HTTP status ``url`` answers with, or None when nothing answers (the usual readiness check); ``context``
+    verifies an ``https://`` server (a local one with a test CA)."""
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 - loopback http only
+        with urllib.request.urlopen(url, timeout=timeout, context=context) as response:  # noqa: S310 - loopback
             return int(response.status)
     except urllib.error.HTTPError as err:
         return int(err.code)

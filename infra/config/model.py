@@ -226,6 +226,9 @@ class HindsightConfig:
     #: Hindsight trusts it besides the default store (``HINDSIGHT_CA_BUNDLE``, memory_adapter.tls). Null: public ACM.
     ca_bundle: Path | None
     require_tls: bool
+    #: TLS from the load balancer to the API tasks too (an HTTPS target group; each task serves a self-signed
+    #: certificate it makes at start, which the load balancer does not verify); needs ``certificate_arn``.
+    tls_to_tasks: bool
     readonly_root_filesystem: bool
     llm_provider: LlmProvider
     llm_model: str

@@ -372,6 +372,13 @@ def hindsight_problems(h: HindsightConfig) -> list[str]:
     )
     _require(
         errors,
+        not h.tls_to_tasks or h.certificate_arn is not None,
+        "hindsight.tls_to_tasks needs hindsight.certificate_arn and domain_name: encrypting the hop from the load "
+        "balancer to the tasks protects nothing while the agent reaches the load balancer over plain HTTP. Set both, "
+        "or hindsight.tls_to_tasks=false",
+    )
+    _require(
+        errors,
         h.domain_name is None or bool(_DOMAIN.match(h.domain_name)),
         "hindsight.domain_name must be a DNS name like memory.internal.example.com",
     )

@@ -28,6 +28,7 @@ from infra.constructs.hindsight_task import (
     EXTENSION_DIR,
     IMAGE_PYTHON,
     INSTALL_EXTENSION,
+    MAKE_TASK_CERTIFICATE,
     WORKER_HTTP_PORT,
 )
 from infra.constructs.secret_source import PARAMETER_PREFIX, SECRET_ARN_PREFIX, SECRET_FIELD_PREFIX
@@ -99,6 +100,7 @@ class ManifestInputs:
 def hindsight_manifests(config: HindsightConfig, eks: EksConfig, inputs: ManifestInputs) -> list[Manifest]:
     """Every object, namespace first (``kubectl apply`` creates them in this order)."""
     ns = eks.namespace
+    api_port_name = "https" if config.tls_to_tasks else "http"
     api_labels = {**PART_OF, "app.kubernetes.io/name": API_NAME}
     worker_labels = {**PART_OF, "app.kubernetes.io/name": WORKER_NAME}
     return [
@@ -137,16 +139,18 @@ def hindsight_manifests(config: HindsightConfig, eks: EksConfig, inputs: Manifes
             "spec": {
                 "type": "ClusterIP",
                 "selector": api_labels,
-                "ports": [{"name": "http", "port": config.port, "targetPort": "http", "protocol": "TCP"}],
+                "ports": [{"name": api_port_name, "port": config.port, "targetPort": api_port_name, "protocol": "TCP"}],
             },
         },
         {
             # The stack's load balancer (the same as ECS's: TLS, access logs, alarm, DNS name); the AWS Load
             # Balancer Controller registers the API pods' IPs in its target group. Security group rules are the
-            # stack's, so the controller manages none.
+            # stack's, so the controller manages none. A binding's targetGroupARN is immutable, and turning
+            # hindsight.tls_to_tasks on or off replaces the target group (its protocol): the binding is then
+            # another object (another name), created anew while the old one is pruned.
             "apiVersion": "elbv2.k8s.aws/v1beta1",
             "kind": "TargetGroupBinding",
-            "metadata": {"name": API_NAME, "namespace": ns},
+            "metadata": {"name": f"{API_NAME}-tls" if config.tls_to_tasks else API_NAME, "namespace": ns},
             "spec": {
                 "serviceRef": {"name": API_NAME, "port": config.port},
                 "targetGroupARN": inputs.target_group_arn,
@@ -300,13 +304,22 @@ def _pod_template(
             {"name": "HINDSIGHT_API_WORKER_ENABLED", "value": "true"},
             {"name": "HINDSIGHT_API_WORKER_ID", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
         ]
-    live = {"httpGet": {"path": "/health/live", "port": port}}
+    # hindsight.tls_to_tasks: the API serves HTTPS with the pod's own certificate (the kubelet verifies none).
+    tls = config.tls_to_tasks and not worker
+    scheme = {"scheme": "HTTPS"} if tls else {}
+    live = {"httpGet": {"path": "/health/live", "port": port, **scheme}}
     main: Manifest = {
         "name": "hindsight",
         "image": inputs.image,
         "command": ["/bin/bash", "-c", LOAD_SECRETS + command],
         "env": env,
-        "ports": [{"name": "http" if not worker else "health", "containerPort": port, "protocol": "TCP"}],
+        "ports": [
+            {
+                "name": "health" if worker else "https" if tls else "http",
+                "containerPort": port,
+                "protocol": "TCP",
+            }
+        ],
         "resources": resources(config),
         "securityContext": container_security_context(read_only_root=config.readonly_root_filesystem),
         # Liveness: the process answers without the database (the ECS health check's command). Readiness: /health,
@@ -315,7 +328,7 @@ def _pod_template(
         "livenessProbe": {**live, "periodSeconds": 30, "timeoutSeconds": 5, "failureThreshold": 3},
         "readinessProbe": {
             # A worker serves only its liveness route (its port is not behind the load balancer).
-            "httpGet": {"path": "/health/live" if worker else "/health", "port": port},
+            "httpGet": {"path": "/health/live" if worker else "/health", "port": port, **scheme},
             "periodSeconds": 15,
             "timeoutSeconds": 5,
             "failureThreshold": 3,
@@ -369,6 +382,21 @@ def _pod_template(
                     "securityContext": init_security,
                     "volumeMounts": mounts,
                 },
+                # The pod's key and certificate, into its /tmp volume (the ECS task's MakeCertificate container).
+                *(
+                    [
+                        {
+                            "name": "make-certificate",
+                            "image": inputs.image,
+                            "command": [IMAGE_PYTHON, "-c", MAKE_TASK_CERTIFICATE],
+                            "resources": small,
+                            "securityContext": init_security,
+                            "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],  # noqa: S108
+                        }
+                    ]
+                    if tls
+                    else []
+                ),
             ],
             "containers": [main],
             "volumes": [

@@ -60,6 +60,45 @@ API_COMMAND = "set -eu; " + _DATABASE_URL + f"exec {IMAGE_PYTHON} -m hindsight_a
 WORKER_COMMAND = (
     "set -eu; " + _DATABASE_URL + f"exec {IMAGE_PYTHON} -m hindsight_api.worker.main --http-port {WORKER_HTTP_PORT}"
 )
+#: Where each API task keeps the key and certificate it serves TLS with (``hindsight.tls_to_tasks``): inside the
+#: task's writable ``/tmp`` volume, made at start by the init step (:data:`MAKE_TASK_CERTIFICATE`), never in the image,
+#: the task definition or the template.
+TLS_DIR = "/tmp/tls"  # noqa: S108 (a task-scoped volume)
+TLS_KEY_FILE = f"{TLS_DIR}/key.pem"
+TLS_CERT_FILE = f"{TLS_DIR}/cert.pem"
+#: The API serving HTTPS (uvicorn's ``ssl_keyfile``/``ssl_certfile``, which ``hindsight-api`` passes through).
+API_TLS_COMMAND = API_COMMAND + f" --ssl-keyfile {TLS_KEY_FILE} --ssl-certfile {TLS_CERT_FILE}"
+#: The task's own certificate: a fresh RSA key (never leaves the task) and a self-signed certificate for
+#: ``localhost``/``127.0.0.1`` (the liveness check verifies against it). The load balancer verifies neither the
+#: name nor the chain nor the expiry of a target's certificate, so no CA is needed and the 10-year validity can
+#: never stop a long-running task. Runs with the image's Python (``cryptography`` is a Hindsight dependency); prints
+#: the certificate's SHA-256 fingerprint so a log line names the certificate each task served.
+MAKE_TASK_CERTIFICATE = (
+    "import datetime, ipaddress, os\n"
+    "from cryptography import x509\n"
+    "from cryptography.hazmat.primitives import hashes, serialization\n"
+    "from cryptography.hazmat.primitives.asymmetric import rsa\n"
+    "from cryptography.x509.oid import NameOID\n"
+    "key = rsa.generate_private_key(public_exponent=65537, key_size=2048)\n"
+    "name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, 'hindsight-task')])\n"
+    "now = datetime.datetime.now(datetime.timezone.utc)\n"
+    "names = [x509.DNSName('localhost'), x509.IPAddress(ipaddress.ip_address('127.0.0.1'))]\n"
+    "cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())\n"
+    "    .serial_number(x509.random_serial_number())\n"
+    "    .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(days=3650))\n"
+    "    .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)\n"
+    "    .add_extension(x509.SubjectAlternativeName(names), critical=False)\n"
+    "    .sign(key, hashes.SHA256()))\n"
+    f"os.makedirs('{TLS_DIR}', mode=0o700, exist_ok=True)\n"
+    "def write(path, data, mode):\n"
+    "    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)\n"
+    "    with os.fdopen(fd, 'wb') as f:\n"
+    "        f.write(data)\n"
+    f"write('{TLS_KEY_FILE}', key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,\n"
+    "    serialization.NoEncryption()), 0o600)\n"
+    f"write('{TLS_CERT_FILE}', cert.public_bytes(serialization.Encoding.PEM), 0o644)\n"
+    "print('task certificate made, sha256', cert.fingerprint(hashes.SHA256()).hex())\n"
+)
 #: The operator's restore and re-embedding (``memory_adapter.admin.maintenance``, shipped in the extension bundle),
 #: with the task's command as its arguments (``ecs run-task`` overrides only those: ``["restore", "s3://..."]``).
 MAINTENANCE_COMMAND = "set -eu; " + _DATABASE_URL + f'exec {IMAGE_PYTHON} -m memory_adapter.admin.maintenance "$@"'
@@ -186,6 +225,11 @@ class HindsightTaskDefinition(ecs.FargateTaskDefinition):
     ``arguments`` makes it a one-off task (``ecs run-task``, no service): no port and no health check, and
     ``command`` (a bash script) receives the container's command as ``"$@"``, ``arguments`` by default, so a
     run-task override names only the arguments.
+
+    ``serve_tls`` (the API with ``hindsight.tls_to_tasks``; ``command`` is then :data:`API_TLS_COMMAND`) adds a
+    fourth container, ``MakeCertificate`` (uid 1000, read-only root, non-essential), which writes the task's key and
+    certificate into ``/tmp`` before the API starts; the liveness check then speaks HTTPS and verifies that
+    certificate.
     """
 
     def __init__(
@@ -198,6 +242,7 @@ class HindsightTaskDefinition(ecs.FargateTaskDefinition):
         log_prefix: str,
         worker_id: str | None = None,
         arguments: tuple[str, ...] | None = None,
+        serve_tls: bool = False,
     ) -> None:
         config, image, extension = parts.config, parts.image, parts.extension
         super().__init__(
@@ -246,6 +291,27 @@ class HindsightTaskDefinition(ecs.FargateTaskDefinition):
         )
         _mount_volumes(init, extension_read_only=False)
         init.add_container_dependencies(prepared)
+        before_main = [
+            prepared,
+            ecs.ContainerDependency(container=init, condition=ecs.ContainerDependencyCondition.SUCCESS),
+        ]
+        if serve_tls:
+            certificate = self.add_container(
+                "MakeCertificate",
+                image=image,
+                essential=False,
+                user=CONTAINER_USER,
+                readonly_root_filesystem=True,
+                entry_point=[IMAGE_PYTHON, "-c"],
+                command=[MAKE_TASK_CERTIFICATE],
+                linux_parameters=self._no_capabilities(),
+                logging=logging,
+            )
+            certificate.add_mount_points(_tmp_mount())
+            certificate.add_container_dependencies(prepared)
+            before_main.append(
+                ecs.ContainerDependency(container=certificate, condition=ecs.ContainerDependencyCondition.SUCCESS)
+            )
         env = dict(parts.environment)
         health_port = config.port
         if worker_id is not None:
@@ -270,7 +336,7 @@ class HindsightTaskDefinition(ecs.FargateTaskDefinition):
             health_check=None
             if one_off
             else ecs.HealthCheck(
-                command=["CMD", "curl", "-fsS", f"http://127.0.0.1:{health_port}/health/live"],
+                command=_liveness_check(health_port, tls=serve_tls),
                 interval=Duration.seconds(30),
                 timeout=Duration.seconds(5),
                 retries=3,
@@ -280,11 +346,15 @@ class HindsightTaskDefinition(ecs.FargateTaskDefinition):
             logging=logging,
         )
         _mount_volumes(self.main_container, extension_read_only=True)
-        self.main_container.add_container_dependencies(
-            prepared, ecs.ContainerDependency(container=init, condition=ecs.ContainerDependencyCondition.SUCCESS)
-        )
+        self.main_container.add_container_dependencies(*before_main)
         for grant in parts.execution_grants:
             grant(self)
+
+    def _no_capabilities(self) -> ecs.LinuxParameters:
+        """No Linux capability at all (the certificate step only writes files it owns)."""
+        parameters = ecs.LinuxParameters(self, "CertificateLinux")
+        parameters.drop_capabilities(ecs.Capability.ALL)
+        return parameters
 
     def _prepare_linux_parameters(self) -> ecs.LinuxParameters:
         parameters = ecs.LinuxParameters(self, "PrepareLinux")
@@ -292,9 +362,22 @@ class HindsightTaskDefinition(ecs.FargateTaskDefinition):
         return parameters
 
 
+def _liveness_check(port: int, *, tls: bool) -> list[str]:
+    """The container's health check: ``/health/live`` over HTTP, or over HTTPS verified against the task's own
+    certificate (made for ``localhost``, so no ``--insecure``)."""
+    if tls:
+        return ["CMD", "curl", "-fsS", "--cacert", TLS_CERT_FILE, f"https://localhost:{port}/health/live"]
+    return ["CMD", "curl", "-fsS", f"http://127.0.0.1:{port}/health/live"]
+
+
 def _mount_volumes(container: ecs.ContainerDefinition, *, extension_read_only: bool) -> None:
     """The task's two volumes: the extension directory and ``/tmp`` (the only writable paths)."""
     container.add_mount_points(
         ecs.MountPoint(container_path=EXTENSION_DIR, source_volume="extension", read_only=extension_read_only),
-        ecs.MountPoint(container_path="/tmp", source_volume="tmp", read_only=False),  # noqa: S108
+        _tmp_mount(),
     )
+
+
+def _tmp_mount() -> ecs.MountPoint:
+    """The task's ``/tmp`` volume (writable)."""
+    return ecs.MountPoint(container_path="/tmp", source_volume="tmp", read_only=False)  # noqa: S108

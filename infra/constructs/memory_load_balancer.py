@@ -1,8 +1,9 @@
 """MemoryLoadBalancer: Hindsight's internal entry point, with its access logs, health alarm and private DNS name.
 
 The API tasks sit behind an internal Application Load Balancer (HTTPS with ``hindsight.certificate_arn``, else
-HTTP inside the VPC). Its readiness check is Hindsight's ``/health`` (which checks the database); an alarm fires
-when no task passes it. With ``hindsight.domain_name`` a private DNS name points at it (``PrivateDnsName``).
+HTTP inside the VPC), which reaches them over HTTP, or HTTPS with ``hindsight.tls_to_tasks``. Its readiness check
+is Hindsight's ``/health`` (which checks the database); an alarm fires when no task passes it. With
+``hindsight.domain_name`` a private DNS name points at it (``PrivateDnsName``).
 """
 
 from __future__ import annotations
@@ -81,6 +82,9 @@ class MemoryLoadBalancer(Part):
         )
         self.load_balancer.log_access_logs(self.access_logs, prefix="hindsight")
         listener = self._listener(config)
+        # hindsight.tls_to_tasks: HTTPS to the tasks and for their health check. The load balancer verifies no
+        # target certificate, so each task's self-signed one serves (hindsight_task.MAKE_TASK_CERTIFICATE).
+        to_tasks = elbv2.ApplicationProtocol.HTTPS if config.tls_to_tasks else elbv2.ApplicationProtocol.HTTP
         health_check = elbv2.HealthCheck(
             path="/health",
             healthy_http_codes="200",
@@ -88,12 +92,13 @@ class MemoryLoadBalancer(Part):
             timeout=Duration.seconds(5),
             healthy_threshold_count=2,
             unhealthy_threshold_count=3,
+            protocol=elbv2.Protocol.HTTPS if config.tls_to_tasks else None,
         )
         if api_service is not None:
             self.target_group = listener.add_targets(
                 "Api",
                 port=config.port,
-                protocol=elbv2.ApplicationProtocol.HTTP,
+                protocol=to_tasks,
                 targets=[api_service],
                 deregistration_delay=Duration.seconds(30),
                 health_check=health_check,
@@ -104,7 +109,7 @@ class MemoryLoadBalancer(Part):
                 "Api",
                 vpc=network.vpc,
                 port=config.port,
-                protocol=elbv2.ApplicationProtocol.HTTP,
+                protocol=to_tasks,
                 target_type=elbv2.TargetType.IP,
                 deregistration_delay=Duration.seconds(30),
                 health_check=health_check,

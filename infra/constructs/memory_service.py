@@ -36,6 +36,7 @@ from infra.constructs.handoff import Handoff
 from infra.constructs.hindsight_secrets import HindsightSecrets
 from infra.constructs.hindsight_task import (
     API_COMMAND,
+    API_TLS_COMMAND,
     MAINTENANCE_COMMAND,
     MAINTENANCE_DEFAULT_ARGUMENTS,
     WORKER_COMMAND,
@@ -57,6 +58,11 @@ from infra.permissions import (
     grant_bedrock_invoke,
 )
 from memory_adapter.constants import CA_BUNDLE_ENV
+
+
+def _api_command(config: HindsightConfig) -> str:
+    """The API's command: HTTPS with the task's own certificate when ``hindsight.tls_to_tasks``, else HTTP."""
+    return API_TLS_COMMAND if config.tls_to_tasks else API_COMMAND
 
 
 class ConnectableConstruct(Protocol):
@@ -144,7 +150,14 @@ class MemoryService(Construct):
             log_group=self.log_group,
             execution_grants=(database.grant_connect, *([self.mirror.grant_task_pull] if self.mirror else [])),
         )
-        self.api_task = HindsightTaskDefinition(self, "ApiTask", parts=parts, command=API_COMMAND, log_prefix="api")
+        self.api_task = HindsightTaskDefinition(
+            self,
+            "ApiTask",
+            parts=parts,
+            command=_api_command(config),
+            log_prefix="api",
+            serve_tls=config.tls_to_tasks,
+        )
         # The operator's restore and re-embedding: run on demand (docs/operating.md), never as a service. Its own
         # role reads backups only where the administration bucket allows it (grant_read in the -Operations stack).
         self.maintenance_task = HindsightTaskDefinition(
@@ -329,7 +342,7 @@ class MemoryService(Construct):
             extension_sha256=hashlib.sha256(config.extension_path.read_bytes()).hexdigest(),
             security_group=self.security_group,
             target_group_arn=self.load_balancing.target_group.target_group_arn,
-            api_command=API_COMMAND,
+            api_command=_api_command(config),
             worker_command=WORKER_COMMAND,
             restart_triggers=triggers,
             logs_key=logs_key,

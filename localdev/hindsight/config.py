@@ -22,6 +22,7 @@ __all__ = [
     "EmbeddingsMode",
     "LLMMode",
     "LocalHindsightConfig",
+    "ServerTls",
 ]
 
 # Environment variables read by LocalHindsightConfig.from_env() (and so by the CLI).
@@ -76,6 +77,17 @@ class EmbeddingsMode(StrEnum):
     PROJECTED = "projected"  # MiniLM then a fixed isometry into 512 dims: a second model (projected_model.py)
 
 
+@dataclass(frozen=True)
+class ServerTls:
+    """HTTPS for the local server, as a deployed task serves it (``hindsight.tls_to_tasks``) or as a private-CA
+    certificate would look to clients: the server's certificate and key (PEM files, ``hindsight-api``'s
+    ``--ssl-certfile``/``--ssl-keyfile``) and the CA file that verifies it (the readiness check trusts only that)."""
+
+    certfile: Path
+    keyfile: Path
+    cafile: Path
+
+
 def _env_int(env: Mapping[str, str], name: str, default: int) -> int:
     raw = env.get(name, "").strip()
     return int(raw) if raw else default
@@ -108,6 +120,7 @@ class LocalHindsightConfig:
     agent_name: str | None = None
     agent_tenant: str | None = None  # the tenant in those banks' ids; None: no tenant; "*": any tenant
     extra_env: Mapping[str, str] = field(default_factory=dict)  # added last: extensions, overrides
+    tls: ServerTls | None = None  # None: plain HTTP on loopback
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> LocalHindsightConfig:

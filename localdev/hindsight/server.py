@@ -11,6 +11,7 @@ import contextlib
 import fcntl
 import shutil
 import socket
+import ssl
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -145,8 +146,9 @@ class LocalHindsight(Lifecycle):
 
     @property
     def url(self) -> str:
-        """The API base URL, e.g. ``http://127.0.0.1:8888``."""
-        return f"http://{self.config.host}:{self.port}"
+        """The API base URL, e.g. ``http://127.0.0.1:8888`` (``https://`` with ``config.tls``)."""
+        scheme = "https" if self.config.tls else "http"
+        return f"{scheme}://{self.config.host}:{self.port}"
 
     @property
     def llm_base_url(self) -> str | None:
@@ -167,7 +169,9 @@ class LocalHindsight(Lifecycle):
 
     def is_healthy(self) -> bool:
         """True when ``/health`` answers 200 (the API is up and its database reachable)."""
-        return http_status(f"{self.url}/health", timeout=5.0) == 200
+        tls = self.config.tls
+        context = ssl.create_default_context(cafile=str(tls.cafile)) if tls else None
+        return http_status(f"{self.url}/health", timeout=5.0, context=context) == 200
 
     def status(self) -> dict[str, Any]:
         """What is running, from ``state.json`` plus live checks."""
@@ -329,7 +333,10 @@ class LocalHindsight(Lifecycle):
         # an empty one here stops a developer's repo-level .env from silently changing the local server.
         (self.data_dir / ".env").write_text("# intentionally empty: see localdev/hindsight/server.py\n")
         self._log(f"Starting hindsight-api on {self.url} (log: {self.server_log})")
-        return spawn([str(exe)], log_file=self.server_log, env=self.server_env(), cwd=self.data_dir)
+        command = [str(exe)]
+        if self.config.tls:  # uvicorn's TLS, as a deployed task with hindsight.tls_to_tasks runs it
+            command += ["--ssl-keyfile", str(self.config.tls.keyfile), "--ssl-certfile", str(self.config.tls.certfile)]
+        return spawn(command, log_file=self.server_log, env=self.server_env(), cwd=self.data_dir)
 
     def _wait_healthy(self, pid: int, started: float) -> None:
         supervisor.wait_until_ready(
