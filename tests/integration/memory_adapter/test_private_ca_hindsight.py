@@ -114,9 +114,7 @@ async def test_with_the_bundle_the_agent_retains_and_recalls_over_https(
     user = f"tls-user-{given}"
     adapter = make_adapter(tls_hindsight.url)
     # WHEN the agent retains a fact and a later turn recalls it
-    outcome = await adapter.retain_for_turn(
-        user_ctx(user, "s1"), result="Noted.", query=f"{user} keeps a green kayak."
-    )
+    outcome = await adapter.retain_for_turn(user_ctx(user, "s1"), result="Noted.", query=f"{user} keeps a green kayak.")
     recollection = await _recall_until(adapter, user_ctx(user, "s2"), "What does this user keep?", "kayak")
     # THEN both went through the verified TLS connection
     assert outcome is RetainOutcome.DELIVERED
