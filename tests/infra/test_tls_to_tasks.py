@@ -26,6 +26,7 @@ from infra.constructs.eks_manifests import API_NAME, WORKER_NAME
 from infra.constructs.hindsight_task import MAKE_TASK_CERTIFICATE, TLS_CERT_FILE, TLS_DIR, TLS_KEY_FILE
 from tests.infra.conftest import ROOT, VARIANTS, Synth, resources, synthesize
 from tests.infra.eks_variant import EKS_VARIANT
+from tests.infra.exports import blocking_exports
 from tests.infra.test_eks import CONTROLLER_KINDS, _by_kind, _manifests, _pod_specs
 
 TLS_FLAGS = f"--ssl-keyfile {TLS_KEY_FILE} --ssl-certfile {TLS_CERT_FILE}"
@@ -146,6 +147,13 @@ def test_workers_and_the_maintenance_task_are_unchanged(ecs_tls: Synth) -> None:
         containers = _task_containers(ecs_tls, part)
         assert "MakeCertificate" not in containers, part
         assert "--ssl-keyfile" not in json.dumps(containers["Hindsight"]), part
+
+
+def test_turning_it_on_or_off_changes_no_export_another_stack_imports(ecs_plain: Synth, ecs_tls: Synth) -> None:
+    # The target group is replaced (its protocol changes): nothing outside its stack may name it.
+    assert set(ecs_plain.templates) == set(ecs_tls.templates)
+    assert blocking_exports(ecs_plain.templates, ecs_tls.templates) == {}
+    assert blocking_exports(ecs_tls.templates, ecs_plain.templates) == {}
 
 
 def test_cdk_nag_has_no_unacknowledged_findings(ecs_tls: Synth) -> None:
