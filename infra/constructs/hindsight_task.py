@@ -336,7 +336,7 @@ class HindsightTaskDefinition(ecs.FargateTaskDefinition):
             health_check=None
             if one_off
             else ecs.HealthCheck(
-                command=_liveness_check(health_port, tls=serve_tls),
+                command=liveness_command(health_port, tls=serve_tls),
                 interval=Duration.seconds(30),
                 timeout=Duration.seconds(5),
                 retries=3,
@@ -362,11 +362,11 @@ class HindsightTaskDefinition(ecs.FargateTaskDefinition):
         return parameters
 
 
-def _liveness_check(port: int, *, tls: bool) -> list[str]:
+def liveness_command(port: int, *, tls: bool) -> list[str]:
     """The container's health check: ``/health/live`` over HTTP, or over HTTPS verified against the task's own
-    certificate (made for ``localhost``, so no ``--insecure``)."""
+    certificate (made for ``127.0.0.1``, so no ``--insecure``)."""
     if tls:
-        return ["CMD", "curl", "-fsS", "--cacert", TLS_CERT_FILE, f"https://localhost:{port}/health/live"]
+        return ["CMD", "curl", "-fsS", "--cacert", TLS_CERT_FILE, f"https://127.0.0.1:{port}/health/live"]
     return ["CMD", "curl", "-fsS", f"http://127.0.0.1:{port}/health/live"]
 
 

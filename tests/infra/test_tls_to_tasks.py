@@ -23,7 +23,13 @@ import pytest
 from infra.config import ConfigError, load_config_from_cdk_json
 from infra.config.model import SUPPORTED_KUBERNETES_VERSIONS
 from infra.constructs.eks_manifests import API_NAME, WORKER_NAME
-from infra.constructs.hindsight_task import MAKE_TASK_CERTIFICATE, TLS_CERT_FILE, TLS_DIR, TLS_KEY_FILE
+from infra.constructs.hindsight_task import (
+    MAKE_TASK_CERTIFICATE,
+    TLS_CERT_FILE,
+    TLS_DIR,
+    TLS_KEY_FILE,
+    liveness_command,
+)
 from tests.infra.conftest import ROOT, VARIANTS, Synth, resources, synthesize
 from tests.infra.eks_variant import EKS_VARIANT
 from tests.infra.exports import blocking_exports
@@ -136,7 +142,7 @@ def test_an_init_container_makes_the_tasks_certificate_before_the_api_starts(ecs
         "-fsS",
         "--cacert",
         TLS_CERT_FILE,
-        "https://localhost:8888/health/live",
+        "https://127.0.0.1:8888/health/live",
     ]
     assert main["ReadonlyRootFilesystem"] is True
     assert main["User"] == "1000:1000"
@@ -251,7 +257,7 @@ def test_the_script_makes_a_private_key_and_a_certificate_the_liveness_check_ver
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         port = server.server_address[1]
-        check = ["curl", "-fsS", "--cacert", str(cert), f"https://localhost:{port}/health/live"]
+        check = [str(cert) if arg == TLS_CERT_FILE else arg for arg in liveness_command(port, tls=True)[1:]]
         assert subprocess.run(check, capture_output=True, timeout=30, check=False).returncode == 0
         # ... which does verify: another task's certificate is refused
         other = tmp_path / "other"
