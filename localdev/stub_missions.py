@@ -64,7 +64,7 @@ _TOPIC_NAMES: Mapping[str, tuple[str, ...]] = {
 }
 _ALL_SMALL_TALK = ("small talk", "small-talk", "chit-chat", "chitchat", "pleasantr", "banter", "social")
 _NEGATION = re.compile(r"\b(?:do not|don't|dont|never|ignore|skip|exclude|avoid|not)\b", re.IGNORECASE)
-_CLAUSE = re.compile(r"[.;:\n]+|\bbut\b", re.IGNORECASE)
+_CLAUSE = re.compile(r"[.;\n]+|\bbut\b", re.IGNORECASE)
 
 
 def mission_of(user_message: str) -> str | None:
