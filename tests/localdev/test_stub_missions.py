@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from localdev.hindsight.config import REPO_ROOT
 from localdev.llm_stub import chat_completion
 from localdev.stub_missions import keeps, mission_of
+from localdev.supervisor import REPO_ROOT
 
 MISSION = "Keep the customer's preferences and decisions. Do not keep small talk (greetings, the weather)."
 

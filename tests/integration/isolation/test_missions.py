@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pytest
@@ -45,7 +46,7 @@ def _config(api: Api, bank: str) -> dict[str, object]:
     return overrides
 
 
-def _patch(api: Api, bank: str, updates: dict[str, object]) -> int:
+def _patch(api: Api, bank: str, updates: Mapping[str, object]) -> int:
     return api.call("PATCH", f"/v1/default/banks/{bank}/config", json={"updates": updates}).status_code
 
 
