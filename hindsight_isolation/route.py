@@ -21,7 +21,7 @@ from contextvars import ContextVar
 from enum import StrEnum
 from typing import Any
 
-from memory_adapter.missions import MISSION_KEYS
+from memory_adapter.missions import EXTRACTION_MODES, MAX_MISSION_CHARS, MISSION_KEYS
 
 __all__ = ["RequestKind", "classify", "current", "labelled", "refine", "retain_bank"]
 
@@ -61,15 +61,26 @@ def classify(method: str, path: str) -> RequestKind:
 def refine(kind: RequestKind, method: str, path: str, body: Any) -> RequestKind:
     """``kind`` told apart by the request's JSON body: a config update of mission keys only is a MISSION.
 
-    Exactly the field names (not Hindsight's ``HINDSIGHT_API_*`` spellings of them), at least one, and nothing else
-    in the body: anything else stays what it was, an operator's request.
+    Exactly the field names (not Hindsight's ``HINDSIGHT_API_*`` spellings of them), at least one, nothing else in
+    the body, and values a mission may have (text of at most ``MAX_MISSION_CHARS``, which rides in every extraction
+    prompt, or null; an extraction mode a mission may pick): anything else stays what it was, an operator's request.
     """
     if kind is not RequestKind.OTHER or method != "PATCH" or not _CONFIG.search(path) or not isinstance(body, dict):
         return kind
     updates = body.get("updates")
     if set(body) != {"updates"} or not isinstance(updates, dict) or not updates:
         return kind
-    return RequestKind.MISSION if set(updates) <= set(MISSION_KEYS) else kind
+    if not set(updates) <= set(MISSION_KEYS) or not all(_mission_value(k, v) for k, v in updates.items()):
+        return kind
+    return RequestKind.MISSION
+
+
+def _mission_value(key: str, value: Any) -> bool:
+    if value is None:
+        return True
+    if key == "retain_extraction_mode":
+        return value in EXTRACTION_MODES
+    return isinstance(value, str) and len(value) <= MAX_MISSION_CHARS
 
 
 def retain_bank(path: str) -> str | None:

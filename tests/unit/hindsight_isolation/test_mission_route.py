@@ -8,6 +8,7 @@ from hindsight_isolation.policy import Action, authorize
 from hindsight_isolation.principal import Kind, Principal
 from hindsight_isolation.route import RequestKind, classify, refine
 from memory_adapter.identity import format_bank_id
+from memory_adapter.missions import MAX_MISSION_CHARS
 
 PATH = "/v1/default/banks/user:alice:agent:support/config"
 
@@ -28,6 +29,10 @@ PATH = "/v1/default/banks/user:alice:agent:support/config"
         ("PATCH", PATH, {"updates": {"retain_mission": "x"}, "more": 1}, RequestKind.OTHER),
         ("PATCH", PATH, [{"updates": {"retain_mission": "x"}}], RequestKind.OTHER),
         ("POST", PATH, {"updates": {"retain_mission": "x"}}, RequestKind.OTHER),
+        ("PATCH", PATH, {"updates": {"retain_mission": None}}, RequestKind.MISSION),
+        ("PATCH", PATH, {"updates": {"retain_mission": "x" * (MAX_MISSION_CHARS + 1)}}, RequestKind.OTHER),
+        ("PATCH", PATH, {"updates": {"retain_mission": ["x"]}}, RequestKind.OTHER),
+        ("PATCH", PATH, {"updates": {"retain_extraction_mode": "custom"}}, RequestKind.OTHER),
         ("PATCH", PATH.replace("/config", "/memories/1"), {"updates": {"retain_mission": "x"}}, RequestKind.OTHER),
     ],
 )

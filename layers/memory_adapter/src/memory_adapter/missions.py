@@ -36,6 +36,7 @@ from memory_adapter.transport import Transport, bank_path
 
 __all__ = [
     "EXTRACTION_MODES",
+    "MAX_MISSION_CHARS",
     "MISSIONS_ENV",
     "MISSION_KEYS",
     "BankMissions",
@@ -50,7 +51,7 @@ MISSIONS_ENV: Final = ADAPTER_ENV_PREFIX + "MISSIONS"
 MISSION_KEYS: Final = ("retain_mission", "retain_extraction_mode", "reflect_mission")
 #: Hindsight 1.1.0's extraction modes a mission may pick ("custom" needs instructions a mission does not carry).
 EXTRACTION_MODES: Final = ("concise", "verbose", "verbatim", "chunks")
-#: Longest mission text accepted (it rides in every extraction request's prompt).
+#: Longest mission text accepted, here and by the isolation extension (it rides in every extraction prompt).
 MAX_MISSION_CHARS: Final = 4000
 
 
