@@ -4,7 +4,8 @@ For every HTTP request it
 
 1. refuses input Hindsight cannot take (:mod:`hindsight_isolation.bad_input`) with a 400 that says what is wrong,
    whoever sends it: path, query string, headers, JSON bodies, form fields (multipart and url-encoded);
-2. labels the request with its kind (:mod:`hindsight_isolation.route`) for the validator, which sees no route;
+2. labels the request with its kind (:mod:`hindsight_isolation.route`) for the validator, which sees no route
+   (nor body: a bank-config update of mission keys only is labelled a mission update here);
 3. makes a caller-chosen retain ``operation_id`` private to its bank (:func:`bank_operation_id`): Hindsight keeps
    one id space for every bank and answers 409 to an id another bank used, which tells whether that id exists;
 4. replaces the body of any 500 with a fixed message (Hindsight puts the exception's text, a database driver's
@@ -97,7 +98,7 @@ class RequestGuard:
             check_path(scope.get("path", ""))
             check_query(scope.get("query_string", b""), self.integer_parameters)
             check_headers(scope.get("headers", []))
-            scope, receive = await self._checked_body(scope, receive, kind)
+            scope, receive, kind = await self._checked_body(scope, receive, kind)
         except BadInput as exc:
             await _refuse(scope, send, kind, str(exc))
             return
@@ -110,25 +111,28 @@ class RequestGuard:
             finally:
                 await events.report_deletes(watch)  # what this request's deletes removed (memory events)
 
-    async def _checked_body(self, scope: Scope, receive: Receive, kind: RequestKind) -> tuple[Scope, Receive]:
-        """Read and check the body; return the scope and a ``receive`` that replays it."""
+    async def _checked_body(
+        self, scope: Scope, receive: Receive, kind: RequestKind
+    ) -> tuple[Scope, Receive, RequestKind]:
+        """Read and check the body; return the scope, a ``receive`` that replays it, and the kind (refined by it)."""
         content_type, options = parse_options_header(_header(scope, b"content-type"))
         if content_type == b"multipart/form-data" and options.get(b"boundary"):
             spool = await _read_multipart(receive, options[b"boundary"])
-            return scope, _replay_file(spool, receive)
+            return scope, _replay_file(spool, receive), kind
         body = await _read_all(receive)
         if not body:
-            return scope, _replay(body, receive)
+            return scope, _replay(body, receive), kind
         if content_type == b"application/x-www-form-urlencoded":
             check_form_fields(_urlencoded_fields(body))
-            return scope, _replay(body, receive)
+            return scope, _replay(body, receive), kind
         try:
             parsed = parse_json(body)
         except NotJson:
             if not content_type or content_type.decode("latin-1").endswith(_JSON_TYPES):
                 raise
-            return scope, _replay(body, receive)  # not JSON and not declared JSON: the route reads it as it is
+            return scope, _replay(body, receive), kind  # not JSON and not declared JSON: the route reads it as it is
         check_json(parsed)
+        kind = route.refine(kind, scope.get("method", ""), scope.get("path", ""), parsed)
         bank_id = route.retain_bank(scope.get("path", "")) if kind is RequestKind.RETAIN else None
         if bank_id is not None and isinstance(parsed, dict) and isinstance(parsed.get("operation_id"), str):
             private = bank_operation_id(parsed["operation_id"], bank_id)
@@ -136,7 +140,7 @@ class RequestGuard:
                 parsed["operation_id"] = private
                 body = json.dumps(parsed, ensure_ascii=False, allow_nan=False).encode("utf-8")
                 scope = _with_content_length(scope, len(body))
-        return scope, _replay(body, receive)
+        return scope, _replay(body, receive), kind
 
 
 def _header(scope: Scope, name: bytes) -> bytes | None:

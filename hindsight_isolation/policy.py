@@ -13,6 +13,8 @@ it).
   ownership only; internal work with no principal is the server's own housekeeping.
 * Some actions are for the operator alone (webhooks make the server call out; aliases redirect other callers; config
   resets and maintenance affect the server), and alias creation is refused to everyone.
+* A bank's missions (what its memory keeps: :data:`memory_adapter.missions.MISSION_KEYS`) are its owner's to set, in a
+  request that sets nothing else (:attr:`RequestKind.MISSION`); every other bank-config update is the operator's.
 * Some requests are for the operator alone, whatever hook they reach: a bank restore, clone or document import
   (:attr:`RequestKind.TRANSFER`) writes an archive's rows as they are, naming any bank or none.
 * A grace-window token acts only inside a retain request (or over MCP, where it is shown the retain tools only).
@@ -41,6 +43,7 @@ class Action(StrEnum):
     WRITE = "write"  # change or delete bank content or settings
     LIST = "list"  # see a bank in a bank list
     OPERATOR_ONLY = "operator_only"  # webhooks, alias listing/deletion, config reset, maintenance
+    CONFIG = "config"  # change bank settings: the owner's for a mission update (RequestKind.MISSION), else operator
     WHOLE_BANK = "whole_bank"  # any operation on a whole bank (the tag-scope backstop): its own hook decides the rest
     NEVER = "never"  # alias creation: it lets one bank capture requests meant for another id
 
@@ -110,6 +113,8 @@ def authorize(
         return Decision(False, _TRANSFER_REASON)
     if action is Action.OPERATOR_ONLY:
         return Decision(False, "operator-only operation")
+    if action is Action.CONFIG and request is not RequestKind.MISSION:
+        return Decision(False, "bank settings other than its missions are the operator's")
     if principal.kind is Kind.USER_GRACE:
         if action not in _GRACE_ACTIONS:
             return Decision(False, f"expired token (grace window) may only retain, not {action.value}")

@@ -1,10 +1,14 @@
 """What kind of request is being served, told by the request guard to the validator (which sees no HTTP request).
 
-The validator slot receives a bank id and an operation name, never the route. Two rules need the route: a bank
-restore, clone or document import (whose hooks look like a plain bank creation) is the operator's, and a token in its
-post-expiry grace window may only send a retain. The guard (:mod:`hindsight_isolation.guard`), which wraps every HTTP
-request, classifies the request with :func:`classify` and holds the answer in a context variable for the length of
-the request; :func:`current` reads it (``None`` outside any guarded request: the validator then refuses everything
+The validator slot receives a bank id and an operation name, never the route. Three rules need the route: a bank
+restore, clone or document import (whose hooks look like a plain bank creation) is the operator's, a token in its
+post-expiry grace window may only send a retain, and a bank-config update that sets nothing but the bank's missions
+(:data:`memory_adapter.missions.MISSION_KEYS`) is its owner's (every other config update is the operator's; the
+hook sees no body, so the guard, which reads it, tells the kinds apart with :func:`refine`).
+
+The guard (:mod:`hindsight_isolation.guard`), which wraps every HTTP request, classifies the request with
+:func:`classify` (and :func:`refine`) and holds the answer in a context variable for the length of the request;
+:func:`current` reads it (``None`` outside any guarded request: the validator then refuses everything
 but the server's own background work).
 """
 
@@ -15,8 +19,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from enum import StrEnum
+from typing import Any
 
-__all__ = ["RequestKind", "classify", "current", "labelled", "retain_bank"]
+from memory_adapter.missions import EXTRACTION_MODES, MAX_MISSION_CHARS, MISSION_KEYS
+
+__all__ = ["RequestKind", "classify", "current", "labelled", "refine", "retain_bank"]
 
 
 class RequestKind(StrEnum):
@@ -25,6 +32,7 @@ class RequestKind(StrEnum):
     RETAIN = "retain"  # POST /v1/default/banks/{bank_id}/memories: all a grace-window token may send
     TRANSFER = "transfer"  # bank restore, bank clone, document import: they write archive rows as they are
     MCP = "mcp"  # /mcp and below: tools are filtered per caller (filter_mcp_tools) and each call is checked
+    MISSION = "mission"  # PATCH /v1/default/banks/{bank_id}/config setting only MISSION_KEYS: the owner's
     OTHER = "other"
 
 
@@ -32,6 +40,7 @@ class RequestKind(StrEnum):
 #: A bank id cannot contain ``/`` (no route of Hindsight matches one), so ``[^/]+`` is exactly one bank id.
 _TRANSFER = re.compile(r"/banks/[^/]+/(?:transfer/import|clone|document-transfer)/?$")
 _RETAIN = re.compile(r"/banks/(?P<bank_id>[^/]+)/memories/?$")
+_CONFIG = re.compile(r"/banks/[^/]+/config/?$")
 _MCP_PREFIX = "/mcp"
 
 _current: ContextVar[RequestKind | None] = ContextVar("hindsight_isolation_request_kind", default=None)
@@ -47,6 +56,31 @@ def classify(method: str, path: str) -> RequestKind:
         if _RETAIN.search(path):
             return RequestKind.RETAIN
     return RequestKind.OTHER
+
+
+def refine(kind: RequestKind, method: str, path: str, body: Any) -> RequestKind:
+    """``kind`` told apart by the request's JSON body: a config update of mission keys only is a MISSION.
+
+    Exactly the field names (not Hindsight's ``HINDSIGHT_API_*`` spellings of them), at least one, nothing else in
+    the body, and values a mission may have (text of at most ``MAX_MISSION_CHARS``, which rides in every extraction
+    prompt, or null; an extraction mode a mission may pick): anything else stays what it was, an operator's request.
+    """
+    if kind is not RequestKind.OTHER or method != "PATCH" or not _CONFIG.search(path) or not isinstance(body, dict):
+        return kind
+    updates = body.get("updates")
+    if set(body) != {"updates"} or not isinstance(updates, dict) or not updates:
+        return kind
+    if not set(updates) <= set(MISSION_KEYS) or not all(_mission_value(k, v) for k, v in updates.items()):
+        return kind
+    return RequestKind.MISSION
+
+
+def _mission_value(key: str, value: Any) -> bool:
+    if value is None:
+        return True
+    if key == "retain_extraction_mode":
+        return value in EXTRACTION_MODES
+    return isinstance(value, str) and len(value) <= MAX_MISSION_CHARS
 
 
 def retain_bank(path: str) -> str | None:

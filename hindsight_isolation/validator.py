@@ -71,8 +71,9 @@ BANK_WRITE_ACTIONS: dict[str, Action] = {
     "create_webhook": Action.OPERATOR_ONLY,
     "update_webhook": Action.OPERATOR_ONLY,
     "delete_webhook": Action.OPERATOR_ONLY,
-    # Bank settings include governance (audit logging, memory defense, tool lists) and cost knobs.
-    "update_bank_config": Action.OPERATOR_ONLY,
+    # Bank settings include governance (audit logging, memory defense, tool lists) and cost knobs: the operator's,
+    # except the bank's missions, which the guard labels (RequestKind.MISSION) and its owner may set.
+    "update_bank_config": Action.CONFIG,
     "reset_bank_config": Action.OPERATOR_ONLY,
     # Queued by every retain (and by POST .../consolidate): part of retaining.
     "submit_async_consolidation": Action.CONSOLIDATE,

@@ -108,6 +108,7 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
         app,
         f"{prefix}-Agent",
         config=config.agent,
+        mission=config.missions.for_agent(config.agent.name),
         auth=config.auth,
         layer=config.layer,
         gateway=gateway_access,

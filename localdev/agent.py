@@ -38,6 +38,7 @@ from localdev.supervisor import (
 )
 from localdev.supervisor import stop_when_gone as _stop_when_gone
 from localdev.token_issuer import LOCAL_CLIENT_ID, running_issuer_url
+from memory_adapter.missions import MISSIONS_ENV, Missions
 
 __all__ = ["DEFAULT_PORT", "AgentStartError", "LocalAgent", "agent_env"]
 
@@ -67,9 +68,18 @@ def agent_env(*, hindsight_url: str, issuer_url: str, port: int, spool_dir: Path
         "PORT": str(port),
         "HOST": "127.0.0.1",
         "HINDSIGHT_ADAPTER_SPOOL_DIR": str(spool_dir),
+        MISSIONS_ENV: deployed_mission_json(AGENT_NAME),
         "POWERTOOLS_SERVICE_NAME": "local-agent",
         "POWERTOOLS_METRICS_NAMESPACE": "LocalAgent",
     }
+
+
+def deployed_mission_json(agent: str) -> str:
+    """The mission ``cdk.json`` gives the deployed agent (``missions.<agent.name>``), for the local ``agent``: what
+    memory keeps is the same locally as deployed."""
+    defaults = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]["defaults"]
+    mission = (defaults.get("missions") or {}).get(defaults["agent"]["name"])
+    return Missions.from_mapping({agent: mission}).to_json() if mission else ""
 
 
 @dataclass

@@ -14,7 +14,9 @@ answers every request the same way every time, derived only from what it was sen
   (capitalised words that are not sentence openers, pronouns, interjections or calendar words: never "It",
   "Wow", "Thanks"); a line that names its speaker (``User: Maria: I ...``) gives self-contained facts
   ("Maria ..."); a relative date ("yesterday", "last week", "two days ago", "last Friday") is resolved
-  against the request's ``Event Date`` into ``when`` and ``occurred_start``/``occurred_end`` (an event);
+  against the request's ``Event Date`` into ``when`` and ``occurred_start``/``occurred_end`` (an event); and the
+  bank's ``retain_mission`` (which Hindsight puts in the request) is honoured: what it says not to keep is not
+  extracted (:mod:`localdev.stub_missions`);
 - **consolidation** (a schema with ``creates``): ``{"creates": [], "updates": [], "deletes": []}``, so
   recall returns exactly the extracted facts;
 - **reflect** (tool calls): a retrieval tool first (``recall``, or whatever ``tool_choice`` forces),
@@ -48,6 +50,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from localdev._serving import BackgroundHTTPServer, serve_in_foreground
+from localdev.stub_missions import keeps, mission_of
 
 __all__ = [
     "DEFAULT_EMBEDDING_DIMENSIONS",
@@ -200,6 +203,14 @@ def _event_date_of(body: Mapping[str, Any]) -> datetime | None:
     return None
 
 
+def _mission_of(body: Mapping[str, Any]) -> str | None:
+    """The bank's retain mission Hindsight put in the extraction request's user message, if any."""
+    for message in _messages(body):
+        if message.get("role") == "user" and (found := mission_of(_text_of(message.get("content")))) is not None:
+            return found
+    return None
+
+
 def _last_user_text(body: Mapping[str, Any]) -> str:
     for message in reversed(_messages(body)):
         if message.get("role") == "user":
@@ -295,16 +306,16 @@ def _speaker_and_text(line: str) -> tuple[str | None, str]:
     return None, line
 
 
-def extract_facts(content: str, at: datetime | None = None) -> list[JSON]:
+def extract_facts(content: str, at: datetime | None = None, *, mission: str | None = None) -> list[JSON]:
     """One ``world`` fact per distinct statement of the user in ``content`` (see the module docstring); ``at`` is
-    the turn's time, against which relative dates are resolved."""
+    the turn's time, against which relative dates are resolved; ``mission`` the bank's retain mission."""
     facts: list[JSON] = []
     seen: set[str] = set()
     for line in users_statements(content).split("\n"):
         speaker, text = _speaker_and_text(line.strip())
         for raw in _SENTENCE_SPLIT.split(text):
             sentence = _as_fact(raw.strip())
-            if sentence is None:
+            if sentence is None or not keeps(mission, sentence):
                 continue
             what = resolve_speaker(sentence, speaker) if speaker else sentence
             if what in seen:
@@ -527,7 +538,8 @@ def chat_completion(body: Mapping[str, Any]) -> JSON:
         finish = "tool_calls"
         output = json.dumps(args)
     elif kind == "retain":
-        output = json.dumps({"facts": extract_facts(_retain_content(body) or "", _event_date_of(body))})
+        facts = extract_facts(_retain_content(body) or "", _event_date_of(body), mission=_mission_of(body))
+        output = json.dumps({"facts": facts})
     elif kind == "consolidation":
         output = json.dumps({"creates": [], "updates": [], "deletes": []})
     elif kind == "structured":

@@ -110,6 +110,13 @@ def problems(env_name: str, top: Mapping[str, Any] | None, sections: Mapping[str
     for name, rule in part_rules.items():
         if sections.get(name) is not None:
             errors.extend(rule(sections[name]))
+    if sections.get("agent") is not None and sections.get("missions") is not None:
+        agent_name = sections["agent"].name
+        errors.extend(
+            f"missions.{name} names no agent of this deployment (agent.name is {agent_name!r}): fix its spelling"
+            for name in sorted(sections["missions"].missions.by_agent)
+            if name != agent_name
+        )
     if sections.get("agent") is not None and sections.get("gateway") is not None:
         errors.extend(
             agent_gateway_problems(sections["agent"], sections["gateway"], auth.mode if auth is not None else None)

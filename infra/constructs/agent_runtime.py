@@ -23,6 +23,7 @@ from infra.constructs.props import raise_if_invalid
 from infra.constructs.retain_queue import RetainQueue
 from infra.constructs.service_log_group import ServiceLogGroup
 from infra.permissions import SSM_READ_ACTIONS, grant_bedrock_invoke
+from memory_adapter.missions import MISSIONS_ENV, Mission, Missions
 from runtime_handler import settings as rs
 
 ENDPOINT_NAME = "live"
@@ -79,6 +80,7 @@ class AgentRuntime(Construct):
         runtime_name: str,
         logs_key: kms.IKey,
         gateway: GatewayAccess | None = None,
+        mission: Mission | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self.security_group = network.workload_security_group(
@@ -102,6 +104,7 @@ class AgentRuntime(Construct):
             identity=identity,
             retain_queue_url=retain_queue.queue.queue_url,
             gateway=gateway,
+            mission=mission,
         )
         self.runtime = agentcore.Runtime(
             self,
@@ -168,6 +171,7 @@ def agent_environment(
     identity: Identity | None,
     retain_queue_url: str,
     gateway: GatewayAccess | None = None,
+    mission: Mission | None = None,
 ) -> dict[str, str]:
     """Exactly the variables ``runtime_handler.settings.Settings.from_env`` reads (plus Powertools' own)."""
     env = {
@@ -181,6 +185,8 @@ def agent_environment(
         METRICS_NAMESPACE_ENV: METRICS_NAMESPACE,
         **memory.client_environment,
     }
+    if mission is not None and mission.updates():  # this agent's entry only: another agent's change redeploys nothing
+        env[MISSIONS_ENV] = Missions({config.name: mission}).to_json()
     if auth.mode is AuthMode.IAM:
         env[rs.ENV_AUTH_MODE] = "iam"
         assert memory.agent_key_secret_arn is not None

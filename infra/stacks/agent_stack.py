@@ -18,6 +18,7 @@ from infra.constructs.retain_queue import RetainQueue
 from infra.constructs.retain_replay import RetainReplay
 from infra.stacks.network_stack import Foundation
 from infra.stacks.removal import removal_policy
+from memory_adapter.missions import Mission
 
 
 class AgentStack(PartAwareStack):
@@ -28,6 +29,7 @@ class AgentStack(PartAwareStack):
         layer_parameter_name: The SSM name publishing the layer's ARN unless ``layer.parameter_name`` is set.
         gateway: Where the agent finds the memory gateway its tools go through (``agent.tools_via_gateway``).
         removal: What becomes of the retain queues when the stack is deleted (they may hold undelivered turns).
+        mission: What the agent's memory keeps (``missions.<agent name>``; ``None``: Hindsight's defaults).
     """
 
     def __init__(
@@ -46,6 +48,7 @@ class AgentStack(PartAwareStack):
         foundation: Foundation,
         memory: MemoryService,
         identity: Identity | None,
+        mission: Mission | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
@@ -61,6 +64,7 @@ class AgentStack(PartAwareStack):
             self,
             "Agent",
             config=config,
+            mission=mission,
             auth=auth,
             network=foundation.network,
             memory=memory,

@@ -234,7 +234,7 @@ def test_unknown_settings_are_named_and_null_unsets_an_optional_one() -> None:
     assert cfg.alarms.email is None
 
 
-def load_config_from_cdk_json_with_section_key(section: str, key: str, value: str):
+def load_config_from_cdk_json_with_section_key(section: str, key: str, value: object):
     """A cdk.json whose ``defaults.<section>`` holds an extra key (``-c`` cannot add unknown keys)."""
     import json
     import tempfile
@@ -380,3 +380,22 @@ def test_the_database_backup_plan_and_the_re_embedding_settings_are_checked() ->
     assert "database.backup_plan_schedule must be an AWS Backup cron expression like cron(0 5 * * ? *) (UTC)" in errors
     assert "database.backup_plan_retention_days must be between 1 and 36500, got 0" in errors
     assert _names(errors) >= {"hindsight.database_schema", "hindsight.maintenance_embeddings_model"}
+
+
+def test_each_agent_has_its_mission_and_a_misnamed_or_bad_one_is_reported() -> None:
+    from memory_adapter.missions import MISSION_KEYS
+
+    mission = _load().missions.for_agent("assistant")  # cdk.json's reference agent keeps what a user will want
+    assert mission is not None
+    assert "small talk" in (mission.retain_mission or "")
+    assert set(mission.updates()) <= set(MISSION_KEYS)
+    with pytest.raises(ConfigError) as err:
+        _load(**{"agent.name": "helpdesk"})
+    assert err.value.errors == [
+        "missions.assistant names no agent of this deployment (agent.name is 'helpdesk'): fix its spelling"
+    ]
+    with pytest.raises(ConfigError) as err:
+        load_config_from_cdk_json_with_section_key("missions", "assistant", {"retain_extraction_mode": "fast"})
+    assert err.value.errors == [
+        "missions.assistant.retain_extraction_mode must be one of concise, verbose, verbatim, chunks, got 'fast'"
+    ]

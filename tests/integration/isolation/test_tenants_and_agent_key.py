@@ -87,7 +87,12 @@ def test_agent_key_does_not_reach_other_agents_or_tenants(world: World) -> None:
 def test_agent_key_is_not_an_operator_key(world: World) -> None:
     base = f"/v1/default/banks/{world.acme_support}"
     assert world.agent.call("GET", f"{base}/aliases").status_code == 403
-    assert world.agent.call("PATCH", f"{base}/config", json={"updates": {"retain_mission": "x"}}).status_code == 403
+    governance = {"updates": {"audit_log_enabled": False}}
+    assert world.agent.call("PATCH", f"{base}/config", json=governance).status_code == 403
+    # what its banks keep is the agent's to say (missions, on its own banks only)
+    assert world.agent.call("PATCH", f"{base}/config", json={"updates": {"retain_mission": "x"}}).status_code == 200
+    sales = f"/v1/default/banks/{world.acme_sales}/config"
+    assert world.agent.call("PATCH", sales, json={"updates": {"retain_mission": "x"}}).status_code == 403
     assert world.agent.retain("default", "x").status_code == 403
 
 

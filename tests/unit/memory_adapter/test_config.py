@@ -75,6 +75,7 @@ def test_every_setting_reads_its_environment_variable(monkeypatch, tmp_path):
         "retain_workers": ("2", 2),
         "exit_flush_timeout": ("1", 1.0),
         "auto_replay": ("off", False),
+        "missions": ('{"support": {"retain_mission": "m"}}', '{"support": {"retain_mission": "m"}}'),
     }
     assert set(values) == set(ENV_VARS)
     for name, (raw, _) in values.items():

@@ -58,6 +58,7 @@ from memory_adapter.formatting import (
 )
 from memory_adapter.identity.caller import Caller
 from memory_adapter.kinds import KIND_METADATA_KEY, kind_tag
+from memory_adapter.missions import BankMissions, Missions
 from memory_adapter.observability import Metric, MetricsSink, Observer, logger, short_hash
 from memory_adapter.policies import RecallPolicy, RetentionPolicy
 from memory_adapter.spool import DirectorySpool, RetainRecord, Spool
@@ -235,6 +236,9 @@ class HindsightRuntimeAdapter:
             default_credential=s.api_key,
             on_short_circuit=self._maybe_probe,
             on_delivered=self._maybe_auto_replay,
+            prepare_bank=BankMissions(
+                transport=transport, missions=Missions.from_json(s.missions), observer=self._observer, timeout=s.timeout
+            ).prepare,
             auto_replay=self._auto_replay,
         )
         pool = concurrent.futures.ThreadPoolExecutor(max_workers=_RECALL_THREADS, thread_name_prefix="memory-recall")

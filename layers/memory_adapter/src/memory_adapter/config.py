@@ -31,6 +31,7 @@ from memory_adapter.constants import (
     HINDSIGHT_API_URL_ENV,
 )
 from memory_adapter.exceptions import ConfigurationError
+from memory_adapter.missions import Missions, MissionsError
 from memory_adapter.settings_reader import SettingsReader, out_of_range
 
 __all__ = [
@@ -117,6 +118,9 @@ class HindsightAgentCoreConfig:
     """Seconds the interpreter-exit hook waits for pending retains before spooling the rest."""
     auto_replay: bool = True
     """Replay the local spool in the background once Hindsight answers again (not a ``spool_queue_url``)."""
+    missions: str = ""
+    """JSON of agent name -> extraction mission (``cdk.json`` ``missions``), applied to each bank of that agent
+    (:mod:`memory_adapter.missions`). Empty: banks keep their own settings."""
 
 
 _CONNECTION: Final = ("hindsight_api_url", "api_key")
@@ -196,6 +200,10 @@ def read_settings(
         reader.problem("retry_max_delay must be at least retry_base_delay")
     if not values["spool_dir"]:
         reader.problem("spool_dir must not be empty")
+    try:
+        Missions.from_json(values["missions"])
+    except MissionsError as exc:
+        reader.problem(str(exc))
     if values["spool_queue_url"] and not values["spool_queue_url"].startswith(("https://", "http://")):
         reader.problem(f"spool_queue_url must be an SQS queue URL (https://sqs...), got {values['spool_queue_url']!r}")
     url = (

@@ -189,6 +189,8 @@ class RetainDelivery:
         default_credential: Bearer used for records without their own credential (never written to the spool).
         on_short_circuit: Called when the open breaker stops a delivery (the adapter starts a probe).
         on_delivered: Called after each delivery (the adapter may start an automatic replay).
+        prepare_bank: Called with the bank id and bearer before each attempt (the adapter applies the bank's mission,
+            :class:`~memory_adapter.missions.BankMissions`; it must not raise).
         auto_replay: Request a replay when something is spooled while the breaker is closed again (a retain that
             was spooled during an outage but written just after recovery would otherwise wait for the next event).
     """
@@ -206,6 +208,7 @@ class RetainDelivery:
         default_credential: str | None,
         on_short_circuit: Callable[[], None] = lambda: None,
         on_delivered: Callable[[], None] = lambda: None,
+        prepare_bank: Callable[[str, str | None], None] = lambda _bank, _bearer: None,
         auto_replay: bool = False,
         rng: random.Random | None = None,
     ) -> None:
@@ -219,6 +222,7 @@ class RetainDelivery:
         self._default_credential = default_credential
         self._on_short_circuit = on_short_circuit
         self._on_delivered = on_delivered
+        self._prepare_bank = prepare_bank
         self._rng = rng or random.Random()  # noqa: S311 (retry jitter, not cryptography)
         # SimpleQueue: a put is one C call, no Python-level lock or condition on the turn's thread.
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
@@ -341,13 +345,10 @@ class RetainDelivery:
     def _send(self, record: RetainRecord, credential: str | None = None) -> None:
         """One delivery attempt; updates the breaker; raises the mapped error."""
         record.attempts += 1
+        bearer = credential or record.credential or self._default_credential
+        self._prepare_bank(record.bank_id, bearer)
         try:
-            post_retain(
-                self._transport,
-                record,
-                bearer=credential or record.credential or self._default_credential,
-                timeout=self._timeout,
-            )
+            post_retain(self._transport, record, bearer=bearer, timeout=self._timeout)
         except HindsightUnavailableError as exc:
             self._breaker.record_error(exc)
             raise

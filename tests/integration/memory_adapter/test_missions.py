@@ -1,0 +1,139 @@
+"""Per-agent missions against the real local Hindsight: applied to a bank before its first retain, honoured by the
+extraction (the stand-in reads the mission from the prompt Hindsight sends it), re-applied when the setting changes."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import pytest
+
+from memory_adapter import RetainOutcome, format_bank_id
+from memory_adapter.missions import MISSIONS_ENV
+from memory_adapter.transport import HttpResponse, HttpTransport, bank_path
+
+pytestmark = pytest.mark.integration
+
+MISSION = (
+    "Keep the customer's preferences, decisions and the problems they report. "
+    "Do not keep small talk: greetings, the weather, the weekend."
+)
+TURN = (
+    "Hi there, hope you are doing well. It has been raining all week here in Leeds. "
+    "I prefer email over phone calls for updates. We decided to move the team to the annual plan."
+)
+
+
+class CountingTransport(HttpTransport):
+    """The real HTTP transport, remembering every request's method and path."""
+
+    def __init__(self, base_url: str) -> None:
+        super().__init__(base_url)
+        self.calls: list[tuple[str, str]] = []
+
+    def request(
+        self, method: str, path: str, *, body: Any | None = None, bearer: str | None = None, timeout: float
+    ) -> HttpResponse:
+        self.calls.append((method, path))
+        return super().request(method, path, body=body, bearer=bearer, timeout=timeout)
+
+    def to(self, suffix: str, method: str) -> int:
+        return sum(1 for m, p in self.calls if m == method and p.endswith(suffix))
+
+
+def _missions(text: str, mode: str = "concise") -> str:
+    return json.dumps({"support": {"retain_mission": text, "retain_extraction_mode": mode}})
+
+
+def _overrides(bank: Any, bank_id: str) -> dict[str, Any]:
+    body = bank._get(bank_path(bank_id, "/config"))
+    assert body is not None
+    overrides: dict[str, Any] = body["overrides"]
+    return overrides
+
+
+def _memories(bank: Any, bank_id: str, needle: str, timeout: float = 90.0) -> list[str]:
+    """Every stored memory's text once one contains ``needle`` (extraction is asynchronous), else what is there."""
+    deadline = time.monotonic() + timeout
+    while True:
+        body = bank._get(bank_path(bank_id, "/memories/list?limit=1000"))
+        texts = [item["text"] for item in (body or {}).get("items", [])]
+        if any(needle in t for t in texts) or time.monotonic() > deadline:
+            return texts
+        time.sleep(0.25)
+
+
+async def test_a_mission_is_in_place_before_the_first_retain_and_steers_what_is_kept(
+    local_hindsight, make_adapter, user_ctx, run_id, bank, monkeypatch
+):
+    # GIVEN one agent process without a mission and one with it (the setting is read when the adapter is made)
+    plain = make_adapter(local_hindsight.url)
+    monkeypatch.setenv(MISSIONS_ENV, _missions(MISSION))
+    steered = make_adapter(local_hindsight.url)
+    without, with_ = f"plain-{run_id}", f"steered-{run_id}"
+    # WHEN each retains the same support turn into a new bank
+    for adapter, user in ((plain, without), (steered, with_)):
+        ctx = user_ctx(user, "s1", request_id=f"{user}-t1")
+        assert await adapter.retain_for_turn(ctx, result="Noted.", query=TURN) is RetainOutcome.DELIVERED
+    # THEN the steered bank carries the mission, and the plain one none
+    steered_bank, plain_bank = (format_bank_id(user=u, agent="support") for u in (with_, without))
+    assert _overrides(bank, steered_bank).get("retain_mission") == MISSION
+    assert "retain_mission" not in _overrides(bank, plain_bank)
+    # AND the first retain was already extracted under it: preferences and decisions kept, small talk not
+    steered_texts = _memories(bank, steered_bank, "annual plan")
+    plain_texts = _memories(bank, plain_bank, "annual plan")
+    for texts in (steered_texts, plain_texts):
+        assert any("email over phone" in t for t in texts), texts
+        assert any("annual plan" in t for t in texts), texts
+    assert not any("raining" in t for t in steered_texts), steered_texts
+    assert any("raining" in t for t in plain_texts), plain_texts  # the same turn, without a mission
+
+
+async def test_a_changed_mission_is_reapplied_and_an_unchanged_one_costs_one_read(
+    local_hindsight, make_adapter, user_ctx, run_id, bank, monkeypatch
+):
+    user = f"changing-{run_id}"
+    bank_id = format_bank_id(user=user, agent="support")
+
+    async def turn(adapter: Any, n: int) -> None:
+        ctx = user_ctx(user, f"s{n}", request_id=f"{user}-t{n}")
+        handle = adapter.retain_for_turn(ctx, result="Noted.", query=f"I prefer invoices on day {n} of the month.")
+        assert await handle is RetainOutcome.DELIVERED
+
+    # GIVEN a bank first used under mission A
+    monkeypatch.setenv(MISSIONS_ENV, _missions("Keep preferences."))
+    await turn(make_adapter(local_hindsight.url), 1)
+    assert _overrides(bank, bank_id)["retain_mission"] == "Keep preferences."
+    # WHEN a later process (same setting) retains twice: one read, no write
+    same = CountingTransport(local_hindsight.url)
+    adapter = make_adapter(local_hindsight.url, transport=same)
+    await turn(adapter, 2)
+    await turn(adapter, 3)
+    assert (same.to("/config", "GET"), same.to("/config", "PATCH")) == (1, 0)
+    # WHEN the setting changes (a redeploy with a new mission and mode)
+    monkeypatch.setenv(MISSIONS_ENV, _missions("Keep preferences and decisions.", mode="verbose"))
+    changed = CountingTransport(local_hindsight.url)
+    adapter = make_adapter(local_hindsight.url, transport=changed)
+    await turn(adapter, 4)
+    await turn(adapter, 5)
+    # THEN it is written once, before that process's first retain there
+    assert (changed.to("/config", "GET"), changed.to("/config", "PATCH")) == (1, 1)
+    first_patch = changed.calls.index(("PATCH", bank_path(bank_id, "/config")))
+    assert first_patch < changed.calls.index(("POST", bank_path(bank_id, "/memories")))
+    overrides = _overrides(bank, bank_id)
+    assert (overrides["retain_mission"], overrides["retain_extraction_mode"]) == (
+        "Keep preferences and decisions.",
+        "verbose",
+    )
+
+
+async def test_an_agent_without_a_mission_leaves_its_banks_alone(
+    local_hindsight, make_adapter, user_ctx, run_id, monkeypatch
+):
+    monkeypatch.setenv(MISSIONS_ENV, json.dumps({"sales": {"retain_mission": "Keep leads."}}))
+    counting = CountingTransport(local_hindsight.url)
+    adapter = make_adapter(local_hindsight.url, transport=counting)  # agent "support": no mission of its own
+    ctx = user_ctx(f"nomission-{run_id}", "s")
+    assert await adapter.retain_for_turn(ctx, result="Noted.", query="I like tea.") is RetainOutcome.DELIVERED
+    assert counting.to("/config", "GET") + counting.to("/config", "PATCH") == 0

@@ -1,0 +1,106 @@
+"""Missions: the setting's parsing, and how a bank's mission is applied when Hindsight fails or refuses."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from memory_adapter.exceptions import HindsightUnavailableError
+from memory_adapter.identity import format_bank_id
+from memory_adapter.missions import BankMissions, Mission, Missions, MissionsError
+from memory_adapter.observability import Observer
+from memory_adapter.transport import HttpResponse
+
+BANK = format_bank_id(user="u1", agent="support")
+
+
+class Scripted:
+    """Answers GET/PATCH of a bank's config from a script of statuses (``None``: unreachable)."""
+
+    def __init__(self, get: list[int | None], patch: int = 200, overrides: dict[str, Any] | None = None) -> None:
+        self.get, self.patch, self.overrides = list(get), patch, overrides or {}
+        self.calls: list[tuple[str, Any]] = []
+
+    def request(self, method: str, path: str, *, body: Any = None, bearer: str | None = None, timeout: float) -> Any:
+        self.calls.append((method, body))
+        if method == "GET":
+            status = self.get.pop(0) if self.get else 200
+            if status is None:
+                raise HindsightUnavailableError("cannot reach Hindsight")
+            return HttpResponse(status, {"overrides": self.overrides} if status == 200 else {"detail": "x"})
+        return HttpResponse(self.patch, {} if self.patch == 200 else {"detail": "forbidden"})
+
+    def close(self) -> None:
+        """Nothing to close."""
+
+
+def _missions(**mission: str) -> Missions:
+    return Missions({"support": Mission(**mission)})
+
+
+def _applier(transport: Scripted, missions: Missions) -> BankMissions:
+    return BankMissions(transport=transport, missions=missions, observer=Observer(None, verbose=False), timeout=1.0)
+
+
+def test_every_problem_of_the_setting_is_listed_at_once() -> None:
+    raw = {
+        "support": {"retain_mision": "typo", "retain_extraction_mode": "fast", "reflect_mission": 3},
+        "sales": "keep leads",
+        "ok": {"retain_mission": "Keep leads."},
+    }
+    missions, problems = Missions.checked(raw)
+    assert problems == [
+        "missions.support.retain_mision is not a mission setting "
+        "(known: retain_mission, retain_extraction_mode, reflect_mission)",
+        "missions.support.reflect_mission must be text or null, got 3",
+        "missions.support.retain_extraction_mode must be one of concise, verbose, verbatim, chunks, got 'fast'",
+        "missions.sales must be an object with any of retain_mission, retain_extraction_mode, reflect_mission",
+    ]
+    assert set(missions.by_agent) == {"ok"}
+
+
+def test_the_environment_form_round_trips_and_bad_json_is_one_clear_error() -> None:
+    missions = Missions.from_mapping({"support": {"retain_mission": "Keep decisions.", "reflect_mission": None}})
+    assert Missions.from_json(missions.to_json()) == missions
+    assert missions.for_agent("support") == Mission(retain_mission="Keep decisions.")
+    with pytest.raises(MissionsError, match="HINDSIGHT_ADAPTER_MISSIONS is not valid JSON"):
+        Missions.from_json("{support")
+
+
+def test_an_empty_mission_is_managed_and_a_null_one_is_not() -> None:
+    assert Mission(retain_mission="", reflect_mission=None).updates() == {"retain_mission": ""}
+
+
+def test_an_unreachable_hindsight_defers_the_mission_to_the_banks_next_retain() -> None:
+    transport = Scripted(get=[None, 404])
+    applier = _applier(transport, _missions(retain_mission="Keep decisions."))
+    applier.prepare(BANK, "token")  # never raises: the retain that follows goes on
+    assert transport.calls == [("GET", None)]
+    applier.prepare(BANK, "token")  # the next retain tries again: no bank yet, so it is created with its mission
+    assert transport.calls[1:] == [("GET", None), ("PATCH", {"updates": {"retain_mission": "Keep decisions."}})]
+    applier.prepare(BANK, "token")  # settled for this process
+    assert len(transport.calls) == 3
+
+
+def test_a_refused_mission_is_not_retried_for_every_turn() -> None:
+    transport = Scripted(get=[200], patch=403)
+    applier = _applier(transport, _missions(retain_mission="Keep decisions."))
+    applier.prepare(BANK, "token")
+    applier.prepare(BANK, "token")
+    assert [method for method, _ in transport.calls] == ["GET", "PATCH"]
+
+
+def test_only_what_differs_is_written() -> None:
+    transport = Scripted(
+        get=[200], overrides={"retain_mission": "Keep decisions.", "retain_extraction_mode": "concise"}
+    )
+    applier = _applier(transport, _missions(retain_mission="Keep decisions.", retain_extraction_mode="verbose"))
+    applier.prepare(BANK, None)
+    assert transport.calls[1] == ("PATCH", {"updates": {"retain_extraction_mode": "verbose"}})
+
+
+def test_banks_outside_the_per_user_scheme_are_left_alone() -> None:
+    transport = Scripted(get=[])
+    _applier(transport, _missions(retain_mission="Keep decisions.")).prepare("default", None)
+    assert transport.calls == []
