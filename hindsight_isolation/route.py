@@ -25,6 +25,7 @@ class RequestKind(StrEnum):
     RETAIN = "retain"  # POST /v1/default/banks/{bank_id}/memories: all a grace-window token may send
     TRANSFER = "transfer"  # bank restore, bank clone, document import: they write archive rows as they are
     MCP = "mcp"  # /mcp and below: tools are filtered per caller (filter_mcp_tools) and each call is checked
+    RECALL = "recall"  # POST /v1/default/banks/{bank_id}/memories/recall: a caller's recall (fading applies)
     OTHER = "other"
 
 
@@ -32,6 +33,7 @@ class RequestKind(StrEnum):
 #: A bank id cannot contain ``/`` (no route of Hindsight matches one), so ``[^/]+`` is exactly one bank id.
 _TRANSFER = re.compile(r"/banks/[^/]+/(?:transfer/import|clone|document-transfer)/?$")
 _RETAIN = re.compile(r"/banks/(?P<bank_id>[^/]+)/memories/?$")
+_RECALL = re.compile(r"/banks/[^/]+/memories/recall/?$")
 _MCP_PREFIX = "/mcp"
 
 _current: ContextVar[RequestKind | None] = ContextVar("hindsight_isolation_request_kind", default=None)
@@ -46,6 +48,8 @@ def classify(method: str, path: str) -> RequestKind:
             return RequestKind.TRANSFER
         if _RETAIN.search(path):
             return RequestKind.RETAIN
+        if _RECALL.search(path):
+            return RequestKind.RECALL
     return RequestKind.OTHER
 
 
