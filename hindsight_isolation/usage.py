@@ -156,10 +156,12 @@ async def _create_table(conn: Any) -> None:
 
 
 async def _last_seen(conn: Any, bank_id: str, ids: list[str]) -> dict[str, datetime]:
-    """Memory id -> last recalled, or when told (``mentioned_at``, else created) if never recalled."""
+    """Memory id -> last recalled, or when told if never recalled: ``mentioned_at`` (imported history keeps its
+    age), but never later than when the server stored it (a client cannot date a memory into the future to keep it
+    fresh)."""
     units, table = _tables()
     rows = await conn.fetch(
-        f"SELECT m.id::text AS id, GREATEST(u.last_recalled_at, COALESCE(m.mentioned_at, m.created_at)) AS seen "  # noqa: S608
+        f"SELECT m.id::text AS id, GREATEST(u.last_recalled_at, LEAST(m.mentioned_at, m.created_at)) AS seen "  # noqa: S608
         f"FROM {units} m LEFT JOIN {table} u ON u.memory_id = m.id WHERE m.bank_id = $1 AND m.id = ANY($2::uuid[])",
         bank_id,
         ids,
