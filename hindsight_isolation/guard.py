@@ -26,7 +26,7 @@ from typing import IO, Any
 
 from python_multipart.multipart import MultipartParser, parse_options_header
 
-from hindsight_isolation import events, route
+from hindsight_isolation import events, fading, route, usage
 from hindsight_isolation.bad_input import (
     BadInput,
     NotJson,
@@ -99,13 +99,18 @@ class RequestGuard:
             check_query(scope.get("query_string", b""), self.integer_parameters)
             check_headers(scope.get("headers", []))
             scope, receive, kind = await self._checked_body(scope, receive, kind)
+            clock = usage.clock_from_header(_header(scope, fading.CLOCK_HEADER.encode()) or None)
         except BadInput as exc:
             await _refuse(scope, send, kind, str(exc))
             return
         except _ClientGone:
             return
         actor = _header(scope, events.ACTOR_HEADER.encode())
-        with route.labelled(kind), events.watching_deletes(_decode(actor) if actor else None) as watch:
+        with (
+            route.labelled(kind),
+            fading.clocked(clock),
+            events.watching_deletes(_decode(actor) if actor else None) as watch,
+        ):
             try:
                 await self.app(scope, receive, _hiding_internal_errors(scope, send))
             finally:

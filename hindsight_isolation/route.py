@@ -33,6 +33,7 @@ class RequestKind(StrEnum):
     TRANSFER = "transfer"  # bank restore, bank clone, document import: they write archive rows as they are
     MCP = "mcp"  # /mcp and below: tools are filtered per caller (filter_mcp_tools) and each call is checked
     MISSION = "mission"  # PATCH /v1/default/banks/{bank_id}/config setting only MISSION_KEYS: the owner's
+    RECALL = "recall"  # POST /v1/default/banks/{bank_id}/memories/recall: a caller's recall (fading applies)
     OTHER = "other"
 
 
@@ -41,6 +42,7 @@ class RequestKind(StrEnum):
 _TRANSFER = re.compile(r"/banks/[^/]+/(?:transfer/import|clone|document-transfer)/?$")
 _RETAIN = re.compile(r"/banks/(?P<bank_id>[^/]+)/memories/?$")
 _CONFIG = re.compile(r"/banks/[^/]+/config/?$")
+_RECALL = re.compile(r"/banks/[^/]+/memories/recall/?$")
 _MCP_PREFIX = "/mcp"
 
 _current: ContextVar[RequestKind | None] = ContextVar("hindsight_isolation_request_kind", default=None)
@@ -55,6 +57,8 @@ def classify(method: str, path: str) -> RequestKind:
             return RequestKind.TRANSFER
         if _RETAIN.search(path):
             return RequestKind.RETAIN
+        if _RECALL.search(path):
+            return RequestKind.RECALL
     return RequestKind.OTHER
 
 

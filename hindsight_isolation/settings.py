@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
+from hindsight_isolation.fading import DEFAULT_FLOOR, FadingRules, parse_instant
 from memory_adapter.identity.settings import JwtSettings
 from memory_adapter.settings_reader import Naming, SettingsReader
 
@@ -96,6 +98,13 @@ KEY_SCHEMA = "schema"
 KEY_EVENTS_FILE = "events_file"
 KEY_EVENTS_QUEUE_URL = "events_queue_url"
 KEY_EVENTS_INCLUDE_TEXT = "events_include_text"
+# Fading and reinforcement (hindsight_isolation/fading.py, docs/memory.md): off unless FADING is on.
+KEY_FADING = "fading"
+KEY_FADING_HALF_LIFE_DAYS = "fading_half_life_days"
+KEY_FADING_FLOOR = "fading_floor"
+#: Tests and local runs only (the stack never sets them): a fixed "now", or "now" per request from a header.
+KEY_FADING_CLOCK = "fading_clock"
+KEY_FADING_CLOCK_HEADER = "fading_clock_header"
 
 _JWT_KEYS = JwtSettings.setting_keys(JWT_NAMING)
 _KNOWN_KEYS = _JWT_KEYS | {v for name, v in dict(globals()).items() if name.startswith("KEY_") and isinstance(v, str)}
@@ -138,6 +147,9 @@ class IsolationSettings:
     events_file: str | None = None
     events_queue_url: str | None = None
     events_include_text: bool = False
+    fading: FadingRules | None = None
+    fading_clock: datetime | None = None
+    fading_clock_header: bool = False
 
     @property
     def verifier(self) -> Mapping[str, Any]:
@@ -192,6 +204,7 @@ class IsolationSettings:
         events_text = get.flag(KEY_EVENTS_INCLUDE_TEXT)
         if events_text and events_file is None and events_queue is None:
             get.problem(f"{get.name(KEY_EVENTS_INCLUDE_TEXT)} is set but no events sink is")
+        fading, fading_clock, fading_clock_header = _fading(get)
         cache_ttl = get.number(KEY_TOKEN_CACHE_TTL_S, 60.0, low=0)
         cache_size = get.integer(KEY_TOKEN_CACHE_SIZE, 10_000, low=0)
         if get.problems:
@@ -209,7 +222,35 @@ class IsolationSettings:
             events_file=events_file,
             events_queue_url=events_queue,
             events_include_text=events_text,
+            fading=fading,
+            fading_clock=fading_clock,
+            fading_clock_header=fading_clock_header,
         )
+
+
+def _fading(get: SettingsReader) -> tuple[FadingRules | None, datetime | None, bool]:
+    """The fading settings: the rules (``None``: off), the fixed clock and whether the clock header is honoured."""
+    on = get.flag(KEY_FADING)
+    floor = get.number(KEY_FADING_FLOOR, DEFAULT_FLOOR, low=0, high=0.99)
+    half_lives = get.json_object(KEY_FADING_HALF_LIFE_DAYS, what="a JSON object of memory kind -> half-life days")
+    rules, problems = FadingRules.checked(half_lives, floor=floor, shown=get.name(KEY_FADING_HALF_LIFE_DAYS))
+    for problem in problems:
+        get.problem(problem)
+    clock: datetime | None = None
+    raw_clock = get.text(KEY_FADING_CLOCK)
+    if raw_clock is not None:
+        try:
+            clock = parse_instant(raw_clock)
+        except ValueError as exc:
+            get.problem(f"{get.name(KEY_FADING_CLOCK)}: {exc}")
+    header = get.flag(KEY_FADING_CLOCK_HEADER)
+    tuned = [key for key in (KEY_FADING_HALF_LIFE_DAYS, KEY_FADING_FLOOR, KEY_FADING_CLOCK) if get.given(key)]
+    if not on and (tuned or header):
+        get.problem(
+            f"{', '.join(get.name(k) for k in tuned + ([KEY_FADING_CLOCK_HEADER] if header else []))} set but "
+            f"{get.name(KEY_FADING)} is off: set {get.name(KEY_FADING)}=true to use fading"
+        )
+    return (rules if on else None), clock, header
 
 
 def server_env(

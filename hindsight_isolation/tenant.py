@@ -21,7 +21,7 @@ from hindsight_api.config import (
 )
 from hindsight_api.extensions.tenant import AuthenticationError, Tenant, TenantContext, TenantExtension
 
-from hindsight_isolation import events
+from hindsight_isolation import events, usage
 from hindsight_isolation.audit import log_unauthenticated, logger
 from hindsight_isolation.authn import Authenticator, Unauthenticated
 from hindsight_isolation.principal import Principal
@@ -90,6 +90,11 @@ class IsolationTenantExtension(TenantExtension):  # type: ignore[misc]  # hindsi
         self.authenticator = Authenticator(self.settings)
         self._schema = self.settings.schema or get_config().database_schema
         events.configure(_events_sink(self.settings), include_text=self.settings.events_include_text)
+        usage.configure(
+            usage.FadingConfig(
+                self.settings.fading, self.settings.fading_clock, clock_header=self.settings.fading_clock_header
+            )
+        )
 
     async def on_startup(self) -> None:
         """Warm the issuer's keys; an unreachable issuer is logged loudly but does not stop the server."""

@@ -30,6 +30,7 @@ from hindsight_api.extensions.operation_validator import (
     OperationValidatorExtension,
     PrecheckContext,
     RecallContext,
+    RecallResult,
     ReflectContext,
     RetainContext,
     RetainResult,
@@ -37,7 +38,7 @@ from hindsight_api.extensions.operation_validator import (
     ValidationResult,
 )
 
-from hindsight_isolation import events, route
+from hindsight_isolation import events, route, usage
 from hindsight_isolation.audit import log_denied, logger
 from hindsight_isolation.policy import Action, authorize
 from hindsight_isolation.principal import Kind, Principal
@@ -228,8 +229,7 @@ class IsolationOperationValidator(OperationValidatorExtension):  # type: ignore[
     async def _rows(self, bank_id: str, ids: list[str] | None) -> list[Any]:
         from hindsight_api.engine.schema import fq_store_table  # the memories store's tables
 
-        engine = self.context.get_memory_engine()
-        pool = await engine._get_pool()
+        pool = await self._pool()
         sql = f"SELECT id, document_id, fact_type, text FROM {fq_store_table('memory_units')} WHERE bank_id = $1"  # noqa: S608 - a table name
         async with pool.acquire() as conn:
             if ids is None:
@@ -239,6 +239,14 @@ class IsolationOperationValidator(OperationValidatorExtension):  # type: ignore[
     async def remaining(self, bank_ids: list[str]) -> dict[str, set[str]]:
         """The memory ids still in each bank (the guard calls this once a watched request is over)."""
         return {bank_id: set(await self._units(bank_id)) for bank_id in bank_ids}
+
+    async def _pool(self) -> Any:
+        return await self.context.get_memory_engine()._get_pool()
+
+    async def on_recall_complete(self, result: RecallResult) -> None:
+        """Fading and reinforcement (:mod:`hindsight_isolation.usage`): re-rank what a caller's recall returns."""
+        if result.success:
+            await usage.after_recall(self._pool, result.bank_id, result.request_context, result.result)
 
     async def on_retain_complete(self, result: RetainResult) -> None:
         """``created`` for every new memory (``restored`` for an archive import), in the request or the worker."""
@@ -267,6 +275,9 @@ class IsolationOperationValidator(OperationValidatorExtension):  # type: ignore[
 
     async def on_memory_update_complete(self, result: MemoryUpdateResult) -> None:
         """Curation: ``invalidated`` (the forget tool), ``restored`` (revert) or ``updated`` (edit, reason)."""
+        await usage.after_curation(
+            self._pool, result.bank_id, str(result.memory_id), str(result.action), result.request_context
+        )
         if not events.enabled():
             return
         change = CURATION_CHANGES.get(str(result.action), events.Change.UPDATED)

@@ -53,6 +53,23 @@ _ACK = "Noted."
 _BANK_CONFIG_CACHE_S = 31.0
 
 
+def _iso_time_block(memories: Sequence[Any]) -> str:
+    """The block as it was before times were shortened (full ISO stamps), for ``"layout": "iso-times"``."""
+    from memory_adapter.formatting import (
+        MEMORY_BLOCK_CLOSE,
+        MEMORY_BLOCK_NOTICE,
+        MEMORY_BLOCK_OPEN,
+        format_memories_as_bullets,
+    )
+
+    bullets = format_memories_as_bullets(memories)
+    return f"{MEMORY_BLOCK_OPEN}\n{MEMORY_BLOCK_NOTICE}\n{bullets}\n{MEMORY_BLOCK_CLOSE}" if bullets else ""
+
+
+#: Block layouts a variant can name (``{"adapter": {"layout": "iso-times"}}``) to compare against the default.
+LAYOUTS: dict[str, Callable[[Sequence[Any]], str]] = {"iso-times": _iso_time_block}
+
+
 @dataclass
 class Target:
     """Where the memories live: a Hindsight URL and the credential that may write and read the eval's banks."""
@@ -160,7 +177,9 @@ class Evaluation:
         """Our adapter as an agent builds it; ``recall_budget`` / ``recall_max_tokens`` go into its recall policy."""
         from memory_adapter import HindsightRuntimeAdapter, RecallPolicy
 
-        rest = {k: v for k, v in settings.items() if k not in ("recall_budget", "recall_max_tokens")}
+        rest = {k: v for k, v in settings.items() if k not in ("recall_budget", "recall_max_tokens", "layout")}
+        if "layout" in settings:
+            rest["formatter"] = LAYOUTS[settings["layout"]]
         policy = RecallPolicy(budget=settings.get("recall_budget"), max_tokens=settings.get("recall_max_tokens"))
         adapter = HindsightRuntimeAdapter(
             agent_name=EVAL_AGENT,
@@ -422,9 +441,10 @@ def equal_token_rag(
     helper: VenvHelper,
     conversations: Sequence[Conversation],
     question_conv: Sequence[int],
+    system: str = "ours",
 ) -> dict[str, Any]:
-    """Naive RAG given as many tokens as our block had for the same question: its recall, per category."""
-    ours = [s for s in scored if s.system == "ours"]
+    """Naive RAG given as many tokens as ``system``'s block had for the same question: its recall, per category."""
+    ours = [s for s in scored if s.system == system]
     rag = [s for s in scored if s.system == "rag"]
     if not ours or not rag:
         return {}
@@ -506,6 +526,12 @@ async def evaluate(
         "variants": {v.name: {"bank": v.bank, "adapter": v.adapter} for v in run.variants},
         "scores": score(run.scored, questions, helper),
         "rag_at_our_tokens": equal_token_rag(run.scored, questions, helper, data.conversations, question_conv),
+        "rag_at_variant_tokens": {
+            v.name: equal_token_rag(
+                run.scored, questions, helper, data.conversations, question_conv, system=f"ours@{v.name}"
+            )
+            for v in run.variants
+        },
         "ingest": run.ingest,
         "temporal_arm_share": round(run.temporal_windows / run.traced_questions, 3) if run.traced_questions else None,
         "adapter_settings": {

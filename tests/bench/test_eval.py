@@ -96,7 +96,10 @@ async def test_a_whole_run_on_the_generated_set_scores_every_system(local_hindsi
             helper,
             systems=["ours", "raw", "rag", "bm25"],
             log=lambda _: None,
-            variants=[Variant("low", adapter={"recall_budget": "low"})],
+            variants=[
+                Variant("low", adapter={"recall_budget": "low"}),
+                Variant("iso", adapter={"layout": "iso-times"}),
+            ],
             judge=Judge(OpenAICompatibleLLM(stub.base_url)),
         )
     scores = results["scores"]
@@ -108,6 +111,9 @@ async def test_a_whole_run_on_the_generated_set_scores_every_system(local_hindsi
     assert scores["rag"]["all"]["recall@25"] > 0
     # the block the model receives stays within recall_max_tokens by Hindsight's own tokenizer,
     assert 0 < scores["ours"]["all"]["tokens_max"] <= 300
+    # a variant may name a block layout, and each variant is compared with naive RAG at its own tokens,
+    assert scores["ours@iso"]["all"]["tokens_max"] <= 300
+    assert {name: rows["all"]["n"] for name, rows in results["rag_at_variant_tokens"].items()} == {"low": 4, "iso": 4}
     # every answer was judged (the stand-in answers "ok", which its judge reply cannot label CORRECT),
     assert scores["ours"]["all"]["judge_accuracy"] == 0.0
     # and ingest is measured, with the server's CPU when the server is local

@@ -76,7 +76,8 @@ JSON = [(b"content-type", b"application/json")]
         ("POST", f"/v1/default/banks/{BANK}/memories", RequestKind.RETAIN),
         ("POST", f"/v1/default/banks/{BANK}/memories/", RequestKind.RETAIN),
         ("POST", f"/prefix/v1/default/banks/{BANK}/memories", RequestKind.RETAIN),
-        ("POST", f"/v1/default/banks/{BANK}/memories/recall", RequestKind.OTHER),
+        ("POST", f"/v1/default/banks/{BANK}/memories/recall", RequestKind.RECALL),
+        ("GET", f"/v1/default/banks/{BANK}/memories/recall", RequestKind.OTHER),
         ("GET", f"/v1/default/banks/{BANK}/memories", RequestKind.OTHER),
         ("POST", f"/v1/default/banks/{BANK}/transfer/import", RequestKind.TRANSFER),
         ("POST", f"/v1/default/banks/{BANK}/clone", RequestKind.TRANSFER),
@@ -125,7 +126,7 @@ async def test_good_requests_reach_the_app_unchanged_and_labelled() -> None:
     status, answer = await _call(guard, f"/v1/default/banks/{BANK}/memories/recall", body, headers=JSON, chunk=7)
     assert (status, answer) == (200, b'{"ok": true}')
     assert app.calls[0]["body"] == body
-    assert app.calls[0]["kind"] is RequestKind.OTHER
+    assert app.calls[0]["kind"] is RequestKind.RECALL
     assert route.current() is None  # the label does not outlive the request
 
 

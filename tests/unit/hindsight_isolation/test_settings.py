@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
 from hindsight_isolation.settings import (
@@ -15,6 +17,7 @@ from hindsight_isolation.settings import (
     IsolationSettings,
     server_env,
 )
+from memory_adapter.kinds import MemoryKind
 
 OPERATOR_KEY = "o" * 40
 AGENT_KEY = "a" * 40
@@ -140,5 +143,47 @@ def test_memory_events_are_off_unless_a_sink_is_set() -> None:
     ],
 )
 def test_bad_memory_events_settings_are_refused_with_the_reason(extra: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        IsolationSettings.from_config(ISSUER | extra)
+
+
+def test_fading_is_off_by_default() -> None:
+    settings = IsolationSettings.from_config(ISSUER)
+    assert (settings.fading, settings.fading_clock, settings.fading_clock_header) == (None, None, False)
+
+
+def test_fading_settings_are_parsed() -> None:
+    settings = IsolationSettings.from_config(
+        ISSUER
+        | {
+            "fading": "true",
+            "fading_half_life_days": '{"turn": 7, "fact": 365}',
+            "fading_floor": "0.2",
+            "fading_clock": "2023-08-17",
+            "fading_clock_header": "true",
+        }
+    )
+    assert settings.fading is not None
+    assert settings.fading.half_life_days[MemoryKind.TURN] == 7
+    assert settings.fading.half_life_days[MemoryKind.FACT] == 365
+    assert settings.fading.half_life_days[MemoryKind.PREFERENCE] is None  # a default: never fades
+    assert settings.fading.floor == 0.2
+    assert settings.fading_clock == datetime(2023, 8, 17, tzinfo=UTC)
+    assert settings.fading_clock_header
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"fading": "true", "fading_half_life_days": '{"note": 3}'}, "'note' is not a memory kind"),
+        ({"fading": "true", "fading_half_life_days": '{"turn": 0}'}, "half-life of turn must be days above 0"),
+        ({"fading": "true", "fading_half_life_days": "[1]"}, "JSON object of memory kind"),
+        ({"fading": "true", "fading_floor": "1"}, "FADING_FLOOR"),
+        ({"fading": "true", "fading_clock": "tomorrow"}, "not an ISO 8601 instant"),
+        ({"fading_clock_header": "true"}, "FADING is off"),
+        ({"fading_floor": "0.3"}, "FADING is off"),
+    ],
+)
+def test_bad_fading_settings_are_refused_with_the_reason(extra: dict[str, str], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         IsolationSettings.from_config(ISSUER | extra)

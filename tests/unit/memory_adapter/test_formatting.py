@@ -6,7 +6,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memory_adapter import RecalledMemory, format_memories_as_data
-from memory_adapter.formatting import MEMORY_BLOCK_CLOSE, MEMORY_BLOCK_OPEN, sanitize_text
+from memory_adapter.formatting import (
+    MEMORY_BLOCK_CLOSE,
+    MEMORY_BLOCK_OPEN,
+    compact_time,
+    format_memories_as_bullets,
+    sanitize_text,
+)
 
 
 def test_control_and_invisible_characters_are_stripped():
@@ -40,3 +46,16 @@ def test_sanitized_text_has_no_control_characters(text):
     import unicodedata
 
     assert all(unicodedata.category(c) not in {"Cc", "Cf", "Cs", "Zl", "Zp"} for c in sanitize_text(text))
+
+
+def test_the_block_gives_each_memory_its_time_to_the_minute_in_utc():
+    memory = RecalledMemory("moved to Lyon", "world", mentioned_at="2023-05-08T15:56:21.786075+02:00")
+    block = format_memories_as_data([memory])
+    assert "- moved to Lyon [world] (2023-05-08 13:56)" in block
+    # the prior art's bullets keep the stamp as it is
+    assert "(2023-05-08T15:56:21.786075+02:00)" in format_memories_as_bullets([memory])
+
+
+def test_a_time_that_is_not_iso_is_shown_as_it_is():
+    assert compact_time("last Tuesday\n") == "last Tuesday"
+    assert compact_time("2023-05-08") == "2023-05-08 00:00"

@@ -13,6 +13,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Protocol
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "MemoryFormatter",
     "RecalledMemory",
     "ReflectAnswer",
+    "compact_time",
     "format_memories_as_bullets",
     "format_memories_as_data",
     "sanitize_text",
@@ -91,10 +93,23 @@ def sanitize_text(text: str) -> str:
     return _SPACES.sub(" ", "".join(out)).strip()
 
 
-def _bullet(memory: RecalledMemory) -> str:
+def compact_time(stamp: str) -> str:
+    """``2023-05-08T13:56:21.786075+00:00`` as ``2023-05-08 13:56`` (UTC): what a model needs to place a memory in
+    time, in about 9 o200k tokens instead of 19. Not an ISO instant: returned sanitised as it is."""
+    try:
+        moment = datetime.fromisoformat(stamp.strip())
+    except ValueError:
+        return sanitize_text(stamp)
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC)
+    return moment.strftime("%Y-%m-%d %H:%M")
+
+
+def _bullet(memory: RecalledMemory, *, compact: bool = False) -> str:
     text = sanitize_text(_DELIMITER.sub("", memory.text))
     kind = sanitize_text(memory.type or "")
-    when = sanitize_text(memory.mentioned_at or "")
+    stamp = memory.mentioned_at or ""
+    when = compact_time(stamp) if compact and stamp else sanitize_text(stamp)
     type_str = f" [{kind}]" if kind else ""
     date_str = f" ({when})" if when else ""
     return f"- {text}{type_str}{date_str}"
@@ -106,7 +121,12 @@ def format_memories_as_bullets(memories: Sequence[RecalledMemory]) -> str:
 
 
 def format_memories_as_data(memories: Sequence[RecalledMemory]) -> str:
-    """The default: the prior-art bullets inside ``<recalled_memories>`` delimiters with a data-not-instructions note.
+    """The default: the prior-art bullets inside ``<recalled_memories>`` delimiters with a data-not-instructions note,
+    each memory's time shortened to the minute (:func:`compact_time`).
+
+    Why shorter times: the block's budget is the tokens the model reads, and the full ISO stamp was about 19 of a
+    memory's ~47 tokens (o200k, LoCoMo); at the minute it is about 9, so the same budget holds more memories
+    (BENCHMARKS.md, "equal tokens").
 
     Example:
         >>> print(format_memories_as_data([RecalledMemory("prefers email", "world")]))
@@ -115,7 +135,7 @@ def format_memories_as_data(memories: Sequence[RecalledMemory]) -> str:
         - prefers email [world]
         </recalled_memories>
     """
-    bullets = format_memories_as_bullets(memories)
+    bullets = "\n\n".join(_bullet(m, compact=True) for m in memories if sanitize_text(m.text))
     if not bullets:
         return ""
     return f"{MEMORY_BLOCK_OPEN}\n{MEMORY_BLOCK_NOTICE}\n{bullets}\n{MEMORY_BLOCK_CLOSE}"
