@@ -57,7 +57,7 @@ __all__ = [
     "start_memory",
 ]
 
-logger = logging.getLogger("memory_adapter.agentcore")
+_log = logging.getLogger("memory_adapter.agentcore")
 
 #: Where a framework integration finds the turn: the key of Strands' ``invocation_state`` and of a LangGraph run's
 #: context mapping (or the attribute of a context object). Server-side state: a model cannot set it.
@@ -121,6 +121,7 @@ class AgentCoreMemory:
         tools: The memory tools (default: :meth:`MemoryTools.for_settings` on ``settings.memory``, built on first
             use), which the framework integrations offer to the model.
         hooks: What the agent wants told about each invocation, for its own logs and metrics (default: nothing).
+        logger: Where the wiring logs (default: the ``memory_adapter.agentcore`` logger; e.g. a Powertools ``Logger``).
     """
 
     def __init__(
@@ -133,8 +134,10 @@ class AgentCoreMemory:
         metrics: MetricsSink | None = None,
         tools: MemoryTools | None = None,
         hooks: InvocationHooks | None = None,
+        logger: Any = None,
     ) -> None:
         self.settings = settings
+        self.log: Any = logger if logger is not None else _log
         self.hooks = hooks if hooks is not None else InvocationHooks()
         self._tools = tools
         self.memory: TurnMemory = memory if memory is not None else _default_memory(settings, metrics)
@@ -144,7 +147,7 @@ class AgentCoreMemory:
         self.agent_key = agent_key or AgentKey(
             static_key=settings.hindsight_api_key, secret_arn=settings.hindsight_api_key_secret_arn
         )
-        self.retains = RetainWatcher(wait_s=settings.retain_wait_s)
+        self.retains = RetainWatcher(wait_s=settings.retain_wait_s, logger=self.log)
         self.app: BedrockAgentCoreApp | None = None
 
     @property
@@ -230,7 +233,7 @@ class AgentCoreMemory:
             except AuthError:
                 return self._unauthorized()
             except PayloadError as exc:
-                logger.info("bad request", extra={"code": exc.code, "detail": exc.message[:200]})
+                self.log.info("bad request", extra={"code": exc.code, "detail": exc.message[:200]})
                 notify(self.hooks.invalid, exc)
                 return error_response(400, exc.message, exc.code)
 
@@ -271,7 +274,7 @@ class AgentCoreMemory:
             try:
                 caller = caller.with_agent_key(await asyncio.to_thread(self.agent_key.get))
             except KeyUnavailableError as exc:
-                logger.error("Hindsight key unavailable; answering without memory", extra={"detail": str(exc)})
+                self.log.error("Hindsight key unavailable; answering without memory", extra={"detail": str(exc)})
                 notify(self.hooks.key_unavailable, exc)
                 unavailable = True
         return request, MemoryTurn(caller, request.session_id, request.request_id, memory_unavailable=unavailable)
@@ -281,9 +284,9 @@ class AgentCoreMemory:
         return (await self.admit(context))[1]
 
     def _rejected(self, exc: AuthError) -> AuthError:
-        logger.warning("identity rejected", extra={"reason": exc.reason, "detail": exc.detail[:200]})
+        self.log.warning("identity rejected", extra={"reason": exc.reason, "detail": exc.detail[:200]})
         if exc.reason == RejectReason.KEYS_UNAVAILABLE.value:
-            logger.error("issuer keys unavailable: every JWT caller is refused until they are reachable")
+            self.log.error("issuer keys unavailable: every JWT caller is refused until they are reachable")
         notify(self.hooks.rejected, exc)
         return exc
 
@@ -314,9 +317,9 @@ class AgentCoreMemory:
         try:
             return await asyncio.wait_for(self.memory.recall_for_turn(turn.caller, query), timeout_s)
         except TimeoutError:
-            logger.warning("recall exceeded its %.2f s deadline; answering without memory", timeout_s)
+            self.log.warning("recall exceeded its %.2f s deadline; answering without memory", timeout_s)
         except Exception:
-            logger.exception("recall failed; answering without memory")
+            self.log.exception("recall failed; answering without memory")
         return Recollection("", 0, True, "unavailable")
 
     def retain(self, turn: MemoryTurn | None, *, query: str, result: str) -> RetainHandle | None:
@@ -329,7 +332,7 @@ class AgentCoreMemory:
                 turn.caller, result=result, query=query, session_id=turn.session_id, request_id=turn.request_id
             )
         except Exception:
-            logger.exception("could not schedule the retain of this turn")
+            self.log.exception("could not schedule the retain of this turn")
             return None
         self.watch(handle)
         return handle
