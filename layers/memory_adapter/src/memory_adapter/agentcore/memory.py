@@ -12,9 +12,10 @@ Example:
     >>> app = memory.create_app()                # a BedrockAgentCoreApp with the body guard and /ping busy
     >>> @memory.entrypoint                       # identity first: 401 before the payload is looked at
     ... async def invoke(payload, turn):         # turn: MemoryTurn, or None for an allowed anonymous caller
-    ...     memories = await memory.recall(turn, payload["prompt"])
-    ...     answer = await my_model(payload["prompt"], memories.text)
-    ...     memory.retain(turn, query=payload["prompt"], result=answer)
+    ...     ask = memory.read_turn(payload)      # the reference agent's payload rule: PayloadError -> 400
+    ...     memories = await memory.recall(turn, ask.prompt)
+    ...     answer = await my_model(ask.prompt, memories.text)
+    ...     memory.retain(turn, query=ask.prompt, result=answer)
     ...     return {"output": answer}
 """
 
