@@ -1,27 +1,17 @@
-"""Typed errors that travel up to ``main.py``, which alone maps them to HTTP answers (400, 401, 502).
-
-:class:`AuthError` is the memory wiring's (:mod:`memory_adapter.agentcore.errors`), raised by the identity check
-every agent shares.
+"""Typed errors of a turn. The wiring's :class:`AuthError` (401) and :class:`PayloadError` (400) are
+:mod:`memory_adapter.agentcore.errors`', answered by ``AgentCoreMemory.entrypoint``; ``main.py`` answers the agent's
+own :class:`ModelError` (502).
 """
 
 from __future__ import annotations
 
-from memory_adapter.agentcore.errors import AuthError
+from memory_adapter.agentcore.errors import AuthError, PayloadError
 
 __all__ = ["AgentError", "AuthError", "ModelError", "PayloadError"]
 
 
 class AgentError(Exception):
-    """Base class of the agent's own errors it answers deliberately (besides the wiring's :class:`AuthError`)."""
-
-
-class PayloadError(AgentError):
-    """The request body is not a valid turn (answered 400 with ``message``, which is safe to show)."""
-
-    def __init__(self, message: str, *, code: str = "bad_request") -> None:
-        super().__init__(message)
-        self.message = message
-        self.code = code
+    """Base class of the agent's own errors it answers deliberately (besides the wiring's)."""
 
 
 class ModelError(AgentError):

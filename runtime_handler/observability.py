@@ -13,12 +13,22 @@ import logging
 import os
 import warnings
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.logging.utils import copy_config_to_registered_loggers
 from aws_lambda_powertools.metrics import MetricUnit
 
-__all__ = ["DEFAULT_NAMESPACE", "DEFAULT_SERVICE", "Observability", "user_ref"]
+from memory_adapter.agentcore.hooks import InvocationHooks
+from memory_adapter.identity.errors import RejectReason
+
+if TYPE_CHECKING:
+    from memory_adapter.agentcore.credentials import KeyUnavailableError
+    from memory_adapter.agentcore.errors import AuthError, PayloadError
+    from memory_adapter.agentcore.request import RequestFacts
+    from memory_adapter.identity.caller import Caller
+
+__all__ = ["DEFAULT_NAMESPACE", "DEFAULT_SERVICE", "Observability", "TurnMetrics", "user_ref"]
 
 DEFAULT_SERVICE = "agentcore-memory-agent"
 DEFAULT_NAMESPACE = "AgentCoreMemory"
@@ -69,3 +79,34 @@ class Observability:
                 self.metrics.flush_metrics()
         except Exception:
             self.logger.exception("metrics flush failed")
+
+
+class TurnMetrics(InvocationHooks):
+    """The memory wiring's reports as this agent's log context and metrics: ``AuthFailures`` (and
+    ``JwksUnavailable``), ``BadRequests``, ``MemoryKeyUnavailable``. Refusals are flushed at once: no turn follows."""
+
+    def __init__(self, observability: Observability, *, auth_source: str) -> None:
+        self.obs = observability
+        self.auth_source = auth_source
+
+    def started(self, request: RequestFacts) -> None:
+        self.obs.begin(session_id=request.session_id, request_id=request.request_id)
+
+    def identified(self, caller: Caller | None) -> None:
+        if caller is None:
+            self.obs.identify(user=None, tenant=None, source="anonymous")
+        else:
+            self.obs.identify(user=caller.user, tenant=caller.tenant, source=self.auth_source)
+
+    def rejected(self, error: AuthError) -> None:
+        self.obs.count("AuthFailures")
+        if error.reason == RejectReason.KEYS_UNAVAILABLE.value:
+            self.obs.count("JwksUnavailable")
+        self.obs.flush()
+
+    def invalid(self, error: PayloadError) -> None:
+        self.obs.count("BadRequests")
+        self.obs.flush()
+
+    def key_unavailable(self, error: KeyUnavailableError) -> None:
+        self.obs.count("MemoryKeyUnavailable")

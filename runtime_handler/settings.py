@@ -3,7 +3,8 @@
 One reading, through the shared :class:`~memory_adapter.settings_reader.SettingsReader`: the memory wiring's
 settings (:class:`~memory_adapter.agentcore.settings.AgentMemorySettings`: ``AGENT_NAME``, ``AUTH_MODE``, the
 identity contract's ``JWT_*``, the memory adapter's ``HINDSIGHT_*``; the same an agent you bring reads) plus this
-agent's model and payload limits (named here, ``ENV_MODEL_*``, ``ENV_MAX_PROMPT_CHARS``). :meth:`Settings.from_env`
+agent's model, working memory and memory tools (named here, ``ENV_MODEL_*``, ...; the payload limit
+``MAX_PROMPT_CHARS`` is the wiring's, shared with any agent). :meth:`Settings.from_env`
 accepts any mapping (tests pass dicts) and reports every problem in a single :class:`SettingsError`. Standard library
 (and ``memory_adapter``'s light modules) only, so the CDK stack can import the ``ENV_*`` names (re-exported here) and
 an infra test can check that the runtime's environment holds exactly what is read.
@@ -42,6 +43,7 @@ from memory_adapter.agentcore.settings import (
     ENV_JWT_TENANT_CLAIM,
     ENV_JWT_TOKEN_USE,
     ENV_JWT_USER_CLAIM,
+    ENV_MAX_PROMPT_CHARS,
     ENV_MEMORY_RECALL_TIMEOUT_SECONDS,
     ENV_MEMORY_RETAIN_WAIT_SECONDS,
     ENV_TENANT_HEADER,
@@ -103,7 +105,6 @@ __all__ = [
 ENV_MODEL_PROVIDER = "MODEL_PROVIDER"
 ENV_MODEL_ID = "MODEL_ID"
 ENV_MODEL_MAX_TOKENS = "MODEL_MAX_TOKENS"
-ENV_MAX_PROMPT_CHARS = "MAX_PROMPT_CHARS"
 #: The durable retain queue the stack creates (read by the memory adapter's settings: ``spool_queue_url``).
 ENV_MEMORY_SPOOL_QUEUE_URL = SPOOL_QUEUE_URL_ENV
 ENV_MEMORY_TOOLS = "MEMORY_TOOLS"
@@ -124,7 +125,6 @@ ALL_ENV_VARS: tuple[str, ...] = (
     ENV_MODEL_PROVIDER,
     ENV_MODEL_ID,
     ENV_MODEL_MAX_TOKENS,
-    ENV_MAX_PROMPT_CHARS,
     ENV_MEMORY_TOOLS,
     ENV_MEMORY_TOOL_ROUNDS,
     ENV_MEMORY_TOOLS_GATEWAY_URL,
@@ -138,9 +138,6 @@ ALL_ENV_VARS: tuple[str, ...] = (
 _TARGET_NAME = re.compile(r"([0-9A-Za-z]-?){1,100}")
 _SSM_NAME = re.compile(r"/[A-Za-z0-9_./-]{1,1000}")
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
-
-DEFAULT_MAX_PROMPT_CHARS = 16_000
-MAX_MAX_PROMPT_CHARS = 200_000
 
 
 def _secure_url(url: str) -> bool:
@@ -159,13 +156,12 @@ class ModelProvider(StrEnum):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Settings(AgentMemorySettings):
     """Typed, validated configuration: the memory wiring's (:class:`AgentMemorySettings`, shared with any agent you
-    bring) plus the reference agent's model, payload limits, working memory and memory tools. Build it with
+    bring, the payload limit included) plus the reference agent's model, working memory and memory tools. Build it with
     :meth:`from_env`; pass it down."""
 
     model_provider: ModelProvider
     model_id: str | None = None
     model_max_tokens: int = 1024
-    max_prompt_chars: int = DEFAULT_MAX_PROMPT_CHARS
     working_memory: WorkingMemoryLimits = DEFAULT_LIMITS
     memory_tools: bool = True
     tool_rounds: int = 4
@@ -178,11 +174,6 @@ class Settings(AgentMemorySettings):
         """Whether the memory tools run through the memory gateway (``MEMORY_TOOLS_GATEWAY_URL[_PARAMETER]``)."""
         return self.gateway_url is not None or self.gateway_url_parameter is not None
 
-    @property
-    def max_body_bytes(self) -> int:
-        """Largest request body read: room for a maximal prompt written entirely as JSON ``\\uXXXX`` escapes."""
-        return 12 * self.max_prompt_chars + 4096
-
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
         """Parse and validate ``env``; raise :class:`SettingsError` naming every problem at once."""
@@ -193,7 +184,6 @@ class Settings(AgentMemorySettings):
         if provider is ModelProvider.BEDROCK and model_id is None:
             get.problem(f"{ENV_MODEL_ID} is required when {ENV_MODEL_PROVIDER}=bedrock")
         max_tokens = get.integer(ENV_MODEL_MAX_TOKENS, 1024, low=1, high=64000)
-        max_prompt = get.integer(ENV_MAX_PROMPT_CHARS, DEFAULT_MAX_PROMPT_CHARS, low=1, high=MAX_MAX_PROMPT_CHARS)
         memory_tools = get.flag(ENV_MEMORY_TOOLS, default=True)
         tool_rounds = get.integer(ENV_MEMORY_TOOL_ROUNDS, 4, low=1, high=10)
         gateway_url = get.text(ENV_MEMORY_TOOLS_GATEWAY_URL)
@@ -234,7 +224,6 @@ class Settings(AgentMemorySettings):
             model_provider=provider,
             model_id=model_id,
             model_max_tokens=max_tokens,
-            max_prompt_chars=max_prompt,
             working_memory=working_memory,
             memory_tools=memory_tools,
             tool_rounds=tool_rounds,

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.responses import JSONResponse
@@ -25,14 +26,15 @@ from strands import Agent
 from strands.models.model import Model
 from strands.types.exceptions import ConcurrencyException
 
-from memory_adapter.agentcore import AgentCoreMemory, MemoryTurn, SettingsError
+from memory_adapter.agentcore import AgentCoreMemory, MemoryTurn, RequestFacts, SettingsError
 from memory_adapter.integrations.strands import EchoModel, HindsightMemoryHooks, memory_report, memory_tools
 
 SYSTEM_PROMPT = "You are a helpful assistant. Answer the user's message concisely."
-MAX_PROMPT_CHARS = 16_000
 #: Conversations this process keeps (one AgentCore session is one process: its callers are few).
 MAX_CONVERSATIONS = 64
 logger = logging.getLogger("strands_agent")
+BUSY = ("your previous request is still being answered; retry when it is done", "busy")
+MODEL_UNAVAILABLE = ("the model is unavailable", "model_unavailable")
 
 
 def _model() -> Model:
@@ -72,21 +74,48 @@ def _new_agent() -> Agent:
 
 
 @memory.entrypoint
-async def invoke(payload: Any, turn: MemoryTurn | None) -> Any:
-    """``{"prompt": "..."}`` -> ``{"output", "memory": {"recalled", "degraded"}}``; 400 for a bad payload, 409 while
-    the caller's previous request still runs, 502 when the model fails (the reference agent's answers)."""
-    prompt = payload.get("prompt") if isinstance(payload, dict) else None
-    if not isinstance(prompt, str) or not prompt.strip() or len(prompt) > MAX_PROMPT_CHARS:
-        return _error(400, f"'prompt' must be non-blank text of at most {MAX_PROMPT_CHARS} characters", "bad_request")
+async def invoke(payload: Any, turn: MemoryTurn | None, request: RequestFacts) -> Any:
+    """``{"prompt": "...", "stream": false}`` -> ``{"output", "session_id", "memory": {"recalled", "degraded"}}``, or
+    server-sent events with ``"stream": true``; the reference agent's answers: 400 for a bad payload (the wiring's
+    rule, ``memory.read_turn``), 409 while the caller's previous request still runs, 502 when the model fails."""
+    ask = memory.read_turn(payload)
     state = turn.state() if turn is not None else {}
+    agent = agent_for(turn)
+    if ask.stream:
+        return _stream(agent, ask.prompt, state, request)
     try:
-        result = await agent_for(turn).invoke_async(prompt, invocation_state=state)
+        result = await agent.invoke_async(ask.prompt, invocation_state=state)
     except ConcurrencyException:
-        return _error(409, "your previous request is still being answered; retry when it is done", "busy")
+        return _error(409, *BUSY)
     except Exception:
         logger.exception("the agent failed")
-        return _error(502, "the model is unavailable", "model_unavailable")
-    return {"output": str(result).strip(), "memory": memory_report(state).body()}
+        return _error(502, *MODEL_UNAVAILABLE)
+    return _answer(str(result), state, request)
+
+
+async def _stream(agent: Agent, prompt: str, state: dict[str, Any], request: RequestFacts) -> AsyncIterator[Any]:
+    """The reference agent's events: ``{"type": "delta", "text"}`` pieces, then ``{"type": "done", ...}`` (the answer's
+    body) or ``{"type": "error", "error", "code"}``."""
+    result: Any = None
+    try:
+        async for event in agent.stream_async(prompt, invocation_state=state):
+            text = event.get("data") if isinstance(event, dict) else None
+            if isinstance(text, str) and text:
+                yield {"type": "delta", "text": text}
+            elif isinstance(event, dict) and "result" in event:
+                result = event["result"]
+    except ConcurrencyException:
+        yield {"type": "error", "error": BUSY[0], "code": BUSY[1]}
+        return
+    except Exception:
+        logger.exception("the agent failed mid-stream")
+        yield {"type": "error", "error": MODEL_UNAVAILABLE[0], "code": MODEL_UNAVAILABLE[1]}
+        return
+    yield {"type": "done", **_answer(str(result), state, request)}
+
+
+def _answer(output: str, state: dict[str, Any], request: RequestFacts) -> dict[str, Any]:
+    return {"output": output.strip(), "session_id": request.session_id, "memory": memory_report(state).body()}
 
 
 def _error(status: int, error: str, code: str) -> JSONResponse:

@@ -11,9 +11,10 @@ Rows, top to bottom (docs/operating.md's "Read the dashboard" draws the same gri
 6. the database: CPU, connections, free storage (RDS) or capacity (Aurora);
 7. memory administration: expiry, backups, the admin functions' errors.
 
-The agent's metrics are the ones ``runtime_handler/main.py`` and ``memory_adapter.observability.Metric`` emit
-(:func:`~infra.constructs.agent_runtime.agent_metric`), the replay function's the ``MemoryQueue*`` ones under its own
-``service`` (:data:`~infra.constructs.retain_replay.SERVICE_NAME`); everything else is AWS's own.
+The agent's metrics are the ones ``runtime_handler`` (``main.py``, ``observability.py``) and
+``memory_adapter.observability.Metric`` emit (:func:`~infra.constructs.agent_runtime.agent_metric`), the replay
+function's the ``MemoryQueue*`` ones under its own ``service`` (:data:`~infra.constructs.retain_replay.SERVICE_NAME`);
+everything else is AWS's own.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from infra.constructs.retain_replay import RetainReplay
 from infra.functions.memory_admin import index as admin
 from memory_adapter.observability import Metric
 
-#: The agent's own metrics (``runtime_handler/main.py``: ``obs.count(...)``, ``obs.millis(...)``).
+#: The agent's own metrics (``runtime_handler``: ``obs.count(...)``, ``obs.millis(...)``).
 AGENT_INVOCATIONS: Final = "Invocations"
 AGENT_AUTH_FAILURES: Final = "AuthFailures"
 AGENT_TURN_LATENCY: Final = "TurnLatency"

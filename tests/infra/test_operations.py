@@ -477,9 +477,9 @@ def test_the_dashboard_shows_every_layer_without_overlaps(synths: dict[str, Synt
 
 
 def test_the_agent_metrics_on_the_dashboard_are_the_ones_the_agent_emits() -> None:
-    main = (ROOT / "runtime_handler" / "main.py").read_text()
+    code = "".join(path.read_text() for path in (ROOT / "runtime_handler").glob("*.py"))
     for name in AGENT_METRICS:
-        assert re.search(rf'obs\.(count|millis)\("{name}"', main), name
+        assert re.search(rf'obs\.(count|millis)\("{name}"', code), name
 
 
 def test_the_docs_draw_the_dashboard_the_stack_builds() -> None:

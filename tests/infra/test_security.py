@@ -761,8 +761,8 @@ def _keys_resource_id(synth: Synth) -> str:
 
 @pytest.mark.parametrize("variant", JWT_VARIANTS)
 def test_agent_reads_the_mirrored_signing_keys_not_the_issuer(synths: dict[str, Synth], variant: str) -> None:
-    from runtime_handler.keys import MirroredKeysVerifier
-    from runtime_handler.main import _default_verifier
+    from memory_adapter.agentcore.keys import MirroredKeysVerifier
+    from memory_adapter.agentcore.identity import default_verifier
     from runtime_handler.settings import Settings
 
     synth = synths[variant]
@@ -796,7 +796,7 @@ def test_agent_reads_the_mirrored_signing_keys_not_the_issuer(synths: dict[str, 
     # WHEN the agent starts with that environment THEN it verifies against the parameter's keys.
     settings = Settings.from_env(_concrete_agent_env(synth))
     assert settings.jwt_discovery_url is None
-    assert isinstance(_default_verifier(settings), MirroredKeysVerifier)
+    assert isinstance(default_verifier(settings), MirroredKeysVerifier)
 
 
 @pytest.mark.parametrize("variant", ALL)

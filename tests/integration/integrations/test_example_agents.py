@@ -1,11 +1,13 @@
 """The agents you bring, as they run: the example Strands agent (``examples/strands_agent/agent.py``) and the snippet of
 ``docs/own-agent.md``, each served over real HTTP (uvicorn, loopback) against the real local Hindsight with tokens
 from the local issuer. What the user would see: memory across sessions, users apart, 401 without a verified
-caller, 400 for bad input, ``/ping`` busy until the retain is delivered, one conversation per caller.
+caller, 400 for bad input (the same answers as the reference agent's, one table against both), streaming, ``/ping``
+busy until the retain is delivered, one conversation per caller.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import runpy
 import time
@@ -27,6 +29,7 @@ pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE = ROOT / "examples" / "strands_agent" / "agent.py"
+SESSION = "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id"
 
 
 def docs_snippet() -> str:
@@ -40,12 +43,14 @@ class Client:
     def __init__(self, url: str) -> None:
         self.http = httpx.Client(base_url=url, timeout=30)
 
-    def post(self, body: Any, *, token: str | None, session: str) -> httpx.Response:
-        headers = {"X-Amzn-Bedrock-AgentCore-Runtime-Session-Id": session}
+    def post(self, body: Any, *, token: str | None, session: str | list[str]) -> httpx.Response:
+        """``session``: the session id header's value, or its values when sent more than once."""
+        headers = [("Content-Type", "application/json")]
+        headers += [(SESSION, value) for value in ([session] if isinstance(session, str) else session)]
         if token:
-            headers["Authorization"] = f"Bearer {token}"
+            headers.append(("Authorization", f"Bearer {token}"))
         content = body if isinstance(body, bytes) else httpx.Request("POST", "/", json=body).content
-        return self.http.post("/invocations", content=content, headers={"Content-Type": "application/json", **headers})
+        return self.http.post("/invocations", content=content, headers=headers)
 
     def turn(self, prompt: str, *, token: str, session: str) -> dict[str, Any]:
         response = self.post({"prompt": prompt}, token=token, session=session)
@@ -83,6 +88,15 @@ def env(local_hindsight: Any, token_issuer: TokenIssuer, tmp_path_factory: pytes
 @pytest.fixture(scope="module")
 def example(env: None) -> Iterator[Client]:
     yield from _serve_file(runpy.run_path(str(EXAMPLE), run_name="example_agent"))
+
+
+@pytest.fixture(scope="module")
+def reference(env: None) -> Iterator[Client]:
+    """The reference agent (``runtime_handler``) on the same environment, for the answers both must give alike."""
+    from runtime_handler.main import app_from_env
+
+    with serve(app_from_env()) as url:
+        yield Client(url)
 
 
 @pytest.fixture(scope="module")
@@ -160,3 +174,69 @@ def test_the_example_keeps_one_conversation_per_caller_and_session(example: Clie
     assert "Bluebird" not in eve["output"]
     later = example.turn("What is my project called?", token=alex, session=session_id("later"))
     assert "Earlier in this session" not in later["output"]  # a new session starts a new conversation
+
+
+#: Bad input and what both agents answer: (label, body, session header value(s), status, code).
+BAD_INPUT: list[tuple[str, Any, str | list[str] | None, int, str]] = [
+    ("unknown field", {"prompt": "hi", "user": "x"}, None, 400, "bad_request"),
+    ("no prompt", {}, None, 400, "bad_request"),
+    ("prompt not text", {"prompt": 7}, None, 400, "bad_request"),
+    ("blank prompt", {"prompt": "  "}, None, 400, "bad_request"),
+    ("prompt too long", {"prompt": "x" * 16_001}, None, 400, "payload_too_large"),
+    ("NUL in prompt", {"prompt": "a\x00b"}, None, 400, "bad_request"),
+    ("lone surrogate", b'{"prompt": "\\ud800"}', None, 400, "bad_request"),
+    ("stream not a boolean", {"prompt": "hi", "stream": "yes"}, None, 400, "bad_request"),
+    ("array body", [], None, 400, "bad_request"),
+    ("not JSON", b"{not json", None, 400, "bad_request"),
+    ("body over the limit", {"prompt": "hi", "pad": "x" * 300_000}, None, 400, "payload_too_large"),
+    ("deep nesting", b"[" * 100_000 + b"]" * 100_000, None, 400, "payload_too_large"),
+    ("malformed session id", {"prompt": "hi"}, "bad session id", 400, "bad_request"),
+    (
+        "session id sent twice",
+        {"prompt": "hi"},
+        ["s-one-0123456789abcdef0123456789", "s-two-0123456789abcdef01234"],
+        400,
+        "bad_request",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("body", "session", "status", "code"), [row[1:] for row in BAD_INPUT], ids=[row[0] for row in BAD_INPUT]
+)
+def test_the_example_and_the_reference_agent_answer_bad_input_alike(
+    example: Client,
+    reference: Client,
+    token_issuer: TokenIssuer,
+    body: Any,
+    session: str | list[str] | None,
+    status: int,
+    code: str,
+) -> None:
+    token = token_issuer.mint(f"user-bad-{time.time_ns()}")
+    answers = [agent.post(body, token=token, session=session or session_id("bad")) for agent in (reference, example)]
+    for agent, response in zip(("reference", "example"), answers, strict=True):
+        assert (response.status_code, response.json().get("code")) == (status, code), (agent, response.text[:300])
+    assert answers[0].json() == answers[1].json()  # the same message too
+
+
+def _events(response: httpx.Response) -> list[dict[str, Any]]:
+    return [json.loads(line[len("data: ") :]) for line in response.text.splitlines() if line.startswith("data: ")]
+
+
+def test_the_example_and_the_reference_agent_both_stream(
+    example: Client, reference: Client, token_issuer: TokenIssuer
+) -> None:
+    token = token_issuer.mint(f"user-stream-{time.time_ns()}")
+    for agent in (reference, example):
+        session = session_id("stream")
+        response = agent.post({"prompt": "hello there", "stream": True}, token=token, session=session)
+        assert response.status_code == 200, response.text
+        assert response.headers["content-type"].startswith("text/event-stream")
+        events = _events(response)
+        assert len(events) >= 2, response.text
+        assert [event["type"] for event in events] == ["delta"] * (len(events) - 1) + ["done"]
+        assert events[-1]["session_id"] == session
+        assert "".join(event["text"] for event in events[:-1]).strip() == events[-1]["output"]
+        assert set(events[-1]["memory"]) >= {"recalled", "degraded"}
+        agent.settle()

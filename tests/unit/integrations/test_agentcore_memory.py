@@ -12,7 +12,15 @@ import httpx
 import pytest
 
 from memory_adapter.adapter import Recollection
-from memory_adapter.agentcore import AgentCoreMemory, AgentKey, AuthError, MemoryTurn
+from memory_adapter.agentcore import (
+    AgentCoreMemory,
+    AgentKey,
+    AuthError,
+    InvocationHooks,
+    MemoryTurn,
+    PayloadError,
+    RequestFacts,
+)
 from memory_adapter.identity.caller import Caller
 from tests.unit.issuers import CLIENT_ID, LoopbackIssuer
 from tests.unit.runtime_handler.fakes import HoldableHindsight
@@ -158,3 +166,62 @@ def test_the_app_refuses_unverified_callers_and_stays_busy_while_a_retain_is_pen
     assert seen[0] is not None
     assert seen[0].caller.user == "user-alex"
     assert seen[0].caller.credential == token  # the caller's own token goes to Hindsight
+
+
+class RecordingHooks(InvocationHooks):
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str]] = []
+
+    def started(self, request: RequestFacts) -> None:
+        self.events.append(("started", request.session_id))
+
+    def identified(self, caller: Caller | None) -> None:
+        self.events.append(("identified", caller.user if caller is not None else "anonymous"))
+
+    def rejected(self, error: AuthError) -> None:
+        self.events.append(("rejected", error.reason))
+
+    def invalid(self, error: PayloadError) -> None:
+        self.events.append(("invalid", error.code))
+
+    def key_unavailable(self, error: Exception) -> None:
+        raise RuntimeError("a broken hook never fails the turn")
+
+
+def test_the_hooks_are_told_each_step_and_the_handler_gets_the_request_facts(
+    make_memory: Callable[..., AgentCoreMemory],
+) -> None:
+    def unreadable(arn: str) -> str:
+        raise ConnectionError("no route to Secrets Manager")
+
+    hooks = RecordingHooks()
+    key = AgentKey(secret_arn="arn:aws:secretsmanager:us-east-1:1:secret:k", fetch=unreadable)
+    memory = make_memory(hooks=hooks, agent_key=key)
+    app = memory.create_app()
+    seen: list[tuple[str, bool]] = []
+
+    @memory.entrypoint
+    async def invoke(payload: Any, turn: MemoryTurn | None, request: RequestFacts) -> dict[str, Any]:
+        ask = memory.read_turn(payload)
+        assert turn is not None
+        seen.append((request.session_id, turn.memory_unavailable))
+        return {"output": ask.prompt}
+
+    headers = {"X-Amzn-Bedrock-AgentCore-Runtime-Session-Id": SESSION}
+    with serve(app) as url:
+        http = httpx.Client(base_url=url, timeout=10)
+        assert http.post("/invocations", json={"prompt": "hi"}, headers=headers).status_code == 401
+        answer = http.post("/invocations", json={"prompt": "hi"}, headers={**headers, USER_ID: "user-alex"})
+        assert answer.json() == {"output": "hi"}  # the key hook raised: logged, the turn went on without memory
+        bad = http.post("/invocations", json={"prompt": "hi", "user": "x"}, headers={**headers, USER_ID: "user-alex"})
+        assert bad.status_code == 400
+        assert bad.json() == {"error": "unknown field(s): user; allowed: prompt, stream", "code": "bad_request"}
+    assert seen == [(SESSION, True)]
+    assert hooks.events == [
+        ("rejected", "missing"),  # the body guard's gate
+        ("started", SESSION),
+        ("identified", "user-alex"),
+        ("started", SESSION),
+        ("identified", "user-alex"),
+        ("invalid", "bad_request"),
+    ]

@@ -11,9 +11,14 @@ import urllib.parse
 from pathlib import Path
 from typing import Any
 
-from memory_adapter.adapter import HindsightRuntimeAdapter
+from memory_adapter.adapter import HindsightRuntimeAdapter, Recollection
+from memory_adapter.agentcore.memory import AgentCoreMemory, MemoryTurn
+from memory_adapter.agentcore.request import RequestFacts
+from memory_adapter.agentcore.settings import AgentMemorySettings
+from memory_adapter.delivery import RetainHandle, RetainOutcome
 from memory_adapter.formatting import format_memories_as_bullets
 from memory_adapter.identity.bank_ids import BankOwner, parse_bank_id
+from memory_adapter.identity.caller import Caller
 from memory_adapter.testing import FakeHindsight
 from memory_adapter.transport import HttpResponse
 
@@ -74,3 +79,40 @@ def owners(fake: FakeHindsight) -> list[BankOwner]:
 def bearers(fake: FakeHindsight) -> set[str | None]:
     """Every credential presented to the fake."""
     return {request.bearer for request in list(fake.requests)}
+
+
+class NullMemory:
+    """Long-term memory that recalls nothing and retains nothing (a turn with only its session's conversation)."""
+
+    async def recall_for_turn(self, context: Caller, query: str) -> Recollection:
+        return Recollection("", 0, False)
+
+    def retain_for_turn(self, context: Caller, **kwargs: Any) -> RetainHandle:
+        return RetainHandle.resolved(RetainOutcome.SKIPPED)
+
+    async def aclose(self, timeout: float | None = None) -> None:  # noqa: ASYNC109 (the TurnMemory protocol)
+        return None
+
+
+def wiring(memory: Any = None, *, recall_timeout: float = 1.0) -> AgentCoreMemory:
+    """The memory wiring a turn gets (``AgentCoreMemory``, IAM mode: no verifier) around ``memory`` (a
+    ``HindsightRuntimeAdapter`` on the fake, or any ``TurnMemory``; default :class:`NullMemory`)."""
+    settings = AgentMemorySettings.from_env(
+        {
+            "AGENT_NAME": "support",
+            "HINDSIGHT_API_URL": "http://127.0.0.1:9",
+            "AUTH_MODE": "iam",
+            "MEMORY_RECALL_TIMEOUT_SECONDS": str(recall_timeout),
+        }
+    )
+    return AgentCoreMemory(settings, memory=memory if memory is not None else NullMemory())
+
+
+def facts(session_id: str, request_id: str = "r-1") -> RequestFacts:
+    """The request facts the wiring reads off the runtime's headers."""
+    return RequestFacts(session_id=session_id, request_id=request_id)
+
+
+def turn_of(caller: Caller, request: RequestFacts, *, unavailable: bool = False) -> MemoryTurn:
+    """The verified turn ``AgentCoreMemory.admit`` builds for ``caller``."""
+    return MemoryTurn(caller, request.session_id, request.request_id, memory_unavailable=unavailable)

@@ -15,12 +15,14 @@ from memory_adapter.tools import TOOL_SPECS, MemoryTools
 from memory_adapter.tools.memory_tools import ToolResult
 from runtime_handler.model import BedrockModel, ModelTurn, echo_tool_call
 from runtime_handler.tools import TurnTools
-from runtime_handler.turn import TurnDeps, TurnMeta, TurnRequest, run_turn
+from runtime_handler.turn import TurnDeps, TurnRequest, run_turn
 from runtime_handler.working_memory import Exchange, WorkingMemory
 from tests.unit.memory_adapter.scripted_hindsight import EMAIL_ID, ScriptedHindsight
+from tests.unit.runtime_handler.fakes import facts, turn_of, wiring
 
+META = facts("s" * 40)
 ALEX = Caller.of(user="user-alex", agent="support", credential="token-a")
-META = TurnMeta(session_id="s" * 40, request_id="r-1")
+TURN = turn_of(ALEX, META)
 
 
 @pytest.mark.parametrize(
@@ -50,9 +52,9 @@ class RecordingMemory:
         self.results: list[str] = []
 
     async def recall_for_turn(self, context: Caller, query: str) -> Any:
-        from runtime_handler.turn import NOTHING_RECALLED
+        from memory_adapter.adapter import Recollection
 
-        return NOTHING_RECALLED
+        return Recollection("", 0, False)
 
     def retain_for_turn(self, context: Caller, **kwargs: Any) -> Any:
         self.retained.append(kwargs["query"])
@@ -69,14 +71,14 @@ def _deps(memory: RecordingMemory, working: WorkingMemory, hindsight: ScriptedHi
     from runtime_handler.model import EchoModel
 
     tools = MemoryTools(hindsight, settle_s=0.0, sleep=lambda _: None)
-    return TurnDeps(memory=memory, model=EchoModel(), recall_timeout_s=1.0, working=working, tools=tools)
+    return TurnDeps(memory=wiring(memory), model=EchoModel(), working=working, tools=tools)
 
 
 async def test_a_forget_turn_is_not_retained_and_drops_what_it_forgot_from_the_session() -> None:
     memory, working, hindsight = RecordingMemory(), WorkingMemory(), ScriptedHindsight()
     working.add(ALEX, META.session_id, Exchange("I prefer email over phone.", "ok"))
     working.add(ALEX, META.session_id, Exchange("My codename is Bluebird.", "ok"))
-    result = await run_turn(TurnRequest("forget that I prefer email"), ALEX, META, _deps(memory, working, hindsight))
+    result = await run_turn(TurnRequest("forget that I prefer email"), META, TURN, _deps(memory, working, hindsight))
     assert result.tools == ("forget",)
     assert result.body()["memory"]["tools"] == ["forget"]
     assert "Forgot 1 memory" in result.output
@@ -88,17 +90,17 @@ async def test_a_forget_turn_is_not_retained_and_drops_what_it_forgot_from_the_s
 async def test_a_remember_turn_is_kept_in_the_session_but_not_retained_twice() -> None:
     memory, working, hindsight = RecordingMemory(), WorkingMemory(), ScriptedHindsight()
     deps = _deps(memory, working, hindsight)
-    result = await run_turn(TurnRequest("remember that my codename is Bluebird"), ALEX, META, deps)
+    result = await run_turn(TurnRequest("remember that my codename is Bluebird"), META, TURN, deps)
     assert 'Remembered (fact): "my codename is Bluebird".' in result.output
     assert memory.retained == []
     assert working.history(ALEX, META.session_id)[0].user == "remember that my codename is Bluebird"
-    plain = await run_turn(TurnRequest("hello there"), ALEX, META, deps)
+    plain = await run_turn(TurnRequest("hello there"), META, TURN, deps)
     assert (plain.tools, memory.retained) == ((), ["hello there"])
 
 
 async def test_a_turn_that_only_read_memory_is_retained_without_the_memories_it_quoted() -> None:
     memory, working, hindsight = RecordingMemory(), WorkingMemory(), ScriptedHindsight()
-    result = await run_turn(TurnRequest("recall email"), ALEX, META, _deps(memory, working, hindsight))
+    result = await run_turn(TurnRequest("recall email"), META, TURN, _deps(memory, working, hindsight))
     assert result.tools == ("recall",)
     assert "I prefer email over phone." in result.output
     assert memory.results == ["(answered from memory)"]
@@ -106,7 +108,7 @@ async def test_a_turn_that_only_read_memory_is_retained_without_the_memories_it_
 
 async def test_anonymous_turns_get_no_tools() -> None:
     memory, working, hindsight = RecordingMemory(), WorkingMemory(), ScriptedHindsight()
-    result = await run_turn(TurnRequest("forget everything"), None, META, _deps(memory, working, hindsight))
+    result = await run_turn(TurnRequest("forget everything"), META, None, _deps(memory, working, hindsight))
     assert result.tools == ()
     assert hindsight.requests == []
 

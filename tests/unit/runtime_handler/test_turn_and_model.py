@@ -13,16 +13,17 @@ import pytest
 from botocore.stub import Stubber
 
 from memory_adapter.adapter import HindsightRuntimeAdapter
+from memory_adapter.agentcore.payload import parse_turn
 from memory_adapter.identity import Caller
 from memory_adapter.testing import Fault
 from runtime_handler.errors import ModelError, PayloadError
 from runtime_handler.model import BedrockModel, EchoModel, ModelTurn, memory_block, system_prompt
-from runtime_handler.turn import TurnDeps, TurnMeta, TurnRequest, parse_turn, run_turn
+from runtime_handler.turn import TurnDeps, TurnRequest, run_turn
 
-from .fakes import HoldableHindsight, bearers, memory_on
+from .fakes import HoldableHindsight, bearers, facts, memory_on, turn_of, wiring
 
-ALEX = Caller.of(user="user-alex", agent="support", credential="token-a")
-META = TurnMeta(session_id="s" * 40, request_id=None)
+META = facts("s" * 40)
+ALEX = turn_of(Caller.of(user="user-alex", agent="support", credential="token-a"), META)
 
 
 @pytest.fixture
@@ -38,8 +39,8 @@ def memory(hindsight: HoldableHindsight, tmp_path: Path) -> Iterator[HindsightRu
     asyncio.run(adapter.aclose(timeout=1.0))
 
 
-def _deps(memory: HindsightRuntimeAdapter | None, **kwargs: Any) -> TurnDeps:
-    return TurnDeps(memory=memory, model=EchoModel(), recall_timeout_s=0.7, **kwargs)
+def _deps(memory: Any = None) -> TurnDeps:
+    return TurnDeps(memory=wiring(memory, recall_timeout=0.2), model=EchoModel())
 
 
 @pytest.mark.parametrize(
@@ -56,26 +57,26 @@ def test_parse_turn_accepts() -> None:
 
 
 async def test_turn_recalls_answers_and_retains(memory: HindsightRuntimeAdapter, hindsight: HoldableHindsight) -> None:
-    first = await run_turn(TurnRequest("I like tea."), ALEX, META, _deps(memory))
+    first = await run_turn(TurnRequest("I like tea."), META, ALEX, _deps(memory))
     assert (first.recalled, first.degraded, first.session_id) == (0, False, META.session_id)
     assert first.retain is not None
     await first.retain
-    second = await run_turn(TurnRequest("What do I like?"), ALEX, META, _deps(memory))
+    second = await run_turn(TurnRequest("What do I like?"), META, ALEX, _deps(memory))
     assert second.recalled == 1
     assert "I like tea." in second.output
     assert bearers(hindsight) == {"token-a"}
-    assert set(hindsight.banks) == {ALEX.bank_id}  # the bank the caller came with, as is
+    assert set(hindsight.banks) == {ALEX.caller.bank_id}  # the bank the caller came with, as is
 
 
 async def test_anonymous_turns_touch_no_memory(memory: HindsightRuntimeAdapter, hindsight: HoldableHindsight) -> None:
-    result = await run_turn(TurnRequest("hi"), None, META, _deps(memory))
+    result = await run_turn(TurnRequest("hi"), META, None, _deps(memory))
     assert (result.recalled, result.degraded, result.retain) == (0, False, None)
     assert hindsight.requests == []
 
 
 async def test_memory_marked_unavailable_degrades_the_turn() -> None:
-    result = await run_turn(TurnRequest("hi"), ALEX, META, _deps(None, memory_unavailable=True))
-    assert result.degraded
+    result = await run_turn(TurnRequest("hi"), META, turn_of(ALEX.caller, META, unavailable=True), _deps())
+    assert (result.degraded, result.retain) == (True, None)
 
 
 @pytest.mark.parametrize("fault", [Fault.DOWN, Fault.HANG])
@@ -83,7 +84,7 @@ async def test_memory_failures_degrade_but_answer(
     memory: HindsightRuntimeAdapter, hindsight: HoldableHindsight, fault: Fault
 ) -> None:
     hindsight.fault = fault
-    result = await run_turn(TurnRequest("hi"), ALEX, META, _deps(memory))
+    result = await run_turn(TurnRequest("hi"), META, ALEX, _deps(memory))
     assert result.degraded
     assert result.output.startswith("You said: hi")
 
@@ -102,8 +103,8 @@ class SilentMemory:
 
 
 async def test_the_turn_deadline_is_a_backstop_for_any_memory() -> None:
-    deps = TurnDeps(memory=SilentMemory(), model=EchoModel(), recall_timeout_s=0.1)
-    result = await run_turn(TurnRequest("hi"), ALEX, META, deps)
+    deps = TurnDeps(memory=wiring(SilentMemory(), recall_timeout=0.1), model=EchoModel())
+    result = await run_turn(TurnRequest("hi"), META, ALEX, deps)
     assert (result.degraded, result.retain) == (True, None)
     assert result.output.startswith("You said: hi")
 

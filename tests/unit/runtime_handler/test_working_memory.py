@@ -12,8 +12,9 @@ from botocore.stub import Stubber
 from memory_adapter.identity import Caller
 from runtime_handler.model import BedrockModel, EchoModel, ModelTurn, converse_messages, system_prompt
 from runtime_handler.settings import Settings, SettingsError
-from runtime_handler.turn import TurnDeps, TurnMeta, TurnRequest, run_turn, stream_turn
+from runtime_handler.turn import TurnDeps, TurnRequest, run_turn, stream_turn
 from runtime_handler.working_memory import Exchange, WorkingMemory, WorkingMemoryLimits
+from tests.unit.runtime_handler.fakes import facts, turn_of, wiring
 
 ALEX = Caller.of(user="user-alex", agent="support", credential="token-a")
 BOB = Caller.of(user="user-bob", agent="support", credential="token-b")
@@ -104,27 +105,27 @@ def test_settings_read_the_limits_and_refuse_bad_ones() -> None:
 
 
 def _deps(working: WorkingMemory) -> TurnDeps:
-    return TurnDeps(memory=None, model=EchoModel(), recall_timeout_s=1.0, working=working)
+    return TurnDeps(memory=wiring(), model=EchoModel(), working=working)
 
 
 async def test_the_second_turn_sees_the_first_without_long_term_memory() -> None:
     # GIVEN no long-term memory at all, only the session's conversation
     working = WorkingMemory()
-    meta = TurnMeta(session_id=SESSION, request_id=None)
-    await run_turn(TurnRequest("My project codename is Bluebird."), ALEX, meta, _deps(working))
+    meta = facts(SESSION)
+    await run_turn(TurnRequest("My project codename is Bluebird."), meta, turn_of(ALEX, meta), _deps(working))
     # WHEN alex asks in the same session
-    answer = await run_turn(TurnRequest("What is my project codename?"), ALEX, meta, _deps(working))
+    answer = await run_turn(TurnRequest("What is my project codename?"), meta, turn_of(ALEX, meta), _deps(working))
     # THEN the model was given the earlier exchange
     assert "Earlier in this session you said:\n- My project codename is Bluebird." in answer.output
     # AND bob, with the same session id, was not
-    other = await run_turn(TurnRequest("What is my project codename?"), BOB, meta, _deps(working))
+    other = await run_turn(TurnRequest("What is my project codename?"), meta, turn_of(BOB, meta), _deps(working))
     assert "Bluebird" not in other.output
 
 
 async def test_a_streamed_turn_is_remembered_too() -> None:
     working = WorkingMemory()
-    meta = TurnMeta(session_id=SESSION, request_id=None)
-    events = [e async for e in stream_turn(TurnRequest("I like tea."), ALEX, meta, _deps(working), lambda _: None)]
+    meta = facts(SESSION)
+    events = [e async for e in stream_turn(TurnRequest("I like tea."), meta, turn_of(ALEX, meta), _deps(working))]
     assert events[-1]["type"] == "done"
     assert working.history(ALEX, SESSION)[0].user == "I like tea."
 
@@ -183,12 +184,12 @@ class _RecordingMemory:
 async def test_a_follow_up_is_recalled_with_the_users_message_before_it() -> None:
     # GIVEN a session where alex talked about the billing database
     memory, working = _RecordingMemory(), WorkingMemory()
-    deps = TurnDeps(memory=memory, model=EchoModel(), recall_timeout_s=1.0, working=working)  # type: ignore[arg-type]
-    meta = TurnMeta(session_id=SESSION, request_id=None)
-    await run_turn(TurnRequest("Let's move the billing database to PostgreSQL."), ALEX, meta, deps)
+    deps = TurnDeps(memory=wiring(memory), model=EchoModel(), working=working)
+    meta = facts(SESSION)
+    await run_turn(TurnRequest("Let's move the billing database to PostgreSQL."), meta, turn_of(ALEX, meta), deps)
     # WHEN the next message only refers back, and then one stands alone
-    await run_turn(TurnRequest("What did I decide about it?"), ALEX, meta, deps)
-    await run_turn(TurnRequest("Which editor does Priya use?"), ALEX, meta, deps)
+    await run_turn(TurnRequest("What did I decide about it?"), meta, turn_of(ALEX, meta), deps)
+    await run_turn(TurnRequest("Which editor does Priya use?"), meta, turn_of(ALEX, meta), deps)
     # THEN the follow-up's recall carries the earlier message, the standalone one is sent as it is
     assert memory.queries[1:] == [
         "Let's move the billing database to PostgreSQL.\nWhat did I decide about it?",

@@ -8,10 +8,12 @@ Module              Job
 ``credentials``     :class:`AgentKey`: the IAM-mode agent's Hindsight key (Secrets Manager, cached)
 ``keys``            :class:`MirroredKeysVerifier`: signing keys from the stack's SSM mirror
 ``busy``            :class:`RetainWatcher`: ``/ping`` ``HealthyBusy`` while a retain is pending
-``request``         session and request ids from the runtime's headers
+``request``         :class:`RequestFacts`: the headers parsed once, session and request ids (one duplicates rule)
+``payload``         :class:`TurnRequest`: the ``{"prompt", "stream"}`` payload rule and the body limit
 ``app``             the body guard and the 401/400 answers (Starlette)
+``hooks``           :class:`InvocationHooks`: what the wiring reports about each invocation (an agent's metrics)
 ``memory``          :class:`AgentCoreMemory` (all of the above for one process) and :class:`MemoryTurn`
-``errors``          :class:`AuthError`
+``errors``          :class:`AuthError`, :class:`PayloadError`
 ==================  ========================================================================================
 
 Names are exported lazily: ``import memory_adapter.agentcore`` loads nothing, and ``settings`` needs only the
@@ -42,6 +44,10 @@ _EXPORTS: dict[str, str] = {
     "KeyUnavailableError": "memory_adapter.agentcore.credentials",
     "RetainWatcher": "memory_adapter.agentcore.busy",
     "AuthError": "memory_adapter.agentcore.errors",
+    "PayloadError": "memory_adapter.agentcore.errors",
+    "InvocationHooks": "memory_adapter.agentcore.hooks",
+    "RequestFacts": "memory_adapter.agentcore.request",
+    "TurnRequest": "memory_adapter.agentcore.payload",
 }
 
 __all__ = [
@@ -51,20 +57,27 @@ __all__ = [
     "AgentMemorySettings",
     "AuthError",
     "IdentitySource",
+    "InvocationHooks",
     "KeyUnavailableError",
     "MemoryTurn",
+    "PayloadError",
     "RequestAuthenticator",
+    "RequestFacts",
     "RetainWatcher",
     "SettingsError",
     "TurnMemory",
+    "TurnRequest",
 ]
 
 if TYPE_CHECKING:
     from memory_adapter.agentcore.busy import RetainWatcher
     from memory_adapter.agentcore.credentials import AgentKey, KeyUnavailableError
-    from memory_adapter.agentcore.errors import AuthError
+    from memory_adapter.agentcore.errors import AuthError, PayloadError
+    from memory_adapter.agentcore.hooks import InvocationHooks
     from memory_adapter.agentcore.identity import RequestAuthenticator
     from memory_adapter.agentcore.memory import MEMORY_TURN_KEY, AgentCoreMemory, MemoryTurn, TurnMemory
+    from memory_adapter.agentcore.payload import TurnRequest
+    from memory_adapter.agentcore.request import RequestFacts
     from memory_adapter.agentcore.settings import AgentMemorySettings, IdentitySource, SettingsError
 
 __getattr__ = lazy_getattr(__name__, _EXPORTS, globals())

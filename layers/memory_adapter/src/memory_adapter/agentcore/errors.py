@@ -1,8 +1,9 @@
-"""The wiring's typed errors: an agent maps them to its answers (401 for :class:`AuthError`)."""
+"""The wiring's typed errors: an agent maps them to its answers (401 for :class:`AuthError`, 400 for
+:class:`PayloadError`); :meth:`~memory_adapter.agentcore.AgentCoreMemory.entrypoint` does it for you."""
 
 from __future__ import annotations
 
-__all__ = ["AuthError"]
+__all__ = ["AuthError", "PayloadError"]
 
 
 class AuthError(Exception):
@@ -12,3 +13,12 @@ class AuthError(Exception):
         super().__init__(f"{reason}: {detail}" if detail else reason)
         self.reason = reason
         self.detail = detail
+
+
+class PayloadError(Exception):
+    """The request body is not a valid turn (answered 400 with ``message``, which is safe to show, and ``code``)."""
+
+    def __init__(self, message: str, *, code: str = "bad_request") -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code

@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from typing import Protocol
 
 from memory_adapter.agentcore.errors import AuthError
+from memory_adapter.agentcore.request import DuplicateHeaderError, Headers
 from memory_adapter.agentcore.settings import AgentMemorySettings, IdentitySource
 from memory_adapter.identity.caller import Caller
 from memory_adapter.identity.errors import BankResolutionError, RejectReason, TokenRejected
@@ -52,17 +53,16 @@ class RequestAuthenticator:
         self._settings = settings
         self._verifier = verifier
 
-    def authenticate(self, headers: Iterable[tuple[str, str]]) -> Caller | None:
-        """The caller behind ``headers`` (every raw header, repeated ones included), ``None`` when anonymous and
-        allowed; raise :class:`AuthError` otherwise."""
-        by_name: dict[str, list[str]] = {}
-        for name, value in headers:
-            by_name.setdefault(name.lower(), []).append(value)
+    def authenticate(self, headers: Headers | Iterable[tuple[str, str]]) -> Caller | None:
+        """The caller behind ``headers`` (every raw header, repeated ones included, or :class:`Headers` parsed
+        already), ``None`` when anonymous and allowed; raise :class:`AuthError` otherwise (a repeated identity header
+        included: the one rule of :mod:`~memory_adapter.agentcore.request`)."""
+        parsed = Headers.of(headers)
         if self._settings.auth_mode is IdentitySource.JWT:
-            return self._from_token(by_name)
-        return self._from_iam(by_name)
+            return self._from_token(parsed)
+        return self._from_iam(parsed)
 
-    def _from_token(self, headers: dict[str, list[str]]) -> Caller | None:
+    def _from_token(self, headers: Headers) -> Caller | None:
         authorization = _single(headers, _AUTHORIZATION)
         if authorization is None and self._settings.allow_anonymous:
             return None
@@ -74,7 +74,7 @@ class RequestAuthenticator:
             raise AuthError(exc.reason.value, exc.detail) from exc
         return self._caller(verified.user, verified.tenant, credential=token)
 
-    def _from_iam(self, headers: dict[str, list[str]]) -> Caller | None:
+    def _from_iam(self, headers: Headers) -> Caller | None:
         user = _single(headers, USER_ID_HEADER.lower())
         if user is None or not user.strip():
             if self._settings.allow_anonymous:
@@ -95,13 +95,11 @@ class RequestAuthenticator:
             raise AuthError("unusable_identity", str(exc)) from exc
 
 
-def _single(headers: dict[str, list[str]], name: str) -> str | None:
-    values = headers.get(name)
-    if not values:
-        return None
-    if len(values) > 1:
-        raise AuthError("duplicate_header", f"{name} sent {len(values)} times")
-    return values[0]
+def _single(headers: Headers, name: str) -> str | None:
+    try:
+        return headers.single(name)
+    except DuplicateHeaderError as exc:
+        raise AuthError("duplicate_header", str(exc)) from None
 
 
 def default_verifier(settings: AgentMemorySettings) -> TokenVerifier | None:

@@ -12,9 +12,10 @@ Example:
     >>> app = memory.create_app()                # a BedrockAgentCoreApp with the body guard and /ping busy
     >>> @memory.entrypoint                       # identity first: 401 before the payload is looked at
     ... async def invoke(payload, turn):         # turn: MemoryTurn, or None for an allowed anonymous caller
-    ...     memories = await memory.recall(turn, payload["prompt"])
-    ...     answer = await my_model(payload["prompt"], memories.text)
-    ...     memory.retain(turn, query=payload["prompt"], result=answer)
+    ...     ask = memory.read_turn(payload)      # the reference agent's payload rule: PayloadError -> 400
+    ...     memories = await memory.recall(turn, ask.prompt)
+    ...     answer = await my_model(ask.prompt, memories.text)
+    ...     memory.retain(turn, query=ask.prompt, result=answer)
     ...     return {"output": answer}
 """
 
@@ -31,12 +32,15 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from memory_adapter.agentcore.busy import AsyncTaskTracker, RetainWatcher
 from memory_adapter.agentcore.credentials import AgentKey, KeyUnavailableError
-from memory_adapter.agentcore.errors import AuthError
+from memory_adapter.agentcore.errors import AuthError, PayloadError
+from memory_adapter.agentcore.hooks import InvocationHooks, notify
 from memory_adapter.agentcore.identity import RequestAuthenticator, TokenVerifier, default_verifier
-from memory_adapter.agentcore.request import InvalidSessionError, raw_headers, request_meta
+from memory_adapter.agentcore.payload import TurnRequest, parse_turn
+from memory_adapter.agentcore.request import InvalidSessionError, RequestFacts
 from memory_adapter.agentcore.settings import AgentMemorySettings, IdentitySource
 from memory_adapter.identity.caller import Caller
 from memory_adapter.identity.errors import RejectReason
+from memory_adapter.recall_deadline import recall_backstop_s
 
 if TYPE_CHECKING:
     from bedrock_agentcore.runtime import BedrockAgentCoreApp
@@ -47,25 +51,18 @@ if TYPE_CHECKING:
     from memory_adapter.tools.memory_tools import MemoryTools
 
 __all__ = [
-    "DEFAULT_MAX_BODY_BYTES",
     "MEMORY_TURN_KEY",
-    "RECALL_BACKSTOP_MARGIN_S",
     "AgentCoreMemory",
     "MemoryTurn",
     "TurnMemory",
     "start_memory",
 ]
 
-logger = logging.getLogger("memory_adapter.agentcore")
+_log = logging.getLogger("memory_adapter.agentcore")
 
 #: Where a framework integration finds the turn: the key of Strands' ``invocation_state`` and of a LangGraph run's
 #: context mapping (or the attribute of a context object). Server-side state: a model cannot set it.
 MEMORY_TURN_KEY = "memory_turn"
-#: The turn's own recall deadline exceeds the adapter's by this much, so the adapter (which also feeds its circuit
-#: breaker) is normally the one that gives up; this is only the backstop for any memory implementation.
-RECALL_BACKSTOP_MARGIN_S = 0.5
-#: Largest ``/invocations`` body :meth:`AgentCoreMemory.create_app` reads (the reference agent sizes its own).
-DEFAULT_MAX_BODY_BYTES = 1 << 20
 
 _H = TypeVar("_H", bound=Callable[..., Any])
 
@@ -124,6 +121,8 @@ class AgentCoreMemory:
         metrics: A Powertools ``Metrics`` (or any ``add_metric`` sink) for the adapter's metrics.
         tools: The memory tools (default: :meth:`MemoryTools.for_settings` on ``settings.memory``, built on first
             use), which the framework integrations offer to the model.
+        hooks: What the agent wants told about each invocation, for its own logs and metrics (default: nothing).
+        logger: Where the wiring logs (default: the ``memory_adapter.agentcore`` logger; e.g. a Powertools ``Logger``).
     """
 
     def __init__(
@@ -135,8 +134,12 @@ class AgentCoreMemory:
         agent_key: AgentKey | None = None,
         metrics: MetricsSink | None = None,
         tools: MemoryTools | None = None,
+        hooks: InvocationHooks | None = None,
+        logger: Any = None,
     ) -> None:
         self.settings = settings
+        self.log: Any = logger if logger is not None else _log
+        self.hooks = hooks if hooks is not None else InvocationHooks()
         self._tools = tools
         self.memory: TurnMemory = memory if memory is not None else _default_memory(settings, metrics)
         self.authenticator = RequestAuthenticator(
@@ -145,7 +148,7 @@ class AgentCoreMemory:
         self.agent_key = agent_key or AgentKey(
             static_key=settings.hindsight_api_key, secret_arn=settings.hindsight_api_key_secret_arn
         )
-        self.retains = RetainWatcher(wait_s=settings.retain_wait_s)
+        self.retains = RetainWatcher(wait_s=settings.retain_wait_s, logger=self.log)
         self.app: BedrockAgentCoreApp | None = None
 
     @property
@@ -165,10 +168,11 @@ class AgentCoreMemory:
 
     # -- the app ----------------------------------------------------------------------------------------------------
 
-    def create_app(self, *, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES, **app_kwargs: Any) -> BedrockAgentCoreApp:
+    def create_app(self, *, max_body_bytes: int | None = None, **app_kwargs: Any) -> BedrockAgentCoreApp:
         """A ``BedrockAgentCoreApp`` with the reference agent's body guard (identity first: an unverified caller gets
-        the 401 whatever its body; then oversized or malformed JSON: 400), ``/ping`` busy while a retain is pending,
-        and the adapter drained and closed at shutdown."""
+        the 401 whatever its body; then a body over ``max_body_bytes``, default ``settings.max_body_bytes``, or
+        malformed JSON: 400), ``/ping`` busy while a retain is pending, pending retains replayed at start-up and the
+        memory drained and closed at shutdown, on the SDK's worker loop where the handlers run."""
         from bedrock_agentcore.runtime import BedrockAgentCoreApp
         from starlette.middleware import Middleware
 
@@ -176,7 +180,7 @@ class AgentCoreMemory:
 
         @contextlib.asynccontextmanager
         async def lifespan(app: BedrockAgentCoreApp) -> AsyncIterator[None]:
-            start_memory(self.memory)
+            start_memory(self.memory)  # an earlier process's spooled retains drain now, not at the first turn
             yield
             # The adapter's clients live on the SDK's worker loop (where handlers run): close them there.
             loop = getattr(app, "_worker_loop", None)
@@ -185,17 +189,15 @@ class AgentCoreMemory:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(asyncio.wrap_future(future), timeout=10)
 
-        from memory_adapter.agentcore.app import unauthorized_response
-
         async def gate(headers: list[tuple[str, str]]) -> Any:
             try:
                 await asyncio.to_thread(self.authenticator.authenticate, headers)
             except AuthError as exc:
-                logger.warning("identity rejected", extra={"reason": exc.reason, "detail": exc.detail[:200]})
-                return unauthorized_response(bearer=self.settings.auth_mode is IdentitySource.JWT)
+                return self._refuse(exc)
             return None
 
-        guard = Middleware(BodyGuard, max_bytes=max_body_bytes, gate=gate)
+        limit = self.settings.max_body_bytes if max_body_bytes is None else max_body_bytes
+        guard = Middleware(BodyGuard, max_bytes=limit, gate=gate)
         middleware = [guard, *app_kwargs.pop("middleware", [])]
         app = BedrockAgentCoreApp(lifespan=lifespan, middleware=middleware, **app_kwargs)
         self.attach(app)
@@ -211,72 +213,114 @@ class AgentCoreMemory:
 
         An unverified caller gets the reference agent's 401 (the reason is logged, never sent) and a malformed session
         header a 400, before ``handler`` runs or the payload is looked at. ``turn`` is ``None`` for an anonymous
-        caller when ``ALLOW_ANONYMOUS=true`` (no memory). ``handler`` may be sync or async and return anything the
-        SDK accepts (a dict, a Starlette response, a generator to stream).
+        caller when ``ALLOW_ANONYMOUS=true`` (no memory). A handler with a third parameter named ``request`` also gets
+        the :class:`~memory_adapter.agentcore.request.RequestFacts` (session and request ids, even when anonymous).
+        A :class:`~memory_adapter.agentcore.errors.PayloadError` it raises (:meth:`read_turn`) is answered 400.
+        ``handler`` may be sync or async and return anything the SDK accepts (a dict, a Starlette response, a
+        generator to stream).
         """
         app = self.app
         if app is None:
             raise RuntimeError("call create_app() (or attach(app)) before registering the entrypoint")
-        from memory_adapter.agentcore.app import error_response, unauthorized_response
+        from memory_adapter.agentcore.app import error_response
+
+        wants_request = "request" in inspect.signature(handler).parameters
 
         async def invoke(payload: Any, context: Any) -> Any:  # the SDK passes context only to a parameter so named
             try:
-                turn = await self.authenticate(context)
+                request, turn = await self.admit(context)
+                result = handler(payload, turn, request) if wants_request else handler(payload, turn)
+                return await result if inspect.isawaitable(result) else result
             except AuthError:
-                return unauthorized_response(bearer=self.settings.auth_mode is IdentitySource.JWT)
-            except InvalidSessionError as exc:
-                return error_response(400, str(exc), "bad_request")
-            result = handler(payload, turn)
-            return await result if inspect.isawaitable(result) else result
+                return self._unauthorized()
+            except PayloadError as exc:
+                self.log.info("bad request", extra={"code": exc.code, "detail": exc.message[:200]})
+                notify(self.hooks.invalid, exc)
+                return error_response(400, exc.message, exc.code)
 
         app.entrypoint(invoke)
         return handler
 
+    def read_turn(self, payload: object) -> TurnRequest:
+        """The payload as a turn (``{"prompt", "stream"}``, prompt within ``MAX_PROMPT_CHARS``): the reference agent's
+        rule (:mod:`~memory_adapter.agentcore.payload`); raises :class:`PayloadError`, which :meth:`entrypoint`
+        answers 400."""
+        return parse_turn(payload, max_prompt_chars=self.settings.max_prompt_chars)
+
     # -- one invocation ---------------------------------------------------------------------------------------------
 
-    async def authenticate(self, context: Any) -> MemoryTurn | None:
-        """The verified turn of the SDK's request ``context``; ``None`` for an allowed anonymous caller.
+    async def admit(self, context: Any) -> tuple[RequestFacts, MemoryTurn | None]:
+        """The request facts and the verified turn of the SDK's request ``context`` (``None``: an allowed anonymous
+        caller), with the hooks told each step.
 
         Raises :class:`~memory_adapter.agentcore.errors.AuthError` (logged here with its reason) for any identity
-        failure, :class:`~memory_adapter.agentcore.request.InvalidSessionError` for a malformed session header.
+        failure, :class:`~memory_adapter.agentcore.errors.PayloadError` for a malformed session header.
         """
-        headers = raw_headers(context)
         try:
-            if headers is None:
-                raise AuthError("no_request", "the SDK could not build the request context")
-            caller = await asyncio.to_thread(self.authenticator.authenticate, headers)
+            request = RequestFacts.of_context(context)
+        except InvalidSessionError as exc:
+            raise PayloadError(str(exc)) from None
+        if request is None:
+            raise self._rejected(AuthError("no_request", "the SDK could not build the request context"))
+        notify(self.hooks.started, request)
+        try:
+            caller = await asyncio.to_thread(self.authenticator.authenticate, request.headers)
         except AuthError as exc:
-            logger.warning("identity rejected", extra={"reason": exc.reason, "detail": exc.detail[:200]})
-            if exc.reason == RejectReason.KEYS_UNAVAILABLE.value:
-                logger.error("issuer keys unavailable: every JWT caller is refused until they are reachable")
-            raise
-        meta = request_meta(headers)
+            raise self._rejected(exc) from None
+        notify(self.hooks.identified, caller)
         if caller is None:
-            return None
+            return request, None
         unavailable = False
-        if self.settings.auth_mode is IdentitySource.IAM:
+        if self.settings.auth_mode is IdentitySource.IAM:  # the credential, chosen once: the deployment's agent key
             try:
                 caller = caller.with_agent_key(await asyncio.to_thread(self.agent_key.get))
             except KeyUnavailableError as exc:
-                logger.error("Hindsight key unavailable; answering without memory", extra={"detail": str(exc)})
+                self.log.error("Hindsight key unavailable; answering without memory", extra={"detail": str(exc)})
+                notify(self.hooks.key_unavailable, exc)
                 unavailable = True
-        return MemoryTurn(caller, meta.session_id, meta.request_id, memory_unavailable=unavailable)
+        return request, MemoryTurn(caller, request.session_id, request.request_id, memory_unavailable=unavailable)
+
+    async def authenticate(self, context: Any) -> MemoryTurn | None:
+        """The verified turn of the SDK's request ``context`` (:meth:`admit` without the request facts)."""
+        return (await self.admit(context))[1]
+
+    def _rejected(self, exc: AuthError) -> AuthError:
+        self.log.warning("identity rejected", extra={"reason": exc.reason, "detail": exc.detail[:200]})
+        if exc.reason == RejectReason.KEYS_UNAVAILABLE.value:
+            self.log.error("issuer keys unavailable: every JWT caller is refused until they are reachable")
+        notify(self.hooks.rejected, exc)
+        return exc
+
+    def _refuse(self, exc: AuthError) -> Any:
+        """The uniform 401 for an identity failure (logged and reported with its reason, which is never sent)."""
+        self._rejected(exc)
+        return self._unauthorized()
+
+    def _unauthorized(self) -> Any:
+        from memory_adapter.agentcore.app import unauthorized_response  # Starlette: the [agentcore] extra
+
+        return unauthorized_response(bearer=self.settings.auth_mode is IdentitySource.JWT)
+
+    @property
+    def recall_deadline_s(self) -> float:
+        """The backstop of :meth:`recall`: derived from the one recall deadline (``memory_adapter.recall_deadline``)."""
+        return recall_backstop_s(self.settings.recall_timeout_s)
 
     async def recall(self, turn: MemoryTurn | None, query: str) -> Recollection:
-        """The turn's memories for ``query``, delimited as inert data in ``.text``; never raises (degrades)."""
+        """The turn's memories for ``query`` (formatted by the memory: ``.text``); never raises (degrades)."""
         from memory_adapter.adapter import Recollection
 
         if turn is None:
             return Recollection("", 0, False)
         if turn.memory_unavailable:
             return Recollection("", 0, True, "unavailable")
-        timeout_s = self.settings.recall_timeout_s + RECALL_BACKSTOP_MARGIN_S
+        timeout_s = self.recall_deadline_s
         try:
             return await asyncio.wait_for(self.memory.recall_for_turn(turn.caller, query), timeout_s)
         except TimeoutError:
-            logger.warning("recall exceeded its %.2f s deadline; answering without memory", timeout_s)
+            self.log.warning("recall exceeded its %.2f s deadline; answering without memory", timeout_s)
         except Exception:
-            logger.exception("recall failed; answering without memory")
+            self.log.exception("recall failed; answering without memory")
         return Recollection("", 0, True, "unavailable")
 
     def retain(self, turn: MemoryTurn | None, *, query: str, result: str) -> RetainHandle | None:
@@ -289,7 +333,7 @@ class AgentCoreMemory:
                 turn.caller, result=result, query=query, session_id=turn.session_id, request_id=turn.request_id
             )
         except Exception:
-            logger.exception("could not schedule the retain of this turn")
+            self.log.exception("could not schedule the retain of this turn")
             return None
         self.watch(handle)
         return handle

@@ -1,14 +1,27 @@
-"""What the runtime says about a request (never the payload): its raw headers, session id and request id."""
+"""What the runtime says about a request (never the payload): its headers, parsed once, and its session and request ids.
+
+One rule for repeated headers, whoever reads them: a header counts only when it was sent once
+(:meth:`Headers.single`). A repeated identity header is refused (401, :mod:`~memory_adapter.agentcore.identity`), a
+repeated session id is invalid (400, like a malformed one), a repeated request id is replaced by a fresh one (like a
+malformed one): a proxy that appended its own value must not choose whose memory or which session a turn uses.
+"""
 
 from __future__ import annotations
 
 import re
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["REQUEST_ID_HEADER", "SESSION_HEADER", "InvalidSessionError", "RequestMeta", "raw_headers", "request_meta"]
+__all__ = [
+    "REQUEST_ID_HEADER",
+    "SESSION_HEADER",
+    "DuplicateHeaderError",
+    "Headers",
+    "InvalidSessionError",
+    "RequestFacts",
+]
 
 SESSION_HEADER = "x-amzn-bedrock-agentcore-runtime-session-id"
 REQUEST_ID_HEADER = "x-amzn-bedrock-agentcore-runtime-request-id"
@@ -16,41 +29,88 @@ _OPAQUE_ID = re.compile(r"[\x21-\x7e]{1,256}")
 
 
 class InvalidSessionError(ValueError):
-    """The session id header is present but not a valid session id (answer 400)."""
+    """The session id header is present but not one valid session id (answer 400)."""
+
+
+class DuplicateHeaderError(ValueError):
+    """A header that must be sent once was sent several times."""
+
+    def __init__(self, name: str, count: int) -> None:
+        super().__init__(f"{name} sent {count} times")
+        self.name = name
+
+
+class Headers:
+    """Every raw header of a request by lower-case name, repeated ones included (parsed once per request)."""
+
+    __slots__ = ("_values",)
+
+    def __init__(self, raw: Iterable[tuple[str, str]]) -> None:
+        self._values: dict[str, list[str]] = {}
+        for name, value in raw:
+            self._values.setdefault(name.lower(), []).append(value)
+
+    @classmethod
+    def of(cls, headers: Headers | Iterable[tuple[str, str]]) -> Headers:
+        """``headers`` as :class:`Headers` (parsed now unless they already are)."""
+        return headers if isinstance(headers, Headers) else cls(headers)
+
+    def single(self, name: str) -> str | None:
+        """The value of ``name`` (any case), ``None`` when absent; raise :class:`DuplicateHeaderError` when repeated."""
+        values = self._values.get(name.lower())
+        if not values:
+            return None
+        if len(values) > 1:
+            raise DuplicateHeaderError(name.lower(), len(values))
+        return values[0]
 
 
 @dataclass(frozen=True, slots=True)
-class RequestMeta:
-    """Request facts from the runtime (never from the payload)."""
+class RequestFacts:
+    """The one description of a request the wiring and the agent share: from the runtime, never from the payload.
+
+    Attributes:
+        session_id: The runtime session (made up when absent: local calls without a runtime in front).
+        request_id: The runtime request id (made up when absent or malformed): the retained turn's document id.
+        headers: The raw headers, parsed once (identity reads them from here).
+    """
 
     session_id: str
-    request_id: str | None
+    request_id: str
+    headers: Headers = field(default_factory=lambda: Headers(()), repr=False, compare=False)
 
+    @classmethod
+    def of(cls, headers: Headers | Iterable[tuple[str, str]]) -> RequestFacts:
+        """The facts of a request with these raw headers.
 
-def raw_headers(context: Any) -> list[tuple[str, str]] | None:
-    """Every raw header of the SDK's request context (repeated ones included), or ``None`` without a request.
+        Raises :class:`InvalidSessionError` for a session header that is not sent once as 1-256 printable ASCII
+        characters.
+        """
+        parsed = Headers.of(headers)
+        try:
+            session = parsed.single(SESSION_HEADER) or ""
+        except DuplicateHeaderError:
+            raise InvalidSessionError("the session id header is sent more than once") from None
+        if not _OPAQUE_ID.fullmatch(session):
+            if session:
+                raise InvalidSessionError("the session id header is not a valid session id")
+            session = str(uuid.uuid4())
+        try:
+            request_id = parsed.single(REQUEST_ID_HEADER) or ""
+        except DuplicateHeaderError:
+            request_id = ""
+        if not _OPAQUE_ID.fullmatch(request_id):
+            request_id = str(uuid.uuid4())
+        return cls(session_id=session, request_id=request_id, headers=parsed)
 
-    The raw request is read because the SDK filters ``X-Amzn-Bedrock-AgentCore-Runtime-User-Id`` out of
-    ``context.request_headers``.
-    """
-    request = getattr(context, "request", None)
-    if request is None:
-        return None
-    return [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw]
+    @classmethod
+    def of_context(cls, context: Any) -> RequestFacts | None:
+        """The facts of the SDK's request ``context``; ``None`` when it carries no request.
 
-
-def request_meta(headers: Iterable[tuple[str, str]]) -> RequestMeta:
-    """The session and request ids; made up when absent (local calls without a runtime in front).
-
-    Raises :class:`InvalidSessionError` for a session header that is not 1-256 printable ASCII characters.
-    """
-    values = {name.lower(): value for name, value in headers}
-    session = values.get(SESSION_HEADER, "")
-    if not _OPAQUE_ID.fullmatch(session):
-        if session:
-            raise InvalidSessionError("the session id header is not a valid session id")
-        session = str(uuid.uuid4())
-    request_id = values.get(REQUEST_ID_HEADER, "")
-    if not _OPAQUE_ID.fullmatch(request_id):
-        request_id = str(uuid.uuid4())
-    return RequestMeta(session_id=session, request_id=request_id)
+        The raw request is read because the SDK filters ``X-Amzn-Bedrock-AgentCore-Runtime-User-Id`` out of
+        ``context.request_headers``.
+        """
+        request = getattr(context, "request", None)
+        if request is None:
+            return None
+        return cls.of((k.decode("latin-1"), v.decode("latin-1")) for k, v in request.headers.raw)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from memory_adapter.agentcore.payload import DEFAULT_MAX_PROMPT_CHARS, MAX_MAX_PROMPT_CHARS, max_body_bytes
 from memory_adapter.config import ENV_VARS as ADAPTER_ENV_VARS
 from memory_adapter.config import HindsightAgentCoreConfig, read_settings
 from memory_adapter.constants import (
@@ -56,6 +57,7 @@ __all__ = [
     "ENV_JWT_TENANT_CLAIM",
     "ENV_JWT_TOKEN_USE",
     "ENV_JWT_USER_CLAIM",
+    "ENV_MAX_PROMPT_CHARS",
     "ENV_MEMORY_RECALL_TIMEOUT_SECONDS",
     "ENV_MEMORY_RETAIN_WAIT_SECONDS",
     "ENV_TENANT_HEADER",
@@ -89,6 +91,7 @@ ENV_TENANT_HEADER = "TENANT_HEADER"
 ENV_ALLOW_ANONYMOUS = "ALLOW_ANONYMOUS"
 ENV_MEMORY_RECALL_TIMEOUT_SECONDS = "MEMORY_RECALL_TIMEOUT_SECONDS"
 ENV_MEMORY_RETAIN_WAIT_SECONDS = "MEMORY_RETAIN_WAIT_SECONDS"
+ENV_MAX_PROMPT_CHARS = "MAX_PROMPT_CHARS"
 
 _JWT_VARS = JwtSettings.setting_keys(JWT_ENV)
 #: Every variable :meth:`AgentMemorySettings.from_env` reads: the ``ENV_*`` names, every ``JWT_*`` setting and the
@@ -144,6 +147,7 @@ class AgentMemorySettings:
     tenant_header: str | None = None
     allow_anonymous: bool = False
     retain_wait_s: float = 30.0
+    max_prompt_chars: int = DEFAULT_MAX_PROMPT_CHARS
 
     @property
     def hindsight_api_url(self) -> str:
@@ -159,6 +163,11 @@ class AgentMemorySettings:
     def recall_timeout_s(self) -> float:
         """The recall deadline (``MEMORY_RECALL_TIMEOUT_SECONDS``, else the adapter's ``recall_timeout``)."""
         return self.memory.recall_timeout
+
+    @property
+    def max_body_bytes(self) -> int:
+        """Largest ``/invocations`` body read (follows from ``max_prompt_chars``: ``payload.max_body_bytes``)."""
+        return max_body_bytes(self.max_prompt_chars)
 
     @property
     def jwt_discovery_url(self) -> str | None:
@@ -229,6 +238,7 @@ class AgentMemorySettings:
 
         retain_wait = get.number(ENV_MEMORY_RETAIN_WAIT_SECONDS, 30.0, low=0.1, high=900.0)
         allow_anonymous = get.flag(ENV_ALLOW_ANONYMOUS)
+        max_prompt = get.integer(ENV_MAX_PROMPT_CHARS, DEFAULT_MAX_PROMPT_CHARS, low=1, high=MAX_MAX_PROMPT_CHARS)
         return {
             "agent_name": agent_name,
             "auth_mode": mode,
@@ -239,4 +249,5 @@ class AgentMemorySettings:
             "tenant_header": tenant_header,
             "allow_anonymous": allow_anonymous,
             "retain_wait_s": retain_wait,
+            "max_prompt_chars": max_prompt,
         }

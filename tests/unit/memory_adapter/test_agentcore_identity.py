@@ -1,15 +1,16 @@
-"""Authentication without HTTP: which header counts in which mode, the caller's bank, and what must fail closed."""
+"""Authentication without HTTP (``memory_adapter.agentcore.identity``): which header counts in which mode, the
+caller's bank, and what must fail closed."""
 
 from __future__ import annotations
 
 import pytest
 
+from memory_adapter.agentcore.errors import AuthError
+from memory_adapter.agentcore.identity import USER_ID_HEADER, RequestAuthenticator
+from memory_adapter.agentcore.settings import AgentMemorySettings
 from memory_adapter.identity import RejectReason, TokenRejected, VerifiedIdentity, format_bank_id
-from runtime_handler.errors import AuthError
-from runtime_handler.identity import USER_ID_HEADER, RequestAuthenticator
-from runtime_handler.settings import Settings
 
-BASE = {"AGENT_NAME": "support", "HINDSIGHT_API_URL": "http://h", "MODEL_PROVIDER": "echo"}
+BASE = {"AGENT_NAME": "support", "HINDSIGHT_API_URL": "http://h"}
 JWT = BASE | {"AUTH_MODE": "jwt", "JWT_DISCOVERY_URL": "http://i/.well-known/openid-configuration"}
 JWT |= {"JWT_ALLOWED_CLIENTS": "c"}
 
@@ -27,7 +28,7 @@ class StubVerifier:
 
 def test_jwt_caller_comes_from_the_token_only() -> None:
     verifier = StubVerifier()
-    caller = RequestAuthenticator(Settings.from_env(JWT), verifier).authenticate(
+    caller = RequestAuthenticator(AgentMemorySettings.from_env(JWT), verifier).authenticate(
         [("authorization", "Bearer good"), (USER_ID_HEADER, "user-bob")]
     )
     assert caller is not None
@@ -48,25 +49,27 @@ def test_jwt_caller_comes_from_the_token_only() -> None:
 )
 def test_jwt_failures(headers: list[tuple[str, str]]) -> None:
     with pytest.raises(AuthError):
-        RequestAuthenticator(Settings.from_env(JWT), StubVerifier()).authenticate(headers)
+        RequestAuthenticator(AgentMemorySettings.from_env(JWT), StubVerifier()).authenticate(headers)
 
 
 def test_jwt_anonymous_only_without_any_credential() -> None:
-    authenticator = RequestAuthenticator(Settings.from_env(JWT | {"ALLOW_ANONYMOUS": "true"}), StubVerifier())
+    authenticator = RequestAuthenticator(
+        AgentMemorySettings.from_env(JWT | {"ALLOW_ANONYMOUS": "true"}), StubVerifier()
+    )
     assert authenticator.authenticate([]) is None
     with pytest.raises(AuthError):
         authenticator.authenticate([("Authorization", "Bearer bad")])
 
 
 def test_unusable_identities_are_refused_before_any_turn() -> None:
-    authenticator = RequestAuthenticator(Settings.from_env(JWT), StubVerifier(user="x" * 300))
+    authenticator = RequestAuthenticator(AgentMemorySettings.from_env(JWT), StubVerifier(user="x" * 300))
     with pytest.raises(AuthError) as info:
         authenticator.authenticate([("Authorization", "Bearer ok")])
     assert info.value.reason == "unusable_identity"
 
 
 def test_iam_user_header_and_tenant() -> None:
-    authenticator = RequestAuthenticator(Settings.from_env(BASE | {"AUTH_MODE": "iam", "TENANT_ID": "acme"}))
+    authenticator = RequestAuthenticator(AgentMemorySettings.from_env(BASE | {"AUTH_MODE": "iam", "TENANT_ID": "acme"}))
     caller = authenticator.authenticate([(USER_ID_HEADER.lower(), "user-alex"), ("Authorization", "Bearer ignored")])
     assert caller is not None
     assert (caller.user, caller.tenant, caller.credential) == ("user-alex", "acme", None)
@@ -78,4 +81,4 @@ def test_iam_user_header_and_tenant() -> None:
 
 def test_jwt_mode_needs_a_verifier() -> None:
     with pytest.raises(ValueError, match="verifier"):
-        RequestAuthenticator(Settings.from_env(JWT))
+        RequestAuthenticator(AgentMemorySettings.from_env(JWT))

@@ -6,7 +6,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from runtime_handler.agent_key import AgentKey, KeyUnavailableError
+from memory_adapter.agentcore.credentials import AgentKey, KeyUnavailableError
 
 
 def test_agent_key_static_and_absent() -> None:

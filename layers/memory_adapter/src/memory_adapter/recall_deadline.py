@@ -1,0 +1,30 @@
+"""One deadline for a recall, and the two timeouts derived from it.
+
+A turn's recall has one deadline, ``recall_timeout`` (``MEMORY_RECALL_TIMEOUT_SECONDS`` or
+``HINDSIGHT_ADAPTER_RECALL_TIMEOUT``, default 2.0 s): the memory adapter stops waiting then (and counts the miss in
+its circuit breaker). Two timeouts follow from it, never set on their own:
+
+* the socket timeout of the recall request, :data:`RECALL_MARGIN_S` later, so the adapter is the one that gives up
+  and a socket is never cut before the deadline it serves;
+* the wiring's backstop (``AgentCoreMemory.recall``), as late again, for a memory implementation that does not keep
+  its own deadline.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = ["RECALL_MARGIN_S", "recall_backstop_s", "recall_socket_timeout_s"]
+
+#: How much later than the recall deadline the socket timeout and the backstop fire.
+RECALL_MARGIN_S: Final = 0.5
+
+
+def recall_socket_timeout_s(recall_timeout: float) -> float:
+    """The socket timeout of a recall request whose deadline is ``recall_timeout``."""
+    return recall_timeout + RECALL_MARGIN_S
+
+
+def recall_backstop_s(recall_timeout: float) -> float:
+    """The wiring's backstop around a recall whose deadline is ``recall_timeout``."""
+    return recall_timeout + RECALL_MARGIN_S
