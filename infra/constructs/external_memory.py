@@ -138,6 +138,18 @@ class IsolationProbe(Construct):
     ) -> None:
         super().__init__(scope, construct_id)
         config = memory.config
+        #: What the probe checks: the resource's properties, and its environment for ``python -m smoke``'s direct
+        #: invocation (``RequestType: Probe``).
+        settings = {
+            probe_index.PROP_URL: memory.url,
+            probe_index.PROP_OPERATOR_KEY_ARN: memory.operator_key_secret_arn,
+            probe_index.PROP_ON_LEAK: config.external_probe.value,
+            probe_index.PROP_AGENT_NAME: agent_name,
+        }
+        if memory.agent_key_secret_arn is not None:
+            settings[probe_index.PROP_AGENT_KEY_ARN] = memory.agent_key_secret_arn
+        if auth.tenant_id:
+            settings[probe_index.PROP_TENANT] = auth.tenant_id
         self.security_group = network.workload_security_group(
             self, "SecurityGroup", description="Isolation probe: to the external Hindsight and AWS endpoints only"
         )
@@ -155,14 +167,14 @@ class IsolationProbe(Construct):
             memory_size=256,
             logs_key=logs_key,
             json_logs=True,
-            environment=memory.client_environment,
+            environment={**settings, **memory.client_environment},
             vpc=network.vpc,
             vpc_subnets=network.subnets,
             security_groups=[self.security_group],
         )
         memory.grant_operator_key_read(self.function)
         memory.grant_agent_key_read(self.function)
-        provider = cr.Provider(
+        self.provider = provider = cr.Provider(
             self,
             "Provider",
             on_event_handler=self.function,
@@ -174,18 +186,8 @@ class IsolationProbe(Construct):
                 removal_policy=RemovalPolicy.DESTROY,
             ),
         )
-        properties = {
-            probe_index.PROP_URL: memory.url,
-            probe_index.PROP_OPERATOR_KEY_ARN: memory.operator_key_secret_arn,
-            probe_index.PROP_ON_LEAK: config.external_probe.value,
-            probe_index.PROP_AGENT_NAME: agent_name,
-            # Changed probe code runs again at the next deploy.
-            "HandlerSha256": handler_sha256(PROBE_DIR),
-        }
-        if memory.agent_key_secret_arn is not None:
-            properties[probe_index.PROP_AGENT_KEY_ARN] = memory.agent_key_secret_arn
-        if auth.tenant_id:
-            properties[probe_index.PROP_TENANT] = auth.tenant_id
+        # Changed settings or probe code run the probe again at the next deploy.
+        properties = {**settings, "HandlerSha256": handler_sha256(PROBE_DIR)}
         self.resource = CustomResource(
             self,
             "Probe",
@@ -197,6 +199,12 @@ class IsolationProbe(Construct):
         #: The probe's one-line verdict (a stack output, so ``cdk deploy`` prints it).
         self.result = self.resource.get_att_string(probe_index.ATTR_RESULT)
         CfnOutput(self, "Result", value=self.result, description="The deploy-time isolation probe's verdict")
+        CfnOutput(
+            self,
+            "FunctionName",
+            value=self.function.function_name,
+            description="python -m smoke invokes it to probe again (with a real user's token where there is one)",
+        )
         self.alarm = alerts.watch(
             cloudwatch.Alarm(
                 self,

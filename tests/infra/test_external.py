@@ -132,7 +132,7 @@ def test_every_client_reads_the_external_url_and_the_private_ca(iam_synth: tuple
     clients = {
         key: env for key, env in _function_envs(synth).items() if "HINDSIGHT_URL" in env or "HINDSIGHT_API_URL" in env
     }
-    assert len(clients) >= 4  # replay, admin URL, expiry, probe-less clients at least
+    assert len(clients) == 3  # the replay function, the admin function and the expiry (no gateway with IAM)
     for key, env in clients.items():
         assert env.get("HINDSIGHT_URL", env.get("HINDSIGHT_API_URL")) == url, key
         assert env[CA_BUNDLE_ENV] == ca_pem.strip() + "\n", key

@@ -11,6 +11,7 @@ no bank behind).
 from __future__ import annotations
 
 import json
+import os
 from typing import Any, Literal
 
 PROP_URL = "Url"
@@ -24,15 +25,22 @@ METRICS_NAMESPACE = "HindsightMemory/IsolationProbe"
 METRIC_LEAKS = "IdentitiesThatReadAnotherBank"
 
 
+#: ``python -m smoke``'s direct invocation: probe with the function's own settings (and ``UserToken`` if given),
+#: answer ``{"passed", "verdict", "checks"}`` and never raise for a leak.
+REQUEST_PROBE = "Probe"
+
+
 def handler(event: dict[str, Any], context: Any, *, secrets: Any = None, cloudwatch: Any = None) -> dict[str, Any]:
     """The provider framework's on-event handler: an exception fails the deploy with its message."""
     del context
-    if event.get("RequestType") == "Delete":
+    request = event.get("RequestType")
+    if request == "Delete":
         return {"PhysicalResourceId": event.get("PhysicalResourceId", "isolation-probe")}
     from memory_adapter.isolation_probe import ProbeError, ProbeTarget, run_probe
 
-    props = event["ResourceProperties"]
-    warn_only = props.get(PROP_ON_LEAK) == "warn"
+    smoke = request == REQUEST_PROBE
+    props = dict(os.environ) if smoke else event["ResourceProperties"]
+    warn_only = smoke or props.get(PROP_ON_LEAK) == "warn"
     secrets = secrets or _client("secretsmanager")
     agent_key_arn = props.get(PROP_AGENT_KEY_ARN)
     target = ProbeTarget(
@@ -41,6 +49,7 @@ def handler(event: dict[str, Any], context: Any, *, secrets: Any = None, cloudwa
         agent_key=_secret(secrets, agent_key_arn) if agent_key_arn else None,
         agent_name=props[PROP_AGENT_NAME],
         tenant=props.get(PROP_TENANT) or None,
+        user_token=event.get("UserToken") if smoke else None,
     )
     try:
         report = run_probe(target)
@@ -53,6 +62,8 @@ def handler(event: dict[str, Any], context: Any, *, secrets: Any = None, cloudwa
     (cloudwatch or _client("cloudwatch")).put_metric_data(
         Namespace=METRICS_NAMESPACE, MetricData=[{"MetricName": METRIC_LEAKS, "Value": leaks, "Unit": "Count"}]
     )
+    if smoke:
+        return {"passed": bool(checks) and not leaks, "verdict": verdict, "checks": checks}
     if leaks and not warn_only:
         raise RuntimeError(verdict + " (set hindsight.external_probe=warn to deploy anyway)")
     return {"PhysicalResourceId": "isolation-probe", "Data": {ATTR_RESULT: verdict[:1000]}}
