@@ -64,7 +64,7 @@ def test_smoke_catches_an_external_hindsight_without_the_extension(
     for agent_url in _agent(unisolated_hindsight.url, token_issuer, tmp_path / "agent"):
         code, report = _smoke(agent_url, unisolated_hindsight.url, key_file, token_issuer)
         assert code == 1, report
-        assert "[2/5] user A, session 2: recall it ... ok" in report  # memory works: only isolation is missing
+        assert "[2/3] user A, session 2: recall it ... ok" in report  # memory works: only isolation is missing
         assert "SMOKE FAILED: isolation probe FAILED: " in report
         assert "another user's token" in report
         assert "does not run the hindsight_isolation extension" in report
