@@ -164,7 +164,7 @@ def _deployed(args: argparse.Namespace, stack: ExitStack, session: Any, users: t
         return (
             iam,
             scenario.McpSkipped("MCP: no gateway with auth.mode=iam (its tools need user tokens), skipped"),
-            _deployed_isolation(session, region, prefix, None),
+            _deployed_isolation(session, region, prefix, None) if config.hindsight.external else None,
         )
     if args.token_a and args.token_b:
         tokens = {users[0]: args.token_a, users[1]: args.token_b}
@@ -193,15 +193,18 @@ def _deployed(args: argparse.Namespace, stack: ExitStack, session: Any, users: t
     return (
         invoker,
         _gateway(session.client("cloudformation", region_name=region), region, prefix, tokens),
-        _deployed_isolation(session, region, prefix, tokens[users[0]]),
+        _deployed_isolation(session, region, prefix, tokens[users[0]]) if config.hindsight.external else None,
     )
 
 
 def _deployed_isolation(session: Any, region: str, prefix: str, token: str | None) -> IsolationStep:
-    """``hindsight.mode=external``: the ``-ExternalMemory`` stack's probe function, invoked in the VPC."""
+    """``hindsight.mode=external``: the ``-ExternalMemory`` stack's probe function, invoked in the VPC (our own
+    Hindsight runs the isolation extension by construction, and the smoke's users prove it)."""
     outputs = targets.stack_outputs(session.client("cloudformation", region_name=region), f"{prefix}-ExternalMemory")
     if outputs is None:
-        return None  # our own Hindsight: the isolation extension is part of the stack
+        raise SetupError(
+            f"stack {prefix}-ExternalMemory does not exist in {region}: deploy first (hindsight.mode=external)"
+        )
     names = [value for key, value in outputs.items() if _PROBE_FUNCTION_OUTPUT in key]
     if not names:
         raise SetupError(f"stack {prefix}-ExternalMemory lacks the probe function's output: redeploy this version")
@@ -279,7 +282,7 @@ def main(
             out.writelines(f"  - {hint}\n" for hint in err.hints)
             return 1
         if isolation_step is not None:
-            out.write("smoke: isolation probe: another user's bank, with user A's token and forged ones ... ")
+            out.write("smoke: isolation probe: foreign identities must be refused another's bank ... ")
             verdict = isolation_step()
             if not verdict.passed:
                 out.write(f"FAILED\n\nSMOKE FAILED: {verdict.verdict}\n")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 import boto3
@@ -79,8 +80,18 @@ def test_warn_deploys_anyway_and_counts_the_leak(
     event = make_event(unisolated_hindsight.url, "any-key", None, "support", "warn")
     answer = _run(moto_server, event)
     assert answer["Data"][index.ATTR_RESULT].startswith("isolation probe FAILED")
-    metrics = _client(moto_server, "cloudwatch").list_metrics(Namespace=index.METRICS_NAMESPACE)["Metrics"]
-    assert [m["MetricName"] for m in metrics] == [index.METRIC_LEAKS]
+    cloudwatch = _client(moto_server, "cloudwatch")
+    metrics = cloudwatch.list_metrics(Namespace=index.METRICS_NAMESPACE)["Metrics"]
+    assert {m["MetricName"] for m in metrics} == {index.METRIC_LEAKS}
+    stats = cloudwatch.get_metric_statistics(
+        Namespace=index.METRICS_NAMESPACE,
+        MetricName=index.METRIC_LEAKS,
+        StartTime=datetime.now(UTC) - timedelta(hours=1),
+        EndTime=datetime.now(UTC) + timedelta(minutes=1),
+        Period=3600,
+        Statistics=["Maximum"],
+    )["Datapoints"]
+    assert max(d["Maximum"] for d in stats) >= 2  # no credential and the forged tokens at least
 
 
 def test_an_unreachable_endpoint_fails_the_deploy(
