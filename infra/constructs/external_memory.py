@@ -13,7 +13,9 @@ deploy (``hindsight.external_probe=fail``) or warns (``warn``: an ERROR log line
 
 from __future__ import annotations
 
+import hashlib
 import urllib.parse
+from pathlib import Path
 
 from aws_cdk import CfnOutput, CustomResource, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -33,6 +35,7 @@ from infra.constructs.memory_layer import adapter_layer_version
 from infra.constructs.network import Network
 from infra.functions.isolation_probe import index as probe_index
 from infra.permissions import SECRET_READ_ACTIONS
+from memory_adapter import isolation_probe
 from memory_adapter.constants import CA_BUNDLE_ENV
 
 PROBE_DIR = FUNCTIONS_DIR / "isolation_probe"
@@ -186,8 +189,12 @@ class IsolationProbe(Construct):
                 removal_policy=RemovalPolicy.DESTROY,
             ),
         )
-        # Changed settings or probe code run the probe again at the next deploy.
-        properties = {**settings, "HandlerSha256": handler_sha256(PROBE_DIR)}
+        # Changed settings or probe code (the handler, or the probe on the layer) run it again at the next deploy.
+        properties = {
+            **settings,
+            "HandlerSha256": handler_sha256(PROBE_DIR),
+            "ProbeSha256": hashlib.sha256(Path(isolation_probe.__file__).read_bytes()).hexdigest(),
+        }
         self.resource = CustomResource(
             self,
             "Probe",
