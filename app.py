@@ -5,6 +5,7 @@ Stacks, in deploy order (each uses objects of the ones before it)::
 
     Network ──► Data ──► Identity (cognito/jwt only) ──► MemoryService ──► Agent ──► Gateway (cognito/jwt only)
         ──► Operations
+    (hindsight.mode=external: no Data, no MemoryService; an ExternalMemory stack with the isolation probe instead)
 
     make synth                                   # offline, writes cdk.out/
     npx cdk deploy --all                         # defaults from cdk.json (env=dev, Cognito, new isolated VPC)

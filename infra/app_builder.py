@@ -5,21 +5,34 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from aws_cdk import App, Aws, Environment, Tags
+from aws_cdk import aws_cloudwatch as cloudwatch
 
 from infra.config import AppConfig, AuthMode
 from infra.constructs.admin_bucket import admin_bucket_name, admin_bucket_pattern
 from infra.constructs.agent_runtime import GatewayAccess, make_runtime_name
 from infra.constructs.creation import creation_id
+from infra.constructs.external_memory import ExternalMemory
 from infra.constructs.functions import own_helper_function_logs
+from infra.constructs.memory_service import MemoryService
 from infra.stacks.agent_stack import AgentStack
 from infra.stacks.data_stack import DataStack
+from infra.stacks.external_memory_stack import ExternalMemoryStack
 from infra.stacks.gateway_stack import GatewayStack
 from infra.stacks.identity_stack import IdentityStack
 from infra.stacks.network_stack import NetworkStack
 from infra.stacks.operations_stack import OperationsStack
 from infra.stacks.service_stack import MemoryServiceStack
 
-AnyStack = NetworkStack | DataStack | IdentityStack | MemoryServiceStack | AgentStack | GatewayStack | OperationsStack
+AnyStack = (
+    NetworkStack
+    | DataStack
+    | IdentityStack
+    | MemoryServiceStack
+    | ExternalMemoryStack
+    | AgentStack
+    | GatewayStack
+    | OperationsStack
+)
 
 
 @dataclass(frozen=True)
@@ -27,16 +40,27 @@ class Stacks:
     """The stacks of one deployment, in deploy order."""
 
     network: NetworkStack
-    data: DataStack
+    data: DataStack | None
     identity: IdentityStack | None
-    memory: MemoryServiceStack
+    memory: MemoryServiceStack | None
     agent: AgentStack
     operations: OperationsStack
     gateway: GatewayStack | None = None
+    #: ``hindsight.mode=external``: instead of ``data`` and ``memory``.
+    external: ExternalMemoryStack | None = None
 
     def all(self) -> list[AnyStack]:
         """Every stack that exists in this configuration, in deploy order."""
-        stacks = [self.network, self.data, self.identity, self.memory, self.agent, self.gateway, self.operations]
+        stacks = [
+            self.network,
+            self.data,
+            self.identity,
+            self.memory,
+            self.external,
+            self.agent,
+            self.gateway,
+            self.operations,
+        ]
         return [s for s in stacks if s is not None]
 
 
@@ -63,15 +87,18 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
         env=env,
     )
     foundation = network.foundation
-    data = DataStack(
-        app,
-        f"{prefix}-Data",
-        config=config.database,
-        removal=config.removal,
-        parameter_prefix=config.parameter_prefix,
-        foundation=foundation,
-        env=env,
-    )
+    external = config.hindsight.external  # the customer's Hindsight: no -Data, no -MemoryService
+    data = None
+    if not external:
+        data = DataStack(
+            app,
+            f"{prefix}-Data",
+            config=config.database,
+            removal=config.removal,
+            parameter_prefix=config.parameter_prefix,
+            foundation=foundation,
+            env=env,
+        )
     identity = None
     if config.auth.mode is not AuthMode.IAM:
         identity = IdentityStack(
@@ -83,19 +110,34 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
             foundation=foundation,
             env=env,
         )
-    memory = MemoryServiceStack(
-        app,
-        f"{prefix}-MemoryService",
-        config=config.hindsight,
-        auth=config.auth,
-        agent_name=config.agent.name,
-        foundation=foundation,
-        database=data.database,
-        identity=identity.identity if identity else None,
-        eks=config.eks,
-        parameter_prefix=config.parameter_prefix,
-        env=env,
-    )
+    memory_stack: MemoryServiceStack | ExternalMemoryStack
+    if data is not None:
+        memory_stack = service = MemoryServiceStack(
+            app,
+            f"{prefix}-MemoryService",
+            config=config.hindsight,
+            auth=config.auth,
+            agent_name=config.agent.name,
+            foundation=foundation,
+            database=data.database,
+            identity=identity.identity if identity else None,
+            eks=config.eks,
+            parameter_prefix=config.parameter_prefix,
+            env=env,
+        )
+        memory: MemoryService | ExternalMemory = service.memory
+    else:
+        memory_stack = ExternalMemoryStack(
+            app,
+            f"{prefix}-ExternalMemory",
+            config=config.hindsight,
+            auth=config.auth,
+            agent_name=config.agent.name,
+            layer=config.layer,
+            foundation=foundation,
+            env=env,
+        )
+        memory = memory_stack.memory
     gateway_url_parameter = f"{config.parameter_prefix}/gateway/mcp-url"
     # The gateway deploys after the agent: the agent finds its URL by the parameter's name, never through a reference
     # to the later stack.
@@ -117,7 +159,7 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
         runtime_name=make_runtime_name(config.prefix, config.env_name, config.agent.name),
         layer_parameter_name=f"{config.parameter_prefix}/memory-adapter-layer-arn",
         foundation=foundation,
-        memory=memory.memory,
+        memory=memory,
         identity=identity.identity if identity else None,
         env=env,
     )
@@ -132,17 +174,13 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
             url_parameter_name=gateway_url_parameter,
             private_access=config.agent.tools_via_gateway,
             foundation=foundation,
-            memory=memory.memory,
+            memory=memory,
             identity=identity.identity,
             layer=config.layer,
             env=env,
         )
         gateway.add_stack_dependency(agent, "deploys after the agent, which finds it by its URL parameter at run time")
-    other_alarms = [data.backup_plan.failed_alarm, memory.memory.load_balancing.unhealthy_alarm]
-    if memory.memory.redeploy is not None:
-        other_alarms.append(memory.memory.redeploy.failing_alarm)
-    if memory.memory.eks is not None:
-        other_alarms.append(memory.memory.eks.restart_failing_alarm)
+    other_alarms = memory_alarms(memory, data)
     if identity is not None:
         other_alarms.append(identity.identity.mirror_alarm)
     if gateway is not None:
@@ -158,8 +196,8 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
         agent_name=config.agent.name,
         dashboard_name=prefix,
         foundation=foundation,
-        database=data.database,
-        memory=memory.memory,
+        database=data.database if data is not None else None,
+        memory=memory,
         retain_queue=agent.retain_queue,
         retain_replay=agent.retain_replay,
         other_alarms=other_alarms,
@@ -168,8 +206,12 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
     operations.add_stack_dependency(agent, "watches the agent and runs last: cdk deploy --all keeps the stacks' order")
     if gateway is not None:
         operations.add_stack_dependency(gateway, "shows the gateway's alarms and runs last")
+    if isinstance(memory_stack, ExternalMemoryStack):
+        for consumer in (agent, gateway, operations):
+            if consumer is not None:
+                consumer.add_stack_dependency(memory_stack, "the isolation probe passes before Hindsight is used")
     # -- deploy-safety (issue 21): every log group the stacks cause has retention and the logs key --
-    for stack in (network, data, identity, memory, agent, gateway, operations):
+    for stack in (network, data, identity, memory_stack, agent, gateway, operations):
         if stack is not None:
             own_helper_function_logs(stack, foundation.logs_key)
     # -- end deploy-safety --
@@ -180,8 +222,23 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
         network=network,
         data=data,
         identity=identity,
-        memory=memory,
+        memory=memory_stack if isinstance(memory_stack, MemoryServiceStack) else None,
         agent=agent,
         operations=operations,
         gateway=gateway,
+        external=memory_stack if isinstance(memory_stack, ExternalMemoryStack) else None,
     )
+
+
+def memory_alarms(memory: MemoryService | ExternalMemory, data: DataStack | None) -> list[cloudwatch.IAlarm]:
+    """The alarms of Hindsight's own stacks, shown on the dashboard: the backup plan's, the load balancer's and the
+    restarts' where this app runs it; the isolation probe's with an external server."""
+    if isinstance(memory, ExternalMemory):
+        return [memory.probe.alarm]
+    assert data is not None
+    alarms: list[cloudwatch.IAlarm] = [data.backup_plan.failed_alarm, memory.load_balancing.unhealthy_alarm]
+    if memory.redeploy is not None:
+        alarms.append(memory.redeploy.failing_alarm)
+    if memory.eks is not None:
+        alarms.append(memory.eks.restart_failing_alarm)
+    return alarms

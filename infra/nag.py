@@ -20,6 +20,7 @@ from infra.bootstrap import asset_bucket_name
 from infra.config import AppConfig, ImageSource
 from infra.constructs.service_log_group import FUNCTION_ID as LOG_GROUPS_FUNCTION_ID
 from infra.constructs.service_log_group import ServiceLogGroup
+from infra.stacks.external_memory_stack import ExternalMemoryStack
 
 ECR_DEPLOYMENT_PREFIX = "Custom::CDKECRDeployment"
 #: The singleton function behind every ``AwsCustomResource`` in a stack (its id is fixed by CDK).
@@ -50,10 +51,14 @@ def acknowledge_findings(stacks: Stacks, config: AppConfig) -> None:
     for stack in stacks.all():
         _inline_policies(stack)
     _network(stacks)
-    _data(stacks, config)
+    if stacks.data is not None:
+        _data(stacks, config)
     if stacks.identity is not None:
         _identity(stacks)
-    _memory(stacks, config)
+    if stacks.memory is not None:
+        _memory(stacks, config)
+    if stacks.external is not None:
+        _external_memory(stacks.external)
     _agent(stacks, config)
     if stacks.gateway is not None:
         _gateway(stacks)
@@ -61,7 +66,7 @@ def acknowledge_findings(stacks: Stacks, config: AppConfig) -> None:
     # -- deploy-safety (issue 21) --
     for stack in stacks.all():
         _service_log_groups(stack)
-    if stacks.memory.memory.eks is None:  # the maintenance policy is ECS run-task's; EKS has a service account
+    if stacks.memory is not None and stacks.memory.memory.eks is None:  # ECS run-task's; EKS: a service account
         _maintenance_policy(stacks)
 
 
@@ -85,6 +90,7 @@ def _network(stacks: Stacks) -> None:
 
 
 def _data(stacks: Stacks, config: AppConfig) -> None:
+    assert stacks.data is not None
     db = stacks.data.database
     instance = db.node.try_find_child("Instance")  # RDS for PostgreSQL; Aurora has a Cluster (its rules differ)
     resource = instance if instance is not None else db.node.find_child("Cluster")
@@ -214,6 +220,40 @@ def _memory_on_eks(stack: Stack) -> None:
 # --- end EKS -------------------------------------------------------------------------------------------------------
 
 
+def _external_memory(stack: ExternalMemoryStack) -> None:
+    """The isolation probe: a function in the VPC behind the provider framework (hindsight.mode=external)."""
+    probe = stack.memory.probe
+    _lambda_common(probe.function, "invoked by CloudFormation through the provider framework at deploy time")
+    _ack(
+        probe.function,
+        "AwsSolutions-L1",
+        "it runs on the Python version the memory adapter layer is built for (infra.build.TARGET_PYTHON)",
+    )
+    role = probe.function.node.find_child("ServiceRole")
+    _ack(
+        role,
+        "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaVPCAccessExecutionRole]",
+        "the AWS-managed policy a Lambda function in a VPC needs to manage its network interfaces",
+    )
+    _ack(
+        role.node.find_child("DefaultPolicy"),
+        "AwsSolutions-IAM5[Resource::*]",
+        "cloudwatch:PutMetricData has no resource type; the statement is limited to the probe's namespace",
+    )
+    framework = probe.provider.node.find_child("framework-onEvent")
+    _lambda_outside_vpc(
+        framework,
+        "CDK's custom resource framework answers CloudFormation's pre-signed S3 URL, which the isolated VPC "
+        "cannot reach (the probe itself runs inside the VPC)",
+    )
+    function_id = stack.resolve(stack.get_logical_id(probe.function.node.default_child))  # type: ignore[arg-type]
+    _ack(
+        framework.node.find_child("ServiceRole"),
+        f"AwsSolutions-IAM5[Resource::<{function_id}.Arn>:*]",
+        "the provider framework may invoke any version of the one probe function it fronts",
+    )
+
+
 def _identity(stacks: Stacks) -> None:
     assert stacks.identity is not None
     identity = stacks.identity.identity
@@ -261,6 +301,7 @@ def _lambda_common(function: IConstruct, invoked: str) -> None:
 
 
 def _memory(stacks: Stacks, config: AppConfig) -> None:
+    assert stacks.memory is not None
     memory = stacks.memory.memory
     stack = stacks.memory
     tasks = (
@@ -539,7 +580,7 @@ def _operations(stacks: Stacks) -> None:
         ):
             _ack(role, f"AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/{policy}]", why)
     bucket_id = operations.resolve(operations.get_logical_id(bucket.bucket.node.default_child))  # type: ignore[arg-type]
-    for function in (admin.function, admin.backup_function):
+    for function in (f for f in (admin.function, admin.backup_function) if f is not None):
         _ack(
             function.node.find_child("ServiceRole").node.find_child("DefaultPolicy"),
             f"AwsSolutions-IAM5[Resource::<{bucket_id}.Arn>/*]",
@@ -604,6 +645,7 @@ def _service_log_groups(stack: Stack) -> None:
 
 
 def _maintenance_policy(stacks: Stacks) -> None:
+    assert stacks.memory is not None
     memory = stacks.memory.memory
     stack = Stack.of(memory)
     task = memory.maintenance_task

@@ -8,6 +8,7 @@ Through the agent (three sessions), then over MCP when the memory tools are serv
     python -m smoke --token-a "$TOKEN_A" --token-b "$TOKEN_B"   # auth.mode=jwt: tokens of two users of your IdP
     python -m smoke --local                            # the agent `make local` runs on 127.0.0.1:8080
     python -m smoke --local --mcp-url http://127.0.0.1:9000/mcp      # and an MCP server that must answer
+    python -m smoke --local --hindsight-url http://127.0.0.1:8888    # and the isolation probe on that Hindsight
 
 Exit status: 0 when every step passed, 1 when one failed (the output says which and where to look), 2 when the
 target cannot be set up (no stack, missing outputs, no credentials, missing tokens).
@@ -19,14 +20,16 @@ import argparse
 import os
 import sys
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any, TextIO
 
-from smoke import mcp_probe, scenario, targets
+from smoke import isolation, mcp_probe, scenario, targets
 
 USERS = ("smoke-a", "smoke-b")
+#: The -ExternalMemory stack's output naming the probe function (its logical id ends in a hash).
+_PROBE_FUNCTION_OUTPUT = "IsolationProbeFunctionName"
 #: ``make local``'s agent and its log.
 LOCAL_AGENT_URL = "http://127.0.0.1:8080"
 
@@ -45,6 +48,15 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--mcp-url",
         help="--local: the MCP server that must answer (default: make local's, skipped when nothing answers there)",
+    )
+    parser.add_argument(
+        "--hindsight-url", help="--local: also probe this Hindsight's isolation with user A's token (smoke.isolation)"
+    )
+    parser.add_argument(
+        "--operator-key-file",
+        type=Path,
+        default=Path(".local/hindsight/operator-key"),
+        help="--local --hindsight-url: that server's operator key (written by make hindsight-start)",
     )
     parser.add_argument("-c", "--context", action="append", default=[], help="cdk.json context override, key=value")
     parser.add_argument("--region", help="default: the configuration's region")
@@ -70,7 +82,9 @@ def local_minter(args: argparse.Namespace) -> tuple[str, targets.Minter]:
     return issuer, lambda user: token_issuer.mint_token(key, issuer=issuer, user=user, ttl=900)
 
 
-Target = tuple[scenario.Invoker, scenario.McpTools | scenario.McpSkipped]
+#: The isolation step, run after the scenario (None: not for this target).
+IsolationStep = Callable[[], isolation.IsolationVerdict] | None
+Target = tuple[scenario.Invoker, scenario.McpTools | scenario.McpSkipped, IsolationStep]
 
 
 def _local(args: argparse.Namespace, users: tuple[str, str], mint: targets.Minter | None) -> Target:
@@ -85,7 +99,22 @@ def _local(args: argparse.Namespace, users: tuple[str, str], mint: targets.Minte
         description=f"the local agent at {args.agent_url} ({source})",
         hints=targets.local_hints(args.agent_log),
     )
-    return invoker, _local_mcp(args.mcp_url, tokens)
+    return invoker, _local_mcp(args.mcp_url, tokens), _local_isolation(args, tokens[users[0]])
+
+
+def _local_isolation(args: argparse.Namespace, token: str) -> IsolationStep:
+    """``--hindsight-url``: the isolation probe on that server with user A's token and its operator key."""
+    if not args.hindsight_url:
+        return None
+    try:
+        operator_key = args.operator_key_file.read_text(encoding="utf-8").strip()
+    except OSError as err:
+        raise SetupError(
+            f"--hindsight-url needs that server's operator key: cannot read {args.operator_key_file} "
+            f"({type(err).__name__}); pass --operator-key-file"
+        ) from err
+    url = args.hindsight_url
+    return lambda: isolation.probe_local(url, operator_key=operator_key, user_token=token)
 
 
 def _local_mcp(explicit_url: str | None, tokens: dict[str, str]) -> scenario.McpTools | scenario.McpSkipped:
@@ -132,7 +161,11 @@ def _deployed(args: argparse.Namespace, stack: ExitStack, session: Any, users: t
             description=f"{arn} ({qualifier}) with IAM and runtimeUserId",
             hints=hints,
         )
-        return iam, scenario.McpSkipped("MCP: no gateway with auth.mode=iam (its tools need user tokens), skipped")
+        return (
+            iam,
+            scenario.McpSkipped("MCP: no gateway with auth.mode=iam (its tools need user tokens), skipped"),
+            _deployed_isolation(session, region, prefix, None) if config.hindsight.external else None,
+        )
     if args.token_a and args.token_b:
         tokens = {users[0]: args.token_a, users[1]: args.token_b}
     elif mode == "cognito":
@@ -157,7 +190,26 @@ def _deployed(args: argparse.Namespace, stack: ExitStack, session: Any, users: t
         description=f"{arn} ({qualifier}) over HTTPS with bearer tokens ({mode})",
         hints=hints,
     )
-    return invoker, _gateway(session.client("cloudformation", region_name=region), region, prefix, tokens)
+    return (
+        invoker,
+        _gateway(session.client("cloudformation", region_name=region), region, prefix, tokens),
+        _deployed_isolation(session, region, prefix, tokens[users[0]]) if config.hindsight.external else None,
+    )
+
+
+def _deployed_isolation(session: Any, region: str, prefix: str, token: str | None) -> IsolationStep:
+    """``hindsight.mode=external``: the ``-ExternalMemory`` stack's probe function, invoked in the VPC (our own
+    Hindsight runs the isolation extension by construction, and the smoke's users prove it)."""
+    outputs = targets.stack_outputs(session.client("cloudformation", region_name=region), f"{prefix}-ExternalMemory")
+    if outputs is None:
+        raise SetupError(
+            f"stack {prefix}-ExternalMemory does not exist in {region}: deploy first (hindsight.mode=external)"
+        )
+    names = [value for key, value in outputs.items() if _PROBE_FUNCTION_OUTPUT in key]
+    if not names:
+        raise SetupError(f"stack {prefix}-ExternalMemory lacks the probe function's output: redeploy this version")
+    client = session.client("lambda", region_name=region)
+    return lambda: isolation.probe_deployed(client, names[0], user_token=token)
 
 
 def _gateway(
@@ -205,14 +257,14 @@ def main(
     with ExitStack() as stack:
         try:
             if args.local:
-                invoker, mcp = _local(args, users, mint)
+                invoker, mcp, isolation_step = _local(args, users, mint)
                 timeout = args.recall_timeout or 60.0
             else:
                 if session is None:
                     import boto3
 
                     session = boto3.Session()
-                invoker, mcp = _deployed(args, stack, session, users)
+                invoker, mcp, isolation_step = _deployed(args, stack, session, users)
                 timeout = args.recall_timeout or 180.0
         except SetupError as err:
             out.write(f"SMOKE SETUP FAILED: {err}\n")
@@ -229,6 +281,13 @@ def main(
             out.write(f"FAILED\n\nSMOKE FAILED: {err}\nWhat to look at:\n")
             out.writelines(f"  - {hint}\n" for hint in err.hints)
             return 1
+        if isolation_step is not None:
+            out.write("smoke: isolation probe: foreign identities must be refused another's bank ... ")
+            verdict = isolation_step()
+            if not verdict.passed:
+                out.write(f"FAILED\n\nSMOKE FAILED: {verdict.verdict}\n")
+                return 1
+            out.write(f"ok ({verdict.verdict})\n")
     paths = "" if result.mcp_skipped else ", through the agent and over MCP"
     out.write(f"SMOKE PASSED: memory carries across sessions and stays per user{paths} ({result.seconds:.2f} s)\n")
     return 0

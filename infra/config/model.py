@@ -115,6 +115,24 @@ class EksConfig:
 # --- end EKS -------------------------------------------------------------------------------------------------------
 
 
+# --- external Hindsight (issue 24) ----------------------------------------------------------------------------------
+class HindsightMode(StrEnum):
+    """Whose Hindsight the agent uses."""
+
+    MANAGED = "managed"  # this app builds it: the -Data and -MemoryService stacks (the default)
+    EXTERNAL = "external"  # the customer's, at ``hindsight.external_url``: neither stack is built
+
+
+class ProbeFailure(StrEnum):
+    """What the deploy-time isolation probe does when the external server lets one identity read another's bank."""
+
+    FAIL = "fail"  # the deploy fails (the default)
+    WARN = "warn"  # the deploy goes on; the probe logs an ERROR line and its metric alarms
+
+
+# --- end external Hindsight -----------------------------------------------------------------------------------------
+
+
 class DataRemoval(StrEnum):
     """What happens to stateful data when its stack or resource is deleted."""
 
@@ -241,6 +259,24 @@ class HindsightConfig:
     maintenance_embeddings_model: str | None
     #: ECS Fargate (default) or the customer's EKS cluster (the ``eks`` section); issue 25.
     platform: Platform = Platform.ECS
+    #: ``external``: the customer's Hindsight at ``external_url`` (issue 24); the settings above then build nothing.
+    mode: HindsightMode = HindsightMode.MANAGED
+    external_url: str | None = None
+    #: Complete Secrets Manager ARNs (with the 6-character suffix): IAM grants name exactly these.
+    external_operator_key_secret_arn: str | None = None
+    external_agent_key_secret_arn: str | None = None
+    #: The customer-managed KMS key the two secrets are encrypted with (null: the aws/secretsmanager key).
+    external_secrets_key_arn: str | None = None
+    #: Where the endpoint's addresses are (peered VPC, PrivateLink endpoint); empty: the VPC's own CIDR.
+    external_egress_cidrs: tuple[str, ...] = ()
+    #: Plain HTTP to the external server (development only: keys and memories would cross the network in clear).
+    external_allow_http: bool = False
+    external_probe: ProbeFailure = ProbeFailure.FAIL
+
+    @property
+    def external(self) -> bool:
+        """True with ``hindsight.mode=external`` (no -Data or -MemoryService stack)."""
+        return self.mode is HindsightMode.EXTERNAL
 
 
 @dataclass(frozen=True)

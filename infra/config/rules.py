@@ -10,7 +10,9 @@ CloudFormation accept).
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import re
+import urllib.parse
 from collections.abc import Mapping
 from typing import Any
 
@@ -101,7 +103,7 @@ def problems(env_name: str, top: Mapping[str, Any] | None, sections: Mapping[str
         "agent": agent_problems,
         "layer": layer_problems,
         "retain_queue": retain_queue_problems,
-        "hindsight": hindsight_problems,
+        "hindsight": lambda h: external_problems(h, auth, region) if h.external else hindsight_problems(h),
         "database": database_problems,
         "gateway": lambda g: gateway_problems(g, auth.mode if auth is not None else None),
         "alarms": alarms_problems,
@@ -325,6 +327,22 @@ def retain_queue_problems(q: RetainQueueConfig) -> list[str]:
 def hindsight_problems(h: HindsightConfig) -> list[str]:
     """The Hindsight service: image, size, scaling, TLS, LLM."""
     errors: list[str] = []
+    given = [
+        name
+        for name, value in (
+            ("external_url", h.external_url),
+            ("external_operator_key_secret_arn", h.external_operator_key_secret_arn),
+            ("external_agent_key_secret_arn", h.external_agent_key_secret_arn),
+            ("external_secrets_key_arn", h.external_secrets_key_arn),
+            ("external_egress_cidrs", h.external_egress_cidrs or None),
+        )
+        if value is not None
+    ]
+    _require(
+        errors,
+        not given,
+        f"hindsight.{', hindsight.'.join(given)}: used only with hindsight.mode=external; set the mode or unset them",
+    )
     _require(errors, bool(_IMAGE_TAG.match(h.image_tag)), "hindsight.image_tag must be a pinned version (1.1.0-slim)")
     _require(
         errors,
@@ -528,11 +546,172 @@ def eks_problems(e: EksConfig, h: HindsightConfig, network_mode: VpcMode | None)
 MAX_CA_BUNDLE_BYTES = 2500
 
 
-def ca_bundle_problems(h: HindsightConfig) -> list[str]:
+# --- external Hindsight (issue 24) ----------------------------------------------------------------------------------
+#: A complete Secrets Manager ARN (with the 6-character suffix AWS appends), so a grant names exactly that secret.
+_SECRET_ARN = re.compile(
+    r"^arn:aws[a-z-]*:secretsmanager:(?P<region>[a-z]{2}(-[a-z]+)+-\d):\d{12}:secret:[\w/+=.@-]{1,512}-[A-Za-z0-9]{6}$"
+)
+_KMS_KEY_ARN = re.compile(r"^arn:aws[a-z-]*:kms:(?P<region>[a-z]{2}(-[a-z]+)+-\d):\d{12}:key/[0-9a-f-]{36}$")
+_HOST = re.compile(
+    r"^(?=.{1,253}$)([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$"
+)
+#: Managed-only settings an external deployment must leave at their defaults (they would build nothing).
+_MANAGED_ONLY = ("certificate_arn", "domain_name", "hosted_zone_id")
+
+
+def external_problems(h: HindsightConfig, auth: AuthConfig | None, region: str | None) -> list[str]:
+    """``hindsight.mode=external``: the URL (scheme, host, port), the secrets' ARNs and region, the egress CIDRs.
+
+    What synthesis cannot see (the route from the isolated subnets, the server's extension) the deploy-time
+    isolation probe checks.
+    """
+    errors: list[str] = []
+    errors.extend(_external_url_problems(h))
+    _require(
+        errors,
+        h.platform is Platform.ECS,
+        "hindsight.platform=eks builds Hindsight on your cluster: with hindsight.mode=external unset it",
+    )
+    given = [name for name in _MANAGED_ONLY if getattr(h, name) is not None]
+    _require(
+        errors,
+        not given,
+        f"hindsight.{', hindsight.'.join(given)}: used only with hindsight.mode=managed (an external server brings "
+        "its own certificate; give its private CA as hindsight.ca_bundle)",
+    )
+    errors.extend(
+        _secret_arn_problems(
+            "hindsight.external_operator_key_secret_arn", h.external_operator_key_secret_arn, region, required=True
+        )
+    )
+    iam_mode = auth is not None and auth.mode is AuthMode.IAM
+    if iam_mode:
+        errors.extend(
+            _secret_arn_problems(
+                "hindsight.external_agent_key_secret_arn", h.external_agent_key_secret_arn, region, required=True
+            )
+        )
+    else:
+        _require(
+            errors,
+            h.external_agent_key_secret_arn is None,
+            "hindsight.external_agent_key_secret_arn is used only with auth.mode=iam (with user tokens the agent "
+            "forwards the caller's token and holds no key): unset it",
+        )
+    key = h.external_secrets_key_arn
+    if key is not None:
+        match = _KMS_KEY_ARN.match(key)
+        _require(
+            errors,
+            match is not None,
+            "hindsight.external_secrets_key_arn must be a KMS key ARN (arn:aws:kms:<region>:<account>:key/<id>), or "
+            "null for the aws/secretsmanager key",
+        )
+        _require(
+            errors,
+            match is None or region is None or match["region"] == region,
+            f"hindsight.external_secrets_key_arn is in another region than region={region}: use the key of the "
+            "secrets in this region",
+        )
+    for cidr in h.external_egress_cidrs:
+        try:
+            network = ipaddress.ip_network(cidr, strict=True)
+        except ValueError:
+            errors.append(f"hindsight.external_egress_cidrs: {cidr!r} is not an IPv4 CIDR like 10.50.0.0/16")
+            continue
+        _require(
+            errors,
+            network.version == 4 and network.prefixlen >= 8 and not network.is_loopback and not network.is_link_local,
+            f"hindsight.external_egress_cidrs: {cidr} must be an IPv4 range of at most /8 where the endpoint's "
+            "addresses are (not 0.0.0.0/0, loopback or link-local)",
+        )
+    errors.extend(ca_bundle_problems(h, external=True))
+    return errors
+
+
+def _external_url_problems(h: HindsightConfig) -> list[str]:
+    """Scheme (https unless ``external_allow_http``), host, port; no credentials, query or fragment."""
+    url = h.external_url
+    if not url:
+        return [
+            "hindsight.external_url is required with hindsight.mode=external: your Hindsight's base URL, "
+            "e.g. https://memory.internal.example.com"
+        ]
+    parts = urllib.parse.urlsplit(url)
+    errors: list[str] = []
+    if parts.scheme == "http":
+        _require(
+            errors,
+            h.external_allow_http,
+            f"hindsight.external_url {url} is plain http: tokens and keys would cross the network in clear; use "
+            "https, or set hindsight.external_allow_http=true for a development server",
+        )
+    elif parts.scheme != "https":
+        errors.append(f"hindsight.external_url {url} must start with https:// (the server's base URL)")
+        return errors
+    try:
+        port = parts.port
+    except ValueError:
+        return [f"hindsight.external_url {url} has a port that is not a number from 1 to 65535"]
+    host = parts.hostname or ""
+    _require(
+        errors,
+        bool(_HOST.match(host)) or _is_ip(host),
+        f"hindsight.external_url {url} needs a host name (memory.internal.example.com) or an IPv4 address",
+    )
+    if _is_ip(host):
+        address = ipaddress.ip_address(host)
+        _require(
+            errors,
+            not (address.is_loopback or address.is_link_local or address.is_unspecified),
+            f"hindsight.external_url {url}: {host} is not reachable from the isolated subnets (loopback, "
+            "link-local or unspecified)",
+        )
+    _require(errors, host != "localhost", f"hindsight.external_url {url}: localhost is not reachable from AWS")
+    _require(errors, port is None or port > 0, f"hindsight.external_url {url} has port 0")
+    _require(
+        errors,
+        not (parts.username or parts.password or parts.query or parts.fragment),
+        f"hindsight.external_url {url} must hold no credentials, query or fragment (keys come from Secrets Manager)",
+    )
+    return errors
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).version == 4
+    except ValueError:
+        return False
+
+
+def _secret_arn_problems(name: str, arn: str | None, region: str | None, *, required: bool) -> list[str]:
+    if arn is None:
+        return (
+            [f"{name} is required with hindsight.mode=external: the complete ARN of the secret holding the key"]
+            if required
+            else []
+        )
+    match = _SECRET_ARN.match(arn)
+    if match is None:
+        return [
+            f"{name} must be a complete Secrets Manager ARN (arn:aws:secretsmanager:<region>:<account>:secret:"
+            "<name>-<6 characters>; aws secretsmanager describe-secret shows it)"
+        ]
+    if region is not None and match["region"] != region:
+        return [f"{name} is in {match['region']}, the deployment in {region}: replicate the secret to {region}"]
+    return []
+
+
+# --- end external Hindsight -----------------------------------------------------------------------------------------
+
+
+def ca_bundle_problems(h: HindsightConfig, *, external: bool = False) -> list[str]:
     """``hindsight.ca_bundle``: only with HTTPS, a readable PEM certificate file, small enough for an environment."""
     if h.ca_bundle is None:
         return []
-    if h.certificate_arn is None:
+    if external and not (h.external_url or "").startswith("https://"):
+        return ["hindsight.ca_bundle is the CA of an https server's certificate: use an https hindsight.external_url"]
+    if not external and h.certificate_arn is None:
         return ["hindsight.ca_bundle goes with certificate_arn (it is the CA of that certificate): set both or neither"]
     try:
         text = h.ca_bundle.read_text(encoding="ascii").strip()

@@ -17,7 +17,7 @@ from constructs import Construct
 
 from infra.config import AgentConfig, AuthConfig, AuthMode
 from infra.constructs.identity import Identity
-from infra.constructs.memory_service import MemoryService
+from infra.constructs.memory_endpoint import MemoryEndpoint
 from infra.constructs.network import Network
 from infra.constructs.props import raise_if_invalid
 from infra.constructs.retain_queue import RetainQueue
@@ -74,7 +74,7 @@ class AgentRuntime(Construct):
         config: AgentConfig,
         auth: AuthConfig,
         network: Network,
-        memory: MemoryService,
+        memory: MemoryEndpoint,
         identity: Identity | None,
         retain_queue: RetainQueue,
         runtime_name: str,
@@ -167,7 +167,7 @@ def agent_environment(
     auth: AuthConfig,
     *,
     scope: Construct,
-    memory: MemoryService,
+    memory: MemoryEndpoint,
     identity: Identity | None,
     retain_queue_url: str,
     gateway: GatewayAccess | None = None,

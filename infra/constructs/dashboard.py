@@ -32,6 +32,7 @@ from infra.constructs.agent_runtime import METRICS_NAMESPACE, agent_metric
 from infra.constructs.database import VectorDatabase
 from infra.constructs.eks_manifests import API_NAME, WORKER_NAME
 from infra.constructs.eks_workloads import HindsightOnEks
+from infra.constructs.external_memory import ExternalMemory
 from infra.constructs.memory_admin import MemoryAdmin
 from infra.constructs.memory_service import MemoryService
 from infra.constructs.retain_queue import RetainQueue
@@ -94,8 +95,8 @@ class SystemDashboard(Construct):
         *,
         dashboard_name: str,
         agent_name: str,
-        database: VectorDatabase,
-        memory: MemoryService,
+        database: VectorDatabase | None,
+        memory: MemoryService | ExternalMemory,
         admin_functions: MemoryAdmin,
         retain_queue: RetainQueue,
         retain_replay: RetainReplay,
@@ -148,75 +149,81 @@ class SystemDashboard(Construct):
             ),
             *self._retain_queue_widgets(retain_queue, retain_replay),
         )
-        if memory.eks is not None:
-            self.dashboard.add_widgets(*self._pod_graphs(memory.eks))
-        else:
-            # The workers by their handed-off names: a lower hindsight.worker_count removes services this stack graphs.
-            workers = memory.worker_service_names_in(self)
-            cluster, api = memory.cluster.cluster_name, memory.api_service.service_name
+        # Hindsight's own rows: only where this app runs it (hindsight.mode=external brings a server it cannot see).
+        if isinstance(memory, MemoryService) and database is not None:
+            if memory.eks is not None:
+                self.dashboard.add_widgets(*self._pod_graphs(memory.eks))
+            else:
+                # The workers by their handed-off names: a lower hindsight.worker_count removes services graphed here.
+                workers = memory.worker_service_names_in(self)
+                cluster, api = memory.cluster.cluster_name, memory.api_service.service_name
+                self.dashboard.add_widgets(
+                    self._graph("api_usage", self._usage(cluster, api, "API")),
+                    self._graph("api_tasks", self._tasks(cluster, api, "API")),
+                    self._graph(
+                        "worker_usage",
+                        [m for i, s in enumerate(workers, 1) for m in self._usage(cluster, s, f"worker-{i}")],
+                    ),
+                    self._graph(
+                        "worker_tasks",
+                        [m for i, s in enumerate(workers, 1) for m in self._tasks(cluster, s, f"worker-{i}")],
+                    ),
+                )
+            lb = memory.load_balancing.load_balancer.metrics
             self.dashboard.add_widgets(
-                self._graph("api_usage", self._usage(cluster, api, "API")),
-                self._graph("api_tasks", self._tasks(cluster, api, "API")),
                 self._graph(
-                    "worker_usage",
-                    [m for i, s in enumerate(workers, 1) for m in self._usage(cluster, s, f"worker-{i}")],
+                    "lb_errors",
+                    [
+                        lb.http_code_elb(
+                            elbv2.HttpCodeElb.ELB_5XX_COUNT, period=PERIOD, statistic="Sum", label="load balancer 5xx"
+                        ),
+                        lb.http_code_target(
+                            elbv2.HttpCodeTarget.TARGET_5XX_COUNT, period=PERIOD, statistic="Sum", label="Hindsight 5xx"
+                        ),
+                    ],
+                    width=8,
                 ),
                 self._graph(
-                    "worker_tasks",
-                    [m for i, s in enumerate(workers, 1) for m in self._tasks(cluster, s, f"worker-{i}")],
+                    "lb_latency",
+                    [
+                        lb.target_response_time(period=PERIOD, statistic="p50", label="p50 (s)"),
+                        lb.target_response_time(period=PERIOD, statistic="p99", label="p99 (s)"),
+                    ],
+                    width=8,
+                ),
+                self._graph(
+                    "lb_requests", [lb.request_count(period=PERIOD, statistic="Sum", label="requests")], width=8
                 ),
             )
-        lb = memory.load_balancing.load_balancer.metrics
-        self.dashboard.add_widgets(
-            self._graph(
-                "lb_errors",
-                [
-                    lb.http_code_elb(
-                        elbv2.HttpCodeElb.ELB_5XX_COUNT, period=PERIOD, statistic="Sum", label="load balancer 5xx"
-                    ),
-                    lb.http_code_target(
-                        elbv2.HttpCodeTarget.TARGET_5XX_COUNT, period=PERIOD, statistic="Sum", label="Hindsight 5xx"
-                    ),
-                ],
-                width=8,
-            ),
-            self._graph(
-                "lb_latency",
-                [
-                    lb.target_response_time(period=PERIOD, statistic="p50", label="p50 (s)"),
-                    lb.target_response_time(period=PERIOD, statistic="p99", label="p99 (s)"),
-                ],
-                width=8,
-            ),
-            self._graph("lb_requests", [lb.request_count(period=PERIOD, statistic="Sum", label="requests")], width=8),
-        )
-        if database.engine is DatabaseEngine.POSTGRES:
-            storage = self._graph(
-                "db_storage",
-                [database.metric("FreeStorageSpace", period=PERIOD, statistic="Minimum", label="free (bytes)")],
-                width=8,
+            if database.engine is DatabaseEngine.POSTGRES:
+                storage = self._graph(
+                    "db_storage",
+                    [database.metric("FreeStorageSpace", period=PERIOD, statistic="Minimum", label="free (bytes)")],
+                    width=8,
+                )
+            else:
+                storage = self._graph(
+                    "db_capacity",
+                    [database.metric("ServerlessDatabaseCapacity", period=PERIOD, statistic="Maximum", label="ACUs")],
+                    right=[database.metric("ACUUtilization", period=PERIOD, statistic="Maximum", label="% of maximum")],
+                    width=8,
+                )
+            self.dashboard.add_widgets(
+                self._graph(
+                    "db_cpu",
+                    [database.metric("CPUUtilization", period=PERIOD, statistic="Average", label="CPU %")],
+                    width=8,
+                ),
+                self._graph(
+                    "db_connections",
+                    [database.metric("DatabaseConnections", period=PERIOD, statistic="Maximum", label="connections")],
+                    width=8,
+                ),
+                storage,
             )
-        else:
-            storage = self._graph(
-                "db_capacity",
-                [database.metric("ServerlessDatabaseCapacity", period=PERIOD, statistic="Maximum", label="ACUs")],
-                right=[database.metric("ACUUtilization", period=PERIOD, statistic="Maximum", label="% of maximum")],
-                width=8,
-            )
-        self.dashboard.add_widgets(
-            self._graph(
-                "db_cpu",
-                [database.metric("CPUUtilization", period=PERIOD, statistic="Average", label="CPU %")],
-                width=8,
-            ),
-            self._graph(
-                "db_connections",
-                [database.metric("DatabaseConnections", period=PERIOD, statistic="Maximum", label="connections")],
-                width=8,
-            ),
-            storage,
-        )
         hour = Duration.hours(1)
+        backups = admin_functions.backup_function is not None  # none with hindsight.mode=external
+        labels = ("URL", "expiry", "backup") if backups else ("URL", "expiry")
         self.dashboard.add_widgets(
             self._graph(
                 "expiry",
@@ -226,16 +233,22 @@ class SystemDashboard(Construct):
                 ],
                 width=8,
             ),
-            self._graph(
-                "backups",
-                [admin_functions.metric(admin.METRIC_BACKED_UP, period=hour, statistic="Sum", label="banks")],
-                width=8,
+            *(
+                [
+                    self._graph(
+                        "backups",
+                        [admin_functions.metric(admin.METRIC_BACKED_UP, period=hour, statistic="Sum", label="banks")],
+                        width=8,
+                    )
+                ]
+                if backups
+                else []
             ),
             self._graph(
                 "admin_errors",
                 [
                     fn.metric_errors(period=hour, statistic="Sum", label=label)
-                    for fn, label in zip(admin_functions.functions, ("URL", "expiry", "backup"), strict=True)
+                    for fn, label in zip(admin_functions.functions, labels, strict=True)
                 ],
                 width=8,
             ),

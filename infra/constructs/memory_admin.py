@@ -39,9 +39,9 @@ from infra.constructs.admin_bucket import AdminBucket
 from infra.constructs.alerts import Alerts
 from infra.constructs.functions import python_function
 from infra.constructs.log_retention import retention
+from infra.constructs.memory_endpoint import MemoryEndpoint
 from infra.constructs.memory_layer import RUNTIME as LAYER_RUNTIME
 from infra.constructs.memory_layer import adapter_layer_version
-from infra.constructs.memory_service import MemoryService
 from infra.constructs.network import Network
 from infra.functions.memory_admin import index
 from infra.permissions import FUNCTION_INVOKE_ACTION, FUNCTION_URL_INVOKE_ACTION
@@ -69,11 +69,12 @@ class MemoryAdmin(Construct):
         retention_rules: RetentionRules,
         layer_path: Path,
         network: Network,
-        memory: MemoryService,
+        memory: MemoryEndpoint,
         bucket: AdminBucket,
         logs_key: kms.IKey,
         alerts: Alerts,
         metrics_namespace: str,
+        logical_backup: bool = True,
     ) -> None:
         super().__init__(scope, construct_id)
         self.metrics_namespace = metrics_namespace
@@ -149,13 +150,17 @@ class MemoryAdmin(Construct):
         self.expiry_function = function(
             "Expiry", "index.expire_handler", "Scheduled expiry of memories past their kind's retention", 512
         )
-        self.backup_function = function(
-            "Backup",
-            "index.backup_handler",
-            "Scheduled logical backup of every bank to the administration bucket",
-            1024,
-        )
-        bucket.grant_write(self.backup_function)
+        #: The scheduled logical backup; none with hindsight.mode=external (the server's owner backs its data up).
+        self.backup_function: lambda_.Function | None = None
+        self.backup_schedule: events.Rule | None = None
+        if logical_backup:
+            self.backup_function = function(
+                "Backup",
+                "index.backup_handler",
+                "Scheduled logical backup of every bank to the administration bucket",
+                1024,
+            )
+            bucket.grant_write(self.backup_function)
         self.expiry_schedule = events.Rule(
             self,
             "ExpirySchedule",
@@ -163,13 +168,14 @@ class MemoryAdmin(Construct):
             schedule=events.Schedule.expression(config.expiry_schedule),
         )
         self.expiry_schedule.add_target(targets.LambdaFunction(self.expiry_function, retry_attempts=2))
-        self.backup_schedule = events.Rule(
-            self,
-            "BackupSchedule",
-            description="Back up every bank (transfer archives and a manifest) to the administration bucket",
-            schedule=events.Schedule.expression(config.backup_schedule),
-        )
-        self.backup_schedule.add_target(targets.LambdaFunction(self.backup_function, retry_attempts=1))
+        if self.backup_function is not None:
+            self.backup_schedule = events.Rule(
+                self,
+                "BackupSchedule",
+                description="Back up every bank (transfer archives and a manifest) to the administration bucket",
+                schedule=events.Schedule.expression(config.backup_schedule),
+            )
+            self.backup_schedule.add_target(targets.LambdaFunction(self.backup_function, retry_attempts=1))
         self.alarms = [
             self._errors_alarm(
                 "FunctionFailing",
@@ -182,12 +188,15 @@ class MemoryAdmin(Construct):
                 self.expiry_function,
                 "The scheduled expiry failed: memories past their retention are not being deleted",
             ),
-            self._errors_alarm(
-                "BackupFailing",
-                self.backup_function,
-                "The scheduled logical backup failed: no new backup of the banks in the administration bucket",
-            ),
         ]
+        if self.backup_function is not None:
+            self.alarms.append(
+                self._errors_alarm(
+                    "BackupFailing",
+                    self.backup_function,
+                    "The scheduled logical backup failed: no new backup of the banks in the administration bucket",
+                )
+            )
         behind_period = Duration.hours(6)
         self.alarms.append(
             alerts.watch(
@@ -212,8 +221,8 @@ class MemoryAdmin(Construct):
 
     @property
     def functions(self) -> list[lambda_.Function]:
-        """The three functions: URL, expiry, backup."""
-        return [self.function, self.expiry_function, self.backup_function]
+        """The functions: URL, expiry and (unless external) backup."""
+        return [f for f in (self.function, self.expiry_function, self.backup_function) if f is not None]
 
     def metric(self, metric_name: str, **props: object) -> cloudwatch.Metric:
         """One of the functions' own metrics (``index.METRIC_*``; Powertools' ``service`` dimension)."""

@@ -38,8 +38,8 @@ from infra.constructs.agent_runtime import METRICS_NAMESPACE
 from infra.constructs.alerts import Alerts
 from infra.constructs.functions import FUNCTIONS_DIR, python_function
 from infra.constructs.identity import Identity
+from infra.constructs.memory_endpoint import MemoryEndpoint
 from infra.constructs.memory_layer import adapter_layer_version
-from infra.constructs.memory_service import MemoryService
 from infra.constructs.network import Network
 from infra.constructs.props import raise_if_invalid
 from infra.functions.memory_gateway.target import ENV_AGENT_NAME, ENV_HINDSIGHT_API_URL, TOOL_TIMEOUT_S
@@ -125,7 +125,7 @@ class MemoryGateway(Construct):
         url_parameter_name: str,
         private_access: bool,
         network: Network,
-        memory: MemoryService,
+        memory: MemoryEndpoint,
         identity: Identity,
         layer_path: Path,
         logs_key: kms.IKey,

@@ -25,8 +25,8 @@ from infra.config import RetainQueueConfig
 from infra.constructs import memory_layer
 from infra.constructs.alerts import Alerts
 from infra.constructs.functions import FUNCTIONS_DIR, python_function
+from infra.constructs.memory_endpoint import MemoryEndpoint
 from infra.constructs.memory_layer import MemoryAdapterLayer
-from infra.constructs.memory_service import MemoryService
 from infra.constructs.network import Network
 from infra.constructs.retain_queue import RetainQueue
 from memory_adapter.constants import (
@@ -65,7 +65,7 @@ class RetainReplay(Construct):
         queue: RetainQueue,
         layer: MemoryAdapterLayer,
         network: Network,
-        memory: MemoryService,
+        memory: MemoryEndpoint,
         logs_key: kms.IKey,
         alerts: Alerts,
         metrics_namespace: str,

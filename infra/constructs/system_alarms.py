@@ -25,6 +25,7 @@ from infra.config import DatabaseEngine
 from infra.constructs.agent_runtime import agent_metric
 from infra.constructs.alerts import Alerts
 from infra.constructs.database import VectorDatabase
+from infra.constructs.external_memory import ExternalMemory
 from infra.constructs.memory_service import MemoryService
 from memory_adapter.observability import Metric
 
@@ -44,60 +45,64 @@ class SystemAlarms(Construct):
         scope: Construct,
         construct_id: str,
         *,
-        database: VectorDatabase,
-        memory: MemoryService,
+        database: VectorDatabase | None,
+        memory: MemoryService | ExternalMemory,
         agent_name: str,
         alerts: Alerts,
     ) -> None:
         super().__init__(scope, construct_id)
         self._alerts = alerts
         self.alarms: list[cloudwatch.Alarm] = []
-        if database.engine is DatabaseEngine.POSTGRES:
-            threshold_bytes = max(2**30, FREE_STORAGE_FRACTION * database.allocated_storage_gb * 2**30)
+        # The database's and the load balancer's alarms: only where this app runs Hindsight (not mode=external).
+        if isinstance(memory, MemoryService) and database is not None:
+            if database.engine is DatabaseEngine.POSTGRES:
+                threshold_bytes = max(2**30, FREE_STORAGE_FRACTION * database.allocated_storage_gb * 2**30)
+                self._alarm(
+                    "DatabaseStorageLow",
+                    f"The database has less than {FREE_STORAGE_FRACTION:.0%} of its storage free and autoscaling did "
+                    "not add more: raise database.max_allocated_storage_gb (or expire memories)",
+                    database.metric("FreeStorageSpace", period=PERIOD, statistic="Minimum"),
+                    threshold=threshold_bytes,
+                    comparison=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+                    periods=3,
+                )
+            else:
+                self._alarm(
+                    "DatabaseCapacityHigh",
+                    f"The Aurora cluster runs above {ACU_PERCENT} % of its maximum capacity: raise "
+                    "database.max_capacity_acu",
+                    database.metric("ACUUtilization", period=PERIOD, statistic="Average"),
+                    threshold=ACU_PERCENT,
+                    periods=3,
+                )
             self._alarm(
-                "DatabaseStorageLow",
-                f"The database has less than {FREE_STORAGE_FRACTION:.0%} of its storage free and autoscaling did "
-                "not add more: raise database.max_allocated_storage_gb (or expire memories)",
-                database.metric("FreeStorageSpace", period=PERIOD, statistic="Minimum"),
-                threshold=threshold_bytes,
-                comparison=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+                "DatabaseCpuHigh",
+                f"The database's CPU has been above {CPU_PERCENT} % for 15 minutes: a bigger database.instance_type "
+                "(or more ACUs)",
+                database.metric("CPUUtilization", period=PERIOD, statistic="Average"),
+                threshold=CPU_PERCENT,
                 periods=3,
             )
-        else:
-            self._alarm(
-                "DatabaseCapacityHigh",
-                f"The Aurora cluster runs above {ACU_PERCENT} % of its maximum capacity: raise "
-                "database.max_capacity_acu",
-                database.metric("ACUUtilization", period=PERIOD, statistic="Average"),
-                threshold=ACU_PERCENT,
-                periods=3,
+            alb = memory.load_balancing.load_balancer.metrics
+            errors = cloudwatch.MathExpression(
+                expression="FILL(elb, 0) + FILL(target, 0)",
+                using_metrics={
+                    "elb": alb.http_code_elb(elbv2.HttpCodeElb.ELB_5XX_COUNT, period=PERIOD, statistic="Sum"),
+                    "target": alb.http_code_target(
+                        elbv2.HttpCodeTarget.TARGET_5XX_COUNT, period=PERIOD, statistic="Sum"
+                    ),
+                },
+                label="5xx answers (load balancer + Hindsight)",
+                period=PERIOD,
             )
-        self._alarm(
-            "DatabaseCpuHigh",
-            f"The database's CPU has been above {CPU_PERCENT} % for 15 minutes: a bigger database.instance_type "
-            "(or more ACUs)",
-            database.metric("CPUUtilization", period=PERIOD, statistic="Average"),
-            threshold=CPU_PERCENT,
-            periods=3,
-        )
-        alb = memory.load_balancing.load_balancer.metrics
-        errors = cloudwatch.MathExpression(
-            expression="FILL(elb, 0) + FILL(target, 0)",
-            using_metrics={
-                "elb": alb.http_code_elb(elbv2.HttpCodeElb.ELB_5XX_COUNT, period=PERIOD, statistic="Sum"),
-                "target": alb.http_code_target(elbv2.HttpCodeTarget.TARGET_5XX_COUNT, period=PERIOD, statistic="Sum"),
-            },
-            label="5xx answers (load balancer + Hindsight)",
-            period=PERIOD,
-        )
-        self._alarm(
-            "HindsightErrors",
-            "Hindsight or its load balancer answered 5xx repeatedly (no input may make Hindsight answer 500): read "
-            "the service's log group",
-            errors,
-            threshold=ERRORS_PER_PERIOD,
-            periods=2,
-        )
+            self._alarm(
+                "HindsightErrors",
+                "Hindsight or its load balancer answered 5xx repeatedly (no input may make Hindsight answer 500): read "
+                "the service's log group",
+                errors,
+                threshold=ERRORS_PER_PERIOD,
+                periods=2,
+            )
         self._alarm(
             "MemoryDegraded",
             "Turns have run without memory for 15 minutes (recall failing or the breaker open): is Hindsight up?",

@@ -11,8 +11,8 @@ from constructs import Construct
 from infra.config import AgentConfig, AuthConfig, DataRemoval, LayerConfig, RetainQueueConfig
 from infra.constructs.agent_runtime import METRICS_NAMESPACE, AgentRuntime, GatewayAccess
 from infra.constructs.identity import Identity
+from infra.constructs.memory_endpoint import MemoryEndpoint
 from infra.constructs.memory_layer import MemoryAdapterLayer
-from infra.constructs.memory_service import MemoryService
 from infra.constructs.part import PartAwareStack
 from infra.constructs.retain_queue import RetainQueue
 from infra.constructs.retain_replay import RetainReplay
@@ -46,7 +46,7 @@ class AgentStack(PartAwareStack):
         runtime_name: str,
         layer_parameter_name: str,
         foundation: Foundation,
-        memory: MemoryService,
+        memory: MemoryEndpoint,
         identity: Identity | None,
         mission: Mission | None = None,
         **kwargs: Any,

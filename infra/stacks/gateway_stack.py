@@ -10,8 +10,8 @@ from constructs import Construct
 
 from infra.config import GatewayConfig, LayerConfig
 from infra.constructs.identity import Identity
+from infra.constructs.memory_endpoint import MemoryEndpoint
 from infra.constructs.memory_gateway import MemoryGateway
-from infra.constructs.memory_service import MemoryService
 from infra.constructs.part import PartAwareStack
 from infra.stacks.network_stack import Foundation
 
@@ -36,7 +36,7 @@ class GatewayStack(PartAwareStack):
         url_parameter_name: str,
         private_access: bool,
         foundation: Foundation,
-        memory: MemoryService,
+        memory: MemoryEndpoint,
         identity: Identity,
         layer: LayerConfig,
         **kwargs: Any,

@@ -3,7 +3,8 @@
 - :class:`~infra.constructs.admin_bucket.AdminBucket`: exports, erasure receipts and logical backups;
 - :class:`~infra.constructs.memory_admin.MemoryAdmin`: the admin function (IAM function URL), the scheduled expiry
   and the scheduled logical backup, on the memory adapter layer, holding the operator key;
-- the maintenance task's read of the bucket (the task itself is a Hindsight task of the ``-MemoryService`` stack);
+- the maintenance task's read of the bucket (the task itself is a Hindsight task of the ``-MemoryService`` stack;
+  neither it nor the logical backup exists with ``hindsight.mode=external``);
 - :class:`~infra.constructs.system_alarms.SystemAlarms` and :class:`~infra.constructs.dashboard.SystemDashboard`
   (with the ``-Agent`` stack's retain queue and replay function, and every other stack's alarms).
 """
@@ -22,6 +23,7 @@ from infra.constructs.admin_bucket import AdminBucket
 from infra.constructs.agent_runtime import METRICS_NAMESPACE
 from infra.constructs.dashboard import SystemDashboard
 from infra.constructs.database import VectorDatabase
+from infra.constructs.external_memory import ExternalMemory
 from infra.constructs.memory_admin import MemoryAdmin
 from infra.constructs.memory_service import MemoryService
 from infra.constructs.part import PartAwareStack
@@ -58,8 +60,8 @@ class OperationsStack(PartAwareStack):
         agent_name: str,
         dashboard_name: str,
         foundation: Foundation,
-        database: VectorDatabase,
-        memory: MemoryService,
+        database: VectorDatabase | None,
+        memory: MemoryService | ExternalMemory,
         retain_queue: RetainQueue,
         retain_replay: RetainReplay,
         other_alarms: Sequence[cloudwatch.IAlarm] = (),
@@ -74,7 +76,9 @@ class OperationsStack(PartAwareStack):
             backup_retention_days=config.logical_backup_retention_days,
             removal_policy=removal_policy(removal, snapshots=False),
         )
-        self.bucket.grant_read(memory.maintenance_role)
+        managed = isinstance(memory, MemoryService)  # hindsight.mode=external: no maintenance task, no backup
+        if isinstance(memory, MemoryService):
+            self.bucket.grant_read(memory.maintenance_role)
         self.admin = MemoryAdmin(
             self,
             "MemoryAdmin",
@@ -87,6 +91,7 @@ class OperationsStack(PartAwareStack):
             logs_key=foundation.logs_key,
             alerts=foundation.alerts,
             metrics_namespace=METRICS_NAMESPACE,
+            logical_backup=managed,
         )
         self.alarms = SystemAlarms(
             self, "Alarms", database=database, memory=memory, agent_name=agent_name, alerts=foundation.alerts

@@ -1,0 +1,84 @@
+"""Deploy-time isolation probe of an external Hindsight (``hindsight.mode=external``), behind the provider framework.
+
+On create and update it reads the operator key (and, in IAM mode, the agent key) from the given secrets and runs
+``memory_adapter.isolation_probe.run_probe`` (on the memory adapter layer) from inside the isolated subnets, so it
+also proves the endpoint is reachable from where the agent runs. A leak, or a probe that cannot run, fails the
+deploy with the probe's one-line reason; with ``OnLeak=warn`` the deploy goes on, the function logs an ERROR line,
+puts a metric its alarm watches, and the verdict becomes the stack's output. Delete does nothing (the probe leaves
+no bank behind).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Literal
+
+PROP_URL = "Url"
+PROP_OPERATOR_KEY_ARN = "OperatorKeySecretArn"
+PROP_AGENT_KEY_ARN = "AgentKeySecretArn"
+PROP_AGENT_NAME = "AgentName"
+PROP_TENANT = "Tenant"
+PROP_ON_LEAK = "OnLeak"
+ATTR_RESULT = "Result"
+METRICS_NAMESPACE = "HindsightMemory/IsolationProbe"
+METRIC_LEAKS = "IdentitiesThatReadAnotherBank"
+
+
+#: ``python -m smoke``'s direct invocation: probe with the function's own settings (and ``UserToken`` if given),
+#: answer ``{"passed", "verdict", "checks"}`` and never raise for a leak.
+REQUEST_PROBE = "Probe"
+
+
+def handler(event: dict[str, Any], context: Any, *, secrets: Any = None, cloudwatch: Any = None) -> dict[str, Any]:
+    """The provider framework's on-event handler: an exception fails the deploy with its message."""
+    del context
+    request = event.get("RequestType")
+    if request == "Delete":
+        return {"PhysicalResourceId": event.get("PhysicalResourceId", "isolation-probe")}
+    from memory_adapter.isolation_probe import ProbeError, ProbeTarget, run_probe
+
+    smoke = request == REQUEST_PROBE
+    props = dict(os.environ) if smoke else event["ResourceProperties"]
+    warn_only = smoke or props.get(PROP_ON_LEAK) == "warn"
+    secrets = secrets or _client("secretsmanager")
+    agent_key_arn = props.get(PROP_AGENT_KEY_ARN)
+    target = ProbeTarget(
+        props[PROP_URL],
+        operator_key=_secret(secrets, props[PROP_OPERATOR_KEY_ARN]),
+        agent_key=_secret(secrets, agent_key_arn) if agent_key_arn else None,
+        agent_name=props[PROP_AGENT_NAME],
+        tenant=props.get(PROP_TENANT) or None,
+        user_token=event.get("UserToken") if smoke else None,
+    )
+    try:
+        report = run_probe(target)
+        verdict, leaks, checks = report.summary(), len(report.leaks), report.checks
+    except ProbeError as exc:
+        verdict, leaks, checks = f"isolation probe could not run: {exc}", 0, {}
+        if not warn_only:
+            raise
+    _log("ERROR" if leaks or not checks else "INFO", verdict, checks)
+    (cloudwatch or _client("cloudwatch")).put_metric_data(
+        Namespace=METRICS_NAMESPACE, MetricData=[{"MetricName": METRIC_LEAKS, "Value": leaks, "Unit": "Count"}]
+    )
+    if smoke:
+        return {"passed": bool(checks) and not leaks, "verdict": verdict, "checks": checks}
+    if leaks and not warn_only:
+        raise RuntimeError(verdict + " (set hindsight.external_probe=warn to deploy anyway)")
+    return {"PhysicalResourceId": "isolation-probe", "Data": {ATTR_RESULT: verdict[:1000]}}
+
+
+def _secret(client: Any, arn: str) -> str:
+    value: str = client.get_secret_value(SecretId=arn)["SecretString"]
+    return value.strip()
+
+
+def _client(service: Literal["secretsmanager", "cloudwatch"]) -> Any:
+    import boto3
+
+    return boto3.client(service)
+
+
+def _log(level: str, message: str, checks: dict[str, str]) -> None:
+    print(json.dumps({"level": level, "message": message, "checks": checks}))
