@@ -761,8 +761,8 @@ def _keys_resource_id(synth: Synth) -> str:
 
 @pytest.mark.parametrize("variant", JWT_VARIANTS)
 def test_agent_reads_the_mirrored_signing_keys_not_the_issuer(synths: dict[str, Synth], variant: str) -> None:
-    from memory_adapter.agentcore.keys import MirroredKeysVerifier
     from memory_adapter.agentcore.identity import default_verifier
+    from memory_adapter.agentcore.keys import MirroredKeysVerifier
     from runtime_handler.settings import Settings
 
     synth = synths[variant]

@@ -6,10 +6,10 @@ import json
 
 import pytest
 
+from memory_adapter.agentcore.keys import MirroredKeysVerifier
 from memory_adapter.identity import JwtSettings, JwtVerifier, RejectReason, SigningKeys, TokenRejected
 from memory_adapter.identity.errors import IdentityConfigError
 from memory_adapter.identity.keys import SsmParameterJwks, StaticJwks
-from memory_adapter.agentcore.keys import MirroredKeysVerifier
 from tests.unit.issuers import CLIENT_ID, UnitIssuer, jwk_of
 
 
