@@ -53,7 +53,7 @@ from memory_adapter.agentcore.settings import (
     SettingsError,
 )
 from memory_adapter.constants import SPOOL_QUEUE_URL_ENV
-from memory_adapter.settings_reader import SettingsReader
+from memory_adapter.settings_reader import SettingsReader, env_dict
 from runtime_handler.working_memory import DEFAULT_LIMITS, WorkingMemoryLimits
 
 __all__ = [
@@ -141,6 +141,8 @@ _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 
 DEFAULT_MAX_PROMPT_CHARS = 16_000
 MAX_MAX_PROMPT_CHARS = 200_000
+DEFAULT_MODEL_MAX_TOKENS = 1024
+DEFAULT_TOOL_ROUNDS = 4
 
 
 def _secure_url(url: str) -> bool:
@@ -164,11 +166,11 @@ class Settings(AgentMemorySettings):
 
     model_provider: ModelProvider
     model_id: str | None = None
-    model_max_tokens: int = 1024
+    model_max_tokens: int = DEFAULT_MODEL_MAX_TOKENS
     max_prompt_chars: int = DEFAULT_MAX_PROMPT_CHARS
     working_memory: WorkingMemoryLimits = DEFAULT_LIMITS
     memory_tools: bool = True
-    tool_rounds: int = 4
+    tool_rounds: int = DEFAULT_TOOL_ROUNDS
     gateway_url: str | None = None
     gateway_url_parameter: str | None = None
     gateway_target: str | None = None
@@ -183,6 +185,35 @@ class Settings(AgentMemorySettings):
         """Largest request body read: room for a maximal prompt written entirely as JSON ``\\uXXXX`` escapes."""
         return 12 * self.max_prompt_chars + 4096
 
+    def to_env(self) -> dict[str, str]:
+        """The environment :meth:`from_env` reads back as these settings: the memory wiring's
+        (:meth:`AgentMemorySettings.to_env`), the model provider always, every other setting where it differs from
+        its default."""
+
+        def changed(value: object, default: object) -> object:
+            return None if value == default else value
+
+        limits = self.working_memory
+        return {
+            **AgentMemorySettings.to_env(self),  # not super(): slots=True dataclasses break its zero-argument form
+            **env_dict(
+                {
+                    ENV_MODEL_PROVIDER: self.model_provider,
+                    ENV_MODEL_ID: self.model_id,
+                    ENV_MODEL_MAX_TOKENS: changed(self.model_max_tokens, DEFAULT_MODEL_MAX_TOKENS),
+                    ENV_MAX_PROMPT_CHARS: changed(self.max_prompt_chars, DEFAULT_MAX_PROMPT_CHARS),
+                    ENV_MEMORY_TOOLS: changed(self.memory_tools, True),
+                    ENV_MEMORY_TOOL_ROUNDS: changed(self.tool_rounds, DEFAULT_TOOL_ROUNDS),
+                    ENV_MEMORY_TOOLS_GATEWAY_URL: self.gateway_url,
+                    ENV_MEMORY_TOOLS_GATEWAY_URL_PARAMETER: self.gateway_url_parameter,
+                    ENV_MEMORY_TOOLS_GATEWAY_TARGET: self.gateway_target,
+                    ENV_WORKING_MEMORY_MAX_TURNS: changed(limits.max_turns, DEFAULT_LIMITS.max_turns),
+                    ENV_WORKING_MEMORY_MAX_CHARS: changed(limits.max_chars, DEFAULT_LIMITS.max_chars),
+                    ENV_WORKING_MEMORY_MAX_SESSIONS: changed(limits.max_sessions, DEFAULT_LIMITS.max_sessions),
+                }
+            ),
+        }
+
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
         """Parse and validate ``env``; raise :class:`SettingsError` naming every problem at once."""
@@ -192,10 +223,10 @@ class Settings(AgentMemorySettings):
         model_id = get.text(ENV_MODEL_ID)
         if provider is ModelProvider.BEDROCK and model_id is None:
             get.problem(f"{ENV_MODEL_ID} is required when {ENV_MODEL_PROVIDER}=bedrock")
-        max_tokens = get.integer(ENV_MODEL_MAX_TOKENS, 1024, low=1, high=64000)
+        max_tokens = get.integer(ENV_MODEL_MAX_TOKENS, DEFAULT_MODEL_MAX_TOKENS, low=1, high=64000)
         max_prompt = get.integer(ENV_MAX_PROMPT_CHARS, DEFAULT_MAX_PROMPT_CHARS, low=1, high=MAX_MAX_PROMPT_CHARS)
         memory_tools = get.flag(ENV_MEMORY_TOOLS, default=True)
-        tool_rounds = get.integer(ENV_MEMORY_TOOL_ROUNDS, 4, low=1, high=10)
+        tool_rounds = get.integer(ENV_MEMORY_TOOL_ROUNDS, DEFAULT_TOOL_ROUNDS, low=1, high=10)
         gateway_url = get.text(ENV_MEMORY_TOOLS_GATEWAY_URL)
         gateway_parameter = get.text(ENV_MEMORY_TOOLS_GATEWAY_URL_PARAMETER)
         gateway_target = get.text(ENV_MEMORY_TOOLS_GATEWAY_TARGET)
