@@ -114,6 +114,11 @@ DEFAULT_TOKEN_CACHE_SIZE = 10_000
 MIN_KEY_LENGTH = 32
 
 
+def _unless(value: float, default: float) -> float | None:
+    """``value``, or ``None`` (not written) when it is the default."""
+    return None if value == default else value
+
+
 class ConfigError(ValueError):
     """The extension's configuration is unusable; ``problems`` lists every reason (so does the message)."""
 
@@ -161,8 +166,8 @@ class IsolationSettings:
             KEY_AGENT_TENANT: self.agent_tenant,
             KEY_OPERATOR_KEY: self.operator_key,
             KEY_AGENT_KEY: self.agent_key,
-            KEY_TOKEN_CACHE_TTL_S: None if self.token_cache_ttl_s == DEFAULT_TOKEN_CACHE_TTL_S else self.token_cache_ttl_s,
-            KEY_TOKEN_CACHE_SIZE: None if self.token_cache_size == DEFAULT_TOKEN_CACHE_SIZE else self.token_cache_size,
+            KEY_TOKEN_CACHE_TTL_S: _unless(self.token_cache_ttl_s, DEFAULT_TOKEN_CACHE_TTL_S),
+            KEY_TOKEN_CACHE_SIZE: _unless(self.token_cache_size, DEFAULT_TOKEN_CACHE_SIZE),
             KEY_SCHEMA: self.schema,
             KEY_EVENTS_FILE: self.events_file,
             KEY_EVENTS_QUEUE_URL: self.events_queue_url,
@@ -179,7 +184,8 @@ class IsolationSettings:
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> IsolationSettings:
         """What the extension reads from the server's environment: the loader's dict of every
-        ``HINDSIGHT_API_TENANT_*`` variable but the slot itself, prefix stripped and lowercased (:meth:`from_config`)."""
+        ``HINDSIGHT_API_TENANT_*`` variable but the slot itself, prefix stripped and lowercased
+        (:meth:`from_config`)."""
         config = {
             key.removeprefix(ENV_TENANT_PREFIX).lower(): value
             for key, value in env.items()

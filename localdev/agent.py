@@ -64,9 +64,7 @@ def agent_settings(*, hindsight_url: str, issuer_url: str, spool_dir: Path) -> S
         agent_name=AGENT_NAME,
         auth_mode=IdentitySource.JWT,
         memory=HindsightAgentCoreConfig(hindsight_api_url=hindsight_url, spool_dir=str(spool_dir)),
-        jwt=JwtSettings(
-            discovery_url=issuer_url.rstrip("/") + DISCOVERY_SUFFIX, allowed_clients=(LOCAL_CLIENT_ID,)
-        ),
+        jwt=JwtSettings(discovery_url=issuer_url.rstrip("/") + DISCOVERY_SUFFIX, allowed_clients=(LOCAL_CLIENT_ID,)),
         model_provider=ModelProvider.ECHO,
     )
 

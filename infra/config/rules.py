@@ -39,9 +39,9 @@ from infra.config.model import (
     RetainQueueConfig,
     VpcMode,
 )
+from memory_adapter.config import read_settings
 from memory_adapter.gateway import MAX_TOOL_NAME_CHARS, prefixed_tool_name
 from memory_adapter.identity.settings import DISCOVERY_SUFFIX, jwt_settings_problems
-from memory_adapter.config import read_settings
 from memory_adapter.settings_reader import Naming, SettingsReader, out_of_range
 from memory_adapter.tools.specs import TOOL_NAMES
 

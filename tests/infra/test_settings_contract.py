@@ -94,7 +94,9 @@ def _hindsight_env(synth: Synth) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
-def test_the_extension_reads_exactly_the_plain_settings_the_stack_writes(synths: dict[str, Synth], variant: str) -> None:
+def test_the_extension_reads_exactly_the_plain_settings_the_stack_writes(
+    synths: dict[str, Synth], variant: str
+) -> None:
     synth = synths[variant]
     env = _hindsight_env(synth)
     # GIVEN the plain settings, and stand-ins for the secrets the task gets from Secrets Manager and SSM

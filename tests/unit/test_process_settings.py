@@ -100,7 +100,10 @@ PROCESSES = {
     "interceptor": (InterceptorSettings(jwt=_checks()), InterceptorSettings.from_env),
     "replay": (
         ReplaySettings(
-            hindsight_api_url=URL, dead_letter_queue_url=QUEUE + "-dlq", delivery_timeout_s=7.5, agent_key_secret_arn=SECRET
+            hindsight_api_url=URL,
+            dead_letter_queue_url=QUEUE + "-dlq",
+            delivery_timeout_s=7.5,
+            agent_key_secret_arn=SECRET,
         ),
         ReplaySettings.from_env,
     ),

@@ -172,6 +172,7 @@ class AgentMemorySettings:
         """The environment :meth:`from_env` reads back as these settings (what the stack and ``make dev`` give the
         agent): required and security-relevant settings always, the others only where they differ from their
         default (each default is stated once, in its declaration)."""
+        retain_wait = None if self.retain_wait_s == DEFAULT_RETAIN_WAIT_S else self.retain_wait_s
         return {
             **env_dict({ENV_AGENT_NAME: self.agent_name}),
             **self.memory.to_env(),
@@ -182,7 +183,7 @@ class AgentMemorySettings:
                     ENV_HINDSIGHT_API_KEY_SECRET_ARN: self.hindsight_api_key_secret_arn,
                     ENV_TENANT_ID: self.tenant_id,
                     ENV_TENANT_HEADER: self.tenant_header,
-                    ENV_MEMORY_RETAIN_WAIT_SECONDS: self.retain_wait_s if self.retain_wait_s != DEFAULT_RETAIN_WAIT_S else None,
+                    ENV_MEMORY_RETAIN_WAIT_SECONDS: retain_wait,
                 }
             ),
             **(self.jwt.to_env(JWT_ENV) if self.jwt is not None else {}),
