@@ -28,11 +28,12 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from memory_adapter.admin import AdminDeps, AdminError, OperatorClient, S3Store, run_action
 from memory_adapter.admin.errors import ConfirmationError, InvalidRequestError, VerificationError
+from memory_adapter.constants import HINDSIGHT_API_URL_ENV
 from memory_adapter.exceptions import HindsightRequestError, HindsightUnavailableError
 from memory_adapter.kinds import RetentionRules, RetentionRulesError
 from memory_adapter.settings_reader import SettingsReader, env_dict
 
-ENV_HINDSIGHT_URL: Final = "HINDSIGHT_API_URL"
+ENV_HINDSIGHT_URL: Final = HINDSIGHT_API_URL_ENV
 ENV_OPERATOR_KEY_SECRET_ARN: Final = "OPERATOR_KEY_SECRET_ARN"  # noqa: S105 - a variable name
 ENV_BUCKET: Final = "ADMIN_BUCKET"
 ENV_BUCKET_KEY_ARN: Final = "ADMIN_BUCKET_KEY_ARN"
