@@ -18,7 +18,7 @@ from typing import Any
 
 from hindsight_isolation.fading import DEFAULT_FLOOR, FadingRules, parse_instant
 from memory_adapter.identity.settings import JwtSettings
-from memory_adapter.settings_reader import Naming, SettingsReader
+from memory_adapter.settings_reader import Naming, SettingsReader, env_dict
 
 __all__ = [
     "ANY_TENANT",
@@ -111,12 +111,21 @@ _KNOWN_KEYS = _JWT_KEYS | {v for name, v in dict(globals()).items() if name.star
 #: The stock single global key: refused (see :meth:`IsolationSettings.from_config`).
 _GLOBAL_KEY = "api_key"
 
-#: How long after ``exp`` a user token may still retain (and only retain) into its own banks, in seconds.
-DEFAULT_EXPIRY_GRACE_S = 6 * 3600.0
+#: How long after ``exp`` a user token may still retain (and only retain) into its own banks, in seconds: the one
+#: default, locally and deployed (``auth.retain_grace_seconds`` null in cdk.json means this).
+DEFAULT_EXPIRY_GRACE_S = 3600.0
 #: Hard upper bound on the grace window: a day-old stolen token must not write anywhere.
 MAX_EXPIRY_GRACE_S = 24 * 3600.0
+#: Seconds a verified token's result is reused, and how many results are kept.
+DEFAULT_TOKEN_CACHE_TTL_S = 60.0
+DEFAULT_TOKEN_CACHE_SIZE = 10_000
 #: Minimum length of the operator and agent keys: they are bearer secrets compared verbatim.
 MIN_KEY_LENGTH = 32
+
+
+def _unless(value: float, default: float) -> float | None:
+    """``value``, or ``None`` (not written) when it is the default."""
+    return None if value == default else value
 
 
 class ConfigError(ValueError):
@@ -141,8 +150,8 @@ class IsolationSettings:
     agent_key: str | None = field(default=None, repr=False)
     agent_name: str | None = None
     agent_tenant: str | None = None
-    token_cache_ttl_s: float = 60.0
-    token_cache_size: int = 10_000
+    token_cache_ttl_s: float = DEFAULT_TOKEN_CACHE_TTL_S
+    token_cache_size: int = DEFAULT_TOKEN_CACHE_SIZE
     schema: str | None = None
     events_file: str | None = None
     events_queue_url: str | None = None
@@ -155,6 +164,47 @@ class IsolationSettings:
     def verifier(self) -> Mapping[str, Any]:
         """The configured token settings as ``JwtSettings`` keyword arguments (``{}`` without an issuer)."""
         return self.jwt.given() if self.jwt is not None else {}
+
+    def to_env(self) -> dict[str, str]:
+        """The server environment that loads the extension's three slots with these settings, read back by
+        :meth:`from_env` (what the stack and the local server start Hindsight with).
+
+        The grace window is always stated (the retain queue's retry window is its length); secrets are included
+        when set (in the stack they come from Secrets Manager as ECS secrets, so it leaves them ``None``).
+        """
+        values: dict[str, object] = {
+            KEY_EXPIRY_GRACE_S: self.expiry_grace_s,
+            KEY_AGENT_NAME: self.agent_name,
+            KEY_AGENT_TENANT: self.agent_tenant,
+            KEY_OPERATOR_KEY: self.operator_key,
+            KEY_AGENT_KEY: self.agent_key,
+            KEY_TOKEN_CACHE_TTL_S: _unless(self.token_cache_ttl_s, DEFAULT_TOKEN_CACHE_TTL_S),
+            KEY_TOKEN_CACHE_SIZE: _unless(self.token_cache_size, DEFAULT_TOKEN_CACHE_SIZE),
+            KEY_SCHEMA: self.schema,
+            KEY_EVENTS_FILE: self.events_file,
+            KEY_EVENTS_QUEUE_URL: self.events_queue_url,
+            KEY_EVENTS_INCLUDE_TEXT: self.events_include_text or None,
+            **_fading_values(self.fading, self.fading_clock, self.fading_clock_header),
+        }
+        tenant = {ENV_TENANT_PREFIX + key.upper(): value for key, value in env_dict(values).items()}
+        jwt = self.jwt.to_env(JWT_NAMING) if self.jwt is not None else {}
+        return {
+            **SERVER_REQUIRED_ENV,
+            **tenant,
+            **{ENV_TENANT_PREFIX + key.upper(): value for key, value in jwt.items()},
+        }
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> IsolationSettings:
+        """What the extension reads from the server's environment: the loader's dict of every
+        ``HINDSIGHT_API_TENANT_*`` variable but the slot itself, prefix stripped and lowercased
+        (:meth:`from_config`)."""
+        config = {
+            key.removeprefix(ENV_TENANT_PREFIX).lower(): value
+            for key, value in env.items()
+            if key.startswith(ENV_TENANT_PREFIX) and key != ENV_TENANT_EXTENSION
+        }
+        return cls.from_config(config)
 
     @classmethod
     def from_config(cls, config: Mapping[str, str]) -> IsolationSettings:
@@ -205,8 +255,8 @@ class IsolationSettings:
         if events_text and events_file is None and events_queue is None:
             get.problem(f"{get.name(KEY_EVENTS_INCLUDE_TEXT)} is set but no events sink is")
         fading, fading_clock, fading_clock_header = _fading(get)
-        cache_ttl = get.number(KEY_TOKEN_CACHE_TTL_S, 60.0, low=0)
-        cache_size = get.integer(KEY_TOKEN_CACHE_SIZE, 10_000, low=0)
+        cache_ttl = get.number(KEY_TOKEN_CACHE_TTL_S, DEFAULT_TOKEN_CACHE_TTL_S, low=0)
+        cache_size = get.integer(KEY_TOKEN_CACHE_SIZE, DEFAULT_TOKEN_CACHE_SIZE, low=0)
         if get.problems:
             raise ConfigError(get.problems)
         return cls(
@@ -226,6 +276,21 @@ class IsolationSettings:
             fading_clock=fading_clock,
             fading_clock_header=fading_clock_header,
         )
+
+
+def _fading_values(
+    rules: FadingRules | None, clock: datetime | None, clock_header: bool
+) -> dict[str, object]:
+    """The fading settings as :meth:`IsolationSettings.to_env` writes them (the inverse of :func:`_fading`)."""
+    if rules is None:
+        return {}
+    return {
+        KEY_FADING: True,
+        KEY_FADING_HALF_LIFE_DAYS: {kind.value: days for kind, days in rules.half_life_days.items()},
+        KEY_FADING_FLOOR: _unless(rules.floor, DEFAULT_FLOOR),
+        KEY_FADING_CLOCK: clock.isoformat() if clock is not None else None,
+        KEY_FADING_CLOCK_HEADER: clock_header or None,
+    }
 
 
 def _fading(get: SettingsReader) -> tuple[FadingRules | None, datetime | None, bool]:
@@ -267,24 +332,26 @@ def server_env(
     agent_tenant: str | None = None,
     expiry_grace_s: float | None = None,
 ) -> dict[str, str]:
-    """The environment that loads the extension's three slots with these settings (for local runs and tests).
+    """The environment that loads the extension's three slots with these settings (for local runs and tests):
+    :meth:`IsolationSettings.to_env` of the settings these arguments name.
 
     Secrets (``operator_key``, ``agent_key``) are included as given: in the stack they come from Secrets Manager
     through ECS secrets instead.
     """
-    env = dict(SERVER_REQUIRED_ENV)
-    values: dict[str, str | None] = {
-        KEY_DISCOVERY_URL: discovery_url,
-        KEY_ISSUER: issuer,
-        KEY_JWKS_URL: jwks_url,
-        KEY_ALLOWED_CLIENTS: ",".join(allowed_clients) or None,
-        KEY_ALLOWED_AUDIENCE: ",".join(allowed_audience) or None,
-        KEY_TENANT_CLAIM: tenant_claim,
-        KEY_OPERATOR_KEY: operator_key,
-        KEY_AGENT_KEY: agent_key,
-        KEY_AGENT_NAME: agent_name,
-        KEY_AGENT_TENANT: agent_tenant,
-        KEY_EXPIRY_GRACE_S: None if expiry_grace_s is None else repr(float(expiry_grace_s)),
+    token_checks = {
+        "discovery_url": discovery_url,
+        "issuer": issuer,
+        "jwks_url": jwks_url,
+        "allowed_clients": allowed_clients,
+        "allowed_audience": allowed_audience,
+        "tenant_claim": tenant_claim,
     }
-    env.update({ENV_TENANT_PREFIX + key.upper(): value for key, value in values.items() if value is not None})
-    return env
+    given = {name: value for name, value in token_checks.items() if value not in (None, ())}
+    return IsolationSettings(
+        jwt=JwtSettings(**given) if given else None,  # type: ignore[arg-type]
+        expiry_grace_s=DEFAULT_EXPIRY_GRACE_S if expiry_grace_s is None else float(expiry_grace_s),
+        operator_key=operator_key,
+        agent_key=agent_key,
+        agent_name=agent_name,
+        agent_tenant=agent_tenant,
+    ).to_env()

@@ -6,6 +6,7 @@ secrets (see :func:`isolation_secrets`), never as plain environment variables or
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 from hindsight_isolation import settings as iso
@@ -30,32 +31,34 @@ ENV_ISSUER = _env(iso.KEY_ISSUER)
 ENV_ENABLE_DOCUMENT_IMPORT_API = iso.ENV_ENABLE_DOCUMENT_IMPORT_API
 
 
+def isolation_settings(
+    auth: AuthConfig, identity: Identity | None, *, scope: Construct, agent_name: str, expiry_grace_s: int
+) -> iso.IsolationSettings:
+    """The extension's settings as deployed, without its secrets (the operator key, the agent key and the mirrored
+    signing keys reach the container as ECS secrets): the token checks match the agent's."""
+    if auth.mode is AuthMode.IAM:
+        return iso.IsolationSettings(
+            expiry_grace_s=float(expiry_grace_s), agent_name=agent_name, agent_tenant=auth.tenant_id or None
+        )
+    assert identity is not None
+    # The issuer is fixed by configuration; the keys come from the SSM mirror (a VPC without egress cannot reach
+    # the issuer's JWKS URL), injected as JWT_STATIC_JWKS. The tasks restart when the mirror changes.
+    checks = identity.verifier_settings(scope)
+    return iso.IsolationSettings(
+        jwt=dataclasses.replace(checks, jwks_parameter=None), expiry_grace_s=float(expiry_grace_s)
+    )
+
+
 def isolation_environment(
     auth: AuthConfig, identity: Identity | None, *, scope: Construct, agent_name: str, expiry_grace_s: int
 ) -> dict[str, str]:
-    """Load the extension's three slots and configure the token checks to match the agent's (plain values only).
+    """Load the extension's three slots and configure the token checks to match the agent's (plain values only):
+    :func:`isolation_settings` written by ``IsolationSettings.to_env``.
 
     Transfer imports are off (``iso.SERVER_REQUIRED_ENV``): the extension keeps restores, clones and imports for the
     operator, but an operator's restore writes the archive's rows as they are, so the switch goes on only for a
     maintenance window (hindsight_isolation/README.md).
     """
-    env = {**iso.SERVER_REQUIRED_ENV, _env(iso.KEY_EXPIRY_GRACE_S): str(expiry_grace_s)}
-    if auth.mode is AuthMode.IAM:
-        env[_env(iso.KEY_AGENT_NAME)] = agent_name
-        if auth.tenant_id:
-            env[_env(iso.KEY_AGENT_TENANT)] = auth.tenant_id
-        return env
-    assert identity is not None
-    # The issuer is fixed by configuration; the keys come from the SSM mirror (a VPC without egress cannot reach
-    # the issuer's JWKS URL), injected as JWT_STATIC_JWKS. The tasks restart when the mirror changes.
-    env[ENV_ISSUER] = identity.issuer_in(scope)
-    env[_env(iso.KEY_USER_CLAIM)] = auth.user_claim
-    if identity.allowed_clients:
-        env[_env(iso.KEY_ALLOWED_CLIENTS)] = ",".join(identity.allowed_clients)
-    if identity.allowed_audience:
-        env[_env(iso.KEY_ALLOWED_AUDIENCE)] = ",".join(identity.allowed_audience)
-    if auth.tenant_claim:
-        env[_env(iso.KEY_TENANT_CLAIM)] = auth.tenant_claim
-    if auth.mode is AuthMode.COGNITO:
-        env[_env(iso.KEY_TOKEN_USE)] = "access"  # the agent forwards Cognito access tokens
-    return env
+    return isolation_settings(
+        auth, identity, scope=scope, agent_name=agent_name, expiry_grace_s=expiry_grace_s
+    ).to_env()

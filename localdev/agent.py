@@ -38,9 +38,12 @@ from localdev.supervisor import (
 )
 from localdev.supervisor import stop_when_gone as _stop_when_gone
 from localdev.token_issuer import LOCAL_CLIENT_ID, running_issuer_url
-from memory_adapter.missions import MISSIONS_ENV, Missions
+from memory_adapter.config import HindsightAgentCoreConfig
+from memory_adapter.identity.settings import DISCOVERY_SUFFIX, JwtSettings
+from memory_adapter.missions import Missions
+from runtime_handler.settings import IdentitySource, ModelProvider, Settings
 
-__all__ = ["DEFAULT_PORT", "AgentStartError", "LocalAgent", "agent_env"]
+__all__ = ["DEFAULT_PORT", "AgentStartError", "LocalAgent", "agent_env", "agent_settings"]
 
 DEFAULT_DATA_DIR = REPO_ROOT / ".local" / "agent"
 DEFAULT_PORT = 8080
@@ -56,19 +59,27 @@ class AgentStartError(StartError):
     """The agent did not come up; the message carries the tail of its log."""
 
 
+def agent_settings(*, hindsight_url: str, issuer_url: str, spool_dir: Path) -> Settings:
+    """The agent's settings for local runs: JWT mode against the local issuer, echo model, a spool in the data dir."""
+    return Settings(
+        agent_name=AGENT_NAME,
+        auth_mode=IdentitySource.JWT,
+        memory=HindsightAgentCoreConfig(
+            hindsight_api_url=hindsight_url, spool_dir=str(spool_dir), missions=deployed_mission_json(AGENT_NAME)
+        ),
+        jwt=JwtSettings(discovery_url=issuer_url.rstrip("/") + DISCOVERY_SUFFIX, allowed_clients=(LOCAL_CLIENT_ID,)),
+        model_provider=ModelProvider.ECHO,
+    )
+
+
 def agent_env(*, hindsight_url: str, issuer_url: str, port: int, spool_dir: Path) -> dict[str, str]:
-    """The agent's environment for local runs: JWT mode against the local issuer, echo model, loopback port."""
+    """The agent's environment for local runs (:func:`agent_settings` written by ``Settings.to_env``), on a loopback
+    port, with Powertools' names."""
+    settings = agent_settings(hindsight_url=hindsight_url, issuer_url=issuer_url, spool_dir=spool_dir)
     return {
-        "AGENT_NAME": AGENT_NAME,
-        "HINDSIGHT_API_URL": hindsight_url,
-        "AUTH_MODE": "jwt",
-        "JWT_DISCOVERY_URL": issuer_url.rstrip("/") + "/.well-known/openid-configuration",
-        "JWT_ALLOWED_CLIENTS": LOCAL_CLIENT_ID,
-        "MODEL_PROVIDER": "echo",
+        **settings.to_env(),
         "PORT": str(port),
         "HOST": "127.0.0.1",
-        "HINDSIGHT_ADAPTER_SPOOL_DIR": str(spool_dir),
-        MISSIONS_ENV: deployed_mission_json(AGENT_NAME),
         "POWERTOOLS_SERVICE_NAME": "local-agent",
         "POWERTOOLS_METRICS_NAMESPACE": "LocalAgent",
     }

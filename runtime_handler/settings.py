@@ -55,7 +55,7 @@ from memory_adapter.agentcore.settings import (
     SettingsError,
 )
 from memory_adapter.constants import SPOOL_QUEUE_URL_ENV
-from memory_adapter.settings_reader import SettingsReader
+from memory_adapter.settings_reader import SettingsReader, env_dict
 from runtime_handler.working_memory import DEFAULT_LIMITS, WorkingMemoryLimits
 
 __all__ = [
@@ -139,6 +139,9 @@ _TARGET_NAME = re.compile(r"([0-9A-Za-z]-?){1,100}")
 _SSM_NAME = re.compile(r"/[A-Za-z0-9_./-]{1,1000}")
 _LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 
+DEFAULT_MODEL_MAX_TOKENS = 1024
+DEFAULT_TOOL_ROUNDS = 4
+
 
 def _secure_url(url: str) -> bool:
     """https, or http to this machine (local runs): the caller's token travels to this URL."""
@@ -161,10 +164,10 @@ class Settings(AgentMemorySettings):
 
     model_provider: ModelProvider
     model_id: str | None = None
-    model_max_tokens: int = 1024
+    model_max_tokens: int = DEFAULT_MODEL_MAX_TOKENS
     working_memory: WorkingMemoryLimits = DEFAULT_LIMITS
     memory_tools: bool = True
-    tool_rounds: int = 4
+    tool_rounds: int = DEFAULT_TOOL_ROUNDS
     gateway_url: str | None = None
     gateway_url_parameter: str | None = None
     gateway_target: str | None = None
@@ -173,6 +176,34 @@ class Settings(AgentMemorySettings):
     def tools_via_gateway(self) -> bool:
         """Whether the memory tools run through the memory gateway (``MEMORY_TOOLS_GATEWAY_URL[_PARAMETER]``)."""
         return self.gateway_url is not None or self.gateway_url_parameter is not None
+
+    def to_env(self) -> dict[str, str]:
+        """The environment :meth:`from_env` reads back as these settings: the memory wiring's
+        (:meth:`AgentMemorySettings.to_env`), the model provider always, every other setting where it differs from
+        its default."""
+
+        def changed(value: object, default: object) -> object:
+            return None if value == default else value
+
+        limits = self.working_memory
+        return {
+            **AgentMemorySettings.to_env(self),  # not super(): slots=True dataclasses break its zero-argument form
+            **env_dict(
+                {
+                    ENV_MODEL_PROVIDER: self.model_provider,
+                    ENV_MODEL_ID: self.model_id,
+                    ENV_MODEL_MAX_TOKENS: changed(self.model_max_tokens, DEFAULT_MODEL_MAX_TOKENS),
+                    ENV_MEMORY_TOOLS: changed(self.memory_tools, True),
+                    ENV_MEMORY_TOOL_ROUNDS: changed(self.tool_rounds, DEFAULT_TOOL_ROUNDS),
+                    ENV_MEMORY_TOOLS_GATEWAY_URL: self.gateway_url,
+                    ENV_MEMORY_TOOLS_GATEWAY_URL_PARAMETER: self.gateway_url_parameter,
+                    ENV_MEMORY_TOOLS_GATEWAY_TARGET: self.gateway_target,
+                    ENV_WORKING_MEMORY_MAX_TURNS: changed(limits.max_turns, DEFAULT_LIMITS.max_turns),
+                    ENV_WORKING_MEMORY_MAX_CHARS: changed(limits.max_chars, DEFAULT_LIMITS.max_chars),
+                    ENV_WORKING_MEMORY_MAX_SESSIONS: changed(limits.max_sessions, DEFAULT_LIMITS.max_sessions),
+                }
+            ),
+        }
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -183,9 +214,9 @@ class Settings(AgentMemorySettings):
         model_id = get.text(ENV_MODEL_ID)
         if provider is ModelProvider.BEDROCK and model_id is None:
             get.problem(f"{ENV_MODEL_ID} is required when {ENV_MODEL_PROVIDER}=bedrock")
-        max_tokens = get.integer(ENV_MODEL_MAX_TOKENS, 1024, low=1, high=64000)
+        max_tokens = get.integer(ENV_MODEL_MAX_TOKENS, DEFAULT_MODEL_MAX_TOKENS, low=1, high=64000)
         memory_tools = get.flag(ENV_MEMORY_TOOLS, default=True)
-        tool_rounds = get.integer(ENV_MEMORY_TOOL_ROUNDS, 4, low=1, high=10)
+        tool_rounds = get.integer(ENV_MEMORY_TOOL_ROUNDS, DEFAULT_TOOL_ROUNDS, low=1, high=10)
         gateway_url = get.text(ENV_MEMORY_TOOLS_GATEWAY_URL)
         gateway_parameter = get.text(ENV_MEMORY_TOOLS_GATEWAY_URL_PARAMETER)
         gateway_target = get.text(ENV_MEMORY_TOOLS_GATEWAY_TARGET)

@@ -13,6 +13,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from hindsight_isolation.settings import DEFAULT_EXPIRY_GRACE_S
 from infra.agent_code import DEFAULT_PROJECT_ENTRYPOINT, AgentCode, agent_code
 from memory_adapter.kinds import MemoryKind, RetentionRules
 from memory_adapter.missions import Mission, Missions
@@ -171,7 +172,13 @@ class AuthConfig:
     tenant_claim: str | None
     tenant_id: str | None
     jwks_refresh_minutes: int
-    retain_grace_seconds: int
+    #: ``null``: the isolation extension's default (``hindsight_isolation.settings.DEFAULT_EXPIRY_GRACE_S``).
+    retain_grace_seconds: int | None
+
+    @property
+    def grace_seconds(self) -> int:
+        """The retain grace window in seconds: the one the extension enforces and the retain queue retries within."""
+        return int(DEFAULT_EXPIRY_GRACE_S) if self.retain_grace_seconds is None else self.retain_grace_seconds
 
 
 @dataclass(frozen=True)
@@ -189,6 +196,21 @@ class AgentConfig:
     tools_via_gateway: bool
     project: Path | None = None
     entrypoint: str = DEFAULT_PROJECT_ENTRYPOINT
+    #: The memory adapter's recall settings (``null``: the adapter's default, declared once in
+    #: ``memory_adapter.config.HindsightAgentCoreConfig``): search depth, size of the recalled block, deadline.
+    recall_budget: str | None = None
+    recall_max_tokens: int | None = None
+    recall_timeout_seconds: float | None = None
+
+    @property
+    def memory_settings(self) -> dict[str, Any]:
+        """The recall settings given, as ``HindsightAgentCoreConfig`` fields (what the agent's ``to_env`` writes)."""
+        given = {
+            "recall_budget": self.recall_budget,
+            "recall_max_tokens": self.recall_max_tokens,
+            "recall_timeout": self.recall_timeout_seconds,
+        }
+        return {name: value for name, value in given.items() if value is not None}
 
     @property
     def code(self) -> AgentCode:

@@ -41,9 +41,10 @@ from infra.config.model import (
     RetainQueueConfig,
     VpcMode,
 )
+from memory_adapter.config import read_settings
 from memory_adapter.gateway import MAX_TOOL_NAME_CHARS, prefixed_tool_name
 from memory_adapter.identity.settings import DISCOVERY_SUFFIX, jwt_settings_problems
-from memory_adapter.settings_reader import Naming, out_of_range
+from memory_adapter.settings_reader import Naming, SettingsReader, out_of_range
 from memory_adapter.tools.specs import TOOL_NAMES
 
 #: How the identity contract names the ``auth`` section's JWT settings: ``cdk.json`` keys, "auth.<key>" in messages.
@@ -253,7 +254,7 @@ def auth_problems(a: AuthConfig) -> list[str]:
         errors, a.tenant_claim is None or bool(_CLAIM.match(a.tenant_claim)), "auth.tenant_claim must be a claim name"
     )
     _bounded(errors, "auth.jwks_refresh_minutes", a.jwks_refresh_minutes, low=5, high=1440)
-    _bounded(errors, "auth.retain_grace_seconds", a.retain_grace_seconds, low=0, high=MAX_EXPIRY_GRACE_S)
+    _bounded(errors, "auth.retain_grace_seconds", a.grace_seconds, low=0, high=MAX_EXPIRY_GRACE_S)
     if a.mode is AuthMode.JWT:
         values = dataclasses.asdict(a)
         if a.discovery_url is None:
@@ -294,7 +295,27 @@ def agent_problems(a: AgentConfig) -> list[str]:
     )
     _retention(errors, "agent.log_retention_days", a.log_retention_days)
     errors.extend(agent_code_problems(project=a.project, entrypoint=a.entrypoint))
+    errors.extend(_memory_setting_problems(a))
     return errors
+
+
+#: cdk.json ``agent`` key of each memory adapter setting it may give.
+_MEMORY_KEYS: Mapping[str, str] = {
+    "recall_budget": "recall_budget",
+    "recall_max_tokens": "recall_max_tokens",
+    "recall_timeout": "recall_timeout_seconds",
+}
+
+
+def _memory_setting_problems(a: AgentConfig) -> list[str]:
+    """The memory adapter's own checks of the recall settings the agent is given (its rules, named as in cdk.json)."""
+    reader = SettingsReader({})
+    read_settings(reader, a.memory_settings, require_url=False)
+    named: list[str] = []
+    for problem in reader.problems:
+        field_name = next((f for f in _MEMORY_KEYS if problem.startswith(f"{f} ")), None)
+        named.append(f"agent.{_MEMORY_KEYS[field_name]}{problem[len(field_name) :]}" if field_name else problem)
+    return named
 
 
 def layer_problems(layer: LayerConfig) -> list[str]:

@@ -23,7 +23,8 @@ from infra.constructs.props import raise_if_invalid
 from infra.constructs.retain_queue import RetainQueue
 from infra.constructs.service_log_group import ServiceLogGroup
 from infra.permissions import SSM_READ_ACTIONS, grant_bedrock_invoke
-from memory_adapter.missions import MISSIONS_ENV, Mission, Missions
+from memory_adapter.config import HindsightAgentCoreConfig
+from memory_adapter.missions import Mission, Missions
 from runtime_handler import settings as rs
 
 ENDPOINT_NAME = "live"
@@ -162,6 +163,48 @@ class AgentRuntime(Construct):
         ]
 
 
+def agent_settings(
+    config: AgentConfig,
+    auth: AuthConfig,
+    *,
+    scope: Construct,
+    memory: MemoryEndpoint,
+    identity: Identity | None,
+    retain_queue_url: str,
+    gateway: GatewayAccess | None = None,
+    mission: Mission | None = None,
+) -> rs.Settings:
+    """The agent's settings as deployed (``runtime_handler.settings.Settings``; an agent project you bring reads the
+    same variables through ``AgentMemorySettings``), with deploy-time values as CDK tokens."""
+    iam = auth.mode is AuthMode.IAM
+    # This agent's entry only: another agent's mission change redeploys nothing.
+    missions = Missions({config.name: mission}).to_json() if mission is not None and mission.updates() else ""
+    if iam:
+        assert memory.agent_key_secret_arn is not None
+    else:
+        assert identity is not None
+    return rs.Settings(
+        agent_name=config.name,
+        auth_mode=rs.IdentitySource.IAM if iam else rs.IdentitySource.JWT,
+        memory=HindsightAgentCoreConfig(
+            hindsight_api_url=memory.url_in(scope),
+            spool_queue_url=retain_queue_url,
+            missions=missions,
+            **config.memory_settings,
+        ),
+        # Keys from the SSM mirror and the configured issuer, like Hindsight's: the VPC has no route to the issuer,
+        # so no discovery URL is given (the agent would otherwise fetch the issuer's JWKS over the internet).
+        jwt=None if identity is None or iam else identity.verifier_settings(scope),
+        hindsight_api_key_secret_arn=memory.agent_key_secret_arn if iam else None,
+        tenant_id=auth.tenant_id if iam else None,
+        allow_anonymous=config.allow_anonymous,
+        model_provider=rs.ModelProvider.BEDROCK,
+        model_id=config.model_id,
+        gateway_url_parameter=gateway.url_parameter if gateway is not None else None,
+        gateway_target=gateway.target_name if gateway is not None else None,
+    )
+
+
 def agent_environment(
     config: AgentConfig,
     auth: AuthConfig,
@@ -173,36 +216,24 @@ def agent_environment(
     gateway: GatewayAccess | None = None,
     mission: Mission | None = None,
 ) -> dict[str, str]:
-    """Exactly the variables ``runtime_handler.settings.Settings.from_env`` reads (plus Powertools' own)."""
-    env = {
-        rs.ENV_AGENT_NAME: config.name,
-        rs.ENV_HINDSIGHT_API_URL: memory.url_in(scope),
-        rs.ENV_MEMORY_SPOOL_QUEUE_URL: retain_queue_url,
-        rs.ENV_MODEL_PROVIDER: "bedrock",
-        rs.ENV_MODEL_ID: config.model_id,
-        rs.ENV_ALLOW_ANONYMOUS: "true" if config.allow_anonymous else "false",
+    """:func:`agent_settings` written by ``Settings.to_env`` (exactly what ``Settings.from_env`` reads), plus
+    Powertools' own variables and the Hindsight client's CA bundle (read by ``memory_adapter.tls``)."""
+    settings = agent_settings(
+        config,
+        auth,
+        scope=scope,
+        memory=memory,
+        identity=identity,
+        retain_queue_url=retain_queue_url,
+        gateway=gateway,
+        mission=mission,
+    )
+    return {
+        **settings.to_env(),
         SERVICE_NAME_ENV: config.name,
         METRICS_NAMESPACE_ENV: METRICS_NAMESPACE,
         **memory.client_environment,
     }
-    if mission is not None and mission.updates():  # this agent's entry only: another agent's change redeploys nothing
-        env[MISSIONS_ENV] = Missions({config.name: mission}).to_json()
-    if auth.mode is AuthMode.IAM:
-        env[rs.ENV_AUTH_MODE] = "iam"
-        assert memory.agent_key_secret_arn is not None
-        env[rs.ENV_HINDSIGHT_API_KEY_SECRET_ARN] = memory.agent_key_secret_arn
-        if auth.tenant_id:
-            env[rs.ENV_TENANT_ID] = auth.tenant_id
-        return env
-    assert identity is not None
-    env[rs.ENV_AUTH_MODE] = "jwt"
-    # Keys from the SSM mirror and the configured issuer, like Hindsight's: the VPC has no route to the issuer, so
-    # no discovery URL is given (the agent would otherwise fetch the issuer's JWKS over the internet).
-    env.update(identity.verifier_environment(scope))
-    if gateway is not None:
-        env[rs.ENV_MEMORY_TOOLS_GATEWAY_URL_PARAMETER] = gateway.url_parameter
-        env[rs.ENV_MEMORY_TOOLS_GATEWAY_TARGET] = gateway.target_name
-    return env
 
 
 def _authorizer(auth: AuthConfig, identity: Identity | None) -> agentcore.RuntimeAuthorizerConfiguration:

@@ -19,7 +19,7 @@ from infra.constructs.functions import FUNCTIONS_DIR, handler_sha256, python_fun
 from infra.constructs.handoff import Handoff
 from infra.constructs.secret_source import SecretSource
 from infra.permissions import SSM_WRITE_ACTIONS
-from memory_adapter.identity.settings import ENV_NAMING
+from memory_adapter.identity.settings import JwtSettings
 
 MIRROR_DIR = FUNCTIONS_DIR / "jwks_mirror"
 DISCOVERY_SUFFIX = "/.well-known/openid-configuration"
@@ -96,25 +96,20 @@ class Identity(Construct):
         after this one."""
         return self._issuer.value_in(scope)
 
-    def verifier_environment(self, scope: Construct) -> dict[str, str]:
-        """The ``JWT_*`` variables of a process that verifies this issuer's user tokens as the agent does
-        (:class:`memory_adapter.identity.JwtSettings` read with ``ENV_NAMING``): the mirrored keys (read through
-        SSM, never fetched from the issuer), the discovery document's ``issuer``, the clients or audience, the claims;
-        Cognito's access tokens only; for a process in scope's stack. Grant the process :meth:`grant_read_keys` too."""
-        env = {
-            ENV_NAMING.key("issuer"): self.issuer_in(scope),
-            ENV_NAMING.key("jwks_parameter"): self.jwks_parameter.parameter_name,
-            ENV_NAMING.key("user_claim"): self._config.user_claim,
-        }
-        if self.allowed_clients:
-            env[ENV_NAMING.key("allowed_clients")] = ",".join(self.allowed_clients)
-        if self.allowed_audience:
-            env[ENV_NAMING.key("allowed_audience")] = ",".join(self.allowed_audience)
-        if self._config.tenant_claim:
-            env[ENV_NAMING.key("tenant_claim")] = self._config.tenant_claim
-        if self._config.mode is AuthMode.COGNITO:
-            env[ENV_NAMING.key("token_use")] = "access"
-        return env
+    def verifier_settings(self, scope: Construct) -> JwtSettings:
+        """The token checks of a process that verifies this issuer's user tokens as the agent does, for a process
+        in scope's stack (its settings' ``to_env`` writes them as ``JWT_*``): the mirrored keys (read through SSM,
+        never fetched from the issuer), the discovery document's ``issuer``, the clients or audience, the claims;
+        Cognito's access tokens only. Grant the process :meth:`grant_read_keys` too."""
+        return JwtSettings(
+            issuer=self.issuer_in(scope),
+            jwks_parameter=self.jwks_parameter.parameter_name,
+            user_claim=self._config.user_claim,
+            allowed_clients=tuple(self.allowed_clients),
+            allowed_audience=tuple(self.allowed_audience),
+            tenant_claim=self._config.tenant_claim or None,
+            token_use="access" if self._config.mode is AuthMode.COGNITO else None,
+        )
 
     def keys_container_secret(self) -> ecs.Secret:
         """The mirrored keys as an ECS secret (read once at task start; see :meth:`keys_change_pattern`)."""

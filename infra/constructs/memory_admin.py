@@ -89,13 +89,15 @@ class MemoryAdmin(Construct):
         memory.allow_from(self)
         #: Exactly the variables ``index.FunctionSettings`` reads, plus Powertools' namespace.
         self.environment = {
-            index.ENV_HINDSIGHT_URL: memory.url_in(self),
-            index.ENV_OPERATOR_KEY_SECRET_ARN: memory.operator_key_secret_arn,
-            index.ENV_BUCKET: bucket.bucket_name,
-            index.ENV_BUCKET_KEY_ARN: bucket.key.key_arn,
-            index.ENV_RETENTION: retention_rules.to_json(),
-            index.ENV_EXPIRY_BATCH_SIZE: str(config.expiry_batch_size),
-            index.ENV_EXPIRY_DRY_RUN: "true" if config.expiry_dry_run else "false",
+            **index.FunctionSettings(
+                hindsight_url=memory.url_in(self),
+                operator_key_secret_arn=memory.operator_key_secret_arn,
+                bucket=bucket.bucket_name,
+                bucket_key_arn=bucket.key.key_arn,
+                rules=retention_rules,
+                expiry_batch_size=config.expiry_batch_size,
+                expiry_dry_run=config.expiry_dry_run,
+            ).to_env(),
             METRICS_NAMESPACE_ENV: metrics_namespace,
             **memory.client_environment,  # the private CA of Hindsight's certificate, if any
         }

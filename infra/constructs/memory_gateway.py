@@ -42,7 +42,8 @@ from infra.constructs.memory_endpoint import MemoryEndpoint
 from infra.constructs.memory_layer import adapter_layer_version
 from infra.constructs.network import Network
 from infra.constructs.props import raise_if_invalid
-from infra.functions.memory_gateway.target import ENV_AGENT_NAME, ENV_HINDSIGHT_API_URL, TOOL_TIMEOUT_S
+from infra.functions.memory_gateway.interceptor import InterceptorSettings
+from infra.functions.memory_gateway.target import TOOL_TIMEOUT_S, TargetSettings
 from memory_adapter.gateway import CALLER_TOKEN_HEADER, MAX_TOOL_NAME_CHARS, prefixed_tool_name
 from memory_adapter.tools.specs import TOOL_SPECS
 
@@ -142,7 +143,7 @@ class MemoryGateway(Construct):
         # Its own version of the layer (the same build): a stack importing another stack's layer version would
         # block that stack's next layer update (CloudFormation refuses to change an export that is imported).
         self.layer = adapter_layer_version(self, "MemoryAdapterLayer", path=layer_path)
-        verifier = identity.verifier_environment(self)
+        checks = identity.verifier_settings(self)
         self.interceptor = python_function(
             self,
             "Interceptor",
@@ -156,7 +157,7 @@ class MemoryGateway(Construct):
             logs_key=logs_key,
             log_group_id="InterceptorLogs",
             json_logs=True,
-            environment=verifier,
+            environment=InterceptorSettings(jwt=checks).to_env(),
         )
         identity.grant_read_keys(self.interceptor)
         self.security_group = network.workload_security_group(
@@ -180,9 +181,7 @@ class MemoryGateway(Construct):
             log_group_id="TargetLogs",
             json_logs=True,
             environment={
-                ENV_AGENT_NAME: agent_name,
-                ENV_HINDSIGHT_API_URL: memory.url_in(self),
-                **verifier,
+                **TargetSettings(agent_name=agent_name, hindsight_api_url=memory.url_in(self), jwt=checks).to_env(),
                 **memory.client_environment,
             },
             vpc=network.vpc,

@@ -143,7 +143,7 @@ class MemoryService(Construct):
             environment={
                 **hindsight_environment(config, database=database.container_environment()),
                 **isolation_environment(
-                    auth, identity, scope=self, agent_name=agent_name, expiry_grace_s=auth.retain_grace_seconds
+                    auth, identity, scope=self, agent_name=agent_name, expiry_grace_s=auth.grace_seconds
                 ),
             },
             secrets=secrets,
@@ -334,7 +334,7 @@ class MemoryService(Construct):
             environment={
                 **hindsight_environment(config, database=database.container_environment()),
                 **isolation_environment(
-                    auth, identity, scope=self, agent_name=agent_name, expiry_grace_s=auth.retain_grace_seconds
+                    auth, identity, scope=self, agent_name=agent_name, expiry_grace_s=auth.grace_seconds
                 ),
             },
             secrets=sources,

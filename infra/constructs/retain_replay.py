@@ -29,12 +29,7 @@ from infra.constructs.memory_endpoint import MemoryEndpoint
 from infra.constructs.memory_layer import MemoryAdapterLayer
 from infra.constructs.network import Network
 from infra.constructs.retain_queue import RetainQueue
-from memory_adapter.constants import (
-    HINDSIGHT_API_KEY_SECRET_ARN_ENV,
-    HINDSIGHT_API_URL_ENV,
-    RETAIN_DEAD_LETTER_QUEUE_URL_ENV,
-    RETAIN_DELIVERY_TIMEOUT_ENV,
-)
+from memory_adapter.queue_replay import ReplaySettings
 
 __all__ = ["REPLAY_SRC", "SERVICE_NAME", "RetainReplay"]
 
@@ -89,12 +84,14 @@ class RetainReplay(Construct):
             log_group_id="Logs",
             memory_size=256,
             environment={
-                HINDSIGHT_API_URL_ENV: memory.url_in(self),
-                RETAIN_DEAD_LETTER_QUEUE_URL_ENV: queue.dead_letters.queue_url,
-                RETAIN_DELIVERY_TIMEOUT_ENV: str(config.delivery_timeout_seconds),
+                **ReplaySettings(
+                    hindsight_api_url=memory.url_in(self),
+                    dead_letter_queue_url=queue.dead_letters.queue_url,
+                    delivery_timeout_s=config.delivery_timeout_seconds,
+                    agent_key_secret_arn=agent_key_arn,
+                ).to_env(),
                 SERVICE_NAME_ENV: SERVICE_NAME,
                 METRICS_NAMESPACE_ENV: metrics_namespace,
-                **({HINDSIGHT_API_KEY_SECRET_ARN_ENV: agent_key_arn} if agent_key_arn else {}),
                 **memory.client_environment,
             },
             vpc=network.vpc,

@@ -56,7 +56,7 @@ class AgentStack(PartAwareStack):
             self,
             "RetainQueue",
             config=retain_queue,
-            grace_seconds=auth.retain_grace_seconds,
+            grace_seconds=auth.grace_seconds,
             removal=removal_policy(removal, snapshots=False),
             alerts=foundation.alerts,
         )

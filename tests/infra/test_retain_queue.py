@@ -78,7 +78,7 @@ def test_the_queue_retries_for_about_the_grace_window_then_dead_letters(retain):
         "deadLetterTargetArn": {"Fn::GetAtt": [retain["dead_letters"], "Arn"]},
         "maxReceiveCount": retain["max_receive_count"],
     }
-    assert retain["max_receive_count"] * visibility >= retain["config"].auth.retain_grace_seconds
+    assert retain["max_receive_count"] * visibility >= retain["config"].auth.grace_seconds
 
 
 def test_max_receive_count_spans_the_grace_window_and_has_a_floor():

@@ -28,11 +28,12 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from memory_adapter.admin import AdminDeps, AdminError, OperatorClient, S3Store, run_action
 from memory_adapter.admin.errors import ConfirmationError, InvalidRequestError, VerificationError
+from memory_adapter.constants import HINDSIGHT_API_URL_ENV
 from memory_adapter.exceptions import HindsightRequestError, HindsightUnavailableError
 from memory_adapter.kinds import RetentionRules, RetentionRulesError
-from memory_adapter.settings_reader import SettingsReader
+from memory_adapter.settings_reader import SettingsReader, env_dict
 
-ENV_HINDSIGHT_URL: Final = "HINDSIGHT_API_URL"
+ENV_HINDSIGHT_URL: Final = HINDSIGHT_API_URL_ENV
 ENV_OPERATOR_KEY_SECRET_ARN: Final = "OPERATOR_KEY_SECRET_ARN"  # noqa: S105 - a variable name
 ENV_BUCKET: Final = "ADMIN_BUCKET"
 ENV_BUCKET_KEY_ARN: Final = "ADMIN_BUCKET_KEY_ARN"
@@ -49,6 +50,8 @@ ENV_NAMES: Final = (
     ENV_EXPIRY_BATCH_SIZE,
     ENV_EXPIRY_DRY_RUN,
 )
+#: Banks' memories expired per scheduled run when ``EXPIRY_BATCH_SIZE`` is unset.
+DEFAULT_EXPIRY_BATCH_SIZE: Final = 500
 _MAX_BODY: Final = 64 * 1024
 #: The Powertools service (the metrics' ``service`` dimension) and the metrics the scheduled runs emit: the
 #: dashboard and the alarms (infra/constructs/memory_admin.py) read these names.
@@ -74,11 +77,26 @@ class FunctionSettings:
     expiry_batch_size: int
     expiry_dry_run: bool
 
+    def to_env(self) -> dict[str, str]:
+        """The environment :meth:`from_env` reads back as these settings (the stack states every one)."""
+        return env_dict(
+            {
+                ENV_HINDSIGHT_URL: self.hindsight_url,
+                ENV_OPERATOR_KEY_SECRET_ARN: self.operator_key_secret_arn,
+                ENV_BUCKET: self.bucket,
+                ENV_BUCKET_KEY_ARN: self.bucket_key_arn,
+                ENV_RETENTION: self.rules.to_json(),
+                ENV_EXPIRY_BATCH_SIZE: self.expiry_batch_size,
+                ENV_EXPIRY_DRY_RUN: self.expiry_dry_run,
+            }
+        )
+
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> FunctionSettings:
         """Parse ``env``; raise ``ValueError`` listing every problem."""
         reader = SettingsReader(env)
-        required = {name: reader.text(name) for name in (ENV_HINDSIGHT_URL, ENV_OPERATOR_KEY_SECRET_ARN, ENV_BUCKET)}
+        url = reader.url(ENV_HINDSIGHT_URL)
+        required = {name: reader.text(name) for name in (ENV_OPERATOR_KEY_SECRET_ARN, ENV_BUCKET)}
         for name, value in required.items():
             if value is None:
                 reader.problem(f"{name} is required")
@@ -87,12 +105,12 @@ class FunctionSettings:
         except RetentionRulesError as exc:
             reader.problem(f"{ENV_RETENTION}: {exc}")
             rules = RetentionRules()
-        batch = reader.integer(ENV_EXPIRY_BATCH_SIZE, 500, low=1, high=10_000)
+        batch = reader.integer(ENV_EXPIRY_BATCH_SIZE, DEFAULT_EXPIRY_BATCH_SIZE, low=1, high=10_000)
         dry_run = reader.flag(ENV_EXPIRY_DRY_RUN, False)
         if reader.problems:
             raise ValueError("memory admin: invalid configuration: " + "; ".join(reader.problems))
         return cls(
-            hindsight_url=str(required[ENV_HINDSIGHT_URL]),
+            hindsight_url=url,
             operator_key_secret_arn=str(required[ENV_OPERATOR_KEY_SECRET_ARN]),
             bucket=str(required[ENV_BUCKET]),
             bucket_key_arn=reader.text(ENV_BUCKET_KEY_ARN),

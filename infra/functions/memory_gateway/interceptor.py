@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 from memory_adapter.gateway import CALLER_TOKEN_HEADER
@@ -20,7 +21,7 @@ from memory_adapter.identity.errors import IdentityError, RejectReason, TokenRej
 from memory_adapter.identity.settings import ENV_NAMING, JwtSettings
 from memory_adapter.identity.verifier import JwtVerifier, bearer_token
 
-__all__ = ["handler", "intercept"]
+__all__ = ["InterceptorSettings", "handler", "intercept"]
 
 logger = logging.getLogger("memory_gateway.interceptor")
 logger.setLevel(logging.INFO)
@@ -30,10 +31,26 @@ _UNAUTHORIZED: Final = -32001
 _verifier: JwtVerifier | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class InterceptorSettings:
+    """The interceptor's settings: only the token checks (``JWT_*``, the identity contract's names)."""
+
+    jwt: JwtSettings
+
+    def to_env(self) -> dict[str, str]:
+        """The environment :meth:`from_env` reads back as these settings (what the stack gives the function)."""
+        return self.jwt.to_env(ENV_NAMING)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> InterceptorSettings:
+        """Read and check the ``JWT_*`` variables; raise ``IdentityConfigError`` listing every problem."""
+        return cls(jwt=JwtSettings.from_mapping(env, ENV_NAMING))
+
+
 def _default_verifier() -> JwtVerifier:
     global _verifier
     if _verifier is None:
-        _verifier = JwtVerifier(JwtSettings.from_mapping(os.environ, ENV_NAMING))
+        _verifier = JwtVerifier(InterceptorSettings.from_env(os.environ).jwt)
     return _verifier
 
 

@@ -15,18 +15,21 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 from memory_adapter.constants import HINDSIGHT_API_URL_ENV
+from memory_adapter.exceptions import ConfigurationError
 from memory_adapter.gateway import CALLER_TOKEN_HEADER, UNAUTHORIZED_ANSWER, propagated_header, tool_name
 from memory_adapter.identity.caller import Caller
 from memory_adapter.identity.errors import IdentityError
 from memory_adapter.identity.settings import ENV_NAMING, JwtSettings
 from memory_adapter.identity.verifier import JwtVerifier
+from memory_adapter.settings_reader import SettingsReader, env_dict
 from memory_adapter.tools.memory_tools import MemoryTools, ToolRunner
 from memory_adapter.transport import HttpTransport
 
-__all__ = ["ENV_AGENT_NAME", "ENV_HINDSIGHT_API_URL", "TOOL_TIMEOUT_S", "handler", "run_tool"]
+__all__ = ["ENV_AGENT_NAME", "ENV_HINDSIGHT_API_URL", "TOOL_TIMEOUT_S", "TargetSettings", "handler", "run_tool"]
 
 ENV_AGENT_NAME: Final = "AGENT_NAME"
 ENV_HINDSIGHT_API_URL: Final = HINDSIGHT_API_URL_ENV
@@ -39,11 +42,41 @@ logger.setLevel(logging.INFO)
 _deps: tuple[JwtVerifier, MemoryTools, str] | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class TargetSettings:
+    """The target's settings: whose banks (``AGENT_NAME``), Hindsight's URL and the token checks (``JWT_*``)."""
+
+    agent_name: str
+    hindsight_api_url: str
+    jwt: JwtSettings
+
+    def to_env(self) -> dict[str, str]:
+        """The environment :meth:`from_env` reads back as these settings (what the stack gives the function)."""
+        return {
+            **env_dict({ENV_AGENT_NAME: self.agent_name, ENV_HINDSIGHT_API_URL: self.hindsight_api_url}),
+            **self.jwt.to_env(ENV_NAMING),
+        }
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> TargetSettings:
+        """Read and check every variable; raise :class:`ConfigurationError` listing every problem."""
+        get = SettingsReader(env, ENV_NAMING)
+        agent = get.text(ENV_AGENT_NAME)
+        if agent is None:
+            get.problem(f"{ENV_AGENT_NAME} is required (the runtime agent whose banks the tools serve)")
+        url = get.url(ENV_HINDSIGHT_API_URL)
+        jwt = JwtSettings.read(get)
+        if get.problems:
+            raise ConfigurationError(get.problems, subject="memory gateway target")
+        return cls(agent_name=str(agent), hindsight_api_url=url, jwt=jwt)
+
+
 def _default_deps() -> tuple[JwtVerifier, MemoryTools, str]:
     global _deps
     if _deps is None:
-        tools = MemoryTools(HttpTransport(os.environ[ENV_HINDSIGHT_API_URL]), timeout=TOOL_TIMEOUT_S)
-        _deps = (JwtVerifier(JwtSettings.from_mapping(os.environ, ENV_NAMING)), tools, os.environ[ENV_AGENT_NAME])
+        settings = TargetSettings.from_env(os.environ)
+        tools = MemoryTools(HttpTransport(settings.hindsight_api_url), timeout=TOOL_TIMEOUT_S)
+        _deps = (JwtVerifier(settings.jwt), tools, settings.agent_name)
     return _deps
 
 

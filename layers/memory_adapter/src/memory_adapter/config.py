@@ -32,7 +32,7 @@ from memory_adapter.constants import (
 )
 from memory_adapter.exceptions import ConfigurationError
 from memory_adapter.missions import Missions, MissionsError
-from memory_adapter.settings_reader import SettingsReader, out_of_range
+from memory_adapter.settings_reader import SettingsReader, env_dict, out_of_range
 
 __all__ = [
     "DEFAULT_HINDSIGHT_API_URL",
@@ -121,6 +121,22 @@ class HindsightAgentCoreConfig:
     missions: str = ""
     """JSON of agent name -> extraction mission (``cdk.json`` ``missions``), applied to each bank of that agent
     (:mod:`memory_adapter.missions`). Empty: banks keep their own settings."""
+
+    def to_env(self) -> dict[str, str]:
+        """The environment :func:`resolve_settings` reads back as these settings: the URL, the key when set, and
+        each ``HINDSIGHT_ADAPTER_*`` setting that differs from its default (a default is stated once, here)."""
+        defaults = HindsightAgentCoreConfig()
+        return env_dict(
+            {
+                HINDSIGHT_API_URL_ENV: self.hindsight_api_url or None,
+                HINDSIGHT_API_KEY_ENV: self.api_key,
+                **{
+                    variable: getattr(self, name)
+                    for name, variable in ENV_VARS.items()
+                    if getattr(self, name) != getattr(defaults, name)
+                },
+            }
+        )
 
 
 _CONNECTION: Final = ("hindsight_api_url", "api_key")

@@ -52,7 +52,7 @@ from memory_adapter.exceptions import (
     SpoolError,
 )
 from memory_adapter.observability import Metric, MetricsSink, Observer, short_hash
-from memory_adapter.settings_reader import SettingsReader
+from memory_adapter.settings_reader import SettingsReader, env_dict
 from memory_adapter.sqs_spool import QueueMessage, SqsSpool, decode_record
 from memory_adapter.transport import HttpTransport, Transport
 
@@ -105,13 +105,22 @@ class ReplaySettings:
     delivery_timeout_s: float = DEFAULT_DELIVERY_TIMEOUT_S
     agent_key_secret_arn: str | None = None
 
+    def to_env(self) -> dict[str, str]:
+        """The environment :meth:`from_env` reads back as these settings (the stack's; the deadline always)."""
+        return env_dict(
+            {
+                HINDSIGHT_API_URL_ENV: self.hindsight_api_url,
+                RETAIN_DEAD_LETTER_QUEUE_URL_ENV: self.dead_letter_queue_url,
+                RETAIN_DELIVERY_TIMEOUT_ENV: self.delivery_timeout_s,
+                HINDSIGHT_API_KEY_SECRET_ARN_ENV: self.agent_key_secret_arn,
+            }
+        )
+
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> ReplaySettings:
         """Read and check every variable; raise :class:`ConfigurationError` listing every problem."""
         get = SettingsReader(env)
-        url = get.text(HINDSIGHT_API_URL_ENV) or ""
-        if not url.startswith(("http://", "https://")):
-            get.problem(f"{HINDSIGHT_API_URL_ENV} must be Hindsight's http(s) URL, got {url!r}")
+        url = get.url(HINDSIGHT_API_URL_ENV)
         dead = get.text(RETAIN_DEAD_LETTER_QUEUE_URL_ENV) or ""
         if not dead.startswith(("http://", "https://")):
             get.problem(f"{RETAIN_DEAD_LETTER_QUEUE_URL_ENV} must be the dead-letter queue's URL, got {dead!r}")
@@ -122,7 +131,7 @@ class ReplaySettings:
         if get.problems:
             raise ConfigurationError(get.problems, subject="retain replay")
         return cls(
-            hindsight_api_url=url.rstrip("/"),
+            hindsight_api_url=url,
             dead_letter_queue_url=dead,
             delivery_timeout_s=timeout,
             agent_key_secret_arn=secret_arn,

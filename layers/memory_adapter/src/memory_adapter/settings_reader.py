@@ -26,13 +26,45 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, TypeVar
 
-__all__ = ["Naming", "SettingsReader", "out_of_range"]
+__all__ = ["Naming", "SettingsReader", "env_dict", "env_text", "out_of_range"]
 
 _E = TypeVar("_E", bound=StrEnum)
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})
 #: A field name ending in this suffix is a duration in seconds; :class:`Naming` spells the suffix per component.
 _SECONDS_SUFFIX = "_s"
+
+
+def env_text(value: object) -> str | None:
+    """``value`` written the way :class:`SettingsReader` reads it back (the ``to_env`` half of every settings class).
+
+    ``None`` and empty lists are "not set" (``None``); booleans are ``true``/``false``; a whole float is written
+    without its ``.0`` (``3600``: what the deployed templates have always held); lists are comma-separated; a mapping
+    is compact JSON; enums are their value.
+    """
+    if value is None or (isinstance(value, list | tuple) and not value):
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else repr(value)
+    if isinstance(value, int | str):
+        return str(value)
+    if isinstance(value, list | tuple):
+        return ",".join(str(item) for item in value)
+    if isinstance(value, Mapping):
+        return json.dumps(value, separators=(",", ":"))
+    raise TypeError(f"no environment spelling for {type(value).__name__}")
+
+
+def env_dict(values: Mapping[str, object]) -> dict[str, str]:
+    """``values`` (key -> typed value) as environment variables, unset values left out (see :func:`env_text`)."""
+    out: dict[str, str] = {}
+    for key, value in values.items():
+        text = env_text(value)
+        if text is not None:
+            out[key] = text
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +170,18 @@ class SettingsReader:
             self.problem(f"{self.name(key)} must be text, got {type(value).__name__}")
             return None
         return value.strip()
+
+    def url(self, key: str, *, what: str = "Hindsight's URL") -> str:
+        """A required http(s) URL, without its trailing slash: the one check of every reader of Hindsight's URL
+        (``""`` and a problem when missing or not http(s))."""
+        value = self.text(key)
+        if value is None:
+            self.problem(f"{self.name(key)} is required: {what}")
+            return ""
+        if not value.startswith(("http://", "https://")):
+            self.problem(f"{self.name(key)} must be {what}, an http(s) URL; got {value[:80]!r}")
+            return ""
+        return value.rstrip("/")
 
     def csv(self, key: str) -> tuple[str, ...]:
         """Comma-separated names (or a list of strings), blanks dropped; ``()`` when not set."""

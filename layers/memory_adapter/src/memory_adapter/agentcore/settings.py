@@ -35,7 +35,7 @@ from memory_adapter.constants import (
 )
 from memory_adapter.identity.settings import ENV_NAMING as JWT_ENV  # JWT_ + the field, seconds spelled out
 from memory_adapter.identity.settings import JwtSettings
-from memory_adapter.settings_reader import SettingsReader
+from memory_adapter.settings_reader import SettingsReader, env_dict
 
 __all__ = [
     "CUSTOM_HEADER_PREFIX",
@@ -107,6 +107,9 @@ WIRING_ENV_VARS: tuple[str, ...] = tuple(
     )
 )
 
+#: Seconds ``/ping`` reports busy while retains are pending (``MEMORY_RETAIN_WAIT_SECONDS``).
+DEFAULT_RETAIN_WAIT_S = 30.0
+
 #: AgentCore forwards custom headers only under this prefix, and only when allowlisted on the runtime.
 CUSTOM_HEADER_PREFIX = "X-Amzn-Bedrock-AgentCore-Runtime-Custom-"
 
@@ -146,7 +149,7 @@ class AgentMemorySettings:
     tenant_id: str | None = None
     tenant_header: str | None = None
     allow_anonymous: bool = False
-    retain_wait_s: float = 30.0
+    retain_wait_s: float = DEFAULT_RETAIN_WAIT_S
     max_prompt_chars: int = DEFAULT_MAX_PROMPT_CHARS
 
     @property
@@ -173,6 +176,29 @@ class AgentMemorySettings:
     def jwt_discovery_url(self) -> str | None:
         """``jwt.discovery_url`` (a name the infrastructure tests use)."""
         return self.jwt.discovery_url if self.jwt is not None else None
+
+    def to_env(self) -> dict[str, str]:
+        """The environment :meth:`from_env` reads back as these settings (what the stack and ``make dev`` give the
+        agent): required and security-relevant settings always, the others only where they differ from their
+        default (each default is stated once, in its declaration)."""
+        retain_wait = None if self.retain_wait_s == DEFAULT_RETAIN_WAIT_S else self.retain_wait_s
+        max_prompt = None if self.max_prompt_chars == DEFAULT_MAX_PROMPT_CHARS else self.max_prompt_chars
+        return {
+            **env_dict({ENV_AGENT_NAME: self.agent_name}),
+            **self.memory.to_env(),
+            **env_dict(
+                {
+                    ENV_ALLOW_ANONYMOUS: self.allow_anonymous,
+                    ENV_AUTH_MODE: self.auth_mode,
+                    ENV_HINDSIGHT_API_KEY_SECRET_ARN: self.hindsight_api_key_secret_arn,
+                    ENV_TENANT_ID: self.tenant_id,
+                    ENV_TENANT_HEADER: self.tenant_header,
+                    ENV_MEMORY_RETAIN_WAIT_SECONDS: retain_wait,
+                    ENV_MAX_PROMPT_CHARS: max_prompt,
+                }
+            ),
+            **(self.jwt.to_env(JWT_ENV) if self.jwt is not None else {}),
+        }
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> AgentMemorySettings:
@@ -236,7 +262,7 @@ class AgentMemorySettings:
             ):
                 get.problem(f"{ENV_TENANT_HEADER} must be an allowlisted header named {CUSTOM_HEADER_PREFIX}<Name>")
 
-        retain_wait = get.number(ENV_MEMORY_RETAIN_WAIT_SECONDS, 30.0, low=0.1, high=900.0)
+        retain_wait = get.number(ENV_MEMORY_RETAIN_WAIT_SECONDS, DEFAULT_RETAIN_WAIT_S, low=0.1, high=900.0)
         allow_anonymous = get.flag(ENV_ALLOW_ANONYMOUS)
         max_prompt = get.integer(ENV_MAX_PROMPT_CHARS, DEFAULT_MAX_PROMPT_CHARS, low=1, high=MAX_MAX_PROMPT_CHARS)
         return {

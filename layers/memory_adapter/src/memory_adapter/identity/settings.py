@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from memory_adapter.identity.errors import IdentityConfigError
-from memory_adapter.settings_reader import Naming, SettingsReader, out_of_range
+from memory_adapter.settings_reader import Naming, SettingsReader, env_dict, out_of_range
 
 __all__ = [
     "ASYMMETRIC_ALGORITHMS",
@@ -61,6 +61,20 @@ FIELD_NAMES: Final = Naming()
 ENV_NAMING: Final = Naming(prefix="JWT_", upper=True, seconds="_SECONDS")
 
 _HTTP = ("https://", "http://")
+#: The order :meth:`JwtSettings.to_env` writes variables in (the deployed templates' order; a container whose
+#: environment is reordered is a new task definition revision).
+_ENV_ORDER: Final = (
+    "discovery_url",
+    "issuer",
+    "jwks_url",
+    "static_jwks",
+    "jwks_parameter",
+    "user_claim",
+    "allowed_clients",
+    "allowed_audience",
+    "tenant_claim",
+    "token_use",
+)
 _JWKS_DOCUMENT = "a JWKS JSON object with 'keys'"
 
 
@@ -218,6 +232,14 @@ class JwtSettings:
         settings = cls(**{name: value for name, value in values.items() if value is not None})
         reader.problems.extend(settings.problems(reader.naming))
         return settings
+
+    def to_env(self, naming: Naming) -> dict[str, str]:
+        """The variables (keys per ``naming``) that :meth:`read` turns back into these settings: every field that
+        differs from its default, and the user claim always (a deployed environment states whose bank a token
+        opens)."""
+        given = {**self.given(), "user_claim": self.user_claim}
+        order = [*_ENV_ORDER, *(f.name for f in dataclasses.fields(self) if f.name not in _ENV_ORDER)]
+        return env_dict({naming.key(name): given[name] for name in order if name in given})
 
     @classmethod
     def setting_keys(cls, naming: Naming) -> frozenset[str]:
