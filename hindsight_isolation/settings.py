@@ -278,9 +278,7 @@ class IsolationSettings:
         )
 
 
-def _fading_values(
-    rules: FadingRules | None, clock: datetime | None, clock_header: bool
-) -> dict[str, object]:
+def _fading_values(rules: FadingRules | None, clock: datetime | None, clock_header: bool) -> dict[str, object]:
     """The fading settings as :meth:`IsolationSettings.to_env` writes them (the inverse of :func:`_fading`)."""
     if rules is None:
         return {}
