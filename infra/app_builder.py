@@ -70,6 +70,7 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
         removal=config.removal,
         parameter_prefix=config.parameter_prefix,
         foundation=foundation,
+        events=config.events,
         env=env,
     )
     identity = None
@@ -94,6 +95,7 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
         identity=identity.identity if identity else None,
         eks=config.eks,
         parameter_prefix=config.parameter_prefix,
+        events=data.events,
         env=env,
     )
     gateway_url_parameter = f"{config.parameter_prefix}/gateway/mcp-url"
@@ -144,6 +146,8 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
         other_alarms.append(memory.memory.eks.restart_failing_alarm)
     if identity is not None:
         other_alarms.append(identity.identity.mirror_alarm)
+    if data.events is not None:
+        other_alarms.extend(data.events.alarms)
     if gateway is not None:
         other_alarms.extend(gateway.gateway.alarms)
     operations = OperationsStack(

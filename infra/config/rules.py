@@ -28,6 +28,7 @@ from infra.config.model import (
     AuthMode,
     DatabaseConfig,
     EksConfig,
+    EventsConfig,
     GatewayConfig,
     HindsightConfig,
     ImageSource,
@@ -106,6 +107,7 @@ def problems(env_name: str, top: Mapping[str, Any] | None, sections: Mapping[str
         "gateway": lambda g: gateway_problems(g, auth.mode if auth is not None else None),
         "alarms": alarms_problems,
         "operations": operations_problems,
+        "events": events_problems,
     }
     for name, rule in part_rules.items():
         if sections.get(name) is not None:
@@ -627,6 +629,20 @@ def operations_problems(o: OperationsConfig) -> list[str]:
     _bounded(errors, "operations.logical_backup_retention_days", o.logical_backup_retention_days, low=1, high=3650)
     _bounded(errors, "operations.export_retention_days", o.export_retention_days, low=1, high=3650)
     _retention(errors, "operations.audit_log_retention_days", o.audit_log_retention_days)
+    return errors
+
+
+def events_problems(e: EventsConfig) -> list[str]:
+    """The memory events: text only with events on, the archive's and the audit log's retention."""
+    errors: list[str] = []
+    _require(
+        errors,
+        e.enabled or not e.include_text,
+        "events.include_text needs events.enabled=true (there are no events to carry text): enable both or neither",
+    )
+    if e.archive_retention_days != 0:
+        _bounded(errors, "events.archive_retention_days", e.archive_retention_days, low=1, high=36_500)
+    _retention(errors, "events.audit_log_retention_days", e.audit_log_retention_days)
     return errors
 
 
