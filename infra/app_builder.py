@@ -146,8 +146,6 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
         other_alarms.append(memory.memory.eks.restart_failing_alarm)
     if identity is not None:
         other_alarms.append(identity.identity.mirror_alarm)
-    if data.events is not None:
-        other_alarms.extend(data.events.alarms)
     if gateway is not None:
         other_alarms.extend(gateway.gateway.alarms)
     operations = OperationsStack(
@@ -166,6 +164,7 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
         retain_queue=agent.retain_queue,
         retain_replay=agent.retain_replay,
         other_alarms=other_alarms,
+        memory_events=data.events,
         env=env,
     )
     operations.add_stack_dependency(agent, "watches the agent and runs last: cdk deploy --all keeps the stacks' order")

@@ -186,6 +186,17 @@ class MemoryEvents(Construct):
             value=self.queue.queue_arn,
             description="The memory events queue's ARN (the Hindsight roles' grant)",
         )
+        # The dashboard (-Operations) shows the alarms by ARN, not by export: turning events off must not block on it.
+        self._alarm_arns = [
+            Handoff(
+                self,
+                f"{alarm.node.id}Handoff",
+                parameter_name=f"{parameter_prefix}/events/alarm-{i}-arn",
+                value=alarm.alarm_arn,
+                description="A memory events alarm, for the operations dashboard",
+            )
+            for i, alarm in enumerate(self.alarms, 1)
+        ]
         self._key_arn = Handoff(
             self,
             "KeyArnHandoff",
@@ -318,6 +329,13 @@ class MemoryEvents(Construct):
             )
         )
         return [dead, stalled]
+
+    def alarms_in(self, scope: Construct) -> list[cloudwatch.IAlarm]:
+        """:attr:`alarms` as scope's stack sees them (the dashboard's alarm widget)."""
+        return [
+            cloudwatch.Alarm.from_alarm_arn(scope, f"MemoryEvents{alarm.node.id}", handoff.value_in(scope))
+            for alarm, handoff in zip(self.alarms, self._alarm_arns, strict=True)
+        ]
 
     def environment_in(self, scope: Construct) -> dict[str, str]:
         """What the Hindsight tasks in scope's stack add to their environment: the queue's URL (and the text
