@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from hindsight_isolation.principal import Kind, Principal
+from memory_adapter.constants import MEMORY_ACTOR_HEADER
 from memory_adapter.identity import parse_bank_id
 
 __all__ = [
@@ -53,7 +54,7 @@ logger = logging.getLogger("hindsight_isolation.events")
 EVENT_SOURCE = "agentcore.memory"
 #: Header the operator's tools send to say who (an operator principal) or what (``schedule:expiry``) acts; honoured
 #: only on requests the operator key authenticated (anyone else could claim to be anyone).
-ACTOR_HEADER = "x-memory-actor"
+ACTOR_HEADER = MEMORY_ACTOR_HEADER
 _MAX_ACTOR = 256
 
 

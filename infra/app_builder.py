@@ -97,6 +97,7 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
             removal=config.removal,
             parameter_prefix=config.parameter_prefix,
             foundation=foundation,
+            events=config.events,
             env=env,
         )
     identity = None
@@ -123,6 +124,7 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
             identity=identity.identity if identity else None,
             eks=config.eks,
             parameter_prefix=config.parameter_prefix,
+            events=data.events,
             env=env,
         )
         memory: MemoryService | ExternalMemory = service.memory
@@ -201,6 +203,7 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
         retain_queue=agent.retain_queue,
         retain_replay=agent.retain_replay,
         other_alarms=other_alarms,
+        memory_events=data.events if data is not None else None,
         env=env,
     )
     operations.add_stack_dependency(agent, "watches the agent and runs last: cdk deploy --all keeps the stacks' order")

@@ -100,3 +100,7 @@ def grant_bedrock_invoke(scope: Construct, grantee: iam.IGrantable, model_ids: l
 SQS_SEND_ACTIONS = ("sqs:SendMessage",)
 #: What sending to an SSE-KMS queue needs on its key (the data key, and decrypting it to reuse it).
 SQS_PRODUCER_KEY_ACTIONS = ("kms:GenerateDataKey", "kms:Decrypt")
+#: What EventBridge needs on a customer key that encrypts a bus and its archive (memory events with text).
+EVENTS_KEY_SERVICE_ACTIONS = ("kms:DescribeKey", "kms:GenerateDataKey", "kms:Decrypt", "kms:ReEncrypt*")
+#: What EventBridge needs on a log group a rule writes to (its resource policy).
+LOG_DELIVERY_ACTIONS = ("logs:CreateLogStream", "logs:PutLogEvents")

@@ -389,6 +389,23 @@ class OperationsConfig:
 
 
 @dataclass(frozen=True)
+class EventsConfig:
+    """Memory events (issue 24): one event per change to what a bank holds, on an EventBridge bus of the account.
+
+    ``enabled``: the extension in the Hindsight tasks sends each event to an SQS FIFO queue (grouped by bank), from
+    which an EventBridge pipe puts it on the bus (docs/events.md). ``include_text``: events carry the memory's text
+    (off: ids, kinds and who caused it only); then the bus and its archive are encrypted with the events key too.
+    ``archive_retention_days``: how long the bus's archive keeps events for replay (0: for ever).
+    ``audit_log_retention_days``: the example rule's log group (every event, searchable with Logs Insights).
+    """
+
+    enabled: bool
+    include_text: bool
+    archive_retention_days: int
+    audit_log_retention_days: int
+
+
+@dataclass(frozen=True)
 class GatewayConfig:
     """The AgentCore Gateway serving the memory tools over MCP to any agent or client (user-token modes only).
 
@@ -435,6 +452,7 @@ class AppConfig:
     missions: MissionsConfig
     operations: OperationsConfig
     eks: EksConfig
+    events: EventsConfig
 
     @property
     def gateway_enabled(self) -> bool:

@@ -30,6 +30,7 @@ from infra.config.model import (
     AuthMode,
     DatabaseConfig,
     EksConfig,
+    EventsConfig,
     GatewayConfig,
     HindsightConfig,
     ImageSource,
@@ -109,6 +110,7 @@ def problems(env_name: str, top: Mapping[str, Any] | None, sections: Mapping[str
         "gateway": lambda g: gateway_problems(g, auth.mode if auth is not None else None),
         "alarms": alarms_problems,
         "operations": operations_problems,
+        "events": events_problems,
     }
     for name, rule in part_rules.items():
         if sections.get(name) is not None:
@@ -125,6 +127,13 @@ def problems(env_name: str, top: Mapping[str, Any] | None, sections: Mapping[str
             agent_gateway_problems(sections["agent"], sections["gateway"], auth.mode if auth is not None else None)
         )
     hindsight, network = sections.get("hindsight"), sections.get("network")
+    events = sections.get("events")
+    _require(
+        errors,
+        not (hindsight is not None and hindsight.external and events is not None and events.enabled),
+        "events.enabled needs hindsight.mode=managed: memory events come from the isolation extension in the "
+        "Hindsight this stack runs (see docs/events.md); unset one of them",
+    )
     if sections.get("eks") is not None and hindsight is not None:
         errors.extend(eks_problems(sections["eks"], hindsight, network.mode if network is not None else None))
     return errors
@@ -841,6 +850,20 @@ def operations_problems(o: OperationsConfig) -> list[str]:
     _bounded(errors, "operations.logical_backup_retention_days", o.logical_backup_retention_days, low=1, high=3650)
     _bounded(errors, "operations.export_retention_days", o.export_retention_days, low=1, high=3650)
     _retention(errors, "operations.audit_log_retention_days", o.audit_log_retention_days)
+    return errors
+
+
+def events_problems(e: EventsConfig) -> list[str]:
+    """The memory events: text only with events on, the archive's and the audit log's retention."""
+    errors: list[str] = []
+    _require(
+        errors,
+        e.enabled or not e.include_text,
+        "events.include_text needs events.enabled=true (there are no events to carry text): enable both or neither",
+    )
+    if e.archive_retention_days != 0:
+        _bounded(errors, "events.archive_retention_days", e.archive_retention_days, low=1, high=36_500)
+    _retention(errors, "events.audit_log_retention_days", e.audit_log_retention_days)
     return errors
 
 

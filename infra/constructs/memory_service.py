@@ -47,6 +47,7 @@ from infra.constructs.hindsight_task import (
 from infra.constructs.identity import Identity
 from infra.constructs.image_mirror import hindsight_image, hindsight_image_uri
 from infra.constructs.log_retention import retention
+from infra.constructs.memory_events import MemoryEvents
 from infra.constructs.memory_load_balancer import MemoryLoadBalancer
 from infra.constructs.network import Network
 from infra.constructs.redeploy_on_rotation import RedeployOnRotation, RestartTrigger
@@ -93,9 +94,12 @@ class MemoryService(Construct):
         alerts: Alerts,
         parameter_prefix: str,
         eks_config: EksConfig | None = None,
+        events: MemoryEvents | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self.config = config
+        # Memory events (events.enabled): the extension in every task sends them to the events queue.
+        events_env = events.environment_in(self) if events is not None else {}
         if config.platform is Platform.EKS:
             assert eks_config is not None
             self._on_eks(
@@ -109,7 +113,12 @@ class MemoryService(Construct):
                 logs_key=logs_key,
                 alerts=alerts,
                 parameter_prefix=parameter_prefix,
+                events_env=events_env,
             )
+            assert self.eks is not None
+            if events is not None:
+                for role in (self.eks.workload_role, self.eks.maintenance_role):
+                    events.grant_send(role)
             return
         self.eks: HindsightOnEks | None = None
         self.secrets = HindsightSecrets(self, "Secrets", config=config, auth_mode=auth.mode)
@@ -145,6 +154,7 @@ class MemoryService(Construct):
                 **isolation_environment(
                     auth, identity, scope=self, agent_name=agent_name, expiry_grace_s=auth.grace_seconds
                 ),
+                **events_env,
             },
             secrets=secrets,
             log_group=self.log_group,
@@ -202,6 +212,9 @@ class MemoryService(Construct):
         if self.mirror is not None:
             for service in [self.api_service, *self.worker_services]:
                 service.node.add_dependency(self.mirror.lookup)
+        if events is not None:
+            for task in [self.api_task, self.maintenance_task, *(w.task_definition for w in self.worker_services)]:
+                events.grant_send(task.task_role)
         self.load_balancer_security_group = ec2.SecurityGroup(
             self,
             "LoadBalancerSecurityGroup",
@@ -273,6 +286,7 @@ class MemoryService(Construct):
         logs_key: kms.IKey,
         alerts: Alerts,
         parameter_prefix: str,
+        events_env: dict[str, str],
     ) -> None:
         """The same service on the customer's EKS cluster: the same secrets, image, environment, commands and load
         balancer; pods instead of tasks (:class:`~infra.constructs.eks_workloads.HindsightOnEks`)."""
@@ -336,6 +350,7 @@ class MemoryService(Construct):
                 **isolation_environment(
                     auth, identity, scope=self, agent_name=agent_name, expiry_grace_s=auth.grace_seconds
                 ),
+                **events_env,
             },
             secrets=sources,
             extension=extension,

@@ -1,22 +1,25 @@
 """DataStack: the stateful database and its AWS Backup plan, kept apart from the stateless stacks so they can be
-replaced freely."""
+replaced freely; with ``events.enabled`` also the memory event stream (its bus, which customers' rules name, and its
+archive outlive any replacement of the service)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from aws_cdk import CfnOutput
 from constructs import Construct
 
-from infra.config import DatabaseConfig, DataRemoval
+from infra.config import DatabaseConfig, DataRemoval, EventsConfig
 from infra.constructs.database import VectorDatabase
 from infra.constructs.database_backup import DatabaseBackupPlan
+from infra.constructs.memory_events import MemoryEvents
 from infra.constructs.part import PartAwareStack
 from infra.stacks.network_stack import Foundation
 from infra.stacks.removal import removal_policy
 
 
 class DataStack(PartAwareStack):
-    """Exposes ``database`` and ``backup_plan``."""
+    """Exposes ``database``, ``backup_plan`` and ``events`` (None unless ``events.enabled``)."""
 
     def __init__(
         self,
@@ -27,6 +30,7 @@ class DataStack(PartAwareStack):
         removal: DataRemoval,
         parameter_prefix: str,
         foundation: Foundation,
+        events: EventsConfig | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
@@ -48,3 +52,26 @@ class DataStack(PartAwareStack):
             retention_days=config.backup_plan_retention_days,
             alerts=foundation.alerts,
         )
+        self.events: MemoryEvents | None = None
+        if events is not None and events.enabled:
+            self.events = MemoryEvents(
+                self,
+                "MemoryEvents",
+                config=events,
+                parameter_prefix=parameter_prefix,
+                removal=removal_policy(removal, snapshots=False),
+                logs_key=foundation.logs_key,
+                alerts=foundation.alerts,
+            )
+            CfnOutput(
+                self,
+                "MemoryEventBusName",
+                value=self.events.bus.event_bus_name,
+                description="Memory events (source agentcore.memory): add your rules to this bus (docs/events.md)",
+            )
+            CfnOutput(
+                self,
+                "MemoryEventsDeadLetterQueueUrl",
+                value=self.events.dead_letters.queue_url,
+                description="Memory events the pipe could not deliver (docs/events.md: redrive)",
+            )

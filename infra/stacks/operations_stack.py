@@ -25,6 +25,7 @@ from infra.constructs.dashboard import SystemDashboard
 from infra.constructs.database import VectorDatabase
 from infra.constructs.external_memory import ExternalMemory
 from infra.constructs.memory_admin import MemoryAdmin
+from infra.constructs.memory_events import MemoryEvents
 from infra.constructs.memory_service import MemoryService
 from infra.constructs.part import PartAwareStack
 from infra.constructs.retain_queue import RetainQueue
@@ -45,6 +46,7 @@ class OperationsStack(PartAwareStack):
         retain_queue, retain_replay: The agent's retain queue and its replay function (the dashboard's retains
             row; their alarms join the others).
         other_alarms: The other stacks' alarms, shown with these on the dashboard.
+        memory_events: The -Data stack's memory events (``events.enabled``), whose alarms the dashboard shows.
     """
 
     def __init__(
@@ -65,6 +67,7 @@ class OperationsStack(PartAwareStack):
         retain_queue: RetainQueue,
         retain_replay: RetainReplay,
         other_alarms: Sequence[cloudwatch.IAlarm] = (),
+        memory_events: MemoryEvents | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
@@ -113,6 +116,7 @@ class OperationsStack(PartAwareStack):
                 retain_queue.oldest_message_alarm,
                 retain_replay.errors_alarm,
                 *other_alarms,
+                *(memory_events.alarms_in(self) if memory_events is not None else []),
             ],
         )
         CfnOutput(

@@ -11,6 +11,7 @@ from infra.config import AuthConfig, EksConfig, HindsightConfig
 from infra.constructs.database import VectorDatabase
 from infra.constructs.eks_workloads import HindsightOnEks
 from infra.constructs.identity import Identity
+from infra.constructs.memory_events import MemoryEvents
 from infra.constructs.memory_service import MemoryService
 from infra.constructs.part import PartAwareStack
 from infra.stacks.network_stack import Foundation
@@ -22,6 +23,7 @@ class MemoryServiceStack(PartAwareStack):
     Args:
         auth: How callers authenticate (the isolation extension checks their tokens as the agent does).
         agent_name: The agent whose banks an IAM-mode agent key opens.
+        events: The -Data stack's memory events (``events.enabled``): every task's extension sends to its queue.
     """
 
     def __init__(
@@ -37,6 +39,7 @@ class MemoryServiceStack(PartAwareStack):
         identity: Identity | None,
         parameter_prefix: str,
         eks: EksConfig | None = None,
+        events: MemoryEvents | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
@@ -53,6 +56,7 @@ class MemoryServiceStack(PartAwareStack):
             alerts=foundation.alerts,
             parameter_prefix=parameter_prefix,
             eks_config=eks,
+            events=events,
         )
         CfnOutput(self, "HindsightUrl", value=self.memory.url, description="Hindsight API (inside the VPC)")
         CfnOutput(

@@ -197,7 +197,10 @@ def expire_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """The scheduled expiry: one batch per run (the next run continues), a metric per kind."""
     deps = _deps()
     dry_run = FunctionSettings.from_env(os.environ).expiry_dry_run
-    report = run_action({"action": "expire", "dry_run": dry_run}, deps=deps, principal=_schedule(event))
+    schedule = _schedule(event)
+    report = run_action(
+        {"action": "expire", "dry_run": dry_run}, deps=deps, principal=schedule, actor=f"schedule:{schedule}"
+    )
     counts = report["due"] if dry_run else report["expired"]
     for kind, count in counts.items():  # one metric per kind: EMF dimensions are shared by a whole flush
         metrics.add_metric(name=f"{METRIC_EXPIRED}_{kind}", unit=MetricUnit.Count, value=0 if dry_run else count)
@@ -211,6 +214,7 @@ def expire_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
 @logger.inject_lambda_context
 def backup_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """The scheduled logical export: every bank's archive and a manifest under ``backups/<time>/``."""
-    manifest = run_action({"action": "backup"}, deps=_deps(), principal=_schedule(event))
+    schedule = _schedule(event)
+    manifest = run_action({"action": "backup"}, deps=_deps(), principal=schedule, actor=f"schedule:{schedule}")
     metrics.add_metric(name=METRIC_BACKED_UP, unit=MetricUnit.Count, value=len(manifest["banks"]))
     return {"location": manifest["location"], "banks": len(manifest["banks"])}

@@ -1,7 +1,9 @@
 """Memory events against a real local Hindsight running the isolation extension with a JSONL events sink.
 
 A remember, a forget (invalidation, as the forget tool does) and an erasure (the operator's bank delete) each
-produce the right events, and one user's events never name another user's memories. The erasure uses a bank of its
+produce the right events, and one user's events never name another user's memories. The admin tools (erasure,
+forget-memory, the scheduled expiry) say who acts (``x-memory-actor``), so their events name the operator principal
+or the schedule. The erasure uses a bank of its
 own: an invalidated memory leaves memory_units for Hindsight's curation archive, and deleting it is not reported yet.
 """
 
@@ -13,6 +15,7 @@ import shutil
 import time
 import uuid
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +23,9 @@ import pytest
 
 from localdev.hindsight import LocalHindsight, LocalHindsightConfig
 from localdev.token_issuer import TokenIssuer
+from memory_adapter.admin import AdminDeps, DirectoryStore, OperatorClient, run_action
 from memory_adapter.identity import format_bank_id
+from memory_adapter.kinds import RetentionRules, kind_tag
 from tests.integration.isolation.support import Api
 
 
@@ -125,3 +130,105 @@ def test_erasure_reports_every_memory_of_the_bank_deleted(
     # THEN every memory of the bank is reported deleted by that operator
     assert {e["detail"]["memory_id"] for e in deleted} == {e["detail"]["memory_id"] for e in created}
     assert {e["detail"]["caused_by"]["principal"] for e in deleted} == {"arn:aws:iam::1:role/ops"}
+
+
+def _admin(url: str, operator_key: str, tmp_path: Path, *, days_later: int = 0) -> AdminDeps:
+    """The admin tools as the function runs them, with a clock ``days_later`` days ahead (expiry)."""
+    now = datetime.now(UTC) + timedelta(days=days_later)
+    return AdminDeps(OperatorClient(url, operator_key), DirectoryStore(tmp_path), RetentionRules(), clock=lambda: now)
+
+
+def test_admin_erasure_names_the_operator_principal_and_only_that_users_memories(
+    server: tuple[str, str, Path], token_issuer: TokenIssuer, tmp_path: Path
+) -> None:
+    url, operator_key, events_file = server
+    # GIVEN two users with a memory each
+    dave, erin = f"dave-{uuid.uuid4().hex[:6]}", f"erin-{uuid.uuid4().hex[:6]}"
+    dave_bank, erin_bank = format_bank_id(user=dave, agent="support"), format_bank_id(user=erin, agent="support")
+    assert Api(url, token_issuer.mint(dave)).retain(dave_bank, "I live in Porto.").status_code == 200
+    assert Api(url, token_issuer.mint(erin)).retain(erin_bank, "I live in Ghent.").status_code == 200
+    created = _wait_for(events_file, lambda e: e["detail"]["bank"]["id"] == dave_bank)
+    _wait_for(events_file, lambda e: e["detail"]["bank"]["id"] == erin_bank)
+    deps = _admin(url, operator_key, tmp_path)
+    operator_arn = "arn:aws:sts::111122223333:assumed-role/MemoryOperators/jane"
+
+    # WHEN an operator erases dave with the admin tools (what the function URL runs for the verified principal)
+    receipt = run_action({"action": "forget-user", "user": dave, "confirm": dave}, deps=deps, principal=operator_arn)
+    assert receipt["verification"]["verified"] is True
+
+    # THEN every memory of dave's bank is reported deleted, caused by that operator principal
+    deleted = _wait_for(
+        events_file, lambda e: e["detail-type"] == "memory.deleted" and e["detail"]["bank"]["id"] == dave_bank
+    )
+    assert {e["detail"]["memory_id"] for e in deleted} == {e["detail"]["memory_id"] for e in created}
+    assert {json.dumps(e["detail"]["caused_by"], sort_keys=True) for e in deleted} == {
+        json.dumps({"kind": "operator", "principal": operator_arn}, sort_keys=True)
+    }
+    # AND nothing of erin's was deleted, and no event of dave's bank names one of erin's memories
+    everything = _events(events_file)
+    assert not [
+        e for e in everything if e["detail-type"] == "memory.deleted" and e["detail"]["bank"]["id"] == erin_bank
+    ]
+    erin_ids = {e["detail"]["memory_id"] for e in everything if e["detail"]["bank"]["id"] == erin_bank}
+    dave_ids = {e["detail"]["memory_id"] for e in everything if e["detail"]["bank"]["id"] == dave_bank}
+    assert erin_ids
+    assert not (erin_ids & dave_ids)
+
+
+def test_admin_forget_memory_and_scheduled_expiry_name_their_cause(
+    server: tuple[str, str, Path], token_issuer: TokenIssuer, tmp_path: Path
+) -> None:
+    url, operator_key, events_file = server
+    # GIVEN a user with a plan (30 days) and a fact (kept), and an operator
+    fred = f"fred-{uuid.uuid4().hex[:6]}"
+    bank = format_bank_id(user=fred, agent="support")
+    api = Api(url, token_issuer.mint(fred))
+    plan = {"document_id": "plan-1", "tags": [kind_tag("plan")], "metadata": {"kind": "plan"}}
+    assert api.retain(bank, "I plan to visit Oslo next week.", **plan).status_code == 200
+    assert api.retain(bank, "My old phone number is 555-0100.", document_id="phone").status_code == 200
+    created = _wait_for(
+        events_file, lambda e: e["detail"]["bank"]["id"] == bank and e["detail"]["source_id"] == "plan-1"
+    )
+    _wait_for(events_file, lambda e: e["detail"]["bank"]["id"] == bank and e["detail"]["source_id"] == "phone")
+
+    # WHEN the operator forgets the phone number turn (preview, then confirm)
+    operator_arn = "arn:aws:iam::111122223333:user/ops-bob"
+    request = {"action": "forget-memory", "user": fred, "query": "old phone number", "limit": 1}
+    preview = run_action(request, deps=_admin(url, operator_key, tmp_path), principal=operator_arn)
+    assert [d["document_id"] for d in preview["documents"]] == ["phone"]
+    run_action(
+        {**request, "confirm": preview["confirmation"]},
+        deps=_admin(url, operator_key, tmp_path),
+        principal=operator_arn,
+    )
+    # THEN its memories are deleted by that operator
+    forgotten = _wait_for(
+        events_file,
+        lambda e: (
+            e["detail-type"] == "memory.deleted"
+            and e["detail"]["source_id"] == "phone"
+            and e["detail"]["bank"]["id"] == bank
+        ),
+    )
+    assert {e["detail"]["caused_by"]["principal"] for e in forgotten} == {operator_arn}
+    assert {e["detail"]["operation"] for e in forgotten} == {"delete_document"}
+
+    # WHEN the scheduled expiry runs 31 days later (as the function's schedule handler calls it)
+    rule = "arn:aws:events:us-east-1:111122223333:rule/HindsightMemory-dev-Expiry"
+    run_action(
+        {"action": "expire"},
+        deps=_admin(url, operator_key, tmp_path, days_later=31),
+        principal=rule,
+        actor=f"schedule:{rule}",
+    )
+    # THEN the plan's memories are deleted, caused by that schedule
+    expired = _wait_for(
+        events_file,
+        lambda e: (
+            e["detail-type"] == "memory.deleted"
+            and e["detail"]["source_id"] == "plan-1"
+            and e["detail"]["bank"]["id"] == bank
+        ),
+    )
+    assert {e["detail"]["memory_id"] for e in expired} == {e["detail"]["memory_id"] for e in created}
+    assert {json.dumps(e["detail"]["caused_by"]) for e in expired} == {json.dumps({"kind": "schedule", "name": rule})}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import urllib.parse
+from collections.abc import Mapping
 from typing import Any
 
 from memory_adapter.exceptions import HindsightUnavailableError
@@ -23,10 +24,21 @@ class ScriptedHindsight:
             CODE_ID: {"id": CODE_ID, "text": "My locker code is 4711.", "type": "world", "document_id": "turn-2"},
         }
         self.requests: list[tuple[str, str, Any, str | None]] = []
+        self.headers: list[dict[str, str]] = []
         self.down = False
 
-    def request(self, method: str, path: str, *, body: Any = None, bearer: str | None = None, timeout: float) -> Any:
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        bearer: str | None = None,
+        timeout: float,
+        headers: Mapping[str, str] | None = None,
+    ) -> Any:
         self.requests.append((method, path, body, bearer))
+        self.headers.append(dict(headers or {}))
         if self.down:
             raise HindsightUnavailableError("cannot reach Hindsight")
         route = path.split("/", 5)[5] if path.count("/") >= 5 else ""

@@ -63,3 +63,7 @@ SQS_MAX_MESSAGE_BYTES: Final = 1_048_576
 #: semantic hits: on LoCoMo dev the injected block's evidence recall@10 was 0.42 with it and 0.58 without
 #: (semantic arm alone 0.62, naive MiniLM RAG 0.50), in every category, at lower latency (p50 189 -> 142 ms).
 RECALL_SERVER_SETTINGS: Final[Mapping[str, str]] = MappingProxyType({"HINDSIGHT_API_ENABLE_GRAPH_RETRIEVAL": "false"})
+
+#: The header the operator's tools send to say who (an operator principal) or what (``schedule:<rule>``) changes
+#: memory; the isolation extension names it in the memory events it emits (honoured on operator requests only).
+MEMORY_ACTOR_HEADER: Final = "x-memory-actor"

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 import threading
 import urllib.parse
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -97,9 +98,16 @@ class FakeHindsight:
     # -- Transport
 
     def request(
-        self, method: str, path: str, *, body: Any | None = None, bearer: str | None = None, timeout: float
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any | None = None,
+        bearer: str | None = None,
+        timeout: float,
+        headers: Mapping[str, str] | None = None,
     ) -> HttpResponse:
-        """Serve one request."""
+        """Serve one request (``headers``, such as the operator's actor, are accepted and not interpreted)."""
         with self._lock:
             self.requests.append(RecordedRequest(method, path, body, bearer, timeout))
             fault = self.fault

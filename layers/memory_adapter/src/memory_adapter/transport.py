@@ -18,6 +18,7 @@ import http.client
 import json
 import threading
 import urllib.parse
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
@@ -69,7 +70,14 @@ class Transport(Protocol):
     """Blocking JSON-over-HTTP calls to Hindsight. Called from worker threads, never from an event loop."""
 
     def request(
-        self, method: str, path: str, *, body: Any | None = None, bearer: str | None = None, timeout: float
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any | None = None,
+        bearer: str | None = None,
+        timeout: float,
+        headers: Mapping[str, str] | None = None,
     ) -> HttpResponse:
         """Send one request; raise :class:`HindsightUnavailableError` when no HTTP response arrived in time."""
         ...
@@ -137,19 +145,26 @@ class HttpTransport:
             self._connections.discard(conn)
 
     def request(
-        self, method: str, path: str, *, body: Any | None = None, bearer: str | None = None, timeout: float
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any | None = None,
+        bearer: str | None = None,
+        timeout: float,
+        headers: Mapping[str, str] | None = None,
     ) -> HttpResponse:
         """Send one request. A keep-alive connection the server closed meanwhile is re-opened once, transparently."""
         payload = None if body is None else json.dumps(body, ensure_ascii=False).encode("utf-8")
-        headers = {"Host": self._host_header, "Accept": "application/json", "User-Agent": _USER_AGENT}
+        sent = {**(headers or {}), "Host": self._host_header, "Accept": "application/json", "User-Agent": _USER_AGENT}
         if payload is not None:
-            headers["Content-Type"] = "application/json"
+            sent["Content-Type"] = "application/json"
         if bearer:
-            headers["Authorization"] = f"Bearer {bearer}"
+            sent["Authorization"] = f"Bearer {bearer}"
         for _ in range(2):
             conn, reused = self._connection(timeout)
             try:
-                conn.request(method, self._prefix + path, body=payload, headers=headers)
+                conn.request(method, self._prefix + path, body=payload, headers=sent)
                 response = conn.getresponse()
                 raw = response.read()
             except TimeoutError as exc:

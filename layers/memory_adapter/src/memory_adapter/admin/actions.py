@@ -16,6 +16,7 @@ and arguments are refused before anything runs (:class:`~memory_adapter.admin.er
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -166,12 +167,19 @@ def _audit_fields(action: str, request: Mapping[str, Any], result: Mapping[str, 
     return fields
 
 
-def run_action(request: Mapping[str, Any], *, deps: AdminDeps, principal: str) -> dict[str, Any]:
-    """Validate and run one action; audit it (also when refused or failed). Raises :class:`AdminError`."""
+def run_action(
+    request: Mapping[str, Any], *, deps: AdminDeps, principal: str, actor: str | None = None
+) -> dict[str, Any]:
+    """Validate and run one action; audit it (also when refused or failed). Raises :class:`AdminError`.
+
+    ``actor`` (default: ``principal``) is what Hindsight's memory events name as the cause of the action's changes
+    (``x-memory-actor``); a schedule passes ``schedule:<rule>``.
+    """
     action = "invalid"
     try:
         action = _validate(request)
-        result = _dispatch(action, request, deps, principal)
+        acting = dataclasses.replace(deps, client=deps.client.acting_as(actor or principal))
+        result = _dispatch(action, request, acting, principal)
     except AdminError as exc:
         audit(
             action,

@@ -8,11 +8,13 @@ Standard library only (:class:`memory_adapter.transport.HttpTransport`), so a La
 
 from __future__ import annotations
 
+import copy
 import time
 import urllib.parse
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
+from memory_adapter.constants import MEMORY_ACTOR_HEADER
 from memory_adapter.exceptions import HindsightRequestError, HindsightUnavailableError
 from memory_adapter.transport import HttpResponse, HttpTransport, Transport, bank_path
 
@@ -20,6 +22,7 @@ __all__ = ["OperatorClient"]
 
 _PAGE: Final = 200
 _DOWNLOAD_PREFIX: Final = "/v1/default/files/download/"
+_MAX_ACTOR: Final = 256
 
 
 class OperatorClient:
@@ -30,6 +33,9 @@ class OperatorClient:
         operator_key: The operator credential (``HINDSIGHT_API_TENANT_OPERATOR_KEY`` of the server).
         timeout: Seconds per request.
         transport: A custom transport (tests).
+
+    :meth:`acting_as` gives a client that names who acts (``x-memory-actor``), so the memory events the server
+    emits for its changes say which operator principal or schedule caused them.
     """
 
     def __init__(
@@ -39,11 +45,24 @@ class OperatorClient:
         self._key = operator_key
         self._timeout = timeout
         self._transport = transport or HttpTransport(self.url)
+        self._headers: dict[str, str] = {}
+
+    def acting_as(self, actor: str) -> OperatorClient:
+        """This client (same connections) sending ``actor`` (an operator's principal, ``schedule:<rule>``) with
+        every request; printable ASCII, at most 256 characters (what a header and the server's events carry)."""
+        shown = "".join(c if " " <= c <= "~" else "?" for c in actor)[:_MAX_ACTOR]
+        acting = copy.copy(self)
+        acting._headers = {MEMORY_ACTOR_HEADER: shown} if shown.strip() else {}
+        return acting
 
     # ------------------------------------------------------------------ plumbing
 
     def _request(self, method: str, path: str, body: Any | None = None) -> HttpResponse:
-        return self._transport.request(method, path, body=body, bearer=self._key, timeout=self._timeout)
+        if not self._headers:  # custom transports (tests) need not take headers
+            return self._transport.request(method, path, body=body, bearer=self._key, timeout=self._timeout)
+        return self._transport.request(
+            method, path, body=body, bearer=self._key, timeout=self._timeout, headers=self._headers
+        )
 
     def _json(self, method: str, path: str, body: Any | None = None, *, missing_ok: bool = False) -> Any:
         response = self._request(method, path, body)
@@ -168,7 +187,8 @@ class OperatorClient:
         """GET raw bytes (the transport parses JSON, so this one call uses ``urllib``)."""
         import urllib.request
 
-        request = urllib.request.Request(self.url + path, headers={"Authorization": f"Bearer {self._key}"})  # noqa: S310 (our own URL)
+        headers = {**self._headers, "Authorization": f"Bearer {self._key}"}
+        request = urllib.request.Request(self.url + path, headers=headers)  # noqa: S310 (our own URL)
         try:
             with urllib.request.urlopen(request, timeout=self._timeout) as answer:  # noqa: S310
                 data: bytes = answer.read()
