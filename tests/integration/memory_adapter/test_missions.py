@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -33,10 +34,17 @@ class CountingTransport(HttpTransport):
         self.calls: list[tuple[str, str]] = []
 
     def request(
-        self, method: str, path: str, *, body: Any | None = None, bearer: str | None = None, timeout: float
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any | None = None,
+        bearer: str | None = None,
+        timeout: float,
+        headers: Mapping[str, str] | None = None,
     ) -> HttpResponse:
         self.calls.append((method, path))
-        return super().request(method, path, body=body, bearer=bearer, timeout=timeout)
+        return super().request(method, path, body=body, bearer=bearer, timeout=timeout, headers=headers)
 
     def to(self, suffix: str, method: str) -> int:
         return sum(1 for m, p in self.calls if m == method and p.endswith(suffix))

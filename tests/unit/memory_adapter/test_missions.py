@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -22,7 +23,16 @@ class Scripted:
         self.get, self.patch, self.overrides = list(get), patch, overrides or {}
         self.calls: list[tuple[str, Any]] = []
 
-    def request(self, method: str, path: str, *, body: Any = None, bearer: str | None = None, timeout: float) -> Any:
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any = None,
+        bearer: str | None = None,
+        timeout: float,
+        headers: Mapping[str, str] | None = None,
+    ) -> Any:
         self.calls.append((method, body))
         if method == "GET":
             status = self.get.pop(0) if self.get else 200

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import urllib.parse
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,11 +34,18 @@ class HoldableHindsight(FakeHindsight):
         self._go.set()
 
     def request(
-        self, method: str, path: str, *, body: Any | None = None, bearer: str | None = None, timeout: float
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any | None = None,
+        bearer: str | None = None,
+        timeout: float,
+        headers: Mapping[str, str] | None = None,
     ) -> HttpResponse:
         if method == "POST" and path.endswith("/memories"):
             self._go.wait(timeout)
-        return super().request(method, path, body=body, bearer=bearer, timeout=timeout)
+        return super().request(method, path, body=body, bearer=bearer, timeout=timeout, headers=headers)
 
     def hold_retains(self) -> None:
         self._go.clear()
