@@ -24,8 +24,9 @@ from typing import Any
 
 from localdev.faults import HungServer
 from memory_adapter import HindsightRuntimeAdapter, TurnContext, format_bank_id
+from memory_adapter._hindsight_api import bank_path
 from memory_adapter.config import HindsightAgentCoreConfig
-from memory_adapter.transport import HttpTransport, bank_path
+from memory_adapter.transport import HttpTransport
 
 AGENT = "bench"
 USER = "bench-user"

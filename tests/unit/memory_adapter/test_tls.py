@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from memory_adapter import HindsightRuntimeAdapter
+from memory_adapter._hindsight_api import checked
 from memory_adapter.exceptions import ConfigurationError, HindsightUnavailableError
 from memory_adapter.transport import HttpTransport
 from tests.unit.private_ca import make_private_ca
@@ -67,9 +68,7 @@ def private_ca_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Priv
 def _get(url: str) -> Any:
     transport = HttpTransport(url)
     try:
-        response = transport.request("GET", "/v1/default/banks/b/memories/list", timeout=5)
-        response.raise_for_status()
-        return response.body
+        return checked(transport.request("GET", "/v1/default/banks/b/memories/list", timeout=5)).body
     finally:
         transport.close()
 

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final, overload
 
+from memory_adapter._hindsight_api import HindsightApi
 from memory_adapter.breaker import BreakerState, CircuitBreaker
 from memory_adapter.budget import dialogue_text, fit_to_budget
 from memory_adapter.config import SETTING_NAMES, HindsightAgentCoreConfig, get_config, resolve_settings
@@ -61,7 +62,7 @@ from memory_adapter.kinds import KIND_METADATA_KEY, kind_tag
 from memory_adapter.observability import Metric, MetricsSink, Observer, logger, short_hash
 from memory_adapter.policies import RecallPolicy, RetentionPolicy
 from memory_adapter.spool import DirectorySpool, RetainRecord, Spool
-from memory_adapter.transport import HttpTransport, Transport, bank_path
+from memory_adapter.transport import HttpTransport, Transport
 
 if TYPE_CHECKING:
     from hindsight_client import Hindsight
@@ -71,9 +72,6 @@ __all__ = ["HindsightRuntimeAdapter", "RecallPolicy", "Recollection", "Retention
 _OPERATION_NAMESPACE: Final = uuid.UUID("5b0f7f3e-8d0c-4f43-9a77-6d2f1c0e9b11")
 _AUTO_REPLAY_INTERVAL_S: Final = 5.0
 _RECALL_THREADS: Final = 8
-#: Statuses after which a recall is simply empty, not degraded: unknown bank (nothing retained yet), or a query
-#: Hindsight cannot search (e.g. punctuation only).
-_EMPTY_RECALL_STATUSES: Final = frozenset({404, 422})
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +102,7 @@ class Recollection:
 class _Runtime:
     """Everything created on first use (threads, connections), torn down by ``aclose``."""
 
-    transport: Transport
+    api: HindsightApi
     breaker: CircuitBreaker
     delivery: RetainDelivery
     recall_pool: concurrent.futures.ThreadPoolExecutor
@@ -246,7 +244,7 @@ class HindsightRuntimeAdapter:
             delivery.shutdown(exit_flush_timeout)
 
         atexit.register(exit_hook)
-        return _Runtime(transport, breaker, delivery, pool, exit_hook)
+        return _Runtime(HindsightApi(transport, timeout=s.timeout), breaker, delivery, pool, exit_hook)
 
     # ------------------------------------------------------------------ prior-art API
 
@@ -312,7 +310,7 @@ class HindsightRuntimeAdapter:
             return self._degraded("breaker_open", started, bank_id)
         bearer = caller.credential or self.settings.api_key
         try:
-            future = rt.recall_pool.submit(self._recall_blocking, rt.transport, bank_id, query, bearer)
+            future = rt.recall_pool.submit(self._recall_blocking, rt.api, bank_id, query, bearer)
             memories = await asyncio.wait_for(asyncio.wrap_future(future), timeout=self.settings.recall_timeout)
         except TimeoutError:
             rt.breaker.record_miss()
@@ -322,8 +320,6 @@ class HindsightRuntimeAdapter:
             return self._degraded("unavailable", started, bank_id)
         except HindsightRequestError as exc:
             rt.breaker.record_success()
-            if exc.status in _EMPTY_RECALL_STATUSES:
-                return self._recalled((), started, bank_id)
             return self._degraded("rejected", started, bank_id, status=exc.status)
         except Exception:
             logger.warning("memory recall failed", exc_info=True)
@@ -453,7 +449,7 @@ class HindsightRuntimeAdapter:
         await asyncio.to_thread(rt.delivery.shutdown, wait)
         atexit.unregister(rt.exit_hook)
         rt.recall_pool.shutdown(wait=False, cancel_futures=True)
-        rt.transport.close()
+        rt.api.transport.close()
 
     async def replay(
         self, limit: int | None = None, *, dead_letters: bool = False, credential: str | None = None
@@ -613,34 +609,17 @@ class HindsightRuntimeAdapter:
         )
         return record
 
-    def _recall_blocking(self, transport: Transport, bank_id: str, query: str, bearer: str | None) -> list[Any]:
+    def _recall_blocking(self, api: HindsightApi, bank_id: str, query: str, bearer: str | None) -> list[Any]:
         """Runs on a recall thread. Socket timeout slightly beyond the deadline: the caller gives up first."""
         policy = self._recall_policy
         budget = policy.budget or self.settings.recall_budget
         max_tokens = policy.max_tokens or self.settings.recall_max_tokens
         timeout = self.settings.recall_timeout + 0.5
         if policy.mode == "reflect":
-            body = {"query": query, "budget": budget, "max_tokens": max_tokens}
-            response = transport.request(
-                "POST", bank_path(bank_id, "/reflect"), body=body, bearer=bearer, timeout=timeout
-            )
-            response.raise_for_status()
-            text = response.body.get("text") if isinstance(response.body, dict) else None
-            return [ReflectAnswer(text=text)] if isinstance(text, str) and text.strip() else []
-        body = {
-            "query": query,
-            "budget": budget,
-            "max_tokens": max_tokens,
-            "trace": False,
-            "include": {"entities": None, "chunks": None, "source_facts": None},
-            "tags_match": "any",
-        }
-        response = transport.request(
-            "POST", bank_path(bank_id, "/memories/recall"), body=body, bearer=bearer, timeout=timeout
-        )
-        response.raise_for_status()
-        results = response.body.get("results") if isinstance(response.body, dict) else None
-        return [_memory(r) for r in results or [] if isinstance(r, dict) and isinstance(r.get("text"), str)]
+            text = api.reflect(bank_id, query, budget=budget, max_tokens=max_tokens, bearer=bearer, timeout=timeout)
+            return [ReflectAnswer(text=text)] if text is not None else []
+        results = api.recall(bank_id, query, budget=budget, max_tokens=max_tokens, bearer=bearer, timeout=timeout)
+        return [_memory(r) for r in results]
 
     def _recalled(self, memories: Sequence[RecalledMemory], started: float, bank_id: str) -> Recollection:
         # Hindsight's max_tokens counts the memories' text only; the block the model reads (delimiters, notice,
@@ -675,11 +654,11 @@ class HindsightRuntimeAdapter:
     def _probe_blocking(self, rt: _Runtime) -> bool:
         """GET /health: any answer below 500 means Hindsight is back (closes the breaker)."""
         try:
-            response = rt.transport.request("GET", "/health", timeout=self.settings.recall_timeout)
+            up = rt.api.healthy(timeout=self.settings.recall_timeout)
         except HindsightUnavailableError as exc:
             rt.breaker.record_error(exc)
             return False
-        if response.status >= 500:
+        if not up:
             rt.breaker.record_failure()
             return False
         rt.breaker.record_success()

@@ -25,27 +25,14 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from memory_adapter._hindsight_api import post_retain
 from memory_adapter.breaker import CircuitBreaker
 from memory_adapter.exceptions import HindsightRequestError, HindsightUnavailableError, RecordTooLargeError, SpoolError
 from memory_adapter.observability import Metric, Observer, short_hash
 from memory_adapter.spool import RetainRecord, Spool
-from memory_adapter.transport import Transport, bank_path
+from memory_adapter.transport import Transport
 
-__all__ = ["ReplayResult", "RetainDelivery", "RetainHandle", "RetainOutcome", "RetryPolicy", "post_retain"]
-
-
-def post_retain(transport: Transport, record: RetainRecord, *, bearer: str | None, timeout: float) -> None:
-    """Send ``record`` to Hindsight once, as a server-side async retain carrying its ``operation_id``.
-
-    The one definition of a retain on the wire, shared by the adapter's delivery threads, the queue's replay function
-    and the operator's redrive command. Raises :class:`HindsightUnavailableError` (retry later) or
-    :class:`HindsightRequestError` (refused for good).
-    """
-    body = {"items": [record.item], "async": True, "operation_id": record.operation_id}
-    response = transport.request(
-        "POST", bank_path(record.bank_id, "/memories"), body=body, bearer=bearer, timeout=timeout
-    )
-    response.raise_for_status()
+__all__ = ["ReplayResult", "RetainDelivery", "RetainHandle", "RetainOutcome", "RetryPolicy"]
 
 
 class RetainOutcome(StrEnum):

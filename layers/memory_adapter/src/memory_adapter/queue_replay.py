@@ -35,13 +35,13 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final, NoReturn, Protocol
 
+from memory_adapter._hindsight_api import post_retain
 from memory_adapter.constants import (
     HINDSIGHT_API_KEY_SECRET_ARN_ENV,
     HINDSIGHT_API_URL_ENV,
     RETAIN_DEAD_LETTER_QUEUE_URL_ENV,
     RETAIN_DELIVERY_TIMEOUT_ENV,
 )
-from memory_adapter.delivery import post_retain
 from memory_adapter.exceptions import (
     ConfigurationError,
     HindsightAgentCoreError,

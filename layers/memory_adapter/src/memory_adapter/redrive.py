@@ -32,8 +32,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from memory_adapter._hindsight_api import post_retain
 from memory_adapter.constants import HINDSIGHT_OPERATOR_KEY_ENV
-from memory_adapter.delivery import post_retain
 from memory_adapter.exceptions import HindsightAgentCoreError, SpoolError
 from memory_adapter.identity.bank_ids import parse_bank_id
 from memory_adapter.spool import RetainRecord
