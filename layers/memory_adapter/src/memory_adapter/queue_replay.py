@@ -53,7 +53,8 @@ from memory_adapter.exceptions import (
 )
 from memory_adapter.observability import Metric, MetricsSink, Observer, short_hash
 from memory_adapter.settings_reader import SettingsReader
-from memory_adapter.sqs_spool import QueueMessage, SqsSpool, decode_record
+from memory_adapter.sqs_codec import QueueMessage, decode_record
+from memory_adapter.sqs_spool import SqsSpool
 from memory_adapter.transport import HttpTransport, Transport
 
 __all__ = [
