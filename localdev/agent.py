@@ -38,6 +38,7 @@ from localdev.supervisor import (
 )
 from localdev.supervisor import stop_when_gone as _stop_when_gone
 from localdev.token_issuer import LOCAL_CLIENT_ID, running_issuer_url
+from memory_adapter.identity.settings import discovery_url_for
 
 __all__ = ["DEFAULT_PORT", "AgentStartError", "LocalAgent", "agent_env"]
 
@@ -61,7 +62,7 @@ def agent_env(*, hindsight_url: str, issuer_url: str, port: int, spool_dir: Path
         "AGENT_NAME": AGENT_NAME,
         "HINDSIGHT_API_URL": hindsight_url,
         "AUTH_MODE": "jwt",
-        "JWT_DISCOVERY_URL": issuer_url.rstrip("/") + "/.well-known/openid-configuration",
+        "JWT_DISCOVERY_URL": discovery_url_for(issuer_url),
         "JWT_ALLOWED_CLIENTS": LOCAL_CLIENT_ID,
         "MODEL_PROVIDER": "echo",
         "PORT": str(port),

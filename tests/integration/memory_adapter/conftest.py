@@ -11,8 +11,10 @@ from typing import Any, Protocol
 
 import pytest
 
-from memory_adapter import DirectorySpool, HindsightRuntimeAdapter, RetainRecord, TurnContext, reset_config
+from memory_adapter import HindsightRuntimeAdapter, TurnContext
 from memory_adapter._hindsight_api import HindsightApi, bank_path, post_retain
+from memory_adapter.config import reset_config
+from memory_adapter.spool import DirectorySpool, RetainRecord
 from memory_adapter.transport import HttpTransport
 
 _ENV_PREFIXES = ("HINDSIGHT_API_", "HINDSIGHT_ADAPTER_")

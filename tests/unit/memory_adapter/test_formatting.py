@@ -5,8 +5,13 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memory_adapter import RecalledMemory, format_memories_as_data
-from memory_adapter.formatting import MEMORY_BLOCK_CLOSE, MEMORY_BLOCK_OPEN, sanitize_text
+from memory_adapter.formatting import (
+    MEMORY_BLOCK_CLOSE,
+    MEMORY_BLOCK_OPEN,
+    RecalledMemory,
+    format_memories_as_data,
+    sanitize_text,
+)
 
 
 def test_control_and_invisible_characters_are_stripped():

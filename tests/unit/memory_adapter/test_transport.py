@@ -10,8 +10,9 @@ from collections.abc import Iterator
 import pytest
 from werkzeug import Request, Response
 
-from memory_adapter import HindsightRequestError, HindsightUnavailableError, TurnContext
+from memory_adapter import TurnContext
 from memory_adapter._hindsight_api import bank_path, checked, is_transient_status
+from memory_adapter.exceptions import HindsightRequestError, HindsightUnavailableError
 from memory_adapter.transport import HttpTransport
 
 

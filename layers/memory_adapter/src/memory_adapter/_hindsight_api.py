@@ -141,6 +141,15 @@ class HindsightApi:
 
     # ------------------------------------------------------------------ recall, reflect, retain
 
+    def _search(
+        self, bank_id: str, suffix: str, body: dict[str, Any], bearer: str | None, timeout: float | None
+    ) -> Any:
+        """A recall or reflect: nothing (``None``) for an unknown bank or a query Hindsight cannot search."""
+        path = bank_path(bank_id, suffix)
+        return self.call(
+            "POST", path, body, bearer=bearer, timeout=timeout, missing_ok=True, absent=EMPTY_RECALL_STATUSES
+        )
+
     def recall(
         self,
         bank_id: str,
@@ -161,16 +170,7 @@ class HindsightApi:
             "include": {"entities": None, "chunks": None, "source_facts": None},
             "tags_match": "any",
         }
-        answer = self.call(
-            "POST",
-            bank_path(bank_id, "/memories/recall"),
-            body,
-            bearer=bearer,
-            timeout=timeout,
-            missing_ok=True,
-            absent=EMPTY_RECALL_STATUSES,
-        )
-        results = _field(answer, "results")
+        results = _field(self._search(bank_id, "/memories/recall", body, bearer, timeout), "results")
         return [r for r in results or () if isinstance(r, dict) and isinstance(r.get("text"), str)]
 
     def reflect(
@@ -185,16 +185,7 @@ class HindsightApi:
     ) -> str | None:
         """``POST .../reflect``: the answer's text; ``None`` when blank, the bank unknown or the query unsearchable."""
         body = {"query": query, "budget": budget, "max_tokens": max_tokens}
-        answer = self.call(
-            "POST",
-            bank_path(bank_id, "/reflect"),
-            body,
-            bearer=bearer,
-            timeout=timeout,
-            missing_ok=True,
-            absent=EMPTY_RECALL_STATUSES,
-        )
-        text = _field(answer, "text")
+        text = _field(self._search(bank_id, "/reflect", body, bearer, timeout), "text")
         return text if isinstance(text, str) and text.strip() else None
 
     def retain(
