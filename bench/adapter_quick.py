@@ -23,9 +23,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from localdev.faults import HungServer
-from memory_adapter import HindsightRuntimeAdapter, TurnContext, format_bank_id
+from memory_adapter import HindsightRuntimeAdapter, TurnContext
+from memory_adapter._hindsight_api import bank_path
 from memory_adapter.config import HindsightAgentCoreConfig
-from memory_adapter.transport import HttpTransport, bank_path
+from memory_adapter.identity.bank_ids import format_bank_id
+from memory_adapter.transport import HttpTransport
 
 AGENT = "bench"
 USER = "bench-user"

@@ -30,6 +30,7 @@ import httpx
 from localdev.agent import AGENT_NAME, REPO_ROOT, agent_env
 from localdev.token_issuer import LOCAL_CLIENT_ID, default_data_dir, ensure_running, load_or_create_key, mint_token
 from memory_adapter.identity import JwtSettings, JwtVerifier, format_bank_id
+from memory_adapter.identity.settings import discovery_url_for
 
 
 def _free_port() -> int:
@@ -102,9 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.throwaway:
         from localdev.hindsight import LocalHindsight, LocalHindsightConfig
 
-        hindsight = LocalHindsight(
-            LocalHindsightConfig.ephemeral(issuer_discovery_url=f"{issuer_url}/.well-known/openid-configuration")
-        )
+        hindsight = LocalHindsight(LocalHindsightConfig.ephemeral(issuer_discovery_url=discovery_url_for(issuer_url)))
         hindsight.start()
         try:
             return _run(args, issuer_url, hindsight.url)
@@ -120,9 +119,7 @@ def _run(args: argparse.Namespace, issuer_url: str, hindsight_url: str) -> int:
     report: dict[str, Any] = {"hindsight_url": hindsight_url, "load_average": os.getloadavg()}
 
     # One JWT verification with a warm key cache (in process, same code as the agent and the server extension).
-    verifier = JwtVerifier(
-        JwtSettings(discovery_url=f"{issuer_url}/.well-known/openid-configuration", allowed_clients=(LOCAL_CLIENT_ID,))
-    )
+    verifier = JwtVerifier(JwtSettings(discovery_url=discovery_url_for(issuer_url), allowed_clients=(LOCAL_CLIENT_ID,)))
     verifier.verify(token)
     rounds = 2000
     started = time.perf_counter()

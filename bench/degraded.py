@@ -45,7 +45,7 @@ async def _cancel_prior_tasks(prior: Any) -> None:
 async def _one_fault(
     env: Any, fault: str, url: str, *, turns: int, prior_timeout_s: float, default_turns: int
 ) -> dict[str, Any]:
-    from memory_adapter import BreakerState
+    from memory_adapter.breaker import BreakerState
 
     user = f"bench-{fault}-{uuid.uuid4().hex[:8]}"
     ours = make_ours(url, env.operator_key, env.workdir / f"spool-{fault}")

@@ -112,7 +112,10 @@ async def _turn(adapter: Any, ctx: Any, n: int, cpu: list[float], safe: dict[int
 
 
 async def _one_fault(env: Any, fault: str, url: str, sqs: MotoSqs, *, turns: int, gap_s: float) -> dict[str, Any]:
-    from memory_adapter import BreakerState, DirectorySpool, HindsightRuntimeAdapter, SqsSpool, TurnContext
+    from memory_adapter import HindsightRuntimeAdapter, TurnContext
+    from memory_adapter.breaker import BreakerState
+    from memory_adapter.spool import DirectorySpool
+    from memory_adapter.sqs_spool import SqsSpool
 
     client = sqs.client()
     queue = client.create_queue(QueueName=f"bench-{fault}-{uuid.uuid4().hex[:8]}")["QueueUrl"]

@@ -39,7 +39,7 @@ from localdev.supervisor import (
 from localdev.supervisor import stop_when_gone as _stop_when_gone
 from localdev.token_issuer import LOCAL_CLIENT_ID, running_issuer_url
 from memory_adapter.config import HindsightAgentCoreConfig
-from memory_adapter.identity.settings import DISCOVERY_SUFFIX, JwtSettings
+from memory_adapter.identity.settings import JwtSettings, discovery_url_for
 from memory_adapter.missions import Missions
 from runtime_handler.settings import IdentitySource, ModelProvider, Settings
 
@@ -67,7 +67,7 @@ def agent_settings(*, hindsight_url: str, issuer_url: str, spool_dir: Path) -> S
         memory=HindsightAgentCoreConfig(
             hindsight_api_url=hindsight_url, spool_dir=str(spool_dir), missions=deployed_mission_json(AGENT_NAME)
         ),
-        jwt=JwtSettings(discovery_url=issuer_url.rstrip("/") + DISCOVERY_SUFFIX, allowed_clients=(LOCAL_CLIENT_ID,)),
+        jwt=JwtSettings(discovery_url=discovery_url_for(issuer_url), allowed_clients=(LOCAL_CLIENT_ID,)),
         model_provider=ModelProvider.ECHO,
     )
 

@@ -39,6 +39,7 @@ from localdev.mcp_server import default_server as default_mcp_server
 from localdev.supervisor import try_start
 from localdev.token_issuer import default_data_dir, ensure_running, load_or_create_key, mint_token, stop_background
 from memory_adapter.identity import format_bank_id
+from memory_adapter.identity.settings import discovery_url_for
 
 if TYPE_CHECKING:
     from memory_adapter import TurnContext
@@ -287,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
     issuer_url = ensure_running()
     token = mint_token(load_or_create_key(default_data_dir()), issuer=issuer_url, user=USER, ttl=3600)
     print(f"  Hindsight:    {hindsight.url}   (API docs: {hindsight.url}/docs)")
-    print(f"  Token issuer: {issuer_url}/.well-known/openid-configuration")
+    print(f"  Token issuer: {discovery_url_for(issuer_url)}")
     print(f"  Caller:       {USER}, with a bearer token from the local issuer")
     print(f"  Reset:        {USER}'s memories (a demo-only user; {HAND_USER}'s, used by hand, are kept)")
 

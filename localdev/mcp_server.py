@@ -41,6 +41,7 @@ from localdev.supervisor import (
     wait_until_ready,
 )
 from localdev.token_issuer import LOCAL_CLIENT_ID, running_issuer_url
+from memory_adapter.identity.settings import discovery_url_for, issuer_of
 
 __all__ = ["DEFAULT_PORT", "LocalMcpServer", "create_app"]
 
@@ -128,7 +129,7 @@ def create_app(*, hindsight_url: str, discovery_url: str, public_url: str, agent
     )
     auth = AuthSettings.model_validate(
         {
-            "issuer_url": discovery_url.removesuffix("/.well-known/openid-configuration"),
+            "issuer_url": issuer_of(discovery_url),
             "resource_server_url": public_url.rstrip("/") + MCP_PATH,
             "validate_token_resource": False,  # the identity contract checks the client and audience itself
         }
@@ -224,7 +225,7 @@ def default_port() -> int:
 def _serve(port: int, hindsight_url: str, issuer_url: str) -> int:
     import uvicorn
 
-    discovery = issuer_url.rstrip("/") + "/.well-known/openid-configuration"
+    discovery = discovery_url_for(issuer_url)
     app = create_app(hindsight_url=hindsight_url, discovery_url=discovery, public_url=f"http://127.0.0.1:{port}")
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="warning")
     return 0

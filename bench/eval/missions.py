@@ -32,9 +32,10 @@ from typing import Any
 
 from bench.env import BenchEnv
 from memory_adapter import HindsightRuntimeAdapter, RetainOutcome, TurnContext, format_bank_id
+from memory_adapter._hindsight_api import bank_path
 from memory_adapter.config import resolve_settings
 from memory_adapter.missions import Missions
-from memory_adapter.transport import HttpTransport, bank_path
+from memory_adapter.transport import HttpTransport
 
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / "bench" / "results"

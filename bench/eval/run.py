@@ -175,7 +175,8 @@ class Evaluation:
 
     def _adapter(self, settings: dict[str, Any]) -> Any:
         """Our adapter as an agent builds it; ``recall_budget`` / ``recall_max_tokens`` go into its recall policy."""
-        from memory_adapter import HindsightRuntimeAdapter, RecallPolicy
+        from memory_adapter import HindsightRuntimeAdapter
+        from memory_adapter.policies import RecallPolicy
 
         rest = {k: v for k, v in settings.items() if k not in ("recall_budget", "recall_max_tokens", "layout")}
         if "layout" in settings:

@@ -42,7 +42,7 @@ from runtime_handler.main import REQUEST_ID_HEADER, SESSION_HEADER
 
 __all__ = ["SESSIONS_PER_AGENT", "measure"]
 
-#: Sessions served by one agent process (the adapter's recall threads: ``memory_adapter.adapter._RECALL_THREADS``).
+#: Sessions served by one agent process (the adapter's recall threads: ``memory_adapter._runtime.RECALL_THREADS``).
 SESSIONS_PER_AGENT = 8
 AGENT = "bench"
 _CONNECTIONS = "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'"

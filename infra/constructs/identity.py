@@ -19,10 +19,9 @@ from infra.constructs.functions import FUNCTIONS_DIR, handler_sha256, python_fun
 from infra.constructs.handoff import Handoff
 from infra.constructs.secret_source import SecretSource
 from infra.permissions import SSM_WRITE_ACTIONS
-from memory_adapter.identity.settings import JwtSettings
+from memory_adapter.identity.settings import DISCOVERY_SUFFIX, JwtSettings
 
 MIRROR_DIR = FUNCTIONS_DIR / "jwks_mirror"
-DISCOVERY_SUFFIX = "/.well-known/openid-configuration"
 SSM_MIRROR_ACTIONS = ("ssm:GetParameter", "ssm:DeleteParameter", *SSM_WRITE_ACTIONS)
 
 

@@ -25,6 +25,7 @@ from localdev.hindsight.venv import HindsightVenv
 from localdev.supervisor import repo_pythonpath
 from localdev.token_issuer import LOCAL_CLIENT_ID, running_issuer_url
 from memory_adapter.constants import RECALL_SERVER_SETTINGS
+from memory_adapter.identity.settings import discovery_url_for
 
 __all__ = ["Endpoints", "server_env"]
 
@@ -77,7 +78,7 @@ def server_env(config: LocalHindsightConfig, endpoints: Endpoints, keys: ServerK
 def _isolation_env(config: LocalHindsightConfig, keys: ServerKeys) -> dict[str, str]:
     """Load hindsight_isolation (from this repository) into the server, trusting the local token issuer."""
     # The issuer start() brought up (or found running), on whatever port it serves: not the default port.
-    discovery = config.issuer_discovery_url or f"{running_issuer_url()}/.well-known/openid-configuration"
+    discovery = config.issuer_discovery_url or discovery_url_for(running_issuer_url())
     env = isolation_env(
         discovery_url=discovery,
         allowed_clients=(LOCAL_CLIENT_ID,),

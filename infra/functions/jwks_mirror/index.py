@@ -25,7 +25,7 @@ from typing import Any
 
 import boto3
 
-DISCOVERY_SUFFIX = "/.well-known/openid-configuration"
+DISCOVERY_SUFFIX = "/.well-known/openid-configuration"  # memory_adapter.identity.settings's (no layer here)
 MAX_DOCUMENT_BYTES = 64 * 1024
 MAX_PARAMETER_BYTES = 8 * 1024  # SSM advanced tier
 PRIVATE_MEMBERS = frozenset({"d", "p", "q", "dp", "dq", "qi", "k", "oth"})

@@ -13,10 +13,11 @@ from typing import Any
 
 import pytest
 
+from memory_adapter._hindsight_api import HindsightApi
 from memory_adapter.admin import AdminDeps, DirectoryStore, OperatorClient
 from memory_adapter.identity.bank_ids import format_bank_id
 from memory_adapter.kinds import RetentionRules, kind_tag
-from memory_adapter.transport import HttpTransport, bank_path
+from memory_adapter.transport import HttpTransport
 
 
 @dataclass
@@ -41,28 +42,15 @@ class Users:
         if kind is not None:
             item["tags"] = [kind_tag(kind)]
             item["metadata"] = {"kind": kind}
-        response = HttpTransport(self.url).request(
-            "POST",
-            bank_path(self.bank(user, agent), "/memories"),
-            body={"items": [item], "async": False},
-            bearer=self.mint(self.name(user), ttl=900),
-            timeout=60,
-        )
-        response.raise_for_status()
+        api = HindsightApi(HttpTransport(self.url), timeout=60)
+        api.retain(self.bank(user, agent), [item], wait=True, bearer=self.mint(self.name(user), ttl=900))
         return document_id
 
     def recall(self, user: str, query: str, *, agent: str = "support") -> list[str]:
-        response = HttpTransport(self.url).request(
-            "POST",
-            bank_path(self.bank(user, agent), "/memories/recall"),
-            body={"query": query, "budget": "mid", "max_tokens": 4096},
-            bearer=self.mint(self.name(user), ttl=900),
-            timeout=30,
-        )
-        if response.status == 404:
-            return []
-        response.raise_for_status()
-        return [r["text"] for r in response.body["results"]]
+        api = HindsightApi(HttpTransport(self.url), timeout=30)
+        bearer = self.mint(self.name(user), ttl=900)
+        results = api.recall(self.bank(user, agent), query, budget="mid", max_tokens=4096, bearer=bearer)
+        return [r["text"] for r in results]
 
 
 def extraction_requests(llm_base_url: str | None) -> list[Any]:

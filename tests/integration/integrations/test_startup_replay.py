@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from localdev.token_issuer import TokenIssuer
-from memory_adapter import RetainOutcome, format_bank_id
+from memory_adapter import RetainOutcome
 from memory_adapter.agentcore import AgentCoreMemory
+from memory_adapter.identity.bank_ids import format_bank_id
 from memory_adapter.spool import DirectorySpool
 from tests.integration.memory_adapter.conftest import Bank
 from tests.unit.runtime_handler.serving import serve

@@ -11,8 +11,11 @@ from typing import Any, Protocol
 
 import pytest
 
-from memory_adapter import DirectorySpool, HindsightRuntimeAdapter, RetainRecord, TurnContext, reset_config
-from memory_adapter.transport import HttpTransport, bank_path
+from memory_adapter import HindsightRuntimeAdapter, TurnContext
+from memory_adapter._hindsight_api import HindsightApi, bank_path, post_retain
+from memory_adapter.config import reset_config
+from memory_adapter.spool import DirectorySpool, RetainRecord
+from memory_adapter.transport import HttpTransport
 
 _ENV_PREFIXES = ("HINDSIGHT_API_", "HINDSIGHT_ADAPTER_")
 
@@ -29,11 +32,8 @@ class Bank:
     operator_key: str | None
 
     def _get(self, path: str) -> Any:
-        response = HttpTransport(self.url).request("GET", path, bearer=self.operator_key, timeout=10)
-        if response.status == 404:
-            return None
-        response.raise_for_status()
-        return response.body
+        api = HindsightApi(HttpTransport(self.url), timeout=10, bearer=self.operator_key)
+        return api.call("GET", path, missing_ok=True, absent=frozenset({404}))
 
     def document_ids(self, bank_id: str) -> list[str]:
         """Every document id of ``bank_id`` (an id appearing twice would be listed twice)."""
@@ -52,11 +52,7 @@ class Bank:
 
 def deliver_directly(url: str, record: RetainRecord) -> None:
     """POST a spooled record as the adapter would, from outside it: a delivery whose acknowledgement was lost."""
-    body = {"items": [record.item], "async": True, "operation_id": record.operation_id}
-    response = HttpTransport(url).request(
-        "POST", bank_path(record.bank_id, "/memories"), body=body, bearer=record.credential, timeout=10
-    )
-    response.raise_for_status()
+    post_retain(HttpTransport(url), record, bearer=record.credential, timeout=10)
 
 
 async def wait_until_spool_empty(adapter: HindsightRuntimeAdapter, polls: int = 300) -> int:

@@ -14,11 +14,11 @@ from bedrock_agentcore.runtime import BedrockAgentCoreApp
 from bedrock_agentcore.runtime.models import PingStatus
 from botocore.config import Config
 
-from memory_adapter import HindsightRuntimeAdapter, RetainOutcome, RetainRecord
+from memory_adapter import HindsightRuntimeAdapter, RetainOutcome
 from memory_adapter.agentcore import RetainWatcher
 from memory_adapter.exceptions import SpoolError
 from memory_adapter.fallback_spool import FallbackSpool
-from memory_adapter.spool import DirectorySpool
+from memory_adapter.spool import DirectorySpool, RetainRecord
 from memory_adapter.sqs_spool import SqsSpool
 from tests.integration.memory_adapter.switchable_proxy import SwitchableProxy
 from tests.integration.queue_support import RetainQueues, make_queues

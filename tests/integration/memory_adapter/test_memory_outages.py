@@ -6,8 +6,9 @@ import time
 
 import pytest
 
-from memory_adapter import RetainOutcome, format_bank_id
+from memory_adapter import RetainOutcome
 from memory_adapter.config import ENV_VARS
+from memory_adapter.identity.bank_ids import format_bank_id
 
 from .conftest import deliver_directly, wait_until_spool_empty
 

@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from memory_adapter import RetainOutcome, format_bank_id
+from memory_adapter import RetainOutcome
 from memory_adapter.config import ENV_VARS
+from memory_adapter.identity.bank_ids import format_bank_id
 
 from .conftest import wait_until_spool_empty
 from .switchable_proxy import SwitchableProxy

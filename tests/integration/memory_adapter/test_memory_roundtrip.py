@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from memory_adapter import RetainOutcome, TurnContext, format_bank_id
+from memory_adapter import RetainOutcome, TurnContext
+from memory_adapter.identity.bank_ids import format_bank_id
 
 pytestmark = pytest.mark.integration
 

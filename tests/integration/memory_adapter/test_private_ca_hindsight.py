@@ -14,13 +14,16 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from hindsight_client import Hindsight
 
 from localdev.hindsight import HindsightStartError, LocalHindsight, LocalHindsightConfig
 from localdev.hindsight.config import ServerTls
-from memory_adapter import HindsightRuntimeAdapter, RetainOutcome, TurnContext, format_bank_id
+from memory_adapter import HindsightRuntimeAdapter, RetainOutcome, TurnContext
 from memory_adapter.admin.client import OperatorClient
 from memory_adapter.constants import CA_BUNDLE_ENV
 from memory_adapter.exceptions import HindsightUnavailableError
+from memory_adapter.identity import format_bank_id
+from memory_adapter.tls import ca_bundle_file
 from tests.unit.private_ca import PrivateCa, make_private_ca
 
 pytestmark = pytest.mark.integration
@@ -124,7 +127,6 @@ async def test_with_the_bundle_the_agent_retains_and_recalls_over_https(
     operator = OperatorClient(tls_hindsight.url, tls_hindsight.operator_key or "")
     bank_id = format_bank_id(user=user, agent="support")
     assert bank_id in operator.bank_ids()
-    client = HindsightRuntimeAdapter(
-        "support", hindsight_api_url=tls_hindsight.url, api_key=tls_hindsight.operator_key
-    ).make_client()
+    client = Hindsight(base_url=tls_hindsight.url, api_key=tls_hindsight.operator_key)
+    client._api_client.configuration.ssl_ca_cert = ca_bundle_file()  # read when its aiohttp session is made
     assert (await client.alist_memories(bank_id)).total >= 1

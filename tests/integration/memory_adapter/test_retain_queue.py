@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from memory_adapter import HindsightRuntimeAdapter, RetainOutcome, TurnContext, format_bank_id
+from memory_adapter import HindsightRuntimeAdapter, RetainOutcome, TurnContext
+from memory_adapter.identity.bank_ids import format_bank_id
 from memory_adapter.redrive import main as redrive_main
 from memory_adapter.sqs_spool import decode_record
 from tests.integration.queue_support import RetainQueues, make_queues, replay_handler, run_event_source

@@ -18,7 +18,7 @@ import pytest
 from infra.functions.retain_replay import index
 from localdev.agent import LocalAgent
 from localdev.supervisor import free_port
-from memory_adapter import format_bank_id
+from memory_adapter.identity.bank_ids import format_bank_id
 from memory_adapter.queue_replay import QueueReplayer, ReplaySettings
 from memory_adapter.sqs_spool import decode_record
 from tests.integration.queue_support import RetainQueues, make_queues, replay_handler, run_event_source

@@ -7,31 +7,22 @@ from typing import Any
 import pytest
 
 from localdev.demo import HAND_USER, USER, reset_bank
+from memory_adapter._hindsight_api import HindsightApi
 from memory_adapter.identity.bank_ids import format_bank_id
-from memory_adapter.transport import HttpTransport, bank_path
+from memory_adapter.transport import HttpTransport
 
 pytestmark = pytest.mark.integration
 
 
 def _retain(url: str, token: str, user: str, text: str) -> None:
-    response = HttpTransport(url).request(
-        "POST",
-        bank_path(format_bank_id(user=user, agent="support"), "/memories"),
-        body={"items": [{"content": text}], "async": False},
-        bearer=token,
-        timeout=60,
-    )
-    response.raise_for_status()
+    api = HindsightApi(HttpTransport(url), timeout=60)
+    api.retain(format_bank_id(user=user, agent="support"), [{"content": text}], wait=True, bearer=token)
 
 
 def _texts(url: str, operator_key: str, user: str) -> list[str]:
-    response = HttpTransport(url).request(
-        "GET", bank_path(format_bank_id(user=user, agent="support"), "/memories/list"), bearer=operator_key, timeout=30
-    )
-    if response.status == 404:
-        return []
-    response.raise_for_status()
-    return [item["text"] for item in response.body["items"]]
+    api = HindsightApi(HttpTransport(url), timeout=30)
+    items = api.list_memories(format_bank_id(user=user, agent="support"), {}, bearer=operator_key)
+    return [item["text"] for item in items]
 
 
 def test_the_demo_resets_its_own_user_only(local_hindsight: Any, token_issuer: Any) -> None:

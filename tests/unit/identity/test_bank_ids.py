@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory_adapter import BankResolutionError, TurnContext, default_bank_resolver
+from memory_adapter import TurnContext
+from memory_adapter.context import default_bank_resolver
 from memory_adapter.identity.bank_ids import (
     MAX_PART_BYTES,
     BankOwner,
@@ -15,6 +16,7 @@ from memory_adapter.identity.bank_ids import (
     format_bank_id,
     parse_bank_id,
 )
+from memory_adapter.identity.errors import BankResolutionError
 
 # Any text a caller might put in an identity part: unicode, '/', ':', '~', control characters, white space.
 _tricky = st.sampled_from(["/", ":", "~", "\x00", "\n", "\t", " ", "%2F", "agent", "user", "tenant", "é", "😀"])

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from memory_adapter import HindsightRuntimeAdapter, reset_config
+from memory_adapter import HindsightRuntimeAdapter
+from memory_adapter.config import reset_config
 from memory_adapter.testing import FakeHindsight
 
 _ENV_PREFIXES = ("HINDSIGHT_API_", "HINDSIGHT_ADAPTER_")

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from memory_adapter import RecallPolicy, TurnContext
+from memory_adapter import TurnContext
 from memory_adapter.budget import MAX_LINE_CHARS, dialogue_text, estimate_tokens, fit_to_budget
 from memory_adapter.formatting import MEMORY_BLOCK_CLOSE, RecalledMemory, format_memories_as_data
+from memory_adapter.policies import RecallPolicy
 
 BANK = "user:alice:agent:support"
 

@@ -6,8 +6,16 @@ import inspect
 
 import pytest
 
-from memory_adapter import ConfigurationError, HindsightRuntimeAdapter, configure, get_config, reset_config
-from memory_adapter.config import ENV_VARS, HindsightAgentCoreConfig, resolve_settings
+from memory_adapter import HindsightRuntimeAdapter
+from memory_adapter.config import (
+    ENV_VARS,
+    HindsightAgentCoreConfig,
+    configure,
+    get_config,
+    reset_config,
+    resolve_settings,
+)
+from memory_adapter.exceptions import ConfigurationError
 
 
 def test_no_url_anywhere_raises_a_clear_error():

@@ -5,12 +5,13 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memory_adapter import RecalledMemory, format_memories_as_data
 from memory_adapter.formatting import (
     MEMORY_BLOCK_CLOSE,
     MEMORY_BLOCK_OPEN,
+    RecalledMemory,
     compact_time,
     format_memories_as_bullets,
+    format_memories_as_data,
     sanitize_text,
 )
 

@@ -28,7 +28,7 @@ def test_package_import_is_light():
 
 
 def test_bank_ids_import_is_light():
-    loaded = _loaded_after("import memory_adapter.bank_ids")
+    loaded = _loaded_after("import memory_adapter.identity.bank_ids")
     assert not [m for m in (*HEAVY, "asyncio") if m in loaded]
 
 
@@ -66,6 +66,32 @@ def test_lazy_exports_resolve_and_unknown_names_fail():
     with pytest.raises(AttributeError, match="DoesNotExist"):
         memory_adapter.DoesNotExist  # noqa: B018
     assert set(dir(memory_adapter)) == set(memory_adapter.__all__)
+
+
+def test_the_public_face_is_what_a_turn_needs_and_the_rest_has_a_module_path():
+    # GIVEN the package's public names
+    public = set(memory_adapter.__all__)
+    # THEN they are the handful an agent uses for a turn (the prior art's live in memory_adapter.compat)
+    assert public == {
+        "Caller",
+        "HindsightAgentCoreError",
+        "HindsightRuntimeAdapter",
+        "Recollection",
+        "RetainHandle",
+        "RetainOutcome",
+        "TurnContext",
+        "__version__",
+    }
+    # AND a name that left the top level is reached by its module, not here
+    with pytest.raises(AttributeError, match="RetainRecord"):
+        memory_adapter.RetainRecord  # noqa: B018
+
+
+def test_a_prior_art_import_does_not_load_the_adapter_until_a_name_is_used():
+    loaded = _loaded_after("import memory_adapter\nmemory_adapter.TurnContext")
+    assert "memory_adapter.compat" not in loaded
+    loaded = _loaded_after("from memory_adapter import configure")
+    assert not [m for m in HEAVY if m in loaded]
 
 
 def test_an_adapter_spooling_to_a_queue_loads_boto3_only_when_it_first_spools():

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from memory_adapter import RecallPolicy, TurnContext
+from memory_adapter import TurnContext
 from memory_adapter.formatting import MEMORY_BLOCK_OPEN
 from memory_adapter.observability import Metric
+from memory_adapter.policies import RecallPolicy
 from memory_adapter.testing import Fault
 
 

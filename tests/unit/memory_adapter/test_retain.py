@@ -6,9 +6,10 @@ import asyncio
 import contextlib
 import threading
 
-from memory_adapter import RetainHandle, RetainOutcome, RetentionPolicy, TurnContext
+from memory_adapter import RetainHandle, RetainOutcome, TurnContext
 from memory_adapter.kinds import MemoryKind, kind_of
 from memory_adapter.observability import Metric
+from memory_adapter.policies import RetentionPolicy
 from memory_adapter.testing import Fault
 
 BANK = "user:alice:agent:support"
@@ -139,7 +140,7 @@ async def test_replay_of_something_already_delivered_is_a_no_op(make_adapter, fa
 
     spool = DirectorySpool(tmp_path / "spool")
     (call,) = fake.calls("/memories")
-    from memory_adapter import RetainRecord
+    from memory_adapter.spool import RetainRecord
 
     spool.put(RetainRecord(call.body["operation_id"], BANK, call.body["items"][0]))
     # WHEN the spool is replayed

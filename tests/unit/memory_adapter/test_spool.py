@@ -7,7 +7,8 @@ import stat
 
 import pytest
 
-from memory_adapter import DirectorySpool, RetainRecord, SpoolError
+from memory_adapter.exceptions import SpoolError
+from memory_adapter.spool import DirectorySpool, RetainRecord
 
 
 def record(op: str, at: float, **kw) -> RetainRecord:

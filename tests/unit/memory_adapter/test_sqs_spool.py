@@ -14,8 +14,9 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from memory_adapter import HindsightRuntimeAdapter, RetainOutcome, RetainRecord, TurnContext
+from memory_adapter import HindsightRuntimeAdapter, RetainOutcome, TurnContext
 from memory_adapter.exceptions import MalformedMessageError, RecordTooLargeError
+from memory_adapter.spool import RetainRecord
 from memory_adapter.sqs_spool import (
     DEAD_LETTER_REASON_ATTRIBUTE,
     ENCODING_ATTRIBUTE,

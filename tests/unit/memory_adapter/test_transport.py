@@ -10,8 +10,10 @@ from collections.abc import Iterator
 import pytest
 from werkzeug import Request, Response
 
-from memory_adapter import HindsightRequestError, HindsightUnavailableError, TurnContext
-from memory_adapter.transport import HttpTransport, bank_path, is_transient_status
+from memory_adapter import TurnContext
+from memory_adapter._hindsight_api import bank_path, checked, is_transient_status
+from memory_adapter.exceptions import HindsightRequestError, HindsightUnavailableError
+from memory_adapter.transport import HttpTransport
 
 
 def test_bank_path_encodes_slashes_but_keeps_scheme_characters():
@@ -46,10 +48,10 @@ def test_status_mapping(httpserver):
     busy = transport.request("GET", "/a", timeout=5)
     assert busy.retry_after == 2.0
     with pytest.raises(HindsightUnavailableError) as unavailable:
-        busy.raise_for_status()
+        checked(busy)
     assert unavailable.value.retry_after == 2.0
     with pytest.raises(HindsightRequestError) as refused:
-        transport.request("GET", "/b", timeout=5).raise_for_status()
+        checked(transport.request("GET", "/b", timeout=5))
     assert refused.value.status == 403
 
 

@@ -21,97 +21,31 @@ Example:
 from __future__ import annotations
 
 import asyncio
-import atexit
-import concurrent.futures
 import dataclasses
 import functools
-import hashlib
-import json
 import logging
 import threading
 import time
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Final, overload
+from typing import Any, overload
 
-from memory_adapter.breaker import BreakerState, CircuitBreaker
-from memory_adapter.budget import dialogue_text, fit_to_budget
+from memory_adapter._recall import Recaller, Recollection, degraded
+from memory_adapter._runtime import AdapterRuntime, default_spool
+from memory_adapter._turn_record import turn_record
+from memory_adapter.breaker import BreakerState
 from memory_adapter.config import SETTING_NAMES, HindsightAgentCoreConfig, get_config, resolve_settings
-from memory_adapter.context import (
-    BankResolver,
-    TurnContext,
-    default_bank_resolver,
-    turn_metadata,
-    turn_tags,
-    turn_time,
-)
-from memory_adapter.delivery import ReplayResult, RetainDelivery, RetainHandle, RetainOutcome, RetryPolicy
-from memory_adapter.exceptions import ConfigurationError, HindsightRequestError, HindsightUnavailableError
-from memory_adapter.formatting import (
-    MemoryFormatter,
-    RecalledMemory,
-    ReflectAnswer,
-    format_memories_as_data,
-    storable_text,
-)
+from memory_adapter.context import BankResolver, TurnContext, default_bank_resolver, turn_time
+from memory_adapter.delivery import ReplayResult, RetainHandle, RetainOutcome
+from memory_adapter.exceptions import ConfigurationError
+from memory_adapter.formatting import MemoryFormatter, format_memories_as_data
 from memory_adapter.identity.caller import Caller
-from memory_adapter.kinds import KIND_METADATA_KEY, kind_tag
-from memory_adapter.missions import BankMissions, Missions
-from memory_adapter.observability import Metric, MetricsSink, Observer, logger, short_hash
+from memory_adapter.observability import MetricsSink, Observer, logger, short_hash
 from memory_adapter.policies import RecallPolicy, RetentionPolicy
-from memory_adapter.spool import DirectorySpool, RetainRecord, Spool
-from memory_adapter.transport import HttpTransport, Transport, bank_path
-
-if TYPE_CHECKING:
-    from hindsight_client import Hindsight
+from memory_adapter.spool import RetainRecord, Spool
+from memory_adapter.transport import Transport
 
 __all__ = ["HindsightRuntimeAdapter", "RecallPolicy", "Recollection", "RetentionPolicy", "logger"]
-
-_OPERATION_NAMESPACE: Final = uuid.UUID("5b0f7f3e-8d0c-4f43-9a77-6d2f1c0e9b11")
-_AUTO_REPLAY_INTERVAL_S: Final = 5.0
-_RECALL_THREADS: Final = 8
-#: Statuses after which a recall is simply empty, not degraded: unknown bank (nothing retained yet), or a query
-#: Hindsight cannot search (e.g. punctuation only).
-_EMPTY_RECALL_STATUSES: Final = frozenset({404, 422})
-
-
-@dataclass(frozen=True, slots=True)
-class Recollection:
-    """The result of one recall, for the prompt and for observability.
-
-    Attributes:
-        text: Formatted memory block for the prompt (``""`` when nothing was recalled).
-        count: Number of memories recalled.
-        degraded: True when memory was skipped because of a failure (Hindsight down, slow, refusing, breaker open,
-            unresolvable bank): the turn ran without memory it might have had.
-        reason: Why it degraded (``breaker_open``, ``timeout``, ``unavailable``, ``rejected``, ``bank_resolution``,
-            ``error``), else ``None``.
-        latency_ms: Time the recall took, as the turn saw it.
-        memories: The recalled memories (text unsanitised; use ``text`` for prompts). In reflect mode, one
-            :class:`~memory_adapter.formatting.ReflectAnswer`: the answer exactly as Hindsight returned it.
-    """
-
-    text: str
-    count: int
-    degraded: bool
-    reason: str | None = None
-    latency_ms: float = 0.0
-    memories: tuple[RecalledMemory, ...] = ()
-
-
-@dataclass
-class _Runtime:
-    """Everything created on first use (threads, connections), torn down by ``aclose``."""
-
-    transport: Transport
-    breaker: CircuitBreaker
-    delivery: RetainDelivery
-    recall_pool: concurrent.futures.ThreadPoolExecutor
-    exit_hook: Callable[[], None]
-    probe_gate: threading.Lock = dataclasses.field(default_factory=threading.Lock)
-    """Held from handing a probe job to the pool until that job ends: at most one job queued or running."""
 
 
 class HindsightRuntimeAdapter:
@@ -190,67 +124,41 @@ class HindsightRuntimeAdapter:
         s = self.settings
         self._agent_name = agent_name
         self._bank_resolver: BankResolver = bank_resolver or default_bank_resolver
-        self._recall_policy = recall_policy or RecallPolicy(budget=s.recall_budget, max_tokens=s.recall_max_tokens)
-        self._retention_policy = retention_policy or RetentionPolicy()
-        self._formatter: MemoryFormatter = formatter or format_memories_as_data
+        # The turn's record, built on a delivery thread (an attribute: tests watch where it runs).
+        self._record = functools.partial(turn_record, policy=retention_policy or RetentionPolicy(), tags=s.tags)
         self._observer = Observer(metrics, verbose=s.verbose)
-        self._spool: Spool = spool if spool is not None else _default_spool(s)
+        policy = recall_policy or RecallPolicy(budget=s.recall_budget, max_tokens=s.recall_max_tokens)
+        self._recaller = Recaller(
+            reflect=policy.mode == "reflect",
+            budget=policy.budget or s.recall_budget,
+            max_tokens=policy.max_tokens or s.recall_max_tokens,
+            deadline=s.recall_timeout,
+            formatter=formatter or format_memories_as_data,
+            observer=self._observer,
+        )
+        self._spool: Spool = spool if spool is not None else default_spool(s)
         # A queue has its own consumer (the replay function); this process may only send to it.
         self._auto_replay = s.auto_replay and (spool is not None or not s.spool_queue_url)
         self._custom_transport = transport
         self._lock = threading.Lock()
-        self._rt: _Runtime | None = None
-        self._last_auto_replay = float("-inf")
+        self._rt: AdapterRuntime | None = None
 
     # ------------------------------------------------------------------ runtime (lazy)
 
-    def _runtime(self) -> _Runtime:
+    def _runtime(self) -> AdapterRuntime:
         rt = self._rt
         if rt is not None:
             return rt
         with self._lock:
             if self._rt is None:
-                self._rt = self._build_runtime()
+                self._rt = AdapterRuntime(
+                    self.settings,
+                    spool=self._spool,
+                    observer=self._observer,
+                    auto_replay=self._auto_replay,
+                    transport=self._custom_transport,
+                )
             return self._rt
-
-    def _build_runtime(self) -> _Runtime:
-        s = self.settings
-        transport = self._custom_transport or HttpTransport(s.hindsight_api_url)
-        breaker = CircuitBreaker(
-            failure_threshold=s.breaker_failure_threshold,
-            reset_timeout=s.breaker_reset_timeout,
-            slow_threshold=s.breaker_slow_threshold,
-            slow_window=s.breaker_slow_window,
-            slow_ratio=s.breaker_slow_ratio,
-            slow_reset_timeout=s.breaker_slow_reset_timeout,
-            on_change=self._breaker_changed,
-        )
-        delivery = RetainDelivery(
-            transport=transport,
-            breaker=breaker,
-            spool=self._spool,
-            observer=self._observer,
-            retry=RetryPolicy(s.max_retries, s.retry_base_delay, s.retry_max_delay),
-            timeout=s.timeout,
-            workers=s.retain_workers,
-            default_credential=s.api_key,
-            on_short_circuit=self._maybe_probe,
-            on_delivered=self._maybe_auto_replay,
-            prepare_bank=BankMissions(
-                transport=transport, missions=Missions.from_json(s.missions), observer=self._observer, timeout=s.timeout
-            ).prepare,
-            auto_replay=self._auto_replay,
-        )
-        pool = concurrent.futures.ThreadPoolExecutor(max_workers=_RECALL_THREADS, thread_name_prefix="memory-recall")
-        exit_flush_timeout = s.exit_flush_timeout
-
-        def exit_hook() -> None:
-            # Holds the delivery, not the adapter: retains queued by an adapter nobody references any more are
-            # still flushed or spooled when the interpreter exits.
-            delivery.shutdown(exit_flush_timeout)
-
-        atexit.register(exit_hook)
-        return _Runtime(transport, breaker, delivery, pool, exit_hook)
 
     # ------------------------------------------------------------------ prior-art API
 
@@ -308,32 +216,9 @@ class HindsightRuntimeAdapter:
             caller = self._caller(context)
         except Exception:
             self._observer.event(logging.WARNING, "memory bank resolution failed", event="recall.bank_resolution")
-            return self._degraded("bank_resolution", started)
-        bank_id = caller.bank_id
-        rt = self._runtime()
-        if not rt.breaker.allow():
-            self._maybe_probe()
-            return self._degraded("breaker_open", started, bank_id)
+            return degraded("bank_resolution", started, self._observer)
         bearer = caller.credential or self.settings.api_key
-        try:
-            future = rt.recall_pool.submit(self._recall_blocking, rt.transport, bank_id, query, bearer)
-            memories = await asyncio.wait_for(asyncio.wrap_future(future), timeout=self.settings.recall_timeout)
-        except TimeoutError:
-            rt.breaker.record_miss()
-            return self._degraded("timeout", started, bank_id)
-        except HindsightUnavailableError as exc:
-            rt.breaker.record_error(exc)
-            return self._degraded("unavailable", started, bank_id)
-        except HindsightRequestError as exc:
-            rt.breaker.record_success()
-            if exc.status in _EMPTY_RECALL_STATUSES:
-                return self._recalled((), started, bank_id)
-            return self._degraded("rejected", started, bank_id, status=exc.status)
-        except Exception:
-            logger.warning("memory recall failed", exc_info=True)
-            return self._degraded("error", started, bank_id)
-        rt.breaker.record_success()
-        return self._recalled(memories, started, bank_id)
+        return await self._recaller.recall(self._runtime(), caller.bank_id, query, bearer, started)
 
     @overload
     def retain_for_turn(
@@ -454,10 +339,7 @@ class HindsightRuntimeAdapter:
         if rt is None:
             return
         wait = self.settings.exit_flush_timeout if timeout is None else timeout
-        await asyncio.to_thread(rt.delivery.shutdown, wait)
-        atexit.unregister(rt.exit_hook)
-        rt.recall_pool.shutdown(wait=False, cancel_futures=True)
-        rt.transport.close()
+        await asyncio.to_thread(rt.close, wait)
 
     async def replay(
         self, limit: int | None = None, *, dead_letters: bool = False, credential: str | None = None
@@ -473,7 +355,7 @@ class HindsightRuntimeAdapter:
 
         def run() -> ReplayResult:
             if not rt.breaker.allow():
-                self._probe_blocking(rt)
+                rt.probe_blocking()
             result = rt.delivery.replay(limit, dead_letters=dead_letters, credential=credential, wait=True)
             assert result is not None  # wait=True always returns a result
             return result
@@ -517,26 +399,6 @@ class HindsightRuntimeAdapter:
         rt = self._rt
         return rt.breaker.state if rt is not None else BreakerState.CLOSED
 
-    def make_client(self, credential: str | None = None) -> Hindsight:
-        """A new ``hindsight_client.Hindsight`` for operations beyond a turn (imports it: ~1 s the first time).
-
-        The caller owns the client (its aiohttp session is bound to the event loop that first uses it).
-        """
-        from hindsight_client import Hindsight
-
-        from memory_adapter.tls import ca_bundle_file
-
-        client = Hindsight(
-            base_url=self.settings.hindsight_api_url,
-            api_key=credential or self.settings.api_key,
-            timeout=self.settings.timeout,
-            user_agent="memory-adapter/0.1",
-        )
-        bundle = ca_bundle_file()
-        if bundle is not None:  # read when its aiohttp session is created, on first use (it trusts only the bundle)
-            client._api_client.configuration.ssl_ca_cert = bundle
-        return client
-
     async def __aenter__(self) -> HindsightRuntimeAdapter:
         return self
 
@@ -556,51 +418,6 @@ class HindsightRuntimeAdapter:
             return context
         return self._with_default_agent(context).caller(self._bank_resolver)
 
-    def _record(
-        self,
-        caller: Caller,
-        session_id: str,
-        request_id: str | None,
-        result: str,
-        query: str | None,
-        occurred_at: datetime,
-    ) -> RetainRecord:
-        policy = self._retention_policy
-        content = result
-        if policy.include_user_message and query and query.strip():
-            content = dialogue_text(query, result)  # every line names its speaker, whatever chunk it lands in
-        item: dict[str, Any] = {
-            "content": storable_text(content),
-            "context": policy.context_label,
-            "metadata": {
-                **turn_metadata(
-                    session_id=session_id,
-                    user=caller.user,
-                    agent=caller.agent,
-                    tenant=caller.tenant,
-                    request_id=request_id,
-                ),
-                KIND_METADATA_KEY: str(policy.kind),
-                **policy.extra_metadata,
-            },
-            "document_id": request_id or str(uuid.uuid4()),
-            "tags": [
-                *turn_tags(session_id=session_id, user=caller.user, agent=caller.agent, tenant=caller.tenant),
-                kind_tag(policy.kind),
-                *self.settings.tags,
-                *policy.extra_tags,
-            ],
-        }
-        digest = hashlib.sha256(json.dumps(item, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
-        item["timestamp"] = occurred_at.isoformat()
-        return RetainRecord(
-            operation_id=str(uuid.uuid5(_OPERATION_NAMESPACE, f"{caller.bank_id}\n{digest}")),
-            bank_id=caller.bank_id,
-            item=item,
-            credential=caller.credential,
-            agent_key=caller.agent_key,
-        )
-
     def _queued_record(
         self,
         caller: Caller,
@@ -616,149 +433,3 @@ class HindsightRuntimeAdapter:
             logging.INFO, "memory retain queued", event="retain.queued", bank=short_hash(caller.bank_id)
         )
         return record
-
-    def _recall_blocking(self, transport: Transport, bank_id: str, query: str, bearer: str | None) -> list[Any]:
-        """Runs on a recall thread. Socket timeout slightly beyond the deadline: the caller gives up first."""
-        policy = self._recall_policy
-        budget = policy.budget or self.settings.recall_budget
-        max_tokens = policy.max_tokens or self.settings.recall_max_tokens
-        timeout = self.settings.recall_timeout + 0.5
-        if policy.mode == "reflect":
-            body = {"query": query, "budget": budget, "max_tokens": max_tokens}
-            response = transport.request(
-                "POST", bank_path(bank_id, "/reflect"), body=body, bearer=bearer, timeout=timeout
-            )
-            response.raise_for_status()
-            text = response.body.get("text") if isinstance(response.body, dict) else None
-            return [ReflectAnswer(text=text)] if isinstance(text, str) and text.strip() else []
-        body = {
-            "query": query,
-            "budget": budget,
-            "max_tokens": max_tokens,
-            "trace": False,
-            "include": {"entities": None, "chunks": None, "source_facts": None},
-            "tags_match": "any",
-        }
-        response = transport.request(
-            "POST", bank_path(bank_id, "/memories/recall"), body=body, bearer=bearer, timeout=timeout
-        )
-        response.raise_for_status()
-        results = response.body.get("results") if isinstance(response.body, dict) else None
-        return [_memory(r) for r in results or [] if isinstance(r, dict) and isinstance(r.get("text"), str)]
-
-    def _recalled(self, memories: Sequence[RecalledMemory], started: float, bank_id: str) -> Recollection:
-        # Hindsight's max_tokens counts the memories' text only; the block the model reads (delimiters, notice,
-        # tags, dates) must stay within the budget too.
-        max_tokens = self._recall_policy.max_tokens or self.settings.recall_max_tokens
-        memories = fit_to_budget(memories, self._formatter, max_tokens)
-        latency = (time.perf_counter() - started) * 1000
-        text = self._formatter(memories) if memories else ""
-        self._observer.latency(Metric.RECALL_LATENCY, latency)
-        self._observer.count(Metric.RECALL_HITS, len(memories))
-        self._maybe_auto_replay()  # Hindsight answers: a spool left by an earlier outage or process can drain
-        self._observer.event(
-            logging.INFO,
-            "memory recalled",
-            event="recall.ok",
-            bank=short_hash(bank_id),
-            hits=len(memories),
-            latency_ms=round(latency, 1),
-        )
-        return Recollection(text, len(memories), False, None, latency, tuple(memories))
-
-    def _degraded(self, reason: str, started: float, bank_id: str | None = None, **fields: Any) -> Recollection:
-        latency = (time.perf_counter() - started) * 1000
-        self._observer.count(Metric.DEGRADED_TURNS)
-        level = logging.INFO if reason == "breaker_open" else logging.WARNING
-        bank = short_hash(bank_id) if bank_id else None
-        self._observer.event(
-            level, "memory recall skipped", event="recall.degraded", reason=reason, bank=bank, **fields
-        )
-        return Recollection("", 0, True, reason, latency)
-
-    def _probe_blocking(self, rt: _Runtime) -> bool:
-        """GET /health: any answer below 500 means Hindsight is back (closes the breaker)."""
-        try:
-            response = rt.transport.request("GET", "/health", timeout=self.settings.recall_timeout)
-        except HindsightUnavailableError as exc:
-            rt.breaker.record_error(exc)
-            return False
-        if response.status >= 500:
-            rt.breaker.record_failure()
-            return False
-        rt.breaker.record_success()
-        return True
-
-    def _maybe_probe(self) -> None:
-        """Called on the turn path while the breaker is open: two reads, and at most one job handed to the pool.
-
-        Claiming the probe (a lock and the half-open transition, whose callbacks emit a metric and a log line) and
-        the probe itself run in :meth:`_probe_job` on a recall thread, so no turn pays for them.
-        """
-        rt = self._rt
-        if rt is None or not rt.breaker.probe_due() or not rt.probe_gate.acquire(blocking=False):
-            return
-        try:
-            rt.recall_pool.submit(self._probe_job, rt)
-        except RuntimeError:  # pool shut down by aclose: no probe, the breaker stays open
-            rt.probe_gate.release()
-
-    def _probe_job(self, rt: _Runtime) -> None:
-        """Runs on a recall thread: claim the probe (only one caller wins) and probe, unless the adapter closed."""
-        try:
-            if self._rt is rt and rt.breaker.begin_probe():
-                try:
-                    self._probe_blocking(rt)
-                except Exception:  # an unexpected error must not leave the breaker half-open for good
-                    logger.warning("memory probe failed", exc_info=True)
-                    rt.breaker.record_failure()
-        finally:
-            rt.probe_gate.release()
-
-    def _breaker_changed(self, old: BreakerState, new: BreakerState) -> None:
-        self._observer.count(Metric.BREAKER_STATE, new.metric_value)
-        if new is BreakerState.OPEN and old is BreakerState.CLOSED:
-            self._observer.count(Metric.BREAKER_OPENED)
-        level = logging.WARNING if new is BreakerState.OPEN else logging.INFO
-        self._observer.event(level, f"memory circuit breaker {new}", event="breaker.state", state=str(new))
-        if new is BreakerState.CLOSED:
-            self._maybe_auto_replay(force=True)
-
-    def _maybe_auto_replay(self, force: bool = False) -> None:
-        """Start a background replay when the spool holds something (checked at most every few seconds)."""
-        rt = self._rt
-        if rt is None or not self._auto_replay:
-            return
-        now = time.monotonic()
-        if not force and now - self._last_auto_replay < _AUTO_REPLAY_INTERVAL_S:
-            return
-        self._last_auto_replay = now
-        if rt.delivery.spool_count() == 0:
-            return
-        rt.delivery.request_replay()
-
-
-def _default_spool(settings: HindsightAgentCoreConfig) -> Spool:
-    """The queue when one is configured (deployed; the local directory while it cannot be reached), else the local
-    directory."""
-    if settings.spool_queue_url:
-        from memory_adapter.fallback_spool import FallbackSpool
-        from memory_adapter.sqs_spool import SqsSpool  # standard library only; boto3 waits for the first send
-
-        # While the queue cannot be reached, a turn waits on local disk rather than being dropped.
-        return FallbackSpool(SqsSpool(settings.spool_queue_url), DirectorySpool(settings.spool_dir))
-    return DirectorySpool(settings.spool_dir)
-
-
-def _memory(raw: dict[str, Any]) -> RecalledMemory:
-    def opt(key: str) -> str | None:
-        value = raw.get(key)
-        return value if isinstance(value, str) and value else None
-
-    return RecalledMemory(
-        text=raw["text"],
-        type=opt("type"),
-        mentioned_at=opt("mentioned_at"),
-        id=opt("id"),
-        document_id=opt("document_id"),
-    )

@@ -1,18 +1,17 @@
 """Background delivery of retains: never on the turn's path, never lost, never duplicated.
 
-Each retain is handed, as the inputs of its :class:`RetainRecord`, to a pool of daemon threads, which build the
-record (so the turn's thread only queues it) (they belong to no event loop, so a retain
-queued inside one ``asyncio.run`` call is still delivered after that loop has ended). A thread sends it as a
-server-side async retain with its ``operation_id``; transient failures are retried ``max_retries`` times with
-exponential backoff and full jitter (honouring ``Retry-After``), then the record goes to the spool. While the circuit
-breaker is open records go straight to the spool. Definitive refusals (4xx) go to the spool's dead letters.
-:meth:`RetainDelivery.replay` re-delivers spooled records; the ``operation_id`` (and the stable document id) make a
-re-delivery of something Hindsight already has a no-op, so every turn ends up in the bank exactly once.
+Each retain is handed, as the inputs of its :class:`RetainRecord`, to daemon threads that build the record (the
+turn's thread only queues it) and belong to no event loop (a retain queued inside one ``asyncio.run`` call is still
+delivered after that loop has ended). A thread sends it as a server-side async retain with its ``operation_id``;
+transient failures are retried ``max_retries`` times with exponential backoff and full jitter (honouring
+``Retry-After``), then the record goes to the spool. While the circuit breaker is open records go straight to the
+spool. Definitive refusals (4xx) go to the spool's dead letters. :meth:`RetainDelivery.replay` re-delivers spooled
+records; the ``operation_id`` (and the stable document id) make a re-delivery of something Hindsight already has a
+no-op, so every turn ends up in the bank exactly once.
 """
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import contextlib
 import logging
@@ -20,124 +19,20 @@ import queue
 import random
 import threading
 import time
-from collections.abc import Callable, Generator
-from dataclasses import dataclass
-from enum import StrEnum
+from collections.abc import Callable
+from concurrent.futures import Future
 from typing import Any
 
+from memory_adapter._hindsight_api import post_retain
 from memory_adapter.breaker import CircuitBreaker
 from memory_adapter.exceptions import HindsightRequestError, HindsightUnavailableError, RecordTooLargeError, SpoolError
 from memory_adapter.observability import Metric, Observer, short_hash
+from memory_adapter.policies import RetryPolicy
+from memory_adapter.retains import ReplayResult, RetainHandle, RetainOutcome
 from memory_adapter.spool import RetainRecord, Spool
-from memory_adapter.transport import Transport, bank_path
+from memory_adapter.transport import Transport
 
-__all__ = ["ReplayResult", "RetainDelivery", "RetainHandle", "RetainOutcome", "RetryPolicy", "post_retain"]
-
-
-def post_retain(transport: Transport, record: RetainRecord, *, bearer: str | None, timeout: float) -> None:
-    """Send ``record`` to Hindsight once, as a server-side async retain carrying its ``operation_id``.
-
-    The one definition of a retain on the wire, shared by the adapter's delivery threads, the queue's replay function
-    and the operator's redrive command. Raises :class:`HindsightUnavailableError` (retry later) or
-    :class:`HindsightRequestError` (refused for good).
-    """
-    body = {"items": [record.item], "async": True, "operation_id": record.operation_id}
-    response = transport.request(
-        "POST", bank_path(record.bank_id, "/memories"), body=body, bearer=bearer, timeout=timeout
-    )
-    response.raise_for_status()
-
-
-class RetainOutcome(StrEnum):
-    """How a retain ended."""
-
-    DELIVERED = "delivered"
-    """Hindsight accepted it (queued server-side; fact extraction follows asynchronously)."""
-    SPOOLED = "spooled"
-    """Not deliverable now; stored durably in the spool for :meth:`replay`."""
-    REJECTED = "rejected"
-    """Hindsight refused it for good (4xx); kept in the spool's dead letters."""
-    DROPPED = "dropped"
-    """Could be neither delivered nor spooled (no spool, or the spool failed): lost, logged as an error."""
-    SKIPPED = "skipped"
-    """Nothing to retain (blank result) or no bank could be resolved."""
-
-
-class RetainHandle:
-    """The fate of one retain: awaitable from any event loop, or waited on synchronously.
-
-    Example:
-        >>> handle = adapter.retain_for_turn(ctx, result=answer, query=prompt)
-        >>> outcome = await handle            # RetainOutcome.DELIVERED or .SPOOLED, ...
-    """
-
-    def __init__(
-        self,
-        future: concurrent.futures.Future[RetainOutcome],
-        *,
-        operation_id: str | None = None,
-        record: Callable[[], RetainRecord] | None = None,
-    ) -> None:
-        self._future = future
-        self._operation_id = operation_id
-        self._record = record
-
-    @property
-    def operation_id(self) -> str | None:
-        """The retain's idempotency key (``None`` for a skipped one); builds the record here if no delivery thread
-        has yet (it is built once either way)."""
-        if self._operation_id is None and self._record is not None:
-            with contextlib.suppress(Exception):  # a record that cannot be built was dropped (and logged)
-                self._operation_id = self._record().operation_id
-        return self._operation_id
-
-    @classmethod
-    def resolved(cls, outcome: RetainOutcome) -> RetainHandle:
-        """A handle that is already done (e.g. ``SKIPPED``)."""
-        future: concurrent.futures.Future[RetainOutcome] = concurrent.futures.Future()
-        future.set_result(outcome)
-        return cls(future)
-
-    def done(self) -> bool:
-        """Whether the retain is delivered, spooled, rejected, dropped or skipped."""
-        return self._future.done()
-
-    @property
-    def outcome(self) -> RetainOutcome | None:
-        """The outcome, or ``None`` while the retain is still in flight."""
-        return self._future.result() if self._future.done() else None
-
-    def result(self, timeout: float | None = None) -> RetainOutcome:
-        """Block until done (raises ``TimeoutError`` after ``timeout`` seconds)."""
-        return self._future.result(timeout)
-
-    def __await__(self) -> Generator[Any, None, RetainOutcome]:
-        return asyncio.wrap_future(self._future).__await__()
-
-
-@dataclass(frozen=True, slots=True)
-class RetryPolicy:
-    """Bounded retries: ``max_retries`` after the first attempt, delay ``min(max, base * 2**n)`` with full jitter."""
-
-    max_retries: int
-    base_delay: float
-    max_delay: float
-
-    def delay(self, retry: int, retry_after: float | None, rng: random.Random) -> float:
-        """Seconds to wait before retry number ``retry`` (0-based)."""
-        ceiling = min(self.max_delay, self.base_delay * (2**retry))
-        if retry_after is not None:
-            ceiling = min(self.max_delay, max(ceiling, retry_after))
-        return rng.uniform(0, ceiling)
-
-
-@dataclass(frozen=True, slots=True)
-class ReplayResult:
-    """What a replay did: records delivered, moved to dead letters, and still waiting in the spool."""
-
-    delivered: int
-    rejected: int
-    remaining: int
+__all__ = ["ReplayResult", "RetainDelivery", "RetainHandle", "RetainOutcome", "RetryPolicy"]
 
 
 class _Job:
@@ -147,11 +42,7 @@ class _Job:
     __slots__ = ("_build", "_lock", "_on_built", "_record", "future")
 
     def __init__(
-        self,
-        build: Callable[[], RetainRecord],
-        future: concurrent.futures.Future[RetainOutcome],
-        *,
-        on_built: Callable[[], None],
+        self, build: Callable[[], RetainRecord], future: Future[RetainOutcome], *, on_built: Callable[[], None]
     ) -> None:
         self._build = build
         self._on_built = on_built

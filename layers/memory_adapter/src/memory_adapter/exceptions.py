@@ -1,20 +1,26 @@
-"""Exceptions raised by the memory adapter (identity failures: their own branch, :mod:`memory_adapter.identity.errors`).
+"""The root of the package's one exception tree, and the errors of reaching Hindsight and of spooling.
 
-``HindsightAgentCoreError`` is the prior art's base name, kept so code written for ``hindsight-agentcore`` catches
-the same errors after switching the import; ``BankResolutionError`` (also a prior-art name) now lives with the rest
-of the identity errors and is still importable from here.
+::
+
+    HindsightAgentCoreError              everything the package raises (the prior art's base name)
+    ├── ConfigurationError               unusable settings; .problems lists every one
+    ├── HindsightUnavailableError        retry later (no answer, 408/425/429/5xx)
+    ├── HindsightRequestError            refused for good (other 4xx); .status
+    ├── SpoolError                       ── RecordTooLargeError, MalformedMessageError
+    ├── IdentityError                    memory_adapter.identity.errors (tokens, JWT settings, bank ids)
+    ├── ToolError                        memory_adapter.tools.errors (what a memory tool answers)
+    ├── AdminError                       memory_adapter.admin.errors (administration actions)
+    └── RetryLaterError                  memory_adapter.queue_replay (leave a message on the queue)
+
+The branches import this module, never the reverse (``BankResolutionError``, a prior-art name, is in
+:mod:`memory_adapter.identity.errors` and :mod:`memory_adapter.errors`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from memory_adapter.identity.errors import BankResolutionError
 
 __all__ = [
-    "BankResolutionError",
     "ConfigurationError",
     "HindsightAgentCoreError",
     "HindsightRequestError",
@@ -68,12 +74,3 @@ class RecordTooLargeError(SpoolError):
 
 class MalformedMessageError(SpoolError):
     """A queued message is not a spooled retain (unknown encoding, not JSON, missing fields): it never will be."""
-
-
-def __getattr__(name: str) -> Any:
-    # BankResolutionError derives from HindsightAgentCoreError, so it cannot be imported at the top of this module.
-    if name == "BankResolutionError":
-        from memory_adapter.identity.errors import BankResolutionError
-
-        return BankResolutionError
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -26,6 +26,8 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any, Final
 
+from memory_adapter.exceptions import HindsightAgentCoreError
+
 __all__ = [
     "DEFAULT_RETENTION_DAYS",
     "DEFAULT_TURN_RETENTION_DAYS",
@@ -97,8 +99,8 @@ def kind_of(tags: Iterable[str] | None = None, metadata: Mapping[str, Any] | Non
     return MemoryKind.TURN
 
 
-class RetentionRulesError(ValueError):
-    """A retention mapping is unusable; the message lists every problem."""
+class RetentionRulesError(HindsightAgentCoreError, ValueError):
+    """A retention mapping is unusable; the message lists every problem (a ``ValueError`` too, as it was)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,11 +28,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from memory_adapter._hindsight_api import HindsightApi
 from memory_adapter.constants import ADAPTER_ENV_PREFIX
 from memory_adapter.exceptions import HindsightRequestError, HindsightUnavailableError
 from memory_adapter.identity.bank_ids import parse_bank_id
 from memory_adapter.observability import Observer, short_hash
-from memory_adapter.transport import Transport, bank_path
+from memory_adapter.transport import Transport
 
 __all__ = [
     "EXTRACTION_MODES",
@@ -159,7 +160,7 @@ class BankMissions:
     """
 
     def __init__(self, *, transport: Transport, missions: Missions, observer: Observer, timeout: float) -> None:
-        self._transport = transport
+        self._api = HindsightApi(transport, timeout=timeout)
         self._missions = missions
         self._obs = observer
         self._timeout = timeout
@@ -206,17 +207,8 @@ class BankMissions:
 
     def _apply(self, bank_id: str, wanted: dict[str, str], bearer: str | None) -> list[str]:
         """Write the fields of ``wanted`` the bank does not have yet; return their names."""
-        path = bank_path(bank_id, "/config")
-        current = self._transport.request("GET", path, bearer=bearer, timeout=self._timeout)
-        overrides: Mapping[str, Any] = {}
-        if current.status != 404:  # 404: no bank yet; the write below creates it with its mission
-            current.raise_for_status()
-            body = current.body if isinstance(current.body, Mapping) else {}
-            found = body.get("overrides")
-            overrides = found if isinstance(found, Mapping) else {}
+        overrides = self._api.bank_config_overrides(bank_id, bearer=bearer) or {}  # None: the write creates it
         changed = {key: value for key, value in wanted.items() if overrides.get(key) != value}
         if changed:
-            self._transport.request(
-                "PATCH", path, body={"updates": changed}, bearer=bearer, timeout=self._timeout
-            ).raise_for_status()
+            self._api.update_bank_config(bank_id, changed, bearer=bearer)
         return sorted(changed)

@@ -1,12 +1,13 @@
-"""Recall and retention policies (prior-art names, fields and defaults)."""
+"""Recall and retention policies (prior-art names, fields and defaults), and the retry policy of retains."""
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass, field
 
 from memory_adapter.kinds import MemoryKind
 
-__all__ = ["RecallPolicy", "RetentionPolicy"]
+__all__ = ["RecallPolicy", "RetentionPolicy", "RetryPolicy"]
 
 
 @dataclass
@@ -43,3 +44,19 @@ class RetentionPolicy:
     extra_metadata: dict[str, str] = field(default_factory=dict)
     include_user_message: bool = True
     kind: MemoryKind = MemoryKind.TURN
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """Bounded retries: ``max_retries`` after the first attempt, delay ``min(max, base * 2**n)`` with full jitter."""
+
+    max_retries: int
+    base_delay: float
+    max_delay: float
+
+    def delay(self, retry: int, retry_after: float | None, rng: random.Random) -> float:
+        """Seconds to wait before retry number ``retry`` (0-based)."""
+        ceiling = min(self.max_delay, self.base_delay * (2**retry))
+        if retry_after is not None:
+            ceiling = min(self.max_delay, max(ceiling, retry_after))
+        return rng.uniform(0, ceiling)

@@ -35,13 +35,13 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final, NoReturn, Protocol
 
+from memory_adapter._hindsight_api import post_retain
 from memory_adapter.constants import (
     HINDSIGHT_API_KEY_SECRET_ARN_ENV,
     HINDSIGHT_API_URL_ENV,
     RETAIN_DEAD_LETTER_QUEUE_URL_ENV,
     RETAIN_DELIVERY_TIMEOUT_ENV,
 )
-from memory_adapter.delivery import post_retain
 from memory_adapter.exceptions import (
     ConfigurationError,
     HindsightAgentCoreError,
@@ -53,7 +53,8 @@ from memory_adapter.exceptions import (
 )
 from memory_adapter.observability import Metric, MetricsSink, Observer, short_hash
 from memory_adapter.settings_reader import SettingsReader, env_dict
-from memory_adapter.sqs_spool import QueueMessage, SqsSpool, decode_record
+from memory_adapter.sqs_codec import QueueMessage, decode_record
+from memory_adapter.sqs_spool import SqsSpool
 from memory_adapter.transport import HttpTransport, Transport
 
 __all__ = [

@@ -32,12 +32,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
+from memory_adapter._hindsight_api import post_retain
 from memory_adapter.constants import HINDSIGHT_OPERATOR_KEY_ENV
-from memory_adapter.delivery import post_retain
 from memory_adapter.exceptions import HindsightAgentCoreError, SpoolError
 from memory_adapter.identity.bank_ids import parse_bank_id
 from memory_adapter.spool import RetainRecord
-from memory_adapter.sqs_spool import MOVED_BY_SQS, QueueMessage, SqsSpool, decode_record
+from memory_adapter.sqs_codec import MOVED_BY_SQS, QueueMessage, decode_record
+from memory_adapter.sqs_spool import SqsSpool
 from memory_adapter.transport import HttpTransport, Transport
 
 __all__ = ["DeadLetter", "OwnerCheck", "main", "owner_check", "redrive", "review"]

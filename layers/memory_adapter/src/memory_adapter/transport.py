@@ -1,4 +1,4 @@
-"""The HTTP transport for the three per-turn calls (recall, reflect, retain) and the health probe.
+"""The HTTP transport under :mod:`memory_adapter._hindsight_api` (which owns the routes, bodies and status mapping).
 
 Why not ``hindsight_client`` here: importing it costs ~1 s (it builds ~200 pydantic models) and its aiohttp session
 is bound to the event loop that first used it, which breaks code that calls ``asyncio.run`` per turn. This transport
@@ -6,9 +6,8 @@ uses the standard library's ``http.client`` (~30 ms to import) with one keep-ali
 exactly the JSON ``hindsight_client`` 1.1.0 sends for these endpoints, and is called from the adapter's own worker
 threads, so it belongs to no event loop. ``hindsight_client`` stays the dependency for everything else.
 
-Errors map onto two exceptions (as httpx's ``map_exceptions`` does): :class:`HindsightUnavailableError` for
-anything worth retrying (connect/read failures, timeouts, 408/425/429/5xx) and :class:`HindsightRequestError` for
-definitive refusals.
+A request that got no HTTP answer (connect/read failure, timeout, untrusted certificate) raises
+:class:`HindsightUnavailableError`; what an answer's status means is :func:`memory_adapter._hindsight_api.checked`'s.
 """
 
 from __future__ import annotations
@@ -23,26 +22,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from memory_adapter.constants import CA_BUNDLE_ENV
-from memory_adapter.exceptions import ConfigurationError, HindsightRequestError, HindsightUnavailableError
+from memory_adapter.exceptions import ConfigurationError, HindsightUnavailableError
 
 if TYPE_CHECKING:
     import ssl
 
-__all__ = ["HttpResponse", "HttpTransport", "Transport", "bank_path", "is_transient_status"]
+__all__ = ["HttpResponse", "HttpTransport", "Transport"]
 
-_TRANSIENT_STATUSES: Final = frozenset({408, 425, 429, 500, 502, 503, 504})
 _USER_AGENT: Final = "memory-adapter/0.1 (hindsight-agentcore compatible)"
-_BANK_SAFE: Final = "@:.-_~"
-
-
-def is_transient_status(status: int) -> bool:
-    """Whether an HTTP status is worth retrying (and counts against the circuit breaker)."""
-    return status in _TRANSIENT_STATUSES or status >= 500
-
-
-def bank_path(bank_id: str, suffix: str) -> str:
-    """``/v1/default/banks/{bank_id}{suffix}`` with the bank id percent-encoded (``/`` included)."""
-    return f"/v1/default/banks/{urllib.parse.quote(bank_id, safe=_BANK_SAFE)}{suffix}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,18 +39,6 @@ class HttpResponse:
     status: int
     body: Any
     retry_after: float | None = None
-
-    def raise_for_status(self) -> None:
-        """Raise the mapped exception for a non-2xx status."""
-        if 200 <= self.status < 300:
-            return
-        detail = self.body.get("detail") if isinstance(self.body, dict) else None
-        message = str(detail)[:200] if detail is not None else "no detail"
-        if is_transient_status(self.status):
-            raise HindsightUnavailableError(
-                f"Hindsight answered HTTP {self.status}: {message}", retry_after=self.retry_after
-            )
-        raise HindsightRequestError(self.status, message)
 
 
 class Transport(Protocol):

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from memory_adapter.exceptions import HindsightAgentCoreError
+
 __all__ = ["AdminError", "ConfirmationError", "InvalidRequestError", "VerificationError"]
 
 
-class AdminError(Exception):
+class AdminError(HindsightAgentCoreError):
     """Base class of every administration error; its message says what is wrong and what to do."""
 
 

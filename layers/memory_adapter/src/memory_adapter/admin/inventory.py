@@ -11,8 +11,8 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from memory_adapter.admin.errors import InvalidRequestError
-from memory_adapter.exceptions import BankResolutionError
 from memory_adapter.identity.bank_ids import BankOwner, encode_part, parse_bank_id
+from memory_adapter.identity.errors import BankResolutionError
 
 if TYPE_CHECKING:
     from memory_adapter.admin.client import OperatorClient

@@ -36,7 +36,8 @@ _EXPORTS: dict[str, str] = {
     "VerifiedIdentity": "memory_adapter.identity.verifier",
     "bearer_token": "memory_adapter.identity.verifier",
     "IdentityError": "memory_adapter.identity.errors",
-    "TokenRejected": "memory_adapter.identity.errors",
+    "TokenRejectedError": "memory_adapter.identity.errors",
+    "TokenRejected": "memory_adapter.identity.errors",  # the earlier name of TokenRejectedError
     "RejectReason": "memory_adapter.identity.errors",
     "IdentityConfigError": "memory_adapter.identity.errors",
     "BankResolutionError": "memory_adapter.identity.errors",
@@ -53,6 +54,7 @@ __all__ = [
     "RejectReason",
     "SigningKeys",
     "TokenRejected",
+    "TokenRejectedError",
     "VerifiedIdentity",
     "bearer_token",
     "format_bank_id",
@@ -69,6 +71,7 @@ if TYPE_CHECKING:
         IdentityError,
         RejectReason,
         TokenRejected,
+        TokenRejectedError,
     )
     from memory_adapter.identity.keys import SigningKeys
     from memory_adapter.identity.settings import JwtSettings, jwt_settings_problems

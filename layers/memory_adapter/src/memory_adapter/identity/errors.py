@@ -4,10 +4,11 @@
 
     HindsightAgentCoreError              (memory_adapter.exceptions: everything the package raises)
     └── IdentityError
-        ├── TokenRejected                the token does not verify; .reason: RejectReason (log it, never send it)
+        ├── TokenRejectedError           the token does not verify; .reason: RejectReason (log it, never send it)
         ├── IdentityConfigError          JWT settings are unusable; .problems lists every one (a ConfigurationError)
         └── BankResolutionError          the identity cannot name a memory bank: fail closed (prior-art name)
 
+``TokenRejected`` is the earlier name of ``TokenRejectedError`` (the same class), kept for code that catches it.
 Standard library only, like the rest of :mod:`memory_adapter.identity` at import time.
 """
 
@@ -18,7 +19,14 @@ from enum import StrEnum
 
 from memory_adapter.exceptions import ConfigurationError, HindsightAgentCoreError
 
-__all__ = ["BankResolutionError", "IdentityConfigError", "IdentityError", "RejectReason", "TokenRejected"]
+__all__ = [
+    "BankResolutionError",
+    "IdentityConfigError",
+    "IdentityError",
+    "RejectReason",
+    "TokenRejected",
+    "TokenRejectedError",
+]
 
 
 class IdentityError(HindsightAgentCoreError):
@@ -46,13 +54,16 @@ class RejectReason(StrEnum):
     KEYS_UNAVAILABLE = "keys_unavailable"  # discovery document or JWKS could not be fetched: fail closed
 
 
-class TokenRejected(IdentityError):
+class TokenRejectedError(IdentityError):
     """The token does not verify. ``reason`` says why, for logs and metrics only."""
 
     def __init__(self, reason: RejectReason, detail: str = "") -> None:
         super().__init__(f"{reason.value}: {detail}" if detail else reason.value)
         self.reason = reason
         self.detail = detail
+
+
+TokenRejected = TokenRejectedError
 
 
 class IdentityConfigError(IdentityError, ConfigurationError):

@@ -29,7 +29,7 @@ from typing import Any, Protocol
 import jwt
 from jwt import PyJWK, PyJWKClient, PyJWKSet
 
-from memory_adapter.identity.errors import IdentityConfigError, RejectReason, TokenRejected
+from memory_adapter.identity.errors import IdentityConfigError, RejectReason, TokenRejectedError
 from memory_adapter.identity.settings import DISCOVERY_SUFFIX, JwtSettings
 
 __all__ = ["DiscoveredJwks", "JwksUrl", "KeySource", "SigningKeys", "SsmParameterJwks", "StaticJwks", "key_source"]
@@ -38,7 +38,7 @@ _MAX_DOCUMENT_BYTES = 256 * 1024
 
 
 class KeySource(Protocol):
-    """Where signing keys come from. ``fetch`` blocks; it raises :class:`TokenRejected` (``KEYS_UNAVAILABLE``)."""
+    """Where signing keys come from. ``fetch`` blocks; it raises :class:`TokenRejectedError` (``KEYS_UNAVAILABLE``)."""
 
     @property
     def issuer(self) -> str | None:
@@ -50,8 +50,8 @@ class KeySource(Protocol):
         ...
 
 
-def _unavailable(detail: str) -> TokenRejected:
-    return TokenRejected(RejectReason.KEYS_UNAVAILABLE, detail)
+def _unavailable(detail: str) -> TokenRejectedError:
+    return TokenRejectedError(RejectReason.KEYS_UNAVAILABLE, detail)
 
 
 def _parse(document: Mapping[str, Any], origin: str) -> list[PyJWK]:
@@ -84,7 +84,7 @@ class StaticJwks:
     def __init__(self, document: Mapping[str, Any]) -> None:
         try:
             self._keys = _parse(document, "static_jwks")
-        except TokenRejected as exc:
+        except TokenRejectedError as exc:
             raise IdentityConfigError(exc.detail) from exc
 
     def fetch(self) -> Sequence[PyJWK]:
@@ -234,22 +234,22 @@ class SigningKeys:
         )
 
     def get(self, kid: str) -> PyJWK:
-        """The signing key named ``kid``; raise :class:`TokenRejected` (``UNKNOWN_KEY`` or ``KEYS_UNAVAILABLE``)."""
+        """The signing key named ``kid``; raise :class:`TokenRejectedError` (``UNKNOWN_KEY``, ``KEYS_UNAVAILABLE``)."""
         with self._lock:
             now = self._clock()
             key = _match(self._current(now, refresh=False), kid)
             if key is not None:
                 return key
             if self._forced_at is not None and now - self._forced_at < self._interval_s:
-                raise TokenRejected(RejectReason.UNKNOWN_KEY, "kid not in the issuer's JWKS")
+                raise TokenRejectedError(RejectReason.UNKNOWN_KEY, "kid not in the issuer's JWKS")
             self._forced_at = now
             key = _match(self._current(now, refresh=True), kid)
             if key is None:
-                raise TokenRejected(RejectReason.UNKNOWN_KEY, "kid not in the issuer's JWKS")
+                raise TokenRejectedError(RejectReason.UNKNOWN_KEY, "kid not in the issuer's JWKS")
             return key
 
     def refresh(self) -> None:
-        """Fetch now unless the keys are fresh (e.g. at start-up); raise :class:`TokenRejected` when none are usable."""
+        """Fetch now unless the keys are fresh (at start-up); raise :class:`TokenRejectedError` if none is usable."""
         with self._lock:
             self._current(self._clock(), refresh=False)
 
@@ -260,7 +260,7 @@ class SigningKeys:
             return self._stale_or_raise(now, "key source failed recently; not retrying yet")
         try:
             keys = self.source.fetch()
-        except TokenRejected as exc:
+        except TokenRejectedError as exc:
             self._failed_at = now
             return self._stale_or_raise(now, exc.detail)
         self._failed_at = None

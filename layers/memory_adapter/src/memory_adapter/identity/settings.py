@@ -39,6 +39,7 @@ __all__ = [
     "KEY_SOURCES",
     "TOKEN_USES",
     "JwtSettings",
+    "discovery_url_for",
     "issuer_of",
     "jwt_settings_problems",
 ]
@@ -76,6 +77,11 @@ _ENV_ORDER: Final = (
     "token_use",
 )
 _JWKS_DOCUMENT = "a JWKS JSON object with 'keys'"
+
+
+def discovery_url_for(issuer: str) -> str:
+    """The discovery URL of an issuer: the issuer URL with the ``/.well-known/openid-configuration`` suffix."""
+    return issuer.rstrip("/") + DISCOVERY_SUFFIX
 
 
 def issuer_of(discovery_url: str) -> str:

@@ -16,12 +16,12 @@ required claims. This module adds only what PyJWT does not do:
 * the expiry grace window: on request, a token that expired less than ``expiry_grace`` seconds ago verifies,
   flagged ``within_grace`` (the extension allows that for retains into the token's own banks only).
 
-Anything else raises :class:`~memory_adapter.identity.errors.TokenRejected` with a
+Anything else raises :class:`~memory_adapter.identity.errors.TokenRejectedError` with a
 :class:`~memory_adapter.identity.errors.RejectReason`.
 
 Example:
     >>> verifier = JwtVerifier(JwtSettings(discovery_url=url, allowed_clients=("my-app-client",)))
-    >>> identity = verifier.verify(token)          # raises TokenRejected
+    >>> identity = verifier.verify(token)          # raises TokenRejectedError
     >>> identity.user, identity.tenant
 """
 
@@ -36,7 +36,7 @@ from typing import Any, cast
 
 import jwt
 
-from memory_adapter.identity.errors import IdentityConfigError, RejectReason, TokenRejected
+from memory_adapter.identity.errors import IdentityConfigError, RejectReason, TokenRejectedError
 from memory_adapter.identity.keys import KeySource, SigningKeys
 from memory_adapter.identity.settings import JwtSettings
 
@@ -88,12 +88,12 @@ class VerifiedIdentity:
 
 
 def bearer_token(authorization: str | None) -> str:
-    """The token of an ``Authorization: Bearer <token>`` header value; raise :class:`TokenRejected` otherwise."""
+    """The token of an ``Authorization: Bearer <token>`` header value; raise :class:`TokenRejectedError` otherwise."""
     if authorization is None or not authorization.strip():
-        raise TokenRejected(RejectReason.MISSING, "no Authorization header")
+        raise TokenRejectedError(RejectReason.MISSING, "no Authorization header")
     scheme, _, token = authorization.strip().partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
-        raise TokenRejected(RejectReason.MALFORMED, "Authorization is not a Bearer token")
+        raise TokenRejectedError(RejectReason.MALFORMED, "Authorization is not a Bearer token")
     return token.strip()
 
 
@@ -137,11 +137,11 @@ class JwtVerifier:
         return self.settings.expected_issuer or self.keys.source.issuer
 
     def prefetch(self) -> None:
-        """Fetch the keys now (e.g. at start-up to warm the cache); raise :class:`TokenRejected`."""
+        """Fetch the keys now (e.g. at start-up to warm the cache); raise :class:`TokenRejectedError`."""
         self.keys.refresh()
 
     def verify(self, token: str, *, expiry_grace: float = 0.0) -> VerifiedIdentity:
-        """Verify ``token`` and return its identity; raise :class:`TokenRejected` on any failure.
+        """Verify ``token`` and return its identity; raise :class:`TokenRejectedError` on any failure.
 
         Args:
             token: The compact JWT (without ``Bearer``).
@@ -151,19 +151,19 @@ class JwtVerifier:
         kid, alg = self._check_shape(token)
         key = self.keys.get(kid)
         if key.algorithm_name != alg:
-            raise TokenRejected(RejectReason.ALGORITHM, "alg does not match the key's algorithm")
+            raise TokenRejectedError(RejectReason.ALGORITHM, "alg does not match the key's algorithm")
         issuer = self.issuer
         if issuer is None:  # cannot happen once a key came from the source; never decode without an issuer
-            raise TokenRejected(RejectReason.KEYS_UNAVAILABLE, "issuer not known yet")
+            raise TokenRejectedError(RejectReason.KEYS_UNAVAILABLE, "issuer not known yet")
         try:
             claims = self._decode(token, key, issuer, check_exp=True)
             within_grace = False
         except jwt.ExpiredSignatureError:
             if expiry_grace <= 0:
-                raise TokenRejected(RejectReason.EXPIRED, "token expired") from None
+                raise TokenRejectedError(RejectReason.EXPIRED, "token expired") from None
             claims = self._decode(token, key, issuer, check_exp=False)
             if time.time() >= float(claims["exp"]) + self.settings.leeway_s + expiry_grace:
-                raise TokenRejected(RejectReason.EXPIRED, "token expired, beyond the grace window") from None
+                raise TokenRejectedError(RejectReason.EXPIRED, "token expired, beyond the grace window") from None
             within_grace = True
         return self._identity(claims, within_grace)
 
@@ -172,20 +172,20 @@ class JwtVerifier:
     def _check_shape(self, token: str) -> tuple[str, str]:
         """Refuse what is not worth parsing; return the header's ``kid`` and ``alg``."""
         if not token or not isinstance(cast(object, token), str):
-            raise TokenRejected(RejectReason.MISSING, "empty token")
+            raise TokenRejectedError(RejectReason.MISSING, "empty token")
         if len(token) > self.settings.max_token_bytes:
-            raise TokenRejected(RejectReason.OVERSIZED, f"token longer than {self.settings.max_token_bytes} bytes")
+            raise TokenRejectedError(RejectReason.OVERSIZED, f"token longer than {self.settings.max_token_bytes} bytes")
         if not _COMPACT_JWS.fullmatch(token):
-            raise TokenRejected(RejectReason.MALFORMED, "not a compact JWS")
+            raise TokenRejectedError(RejectReason.MALFORMED, "not a compact JWS")
         try:
             header = jwt.get_unverified_header(token)
         except jwt.PyJWTError as exc:
-            raise TokenRejected(RejectReason.MALFORMED, "undecodable header") from exc
+            raise TokenRejectedError(RejectReason.MALFORMED, "undecodable header") from exc
         alg, kid = header.get("alg"), header.get("kid")
         if not isinstance(alg, str) or alg not in self._algorithms:
-            raise TokenRejected(RejectReason.ALGORITHM, f"alg {str(alg)[:20]!r} not allowed")
+            raise TokenRejectedError(RejectReason.ALGORITHM, f"alg {str(alg)[:20]!r} not allowed")
         if not isinstance(kid, str) or not kid or len(kid) > _MAX_KID_CHARS:
-            raise TokenRejected(RejectReason.MALFORMED, "missing or invalid kid")
+            raise TokenRejectedError(RejectReason.MALFORMED, "missing or invalid kid")
         return kid, alg
 
     def _decode(self, token: str, key: jwt.PyJWK, issuer: str, *, check_exp: bool) -> dict[str, Any]:
@@ -208,14 +208,14 @@ class JwtVerifier:
                 },
             )
         except jwt.MissingRequiredClaimError as exc:
-            raise TokenRejected(_missing(exc.claim, self.settings), f"{exc.claim} claim missing") from exc
+            raise TokenRejectedError(_missing(exc.claim, self.settings), f"{exc.claim} claim missing") from exc
         except jwt.ExpiredSignatureError:
             raise
         except jwt.PyJWTError as exc:
             reason = next((r for kind, r in _REASONS if isinstance(exc, kind)), RejectReason.MALFORMED)
-            raise TokenRejected(reason, f"{type(exc).__name__}: {exc}"[:200]) from exc
+            raise TokenRejectedError(reason, f"{type(exc).__name__}: {exc}"[:200]) from exc
         except (ValueError, TypeError) as exc:
-            raise TokenRejected(RejectReason.MALFORMED, f"undecodable token: {type(exc).__name__}") from exc
+            raise TokenRejectedError(RejectReason.MALFORMED, f"undecodable token: {type(exc).__name__}") from exc
         require_numeric_dates(claims)
         return claims
 
@@ -224,9 +224,9 @@ class JwtVerifier:
         cfg = self.settings
         token_use = claims.get("token_use")
         if token_use is not None and (not isinstance(token_use, str) or token_use not in ("access", "id")):
-            raise TokenRejected(RejectReason.TOKEN_USE, "token_use is neither access nor id")
+            raise TokenRejectedError(RejectReason.TOKEN_USE, "token_use is neither access nor id")
         if cfg.token_use is not None and token_use != cfg.token_use:
-            raise TokenRejected(RejectReason.TOKEN_USE, f"token_use must be {cfg.token_use}")
+            raise TokenRejectedError(RejectReason.TOKEN_USE, f"token_use must be {cfg.token_use}")
 
         client_id: str | None
         if token_use == "id":  # noqa: S105 - a claim value, not a secret
@@ -238,16 +238,16 @@ class JwtVerifier:
             raw_client = claims.get("client_id")
             client_id = raw_client if isinstance(raw_client, str) else None
         if cfg.allowed_clients and (client_id is None or client_id not in cfg.allowed_clients):
-            raise TokenRejected(RejectReason.CLIENT, "client not allowed")
+            raise TokenRejectedError(RejectReason.CLIENT, "client not allowed")
 
         user = _identity_part(claims.get(cfg.user_claim))
         if user is None:
-            raise TokenRejected(RejectReason.USER_CLAIM, f"claim {cfg.user_claim!r} missing or unusable")
+            raise TokenRejectedError(RejectReason.USER_CLAIM, f"claim {cfg.user_claim!r} missing or unusable")
         tenant: str | None = None
         if cfg.tenant_claim is not None:
             tenant = _identity_part(claims.get(cfg.tenant_claim))
             if tenant is None:
-                raise TokenRejected(RejectReason.TENANT_CLAIM, f"claim {cfg.tenant_claim!r} missing or unusable")
+                raise TokenRejectedError(RejectReason.TENANT_CLAIM, f"claim {cfg.tenant_claim!r} missing or unusable")
         identity = VerifiedIdentity(
             user=user,
             tenant=tenant,
@@ -258,12 +258,12 @@ class JwtVerifier:
             within_grace=within_grace,
         )
         if identity.is_machine:  # memory is a user's: a client's own token opens no bank anywhere
-            raise TokenRejected(RejectReason.MACHINE, "a client-credentials token names no user")
+            raise TokenRejectedError(RejectReason.MACHINE, "a client-credentials token names no user")
         return identity
 
 
 def require_numeric_dates(claims: Mapping[str, Any]) -> None:
-    """Raise :class:`TokenRejected` (``MALFORMED``) unless every present ``exp``, ``nbf`` and ``iat`` is a number.
+    """Raise :class:`TokenRejectedError` (``MALFORMED``) unless every present ``exp``, ``nbf`` and ``iat`` is a number.
 
     RFC 7519 defines NumericDate as a JSON number. PyJWT checks these claims with ``int(value)``, so a correctly
     signed token with ``"exp": "1796157000"`` (or ``true``) would pass; an integer too large for a float would pass
@@ -272,7 +272,7 @@ def require_numeric_dates(claims: Mapping[str, Any]) -> None:
     """
     for name in _TIME_CLAIMS:
         if name in claims and not _is_numeric_date(claims[name]):
-            raise TokenRejected(RejectReason.MALFORMED, f"{name} is not a NumericDate (a JSON number)")
+            raise TokenRejectedError(RejectReason.MALFORMED, f"{name} is not a NumericDate (a JSON number)")
 
 
 def _is_numeric_date(value: Any) -> bool:

@@ -28,14 +28,15 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
-import urllib.parse
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
+from memory_adapter._hindsight_api import ABSENT_STATUSES, HindsightApi
 from memory_adapter.exceptions import HindsightRequestError, HindsightUnavailableError
 from memory_adapter.formatting import sanitize_text
 from memory_adapter.identity.caller import Caller
@@ -45,7 +46,7 @@ from memory_adapter.tools.errors import ToolError, ToolInputError, ToolRefusedEr
 from memory_adapter.tools.forgetting import Fact, fact_from, plan_removal, select, usable
 from memory_adapter.tools.matching import significant_words
 from memory_adapter.tools.specs import FORGET, LIST_RECENT, RECALL, REFLECT, REMEMBER, parse_arguments
-from memory_adapter.transport import HttpResponse, Transport, bank_path
+from memory_adapter.transport import Transport
 
 if TYPE_CHECKING:
     from memory_adapter.config import HindsightAgentCoreConfig
@@ -126,8 +127,7 @@ class MemoryTools:
         settle_s: float = 5.0,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        self._transport = transport
-        self._timeout = timeout
+        self._api = HindsightApi(transport, timeout=timeout)
         self._budget = recall_budget
         self._max_tokens = recall_max_tokens
         self._settle_s = settle_s
@@ -182,10 +182,16 @@ class MemoryTools:
         return ToolResult(RECALL, {"memories": memories}, f"{len(memories)} memories:\n" + "\n".join(lines))
 
     def _reflect(self, caller: Caller, args: dict[str, Any]) -> ToolResult:
-        body = {"query": args["query"], "budget": self._budget, "max_tokens": self._max_tokens}
-        response = self._send(caller, "POST", "/reflect", body, missing_ok=True)
-        text = response.body.get("text") if response and isinstance(response.body, dict) else None
-        answer = sanitize_text(text) if isinstance(text, str) and text.strip() else "I have no memories about that."
+        text = None
+        with self._hindsight(missing_ok=True):
+            text = self._api.reflect(
+                caller.bank_id,
+                args["query"],
+                budget=self._budget,
+                max_tokens=self._max_tokens,
+                bearer=caller.credential,
+            )
+        answer = sanitize_text(text) if text is not None else "I have no memories about that."
         return ToolResult(REFLECT, {"answer": answer}, answer)
 
     def _remember(self, caller: Caller, args: dict[str, Any]) -> ToolResult:
@@ -204,7 +210,8 @@ class MemoryTools:
             "metadata": {**metadata, KIND_METADATA_KEY: kind.value},
             "tags": tags,
         }
-        self._send(caller, "POST", "/memories", {"items": [item], "async": False})
+        with self._hindsight():
+            self._api.retain(caller.bank_id, [item], wait=True, bearer=caller.credential)
         text = sanitize_text(args["text"])
         data = {"remembered": text, "kind": kind.value, "document_id": document_id}
         return ToolResult(REMEMBER, data, f'Remembered ({kind.value}): "{text}".')
@@ -243,11 +250,10 @@ class MemoryTools:
         """Wait (bounded) until none of the caller's retains is still being processed; return how many still are."""
         deadline = time.monotonic() + self._settle_s
         while True:
-            response = self._send(
-                caller, "GET", "/operations?" + urllib.parse.urlencode({"limit": 50}), None, missing_ok=True
-            )
-            operations = response.body.get("operations") if response and isinstance(response.body, dict) else None
-            pending = sum(1 for op in operations or () if isinstance(op, dict) and op.get("status") in _PENDING)
+            operations: list[dict[str, Any]] = []
+            with self._hindsight(missing_ok=True):
+                operations = self._api.operations(caller.bank_id, limit=50, bearer=caller.credential)
+            pending = sum(1 for op in operations if op.get("status") in _PENDING)
             if not pending or time.monotonic() >= deadline:
                 return pending
             self._sleep(0.25)
@@ -262,60 +268,52 @@ class MemoryTools:
         )
         forgotten: list[Forgotten] = []
         for document_id, group in plan.delete.items():
-            path = "/documents/" + urllib.parse.quote(document_id, safe="")
-            if self._send(caller, "DELETE", path, None, missing_ok=True) is not None:
-                forgotten += [Forgotten(fact.id, fact.text, "deleted") for fact in group]
+            with self._hindsight(missing_ok=True):
+                if self._api.delete_document(caller.bank_id, document_id, bearer=caller.credential) is not None:
+                    forgotten += [Forgotten(fact.id, fact.text, "deleted") for fact in group]
         for fact in plan.invalidate:
-            body = {"state": "invalidated", "reason": _FORGET_REASON}
-            if self._send(caller, "PATCH", f"/memories/{fact.id}", body, missing_ok=True) is not None:
-                forgotten.append(Forgotten(fact.id, fact.text, "invalidated"))
+            with self._hindsight(missing_ok=True):
+                bearer = caller.credential
+                if self._api.invalidate_memory(caller.bank_id, fact.id, _FORGET_REASON, bearer=bearer, missing_ok=True):
+                    forgotten.append(Forgotten(fact.id, fact.text, "invalidated"))
         return forgotten
 
     # -- reading ---------------------------------------------------------------------------------------------------
 
     def _search(self, caller: Caller, query: str) -> list[Fact]:
-        body = {
-            "query": query,
-            "budget": self._budget,
-            "max_tokens": self._max_tokens,
-            "trace": False,
-            "include": {"entities": None, "chunks": None},
-        }
-        response = self._send(caller, "POST", "/memories/recall", body, missing_ok=True)
-        results = response.body.get("results") if response and isinstance(response.body, dict) else None
-        return [fact_from(r) for r in results or () if isinstance(r, dict) and usable(r)]
+        results: list[dict[str, Any]] = []
+        with self._hindsight(missing_ok=True):
+            results = self._api.recall(
+                caller.bank_id, query, budget=self._budget, max_tokens=self._max_tokens, bearer=caller.credential
+            )
+        return [fact_from(r) for r in results if usable(r)]
 
     def _list(self, caller: Caller, params: Mapping[str, Any]) -> list[Fact]:
-        query = urllib.parse.urlencode(params, doseq=True)
-        response = self._send(caller, "GET", f"/memories/list?{query}", None, missing_ok=True)
-        items = response.body.get("items") if response and isinstance(response.body, dict) else None
-        return [fact_from(item) for item in items or () if isinstance(item, dict) and usable(item)]
+        items: list[Any] = []
+        with self._hindsight(missing_ok=True):
+            items = self._api.list_memories(caller.bank_id, params, bearer=caller.credential)
+        return [fact_from(item) for item in items if isinstance(item, dict) and usable(item)]
 
     def _get(self, caller: Caller, memory_id: str) -> Fact | None:
-        response = self._send(caller, "GET", f"/memories/{memory_id}", None, missing_ok=True)
-        if response is None or not isinstance(response.body, dict) or not usable(response.body):
-            return None
-        return fact_from(response.body)
+        body = None
+        with self._hindsight(missing_ok=True):
+            body = self._api.memory(caller.bank_id, memory_id, bearer=caller.credential)
+        return fact_from(body) if body is not None and usable(body) else None
 
-    def _send(
-        self, caller: Caller, method: str, suffix: str, body: Any, *, missing_ok: bool = False
-    ) -> HttpResponse | None:
-        """One request to the caller's bank with the caller's credential; ``None`` for "not found" when
-        ``missing_ok`` (an unknown bank or id, or a query Hindsight cannot search)."""
+    @staticmethod
+    @contextlib.contextmanager
+    def _hindsight(*, missing_ok: bool = False) -> Iterator[None]:
+        """Hindsight's errors as the tools' own; with ``missing_ok`` a "not there" refusal (an unknown bank or id,
+        a query Hindsight cannot search) leaves the block's default in place instead of failing the tool."""
         try:
-            response = self._transport.request(
-                method, bank_path(caller.bank_id, suffix), body=body, bearer=caller.credential, timeout=self._timeout
-            )
-            response.raise_for_status()
+            yield
         except HindsightUnavailableError as exc:
             raise ToolUnavailableError("the memory server is unavailable; try again in a moment") from exc
         except HindsightRequestError as exc:
             if exc.status in (401, 403):
                 raise ToolRefusedError("the memory server refused this caller's credential") from exc
-            if missing_ok and exc.status in (400, 404, 422):
-                return None
-            raise ToolInputError(f"the memory server could not do that (HTTP {exc.status})") from exc
-        return response
+            if not (missing_ok and exc.status in ABSENT_STATUSES):
+                raise ToolInputError(f"the memory server could not do that (HTTP {exc.status})") from exc
 
 
 def _forget_text(forgotten: Sequence[Forgotten], pending: int, args: Mapping[str, Any]) -> str:

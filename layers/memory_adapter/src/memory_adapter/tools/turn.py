@@ -84,11 +84,6 @@ class TurnTools:
         """Whether ``forget`` ran successfully in this turn."""
         return any(call.name == FORGET and not call.result.is_error for call in self.calls)
 
-    @property
-    def wrote_memory(self) -> bool:
-        """Whether ``remember`` or ``forget`` ran successfully in this turn."""
-        return any(call.name in WRITES and not call.result.is_error for call in self.calls)
-
     def retained_answer(self, output: str) -> str | None:
         """:func:`answer_to_retain` for this turn's calls."""
         return answer_to_retain(((call.name, not call.result.is_error) for call in self.calls), output)

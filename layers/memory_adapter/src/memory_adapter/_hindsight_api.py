@@ -1,0 +1,299 @@
+"""Hindsight 1.1.0's HTTP API as this package speaks it: routes, request bodies, response parsing, status to error.
+
+The one place that knows the wire. The adapter (recall, reflect, retain, health), the memory tools, the operator's
+client, background delivery and the queue's replay all call :class:`HindsightApi`, so a request body or a route
+changes in this file only. Private: users reach Hindsight through the adapter, the tools or ``OperatorClient``.
+
+Statuses map onto two exceptions (as httpx's ``map_exceptions`` does): :class:`HindsightUnavailableError` for
+anything worth retrying (408/425/429/5xx; the transport raises it too when no answer came) and
+:class:`HindsightRequestError` for definitive refusals. Reads that may find nothing take ``missing_ok`` and return
+``None`` (or nothing) for the statuses that mean "not there" instead of raising.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
+
+from memory_adapter.exceptions import HindsightRequestError, HindsightUnavailableError
+from memory_adapter.transport import HttpResponse, Transport
+
+if TYPE_CHECKING:
+    from memory_adapter.spool import RetainRecord
+
+__all__ = [
+    "ABSENT_STATUSES",
+    "EMPTY_RECALL_STATUSES",
+    "HEALTH_PATH",
+    "HindsightApi",
+    "bank_path",
+    "checked",
+    "is_transient_status",
+    "post_retain",
+]
+
+HEALTH_PATH: Final = "/health"
+_BANKS: Final = "/v1/default/banks"
+_DOWNLOAD: Final = "/v1/default/files/download/"
+_BANK_SAFE: Final = "@:.-_~"
+_TRANSIENT_STATUSES: Final = frozenset({408, 425, 429, 500, 502, 503, 504})
+#: Statuses after which a recall or reflect is simply empty: unknown bank (nothing retained yet), or a query
+#: Hindsight cannot search (e.g. punctuation only).
+EMPTY_RECALL_STATUSES: Final = frozenset({404, 422})
+#: Statuses a read with ``missing_ok`` takes for "not there": an unknown bank or id, or an id Hindsight cannot parse.
+ABSENT_STATUSES: Final = frozenset({400, 404, 422})
+_PAGE: Final = 200
+
+
+def is_transient_status(status: int) -> bool:
+    """Whether an HTTP status is worth retrying (and counts against the circuit breaker)."""
+    return status in _TRANSIENT_STATUSES or status >= 500
+
+
+def bank_path(bank_id: str, suffix: str = "") -> str:
+    """``/v1/default/banks/{bank_id}{suffix}`` with the bank id percent-encoded (``/`` included)."""
+    return f"{_BANKS}/{urllib.parse.quote(bank_id, safe=_BANK_SAFE)}{suffix}"
+
+
+def _segment(value: str) -> str:
+    return urllib.parse.quote(value, safe="")
+
+
+def checked(response: HttpResponse) -> HttpResponse:
+    """``response`` if it is 2xx, else the mapped exception (``detail`` of the body, cut to 200 characters)."""
+    if 200 <= response.status < 300:
+        return response
+    detail = response.body.get("detail") if isinstance(response.body, dict) else None
+    message = str(detail)[:200] if detail is not None else "no detail"
+    if is_transient_status(response.status):
+        raise HindsightUnavailableError(
+            f"Hindsight answered HTTP {response.status}: {message}", retry_after=response.retry_after
+        )
+    raise HindsightRequestError(response.status, message)
+
+
+def _field(body: Any, key: str) -> Any:
+    return body.get(key) if isinstance(body, dict) else None
+
+
+class HindsightApi:
+    """Hindsight's routes over one :class:`~memory_adapter.transport.Transport` (blocking; call from threads).
+
+    Args:
+        transport: How to reach Hindsight.
+        timeout: Default seconds per request (each call may give its own).
+        bearer: Default credential (each call may give its own; ``None``: no ``Authorization`` header).
+        headers: Extra headers sent with every request (the admin tools' ``x-memory-actor``).
+    """
+
+    def __init__(
+        self,
+        transport: Transport,
+        *,
+        timeout: float,
+        bearer: str | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        self.transport = transport
+        self._timeout = timeout
+        self._bearer = bearer
+        self.headers: Mapping[str, str] = dict(headers or {})
+
+    # ------------------------------------------------------------------ plumbing
+
+    def call(
+        self,
+        method: str,
+        path: str,
+        body: Any | None = None,
+        *,
+        bearer: str | None = None,
+        timeout: float | None = None,
+        missing_ok: bool = False,
+        absent: frozenset[int] = ABSENT_STATUSES,
+    ) -> Any:
+        """One request; the JSON body of a 2xx answer, ``None`` for an ``absent`` status when ``missing_ok``."""
+        extra = {"headers": self.headers} if self.headers else {}  # custom transports (tests) need not take headers
+        response = self.transport.request(
+            method,
+            path,
+            body=body,
+            bearer=bearer or self._bearer,
+            timeout=self._timeout if timeout is None else timeout,
+            **extra,
+        )
+        if missing_ok and response.status in absent:
+            return None
+        return checked(response).body
+
+    def pages(
+        self, path: str, params: Mapping[str, Any] | None = None, *, key: str = "items", bearer: str | None = None
+    ) -> Iterator[Any]:
+        """Every item of a ``limit``/``offset`` listing, paged to its end; nothing when the bank does not exist."""
+        offset = 0
+        while True:
+            query = urllib.parse.urlencode({**(params or {}), "limit": _PAGE, "offset": offset}, doseq=True)
+            body = self.call("GET", f"{path}?{query}", bearer=bearer, missing_ok=True, absent=frozenset({404}))
+            items = _field(body, key)
+            if not items:
+                return
+            yield from items
+            offset += len(items)
+            total = body.get("total")
+            if isinstance(total, int) and offset >= total:
+                return
+
+    # ------------------------------------------------------------------ health
+
+    def healthy(self, *, timeout: float) -> bool:
+        """``GET /health``: any answer below 500 means Hindsight is up; raises when no answer came in time."""
+        return self.transport.request("GET", HEALTH_PATH, timeout=timeout).status < 500
+
+    # ------------------------------------------------------------------ recall, reflect, retain
+
+    def _search(
+        self, bank_id: str, suffix: str, body: dict[str, Any], bearer: str | None, timeout: float | None
+    ) -> Any:
+        """A recall or reflect: nothing (``None``) for an unknown bank or a query Hindsight cannot search."""
+        path = bank_path(bank_id, suffix)
+        return self.call(
+            "POST", path, body, bearer=bearer, timeout=timeout, missing_ok=True, absent=EMPTY_RECALL_STATUSES
+        )
+
+    def recall(
+        self,
+        bank_id: str,
+        query: str,
+        *,
+        budget: str,
+        max_tokens: int,
+        bearer: str | None = None,
+        timeout: float | None = None,
+    ) -> list[dict[str, Any]]:
+        """``POST .../memories/recall``: the results that carry text (nothing for an unknown bank or unsearchable
+        query). Entities, chunks and source facts are not asked for: only the memories are used."""
+        body = {
+            "query": query,
+            "budget": budget,
+            "max_tokens": max_tokens,
+            "trace": False,
+            "include": {"entities": None, "chunks": None, "source_facts": None},
+            "tags_match": "any",
+        }
+        results = _field(self._search(bank_id, "/memories/recall", body, bearer, timeout), "results")
+        return [r for r in results or () if isinstance(r, dict) and isinstance(r.get("text"), str)]
+
+    def reflect(
+        self,
+        bank_id: str,
+        query: str,
+        *,
+        budget: str,
+        max_tokens: int,
+        bearer: str | None = None,
+        timeout: float | None = None,
+    ) -> str | None:
+        """``POST .../reflect``: the answer's text; ``None`` when blank, the bank unknown or the query unsearchable."""
+        body = {"query": query, "budget": budget, "max_tokens": max_tokens}
+        text = _field(self._search(bank_id, "/reflect", body, bearer, timeout), "text")
+        return text if isinstance(text, str) and text.strip() else None
+
+    def retain(
+        self,
+        bank_id: str,
+        items: Sequence[Mapping[str, Any]],
+        *,
+        operation_id: str | None = None,
+        wait: bool = False,
+        bearer: str | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        """``POST .../memories``: a server-side async retain carrying ``operation_id`` (a re-delivery is a no-op),
+        or with ``wait`` one that returns when Hindsight has extracted the facts."""
+        body: dict[str, Any] = {"items": list(items), "async": not wait}
+        if operation_id is not None:
+            body["operation_id"] = operation_id
+        self.call("POST", bank_path(bank_id, "/memories"), body, bearer=bearer, timeout=timeout)
+
+    # ------------------------------------------------------------------ list, get, invalidate, delete
+
+    def list_memories(self, bank_id: str, params: Mapping[str, Any], *, bearer: str | None = None) -> list[Any]:
+        """One page of ``GET .../memories/list`` (``params``: limit, offset, tags, document_id, state, type ...)."""
+        query = urllib.parse.urlencode(params, doseq=True)
+        body = self.call("GET", bank_path(bank_id, f"/memories/list?{query}"), bearer=bearer, missing_ok=True)
+        return list(_field(body, "items") or ())
+
+    def memory(self, bank_id: str, memory_id: str, *, bearer: str | None = None) -> dict[str, Any] | None:
+        """``GET .../memories/{id}``, or ``None`` when there is no such memory."""
+        body = self.call("GET", bank_path(bank_id, "/memories/" + _segment(memory_id)), bearer=bearer, missing_ok=True)
+        return body if isinstance(body, dict) else None
+
+    def invalidate_memory(
+        self, bank_id: str, memory_id: str, reason: str, *, bearer: str | None = None, missing_ok: bool = False
+    ) -> bool:
+        """``PATCH .../memories/{id}`` to ``state=invalidated`` (out of recall, kept in the curation archive);
+        ``False`` when it was not there (``missing_ok``)."""
+        body = {"state": "invalidated", "reason": reason}
+        path = bank_path(bank_id, "/memories/" + _segment(memory_id))
+        return self.call("PATCH", path, body, bearer=bearer, missing_ok=missing_ok) is not None
+
+    def document(self, bank_id: str, document_id: str, *, bearer: str | None = None) -> dict[str, Any] | None:
+        """``GET .../documents/{id}`` with its ``original_text``, or ``None``."""
+        path = bank_path(bank_id, "/documents/" + _segment(document_id))
+        body = self.call("GET", path, bearer=bearer, missing_ok=True, absent=frozenset({404}))
+        return body if isinstance(body, dict) else None
+
+    def delete_document(self, bank_id: str, document_id: str, *, bearer: str | None = None) -> int | None:
+        """``DELETE .../documents/{id}`` (its chunks, facts and the observations built on them go too): the number
+        of facts deleted, or ``None`` when it was already gone."""
+        path = bank_path(bank_id, "/documents/" + _segment(document_id))
+        body = self.call("DELETE", path, bearer=bearer, missing_ok=True)
+        if body is None:
+            return None
+        count = _field(body, "memory_units_deleted")
+        return count if isinstance(count, int) else 0
+
+    def delete_bank(self, bank_id: str, *, bearer: str | None = None) -> dict[str, Any]:
+        """``DELETE .../banks/{id}``: the bank and everything in it; deleting a missing bank is a no-op."""
+        body = self.call("DELETE", bank_path(bank_id), bearer=bearer)
+        return body if isinstance(body, dict) else {}
+
+    # ------------------------------------------------------------------ operations and transfer archives
+
+    def bank_config_overrides(self, bank_id: str, *, bearer: str | None = None) -> Mapping[str, Any] | None:
+        """The bank's own settings (``overrides`` of ``GET .../config``); ``None`` when there is no such bank yet."""
+        body = self.call("GET", bank_path(bank_id, "/config"), bearer=bearer, missing_ok=True, absent=frozenset({404}))
+        if body is None:
+            return None
+        found = body.get("overrides") if isinstance(body, Mapping) else None
+        return found if isinstance(found, Mapping) else {}
+
+    def update_bank_config(self, bank_id: str, updates: Mapping[str, Any], *, bearer: str | None = None) -> None:
+        """Set ``updates`` on the bank's settings (creates the bank when it does not exist)."""
+        self.call("PATCH", bank_path(bank_id, "/config"), {"updates": dict(updates)}, bearer=bearer)
+
+    def operations(self, bank_id: str, *, limit: int, bearer: str | None = None) -> list[dict[str, Any]]:
+        """The bank's latest operations (``status``: pending, processing, completed, ...); none for an unknown bank."""
+        path = bank_path(bank_id, "/operations?" + urllib.parse.urlencode({"limit": limit}))
+        operations = _field(self.call("GET", path, bearer=bearer, missing_ok=True), "operations")
+        return [op for op in operations or () if isinstance(op, dict)]
+
+    def operation_path(self, bank_id: str, operation_id: str) -> str:
+        """The route of one operation (``GET`` it; ``DELETE`` its ``/delete`` to drop what it kept)."""
+        return bank_path(bank_id, "/operations/" + _segment(operation_id))
+
+    @staticmethod
+    def download_path(storage_key: str) -> str:
+        """The route of a file Hindsight stored (a transfer archive)."""
+        return _DOWNLOAD + urllib.parse.quote(storage_key, safe="/")
+
+
+def post_retain(transport: Transport, record: RetainRecord, *, bearer: str | None, timeout: float) -> None:
+    """Send a spooled or queued ``record`` once, as a server-side async retain carrying its ``operation_id``.
+
+    Shared by the adapter's delivery threads, the queue's replay function and the operator's redrive command.
+    Raises :class:`HindsightUnavailableError` (retry later) or :class:`HindsightRequestError` (refused for good).
+    """
+    api = HindsightApi(transport, timeout=timeout)
+    api.retain(record.bank_id, [record.item], operation_id=record.operation_id, bearer=bearer)

@@ -1,0 +1,174 @@
+"""One recall for the adapter: under its deadline and behind the circuit breaker, on a recall thread, and the
+:class:`Recollection` a turn gets back (never an exception).
+
+Private: :class:`Recollection` is public as ``memory_adapter.Recollection`` (and ``memory_adapter.adapter``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from memory_adapter._hindsight_api import HindsightApi
+from memory_adapter.budget import fit_to_budget
+from memory_adapter.exceptions import HindsightRequestError, HindsightUnavailableError
+from memory_adapter.formatting import MemoryFormatter, RecalledMemory, ReflectAnswer
+from memory_adapter.observability import Metric, Observer, logger, short_hash
+
+if TYPE_CHECKING:
+    from memory_adapter._runtime import AdapterRuntime
+
+__all__ = ["Recaller", "Recollection", "degraded", "recall_blocking", "recalled"]
+
+
+@dataclass(frozen=True, slots=True)
+class Recollection:
+    """The result of one recall, for the prompt and for observability.
+
+    Attributes:
+        text: Formatted memory block for the prompt (``""`` when nothing was recalled).
+        count: Number of memories recalled.
+        degraded: True when memory was skipped because of a failure (Hindsight down, slow, refusing, breaker open,
+            unresolvable bank): the turn ran without memory it might have had.
+        reason: Why it degraded (``breaker_open``, ``timeout``, ``unavailable``, ``rejected``, ``bank_resolution``,
+            ``error``), else ``None``.
+        latency_ms: Time the recall took, as the turn saw it.
+        memories: The recalled memories (text unsanitised; use ``text`` for prompts). In reflect mode, one
+            :class:`~memory_adapter.formatting.ReflectAnswer`: the answer exactly as Hindsight returned it.
+    """
+
+    text: str
+    count: int
+    degraded: bool
+    reason: str | None = None
+    latency_ms: float = 0.0
+    memories: tuple[RecalledMemory, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Recaller:
+    """An adapter's recall: its mode, budget, deadline and formatter, fixed when the adapter is made."""
+
+    reflect: bool
+    budget: str
+    max_tokens: int
+    deadline: float
+    formatter: MemoryFormatter
+    observer: Observer
+
+    async def recall(
+        self, rt: AdapterRuntime, bank_id: str, query: str, bearer: str | None, started: float
+    ) -> Recollection:
+        """Recall from ``bank_id`` within ``deadline`` s; while the breaker is open, a degraded recollection at once
+        (no network) and at most one background probe."""
+        if not rt.breaker.allow():
+            rt.maybe_probe()
+            return degraded("breaker_open", started, self.observer, bank_id)
+        try:
+            future = rt.recall_pool.submit(
+                recall_blocking,
+                rt.api,
+                bank_id,
+                query,
+                reflect=self.reflect,
+                budget=self.budget,
+                max_tokens=self.max_tokens,
+                bearer=bearer,
+                timeout=self.deadline + 0.5,  # the socket's: slightly beyond the deadline, the turn gives up first
+            )
+            memories = await asyncio.wait_for(asyncio.wrap_future(future), timeout=self.deadline)
+        except TimeoutError:
+            rt.breaker.record_miss()
+            return degraded("timeout", started, self.observer, bank_id)
+        except HindsightUnavailableError as exc:
+            rt.breaker.record_error(exc)
+            return degraded("unavailable", started, self.observer, bank_id)
+        except HindsightRequestError as exc:
+            rt.breaker.record_success()
+            return degraded("rejected", started, self.observer, bank_id, status=exc.status)
+        except Exception:
+            logger.warning("memory recall failed", exc_info=True)
+            return degraded("error", started, self.observer, bank_id)
+        rt.breaker.record_success()
+        recollection = recalled(
+            memories, started, bank_id, formatter=self.formatter, max_tokens=self.max_tokens, observer=self.observer
+        )
+        rt.maybe_auto_replay()  # Hindsight answers: a spool left by an earlier outage or process can drain
+        return recollection
+
+
+def recall_blocking(
+    api: HindsightApi,
+    bank_id: str,
+    query: str,
+    *,
+    reflect: bool,
+    budget: str,
+    max_tokens: int,
+    bearer: str | None,
+    timeout: float,
+) -> list[RecalledMemory]:
+    """Runs on a recall thread: the memories (or, with ``reflect``, the one answer) Hindsight returns."""
+    if reflect:
+        text = api.reflect(bank_id, query, budget=budget, max_tokens=max_tokens, bearer=bearer, timeout=timeout)
+        return [ReflectAnswer(text=text)] if text is not None else []
+    results = api.recall(bank_id, query, budget=budget, max_tokens=max_tokens, bearer=bearer, timeout=timeout)
+    return [_memory(r) for r in results]
+
+
+def recalled(
+    memories: Sequence[RecalledMemory],
+    started: float,
+    bank_id: str,
+    *,
+    formatter: MemoryFormatter,
+    max_tokens: int,
+    observer: Observer,
+) -> Recollection:
+    """The turn's recollection of ``memories``, counted and logged."""
+    # Hindsight's max_tokens counts the memories' text only; the block the model reads (delimiters, notice,
+    # tags, dates) must stay within the budget too.
+    memories = fit_to_budget(memories, formatter, max_tokens)
+    latency = (time.perf_counter() - started) * 1000
+    text = formatter(memories) if memories else ""
+    observer.latency(Metric.RECALL_LATENCY, latency)
+    observer.count(Metric.RECALL_HITS, len(memories))
+    observer.event(
+        logging.INFO,
+        "memory recalled",
+        event="recall.ok",
+        bank=short_hash(bank_id),
+        hits=len(memories),
+        latency_ms=round(latency, 1),
+    )
+    return Recollection(text, len(memories), False, None, latency, tuple(memories))
+
+
+def degraded(
+    reason: str, started: float, observer: Observer, bank_id: str | None = None, **fields: Any
+) -> Recollection:
+    """An empty, degraded recollection (the turn runs without memory), counted and logged."""
+    latency = (time.perf_counter() - started) * 1000
+    observer.count(Metric.DEGRADED_TURNS)
+    level = logging.INFO if reason == "breaker_open" else logging.WARNING
+    bank = short_hash(bank_id) if bank_id else None
+    observer.event(level, "memory recall skipped", event="recall.degraded", reason=reason, bank=bank, **fields)
+    return Recollection("", 0, True, reason, latency)
+
+
+def _memory(raw: dict[str, Any]) -> RecalledMemory:
+    def opt(key: str) -> str | None:
+        value = raw.get(key)
+        return value if isinstance(value, str) and value else None
+
+    return RecalledMemory(
+        text=raw["text"],
+        type=opt("type"),
+        mentioned_at=opt("mentioned_at"),
+        id=opt("id"),
+        document_id=opt("document_id"),
+    )
