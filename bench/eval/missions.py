@@ -31,9 +31,10 @@ from pathlib import Path
 from typing import Any
 
 from bench.env import BenchEnv
-from memory_adapter import HindsightRuntimeAdapter, RetainOutcome, TurnContext, format_bank_id
+from memory_adapter import HindsightRuntimeAdapter, RetainOutcome, TurnContext
 from memory_adapter._hindsight_api import bank_path
 from memory_adapter.config import resolve_settings
+from memory_adapter.identity import format_bank_id
 from memory_adapter.missions import Missions
 from memory_adapter.transport import HttpTransport
 

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
-from memory_adapter import RetainOutcome, format_bank_id
+from memory_adapter import RetainOutcome
 from memory_adapter._hindsight_api import bank_path
+from memory_adapter.identity import format_bank_id
 from memory_adapter.missions import MISSIONS_ENV
 from memory_adapter.transport import HttpResponse, HttpTransport
 
