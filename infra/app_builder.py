@@ -125,6 +125,7 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
             eks=config.eks,
             parameter_prefix=config.parameter_prefix,
             events=data.events,
+            fading=config.fading,
             env=env,
         )
         memory: MemoryService | ExternalMemory = service.memory

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from hindsight_isolation import settings as iso
 from infra.config import AuthConfig, AuthMode
+from infra.config.model import FadingConfig
 
 if TYPE_CHECKING:
     from constructs import Construct
@@ -32,25 +33,42 @@ ENV_ENABLE_DOCUMENT_IMPORT_API = iso.ENV_ENABLE_DOCUMENT_IMPORT_API
 
 
 def isolation_settings(
-    auth: AuthConfig, identity: Identity | None, *, scope: Construct, agent_name: str, expiry_grace_s: int
+    auth: AuthConfig,
+    identity: Identity | None,
+    *,
+    scope: Construct,
+    agent_name: str,
+    expiry_grace_s: int,
+    fading: FadingConfig | None = None,
 ) -> iso.IsolationSettings:
     """The extension's settings as deployed, without its secrets (the operator key, the agent key and the mirrored
-    signing keys reach the container as ECS secrets): the token checks match the agent's."""
+    signing keys reach the container as ECS secrets): the token checks match the agent's; fading as configured
+    (never its test clocks)."""
+    rules = fading.rules if fading is not None and fading.enabled else None
     if auth.mode is AuthMode.IAM:
         return iso.IsolationSettings(
-            expiry_grace_s=float(expiry_grace_s), agent_name=agent_name, agent_tenant=auth.tenant_id or None
+            expiry_grace_s=float(expiry_grace_s),
+            agent_name=agent_name,
+            agent_tenant=auth.tenant_id or None,
+            fading=rules,
         )
     assert identity is not None
     # The issuer is fixed by configuration; the keys come from the SSM mirror (a VPC without egress cannot reach
     # the issuer's JWKS URL), injected as JWT_STATIC_JWKS. The tasks restart when the mirror changes.
     checks = identity.verifier_settings(scope)
     return iso.IsolationSettings(
-        jwt=dataclasses.replace(checks, jwks_parameter=None), expiry_grace_s=float(expiry_grace_s)
+        jwt=dataclasses.replace(checks, jwks_parameter=None), expiry_grace_s=float(expiry_grace_s), fading=rules
     )
 
 
 def isolation_environment(
-    auth: AuthConfig, identity: Identity | None, *, scope: Construct, agent_name: str, expiry_grace_s: int
+    auth: AuthConfig,
+    identity: Identity | None,
+    *,
+    scope: Construct,
+    agent_name: str,
+    expiry_grace_s: int,
+    fading: FadingConfig | None = None,
 ) -> dict[str, str]:
     """Load the extension's three slots and configure the token checks to match the agent's (plain values only):
     :func:`isolation_settings` written by ``IsolationSettings.to_env``.
@@ -60,5 +78,5 @@ def isolation_environment(
     maintenance window (hindsight_isolation/README.md).
     """
     return isolation_settings(
-        auth, identity, scope=scope, agent_name=agent_name, expiry_grace_s=expiry_grace_s
+        auth, identity, scope=scope, agent_name=agent_name, expiry_grace_s=expiry_grace_s, fading=fading
     ).to_env()

@@ -134,6 +134,13 @@ def problems(env_name: str, top: Mapping[str, Any] | None, sections: Mapping[str
         "events.enabled needs hindsight.mode=managed: memory events come from the isolation extension in the "
         "Hindsight this stack runs (see docs/events.md); unset one of them",
     )
+    fading = sections.get("fading")
+    _require(
+        errors,
+        not (hindsight is not None and hindsight.external and fading is not None and fading.enabled),
+        "fading.enabled needs hindsight.mode=managed: fading runs in the isolation extension of the Hindsight this "
+        "stack runs; configure it on your own server (docs/operating.md#fading-and-reinforcement) and unset it here",
+    )
     if sections.get("eks") is not None and hindsight is not None:
         errors.extend(eks_problems(sections["eks"], hindsight, network.mode if network is not None else None))
     return errors

@@ -29,6 +29,7 @@ from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
 from infra.config import AuthConfig, EksConfig, HindsightConfig, Platform
+from infra.config.model import FadingConfig
 from infra.constructs.alerts import Alerts
 from infra.constructs.database import VectorDatabase
 from infra.constructs.eks_workloads import HindsightOnEks
@@ -95,9 +96,11 @@ class MemoryService(Construct):
         parameter_prefix: str,
         eks_config: EksConfig | None = None,
         events: MemoryEvents | None = None,
+        fading: FadingConfig | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self.config = config
+        self._fading = fading  # fading.enabled: every task's extension re-ranks recalls (docs/operating.md)
         # Memory events (events.enabled): the extension in every task sends them to the events queue.
         events_env = events.environment_in(self) if events is not None else {}
         if config.platform is Platform.EKS:
@@ -152,7 +155,12 @@ class MemoryService(Construct):
             environment={
                 **hindsight_environment(config, database=database.container_environment()),
                 **isolation_environment(
-                    auth, identity, scope=self, agent_name=agent_name, expiry_grace_s=auth.grace_seconds
+                    auth,
+                    identity,
+                    scope=self,
+                    agent_name=agent_name,
+                    expiry_grace_s=auth.grace_seconds,
+                    fading=self._fading,
                 ),
                 **events_env,
             },
@@ -348,7 +356,12 @@ class MemoryService(Construct):
             environment={
                 **hindsight_environment(config, database=database.container_environment()),
                 **isolation_environment(
-                    auth, identity, scope=self, agent_name=agent_name, expiry_grace_s=auth.grace_seconds
+                    auth,
+                    identity,
+                    scope=self,
+                    agent_name=agent_name,
+                    expiry_grace_s=auth.grace_seconds,
+                    fading=self._fading,
                 ),
                 **events_env,
             },

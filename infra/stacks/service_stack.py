@@ -8,6 +8,7 @@ from aws_cdk import CfnOutput
 from constructs import Construct
 
 from infra.config import AuthConfig, EksConfig, HindsightConfig
+from infra.config.model import FadingConfig
 from infra.constructs.database import VectorDatabase
 from infra.constructs.eks_workloads import HindsightOnEks
 from infra.constructs.identity import Identity
@@ -23,6 +24,7 @@ class MemoryServiceStack(PartAwareStack):
     Args:
         auth: How callers authenticate (the isolation extension checks their tokens as the agent does).
         agent_name: The agent whose banks an IAM-mode agent key opens.
+        fading: Fading and reinforcement of memories (the ``fading`` section), applied by every task's extension.
         events: The -Data stack's memory events (``events.enabled``): every task's extension sends to its queue.
     """
 
@@ -40,6 +42,7 @@ class MemoryServiceStack(PartAwareStack):
         parameter_prefix: str,
         eks: EksConfig | None = None,
         events: MemoryEvents | None = None,
+        fading: FadingConfig | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
@@ -57,6 +60,7 @@ class MemoryServiceStack(PartAwareStack):
             parameter_prefix=parameter_prefix,
             eks_config=eks,
             events=events,
+            fading=fading,
         )
         CfnOutput(self, "HindsightUrl", value=self.memory.url, description="Hindsight API (inside the VPC)")
         CfnOutput(
