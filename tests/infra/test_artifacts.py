@@ -50,7 +50,7 @@ def test_agent_bundle_is_arm64_importable_and_within_budget() -> None:
     _assert_arm64_cp312(root)
     assert (root / "main.py").read_text() == build.AGENT_MAIN
     assert (root / "runtime_handler" / "__main__.py").exists()
-    assert (root / "memory_adapter" / "bank_ids.py").exists()
+    assert (root / "memory_adapter" / "identity" / "bank_ids.py").exists()
     assert build.tree_size(root) <= build.AGENT_BUDGET_MIB * 2**20
     assert list((root / "runtime_handler").rglob("*.cpython-312.pyc"))
 
