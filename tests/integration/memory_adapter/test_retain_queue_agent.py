@@ -209,7 +209,9 @@ def test_an_iam_agent_queues_its_retains_without_the_agent_key_and_the_replay_fu
         monkeypatch.setenv(name, value)
     secrets = boto3.client("secretsmanager", endpoint_url=moto_server.url, region_name=moto_server.region)
     arn = secrets.create_secret(Name=f"agent-key-{run_id}", SecretString=local_hindsight.agent_key)["ARN"]
-    iam = {"AUTH_MODE": "iam", "HINDSIGHT_API_KEY_SECRET_ARN": arn, "JWT_DISCOVERY_URL": "", "JWT_ALLOWED_CLIENTS": ""}
+    # The local agent's JWT settings blanked (IAM mode refuses any): its environment is Settings.to_env of JWT mode
+    jwt_off = {name: "" for name in ("JWT_DISCOVERY_URL", "JWT_ALLOWED_CLIENTS", "JWT_USER_CLAIM")}
+    iam = {"AUTH_MODE": "iam", "HINDSIGHT_API_KEY_SECRET_ARN": arn, **jwt_off}
     agent = RunningAgent(
         tmp_path / "agent", agent_env(queues, moto_server, **aws, **iam), proxy.url, token_issuer.issuer
     )
