@@ -223,22 +223,7 @@ class MemoryService(Construct):
         if events is not None:
             for task in [self.api_task, self.maintenance_task, *(w.task_definition for w in self.worker_services)]:
                 events.grant_send(task.task_role)
-        self.load_balancer_security_group = ec2.SecurityGroup(
-            self,
-            "LoadBalancerSecurityGroup",
-            vpc=network.vpc,
-            description="Hindsight internal load balancer: from the agent only",
-            allow_all_outbound=False,
-        )
-        self.load_balancing = MemoryLoadBalancer(
-            self,
-            "LoadBalancing",
-            config=config,
-            network=network,
-            security_group=self.load_balancer_security_group,
-            api_service=self.api_service,
-            alerts=alerts,
-        )
+        self._balance_load(config, network, alerts, api_service=self.api_service)
         #: The URL in this stack; later stacks read it with :meth:`url_in` (HTTPS on or off changes it).
         self.url = self.load_balancing.url
         self._url = self._url_handoff(parameter_prefix)
@@ -311,22 +296,7 @@ class MemoryService(Construct):
         if identity is not None:
             sources[ENV_STATIC_JWKS] = identity.keys_source()
         sources.update(self.secrets.llm_sources())
-        self.load_balancer_security_group = ec2.SecurityGroup(
-            self,
-            "LoadBalancerSecurityGroup",
-            vpc=network.vpc,
-            description="Hindsight internal load balancer: from the agent only",
-            allow_all_outbound=False,
-        )
-        self.load_balancing = MemoryLoadBalancer(
-            self,
-            "LoadBalancing",
-            config=config,
-            network=network,
-            security_group=self.load_balancer_security_group,
-            api_service=None,
-            alerts=alerts,
-        )
+        self._balance_load(config, network, alerts, api_service=None)
         self.load_balancer_security_group.connections.allow_to(
             self.security_group, ec2.Port.tcp(config.port), "Load balancer to the Hindsight API pods"
         )
@@ -386,6 +356,33 @@ class MemoryService(Construct):
         self.listener_port = self.load_balancing.listener_port
         self.connections = self.load_balancing.load_balancer.connections
         self.redeploy = None
+
+    def _balance_load(
+        self,
+        config: HindsightConfig,
+        network: Network,
+        alerts: Alerts,
+        *,
+        api_service: ecs.FargateService | None,
+    ) -> None:
+        """The internal load balancer in front of the API (its Fargate service, or on EKS the pods a
+        TargetGroupBinding registers: ``api_service=None``), reachable from the agent only."""
+        self.load_balancer_security_group = ec2.SecurityGroup(
+            self,
+            "LoadBalancerSecurityGroup",
+            vpc=network.vpc,
+            description="Hindsight internal load balancer: from the agent only",
+            allow_all_outbound=False,
+        )
+        self.load_balancing = MemoryLoadBalancer(
+            self,
+            "LoadBalancing",
+            config=config,
+            network=network,
+            security_group=self.load_balancer_security_group,
+            api_service=api_service,
+            alerts=alerts,
+        )
 
     def _url_handoff(self, parameter_prefix: str) -> Handoff:
         """Publish :attr:`url` for the later stacks (ECS and EKS alike; they read it with :meth:`url_in`)."""
