@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from aws_cdk import RemovalPolicy
+from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_events as events
@@ -11,6 +11,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
+from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 #: What CloudWatch needs on the topic's key to publish an alarm into an encrypted topic (EventBridge too).
@@ -64,3 +65,44 @@ class Alerts(Construct):
         rule's stack is written into this one)."""
         rule.add_target(targets.SnsTopic(self.topic))
         return rule
+
+
+def watch_queue(
+    scope: Construct,
+    alerts: Alerts,
+    *,
+    queue: sqs.IQueue,
+    dead_letters: sqs.IQueue,
+    dead_letters_description: str,
+    oldest_id: str,
+    oldest_description: str,
+    oldest_seconds: int,
+) -> tuple[cloudwatch.Alarm, cloudwatch.Alarm]:
+    """The two alarms every queue of ours has, both notifying ``alerts``: anything in its dead letters
+    (``DeadLettersAlarm``), and its oldest message waiting longer than ``oldest_seconds`` (the consumer is stalled)."""
+    period = Duration.minutes(5)
+    dead = alerts.watch(
+        cloudwatch.Alarm(
+            scope,
+            "DeadLettersAlarm",
+            alarm_description=dead_letters_description,
+            metric=dead_letters.metric_approximate_number_of_messages_visible(period=period, statistic="Maximum"),
+            threshold=1,
+            evaluation_periods=1,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+    )
+    oldest = alerts.watch(
+        cloudwatch.Alarm(
+            scope,
+            oldest_id,
+            alarm_description=oldest_description,
+            metric=queue.metric_approximate_age_of_oldest_message(period=period, statistic="Maximum"),
+            threshold=oldest_seconds,
+            evaluation_periods=1,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+    )
+    return dead, oldest

@@ -35,7 +35,7 @@ from constructs import Construct
 from hindsight_isolation import settings as iso
 from hindsight_isolation.events import EVENT_SOURCE
 from infra.config import EventsConfig
-from infra.constructs.alerts import Alerts
+from infra.constructs.alerts import Alerts, watch_queue
 from infra.constructs.creation import creation_id
 from infra.constructs.handoff import Handoff
 from infra.constructs.log_retention import retention
@@ -299,34 +299,17 @@ class MemoryEvents(Construct):
         return log_group, rule
 
     def _alarms(self, alerts: Alerts) -> list[cloudwatch.Alarm]:
-        period = Duration.minutes(5)
-        dead = alerts.watch(
-            cloudwatch.Alarm(
-                self,
-                "DeadLettersAlarm",
-                alarm_description="Memory events the pipe could not put on the bus for an hour wait in the "
-                "dead-letter queue (later events of their banks went on): docs/events.md, redrive",
-                metric=self.dead_letters.metric_approximate_number_of_messages_visible(
-                    period=period, statistic="Maximum"
-                ),
-                threshold=1,
-                evaluation_periods=1,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-            )
-        )
-        stalled = alerts.watch(
-            cloudwatch.Alarm(
-                self,
-                "OldestEventAlarm",
-                alarm_description="A memory event has waited in its queue for 15 minutes: the pipe is stopped or "
-                "the bus refuses it (see the pipe's state and the dead letters)",
-                metric=self.queue.metric_approximate_age_of_oldest_message(period=period, statistic="Maximum"),
-                threshold=15 * 60,
-                evaluation_periods=1,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-            )
+        dead, stalled = watch_queue(
+            self,
+            alerts,
+            queue=self.queue,
+            dead_letters=self.dead_letters,
+            dead_letters_description="Memory events the pipe could not put on the bus for an hour wait in the "
+            "dead-letter queue (later events of their banks went on): docs/events.md, redrive",
+            oldest_id="OldestEventAlarm",
+            oldest_description="A memory event has waited in its queue for 15 minutes: the pipe is stopped or "
+            "the bus refuses it (see the pipe's state and the dead letters)",
+            oldest_seconds=15 * 60,
         )
         return [dead, stalled]
 

@@ -62,6 +62,24 @@ from infra.permissions import (
 from memory_adapter.constants import CA_BUNDLE_ENV
 
 
+def _restart_triggers(database: VectorDatabase, identity: Identity | None) -> list[RestartTrigger]:
+    """What restarts Hindsight on either platform: a rotated database login, and new signing keys in the mirror."""
+    triggers = [
+        RestartTrigger(
+            "DatabaseSecretRotated",
+            "Secrets Manager rotated the Hindsight database secret",
+            database.login_rotation_pattern(),
+        )
+    ]
+    if identity is not None:
+        triggers.append(
+            RestartTrigger(
+                "SigningKeysChanged", "The mirrored JWKS of the token issuer changed", identity.keys_change_pattern()
+            )
+        )
+    return triggers
+
+
 def _api_command(config: HindsightConfig) -> str:
     """The API's command: HTTPS with the task's own certificate when ``hindsight.tls_to_tasks``, else HTTP."""
     return API_TLS_COMMAND if config.tls_to_tasks else API_COMMAND
@@ -240,21 +258,7 @@ class MemoryService(Construct):
         ]
         self.listener_port = self.load_balancing.listener_port
         self.connections: ec2.Connections = self.load_balancing.load_balancer.connections
-        triggers = [
-            RestartTrigger(
-                "DatabaseSecretRotated",
-                "Secrets Manager rotated the Hindsight database secret",
-                database.login_rotation_pattern(),
-            )
-        ]
-        if identity is not None:
-            triggers.append(
-                RestartTrigger(
-                    "SigningKeysChanged",
-                    "The mirrored JWKS of the token issuer changed",
-                    identity.keys_change_pattern(),
-                )
-            )
+        triggers = _restart_triggers(database, identity)
         self.maintenance_role: iam.IRole = self.maintenance_task.task_role
         self.redeploy: RedeployOnRotation | None = RedeployOnRotation(
             self,
@@ -300,21 +304,7 @@ class MemoryService(Construct):
         self.load_balancer_security_group.connections.allow_to(
             self.security_group, ec2.Port.tcp(config.port), "Load balancer to the Hindsight API pods"
         )
-        triggers = [
-            RestartTrigger(
-                "DatabaseSecretRotated",
-                "Secrets Manager rotated the Hindsight database secret",
-                database.login_rotation_pattern(),
-            )
-        ]
-        if identity is not None:
-            triggers.append(
-                RestartTrigger(
-                    "SigningKeysChanged",
-                    "The mirrored JWKS of the token issuer changed",
-                    identity.keys_change_pattern(),
-                )
-            )
+        triggers = _restart_triggers(database, identity)
         self.eks = HindsightOnEks(
             self,
             "Eks",

@@ -22,14 +22,13 @@ from __future__ import annotations
 import math
 
 from aws_cdk import Duration, RemovalPolicy
-from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from infra.config import RetainQueueConfig
-from infra.constructs.alerts import Alerts
+from infra.constructs.alerts import Alerts, watch_queue
 from infra.constructs.props import raise_if_invalid
 from infra.permissions import SQS_PRODUCER_KEY_ACTIONS, SQS_SEND_ACTIONS
 from memory_adapter.constants import SQS_MAX_MESSAGE_BYTES
@@ -110,34 +109,17 @@ class RetainQueue(Construct):
             dead_letter_queue=sqs.DeadLetterQueue(max_receive_count=self.max_receive_count, queue=self.dead_letters),
             removal_policy=removal,
         )
-        period = Duration.minutes(5)
-        self.dead_letter_alarm = alerts.watch(
-            cloudwatch.Alarm(
-                self,
-                "DeadLettersAlarm",
-                alarm_description="Retains Hindsight refused for good, or could not take in time, wait in the "
-                "dead-letter queue: review them (python -m memory_adapter.redrive list)",
-                metric=self.dead_letters.metric_approximate_number_of_messages_visible(
-                    period=period, statistic="Maximum"
-                ),
-                threshold=1,
-                evaluation_periods=1,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-            )
-        )
-        self.oldest_message_alarm = alerts.watch(
-            cloudwatch.Alarm(
-                self,
-                "OldestMessageAlarm",
-                alarm_description=f"A queued retain is older than {config.oldest_message_alarm_minutes} minutes: "
-                "Hindsight is unreachable from the replay function, or the function fails",
-                metric=self.queue.metric_approximate_age_of_oldest_message(period=period, statistic="Maximum"),
-                threshold=config.oldest_message_alarm_minutes * 60,
-                evaluation_periods=1,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-            )
+        self.dead_letter_alarm, self.oldest_message_alarm = watch_queue(
+            self,
+            alerts,
+            queue=self.queue,
+            dead_letters=self.dead_letters,
+            dead_letters_description="Retains Hindsight refused for good, or could not take in time, wait in the "
+            "dead-letter queue: review them (python -m memory_adapter.redrive list)",
+            oldest_id="OldestMessageAlarm",
+            oldest_description=f"A queued retain is older than {config.oldest_message_alarm_minutes} minutes: "
+            "Hindsight is unreachable from the replay function, or the function fails",
+            oldest_seconds=config.oldest_message_alarm_minutes * 60,
         )
 
     def grant_send(self, grantee: iam.IGrantable) -> iam.Grant:
