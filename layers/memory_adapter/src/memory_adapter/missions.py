@@ -163,7 +163,6 @@ class BankMissions:
         self._api = HindsightApi(transport, timeout=timeout)
         self._missions = missions
         self._obs = observer
-        self._timeout = timeout
         self._settled: set[str] = set()
         self._lock = threading.Lock()
 
