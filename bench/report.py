@@ -189,6 +189,19 @@ def markdown(r: dict[str, Any]) -> str:
             f"All our retains delivered within 120 s: {at['ours_all_delivered_within_120s']}; prior-art retain tasks "
             f"still unfinished after 120 s: {at['prior_tasks_unfinished_after_120s']}."
         )
+        slow = at.get("slow_calls")
+        if slow:
+            lines.append("")
+            lines.append(
+                "Calls over 1 ms, and why the calling thread was off the CPU during them (voluntary context switch: "
+                "it waited, for the GIL or a lock; involuntary: the OS ran another process): "
+                + "; ".join(
+                    f"{side} {slow[side]['over_1ms']} (waited {slow[side]['waited']}, preempted "
+                    f"{slow[side]['preempted']}, neither {slow[side]['neither']})"
+                    for side in ("ours", "prior")
+                )
+                + "."
+            )
     dg = r.get("degraded")
     if dg:
         lines += [

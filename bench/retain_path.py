@@ -13,6 +13,7 @@ wall time of a call is far above it, the call was waiting (for a CPU on a busy m
 from __future__ import annotations
 
 import asyncio
+import resource
 import time
 import uuid
 from collections.abc import Callable
@@ -28,7 +29,7 @@ SIDES = ("ours", "prior")
 
 
 async def measure(
-    env: Any, *, calls: int = 200, warmup: int = 5, gap_s: float = 0.05, log: Callable[[str], None] = print
+    env: Any, *, calls: int = 500, warmup: int = 5, gap_s: float = 0.05, log: Callable[[str], None] = print
 ) -> dict[str, Any]:
     """Time ``after_turn`` on both sides; returns summaries, samples and delivery counts."""
     users = {side: f"bench-retain-{side}-{uuid.uuid4().hex[:8]}" for side in SIDES}
@@ -38,19 +39,25 @@ async def measure(
     samples: dict[str, list[float]] = {side: [] for side in SIDES}
     ticked: dict[str, list[float]] = {side: [] for side in SIDES}
     cpu: dict[str, list[float]] = {side: [] for side in SIDES}
+    # Context switches of the calling thread during each call: voluntary ones are waits (the GIL, a lock),
+    # involuntary ones are the OS giving the CPU to another process.
+    switches: dict[str, list[tuple[int, int]]] = {side: [] for side in SIDES}
 
-    async def one(side: str, n: int) -> tuple[float, float, float]:
+    async def one(side: str, n: int) -> tuple[float, float, float, tuple[int, int]]:
         ctx_ours, ctx_prior = contexts(users[side])
         ctx = ctx_ours if side == "ours" else ctx_prior
         fact = SEED_FACTS[n % len(SEED_FACTS)]
         query = f"Remember this, please (turn {n}): {fact}"
         result = f"Got it. I will remember that: {fact} Anything else I can help you with today?"
+        before = resource.getrusage(resource.RUSAGE_THREAD)
         started, cpu_started = time.perf_counter(), time.thread_time()
         await adapters[side].after_turn(ctx, result=result, query=query)
         returned, cpu_used = time.perf_counter(), time.thread_time() - cpu_started
+        after = resource.getrusage(resource.RUSAGE_THREAD)
         await asyncio.sleep(0)
         ticked_at = time.perf_counter()
-        return (returned - started) * 1000, (ticked_at - started) * 1000, cpu_used * 1000
+        switched = (after.ru_nvcsw - before.ru_nvcsw, after.ru_nivcsw - before.ru_nivcsw)
+        return (returned - started) * 1000, (ticked_at - started) * 1000, cpu_used * 1000, switched
 
     for n in range(warmup):
         for side in SIDES:
@@ -58,8 +65,9 @@ async def measure(
     for n in range(calls):
         for k in range(len(SIDES)):
             side = SIDES[(n + k) % len(SIDES)]
-            call_ms, tick_ms, cpu_ms = await one(side, n)
+            call_ms, tick_ms, cpu_ms, switched = await one(side, n)
             samples[side].append(call_ms)
+            switches[side].append(switched)
             cpu[side].append(cpu_ms)
             ticked[side].append(tick_ms)
             await asyncio.sleep(gap_s)
@@ -81,5 +89,20 @@ async def measure(
         "retains_per_side": calls + warmup,
         "ours_all_delivered_within_120s": ours_flushed,
         "prior_tasks_unfinished_after_120s": pending_prior,
+        "slow_calls": {side: _slow_calls(samples[side], switches[side]) for side in SIDES},
         "samples_ms": samples,
+    }
+
+
+SLOW_CALL_MS = 1.0
+
+
+def _slow_calls(samples: list[float], switches: list[tuple[int, int]]) -> dict[str, int]:
+    """How many calls took over ``SLOW_CALL_MS``, and why the calling thread was off the CPU during them."""
+    slow = [(ms, sw) for ms, sw in zip(samples, switches, strict=True) if ms > SLOW_CALL_MS]
+    return {
+        "over_1ms": len(slow),
+        "waited": sum(1 for _, (voluntary, _inv) in slow if voluntary),
+        "preempted": sum(1 for _, (_vol, involuntary) in slow if involuntary),
+        "neither": sum(1 for _, (voluntary, involuntary) in slow if not voluntary and not involuntary),
     }
