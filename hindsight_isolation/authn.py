@@ -27,10 +27,10 @@ from hindsight_isolation.settings import ANY_TENANT, IsolationSettings
 from memory_adapter.identity.errors import RejectReason, TokenRejected
 from memory_adapter.identity.verifier import JwtVerifier, VerifiedIdentity
 
-__all__ = ["Authenticator", "Unauthenticated"]
+__all__ = ["Authenticator", "UnauthenticatedError"]
 
 
-class Unauthenticated(Exception):
+class UnauthenticatedError(Exception):
     """The credential does not authenticate. ``reason`` is for the log only."""
 
     def __init__(self, reason: str) -> None:
@@ -104,19 +104,19 @@ class Authenticator:
             return entry[1]
 
     def authenticate(self, credential: str | None) -> Principal:
-        """The principal for ``credential``; raise :class:`Unauthenticated`. May block briefly to fetch keys."""
+        """The principal for ``credential``; raise :class:`UnauthenticatedError`. May block briefly to fetch keys."""
         if not credential:
-            raise Unauthenticated(RejectReason.MISSING.value)
+            raise UnauthenticatedError(RejectReason.MISSING.value)
         known = self.cached(credential)
         if known is not None:
             return known
         if self._verifier is None:
-            raise Unauthenticated("not a known key, and no token issuer is configured")
+            raise UnauthenticatedError("not a known key, and no token issuer is configured")
         now = self._clock()
         try:
             identity = self._verifier.verify(credential, expiry_grace=self._settings.expiry_grace_s)
         except TokenRejected as exc:
-            raise Unauthenticated(f"token {exc.reason.value}") from exc
+            raise UnauthenticatedError(f"token {exc.reason.value}") from exc
         principal = Principal(
             Kind.USER_GRACE if identity.within_grace else Kind.USER, tenant=identity.tenant, user=identity.user
         )

@@ -4,7 +4,7 @@ Hindsight 1.1.0 answers 500 (with the database driver's error text) to input tha
 character (U+0000) in any text that reaches a query (an id in the path, a query parameter, a tag, a JSON field), a
 lone UTF-16 surrogate (valid in a Python ``str``, not UTF-8), an integer beyond 64 bits, a non-finite number, and
 JSON nested deeply enough to exhaust the parser's recursion. The request guard (:mod:`hindsight_isolation.guard`)
-runs these checks on every request, authenticated or not, and answers 400 with the :class:`BadInput` message.
+runs these checks on every request, authenticated or not, and answers 400 with the :class:`BadInputError` message.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ __all__ = [
     "INT64_MAX",
     "INT64_MIN",
     "MAX_JSON_DEPTH",
-    "BadInput",
+    "BadInputError",
     "NotJson",
     "check_form_fields",
     "check_headers",
@@ -42,11 +42,11 @@ _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 _INTEGER_LITERAL = re.compile(r"[+-]?\d+")
 
 
-class BadInput(ValueError):
+class BadInputError(ValueError):
     """Input the server cannot take; ``str()`` is the message for the caller (what is wrong, what to do)."""
 
 
-class NotJson(BadInput):
+class NotJson(BadInputError):
     """The body (or form field) is not JSON at all (as opposed to JSON the server cannot take)."""
 
 
@@ -57,8 +57,8 @@ def check_text(text: str, where: str) -> None:
         return
     char = found.group()
     if char == "\x00":
-        raise BadInput(f"{where} contains a NUL character (U+0000), which cannot be stored: remove it")
-    raise BadInput(
+        raise BadInputError(f"{where} contains a NUL character (U+0000), which cannot be stored: remove it")
+    raise BadInputError(
         f"{where} contains a lone UTF-16 surrogate (U+{ord(char):04X}), which is not valid Unicode text: "
         "send well-formed UTF-8"
     )
@@ -82,7 +82,7 @@ def check_query(query_string: bytes, integer_parameters: frozenset[str]) -> None
         if name in integer_parameters and _INTEGER_LITERAL.fullmatch(value.strip()):
             number = int(value)
             if not INT64_MIN <= number <= INT64_MAX:
-                raise BadInput(f"query parameter {name!r} is out of range: it must be at most {INT64_MAX}")
+                raise BadInputError(f"query parameter {name!r} is out of range: it must be at most {INT64_MAX}")
 
 
 def check_headers(headers: Iterable[tuple[bytes, bytes]]) -> None:
@@ -92,29 +92,29 @@ def check_headers(headers: Iterable[tuple[bytes, bytes]]) -> None:
         try:
             value = raw_value.decode("utf-8")
         except UnicodeDecodeError:
-            raise BadInput(f"header {name!r} is not valid UTF-8") from None
+            raise BadInputError(f"header {name!r} is not valid UTF-8") from None
         check_text(value, f"header {name!r}")
 
 
 def _reject_constant(name: str) -> float:
-    raise BadInput(f"the JSON body contains {name}, which is not a number JSON allows: send a finite number")
+    raise BadInputError(f"the JSON body contains {name}, which is not a number JSON allows: send a finite number")
 
 
 def parse_json(body: bytes) -> Any:
-    """Parse a JSON body; :class:`BadInput` if it is not JSON, or nests too deeply to parse."""
+    """Parse a JSON body; :class:`BadInputError` if it is not JSON, or nests too deeply to parse."""
     try:
         return json.loads(body, parse_constant=_reject_constant)
     except RecursionError:
-        raise BadInput(f"the JSON body is nested too deeply: at most {MAX_JSON_DEPTH} levels") from None
+        raise BadInputError(f"the JSON body is nested too deeply: at most {MAX_JSON_DEPTH} levels") from None
     except UnicodeDecodeError:
         raise NotJson("the request body is not valid UTF-8 JSON") from None
     except json.JSONDecodeError as exc:
         where = f"line {exc.lineno}, column {exc.colno}"
         raise NotJson(f"the request body is not valid JSON: {exc.msg} ({where})") from None
-    except BadInput:
+    except BadInputError:
         raise
     except ValueError:  # an integer literal of thousands of digits: int() refuses to parse it
-        raise BadInput(f"the JSON body contains an integer that is out of range (at most {INT64_MAX})") from None
+        raise BadInputError(f"the JSON body contains an integer that is out of range (at most {INT64_MAX})") from None
 
 
 def check_json(value: Any, where: str = "body") -> None:
@@ -128,13 +128,13 @@ def check_json(value: Any, where: str = "body") -> None:
             continue
         elif isinstance(item, int):
             if not INT64_MIN <= item <= INT64_MAX:
-                raise BadInput(f"{at} is out of range: integers must fit in 64 bits (at most {INT64_MAX})")
+                raise BadInputError(f"{at} is out of range: integers must fit in 64 bits (at most {INT64_MAX})")
         elif isinstance(item, float):
             if not math.isfinite(item):
-                raise BadInput(f"{at} is too large: numbers must be finite")
+                raise BadInputError(f"{at} is too large: numbers must be finite")
         elif isinstance(item, dict | list):
             if depth >= MAX_JSON_DEPTH:
-                raise BadInput(f"the JSON body is nested too deeply: at most {MAX_JSON_DEPTH} levels")
+                raise BadInputError(f"the JSON body is nested too deeply: at most {MAX_JSON_DEPTH} levels")
             if isinstance(item, dict):
                 for key, child in item.items():
                     check_text(key, f"a key in {at}")
@@ -153,8 +153,8 @@ def check_form_fields(fields: Iterable[tuple[str, str]]) -> None:
                 parsed = parse_json(value.encode("utf-8"))
             except NotJson:
                 continue  # not JSON after all: the route says what it expected
-            except BadInput as exc:
-                raise BadInput(f"form field {name!r}: {exc}") from None
+            except BadInputError as exc:
+                raise BadInputError(f"form field {name!r}: {exc}") from None
             check_json(parsed, f"form field {name!r}")
 
 

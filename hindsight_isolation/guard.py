@@ -28,7 +28,7 @@ from python_multipart.multipart import MultipartParser, parse_options_header
 
 from hindsight_isolation import events, fading, route, usage
 from hindsight_isolation.bad_input import (
-    BadInput,
+    BadInputError,
     NotJson,
     check_form_fields,
     check_headers,
@@ -59,7 +59,7 @@ _CHUNK = 64 * 1024
 _JSON_TYPES = ("application/json", "+json")
 
 
-class _ClientGone(Exception):
+class _ClientGoneError(Exception):
     """The client disconnected while its body was being read."""
 
 
@@ -100,10 +100,10 @@ class RequestGuard:
             check_headers(scope.get("headers", []))
             scope, receive, kind = await self._checked_body(scope, receive, kind)
             clock = usage.clock_from_header(_header(scope, fading.CLOCK_HEADER.encode()) or None)
-        except BadInput as exc:
+        except BadInputError as exc:
             await _refuse(scope, send, kind, str(exc))
             return
-        except _ClientGone:
+        except _ClientGoneError:
             return
         actor = _header(scope, events.ACTOR_HEADER.encode())
         with (
@@ -167,7 +167,7 @@ async def _read_all(receive: Receive) -> bytes:
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
-            raise _ClientGone
+            raise _ClientGoneError
         chunks.append(message.get("body", b""))
         if not message.get("more_body", False):
             return b"".join(chunks)
@@ -277,7 +277,7 @@ async def _read_multipart(receive: Receive, boundary: bytes) -> IO[bytes]:
         while True:
             message = await receive()
             if message["type"] == "http.disconnect":
-                raise _ClientGone
+                raise _ClientGoneError
             chunk = message.get("body", b"")
             spool.write(chunk)
             parser.write(chunk)
@@ -285,12 +285,12 @@ async def _read_multipart(receive: Receive, boundary: bytes) -> IO[bytes]:
                 break
         parser.finalize()
         check_form_fields(fields)
-    except (BadInput, _ClientGone):
+    except (BadInputError, _ClientGoneError):
         spool.close()
         raise
     except Exception:  # the parser's own errors: Starlette, which uses the same parser, would refuse it too
         spool.close()
-        raise BadInput("the multipart body is malformed: send multipart/form-data with its boundary") from None
+        raise BadInputError("the multipart body is malformed: send multipart/form-data with its boundary") from None
     return spool
 
 

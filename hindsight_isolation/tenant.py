@@ -23,7 +23,7 @@ from hindsight_api.extensions.tenant import AuthenticationError, Tenant, TenantC
 
 from hindsight_isolation import events, usage
 from hindsight_isolation.audit import log_unauthenticated, logger
-from hindsight_isolation.authn import Authenticator, Unauthenticated
+from hindsight_isolation.authn import Authenticator, UnauthenticatedError
 from hindsight_isolation.principal import Principal
 from hindsight_isolation.settings import (
     ENV_HTTP_EXTENSION,
@@ -126,7 +126,7 @@ class IsolationTenantExtension(TenantExtension):  # type: ignore[misc]  # hindsi
         )
 
     async def principal_for(self, credential: str | None) -> Principal:
-        """The principal for a bearer credential; raise :class:`Unauthenticated`."""
+        """The principal for a bearer credential; raise :class:`UnauthenticatedError`."""
         known = self.authenticator.cached(credential)
         if known is not None:
             return known
@@ -147,7 +147,7 @@ class IsolationTenantExtension(TenantExtension):  # type: ignore[misc]  # hindsi
             raise AuthenticationError(_UNAUTHORIZED)
         try:
             principal = await self.principal_for(context.api_key)
-        except Unauthenticated as exc:
+        except UnauthenticatedError as exc:
             context.tenant_id = None
             setattr(context, _REFUSED_CREDENTIAL, context.api_key)
             log_unauthenticated(exc.reason, transport=transport)

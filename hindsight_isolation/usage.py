@@ -23,7 +23,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from hindsight_isolation import fading, route
-from hindsight_isolation.bad_input import BadInput
+from hindsight_isolation.bad_input import BadInputError
 from hindsight_isolation.fading import FadingRules
 
 __all__ = ["TABLE", "FadingConfig", "after_curation", "after_recall", "clock_from_header", "configure"]
@@ -67,14 +67,14 @@ def configure(config: FadingConfig) -> None:
 def clock_from_header(raw: bytes | None) -> datetime | None:
     """The request's clock from :data:`fading.CLOCK_HEADER`; ``None`` unless the server honours the header.
 
-    Raises :class:`BadInput` for a value that is not an instant (the guard answers 400).
+    Raises :class:`BadInputError` for a value that is not an instant (the guard answers 400).
     """
     if raw is None or not _state.config.clock_header:
         return None
     try:
         return fading.parse_instant(raw.decode("latin-1"))
     except ValueError as exc:
-        raise BadInput(f"{fading.CLOCK_HEADER}: {exc}") from None
+        raise BadInputError(f"{fading.CLOCK_HEADER}: {exc}") from None
 
 
 def _applies(request_context: Any) -> bool:

@@ -21,7 +21,7 @@ from localdev.token_issuer import (
     stop_background,
     stop_when_gone,
 )
-from memory_adapter.identity import JwtSettings, JwtVerifier, RejectReason, TokenRejected
+from memory_adapter.identity import JwtSettings, JwtVerifier, RejectReason, TokenRejectedError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -69,7 +69,7 @@ def test_project_verifier_accepts_a_minted_token(token_issuer):
     ],
 )
 def test_bad_tokens_are_rejected_for_the_right_reason(token_issuer, mint_kwargs, reason):
-    with pytest.raises(TokenRejected) as caught:
+    with pytest.raises(TokenRejectedError) as caught:
         _verifier(token_issuer.discovery_url).verify(token_issuer.mint("user-alex", **mint_kwargs))
     assert caught.value.reason is reason
 

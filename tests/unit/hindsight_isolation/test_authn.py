@@ -15,7 +15,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
 
-from hindsight_isolation.authn import Authenticator, Unauthenticated
+from hindsight_isolation.authn import Authenticator, UnauthenticatedError
 from hindsight_isolation.principal import Kind, Principal
 from hindsight_isolation.settings import IsolationSettings
 from memory_adapter.identity import JwtVerifier, VerifiedIdentity
@@ -101,7 +101,7 @@ def test_expired_token_within_grace_is_a_grace_principal(authn: Authenticator, c
 
 
 def test_token_past_the_grace_window_is_refused(authn: Authenticator) -> None:
-    with pytest.raises(Unauthenticated, match="expired"):
+    with pytest.raises(UnauthenticatedError, match="expired"):
         authn.authenticate(_token(exp=NOW - 601))
 
 
@@ -131,20 +131,20 @@ def _claims(**overrides: Any) -> dict[str, Any]:
 )
 def test_bad_tokens_are_refused(authn: Authenticator, overrides: dict[str, Any], key: Any, reason: str) -> None:
     token = jwt.encode(_claims(**overrides), key, algorithm="RS256", headers={"kid": "k1"})
-    with pytest.raises(Unauthenticated) as caught:
+    with pytest.raises(UnauthenticatedError) as caught:
         authn.authenticate(token)
     assert reason in caught.value.reason
 
 
 def test_symmetric_token_signed_with_the_public_key_is_refused(authn: Authenticator) -> None:
     token = jwt.encode(_claims(), "public-key-as-secret-" + "z" * 32, algorithm="HS256", headers={"kid": "k1"})
-    with pytest.raises(Unauthenticated, match="algorithm"):
+    with pytest.raises(UnauthenticatedError, match="algorithm"):
         authn.authenticate(token)
 
 
 @pytest.mark.parametrize("credential", [None, "", "not-a-token", "o" * 40, OPERATOR_KEY + " "])
 def test_non_credentials_are_refused(authn: Authenticator, credential: str | None) -> None:
-    with pytest.raises(Unauthenticated):
+    with pytest.raises(UnauthenticatedError):
         authn.authenticate(credential)
 
 
@@ -186,7 +186,7 @@ def test_without_an_issuer_only_keys_authenticate(clock: Clock) -> None:
     authn = Authenticator(settings, clock=clock)
     assert authn.verifier is None
     assert authn.authenticate(AGENT_KEY) == Principal(Kind.AGENT, agent="support")
-    with pytest.raises(Unauthenticated, match="no token issuer"):
+    with pytest.raises(UnauthenticatedError, match="no token issuer"):
         authn.authenticate(_token())
 
 

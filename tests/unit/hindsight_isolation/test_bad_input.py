@@ -13,7 +13,7 @@ from hindsight_isolation.bad_input import (
     INT64_MAX,
     INT64_MIN,
     MAX_JSON_DEPTH,
-    BadInput,
+    BadInputError,
     NotJson,
     check_form_fields,
     check_headers,
@@ -28,7 +28,7 @@ INTEGERS = frozenset({"limit", "offset"})
 
 
 def _refused(call: Any, *args: Any) -> str:
-    with pytest.raises(BadInput) as caught:
+    with pytest.raises(BadInputError) as caught:
         call(*args)
     return str(caught.value)
 
@@ -176,7 +176,7 @@ def test_whatever_passes_can_be_stored_as_jsonb(value: Any) -> None:
     """Anything the checks let through is strict JSON whose text PostgreSQL can hold (UTF-8, no NUL, int64)."""
     try:
         check_json(value)
-    except BadInput:
+    except BadInputError:
         return
     json.dumps(value, allow_nan=False)
     for text in _strings(value):

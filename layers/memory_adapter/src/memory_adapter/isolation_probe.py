@@ -39,6 +39,7 @@ import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from memory_adapter.exceptions import HindsightAgentCoreError
 from memory_adapter.identity.bank_ids import format_bank_id
 from memory_adapter.tls import ssl_context
 
@@ -53,7 +54,7 @@ TIMEOUT_S = 10.0
 _BANKS = "/v1/default/banks"
 
 
-class ProbeError(Exception):
+class ProbeError(HindsightAgentCoreError):
     """The probe could not run (server unreachable, operator key refused): nothing was proven either way."""
 
 

@@ -30,7 +30,7 @@ from typing import Any, Final
 
 from memory_adapter._hindsight_api import HindsightApi
 from memory_adapter.constants import ADAPTER_ENV_PREFIX
-from memory_adapter.exceptions import HindsightRequestError, HindsightUnavailableError
+from memory_adapter.exceptions import HindsightAgentCoreError, HindsightRequestError, HindsightUnavailableError
 from memory_adapter.identity.bank_ids import parse_bank_id
 from memory_adapter.observability import Observer, short_hash
 from memory_adapter.transport import Transport
@@ -56,7 +56,7 @@ EXTRACTION_MODES: Final = ("concise", "verbose", "verbatim", "chunks")
 MAX_MISSION_CHARS: Final = 4000
 
 
-class MissionsError(ValueError):
+class MissionsError(HindsightAgentCoreError, ValueError):
     """The missions setting is unusable; the message lists every problem."""
 
 

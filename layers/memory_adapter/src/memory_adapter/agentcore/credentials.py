@@ -11,12 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from memory_adapter.exceptions import HindsightAgentCoreError
+
 __all__ = ["AgentKey", "KeyUnavailableError"]
 
 SECRET_MAX_AGE_S = 300
 
 
-class KeyUnavailableError(Exception):
+class KeyUnavailableError(HindsightAgentCoreError):
     """The configured Hindsight key could not be read (Secrets Manager unreachable, denied, deleted)."""
 
 

@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+from memory_adapter.exceptions import HindsightAgentCoreError
+
 __all__ = ["AuthError", "PayloadError"]
 
 
-class AuthError(Exception):
+class AuthError(HindsightAgentCoreError):
     """No verified identity (answer 401 with a fixed message; ``reason`` goes to the log only)."""
 
     def __init__(self, reason: str, detail: str = "") -> None:
@@ -15,7 +17,7 @@ class AuthError(Exception):
         self.detail = detail
 
 
-class PayloadError(Exception):
+class PayloadError(HindsightAgentCoreError):
     """The request body is not a valid turn (answered 400 with ``message``, which is safe to show, and ``code``)."""
 
     def __init__(self, message: str, *, code: str = "bad_request") -> None:

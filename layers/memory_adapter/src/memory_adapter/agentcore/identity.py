@@ -29,7 +29,7 @@ from memory_adapter.agentcore.errors import AuthError
 from memory_adapter.agentcore.request import DuplicateHeaderError, Headers
 from memory_adapter.agentcore.settings import AgentMemorySettings, IdentitySource
 from memory_adapter.identity.caller import Caller
-from memory_adapter.identity.errors import BankResolutionError, RejectReason, TokenRejected
+from memory_adapter.identity.errors import BankResolutionError, RejectReason, TokenRejectedError
 from memory_adapter.identity.verifier import VerifiedIdentity, bearer_token
 
 __all__ = ["USER_ID_HEADER", "RequestAuthenticator", "TokenVerifier", "default_verifier"]
@@ -70,7 +70,7 @@ class RequestAuthenticator:
         try:
             token = bearer_token(authorization)
             verified = self._verifier.verify(token)
-        except TokenRejected as exc:
+        except TokenRejectedError as exc:
             raise AuthError(exc.reason.value, exc.detail) from exc
         return self._caller(verified.user, verified.tenant, credential=token)
 

@@ -14,6 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from memory_adapter.exceptions import HindsightAgentCoreError
+
 __all__ = [
     "REQUEST_ID_HEADER",
     "SESSION_HEADER",
@@ -28,11 +30,11 @@ REQUEST_ID_HEADER = "x-amzn-bedrock-agentcore-runtime-request-id"
 _OPAQUE_ID = re.compile(r"[\x21-\x7e]{1,256}")
 
 
-class InvalidSessionError(ValueError):
+class InvalidSessionError(HindsightAgentCoreError, ValueError):
     """The session id header is present but not one valid session id (answer 400)."""
 
 
-class DuplicateHeaderError(ValueError):
+class DuplicateHeaderError(HindsightAgentCoreError, ValueError):
     """A header that must be sent once was sent several times."""
 
     def __init__(self, name: str, count: int) -> None:

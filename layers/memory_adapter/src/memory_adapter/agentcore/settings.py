@@ -33,6 +33,7 @@ from memory_adapter.constants import (
     HINDSIGHT_API_TOKEN_ENV,
     HINDSIGHT_API_URL_ENV,
 )
+from memory_adapter.exceptions import ConfigurationError
 from memory_adapter.identity.settings import ENV_NAMING as JWT_ENV  # JWT_ + the field, seconds spelled out
 from memory_adapter.identity.settings import JwtSettings
 from memory_adapter.settings_reader import SettingsReader, env_dict
@@ -125,12 +126,11 @@ class IdentitySource(StrEnum):
     IAM = "iam"
 
 
-class SettingsError(ValueError):
+class SettingsError(ConfigurationError, ValueError):
     """The environment does not describe a usable agent; ``problems`` lists every reason."""
 
     def __init__(self, problems: list[str]) -> None:
-        super().__init__("invalid agent configuration:\n  - " + "\n  - ".join(problems))
-        self.problems = problems
+        super().__init__(problems, subject="agent")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
