@@ -128,7 +128,7 @@ async def test_a_langgraph_agent_answers_without_memory_when_hindsight_is_down(
     fault: str, make_memory: Callable[..., AgentCoreMemory], token_issuer: TokenIssuer, request: pytest.FixtureRequest
 ) -> None:
     memory = make_memory(
-        request.getfixturevalue(fault), MEMORY_RECALL_TIMEOUT_SECONDS="0.3", HINDSIGHT_ADAPTER_TIMEOUT="0.5"
+        request.getfixturevalue(fault), HINDSIGHT_ADAPTER_RECALL_TIMEOUT="0.3", HINDSIGHT_ADAPTER_TIMEOUT="0.5"
     )
     turn = turn_for(token_issuer, f"user-down-{time.time_ns()}", session_id("d"))
     output, report, _ = await ask(state_graph(HindsightMemoryHooks(memory)), turn, "My shoe size is 44.")

@@ -93,7 +93,7 @@ async def test_a_strands_agent_answers_without_memory_when_hindsight_is_down(
     fault: str, make_memory: Callable[..., AgentCoreMemory], token_issuer: TokenIssuer, request: pytest.FixtureRequest
 ) -> None:
     url = request.getfixturevalue(fault)
-    memory = make_memory(url, MEMORY_RECALL_TIMEOUT_SECONDS="0.3", HINDSIGHT_ADAPTER_TIMEOUT="0.5")
+    memory = make_memory(url, HINDSIGHT_ADAPTER_RECALL_TIMEOUT="0.3", HINDSIGHT_ADAPTER_TIMEOUT="0.5")
     turn = turn_for(token_issuer, f"user-down-{time.time_ns()}", session_id("d"))
     output, report, _ = await ask(memory, turn, "Remember my shoe size is 44.")
     assert report["degraded"] is True

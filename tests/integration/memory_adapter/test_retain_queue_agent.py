@@ -94,7 +94,7 @@ def agent_env(queues: RetainQueues, moto_server: Any, **extra: str) -> dict[str,
         "HINDSIGHT_ADAPTER_RETRY_BASE_DELAY": "0.05",
         "HINDSIGHT_ADAPTER_RETRY_MAX_DELAY": "0.1",
         "HINDSIGHT_ADAPTER_TIMEOUT": "10",
-        "MEMORY_RECALL_TIMEOUT_SECONDS": "10",
+        "HINDSIGHT_ADAPTER_RECALL_TIMEOUT": "10",
         **extra,
     }
 
@@ -169,7 +169,7 @@ def test_a_retain_in_flight_when_the_agent_shuts_down_goes_to_the_queue(
         HINDSIGHT_ADAPTER_TIMEOUT="30",
         HINDSIGHT_ADAPTER_MAX_RETRIES="0",
         HINDSIGHT_ADAPTER_EXIT_FLUSH_TIMEOUT="1",
-        MEMORY_RECALL_TIMEOUT_SECONDS="0.5",
+        HINDSIGHT_ADAPTER_RECALL_TIMEOUT="0.5",
     )
     agent = RunningAgent(tmp_path / "agent", env, proxy.url, token_issuer.issuer)
     assert agent.turn(1, token)["memory"]["degraded"] is True

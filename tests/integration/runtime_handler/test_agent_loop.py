@@ -231,7 +231,7 @@ def test_hindsight_down_or_hung_answers_degraded(
     fault: str, request: pytest.FixtureRequest, token_issuer: TokenIssuer, tmp_path: Path
 ) -> None:
     url = request.getfixturevalue(fault)
-    settings = _settings(url, token_issuer, MEMORY_RECALL_TIMEOUT_SECONDS="1")
+    settings = _settings(url, token_issuer, HINDSIGHT_ADAPTER_RECALL_TIMEOUT="1")
     app = create_app(settings, memory=_memory(settings, tmp_path / "spool"), model=EchoModel())
     with serve(app) as agent_url:
         client = Client(agent_url)

@@ -99,7 +99,7 @@ async def test_a_memory_that_hangs_is_cut_off_by_the_backstop(make_memory: Calla
         async def aclose(self, timeout: float | None = None) -> None:  # noqa: ASYNC109
             return None
 
-    memory = make_memory({"MEMORY_RECALL_TIMEOUT_SECONDS": "0.05"}, memory=Hanging())
+    memory = make_memory({"HINDSIGHT_ADAPTER_RECALL_TIMEOUT": "0.05"}, memory=Hanging())
     recollection = await memory.recall(turn_of("user-alex"), "anything")
     assert recollection.degraded
     assert memory.retain(turn_of("user-alex"), query="q", result="a") is None  # scheduling failed: logged, no raise

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from memory_adapter._hindsight_api import HindsightApi
 from memory_adapter.exceptions import HindsightUnavailableError
 from memory_adapter.identity import format_bank_id
 from memory_adapter.missions import BankMissions, Mission, Missions, MissionsError
@@ -50,7 +51,8 @@ def _missions(**mission: str) -> Missions:
 
 
 def _applier(transport: Scripted, missions: Missions) -> BankMissions:
-    return BankMissions(transport=transport, missions=missions, observer=Observer(None, verbose=False), timeout=1.0)
+    api = HindsightApi(transport, timeout=1.0)
+    return BankMissions(api=api, missions=missions, observer=Observer(None, verbose=False))
 
 
 def test_every_problem_of_the_setting_is_listed_at_once() -> None:

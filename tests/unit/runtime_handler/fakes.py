@@ -110,7 +110,7 @@ def wiring(memory: Any = None, *, recall_timeout: float = 1.0) -> AgentCoreMemor
             "AGENT_NAME": "support",
             "HINDSIGHT_API_URL": "http://127.0.0.1:9",
             "AUTH_MODE": "iam",
-            "MEMORY_RECALL_TIMEOUT_SECONDS": str(recall_timeout),
+            "HINDSIGHT_ADAPTER_RECALL_TIMEOUT": str(recall_timeout),
         }
     )
     return AgentCoreMemory(settings, memory=memory if memory is not None else NullMemory())

@@ -82,13 +82,23 @@ def test_mirrored_keys_take_the_issuer_from_the_discovery_url() -> None:
 
 def test_the_memory_adapter_settings_are_read_once_with_the_agents() -> None:
     # GIVEN the adapter's own variables next to the agent's
-    settings = Settings.from_env(JWT | {"HINDSIGHT_ADAPTER_MAX_RETRIES": "7", "MEMORY_RECALL_TIMEOUT_SECONDS": "0.5"})
-    # THEN they reach the adapter's settings, the agent's recall deadline taking precedence over the adapter's
+    settings = Settings.from_env(
+        JWT | {"HINDSIGHT_ADAPTER_MAX_RETRIES": "7", "HINDSIGHT_ADAPTER_RECALL_TIMEOUT": "0.5"}
+    )
+    # THEN they reach the adapter's settings, and the adapter's recall deadline is the turn's
     assert (settings.memory.max_retries, settings.memory.recall_timeout) == (7, 0.5)
+    assert settings.recall_timeout_s == 0.5
     # AND a bad adapter value is reported with every other problem
     text = _problems(JWT | {"HINDSIGHT_ADAPTER_MAX_RETRIES": "many", "MODEL_ID": ""})
     assert "HINDSIGHT_ADAPTER_MAX_RETRIES must be an integer" in text
     assert "MODEL_ID is required" in text
+
+
+def test_the_retired_recall_deadline_name_is_refused_with_the_name_that_replaced_it() -> None:
+    # GIVEN an environment written for an earlier version (the deadline had a second, agent-only name)
+    text = _problems(JWT | {"MEMORY_RECALL_TIMEOUT_SECONDS": "1.5"})
+    # THEN the agent does not start with a deadline silently back at its default: the message names the new variable
+    assert "MEMORY_RECALL_TIMEOUT_SECONDS was renamed: set HINDSIGHT_ADAPTER_RECALL_TIMEOUT instead" in text
 
 
 @pytest.mark.parametrize(("name", "value"), [("AUTH_MODE", "saml"), ("MODEL_PROVIDER", "gpt"), ("AGENT_NAME", "a:b")])

@@ -18,6 +18,7 @@ from memory_adapter.budget import fit_to_budget
 from memory_adapter.exceptions import HindsightRequestError, HindsightUnavailableError
 from memory_adapter.formatting import MemoryFormatter, RecalledMemory, ReflectAnswer
 from memory_adapter.observability import Metric, Observer, logger, short_hash
+from memory_adapter.recall_deadline import recall_socket_timeout_s
 
 if TYPE_CHECKING:
     from memory_adapter._runtime import AdapterRuntime
@@ -78,7 +79,7 @@ class Recaller:
                 budget=self.budget,
                 max_tokens=self.max_tokens,
                 bearer=bearer,
-                timeout=self.deadline + 0.5,  # the socket's: slightly beyond the deadline, the turn gives up first
+                timeout=recall_socket_timeout_s(self.deadline),  # the turn gives up first, never the socket
             )
             memories = await asyncio.wait_for(asyncio.wrap_future(future), timeout=self.deadline)
         except TimeoutError:

@@ -33,7 +33,6 @@ from memory_adapter.constants import ADAPTER_ENV_PREFIX
 from memory_adapter.exceptions import HindsightAgentCoreError, HindsightRequestError, HindsightUnavailableError
 from memory_adapter.identity.bank_ids import parse_bank_id
 from memory_adapter.observability import Observer, short_hash
-from memory_adapter.transport import Transport
 
 __all__ = [
     "EXTRACTION_MODES",
@@ -149,18 +148,17 @@ class BankMissions:
     """Applies each bank's agent mission once per process, before the first retain this process delivers there.
 
     Args:
-        transport: Hindsight's HTTP transport.
+        api: The adapter's Hindsight API client (its transport and timeout).
         missions: The configured missions.
         observer: Logs (bank ids hashed).
-        timeout: Seconds per request.
 
     :meth:`prepare` never raises: a bank whose mission could not be applied now (Hindsight unavailable) is tried
     again on its next retain; one Hindsight refuses (a server whose isolation extension keeps bank settings the
     operator's) is logged once and left as it is, and its retains go on.
     """
 
-    def __init__(self, *, transport: Transport, missions: Missions, observer: Observer, timeout: float) -> None:
-        self._api = HindsightApi(transport, timeout=timeout)
+    def __init__(self, *, api: HindsightApi, missions: Missions, observer: Observer) -> None:
+        self._api = api
         self._missions = missions
         self._obs = observer
         self._settled: set[str] = set()

@@ -1,7 +1,7 @@
 """One deadline for a recall, and the two timeouts derived from it.
 
-A turn's recall has one deadline, ``recall_timeout`` (``MEMORY_RECALL_TIMEOUT_SECONDS`` or
-``HINDSIGHT_ADAPTER_RECALL_TIMEOUT``, default 2.0 s): the memory adapter stops waiting then (and counts the miss in
+A turn's recall has one deadline, ``recall_timeout`` (``HINDSIGHT_ADAPTER_RECALL_TIMEOUT``, default 2.0 s; the stack
+sets it from ``agent.recall_timeout_seconds``): the memory adapter stops waiting then (and counts the miss in
 its circuit breaker). Two timeouts follow from it, never set on their own:
 
 * the socket timeout of the recall request, :data:`RECALL_MARGIN_S` later, so the adapter is the one that gives up

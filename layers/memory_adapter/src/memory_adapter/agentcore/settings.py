@@ -21,7 +21,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, Final
 
 from memory_adapter.agentcore.payload import DEFAULT_MAX_PROMPT_CHARS, MAX_MAX_PROMPT_CHARS, max_body_bytes
 from memory_adapter.config import ENV_VARS as ADAPTER_ENV_VARS
@@ -59,7 +59,6 @@ __all__ = [
     "ENV_JWT_TOKEN_USE",
     "ENV_JWT_USER_CLAIM",
     "ENV_MAX_PROMPT_CHARS",
-    "ENV_MEMORY_RECALL_TIMEOUT_SECONDS",
     "ENV_MEMORY_RETAIN_WAIT_SECONDS",
     "ENV_TENANT_HEADER",
     "ENV_TENANT_ID",
@@ -90,11 +89,12 @@ ENV_JWT_MAX_TOKEN_BYTES = JWT_ENV.key("max_token_bytes")
 ENV_TENANT_ID = "TENANT_ID"
 ENV_TENANT_HEADER = "TENANT_HEADER"
 ENV_ALLOW_ANONYMOUS = "ALLOW_ANONYMOUS"
-ENV_MEMORY_RECALL_TIMEOUT_SECONDS = "MEMORY_RECALL_TIMEOUT_SECONDS"
 ENV_MEMORY_RETAIN_WAIT_SECONDS = "MEMORY_RETAIN_WAIT_SECONDS"
 ENV_MAX_PROMPT_CHARS = "MAX_PROMPT_CHARS"
 
 _JWT_VARS = JwtSettings.setting_keys(JWT_ENV)
+#: Variables this wiring read once, and the one that now holds the setting (refused with that name, never ignored).
+RETIRED_ENV_VARS: Final = {"MEMORY_RECALL_TIMEOUT_SECONDS": ADAPTER_ENV_VARS["recall_timeout"]}
 #: Every variable :meth:`AgentMemorySettings.from_env` reads: the ``ENV_*`` names, every ``JWT_*`` setting and the
 #: memory adapter's.
 WIRING_ENV_VARS: tuple[str, ...] = tuple(
@@ -164,7 +164,7 @@ class AgentMemorySettings:
 
     @property
     def recall_timeout_s(self) -> float:
-        """The recall deadline (``MEMORY_RECALL_TIMEOUT_SECONDS``, else the adapter's ``recall_timeout``)."""
+        """The recall deadline: the adapter's ``recall_timeout`` (``HINDSIGHT_ADAPTER_RECALL_TIMEOUT``)."""
         return self.memory.recall_timeout
 
     @property
@@ -223,12 +223,10 @@ class AgentMemorySettings:
         if mode is None and not get.given(ENV_AUTH_MODE):
             get.problem(f"{ENV_AUTH_MODE} is required: 'jwt' (verified bearer token) or 'iam' (runtime user id)")
 
-        recall_timeout = (
-            get.number(ENV_MEMORY_RECALL_TIMEOUT_SECONDS, 2.0, low=0.05, high=60.0)
-            if get.given(ENV_MEMORY_RECALL_TIMEOUT_SECONDS)
-            else None
-        )
-        memory = read_settings(get, {"recall_timeout": recall_timeout})
+        for retired, current in RETIRED_ENV_VARS.items():
+            if get.given(retired):
+                get.problem(f"{retired} was renamed: set {current} instead (the same seconds)")
+        memory = read_settings(get, {})
         secret_arn = get.text(ENV_HINDSIGHT_API_KEY_SECRET_ARN)
         if memory.api_key and secret_arn:
             get.problem(f"set {ENV_HINDSIGHT_API_KEY} or {ENV_HINDSIGHT_API_KEY_SECRET_ARN}, not both")
