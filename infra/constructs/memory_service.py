@@ -17,6 +17,7 @@ database and the identity only through their own methods.
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
 from typing import Protocol
 
 from aws_cdk import Duration, RemovalPolicy, Stack
@@ -78,6 +79,11 @@ def _restart_triggers(database: VectorDatabase, identity: Identity | None) -> li
             )
         )
     return triggers
+
+
+def _sha256_of(path: Path) -> str:
+    """The extension file's digest: a new extension restarts the tasks or pods that load it."""
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def _api_command(config: HindsightConfig) -> str:
@@ -169,19 +175,8 @@ class MemoryService(Construct):
             config=config,
             image=image,
             extension=extension,
-            extension_sha256=hashlib.sha256(config.extension_path.read_bytes()).hexdigest(),
-            environment={
-                **hindsight_environment(config, database=database.container_environment()),
-                **isolation_environment(
-                    auth,
-                    identity,
-                    scope=self,
-                    agent_name=agent_name,
-                    expiry_grace_s=auth.grace_seconds,
-                    fading=self._fading,
-                ),
-                **events_env,
-            },
+            extension_sha256=_sha256_of(config.extension_path),
+            environment=self._environment(config, auth, identity, database, agent_name, events_env),
             secrets=secrets,
             log_group=self.log_group,
             execution_grants=(database.grant_connect, *([self.mirror.grant_task_pull] if self.mirror else [])),
@@ -313,21 +308,10 @@ class MemoryService(Construct):
             network=network,
             database=database,
             image=image,
-            environment={
-                **hindsight_environment(config, database=database.container_environment()),
-                **isolation_environment(
-                    auth,
-                    identity,
-                    scope=self,
-                    agent_name=agent_name,
-                    expiry_grace_s=auth.grace_seconds,
-                    fading=self._fading,
-                ),
-                **events_env,
-            },
+            environment=self._environment(config, auth, identity, database, agent_name, events_env),
             secrets=sources,
             extension=extension,
-            extension_sha256=hashlib.sha256(config.extension_path.read_bytes()).hexdigest(),
+            extension_sha256=_sha256_of(config.extension_path),
             security_group=self.security_group,
             target_group_arn=self.load_balancing.target_group.target_group_arn,
             api_command=_api_command(config),
@@ -346,6 +330,30 @@ class MemoryService(Construct):
         self.listener_port = self.load_balancing.listener_port
         self.connections = self.load_balancing.load_balancer.connections
         self.redeploy = None
+
+    def _environment(
+        self,
+        config: HindsightConfig,
+        auth: AuthConfig,
+        identity: Identity | None,
+        database: VectorDatabase,
+        agent_name: str,
+        events_env: dict[str, str],
+    ) -> dict[str, str]:
+        """Every Hindsight process's plain environment, the same on both platforms: the server's settings, the
+        isolation extension's and, with memory events, the events queue."""
+        return {
+            **hindsight_environment(config, database=database.container_environment()),
+            **isolation_environment(
+                auth,
+                identity,
+                scope=self,
+                agent_name=agent_name,
+                expiry_grace_s=auth.grace_seconds,
+                fading=self._fading,
+            ),
+            **events_env,
+        }
 
     def _balance_load(
         self,
