@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from runtime_handler.settings import ALL_ENV_VARS, IdentitySource, ModelProvider, Settings, SettingsError
@@ -94,11 +96,20 @@ def test_the_memory_adapter_settings_are_read_once_with_the_agents() -> None:
     assert "MODEL_ID is required" in text
 
 
-def test_the_retired_recall_deadline_name_is_refused_with_the_name_that_replaced_it() -> None:
+def test_the_earlier_recall_deadline_name_still_works_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
     # GIVEN an environment written for an earlier version (the deadline had a second, agent-only name)
-    text = _problems(JWT | {"MEMORY_RECALL_TIMEOUT_SECONDS": "1.5"})
-    # THEN the agent does not start with a deadline silently back at its default: the message names the new variable
-    assert "MEMORY_RECALL_TIMEOUT_SECONDS was renamed: set HINDSIGHT_ADAPTER_RECALL_TIMEOUT instead" in text
+    with caplog.at_level(logging.WARNING, logger="memory_adapter"):
+        settings = Settings.from_env(JWT | {"MEMORY_RECALL_TIMEOUT_SECONDS": "1.5"})
+    # THEN the deployed deadline is kept, and the log names the one variable to use
+    assert settings.recall_timeout_s == 1.5
+    assert "MEMORY_RECALL_TIMEOUT_SECONDS is deprecated: set HINDSIGHT_ADAPTER_RECALL_TIMEOUT instead" in caplog.text
+    # AND both names at once are two values for one setting: refused, naming the one to keep
+    both = JWT | {"MEMORY_RECALL_TIMEOUT_SECONDS": "1.5", "HINDSIGHT_ADAPTER_RECALL_TIMEOUT": "3"}
+    assert "set HINDSIGHT_ADAPTER_RECALL_TIMEOUT only: MEMORY_RECALL_TIMEOUT_SECONDS is its earlier name" in _problems(
+        both
+    )
+    # AND a bad value under the earlier name is reported under that name
+    assert "MEMORY_RECALL_TIMEOUT_SECONDS must be" in _problems(JWT | {"MEMORY_RECALL_TIMEOUT_SECONDS": "soon"})
 
 
 @pytest.mark.parametrize(("name", "value"), [("AUTH_MODE", "saml"), ("MODEL_PROVIDER", "gpt"), ("AGENT_NAME", "a:b")])

@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -93,8 +94,8 @@ ENV_MEMORY_RETAIN_WAIT_SECONDS = "MEMORY_RETAIN_WAIT_SECONDS"
 ENV_MAX_PROMPT_CHARS = "MAX_PROMPT_CHARS"
 
 _JWT_VARS = JwtSettings.setting_keys(JWT_ENV)
-#: Variables this wiring read once, and the one that now holds the setting (refused with that name, never ignored).
-RETIRED_ENV_VARS: Final = {"MEMORY_RECALL_TIMEOUT_SECONDS": ADAPTER_ENV_VARS["recall_timeout"]}
+#: Earlier names of adapter settings, still read with a warning naming the one variable to use (old name -> setting).
+DEPRECATED_ENV_VARS: Final = {"MEMORY_RECALL_TIMEOUT_SECONDS": "recall_timeout"}
 #: Every variable :meth:`AgentMemorySettings.from_env` reads: the ``ENV_*`` names, every ``JWT_*`` setting and the
 #: memory adapter's.
 WIRING_ENV_VARS: tuple[str, ...] = tuple(
@@ -104,6 +105,7 @@ WIRING_ENV_VARS: tuple[str, ...] = tuple(
             *sorted(_JWT_VARS),
             HINDSIGHT_API_TOKEN_ENV,
             *ADAPTER_ENV_VARS.values(),
+            *DEPRECATED_ENV_VARS,
         ]
     )
 )
@@ -131,6 +133,22 @@ class SettingsError(ConfigurationError, ValueError):
 
     def __init__(self, problems: list[str]) -> None:
         super().__init__(problems, subject="agent")
+
+
+def _deprecated_overrides(get: SettingsReader) -> dict[str, Any]:
+    """The adapter settings given under an earlier name: honoured (an upgrade must not change a deployed deadline),
+    logged as deprecated, and refused next to the current name (two values for one setting)."""
+    overrides: dict[str, Any] = {}
+    for old, setting in DEPRECATED_ENV_VARS.items():
+        if not get.given(old):
+            continue
+        current = ADAPTER_ENV_VARS[setting]
+        if get.given(current):
+            get.problem(f"set {current} only: {old} is its earlier name")
+            continue
+        overrides[setting] = get.number(old, 2.0, above=0)
+        logging.getLogger("memory_adapter").warning("%s is deprecated: set %s instead (the same value)", old, current)
+    return overrides
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -223,10 +241,7 @@ class AgentMemorySettings:
         if mode is None and not get.given(ENV_AUTH_MODE):
             get.problem(f"{ENV_AUTH_MODE} is required: 'jwt' (verified bearer token) or 'iam' (runtime user id)")
 
-        for retired, current in RETIRED_ENV_VARS.items():
-            if get.given(retired):
-                get.problem(f"{retired} was renamed: set {current} instead (the same seconds)")
-        memory = read_settings(get, {})
+        memory = read_settings(get, _deprecated_overrides(get))
         secret_arn = get.text(ENV_HINDSIGHT_API_KEY_SECRET_ARN)
         if memory.api_key and secret_arn:
             get.problem(f"set {ENV_HINDSIGHT_API_KEY} or {ENV_HINDSIGHT_API_KEY_SECRET_ARN}, not both")
