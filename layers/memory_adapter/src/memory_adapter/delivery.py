@@ -144,6 +144,7 @@ class RetainDelivery:
             self._jobs[id(job)] = job
             self._start_workers()
             self._queue.put(job)
+        future.add_done_callback(lambda _f: self._forget(job))  # runs before any waiter of the handle wakes
         return RetainHandle(future, record=job.record)
 
     def _record_of(self, job: _Job) -> RetainRecord | None:
@@ -159,6 +160,10 @@ class RetainDelivery:
 
     def _queued(self) -> None:
         self._obs.count(Metric.RETAIN_QUEUED)
+
+    def _forget(self, job: _Job) -> None:
+        with self._lock:
+            self._jobs.pop(id(job), None)
 
     def _start_workers(self) -> None:
         if self._threads:
@@ -194,17 +199,13 @@ class RetainDelivery:
                 outcome = self._to_spool(record, "internal error")
             self._resolve(job, outcome)
 
-    def _resolve(self, job: _Job, outcome: RetainOutcome) -> bool:
-        """Set the outcome once (atomic inside the future) and stop tracking the job; ``False`` when another thread
-        already did. Every outcome is set here (the future is running, so nothing can cancel it), which keeps the
-        bookkeeping off the turn's thread."""
+    @staticmethod
+    def _resolve(job: _Job, outcome: RetainOutcome) -> bool:
+        """Set the outcome once (atomic inside the future); ``False`` when another thread already did."""
         try:
             job.future.set_result(outcome)
         except concurrent.futures.InvalidStateError:
             return False
-        finally:
-            with self._lock:
-                self._jobs.pop(id(job), None)
         return True
 
     def _deliver_with_retries(self, job: _Job, record: RetainRecord) -> RetainOutcome:
