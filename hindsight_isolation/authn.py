@@ -38,6 +38,10 @@ class UnauthenticatedError(Exception):
         self.reason = reason
 
 
+#: The earlier name of :class:`UnauthenticatedError` (the same class), kept for code that catches it.
+Unauthenticated = UnauthenticatedError
+
+
 def _digest(secret: str) -> bytes:
     return hashlib.sha256(secret.encode("utf-8")).digest()
 

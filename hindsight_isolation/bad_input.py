@@ -21,7 +21,7 @@ __all__ = [
     "INT64_MIN",
     "MAX_JSON_DEPTH",
     "BadInputError",
-    "NotJson",
+    "NotJsonError",
     "check_form_fields",
     "check_headers",
     "check_json",
@@ -46,8 +46,13 @@ class BadInputError(ValueError):
     """Input the server cannot take; ``str()`` is the message for the caller (what is wrong, what to do)."""
 
 
-class NotJson(BadInputError):
+class NotJsonError(BadInputError):
     """The body (or form field) is not JSON at all (as opposed to JSON the server cannot take)."""
+
+
+#: Earlier names of :class:`BadInputError` and :class:`NotJsonError` (the same classes), for code that catches them.
+BadInput = BadInputError
+NotJson = NotJsonError
 
 
 def check_text(text: str, where: str) -> None:
@@ -107,10 +112,10 @@ def parse_json(body: bytes) -> Any:
     except RecursionError:
         raise BadInputError(f"the JSON body is nested too deeply: at most {MAX_JSON_DEPTH} levels") from None
     except UnicodeDecodeError:
-        raise NotJson("the request body is not valid UTF-8 JSON") from None
+        raise NotJsonError("the request body is not valid UTF-8 JSON") from None
     except json.JSONDecodeError as exc:
         where = f"line {exc.lineno}, column {exc.colno}"
-        raise NotJson(f"the request body is not valid JSON: {exc.msg} ({where})") from None
+        raise NotJsonError(f"the request body is not valid JSON: {exc.msg} ({where})") from None
     except BadInputError:
         raise
     except ValueError:  # an integer literal of thousands of digits: int() refuses to parse it
@@ -151,7 +156,7 @@ def check_form_fields(fields: Iterable[tuple[str, str]]) -> None:
         if value.lstrip()[:1] in ("{", "["):
             try:
                 parsed = parse_json(value.encode("utf-8"))
-            except NotJson:
+            except NotJsonError:
                 continue  # not JSON after all: the route says what it expected
             except BadInputError as exc:
                 raise BadInputError(f"form field {name!r}: {exc}") from None

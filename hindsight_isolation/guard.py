@@ -29,7 +29,7 @@ from python_multipart.multipart import MultipartParser, parse_options_header
 from hindsight_isolation import events, fading, route, usage
 from hindsight_isolation.bad_input import (
     BadInputError,
-    NotJson,
+    NotJsonError,
     check_form_fields,
     check_headers,
     check_json,
@@ -132,7 +132,7 @@ class RequestGuard:
             return scope, _replay(body, receive), kind
         try:
             parsed = parse_json(body)
-        except NotJson:
+        except NotJsonError:
             if not content_type or content_type.decode("latin-1").endswith(_JSON_TYPES):
                 raise
             return scope, _replay(body, receive), kind  # not JSON and not declared JSON: the route reads it as it is

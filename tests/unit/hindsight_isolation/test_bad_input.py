@@ -14,7 +14,7 @@ from hindsight_isolation.bad_input import (
     INT64_MIN,
     MAX_JSON_DEPTH,
     BadInputError,
-    NotJson,
+    NotJsonError,
     check_form_fields,
     check_headers,
     check_json,
@@ -115,9 +115,9 @@ def test_numbers_json_does_not_allow(body: bytes, fragment: str | None) -> None:
 
 
 def test_not_json_is_told_apart() -> None:
-    with pytest.raises(NotJson, match="not valid JSON: Expecting value"):
+    with pytest.raises(NotJsonError, match="not valid JSON: Expecting value"):
         parse_json(b"not json")
-    with pytest.raises(NotJson, match="UTF-8"):
+    with pytest.raises(NotJsonError, match="UTF-8"):
         parse_json(b'{"a": "\xff"}')
     assert parse_json(b'{"a": "\\u00e9"}') == {"a": "é"}
 

@@ -60,6 +60,7 @@ __all__ = [
     "ENV_JWT_TOKEN_USE",
     "ENV_JWT_USER_CLAIM",
     "ENV_MAX_PROMPT_CHARS",
+    "ENV_MEMORY_RECALL_TIMEOUT_SECONDS",
     "ENV_MEMORY_RETAIN_WAIT_SECONDS",
     "ENV_TENANT_HEADER",
     "ENV_TENANT_ID",
@@ -90,12 +91,14 @@ ENV_JWT_MAX_TOKEN_BYTES = JWT_ENV.key("max_token_bytes")
 ENV_TENANT_ID = "TENANT_ID"
 ENV_TENANT_HEADER = "TENANT_HEADER"
 ENV_ALLOW_ANONYMOUS = "ALLOW_ANONYMOUS"
+#: The recall deadline's earlier, agent-only name (deprecated: read as ``HINDSIGHT_ADAPTER_RECALL_TIMEOUT``).
+ENV_MEMORY_RECALL_TIMEOUT_SECONDS = "MEMORY_RECALL_TIMEOUT_SECONDS"
 ENV_MEMORY_RETAIN_WAIT_SECONDS = "MEMORY_RETAIN_WAIT_SECONDS"
 ENV_MAX_PROMPT_CHARS = "MAX_PROMPT_CHARS"
 
 _JWT_VARS = JwtSettings.setting_keys(JWT_ENV)
 #: Earlier names of adapter settings, still read with a warning naming the one variable to use (old name -> setting).
-DEPRECATED_ENV_VARS: Final = {"MEMORY_RECALL_TIMEOUT_SECONDS": "recall_timeout"}
+DEPRECATED_ENV_VARS: Final = {ENV_MEMORY_RECALL_TIMEOUT_SECONDS: "recall_timeout"}
 #: Every variable :meth:`AgentMemorySettings.from_env` reads: the ``ENV_*`` names, every ``JWT_*`` setting and the
 #: memory adapter's.
 WIRING_ENV_VARS: tuple[str, ...] = tuple(
@@ -105,7 +108,6 @@ WIRING_ENV_VARS: tuple[str, ...] = tuple(
             *sorted(_JWT_VARS),
             HINDSIGHT_API_TOKEN_ENV,
             *ADAPTER_ENV_VARS.values(),
-            *DEPRECATED_ENV_VARS,
         ]
     )
 )
