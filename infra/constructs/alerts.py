@@ -60,6 +60,32 @@ class Alerts(Construct):
         alarm.add_ok_action(self.action)
         return alarm
 
+    def alarm(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        description: str,
+        metric: cloudwatch.IMetric,
+        threshold: float = 1,
+        periods: int = 1,
+        comparison: cloudwatch.ComparisonOperator = cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+    ) -> cloudwatch.Alarm:
+        """An alarm in ``scope`` that notifies the topic: by default, any of ``metric`` in one period. No data is
+        not a breach (an idle queue or function sends none)."""
+        return self.watch(
+            cloudwatch.Alarm(
+                scope,
+                construct_id,
+                alarm_description=description,
+                metric=metric,
+                threshold=threshold,
+                evaluation_periods=periods,
+                comparison_operator=comparison,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+            )
+        )
+
     def route(self, rule: events.Rule) -> events.Rule:
         """Send the events rule matches to the topic (the topic's policy admits EventBridge; no reference to the
         rule's stack is written into this one)."""
@@ -81,28 +107,18 @@ def watch_queue(
     """The two alarms every queue of ours has, both notifying ``alerts``: anything in its dead letters
     (``DeadLettersAlarm``), and its oldest message waiting longer than ``oldest_seconds`` (the consumer is stalled)."""
     period = Duration.minutes(5)
-    dead = alerts.watch(
-        cloudwatch.Alarm(
-            scope,
-            "DeadLettersAlarm",
-            alarm_description=dead_letters_description,
-            metric=dead_letters.metric_approximate_number_of_messages_visible(period=period, statistic="Maximum"),
-            threshold=1,
-            evaluation_periods=1,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-        )
+    dead = alerts.alarm(
+        scope,
+        "DeadLettersAlarm",
+        description=dead_letters_description,
+        metric=dead_letters.metric_approximate_number_of_messages_visible(period=period, statistic="Maximum"),
     )
-    oldest = alerts.watch(
-        cloudwatch.Alarm(
-            scope,
-            oldest_id,
-            alarm_description=oldest_description,
-            metric=queue.metric_approximate_age_of_oldest_message(period=period, statistic="Maximum"),
-            threshold=oldest_seconds,
-            evaluation_periods=1,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-        )
+    oldest = alerts.alarm(
+        scope,
+        oldest_id,
+        description=oldest_description,
+        metric=queue.metric_approximate_age_of_oldest_message(period=period, statistic="Maximum"),
+        threshold=oldest_seconds,
+        comparison=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
     )
     return dead, oldest

@@ -103,16 +103,10 @@ class DatabaseBackupPlan(Construct):
             label="Failed or aborted backup jobs",
             period=Duration.hours(1),
         )
-        self.failed_alarm = alerts.watch(
-            cloudwatch.Alarm(
-                self,
-                "FailedAlarm",
-                alarm_description="An AWS Backup job of the Hindsight database failed or could not start: check the "
-                "vault's jobs in the AWS Backup console",
-                metric=failed,
-                threshold=1,
-                evaluation_periods=1,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-            )
+        self.failed_alarm = alerts.alarm(
+            self,
+            "FailedAlarm",
+            description="An AWS Backup job of the Hindsight database failed or could not start: check the "
+            "vault's jobs in the AWS Backup console",
+            metric=failed,
         )

@@ -201,18 +201,13 @@ class MemoryAdmin(Construct):
             )
         behind_period = Duration.hours(6)
         self.alarms.append(
-            alerts.watch(
-                cloudwatch.Alarm(
-                    self,
-                    "ExpiryBehind",
-                    alarm_description=f"Every expiry run of the last {EXPIRY_BEHIND_HOURS} hours left memories due: "
-                    "raise operations.expiry_batch_size or run the expiry more often (operations.expiry_schedule)",
-                    metric=self.metric(index.METRIC_MORE_DUE, period=behind_period, statistic="Minimum"),
-                    threshold=1,
-                    evaluation_periods=EXPIRY_BEHIND_HOURS // 6,
-                    comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-                    treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-                )
+            alerts.alarm(
+                self,
+                "ExpiryBehind",
+                description=f"Every expiry run of the last {EXPIRY_BEHIND_HOURS} hours left memories due: "
+                "raise operations.expiry_batch_size or run the expiry more often (operations.expiry_schedule)",
+                metric=self.metric(index.METRIC_MORE_DUE, period=behind_period, statistic="Minimum"),
+                periods=EXPIRY_BEHIND_HOURS // 6,
             )
         )
 
@@ -236,15 +231,9 @@ class MemoryAdmin(Construct):
         )
 
     def _errors_alarm(self, construct_id: str, function: lambda_.Function, description: str) -> cloudwatch.Alarm:
-        return self._alerts.watch(
-            cloudwatch.Alarm(
-                self,
-                construct_id,
-                alarm_description=description,
-                metric=function.metric_errors(period=ALARM_PERIOD, statistic="Sum"),
-                threshold=1,
-                evaluation_periods=1,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-            )
+        return self._alerts.alarm(
+            self,
+            construct_id,
+            description=description,
+            metric=function.metric_errors(period=ALARM_PERIOD, statistic="Sum"),
         )

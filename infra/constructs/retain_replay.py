@@ -14,7 +14,6 @@ when whole invocations fail (a broken deployment; an outage shows as the queue's
 from __future__ import annotations
 
 from aws_cdk import Duration
-from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda_event_sources as sources
@@ -110,16 +109,10 @@ class RetainReplay(Construct):
         self.function.add_event_source(self.event_source)  # grants receive, delete and the key's decrypt
         queue.grant_send_dead_letters(self.function)
         memory.grant_agent_key_read(self.function)  # that one secret, nothing outside IAM mode
-        self.errors_alarm = alerts.watch(
-            cloudwatch.Alarm(
-                self,
-                "ErrorsAlarm",
-                alarm_description="The retain replay function fails whole invocations (configuration, code or "
-                "permissions): queued retains are not being delivered",
-                metric=self.function.metric_errors(period=Duration.minutes(5), statistic="Sum"),
-                threshold=1,
-                evaluation_periods=1,
-                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-            )
+        self.errors_alarm = alerts.alarm(
+            self,
+            "ErrorsAlarm",
+            description="The retain replay function fails whole invocations (configuration, code or "
+            "permissions): queued retains are not being delivered",
+            metric=self.function.metric_errors(period=Duration.minutes(5), statistic="Sum"),
         )

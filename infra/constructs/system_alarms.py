@@ -130,16 +130,13 @@ class SystemAlarms(Construct):
         comparison: cloudwatch.ComparisonOperator = cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
     ) -> None:
         self.alarms.append(
-            self._alerts.watch(
-                cloudwatch.Alarm(
-                    self,
-                    construct_id,
-                    alarm_description=description,
-                    metric=metric,
-                    threshold=threshold,
-                    evaluation_periods=periods,
-                    comparison_operator=comparison,
-                    treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-                )
+            self._alerts.alarm(
+                self,
+                construct_id,
+                description=description,
+                metric=metric,
+                threshold=threshold,
+                periods=periods,
+                comparison=comparison,
             )
         )
