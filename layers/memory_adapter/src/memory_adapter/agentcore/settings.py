@@ -148,7 +148,7 @@ def _deprecated_overrides(get: SettingsReader) -> dict[str, Any]:
         if get.given(current):
             get.problem(f"set {current} only: {old} is its earlier name")
             continue
-        overrides[setting] = get.number(old, 2.0, above=0)
+        overrides[setting] = get.number(old, 2.0, low=0.05, high=60.0)  # the bounds it always had
         logging.getLogger("memory_adapter").warning("%s is deprecated: set %s instead (the same value)", old, current)
     return overrides
 
