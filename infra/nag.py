@@ -181,18 +181,23 @@ _VPC_ACCESS_POLICY = (
 
 def _memory_on_eks(stack: Stack) -> None:
     """CDK's kubectl provider (a nested stack of the memory service's): its handler applies the manifests at deploy
-    time with the kubectl role; the provider framework fronts it. Both run inside the VPC."""
+    time with the kubectl role, inside the VPC; the provider framework fronts it from outside the VPC
+    (:meth:`~infra.constructs.eks_workloads.HindsightOnEks._place_kubectl_provider`)."""
     (provider,) = [c for c in stack.node.children if c.node.id.endswith(KUBECTL_PROVIDER_SUFFIX)]
     handler = provider.node.find_child("Handler")
     framework = provider.node.find_child("Provider").node.find_child("framework-onEvent")
-    for function in (handler, framework):
-        _lambda_common(function, "invoked only by CloudFormation (the kubectl custom resource) at deploy time")
-        _ack(
-            function.node.find_child("ServiceRole"),
-            _VPC_ACCESS_POLICY,
-            "the AWS-managed policy a Lambda function in a VPC needs to manage its network interfaces",
-        )
+    _lambda_common(handler, "invoked only by CloudFormation (the kubectl custom resource) at deploy time")
     handler_role = handler.node.find_child("ServiceRole")
+    _ack(
+        handler_role,
+        _VPC_ACCESS_POLICY,
+        "the AWS-managed policy a Lambda function in a VPC needs to manage its network interfaces",
+    )
+    _lambda_outside_vpc(
+        framework,
+        "CDK's custom resource framework calls the Lambda API and answers CloudFormation's pre-signed S3 URL, "
+        "neither of which the isolated VPC reaches (the kubectl handler itself runs inside the VPC)",
+    )
     _ack(
         handler_role,
         "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/AmazonEC2ContainerRegistryPullOnly]",

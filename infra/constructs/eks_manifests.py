@@ -123,7 +123,8 @@ def hindsight_manifests(config: HindsightConfig, eks: EksConfig, inputs: Manifes
             "kind": "Deployment",
             "metadata": {"name": API_NAME, "namespace": ns, "labels": api_labels},
             "spec": {
-                "replicas": config.api_min_count,
+                # No replicas: the HorizontalPodAutoscaler owns the count (minReplicas is the floor); a count here
+                # would reset the scale to it at every apply.
                 "selector": {"matchLabels": api_labels},
                 # Like the ECS service (100 % healthy, 200 % max): a new pod is ready before an old one goes.
                 "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 1}},

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from aws_cdk import Aws, Duration
+from aws_cdk import Aws, Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks as eks
@@ -21,9 +21,10 @@ from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk.lambda_layer_kubectl_v34 import KubectlV34Layer
-from constructs import Construct
+from constructs import Construct, IConstruct
 
 from infra.config import EksConfig, HindsightConfig
 from infra.constructs.alerts import Alerts
@@ -38,7 +39,8 @@ from infra.constructs.eks_manifests import (
     ManifestInputs,
     hindsight_manifests,
 )
-from infra.constructs.functions import FUNCTIONS_DIR, python_function
+from infra.constructs.eks_preflight import CniPreflight
+from infra.constructs.functions import FUNCTIONS_DIR, own_helper_function_logs, python_function
 from infra.constructs.hindsight_task import WORKER_HTTP_PORT, bedrock_models, extension_read_statement
 from infra.constructs.network import Network
 from infra.constructs.redeploy_on_rotation import RestartTrigger
@@ -95,10 +97,16 @@ class HindsightOnEks(Construct):
         self.kubectl_security_group = network.workload_security_group(
             self, "KubectlSecurityGroup", description="The kubectl function: HTTPS to the cluster API and endpoints"
         )
+        existing = {child.node.id for child in cluster_group.node.children}
         cluster_group.add_ingress_rule(
             self.kubectl_security_group, ec2.Port.tcp(KUBELET_HTTPS), "The Hindsight stack's kubectl function"
         )
-        network.add_endpoint(self, "Eks")
+        #: What every kubectl call needs before it runs (and keeps until the manifests are deleted): the cluster
+        #: API's rule for the kubectl function and the EKS endpoint its kubeconfig comes from.
+        self.kubectl_path: list[IConstruct] = [c for c in cluster_group.node.children if c.node.id not in existing]
+        endpoint = network.add_endpoint(self, "Eks")
+        if endpoint is not None:
+            self.kubectl_path.append(endpoint)
         provider = (
             iam.OpenIdConnectProvider.from_open_id_connect_provider_arn(self, "Oidc", eks_config.oidc_provider_arn)
             if eks_config.oidc_provider_arn
@@ -139,6 +147,26 @@ class HindsightOnEks(Construct):
         for name, source in secrets.items():
             secret_environment.update(source.pod_environment(name))
         irsa = provider is not None
+        # With Pod Identity, EKS gives a pod credentials only if its association exists when the pod is created.
+        self.pod_identity_associations = (
+            []
+            if irsa
+            else [
+                eks.CfnPodIdentityAssociation(
+                    self,
+                    association_id,
+                    cluster_name=eks_config.cluster_name,
+                    namespace=eks_config.namespace,
+                    service_account=account,
+                    role_arn=role.role_arn,
+                )
+                for association_id, account, role in (
+                    ("PodIdentity", SERVICE_ACCOUNT, self.workload_role),
+                    ("MaintenancePodIdentity", MAINTENANCE_SERVICE_ACCOUNT, self.maintenance_role),
+                )
+            ]
+        )
+        self.preflight = CniPreflight(self, "Preflight", cluster=self.cluster, pod_identity=not irsa)
         self.manifest = self.cluster.add_manifest(
             "Hindsight",
             *hindsight_manifests(
@@ -163,21 +191,36 @@ class HindsightOnEks(Construct):
                 ),
             ),
         )
-        if not irsa:
-            for association_id, account, role in (
-                ("PodIdentity", SERVICE_ACCOUNT, self.workload_role),
-                ("MaintenancePodIdentity", MAINTENANCE_SERVICE_ACCOUNT, self.maintenance_role),
-            ):
-                eks.CfnPodIdentityAssociation(
-                    self,
-                    association_id,
-                    cluster_name=eks_config.cluster_name,
-                    namespace=eks_config.namespace,
-                    service_account=account,
-                    role_arn=role.role_arn,
-                )
+        for dependency in self.kubectl_path:
+            self.preflight.value.node.add_dependency(dependency)
+            self.manifest.node.add_dependency(dependency)
+        self.manifest.node.add_dependency(self.preflight.check, *self.pod_identity_associations)
+        self._place_kubectl_provider(logs_key)
 
         self._restart_on(restart_triggers, eks_config, network, cluster_group, logs_key, alerts)
+
+    def _place_kubectl_provider(self, logs_key: kms.IKey) -> None:
+        """CDK's kubectl provider (a nested stack) puts its provider framework in the VPC with the kubectl handler.
+        Only the handler needs the VPC (the cluster's private endpoint); the framework calls the Lambda API (no
+        endpoint in the VPC) and answers CloudFormation's pre-signed S3 URL, so in a VPC without egress it would hang
+        until the custom resource times out, and the rollback with it (aws/aws-cdk#12608). It runs outside the VPC,
+        as every other provider framework of the stack does, without the VPC access policy; both functions log to
+        groups with the logs key and the functions' retention."""
+        provider = eks.KubectlProvider.get_or_create(self, self.cluster)
+        framework = provider.node.find_child("Provider").node.find_child("framework-onEvent")
+        assert isinstance(framework, lambda_.Function)
+        function = framework.node.default_child
+        assert isinstance(function, lambda_.CfnFunction)
+        function.vpc_config = None
+        role = framework.node.find_child("ServiceRole").node.default_child
+        assert isinstance(role, iam.CfnRole)
+        role.managed_policy_arns = [
+            iam.ManagedPolicy.from_aws_managed_policy_name(
+                "service-role/AWSLambdaBasicExecutionRole"
+            ).managed_policy_arn
+        ]
+        assert isinstance(provider, Stack)
+        own_helper_function_logs(provider, logs_key)
 
     def _restart_on(
         self,

@@ -87,9 +87,9 @@ def own_helper_function_logs(stack: Stack, logs_key: kms.IKey) -> list[logs.LogG
     for node in stack.node.find_all():
         if not isinstance(node, CfnResource) or node.cfn_resource_type != "AWS::Lambda::Function":
             continue
-        if Stack.of(node) is not stack:
+        if Stack.of(node).node.path != stack.node.path:  # a nested stack's (jsii proxies of one stack may differ)
             continue
-        if isinstance(node, lambda_.CfnFunction) and node.logging_config is not None:
+        if isinstance(node, lambda_.CfnFunction) and _log_group_of(node) is not None:
             continue  # python_function's: it has its own group
         group = logs.LogGroup(
             stack,
@@ -101,6 +101,12 @@ def own_helper_function_logs(stack: Stack, logs_key: kms.IKey) -> list[logs.LogG
         node.add_property_override("LoggingConfig.LogGroup", group.log_group_name)
         groups.append(group)
     return groups
+
+
+def _log_group_of(function: lambda_.CfnFunction) -> object | None:
+    """The function's own log group, if it names one (a provider framework's logging settings may name none)."""
+    config = function.logging_config
+    return getattr(config, "log_group", None) if config is not None else None
 
 
 def handler_sha256(source: Path) -> str:

@@ -33,7 +33,7 @@ from infra.constructs.hindsight_task import (
 from tests.infra.conftest import ROOT, VARIANTS, Synth, resources, synthesize
 from tests.infra.eks_variant import EKS_VARIANT
 from tests.infra.exports import blocking_exports
-from tests.infra.test_eks import CONTROLLER_KINDS, _by_kind, _manifests, _pod_specs
+from tests.infra.test_eks import CONTROLLER_KINDS, _by_kind, _manifests, _pod_specs, target_group_ref
 
 TLS_FLAGS = f"--ssl-keyfile {TLS_KEY_FILE} --ssl-certfile {TLS_CERT_FILE}"
 HINDSIGHT_PYTHON = ROOT / ".venv-hindsight" / "bin" / "python"
@@ -211,6 +211,7 @@ def test_the_service_and_a_new_binding_point_at_the_https_port(eks_tls: Synth) -
     assert ("TargetGroupBinding", API_NAME) not in objects
     binding = objects[("TargetGroupBinding", f"{API_NAME}-tls")]
     assert binding["spec"]["serviceRef"] == {"name": API_NAME, "port": 8888}
+    assert binding["spec"]["targetGroupARN"] == target_group_ref(eks_tls)  # the HTTPS target group
 
 
 def test_the_workers_pods_are_unchanged(eks_tls: Synth) -> None:
