@@ -1,7 +1,8 @@
 """HindsightOnEks: Hindsight's API and workers on the customer's existing EKS cluster (``hindsight.platform=eks``).
 
 The cluster is imported (never created): CloudFormation's kubectl function (the kubectl layer from PyPI, in the
-VPC, through the cluster's security group and the EKS endpoint) assumes ``eks.kubectl_role_arn`` and applies the
+VPC, through the cluster's security group and the EKS endpoint; its provider framework outside the VPC) assumes
+``eks.kubectl_role_arn``, checks the VPC CNI's settings (:mod:`infra.constructs.eks_preflight`) and applies the
 manifests of :mod:`infra.constructs.eks_manifests`. The pods' AWS role (IRSA or EKS Pod Identity) gets exactly the
 grants a Fargate task's roles get for the same job: the extension object, the Bedrock models
 (:func:`infra.permissions.grant_bedrock_invoke` with :func:`~infra.constructs.hindsight_task.bedrock_models`), the
@@ -53,8 +54,9 @@ KUBELET_HTTPS = 443
 
 
 class HindsightOnEks(Construct):
-    """Exposes ``cluster``, ``namespace``, ``workload_role``, ``maintenance_role``, ``manifest``,
-    ``kubectl_security_group``, ``restart_function`` and ``restart_failing_alarm``.
+    """Exposes ``cluster``, ``namespace``, ``workload_role``, ``maintenance_role``, ``manifest``, ``preflight`` (the
+    CNI check the manifests wait for), ``pod_identity_associations``, ``kubectl_security_group``, ``kubectl_path``,
+    ``restart_function`` and ``restart_failing_alarm``.
 
     Args:
         security_group: The pods' group (security groups for pods), which the database and the load balancer admit.
