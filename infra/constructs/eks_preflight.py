@@ -12,9 +12,10 @@ So before the manifests, the kubectl function reads the settings off the ``aws-n
 parameter stores that line with an ``AllowedPattern`` of the required values (:func:`cni_pattern`): SSM refuses a line
 that does not match, the deploy stops at that parameter and its error shows the line read next to the one required.
 
-The read happens when the check is created; its construct id carries the digest of what it requires, so a changed
-requirement (``eks.pod_identity``) checks again, and a failed check (which the rollback deletes) runs again at the next
-deploy. An Update never re-reads: a rollback of a failed Update would re-read and fail the same way.
+The read happens when the check is created; its construct id carries the digest of everything it reads and requires
+(the cluster, the kubectl role, the JSONPath, the pattern), so a changed requirement (``eks.pod_identity``) checks
+again, and a failed check (which the rollback deletes) runs again at the next deploy. Neither resource is ever
+updated: the rollback of a failed Update would read again and fail the same way (UPDATE_ROLLBACK_FAILED).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-from aws_cdk import Duration
+from aws_cdk import Duration, Token
 from aws_cdk import aws_eks as eks
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
@@ -86,7 +87,10 @@ class CniPreflight(Construct):
         super().__init__(scope, construct_id)
         settings = cni_settings(pod_identity=pod_identity)
         pattern = cni_pattern(settings)
-        digest = hashlib.sha256(f"{cni_json_path(settings)}\n{pattern}".encode()).hexdigest()[:8]
+        assert cluster.kubectl_role is not None
+        reads = [cluster.cluster_name, cluster.kubectl_role.role_arn, cni_json_path(settings), pattern]
+        assert not any(Token.is_unresolved(r) for r in reads)  # the imported cluster's attributes are settings
+        digest = hashlib.sha256("\n".join(reads).encode()).hexdigest()[:8]
         self.value = eks.KubernetesObjectValue(
             self,
             f"Read{digest}",

@@ -138,3 +138,34 @@ def test_no_pod_enis_or_early_demux_is_refused_in_either_mode(
     for daemonset in (without_enis, without_demux, demux_false):
         line = _read(kubectl, tmp_path, daemonset, pod_identity=pod_identity)
         assert not _accepted(line, pod_identity=pod_identity), line
+
+
+def _check_ids(*, role_arn: str, pod_identity: bool) -> set[str]:
+    """The logical ids of the preflight's read and check in a stack of their own."""
+    from aws_cdk import App, Stack
+    from aws_cdk import aws_eks as eks
+    from aws_cdk.assertions import Template
+
+    from infra.constructs.eks_preflight import CniPreflight
+
+    stack = Stack(App(), "Preflight")
+    cluster = eks.Cluster.from_cluster_attributes(
+        stack, "Cluster", cluster_name="platform-prod", kubectl_role_arn=role_arn
+    )
+    CniPreflight(stack, "Preflight", cluster=cluster, pod_identity=pod_identity)
+    template = Template.from_stack(stack).to_json()
+    return {
+        k
+        for k, r in template["Resources"].items()
+        if r["Type"] in {"Custom::AWSCDK-EKS-KubernetesObjectValue", "AWS::SSM::Parameter"}
+    }
+
+
+def test_a_changed_requirement_or_reader_is_a_new_check_never_an_update() -> None:
+    """An Update would read again in its rollback and fail the same way: each change creates the check anew."""
+    role = "arn:aws:iam::111122223333:role/platform-prod-cdk-kubectl"
+    irsa = _check_ids(role_arn=role, pod_identity=False)
+    assert len(irsa) == 2
+    assert _check_ids(role_arn=role, pod_identity=False) == irsa  # stable across syntheses
+    assert not _check_ids(role_arn=role, pod_identity=True) & irsa
+    assert not _check_ids(role_arn=role + "-2", pod_identity=False) & irsa
