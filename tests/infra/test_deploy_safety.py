@@ -16,14 +16,16 @@ from tests.infra.updates import NAME_PROPERTIES, Collision, name_collisions, ret
 
 ALL = list(VARIANTS)
 #: The ordinary setting changes that used to block ``cdk deploy --all``, applied together to ``jwt-import`` (HTTPS
-#: on, two workers, one issuer): HTTPS off, one worker, another issuer. Checked in both directions, so turning HTTPS
-#: on, adding a worker and changing the issuer back are covered as well.
+#: on, two workers, one issuer): HTTPS off, one worker, another issuer, shorter log retention. Checked in both
+#: directions, so turning HTTPS on, adding a worker and changing the issuer back are covered as well.
 CHANGED = {
     "hindsight.certificate_arn": "null",
     "hindsight.domain_name": "null",
     "hindsight.require_tls": "false",
     "hindsight.worker_count": "1",
     "auth.discovery_url": "https://login.example.com/tenant-2/.well-known/openid-configuration",
+    "agent.log_retention_days": "30",
+    "hindsight.log_retention_days": "30",
 }
 
 
@@ -32,6 +34,13 @@ def changed(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     """``jwt-import`` with :data:`CHANGED` (the one extra synthesis of this module; no nag packs, which the update
     check does not need)."""
     return synthesize(tmp_path_factory.mktemp("cdk-changed"), {**VARIANTS["jwt-import"], **CHANGED}, nag=False)
+
+
+@pytest.fixture(scope="module")
+def tls_to_tasks(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    """``jwt-import`` with TLS from the load balancer to the tasks too (no nag packs)."""
+    overrides = {**VARIANTS["jwt-import"], "hindsight.tls_to_tasks": "true"}
+    return synthesize(tmp_path_factory.mktemp("cdk-tls-to-tasks"), overrides, nag=False)
 
 
 def _all_resources(synth: Synth, type_name: str) -> list[tuple[str, str, dict[str, Any]]]:
@@ -81,6 +90,13 @@ def test_the_update_check_finds_an_export_that_is_removed_or_changed_while_impor
 def test_the_changes_create_no_name_a_kept_or_live_resource_holds(synths: dict[str, Synth], changed: Synth) -> None:
     before, after = synths["jwt-import"].templates, changed.templates
     assert name_collisions([before, after, before]) == []  # HTTPS off, fewer workers, another issuer, and back
+
+
+def test_tls_to_the_tasks_can_be_turned_on_and_off(synths: dict[str, Synth], tls_to_tasks: Synth) -> None:
+    before, after = synths["jwt-import"].templates, tls_to_tasks.templates
+    assert blocking_exports(before, after) == {}
+    assert blocking_exports(after, before) == {}
+    assert name_collisions([before, after, before, after]) == []
 
 
 def test_events_can_be_turned_on_off_and_on_again(default: Synth, with_text: Synth) -> None:
