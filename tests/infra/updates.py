@@ -12,6 +12,10 @@ its replacement cannot be updated at all ("cannot update a stack when a custom-n
 pseudo parameters resolved and each reference to a resource of the stack resolved to that resource's instance: a
 resource created again is another instance, so a name built from a generated id (a key's, the stack's) changes with
 it. Which properties force a replacement comes from the resource schemas cfn-lint ships (``createOnlyProperties``).
+
+Approximations: the stacks of one deployment are updated one after the other in name order (``cdk deploy --all``
+follows dependencies; a name moving between stacks is the one case where the order matters); a template parameter
+(an SSM handoff) keeps its value; a name the check cannot see (an unlisted type) is not compared.
 """
 
 from __future__ import annotations
