@@ -21,7 +21,7 @@ visibility timeout, :data:`MAX_RECEIVE_COUNT` times, then waits in :attr:`dead_l
 from __future__ import annotations
 
 import jsii
-from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import ArnFormat, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
@@ -36,7 +36,7 @@ from hindsight_isolation import settings as iso
 from hindsight_isolation.events import EVENT_SOURCE
 from infra.config import EventsConfig
 from infra.constructs.alerts import Alerts, watch_queue
-from infra.constructs.creation import creation_id
+from infra.constructs.creation import instance_id
 from infra.constructs.handoff import Handoff
 from infra.constructs.log_retention import retention
 from infra.permissions import (
@@ -46,7 +46,7 @@ from infra.permissions import (
     SQS_SEND_ACTIONS,
 )
 
-__all__ = ["MAX_RECEIVE_COUNT", "VISIBILITY_TIMEOUT", "MemoryEvents"]
+__all__ = ["AUDIT_RULE_NAME", "MAX_RECEIVE_COUNT", "VISIBILITY_TIMEOUT", "MemoryEvents"]
 
 #: SQS's longest retention: events and dead letters wait two weeks at most.
 RETENTION = Duration.days(14)
@@ -61,6 +61,8 @@ BATCH_SIZE = 10
 PIPE_INPUT_TEMPLATE = "<$.body.detail>"
 PIPE_DETAIL_TYPE = "$.body.detail-type"
 PIPE_TIME = "$.body.detail.time"
+#: The example rule's name on the bus: its ARN, which the audit log group's policy names, follows from it.
+AUDIT_RULE_NAME = "memory-events-audit"
 
 
 def _env(key: str) -> str:
@@ -74,8 +76,8 @@ ENV_EVENTS_INCLUDE_TEXT = _env(iso.KEY_EVENTS_INCLUDE_TEXT)
 
 @jsii.implements(events.IRuleTarget)
 class _LogGroupTarget:
-    """A rule target writing to a log group whose resource policy is a plain ``AWS::Logs::ResourcePolicy`` (the
-    stock target installs it with a custom-resource function instead)."""
+    """A rule target writing to a log group whose own resource policy lets the rule write (the stock target installs
+    an account-level Logs policy with a custom-resource function instead)."""
 
     def __init__(self, log_group: logs.ILogGroup) -> None:
         self._arn = log_group.log_group_arn
@@ -118,8 +120,8 @@ class MemoryEvents(Construct):
             removal_policy=removal,
         )
         if config.include_text:
-            # EventBridge encrypts the archive with it, for this account's resources only (the bus's own statements,
-            # bound to its ARN, come with the EventBus construct).
+            # EventBridge encrypts the bus and its archive with it, for this account's resources only (a statement
+            # bound to the bus's ARN is impossible: the bus's name holds the key's id).
             self.key.add_to_resource_policy(
                 iam.PolicyStatement(
                     principals=[iam.ServicePrincipal("events.amazonaws.com")],
@@ -128,6 +130,9 @@ class MemoryEvents(Construct):
                     conditions={"StringEquals": {"aws:SourceAccount": stack.account}},
                 )
             )
+        #: Ends the names of what outlives the events being turned off (bus, audit log): the events key's id, new
+        #: each time events are turned on, so turning them on again never meets the names of the kept ones.
+        self.instance = instance_id(self.key.key_id)
         self.dead_letters = self._fifo_queue("DeadLetters", removal)
         self.queue = self._fifo_queue(
             "Queue",
@@ -137,10 +142,15 @@ class MemoryEvents(Construct):
         self.bus = events.EventBus(
             self,
             "Bus",
-            event_bus_name=f"{stack.stack_name}-memory-events-{creation_id()}",
+            event_bus_name=f"{stack.stack_name}-memory-events-{self.instance}",
             description="Memory events: one per change to what a bank holds (docs/events.md)",
-            kms_key=self.key if config.include_text else None,
         )
+        if config.include_text:
+            # Set on the L1, as for the archive: the L2's kms_key writes the bus's ARN, which holds the key's id
+            # (self.instance), into the key policy (a cycle); the key policy's EventBridge statement covers the bus.
+            cfn_bus = self.bus.node.default_child
+            assert isinstance(cfn_bus, events.CfnEventBus)
+            cfn_bus.kms_key_identifier = self.key.key_arn
         self.bus.apply_removal_policy(removal)
         # The L1 (the L2's add_to_resource_policy sets a deprecated property, which synthesis warns about).
         events.CfnEventBusPolicy(
@@ -262,39 +272,51 @@ class MemoryEvents(Construct):
     def _audit_rule(
         self, config: EventsConfig, logs_key: kms.IKey, removal: RemovalPolicy
     ) -> tuple[logs.LogGroup, events.Rule]:
-        """The example rule: every memory event into a log group (EventBridge requires names under /aws/events/)."""
+        """The example rule: every memory event into a log group (EventBridge requires names under /aws/events/).
+
+        The group carries its own resource policy (``ResourcePolicyDocument``: one per group, not one of the ten
+        account-level Logs policies an account may have, which ``AWS::Logs::ResourcePolicy`` would take), letting
+        EventBridge write for this rule only: the rule's ARN follows from its fixed name on this bus, so neither
+        refers to the other."""
         stack = Stack.of(self)
+        name = f"/aws/events/{stack.stack_name}/memory-events-{self.instance}"
+        rule_arn = stack.format_arn(
+            service="events",
+            resource="rule",
+            resource_name=f"{self.bus.event_bus_name}/{AUDIT_RULE_NAME}",
+            arn_format=ArnFormat.SLASH_RESOURCE_NAME,
+        )
+        group_arn = stack.format_arn(
+            service="logs", resource="log-group", resource_name=f"{name}:*", arn_format=ArnFormat.COLON_RESOURCE_NAME
+        )
         log_group = logs.LogGroup(
             self,
             "AuditLog",
-            log_group_name=f"/aws/events/{stack.stack_name}/memory-events-{creation_id()}",
+            log_group_name=name,
             retention=retention(config.audit_log_retention_days),
             encryption_key=logs_key,
             removal_policy=removal,
         )
-        rule = events.Rule(
-            self,
-            "AuditRule",
-            event_bus=self.bus,
-            description="Example rule: every memory event into the audit log group",
-            event_pattern=events.EventPattern(source=[EVENT_SOURCE]),
-            targets=[_LogGroupTarget(log_group)],
-        )
-        document = iam.PolicyDocument(
+        cfn_group = log_group.node.default_child
+        assert isinstance(cfn_group, logs.CfnLogGroup)
+        cfn_group.resource_policy_document = iam.PolicyDocument(
             statements=[
                 iam.PolicyStatement(
                     principals=[iam.ServicePrincipal("events.amazonaws.com")],
                     actions=list(LOG_DELIVERY_ACTIONS),
-                    resources=[log_group.log_group_arn],
-                    conditions={"ArnEquals": {"aws:SourceArn": rule.rule_arn}},
+                    resources=[group_arn],
+                    conditions={"ArnEquals": {"aws:SourceArn": rule_arn}},
                 )
             ]
-        )
-        logs.CfnResourcePolicy(
+        ).to_json()
+        rule = events.Rule(
             self,
-            "AuditLogPolicy",
-            policy_name=f"{stack.stack_name}-memory-events-audit",
-            policy_document=stack.to_json_string(document.to_json()),
+            "AuditRule",
+            event_bus=self.bus,
+            rule_name=AUDIT_RULE_NAME,
+            description="Example rule: every memory event into the audit log group",
+            event_pattern=events.EventPattern(source=[EVENT_SOURCE]),
+            targets=[_LogGroupTarget(log_group)],
         )
         return log_group, rule
 

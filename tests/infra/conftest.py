@@ -150,6 +150,14 @@ def unacknowledged(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Synth]
 
 
 @pytest.fixture(scope="session")
+def with_text(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    """The default configuration with memory events on, carrying text, both cdk-nag packs (the events tests, and the
+    update check's events on, off, on)."""
+    overrides = {"events.enabled": "true", "events.include_text": "true", "events.archive_retention_days": "90"}
+    return synthesize(tmp_path_factory.mktemp("cdk-events"), overrides)
+
+
+@pytest.fixture(scope="session")
 def default(synths: dict[str, Synth]) -> Synth:
     return synths["default"]
 

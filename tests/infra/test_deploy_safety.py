@@ -4,24 +4,28 @@ synthesized templates, and on a synthesized before/after pair for the updates.""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
 
 from infra.constructs.database import LOGIN_ROTATION_WINDOW, MASTER_ROTATION_HOUR, master_rotation_schedule
-from tests.infra.conftest import VARIANTS, Synth, resources, synthesize
+from tests.infra.conftest import ROOT, VARIANTS, Synth, resources, synthesize
 from tests.infra.exports import blocking_exports
+from tests.infra.updates import NAME_PROPERTIES, Collision, name_collisions, retained_types
 
 ALL = list(VARIANTS)
 #: The ordinary setting changes that used to block ``cdk deploy --all``, applied together to ``jwt-import`` (HTTPS
-#: on, two workers, one issuer): HTTPS off, one worker, another issuer. Checked in both directions, so turning HTTPS
-#: on, adding a worker and changing the issuer back are covered as well.
+#: on, two workers, one issuer): HTTPS off, one worker, another issuer, shorter log retention. Checked in both
+#: directions, so turning HTTPS on, adding a worker and changing the issuer back are covered as well.
 CHANGED = {
     "hindsight.certificate_arn": "null",
     "hindsight.domain_name": "null",
     "hindsight.require_tls": "false",
     "hindsight.worker_count": "1",
     "auth.discovery_url": "https://login.example.com/tenant-2/.well-known/openid-configuration",
+    "agent.log_retention_days": "30",
+    "hindsight.log_retention_days": "30",
 }
 
 
@@ -30,6 +34,13 @@ def changed(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     """``jwt-import`` with :data:`CHANGED` (the one extra synthesis of this module; no nag packs, which the update
     check does not need)."""
     return synthesize(tmp_path_factory.mktemp("cdk-changed"), {**VARIANTS["jwt-import"], **CHANGED}, nag=False)
+
+
+@pytest.fixture(scope="module")
+def tls_to_tasks(tmp_path_factory: pytest.TempPathFactory) -> Synth:
+    """``jwt-import`` with TLS from the load balancer to the tasks too (no nag packs)."""
+    overrides = {**VARIANTS["jwt-import"], "hindsight.tls_to_tasks": "true"}
+    return synthesize(tmp_path_factory.mktemp("cdk-tls-to-tasks"), overrides, nag=False)
 
 
 def _all_resources(synth: Synth, type_name: str) -> list[tuple[str, str, dict[str, Any]]]:
@@ -74,6 +85,102 @@ def test_the_update_check_finds_an_export_that_is_removed_or_changed_while_impor
     }
     assert blocking_exports(old, new) == {"P:Iss": {"C"}}
     assert blocking_exports(old, old) == {}
+
+
+def test_the_changes_create_no_name_a_kept_or_live_resource_holds(synths: dict[str, Synth], changed: Synth) -> None:
+    before, after = synths["jwt-import"].templates, changed.templates
+    assert name_collisions([before, after, before]) == []  # HTTPS off, fewer workers, another issuer, and back
+
+
+def test_tls_to_the_tasks_can_be_turned_on_and_off(synths: dict[str, Synth], tls_to_tasks: Synth) -> None:
+    before, after = synths["jwt-import"].templates, tls_to_tasks.templates
+    assert blocking_exports(before, after) == {}
+    assert blocking_exports(after, before) == {}
+    assert name_collisions([before, after, before, after]) == []
+
+
+def test_events_can_be_turned_on_off_and_on_again(default: Synth, with_text: Synth) -> None:
+    # Turning events off keeps the bus, its archive and the audit log (removal=retain); on again must not meet them.
+    on, off = with_text.templates, default.templates
+    assert name_collisions([off, on, off, on, off, on]) == []
+    assert retained_types(on) - {"AWS::Events::Archive"} >= {"AWS::Events::EventBus", "AWS::Logs::LogGroup"}
+
+
+@pytest.mark.parametrize("variant", [*ALL, "with_text"])
+def test_every_retained_type_has_its_name_property_known(
+    synths: dict[str, Synth], with_text: Synth, variant: str
+) -> None:
+    templates = with_text.templates if variant == "with_text" else synths[variant].templates
+    assert retained_types(templates) <= set(NAME_PROPERTIES)
+
+
+def test_the_name_check_finds_a_kept_name_created_again_a_renamed_id_and_a_named_replacement() -> None:
+    name = {"Fn::Join": ["", [{"Ref": "AWS::StackName"}, "-bus"]]}
+    bus = {"Type": "AWS::Events::EventBus", "DeletionPolicy": "Retain", "Properties": {"Name": name}}
+    on: dict[str, dict[str, Any]] = {"S": {"Resources": {"Bus": bus}}}
+    off: dict[str, dict[str, Any]] = {"S": {"Resources": {}}}
+    # GIVEN a kept bus with a fixed name: on, off, on fails at the third deployment; without Retain it does not
+    ((collision,),) = [name_collisions([on, off, on])]
+    expected_name = 'AWS::Events::EventBus {"Fn::Join": ["", ["S", "-bus"]]}'
+    assert collision == Collision(2, "S", "Bus", expected_name, "S/Bus (retained at step 1)")
+    deleted = {"S": {"Resources": {"Bus": {**bus, "DeletionPolicy": "Delete"}}}}
+    assert name_collisions([deleted, off, deleted]) == []
+    # AND a name ending in a key's generated id is another name each time the key is created again
+    keyed = {**bus, "Properties": {"Name": {"Fn::Join": ["-", ["bus", {"Ref": "Key"}]]}}}
+    with_key = {"S": {"Resources": {"Key": {"Type": "AWS::KMS::Key"}, "Bus": keyed}}}
+    assert name_collisions([with_key, off, with_key]) == []
+    # AND a new logical id for the same name fails (created before the old one is deleted), retained or not
+    renamed = {"S": {"Resources": {"Bus2": {**bus, "DeletionPolicy": "Delete"}}}}
+    assert [c.logical_id for c in name_collisions([deleted, renamed])] == ["Bus2"]
+    # AND a property change that replaces a custom-named resource fails; one that updates it in place does not
+    log = {"Type": "AWS::Logs::LogGroup", "Properties": {"LogGroupName": "/a", "RetentionInDays": 7}}
+    group = {"S": {"Resources": {"Log": log}}}
+    longer = {"S": {"Resources": {"Log": {**log, "Properties": {"LogGroupName": "/a", "RetentionInDays": 30}}}}}
+    assert name_collisions([group, longer]) == []
+    archive = {"Type": "AWS::Events::Archive", "Properties": {"ArchiveName": "a", "SourceArn": "arn:1"}}
+    moved = {**archive, "Properties": {"ArchiveName": "a", "SourceArn": "arn:2"}}
+    ((replaced,),) = [name_collisions([{"S": {"Resources": {"A": archive}}}, {"S": {"Resources": {"A": moved}}}])]
+    assert replaced.holder.startswith("itself")
+
+
+#: Every custom resource type the stacks deploy, and why its Update survives CloudFormation's rollback (another Update,
+#: with the previous properties): a handler whose Update can fail must not fail the same way when rolled back.
+ROLLBACK_SAFE = {
+    "Custom::HindsightIsolationProbe": "a rollback Update to the properties its physical id proved answers without "
+    "probing again (tests/integration/external/test_probe_function.py::"
+    "test_a_failed_update_rolls_back_without_probing_again)",
+    "Custom::ServiceLogGroup": "create-if-missing, then retention and key, as Create does: the old ones are set again "
+    "(test_the_log_group_handler_is_idempotent)",
+    "Custom::HindsightDatabaseLogin": "idempotent SQL (the login role and grants exist: nothing to do), with the "
+    "secrets read at the time, never the properties' (tests/infra/test_db_provisioning.py)",
+    "Custom::MirroredSigningKeys": "writes the keys of the issuer in its properties: the rollback's is the issuer the "
+    "last deploy mirrored; a fetch that fails leaves the parameter as it was",
+    "Custom::RdsCaBundle": "writes the bundle of the URL in its properties (Overwrite): the old URL's again",
+    "Custom::CDKECRDeployment": "the one tag it writes is excluded from tag immutability, so the old image is pushed "
+    "again (infra/constructs/image_mirror.py)",
+    "Custom::AWS": "the image digest lookup: a read (ecr:DescribeImages) of the tag the rollback re-pushed",
+    "Custom::VpcRestrictDefaultSG": "CDK's: revokes the default group's rules, ignoring rules already gone",
+}
+
+
+def _custom_types(templates: dict[str, dict[str, Any]]) -> set[str]:
+    return {
+        r["Type"]
+        for t in templates.values()
+        for r in t["Resources"].values()
+        if r["Type"].startswith("Custom::") or r["Type"] == "AWS::CloudFormation::CustomResource"
+    }
+
+
+@pytest.mark.parametrize("variant", [*ALL, "with_text"])
+def test_every_custom_resource_is_rollback_safe(synths: dict[str, Synth], with_text: Synth, variant: str) -> None:
+    templates = with_text.templates if variant == "with_text" else synths[variant].templates
+    assert _custom_types(templates) <= set(ROLLBACK_SAFE)
+    # Every type this app declares, whichever variant deploys it (the external probe, the EKS ones).
+    declared = set(
+        re.findall(r'resource_type="(Custom::[^"]+)"', "".join(p.read_text() for p in (ROOT / "infra").rglob("*.py")))
+    )
+    assert declared <= set(ROLLBACK_SAFE)
 
 
 @pytest.mark.parametrize("variant", ALL)

@@ -17,6 +17,7 @@ import pytest
 from hindsight_isolation.events import EVENT_SOURCE
 from infra.config import ConfigError, load_config_from_cdk_json
 from infra.constructs.memory_events import (
+    AUDIT_RULE_NAME,
     ENV_EVENTS_INCLUDE_TEXT,
     ENV_EVENTS_QUEUE_URL,
     MAX_RECEIVE_COUNT,
@@ -29,13 +30,6 @@ from tests.infra.test_lint import ALLOWED_CFN_LINT_WARNINGS, CHECKOV_SKIPS, _che
 
 #: Types that exist only for memory events.
 EVENT_TYPES = ("AWS::Events::EventBus", "AWS::Pipes::Pipe", "AWS::Events::Archive", "AWS::Events::EventBusPolicy")
-
-
-@pytest.fixture(scope="module")
-def with_text(tmp_path_factory: pytest.TempPathFactory) -> Synth:
-    """ECS, events on with text, both cdk-nag packs."""
-    overrides = {"events.enabled": "true", "events.include_text": "true", "events.archive_retention_days": "90"}
-    return synthesize(tmp_path_factory.mktemp("cdk-events"), overrides)
 
 
 @pytest.fixture(scope="module")
@@ -68,6 +62,24 @@ def _statements_of(template: dict[str, Any], role: str) -> list[dict[str, Any]]:
 def _actions(statement: dict[str, Any]) -> list[str]:
     action = statement["Action"]
     return action if isinstance(action, list) else [action]
+
+
+def _render(node: Any) -> str:
+    """A template expression as text: ``${Id}`` for a reference, ``${Id.Attr}`` for an attribute."""
+    if isinstance(node, str):
+        return node
+    ((function, args),) = node.items()
+    if function == "Ref":
+        return f"${{{args}}}"
+    if function == "Fn::GetAtt":
+        return f"${{{args[0]}.{args[1]}}}"
+    if function == "Fn::Join":
+        return str(args[0]).join(_render(part) for part in args[1])
+    if function == "Fn::Select":
+        return f"Select({args[0]},{_render(args[1])})"
+    if function == "Fn::Split":
+        return f"Split({args[0]},{_render(args[1])})"
+    raise AssertionError(f"no text for {node}")
 
 
 def _parameter_ref(template: dict[str, Any], suffix: str) -> dict[str, str]:
@@ -230,18 +242,33 @@ def test_example_rule_writes_every_event_to_an_encrypted_log_group_only_it_may_w
     }
     ((rule_id, rule),) = rules.items()
     assert rule["EventBusName"] == {"Ref": bus_id}
+    assert rule["Name"] == AUDIT_RULE_NAME
     assert rule["EventPattern"] == {"source": [EVENT_SOURCE]}
     ((target,),) = [rule["Targets"]]
     log_id = target["Arn"]["Fn::GetAtt"][0]
     log_group = data["Resources"][log_id]["Properties"]
     assert "KmsKeyId" in log_group
     assert log_group["RetentionInDays"] == 365
-    assert "/aws/events/" in json.dumps(log_group["LogGroupName"])  # EventBridge writes only under /aws/events/
-    _, policy = _one(data, "AWS::Logs::ResourcePolicy")
-    document = json.dumps(policy["PolicyDocument"])
-    assert rule_id in document
-    assert log_id in document
-    assert "aws:SourceArn" in document
+    stack = with_text.stacks.data
+    key_id = stack.resolve(stack.get_logical_id(stack.events.key.node.default_child))
+    name = f"/aws/events/{stack.stack_name}/memory-events-Select(0,Split(-,${{{key_id}}}))"
+    assert _render(log_group["LogGroupName"]) == name  # ends in the events key's id: new when events are on again
+    # The group's own policy (not one of the account's ten Logs resource policies): EventBridge, for this rule only.
+    assert not resources(data, "AWS::Logs::ResourcePolicy")
+    (statement,) = log_group["ResourcePolicyDocument"]["Statement"]
+    here = f"aws:%s:{with_text.config.region}:${{AWS::AccountId}}"  # the stack's region is known
+    assert {k: v for k, v in statement.items() if k not in ("Condition", "Resource")} == {
+        "Action": ["logs:CreateLogStream", "logs:PutLogEvents"],
+        "Effect": "Allow",
+        "Principal": {"Service": "events.amazonaws.com"},
+    }
+    assert _render(statement["Resource"]) == f"arn:{here % 'logs'}:log-group:{name}:*"
+    ((operator, condition),) = statement["Condition"].items()
+    assert operator == "ArnEquals"
+    assert {k: _render(v) for k, v in condition.items()} == {
+        "aws:SourceArn": f"arn:{here % 'events'}:rule/${{{bus_id}}}/{AUDIT_RULE_NAME}"
+    }
+    assert rule_id not in json.dumps(log_group)  # no reference to the rule: its ARN follows from its name
 
 
 def test_cdk_nag_has_no_findings_with_events_on(with_text: Synth) -> None:

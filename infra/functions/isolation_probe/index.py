@@ -6,10 +6,17 @@ also proves the endpoint is reachable from where the agent runs. A leak, or a pr
 deploy with the probe's one-line reason; with ``OnLeak=warn`` the deploy goes on, the function logs an ERROR line,
 puts a metric its alarm watches, and the verdict becomes the stack's output. Delete does nothing (the probe leaves
 no bank behind).
+
+Rollback-safe: each answer's physical id names the settings it proved (:func:`proved_id`). When an update fails (the
+probe's own verdict, or any other resource), CloudFormation's rollback sends an Update with the resource's previous
+properties and its current physical id; when that id is the one those very properties earned, they passed at an
+earlier deploy and nothing new is to be proved, so the handler answers at once instead of probing again (a second
+probe of the same unhealthy server would fail the rollback too: UPDATE_ROLLBACK_FAILED).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from typing import Any, Literal
@@ -28,6 +35,8 @@ METRIC_LEAKS = "IdentitiesThatReadAnotherBank"
 #: ``python -m smoke``'s direct invocation: probe with the function's own settings (and ``UserToken`` if given),
 #: answer ``{"passed", "verdict", "checks"}`` and never raise for a leak.
 REQUEST_PROBE = "Probe"
+#: The verdict of a rollback to settings an earlier deploy proved (not probed again).
+ROLLED_BACK = "isolation probe not run again: rolled back to settings that passed at an earlier deploy"
 
 
 def handler(event: dict[str, Any], context: Any, *, secrets: Any = None, cloudwatch: Any = None) -> dict[str, Any]:
@@ -36,6 +45,9 @@ def handler(event: dict[str, Any], context: Any, *, secrets: Any = None, cloudwa
     request = event.get("RequestType")
     if request == "Delete":
         return {"PhysicalResourceId": event.get("PhysicalResourceId", "isolation-probe")}
+    if request == "Update" and event.get("PhysicalResourceId") == proved_id(event["ResourceProperties"]):
+        _log("INFO", ROLLED_BACK, {})
+        return {"PhysicalResourceId": event["PhysicalResourceId"], "Data": {ATTR_RESULT: ROLLED_BACK}}
     from memory_adapter.isolation_probe import ProbeError, ProbeTarget, run_probe
 
     smoke = request == REQUEST_PROBE
@@ -66,7 +78,15 @@ def handler(event: dict[str, Any], context: Any, *, secrets: Any = None, cloudwa
         return {"passed": bool(checks) and not leaks, "verdict": verdict, "checks": checks}
     if leaks and not warn_only:
         raise RuntimeError(verdict + " (set hindsight.external_probe=warn to deploy anyway)")
-    return {"PhysicalResourceId": "isolation-probe", "Data": {ATTR_RESULT: verdict[:1000]}}
+    return {"PhysicalResourceId": proved_id(props), "Data": {ATTR_RESULT: verdict[:1000]}}
+
+
+def proved_id(props: dict[str, Any]) -> str:
+    """The physical id of an answer that proved ``props``: a digest of them (the provider's token aside), so an
+    Update carrying the same properties and this id is the rollback to them."""
+    settings = {k: v for k, v in props.items() if k != "ServiceToken"}
+    digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()
+    return f"isolation-probe-{digest[:16]}"
 
 
 def _secret(client: Any, arn: str) -> str:

@@ -101,6 +101,36 @@ def test_an_unreachable_endpoint_fails_the_deploy(
         _run(moto_server, make_event(refused_url, "k", None, "assistant", "fail"))
 
 
+def test_a_failed_update_rolls_back_without_probing_again(
+    local_hindsight: Any, moto_server: MotoServer, make_event: Callable[..., dict[str, Any]]
+) -> None:
+    # GIVEN a deploy the probe passed
+    event = make_event(
+        local_hindsight.url, local_hindsight.operator_key, local_hindsight.agent_key, local_hindsight.agent_name, "fail"
+    )
+    created = _run(moto_server, event)
+    old = event["ResourceProperties"]
+    assert created["PhysicalResourceId"] == index.proved_id(old)
+    # AND then the operator key in Secrets Manager went stale (the server no longer takes it)
+    _client(moto_server, "secretsmanager").put_secret_value(SecretId=old[index.PROP_OPERATOR_KEY_ARN], SecretString="x")
+    # WHEN an update changes a setting, its probe fails the deploy
+    new = {**old, index.PROP_AGENT_NAME: "billing"}
+    assert new != old
+    update = {"RequestType": "Update", "PhysicalResourceId": created["PhysicalResourceId"]}
+    with pytest.raises(Exception, match="operator key"):
+        _run(moto_server, {**update, "ResourceProperties": new, "OldResourceProperties": old})
+    # THEN CloudFormation's rollback (the old properties, the physical id they earned) succeeds without a probe
+    rollback = _run(moto_server, {**update, "ResourceProperties": old, "OldResourceProperties": new})
+    assert rollback == {
+        "PhysicalResourceId": created["PhysicalResourceId"],
+        "Data": {index.ATTR_RESULT: index.ROLLED_BACK},
+    }
+    # AND an ordinary update back to settings another deploy proved earlier is probed again (and fails here)
+    later = {"RequestType": "Update", "PhysicalResourceId": index.proved_id(new)}
+    with pytest.raises(Exception, match="operator key"):
+        _run(moto_server, {**later, "ResourceProperties": old, "OldResourceProperties": new})
+
+
 def test_delete_does_nothing() -> None:
     assert index.handler({"RequestType": "Delete", "PhysicalResourceId": "isolation-probe"}, None) == {
         "PhysicalResourceId": "isolation-probe"
