@@ -50,9 +50,12 @@ def _missions(**mission: str) -> Missions:
     return Missions({"support": Mission(**mission)})
 
 
-def _applier(transport: Scripted, missions: Missions) -> BankMissions:
+AGENT_KEY = "agent-key-" + "k" * 32
+
+
+def _applier(transport: Scripted, missions: Missions, agent_key: str | None = AGENT_KEY) -> BankMissions:
     api = HindsightApi(transport, timeout=1.0)
-    return BankMissions(api=api, missions=missions, observer=Observer(None, verbose=False))
+    return BankMissions(api=api, missions=missions, observer=Observer(None, verbose=False), agent_key=agent_key)
 
 
 def test_every_problem_of_the_setting_is_listed_at_once() -> None:
@@ -87,19 +90,19 @@ def test_an_empty_mission_is_managed_and_a_null_one_is_not() -> None:
 def test_an_unreachable_hindsight_defers_the_mission_to_the_banks_next_retain() -> None:
     transport = Scripted(get=[None, 404])
     applier = _applier(transport, _missions(retain_mission="Keep decisions."))
-    applier.prepare(BANK, "token")  # never raises: the retain that follows goes on
+    applier.prepare(BANK, AGENT_KEY)  # never raises: the retain that follows goes on
     assert transport.calls == [("GET", None)]
-    applier.prepare(BANK, "token")  # the next retain tries again: no bank yet, so it is created with its mission
+    applier.prepare(BANK, AGENT_KEY)  # the next retain tries again: no bank yet, so it is created with its mission
     assert transport.calls[1:] == [("GET", None), ("PATCH", {"updates": {"retain_mission": "Keep decisions."}})]
-    applier.prepare(BANK, "token")  # settled for this process
+    applier.prepare(BANK, AGENT_KEY)  # settled for this process
     assert len(transport.calls) == 3
 
 
 def test_a_refused_mission_is_not_retried_for_every_turn() -> None:
     transport = Scripted(get=[200], patch=403)
     applier = _applier(transport, _missions(retain_mission="Keep decisions."))
-    applier.prepare(BANK, "token")
-    applier.prepare(BANK, "token")
+    applier.prepare(BANK, AGENT_KEY)
+    applier.prepare(BANK, AGENT_KEY)
     assert [method for method, _ in transport.calls] == ["GET", "PATCH"]
 
 
@@ -108,11 +111,21 @@ def test_only_what_differs_is_written() -> None:
         get=[200], overrides={"retain_mission": "Keep decisions.", "retain_extraction_mode": "concise"}
     )
     applier = _applier(transport, _missions(retain_mission="Keep decisions.", retain_extraction_mode="verbose"))
-    applier.prepare(BANK, None)
+    applier.prepare(BANK, AGENT_KEY)
     assert transport.calls[1] == ("PATCH", {"updates": {"retain_extraction_mode": "verbose"}})
 
 
 def test_banks_outside_the_per_user_scheme_are_left_alone() -> None:
     transport = Scripted(get=[])
-    _applier(transport, _missions(retain_mission="Keep decisions.")).prepare("default", None)
+    _applier(transport, _missions(retain_mission="Keep decisions.")).prepare("default", AGENT_KEY)
+    assert transport.calls == []
+
+
+@pytest.mark.parametrize(("agent_key", "bearer"), [(None, "a-users-token"), (None, None), (AGENT_KEY, "a-users-token")])
+def test_a_retain_sent_with_a_users_token_sets_no_mission(agent_key: str | None, bearer: str | None) -> None:
+    # GIVEN an agent that sends its users' tokens (no agent key), or one whose retain carries a user's token
+    transport = Scripted(get=[404])
+    applier = _applier(transport, _missions(retain_mission="Keep decisions."), agent_key=agent_key)
+    # WHEN a retain is prepared: THEN no bank setting is read or written (Hindsight applies the mission itself)
+    applier.prepare(BANK, bearer)
     assert transport.calls == []
