@@ -22,3 +22,19 @@ def test_the_runtime_gets_its_own_agents_mission_and_nothing_else(synth: Synth) 
     mission = synth.config.missions.for_agent(name)
     assert mission is not None
     assert Missions.from_json(env[MISSIONS_ENV]) == Missions({name: mission})
+
+
+def test_every_hindsight_task_applies_the_agents_mission_itself(synth: Synth) -> None:
+    # A user's token may set no bank setting, so a JWT runtime cannot apply the mission: every Hindsight process's
+    # isolation extension does (HINDSIGHT_API_TENANT_MISSIONS), the same mission the runtime gets.
+    name = synth.config.agent.name
+    expected = Missions({name: synth.config.missions.for_agent(name)})  # type: ignore[dict-item]
+    tasks = resources(synth.template("-MemoryService"), "AWS::ECS::TaskDefinition").values()
+    seen = 0
+    for task in tasks:
+        for container in task["Properties"]["ContainerDefinitions"]:
+            env = {item["Name"]: item.get("Value") for item in container.get("Environment", [])}
+            if "HINDSIGHT_API_TENANT_EXTENSION" in env:
+                assert Missions.from_json(env["HINDSIGHT_API_TENANT_MISSIONS"]) == expected
+                seen += 1
+    assert seen >= 2  # the API task and the workers
