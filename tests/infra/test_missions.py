@@ -28,7 +28,9 @@ def test_every_hindsight_task_applies_the_agents_mission_itself(synth: Synth) ->
     # A user's token may set no bank setting, so a JWT runtime cannot apply the mission: every Hindsight process's
     # isolation extension does (HINDSIGHT_API_TENANT_MISSIONS), the same mission the runtime gets.
     name = synth.config.agent.name
-    expected = Missions({name: synth.config.missions.for_agent(name)})  # type: ignore[dict-item]
+    mission = synth.config.missions.for_agent(name)
+    assert mission is not None
+    expected = Missions({name: mission})
     tasks = resources(synth.template("-MemoryService"), "AWS::ECS::TaskDefinition").values()
     seen = 0
     for task in tasks:
