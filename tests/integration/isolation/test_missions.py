@@ -40,6 +40,15 @@ SETTING_WRITES: list[tuple[str, str, Any]] = [
 ]
 
 
+#: Hindsight 1.1.0's operations (OpenAPI ``operationId``) that write bank settings: each must be in SETTING_WRITES.
+SETTING_OPERATIONS = frozenset(
+    {"create_or_update_bank", "update_bank", "update_bank_config", "reset_bank_config", "import_bank_template"}
+)
+#: Removed in 1.1.0 (answered 410 before any bank access): they write nothing.
+RETIRED_SETTING_OPERATIONS = frozenset({"update_bank_disposition", "add_bank_background"})
+_BANK_PREFIX = "/v1/default/banks/{bank_id}"
+
+
 @dataclass
 class Banks:
     alice: Api
@@ -113,6 +122,34 @@ def test_a_user_token_sets_no_bank_setting_and_every_bank_answers_alike(
     assert {bank: _config(banks.operator, bank) for bank in before} == before
     assert not _exists(banks.operator, banks.alice_missing)
     assert not _exists(banks.operator, banks.nobodys_bank)
+
+
+def test_every_setting_route_of_the_running_server_is_covered(banks: Banks) -> None:
+    # GIVEN the running server's own route list (an upgrade that adds a settings route fails here)
+    paths = banks.operator.call("GET", "/openapi.json").json()["paths"]
+    operations = {
+        (op["operationId"], method.upper(), path)
+        for path, item in paths.items()
+        for method, op in item.items()
+        if isinstance(op, dict) and "operationId" in op
+    }
+    known = {(method, _BANK_PREFIX + suffix) for method, suffix, _ in SETTING_WRITES}
+    named = {(m, p) for op, m, p in operations if op in SETTING_OPERATIONS}
+    # THEN every operation that writes a bank setting is exercised above, and the heuristic finds no other one
+    assert named == known
+    looks_like_settings = {
+        (op, m, p)
+        for op, m, p in operations
+        if m != "GET" and p.startswith(_BANK_PREFIX) and p.removeprefix(_BANK_PREFIX) in ("", "/config", "/import")
+    }
+    assert {(m, p) for _, m, p in looks_like_settings} - {("DELETE", _BANK_PREFIX)} == known
+    # AND the retired ones answer 410 to a user's token on its own bank, whatever the body
+    retired = [(m, p) for op, m, p in operations if op in RETIRED_SETTING_OPERATIONS]
+    assert len(retired) == len(RETIRED_SETTING_OPERATIONS)
+    for method, path in retired:
+        body = {"disposition": {"skepticism": 1, "literalism": 1, "empathy": 1}, "content": WIDENED}
+        response = banks.alice.call(method, path.replace("{bank_id}", banks.alice_bank), json=body)
+        assert response.status_code in (410, 422), response.text
 
 
 def test_the_red_team_request_is_refused(banks: Banks) -> None:
