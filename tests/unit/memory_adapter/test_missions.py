@@ -53,9 +53,9 @@ def _missions(**mission: str) -> Missions:
 AGENT_KEY = "agent-key-" + "k" * 32
 
 
-def _applier(transport: Scripted, missions: Missions, agent_key: str | None = AGENT_KEY) -> BankMissions:
+def _applier(transport: Scripted, missions: Missions) -> BankMissions:
     api = HindsightApi(transport, timeout=1.0)
-    return BankMissions(api=api, missions=missions, observer=Observer(None, verbose=False), agent_key=agent_key)
+    return BankMissions(api=api, missions=missions, observer=Observer(None, verbose=False))
 
 
 def test_every_problem_of_the_setting_is_listed_at_once() -> None:
@@ -121,11 +121,11 @@ def test_banks_outside_the_per_user_scheme_are_left_alone() -> None:
     assert transport.calls == []
 
 
-@pytest.mark.parametrize(("agent_key", "bearer"), [(None, "a-users-token"), (None, None), (AGENT_KEY, "a-users-token")])
-def test_a_retain_sent_with_a_users_token_sets_no_mission(agent_key: str | None, bearer: str | None) -> None:
-    # GIVEN an agent that sends its users' tokens (no agent key), or one whose retain carries a user's token
+@pytest.mark.parametrize("bearer", ["eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhIn0.c2ln", None])
+def test_a_retain_sent_with_a_users_token_or_none_sets_no_mission(bearer: str | None) -> None:
+    # GIVEN a retain carrying a user's token (a JWT), or no credential at all
     transport = Scripted(get=[404])
-    applier = _applier(transport, _missions(retain_mission="Keep decisions."), agent_key=agent_key)
-    # WHEN a retain is prepared: THEN no bank setting is read or written (Hindsight applies the mission itself)
+    applier = _applier(transport, _missions(retain_mission="Keep decisions."))
+    # WHEN it is prepared: THEN no bank setting is read or written (Hindsight applies the mission itself)
     applier.prepare(BANK, bearer)
     assert transport.calls == []

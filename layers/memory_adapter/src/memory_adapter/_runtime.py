@@ -93,9 +93,7 @@ class AdapterRuntime:
             default_credential=s.api_key,
             on_short_circuit=self.maybe_probe,
             on_delivered=self.maybe_auto_replay,
-            prepare_bank=BankMissions(
-                api=self.api, missions=Missions.from_json(s.missions), observer=observer, agent_key=s.api_key
-            ).prepare,
+            prepare_bank=BankMissions(api=self.api, missions=Missions.from_json(s.missions), observer=observer).prepare,
             auto_replay=auto_replay,
         )
         self.recall_pool = concurrent.futures.ThreadPoolExecutor(

@@ -155,20 +155,20 @@ class BankMissions:
         api: The adapter's Hindsight API client (its transport and timeout).
         missions: The configured missions.
         observer: Logs (bank ids hashed).
-        agent_key: The agent's own Hindsight credential (``None``: this agent sends its users' tokens, and leaves
-            missions to Hindsight). Only a retain sent with it applies a mission: a user's token may set none.
+
+    Only a retain sent with the agent's own key applies a mission (a static ``HINDSIGHT_API_KEY`` or the one an IAM
+    runtime reads from Secrets Manager: an opaque secret); one sent with a user's token (a JWT: three dot-separated
+    parts) or none asks for nothing, since a user's token may set no bank setting and Hindsight applies the mission
+    itself. Telling the two apart by shape is safe: the server decides, a wrong guess costs one refused request.
 
     :meth:`prepare` never raises: a bank whose mission could not be applied now (Hindsight unavailable) is tried
     again on its next retain; one Hindsight refuses (a server whose isolation extension keeps bank settings the
     operator's) is logged once and left as it is, and its retains go on.
     """
 
-    def __init__(
-        self, *, api: HindsightApi, missions: Missions, observer: Observer, agent_key: str | None = None
-    ) -> None:
+    def __init__(self, *, api: HindsightApi, missions: Missions, observer: Observer) -> None:
         self._api = api
         self._missions = missions
-        self._agent_key = agent_key
         self._obs = observer
         self._settled: set[str] = set()
         self._lock = threading.Lock()
@@ -177,7 +177,7 @@ class BankMissions:
         """Bring ``bank_id``'s settings in line with its agent's mission (a no-op once settled in this process)."""
         if bank_id in self._settled or not self._missions.by_agent:
             return
-        if self._agent_key is None or bearer != self._agent_key:
+        if bearer is None or _is_token(bearer):
             return  # a user's token sets no bank setting: Hindsight applies the mission itself
         owner = parse_bank_id(bank_id)
         mission = self._missions.for_agent(owner.agent) if owner is not None else None
@@ -220,3 +220,9 @@ class BankMissions:
         if changed:
             self._api.update_bank_config(bank_id, changed, bearer=bearer)
         return sorted(changed)
+
+
+def _is_token(bearer: str) -> bool:
+    """Whether ``bearer`` is shaped like a JWT (a user's token), not an opaque key (the generated keys have no dot)."""
+    parts = bearer.split(".")
+    return len(parts) == 3 and all(parts)
