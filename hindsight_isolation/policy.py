@@ -13,8 +13,11 @@ it).
   ownership only; internal work with no principal is the server's own housekeeping.
 * Some actions are for the operator alone (webhooks make the server call out; aliases redirect other callers; config
   resets and maintenance affect the server), and alias creation is refused to everyone.
-* A bank's missions (what its memory keeps: :data:`memory_adapter.missions.MISSION_KEYS`) are its owner's to set, in a
-  request that sets nothing else (:attr:`RequestKind.MISSION`); every other bank-config update is the operator's.
+* A bank's settings (config, missions, disposition, profile) are the deployment's policy, never a user's: a user
+  token changes none of them, on any route (every hook of a :attr:`RequestKind.SETTINGS` or
+  :attr:`RequestKind.MISSION` request refuses it, and :attr:`Action.CONFIG` hooks do too, over MCP as well). The
+  operator sets any; the agent key sets the missions of its agent's banks (:data:`memory_adapter.missions.MISSION_KEYS`)
+  in a request that sets nothing else (:attr:`RequestKind.MISSION`), and nothing more.
 * Some requests are for the operator alone, whatever hook they reach: a bank restore, clone or document import
   (:attr:`RequestKind.TRANSFER`) writes an archive's rows as they are, naming any bank or none.
 * A grace-window token acts only inside a retain request (or over MCP, where it is shown the retain tools only).
@@ -43,7 +46,7 @@ class Action(StrEnum):
     WRITE = "write"  # change or delete bank content or settings
     LIST = "list"  # see a bank in a bank list
     OPERATOR_ONLY = "operator_only"  # webhooks, alias listing/deletion, config reset, maintenance
-    CONFIG = "config"  # change bank settings: the owner's for a mission update (RequestKind.MISSION), else operator
+    CONFIG = "config"  # change bank settings: the operator's; the agent key's for a mission update (MISSION)
     WHOLE_BANK = "whole_bank"  # any operation on a whole bank (the tag-scope backstop): its own hook decides the rest
     NEVER = "never"  # alias creation: it lets one bank capture requests meant for another id
 
@@ -65,6 +68,8 @@ _GRACE_ACTIONS = frozenset({Action.RETAIN, Action.CREATE_BANK, Action.CONSOLIDAT
 #: The requests inside which a grace-window token may do those (over MCP it is shown the retain tools only).
 _GRACE_REQUESTS = frozenset({RequestKind.RETAIN, RequestKind.MCP})
 _TRANSFER_REASON = "bank restore, clone and document import are the operator's (archive rows are kept as they are)"
+_SETTINGS_REASON = "bank settings are the operator's (a user token sets none; the agent key sets missions only)"
+_MISSION_REASON = "a bank's missions are set by the operator, the agent key or the server, never by a user token"
 _UNGUARDED_REASON = "request did not pass the request guard (hindsight_isolation.guard is not in front)"
 
 
@@ -111,10 +116,14 @@ def authorize(
         return Decision(True, "operator")
     if request is RequestKind.TRANSFER:
         return Decision(False, _TRANSFER_REASON)
+    if request is RequestKind.SETTINGS:
+        return Decision(False, _SETTINGS_REASON)
+    if request is RequestKind.MISSION and principal.kind is not Kind.AGENT:
+        return Decision(False, _MISSION_REASON)
     if action is Action.OPERATOR_ONLY:
         return Decision(False, "operator-only operation")
-    if action is Action.CONFIG and request is not RequestKind.MISSION:
-        return Decision(False, "bank settings other than its missions are the operator's")
+    if action is Action.CONFIG and not (request is RequestKind.MISSION and principal.kind is Kind.AGENT):
+        return Decision(False, _SETTINGS_REASON)
     if principal.kind is Kind.USER_GRACE:
         if action not in _GRACE_ACTIONS:
             return Decision(False, f"expired token (grace window) may only retain, not {action.value}")

@@ -1,15 +1,18 @@
 """What kind of request is being served, told by the request guard to the validator (which sees no HTTP request).
 
-The validator slot receives a bank id and an operation name, never the route. Three rules need the route: a bank
-restore, clone or document import (whose hooks look like a plain bank creation) is the operator's, a token in its
-post-expiry grace window may only send a retain, and a bank-config update that sets nothing but the bank's missions
-(:data:`memory_adapter.missions.MISSION_KEYS`) is its owner's (every other config update is the operator's; the
-hook sees no body, so the guard, which reads it, tells the kinds apart with :func:`refine`).
+The validator slot receives a bank id and an operation name, never the route. Four rules need the route: a bank
+restore, clone or document import (whose hooks look like a plain bank creation) is the operator's; a token in its
+post-expiry grace window may only send a retain; a request that writes a bank's settings (its config, missions,
+disposition or profile, on any route) is the operator's; and a bank-config update that sets nothing but the bank's
+missions (:data:`memory_adapter.missions.MISSION_KEYS`) is the operator's or the agent key's, never a user token's
+(the hooks see no body, so the guard, which reads it, tells the kinds apart with :func:`refine`).
 
 The guard (:mod:`hindsight_isolation.guard`), which wraps every HTTP request, classifies the request with
 :func:`classify` (and :func:`refine`) and holds the answer in a context variable for the length of the request;
 :func:`current` reads it (``None`` outside any guarded request: the validator then refuses everything
-but the server's own background work).
+but the server's own background work). Because every hook of a SETTINGS or MISSION request refuses a caller it is
+not for, the first hook Hindsight runs refuses it, before anything looks the bank up: the answer is the same for the
+caller's own bank, another user's and one that does not exist.
 """
 
 from __future__ import annotations
@@ -32,7 +35,8 @@ class RequestKind(StrEnum):
     RETAIN = "retain"  # POST /v1/default/banks/{bank_id}/memories: all a grace-window token may send
     TRANSFER = "transfer"  # bank restore, bank clone, document import: they write archive rows as they are
     MCP = "mcp"  # /mcp and below: tools are filtered per caller (filter_mcp_tools) and each call is checked
-    MISSION = "mission"  # PATCH /v1/default/banks/{bank_id}/config setting only MISSION_KEYS: the owner's
+    SETTINGS = "settings"  # writes a bank's settings (config, missions, disposition, profile): the operator's
+    MISSION = "mission"  # PATCH /v1/default/banks/{bank_id}/config setting only MISSION_KEYS: operator or agent key
     RECALL = "recall"  # POST /v1/default/banks/{bank_id}/memories/recall: a caller's recall (fading applies)
     OTHER = "other"
 
@@ -42,6 +46,10 @@ class RequestKind(StrEnum):
 _TRANSFER = re.compile(r"/banks/[^/]+/(?:transfer/import|clone|document-transfer)/?$")
 _RETAIN = re.compile(r"/banks/(?P<bank_id>[^/]+)/memories/?$")
 _CONFIG = re.compile(r"/banks/[^/]+/config/?$")
+#: The bank itself (PUT creates or updates it, PATCH updates it: name, missions, disposition, any config field).
+_BANK = re.compile(r"/banks/[^/]+/?$")
+#: A bank template import (config, mental models and directives in one request).
+_TEMPLATE_IMPORT = re.compile(r"/banks/[^/]+/import/?$")
 _RECALL = re.compile(r"/banks/[^/]+/memories/recall/?$")
 _MCP_PREFIX = "/mcp"
 
@@ -59,17 +67,32 @@ def classify(method: str, path: str) -> RequestKind:
             return RequestKind.RETAIN
         if _RECALL.search(path):
             return RequestKind.RECALL
+        if _TEMPLATE_IMPORT.search(path):
+            return RequestKind.SETTINGS
+    if method in ("PATCH", "DELETE") and _CONFIG.search(path):
+        return RequestKind.SETTINGS
+    if method in ("PUT", "PATCH") and _BANK.search(path):
+        return RequestKind.SETTINGS  # unless its body sets nothing (refine): PUT {} creates the bank, no more
     return RequestKind.OTHER
 
 
 def refine(kind: RequestKind, method: str, path: str, body: Any) -> RequestKind:
-    """``kind`` told apart by the request's JSON body: a config update of mission keys only is a MISSION.
+    """``kind`` told apart by the request's JSON body.
 
-    Exactly the field names (not Hindsight's ``HINDSIGHT_API_*`` spellings of them), at least one, nothing else in
-    the body, and values a mission may have (text of at most ``MAX_MISSION_CHARS``, which rides in every extraction
-    prompt, or null; an extraction mode a mission may pick): anything else stays what it was, an operator's request.
+    * a bank creation or update (``PUT``/``PATCH .../banks/{bank_id}``) whose body is an object that sets nothing
+      (every field null or absent) writes no setting: OTHER;
+    * a config update of mission keys only is a MISSION: exactly the field names (not Hindsight's
+      ``HINDSIGHT_API_*`` spellings of them), at least one, nothing else in the body, and values a mission may have
+      (text of at most ``MAX_MISSION_CHARS``, which rides in every extraction prompt, or null; an extraction mode a
+      mission may pick).
+
+    Anything else stays what it was, an operator's request.
     """
-    if kind is not RequestKind.OTHER or method != "PATCH" or not _CONFIG.search(path) or not isinstance(body, dict):
+    if kind is not RequestKind.SETTINGS or not isinstance(body, dict):
+        return kind
+    if method in ("PUT", "PATCH") and _BANK.search(path):
+        return RequestKind.OTHER if all(value is None for value in body.values()) else kind
+    if method != "PATCH" or not _CONFIG.search(path):
         return kind
     updates = body.get("updates")
     if set(body) != {"updates"} or not isinstance(updates, dict) or not updates:

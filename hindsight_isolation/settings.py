@@ -18,6 +18,7 @@ from typing import Any
 
 from hindsight_isolation.fading import DEFAULT_FLOOR, FadingRules, parse_instant
 from memory_adapter.identity.settings import JwtSettings
+from memory_adapter.missions import Missions
 from memory_adapter.settings_reader import Naming, SettingsReader, env_dict
 
 __all__ = [
@@ -105,6 +106,9 @@ KEY_FADING_FLOOR = "fading_floor"
 #: Tests and local runs only (the stack never sets them): a fixed "now", or "now" per request from a header.
 KEY_FADING_CLOCK = "fading_clock"
 KEY_FADING_CLOCK_HEADER = "fading_clock_header"
+#: What memory keeps, per agent (JSON agent name -> mission, as the agent's HINDSIGHT_ADAPTER_MISSIONS): the server
+#: applies it to each bank of that agent before a caller's retain (hindsight_isolation/missions.py).
+KEY_MISSIONS = "missions"
 
 _JWT_KEYS = JwtSettings.setting_keys(JWT_NAMING)
 _KNOWN_KEYS = _JWT_KEYS | {v for name, v in dict(globals()).items() if name.startswith("KEY_") and isinstance(v, str)}
@@ -159,6 +163,7 @@ class IsolationSettings:
     fading: FadingRules | None = None
     fading_clock: datetime | None = None
     fading_clock_header: bool = False
+    missions: Missions = field(default_factory=Missions)
 
     @property
     def verifier(self) -> Mapping[str, Any]:
@@ -185,6 +190,7 @@ class IsolationSettings:
             KEY_EVENTS_QUEUE_URL: self.events_queue_url,
             KEY_EVENTS_INCLUDE_TEXT: self.events_include_text or None,
             **_fading_values(self.fading, self.fading_clock, self.fading_clock_header),
+            KEY_MISSIONS: self.missions.to_json() if self.missions.by_agent else None,
         }
         tenant = {ENV_TENANT_PREFIX + key.upper(): value for key, value in env_dict(values).items()}
         jwt = self.jwt.to_env(JWT_NAMING) if self.jwt is not None else {}
@@ -255,6 +261,12 @@ class IsolationSettings:
         if events_text and events_file is None and events_queue is None:
             get.problem(f"{get.name(KEY_EVENTS_INCLUDE_TEXT)} is set but no events sink is")
         fading, fading_clock, fading_clock_header = _fading(get)
+        missions, mission_problems = Missions.checked(
+            get.json_object(KEY_MISSIONS, what="a JSON object of agent name -> mission"),
+            shown_prefix=get.name(KEY_MISSIONS) + ".",
+        )
+        for problem in mission_problems:
+            get.problem(problem)
         cache_ttl = get.number(KEY_TOKEN_CACHE_TTL_S, DEFAULT_TOKEN_CACHE_TTL_S, low=0)
         cache_size = get.integer(KEY_TOKEN_CACHE_SIZE, DEFAULT_TOKEN_CACHE_SIZE, low=0)
         if get.problems:
@@ -275,6 +287,7 @@ class IsolationSettings:
             fading=fading,
             fading_clock=fading_clock,
             fading_clock_header=fading_clock_header,
+            missions=missions,
         )
 
 
@@ -329,6 +342,7 @@ def server_env(
     agent_name: str | None = None,
     agent_tenant: str | None = None,
     expiry_grace_s: float | None = None,
+    missions: Missions | None = None,
 ) -> dict[str, str]:
     """The environment that loads the extension's three slots with these settings (for local runs and tests):
     :meth:`IsolationSettings.to_env` of the settings these arguments name.
@@ -352,4 +366,5 @@ def server_env(
         agent_key=agent_key,
         agent_name=agent_name,
         agent_tenant=agent_tenant,
+        missions=missions if missions is not None else Missions(),
     ).to_env()

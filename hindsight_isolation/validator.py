@@ -38,7 +38,7 @@ from hindsight_api.extensions.operation_validator import (
     ValidationResult,
 )
 
-from hindsight_isolation import events, route, usage
+from hindsight_isolation import events, missions, route, usage
 from hindsight_isolation.audit import log_denied, logger
 from hindsight_isolation.policy import Action, authorize
 from hindsight_isolation.principal import Kind, Principal
@@ -72,9 +72,14 @@ BANK_WRITE_ACTIONS: dict[str, Action] = {
     "create_webhook": Action.OPERATOR_ONLY,
     "update_webhook": Action.OPERATOR_ONLY,
     "delete_webhook": Action.OPERATOR_ONLY,
-    # Bank settings include governance (audit logging, memory defense, tool lists) and cost knobs: the operator's,
-    # except the bank's missions, which the guard labels (RequestKind.MISSION) and its owner may set.
+    # Bank settings (config: governance, cost knobs, what memory keeps; the profile's mission, name and disposition)
+    # are the deployment's policy: the operator's, except the missions, which the agent key may set on its agent's
+    # banks (RequestKind.MISSION). Never a user token's.
     "update_bank_config": Action.CONFIG,
+    "update_bank": Action.CONFIG,
+    "update_bank_disposition": Action.CONFIG,
+    "set_bank_mission": Action.CONFIG,
+    "merge_bank_mission": Action.CONFIG,
     "reset_bank_config": Action.OPERATOR_ONLY,
     # Queued by every retain (and by POST .../consolidate): part of retaining.
     "submit_async_consolidation": Action.CONSOLIDATE,
@@ -170,8 +175,12 @@ class IsolationOperationValidator(OperationValidatorExtension):  # type: ignore[
         return self.check(ctx.bank_id, ctx.request_context, action, f"precheck:{operation}")
 
     async def validate_retain(self, ctx: RetainContext) -> ValidationResult:
-        """Retain (sync, async, files, and the worker's re-check)."""
-        return self.check(ctx.bank_id, ctx.request_context, Action.RETAIN, "retain")
+        """Retain (sync, async, files, and the worker's re-check); a caller's retain first gets the bank its agent's
+        configured mission (:mod:`hindsight_isolation.missions`)."""
+        result = self.check(ctx.bank_id, ctx.request_context, Action.RETAIN, "retain")
+        if result.allowed and not ctx.request_context.internal:
+            await missions.before_retain(self.context.get_memory_engine(), ctx.bank_id, ctx.request_context)
+        return result
 
     async def validate_recall(self, ctx: RecallContext) -> ValidationResult:
         """Recall."""

@@ -126,6 +126,7 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
             parameter_prefix=config.parameter_prefix,
             events=data.events,
             fading=config.fading,
+            mission=config.missions.for_agent(config.agent.name),
             env=env,
         )
         memory: MemoryService | ExternalMemory = service.memory

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from hindsight_isolation import settings as iso
 from infra.config import AuthConfig, AuthMode
 from infra.config.model import FadingConfig
+from memory_adapter.missions import Mission, Missions
 
 if TYPE_CHECKING:
     from constructs import Construct
@@ -40,24 +41,31 @@ def isolation_settings(
     agent_name: str,
     expiry_grace_s: int,
     fading: FadingConfig | None = None,
+    mission: Mission | None = None,
 ) -> iso.IsolationSettings:
     """The extension's settings as deployed, without its secrets (the operator key, the agent key and the mirrored
     signing keys reach the container as ECS secrets): the token checks match the agent's; fading as configured
-    (never its test clocks)."""
+    (never its test clocks); the agent's mission, which the server applies to the agent's banks before a caller's
+    retain (a user's token may set no bank setting)."""
     rules = fading.rules if fading is not None and fading.enabled else None
+    missions = Missions({agent_name: mission}) if mission is not None and mission.updates() else Missions()
     if auth.mode is AuthMode.IAM:
         return iso.IsolationSettings(
             expiry_grace_s=float(expiry_grace_s),
             agent_name=agent_name,
             agent_tenant=auth.tenant_id or None,
             fading=rules,
+            missions=missions,
         )
     assert identity is not None
     # The issuer is fixed by configuration; the keys come from the SSM mirror (a VPC without egress cannot reach
     # the issuer's JWKS URL), injected as JWT_STATIC_JWKS. The tasks restart when the mirror changes.
     checks = identity.verifier_settings(scope)
     return iso.IsolationSettings(
-        jwt=dataclasses.replace(checks, jwks_parameter=None), expiry_grace_s=float(expiry_grace_s), fading=rules
+        jwt=dataclasses.replace(checks, jwks_parameter=None),
+        expiry_grace_s=float(expiry_grace_s),
+        fading=rules,
+        missions=missions,
     )
 
 
@@ -69,6 +77,7 @@ def isolation_environment(
     agent_name: str,
     expiry_grace_s: int,
     fading: FadingConfig | None = None,
+    mission: Mission | None = None,
 ) -> dict[str, str]:
     """Load the extension's three slots and configure the token checks to match the agent's (plain values only):
     :func:`isolation_settings` written by ``IsolationSettings.to_env``.
@@ -78,5 +87,11 @@ def isolation_environment(
     maintenance window (hindsight_isolation/README.md).
     """
     return isolation_settings(
-        auth, identity, scope=scope, agent_name=agent_name, expiry_grace_s=expiry_grace_s, fading=fading
+        auth,
+        identity,
+        scope=scope,
+        agent_name=agent_name,
+        expiry_grace_s=expiry_grace_s,
+        fading=fading,
+        mission=mission,
     ).to_env()

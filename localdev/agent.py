@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from infra.build import DEFAULT_PROJECT_ENTRYPOINT, project_problems
+from localdev.hindsight.config import LOCAL_AGENT_NAME, deployed_mission_json
 from localdev.supervisor import REPO_ROOT as REPO_ROOT  # re-exported: bench builds agent commands from it
 from localdev.supervisor import (
     StartError,
@@ -40,7 +41,6 @@ from localdev.supervisor import stop_when_gone as _stop_when_gone
 from localdev.token_issuer import LOCAL_CLIENT_ID, running_issuer_url
 from memory_adapter.config import HindsightAgentCoreConfig
 from memory_adapter.identity.settings import JwtSettings, discovery_url_for
-from memory_adapter.missions import Missions
 from runtime_handler.settings import IdentitySource, ModelProvider, Settings
 
 __all__ = ["DEFAULT_PORT", "AgentStartError", "LocalAgent", "agent_env", "agent_settings"]
@@ -48,7 +48,7 @@ __all__ = ["DEFAULT_PORT", "AgentStartError", "LocalAgent", "agent_env", "agent_
 DEFAULT_DATA_DIR = REPO_ROOT / ".local" / "agent"
 DEFAULT_PORT = 8080
 DEFAULT_HINDSIGHT_URL = "http://127.0.0.1:8888"
-AGENT_NAME = "support"
+AGENT_NAME = LOCAL_AGENT_NAME
 ENV_DATA_DIR = "LOCAL_AGENT_DATA_DIR"
 ENV_PORT = "LOCAL_AGENT_PORT"
 _STATE_FILE = "agent.json"
@@ -83,14 +83,6 @@ def agent_env(*, hindsight_url: str, issuer_url: str, port: int, spool_dir: Path
         "POWERTOOLS_SERVICE_NAME": "local-agent",
         "POWERTOOLS_METRICS_NAMESPACE": "LocalAgent",
     }
-
-
-def deployed_mission_json(agent: str) -> str:
-    """The mission ``cdk.json`` gives the deployed agent (``missions.<agent.name>``), for the local ``agent``: what
-    memory keeps is the same locally as deployed."""
-    defaults = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]["defaults"]
-    mission = (defaults.get("missions") or {}).get(defaults["agent"]["name"])
-    return Missions.from_mapping({agent: mission}).to_json() if mission else ""
 
 
 @dataclass

@@ -39,11 +39,24 @@ from localdev.faults import FailingServer, HungServer, RefusedPort
 from localdev.hindsight import HindsightStartError, LocalHindsight, LocalHindsightConfig
 from localdev.supervisor import free_port
 from localdev.token_issuer import TokenIssuer
+from memory_adapter.missions import Mission, Missions
 
 ENV_TEST_URL = "LOCAL_HINDSIGHT_TEST_URL"
 #: The session server's agent key opens this agent's banks, in every tenant (IAM tests vary the tenant).
 TEST_AGENT_NAME = "support"
 TEST_AGENT_TENANT = "*"
+#: The session server applies this mission itself to the banks of agent ``steered`` (no other test uses that agent:
+#: the stand-in LLM follows a mission, which would change what other tests' banks keep).
+TEST_SERVER_MISSIONS = Missions(
+    {
+        "steered": Mission(
+            retain_mission=(
+                "Keep the customer's preferences, decisions and the problems they report. "
+                "Do not keep small talk: greetings, the weather, the weekend."
+            )
+        )
+    }
+)
 _LOG_TAIL_LINES = 60
 
 
@@ -98,6 +111,7 @@ def _start_local_hindsight(token_issuer: TokenIssuer) -> LocalHindsight:
             issuer_discovery_url=token_issuer.discovery_url,
             agent_name=TEST_AGENT_NAME,
             agent_tenant=TEST_AGENT_TENANT,
+            missions=TEST_SERVER_MISSIONS.to_json(),
         )
         hindsight = LocalHindsight(config)
         try:

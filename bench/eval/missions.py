@@ -4,7 +4,8 @@ The scenario is generated in code from a seed (no licensed data): customers talk
 sessions; among greetings, thanks, weather, weekend and commute chatter they state preferences, make decisions and
 report problems (some in the same message as the chatter). Every turn is retained through the adapter exactly as the
 agent does (``retain_for_turn`` with the customer's token), once into banks of an agent **with** the mission
-``cdk.json`` ships (``missions.assistant``) and once into banks of an agent **without** one. Then, per condition:
+``cdk.json`` ships (``missions.assistant``, which Hindsight applies itself, as deployed: a user's token may set no bank
+setting) and once into banks of an agent **without** one. Then, per condition:
 
 * memories stored, and how many of them are small talk (a stored text that is one of the generated chatter
   sentences);
@@ -31,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.env import BenchEnv
+from hindsight_isolation.settings import ENV_TENANT_PREFIX, KEY_MISSIONS
 from memory_adapter import HindsightRuntimeAdapter, RetainOutcome, TurnContext
 from memory_adapter._hindsight_api import bank_path
 from memory_adapter.config import resolve_settings
@@ -157,7 +159,7 @@ def _wait_processed(url: str, key: str, bank_ids: list[str], expected: dict[str,
 
 async def run(env: BenchEnv, customers: list[Customer], log: Any = print) -> dict[str, Any]:
     settings = resolve_settings(
-        {"hindsight_api_url": env.url, "spool_dir": str(env.workdir / "spool"), "missions": _mission_json()},
+        {"hindsight_api_url": env.url, "spool_dir": str(env.workdir / "spool")},
         config=None,
     )
     adapter = HindsightRuntimeAdapter(settings=settings)
@@ -242,7 +244,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     customers = scenario(customers=args.customers, seed=args.seed)
     turns = sum(len(s) for c in customers for s in c.sessions)
-    with BenchEnv() as env:
+    # The server applies the mission (as every deployed Hindsight task does), the agent sends its users' tokens.
+    with BenchEnv(server_env={ENV_TENANT_PREFIX + KEY_MISSIONS.upper(): _mission_json()}) as env:
         report = asyncio.run(run(env, customers))
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "eval-missions.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")

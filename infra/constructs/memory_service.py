@@ -61,6 +61,7 @@ from infra.permissions import (
     grant_bedrock_invoke,
 )
 from memory_adapter.constants import CA_BUNDLE_ENV
+from memory_adapter.missions import Mission
 
 
 def _restart_triggers(database: VectorDatabase, identity: Identity | None) -> list[RestartTrigger]:
@@ -121,10 +122,12 @@ class MemoryService(Construct):
         eks_config: EksConfig | None = None,
         events: MemoryEvents | None = None,
         fading: FadingConfig | None = None,
+        mission: Mission | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self.config = config
         self._fading = fading  # fading.enabled: every task's extension re-ranks recalls (docs/operating.md)
+        self._mission = mission  # the agent's: every task's extension applies it to the agent's banks
         # Memory events (events.enabled): the extension in every task sends them to the events queue.
         events_env = events.environment_in(self) if events is not None else {}
         if config.platform is Platform.EKS:
@@ -351,6 +354,7 @@ class MemoryService(Construct):
                 agent_name=agent_name,
                 expiry_grace_s=auth.grace_seconds,
                 fading=self._fading,
+                mission=self._mission,
             ),
             **events_env,
         }

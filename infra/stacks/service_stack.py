@@ -16,6 +16,7 @@ from infra.constructs.memory_events import MemoryEvents
 from infra.constructs.memory_service import MemoryService
 from infra.constructs.part import PartAwareStack
 from infra.stacks.network_stack import Foundation
+from memory_adapter.missions import Mission
 
 
 class MemoryServiceStack(PartAwareStack):
@@ -25,6 +26,8 @@ class MemoryServiceStack(PartAwareStack):
         auth: How callers authenticate (the isolation extension checks their tokens as the agent does).
         agent_name: The agent whose banks an IAM-mode agent key opens.
         fading: Fading and reinforcement of memories (the ``fading`` section), applied by every task's extension.
+        mission: What the agent's memory keeps (``missions.<agent name>``), applied by every task's extension to
+            the agent's banks (a user's token may set no bank setting).
         events: The -Data stack's memory events (``events.enabled``): every task's extension sends to its queue.
     """
 
@@ -43,6 +46,7 @@ class MemoryServiceStack(PartAwareStack):
         eks: EksConfig | None = None,
         events: MemoryEvents | None = None,
         fading: FadingConfig | None = None,
+        mission: Mission | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
@@ -61,6 +65,7 @@ class MemoryServiceStack(PartAwareStack):
             eks_config=eks,
             events=events,
             fading=fading,
+            mission=mission,
         )
         CfnOutput(self, "HindsightUrl", value=self.memory.url, description="Hindsight API (inside the VPC)")
         CfnOutput(

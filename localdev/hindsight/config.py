@@ -5,6 +5,7 @@ Only :meth:`LocalHindsightConfig.from_env` reads the environment; the CLI passes
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from collections.abc import Mapping
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from localdev.supervisor import REPO_ROOT
+from memory_adapter.missions import Missions
 
 __all__ = [
     "DEFAULT_LLM_PORT",
@@ -93,6 +95,18 @@ def _env_int(env: Mapping[str, str], name: str, default: int) -> int:
     return int(raw) if raw else default
 
 
+#: The local agent's name (``make local``; the MCP server shares its banks).
+LOCAL_AGENT_NAME = "support"
+
+
+def deployed_mission_json(agent: str) -> str:
+    """The mission ``cdk.json`` gives the deployed agent (``missions.<agent.name>``), under the local ``agent``'s
+    name: what memory keeps is the same locally as deployed."""
+    defaults = json.loads((REPO_ROOT / "cdk.json").read_text())["context"]["defaults"]
+    mission = (defaults.get("missions") or {}).get(defaults["agent"]["name"])
+    return Missions.from_mapping({agent: mission}).to_json() if mission else ""
+
+
 @dataclass(frozen=True, kw_only=True)
 class LocalHindsightConfig:
     """Everything needed to run one local Hindsight. Ports of 0 are replaced by free ports on start."""
@@ -121,6 +135,9 @@ class LocalHindsightConfig:
     agent_tenant: str | None = None  # the tenant in those banks' ids; None: no tenant; "*": any tenant
     extra_env: Mapping[str, str] = field(default_factory=dict)  # added last: extensions, overrides
     tls: ServerTls | None = None  # None: plain HTTP on loopback
+    # What memory keeps, per agent (JSON agent name -> mission): the server applies it to that agent's banks before
+    # a retain (hindsight_isolation/missions.py). from_env: the deployed agent's, for the local agent; ephemeral: none.
+    missions: str = ""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> LocalHindsightConfig:
@@ -145,6 +162,7 @@ class LocalHindsightConfig:
             values["isolation"] = env[ENV_ISOLATION].strip().lower() not in ("0", "false", "no", "off")
         if env.get(ENV_STARTUP_TIMEOUT):
             values["startup_timeout"] = float(env[ENV_STARTUP_TIMEOUT])
+        values["missions"] = deployed_mission_json(LOCAL_AGENT_NAME)
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
 

@@ -26,6 +26,7 @@ from localdev.supervisor import repo_pythonpath
 from localdev.token_issuer import LOCAL_CLIENT_ID, running_issuer_url
 from memory_adapter.constants import RECALL_SERVER_SETTINGS
 from memory_adapter.identity.settings import discovery_url_for
+from memory_adapter.missions import Missions
 
 __all__ = ["Endpoints", "server_env"]
 
@@ -87,6 +88,7 @@ def _isolation_env(config: LocalHindsightConfig, keys: ServerKeys) -> dict[str, 
         agent_key=keys.agent_key,
         agent_name=keys.agent_name,
         agent_tenant=keys.agent_tenant,
+        missions=Missions.from_json(config.missions),
     )
     env["PYTHONPATH"] = repo_pythonpath(adapter=True)
     return env

@@ -56,3 +56,21 @@ def test_a_second_agents_mission_is_refused_before_it_could_reach_the_runtime() 
     assert err.value.errors == [
         f"missions.assistant names no agent of this deployment (agent.name is '{AGENT}'): fix its spelling"
     ]
+
+
+def test_every_hindsight_task_applies_the_agents_mission_itself(synth: Synth) -> None:
+    # A user's token may set no bank setting, so a JWT runtime cannot apply the mission: every Hindsight process's
+    # isolation extension does (HINDSIGHT_API_TENANT_MISSIONS), the same mission the runtime gets.
+    name = synth.config.agent.name
+    mission = synth.config.missions.for_agent(name)
+    assert mission is not None
+    expected = Missions({name: mission})
+    tasks = resources(synth.template("-MemoryService"), "AWS::ECS::TaskDefinition").values()
+    seen = 0
+    for task in tasks:
+        for container in task["Properties"]["ContainerDefinitions"]:
+            env = {item["Name"]: item.get("Value") for item in container.get("Environment", [])}
+            if "HINDSIGHT_API_TENANT_EXTENSION" in env:
+                assert Missions.from_json(env["HINDSIGHT_API_TENANT_MISSIONS"]) == expected
+                seen += 1
+    assert seen >= 2  # the API task and the workers

@@ -1,5 +1,7 @@
-"""Per-agent missions against the real local Hindsight: applied to a bank before its first retain, honoured by the
-extraction (the stand-in reads the mission from the prompt Hindsight sends it), re-applied when the setting changes."""
+"""Per-agent missions against the real local Hindsight, applied with the agent's own key (an IAM-mode agent): applied
+to a bank before its first retain, honoured by the extraction (the stand-in reads the mission from the prompt Hindsight
+sends it), re-applied when the setting changes. A retain sent with a user's token sets no mission (a user token may
+set no bank setting)."""
 
 from __future__ import annotations
 
@@ -10,11 +12,12 @@ from typing import Any
 
 import pytest
 
-from memory_adapter import RetainOutcome
+from memory_adapter import RetainOutcome, TurnContext
 from memory_adapter._hindsight_api import bank_path
 from memory_adapter.identity import format_bank_id
 from memory_adapter.missions import MISSIONS_ENV
 from memory_adapter.transport import HttpResponse, HttpTransport
+from tests.conftest import TEST_SERVER_MISSIONS
 
 pytestmark = pytest.mark.integration
 
@@ -52,6 +55,16 @@ class CountingTransport(HttpTransport):
         return sum(1 for m, p in self.calls if m == method and p.endswith(suffix))
 
 
+def _agent_ctx(user: str, session: str, **kwargs: Any) -> TurnContext:
+    """A turn of an IAM-mode agent: no user token, so the adapter sends its own key (``api_key``)."""
+    return TurnContext(runtime_session_id=session, user_id=user, agent_name="support", **kwargs)
+
+
+def _agent_adapter(make_adapter: Any, local_hindsight: Any, **kwargs: Any) -> Any:
+    assert local_hindsight.agent_key, "the shared local Hindsight has no agent key"
+    return make_adapter(local_hindsight.url, api_key=local_hindsight.agent_key, **kwargs)
+
+
 def _missions(text: str, mode: str = "concise") -> str:
     return json.dumps({"support": {"retain_mission": text, "retain_extraction_mode": mode}})
 
@@ -75,16 +88,16 @@ def _memories(bank: Any, bank_id: str, needle: str, timeout: float = 90.0) -> li
 
 
 async def test_a_mission_is_in_place_before_the_first_retain_and_steers_what_is_kept(
-    local_hindsight, make_adapter, user_ctx, run_id, bank, monkeypatch
+    local_hindsight, make_adapter, run_id, bank, monkeypatch
 ):
     # GIVEN one agent process without a mission and one with it (the setting is read when the adapter is made)
-    plain = make_adapter(local_hindsight.url)
+    plain = _agent_adapter(make_adapter, local_hindsight)
     monkeypatch.setenv(MISSIONS_ENV, _missions(MISSION))
-    steered = make_adapter(local_hindsight.url)
+    steered = _agent_adapter(make_adapter, local_hindsight)
     without, with_ = f"plain-{run_id}", f"steered-{run_id}"
     # WHEN each retains the same support turn into a new bank
     for adapter, user in ((plain, without), (steered, with_)):
-        ctx = user_ctx(user, "s1", request_id=f"{user}-t1")
+        ctx = _agent_ctx(user, "s1", request_id=f"{user}-t1")
         assert await adapter.retain_for_turn(ctx, result="Noted.", query=TURN) is RetainOutcome.DELIVERED
     # THEN the steered bank carries the mission, and the plain one none
     steered_bank, plain_bank = (format_bank_id(user=u, agent="support") for u in (with_, without))
@@ -101,30 +114,30 @@ async def test_a_mission_is_in_place_before_the_first_retain_and_steers_what_is_
 
 
 async def test_a_changed_mission_is_reapplied_and_an_unchanged_one_costs_one_read(
-    local_hindsight, make_adapter, user_ctx, run_id, bank, monkeypatch
+    local_hindsight, make_adapter, run_id, bank, monkeypatch
 ):
     user = f"changing-{run_id}"
     bank_id = format_bank_id(user=user, agent="support")
 
     async def turn(adapter: Any, n: int) -> None:
-        ctx = user_ctx(user, f"s{n}", request_id=f"{user}-t{n}")
+        ctx = _agent_ctx(user, f"s{n}", request_id=f"{user}-t{n}")
         handle = adapter.retain_for_turn(ctx, result="Noted.", query=f"I prefer invoices on day {n} of the month.")
         assert await handle is RetainOutcome.DELIVERED
 
     # GIVEN a bank first used under mission A
     monkeypatch.setenv(MISSIONS_ENV, _missions("Keep preferences."))
-    await turn(make_adapter(local_hindsight.url), 1)
+    await turn(_agent_adapter(make_adapter, local_hindsight), 1)
     assert _overrides(bank, bank_id)["retain_mission"] == "Keep preferences."
     # WHEN a later process (same setting) retains twice: one read, no write
     same = CountingTransport(local_hindsight.url)
-    adapter = make_adapter(local_hindsight.url, transport=same)
+    adapter = _agent_adapter(make_adapter, local_hindsight, transport=same)
     await turn(adapter, 2)
     await turn(adapter, 3)
     assert (same.to("/config", "GET"), same.to("/config", "PATCH")) == (1, 0)
     # WHEN the setting changes (a redeploy with a new mission and mode)
     monkeypatch.setenv(MISSIONS_ENV, _missions("Keep preferences and decisions.", mode="verbose"))
     changed = CountingTransport(local_hindsight.url)
-    adapter = make_adapter(local_hindsight.url, transport=changed)
+    adapter = _agent_adapter(make_adapter, local_hindsight, transport=changed)
     await turn(adapter, 4)
     await turn(adapter, 5)
     # THEN it is written once, before that process's first retain there
@@ -138,12 +151,41 @@ async def test_a_changed_mission_is_reapplied_and_an_unchanged_one_costs_one_rea
     )
 
 
-async def test_an_agent_without_a_mission_leaves_its_banks_alone(
-    local_hindsight, make_adapter, user_ctx, run_id, monkeypatch
-):
+async def test_an_agent_without_a_mission_leaves_its_banks_alone(local_hindsight, make_adapter, run_id, monkeypatch):
     monkeypatch.setenv(MISSIONS_ENV, json.dumps({"sales": {"retain_mission": "Keep leads."}}))
     counting = CountingTransport(local_hindsight.url)
-    adapter = make_adapter(local_hindsight.url, transport=counting)  # agent "support": no mission of its own
-    ctx = user_ctx(f"nomission-{run_id}", "s")
+    adapter = _agent_adapter(make_adapter, local_hindsight, transport=counting)  # "support": no mission of its own
+    ctx = _agent_ctx(f"nomission-{run_id}", "s")
     assert await adapter.retain_for_turn(ctx, result="Noted.", query="I like tea.") is RetainOutcome.DELIVERED
     assert counting.to("/config", "GET") + counting.to("/config", "PATCH") == 0
+
+
+async def test_with_a_users_token_the_server_applies_the_configured_mission_itself(
+    local_hindsight, make_adapter, token_issuer, run_id, bank, monkeypatch
+):
+    # GIVEN an agent that sends its users' tokens (JWT mode: no agent key), whose mission the server is configured
+    # with (the session server applies TEST_SERVER_MISSIONS to agent "steered"'s banks)
+    mission = TEST_SERVER_MISSIONS.for_agent("steered")
+    assert mission is not None
+    assert mission.retain_mission is not None
+    monkeypatch.setenv(MISSIONS_ENV, TEST_SERVER_MISSIONS.to_json())
+    counting = CountingTransport(local_hindsight.url)
+    adapter = make_adapter(local_hindsight.url, transport=counting, agent_name="steered")
+    user = f"jwt-{run_id}"
+    ctx = TurnContext(
+        runtime_session_id="s1",
+        user_id=user,
+        agent_name="steered",
+        credential=token_issuer.mint(user, ttl=900),
+        request_id=f"{user}-t1",
+    )
+    # WHEN it retains a support turn into the user's new bank
+    assert await adapter.retain_for_turn(ctx, result="Noted.", query=TURN) is RetainOutcome.DELIVERED
+    # THEN the agent asked for no bank setting (a user's token may set none) ...
+    assert counting.to("/config", "GET") + counting.to("/config", "PATCH") == 0
+    # ... and the server had put the mission in place before that first retain was extracted
+    bank_id = format_bank_id(user=user, agent="steered")
+    assert _overrides(bank, bank_id).get("retain_mission") == mission.retain_mission
+    texts = _memories(bank, bank_id, "annual plan")
+    assert any("annual plan" in t for t in texts), texts
+    assert not any("raining" in t for t in texts), texts

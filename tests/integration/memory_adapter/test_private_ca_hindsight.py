@@ -8,9 +8,12 @@ same clients against a stub server; this proves the server side is real."""
 from __future__ import annotations
 
 import asyncio
+import io
 import shutil
 import time
+import zipfile
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,11 +22,14 @@ from hindsight_client import Hindsight
 from localdev.hindsight import HindsightStartError, LocalHindsight, LocalHindsightConfig
 from localdev.hindsight.config import ServerTls
 from memory_adapter import HindsightRuntimeAdapter, RetainOutcome, TurnContext
+from memory_adapter._hindsight_api import HindsightApi
+from memory_adapter.admin.cli import main as admin_main
 from memory_adapter.admin.client import OperatorClient
 from memory_adapter.constants import CA_BUNDLE_ENV
 from memory_adapter.exceptions import HindsightUnavailableError
 from memory_adapter.identity import format_bank_id
 from memory_adapter.tls import ca_bundle_file
+from memory_adapter.transport import HttpTransport
 from tests.unit.private_ca import PrivateCa, make_private_ca
 
 pytestmark = pytest.mark.integration
@@ -130,3 +136,79 @@ async def test_with_the_bundle_the_agent_retains_and_recalls_over_https(
     client = Hindsight(base_url=tls_hindsight.url, api_key=tls_hindsight.operator_key)
     client._api_client.configuration.ssl_ca_cert = ca_bundle_file()  # read when its aiohttp session is made
     assert (await client.alist_memories(bank_id)).total >= 1
+
+
+def _archive_text(archive: bytes) -> str:
+    """Every member of a transfer archive (ZIP of JSON tables), as one text."""
+    with zipfile.ZipFile(io.BytesIO(archive)) as zipped:
+        return "\n".join(zipped.read(name).decode("utf-8", "replace") for name in zipped.namelist())
+
+
+@pytest.fixture(scope="module")
+def exported_bank(tls_hindsight: LocalHindsight, private_ca: PrivateCa, token_issuer: Any) -> str:
+    """A user's bank on the HTTPS Hindsight holding one extracted memory (a synchronous retain, with the user's
+    token, over the verified connection)."""
+    user = "tls-export-user"
+    bank_id = format_bank_id(user=user, agent="support")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(CA_BUNDLE_ENV, str(private_ca.ca_file))
+        api = HindsightApi(HttpTransport(tls_hindsight.url), timeout=60.0, bearer=token_issuer.mint(user, ttl=900))
+        api.retain(bank_id, [{"content": "tls-export-user keeps a yellow canoe in the garage."}], wait=True)
+        api.transport.close()
+    return bank_id
+
+
+def test_with_the_bundle_the_operator_exports_a_users_memories_over_https(
+    tls_hindsight: LocalHindsight, private_ca: PrivateCa, exported_bank: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN the private CA as HINDSIGHT_CA_BUNDLE (the PEM, as the stack sets it)
+    monkeypatch.setenv(CA_BUNDLE_ENV, private_ca.ca_pem)
+    operator = OperatorClient(tls_hindsight.url, tls_hindsight.operator_key or "")
+    # WHEN the operator exports the user's bank (submit, wait, download, drop the server's copy)
+    archive = operator.export_archive(exported_bank)
+    # THEN the download came over the same verified connection and holds the user's memory
+    assert archive is not None
+    assert "yellow canoe" in _archive_text(archive)
+
+
+def test_without_the_bundle_an_export_says_what_to_set(
+    tls_hindsight: LocalHindsight, exported_bank: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv(CA_BUNDLE_ENV, raising=False)
+    with pytest.raises(HindsightUnavailableError, match=_UNTRUSTED):
+        OperatorClient(tls_hindsight.url, tls_hindsight.operator_key or "").export_archive(exported_bank)
+
+
+@pytest.mark.parametrize("bundle", [True, False])
+def test_the_admin_backup_over_https_works_with_the_bundle_and_says_what_to_set_without(
+    tls_hindsight: LocalHindsight,
+    private_ca: PrivateCa,
+    exported_bank: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    bundle: bool,
+) -> None:
+    # GIVEN the operator's command line pointed at the HTTPS Hindsight, with or without the CA bundle
+    if bundle:
+        monkeypatch.setenv(CA_BUNDLE_ENV, str(private_ca.ca_file))
+    else:
+        monkeypatch.delenv(CA_BUNDLE_ENV, raising=False)
+    key_file = tmp_path / "operator-key"
+    key_file.write_text(tls_hindsight.operator_key or "")
+    out = tmp_path / "admin"
+    argv = ["--local", "--url", tls_hindsight.url, "--operator-key-file", str(key_file), "--out", str(out)]
+    # WHEN it backs up the user's bank (a transfer archive: the export download)
+    code = admin_main([*argv, "backup", "--bank", exported_bank])
+    printed = capsys.readouterr()
+    if bundle:
+        # THEN the archive is written and holds the user's memory
+        assert code == 0, printed.err
+        (archive,) = out.glob("backups/*/banks/*.zip")
+        assert "yellow canoe" in _archive_text(archive.read_bytes())
+    else:
+        # THEN one line names the setting to set, and no traceback
+        assert code == 2
+        assert printed.err.count("\n") == 1, printed.err
+        assert CA_BUNDLE_ENV in printed.err
+        assert "Traceback" not in printed.err

@@ -18,6 +18,7 @@ from hindsight_isolation.settings import (
     server_env,
 )
 from memory_adapter.kinds import MemoryKind
+from memory_adapter.missions import Mission, Missions
 
 OPERATOR_KEY = "o" * 40
 AGENT_KEY = "a" * 40
@@ -187,3 +188,24 @@ def test_fading_settings_are_parsed() -> None:
 def test_bad_fading_settings_are_refused_with_the_reason(extra: dict[str, str], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         IsolationSettings.from_config(ISSUER | extra)
+
+
+def test_the_missions_the_server_applies_round_trip_through_the_loader() -> None:
+    missions = Missions({"support": Mission(retain_mission="Keep decisions.", retain_extraction_mode="verbose")})
+    env = server_env(operator_key=OPERATOR_KEY, missions=missions)
+    assert env[ENV_TENANT_PREFIX + "MISSIONS"] == missions.to_json()
+    assert IsolationSettings.from_config(_loader_view(env)).missions == missions
+    assert IsolationSettings.from_config(ISSUER).missions == Missions()  # none by default
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("[1]", "HINDSIGHT_API_TENANT_MISSIONS must be a JSON object of agent name -> mission"),
+        ('{"support": {"retain_mision": "x"}}', r"HINDSIGHT_API_TENANT_MISSIONS\.support\.retain_mision is not"),
+        ('{"support": {"retain_extraction_mode": "fast"}}', "retain_extraction_mode must be one of"),
+    ],
+)
+def test_bad_missions_are_refused_with_the_reason(value: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        IsolationSettings.from_config(ISSUER | {"missions": value})

@@ -50,6 +50,9 @@ def _missions(**mission: str) -> Missions:
     return Missions({"support": Mission(**mission)})
 
 
+AGENT_KEY = "agent-key-" + "k" * 32
+
+
 def _applier(transport: Scripted, missions: Missions) -> BankMissions:
     api = HindsightApi(transport, timeout=1.0)
     return BankMissions(api=api, missions=missions, observer=Observer(None, verbose=False))
@@ -87,19 +90,19 @@ def test_an_empty_mission_is_managed_and_a_null_one_is_not() -> None:
 def test_an_unreachable_hindsight_defers_the_mission_to_the_banks_next_retain() -> None:
     transport = Scripted(get=[None, 404])
     applier = _applier(transport, _missions(retain_mission="Keep decisions."))
-    applier.prepare(BANK, "token")  # never raises: the retain that follows goes on
+    applier.prepare(BANK, AGENT_KEY)  # never raises: the retain that follows goes on
     assert transport.calls == [("GET", None)]
-    applier.prepare(BANK, "token")  # the next retain tries again: no bank yet, so it is created with its mission
+    applier.prepare(BANK, AGENT_KEY)  # the next retain tries again: no bank yet, so it is created with its mission
     assert transport.calls[1:] == [("GET", None), ("PATCH", {"updates": {"retain_mission": "Keep decisions."}})]
-    applier.prepare(BANK, "token")  # settled for this process
+    applier.prepare(BANK, AGENT_KEY)  # settled for this process
     assert len(transport.calls) == 3
 
 
 def test_a_refused_mission_is_not_retried_for_every_turn() -> None:
     transport = Scripted(get=[200], patch=403)
     applier = _applier(transport, _missions(retain_mission="Keep decisions."))
-    applier.prepare(BANK, "token")
-    applier.prepare(BANK, "token")
+    applier.prepare(BANK, AGENT_KEY)
+    applier.prepare(BANK, AGENT_KEY)
     assert [method for method, _ in transport.calls] == ["GET", "PATCH"]
 
 
@@ -108,11 +111,21 @@ def test_only_what_differs_is_written() -> None:
         get=[200], overrides={"retain_mission": "Keep decisions.", "retain_extraction_mode": "concise"}
     )
     applier = _applier(transport, _missions(retain_mission="Keep decisions.", retain_extraction_mode="verbose"))
-    applier.prepare(BANK, None)
+    applier.prepare(BANK, AGENT_KEY)
     assert transport.calls[1] == ("PATCH", {"updates": {"retain_extraction_mode": "verbose"}})
 
 
 def test_banks_outside_the_per_user_scheme_are_left_alone() -> None:
     transport = Scripted(get=[])
-    _applier(transport, _missions(retain_mission="Keep decisions.")).prepare("default", None)
+    _applier(transport, _missions(retain_mission="Keep decisions.")).prepare("default", AGENT_KEY)
+    assert transport.calls == []
+
+
+@pytest.mark.parametrize("bearer", ["eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhIn0.c2ln", None])
+def test_a_retain_sent_with_a_users_token_or_none_sets_no_mission(bearer: str | None) -> None:
+    # GIVEN a retain carrying a user's token (a JWT), or no credential at all
+    transport = Scripted(get=[404])
+    applier = _applier(transport, _missions(retain_mission="Keep decisions."))
+    # WHEN it is prepared: THEN no bank setting is read or written (Hindsight applies the mission itself)
+    applier.prepare(BANK, bearer)
     assert transport.calls == []

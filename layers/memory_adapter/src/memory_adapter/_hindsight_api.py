@@ -279,14 +279,71 @@ class HindsightApi:
         operations = _field(self.call("GET", path, bearer=bearer, missing_ok=True), "operations")
         return [op for op in operations or () if isinstance(op, dict)]
 
-    def operation_path(self, bank_id: str, operation_id: str) -> str:
-        """The route of one operation (``GET`` it; ``DELETE`` its ``/delete`` to drop what it kept)."""
-        return bank_path(bank_id, "/operations/" + _segment(operation_id))
+    def operation(self, bank_id: str, operation_id: str, *, bearer: str | None = None) -> dict[str, Any]:
+        """``GET .../operations/{id}``: its ``status`` (pending, processing, completed, failed, cancelled) and
+        ``result_metadata``."""
+        body = self.call("GET", _operation_path(bank_id, operation_id), bearer=bearer)
+        return body if isinstance(body, dict) else {}
 
-    @staticmethod
-    def download_path(storage_key: str) -> str:
-        """The route of a file Hindsight stored (a transfer archive)."""
-        return _DOWNLOAD + urllib.parse.quote(storage_key, safe="/")
+    def delete_operation(self, bank_id: str, operation_id: str, *, bearer: str | None = None) -> None:
+        """``DELETE .../operations/{id}/delete``: drop a finished operation and what it kept (an export's archive);
+        a no-op when it is already gone."""
+        path = _operation_path(bank_id, operation_id) + "/delete"
+        self.call("DELETE", path, bearer=bearer, missing_ok=True, absent=frozenset({404}))
+
+    def submit_export(self, bank_id: str, *, bearer: str | None = None) -> str | None:
+        """``POST .../transfer/export``: the id of the operation building the bank's transfer archive (ZIP), or
+        ``None`` when the bank does not exist."""
+        path = bank_path(bank_id, "/transfer/export")
+        body = self.call("POST", path, bearer=bearer, missing_ok=True, absent=frozenset({404}))
+        return None if body is None else str(body["operation_id"])
+
+    def download(self, storage_key: str, *, bearer: str | None = None, timeout: float | None = None) -> bytes:
+        """``GET /v1/default/files/download/{key}``: a file Hindsight stored (a transfer archive), as its bytes."""
+        path = _DOWNLOAD + urllib.parse.quote(storage_key, safe="/")
+        response = self.transport.request(
+            "GET",
+            path,
+            bearer=bearer or self._bearer,
+            timeout=self._timeout if timeout is None else timeout,
+            **({"headers": self.headers} if self.headers else {}),
+        )
+        return checked(response).content
+
+    # ------------------------------------------------------------------ the operator's reads
+
+    def bank_ids(self, *, bearer: str | None = None) -> list[str]:
+        """Every bank id the caller may see (the operator's list is every bank)."""
+        return [b["bank_id"] for b in self.pages(_BANKS, key="banks", bearer=bearer) if isinstance(b, dict)]
+
+    def bank_stats(self, bank_id: str, *, bearer: str | None = None) -> dict[str, Any] | None:
+        """``GET .../stats`` (documents, facts by type, observations), or ``None`` when the bank does not exist."""
+        body = self.call("GET", bank_path(bank_id, "/stats"), bearer=bearer, missing_ok=True, absent=frozenset({404}))
+        return body if isinstance(body, dict) else None
+
+    def documents(
+        self, bank_id: str, filters: Mapping[str, Any] | None = None, *, bearer: str | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """Every document summary of ``GET .../documents`` (``filters``: its query parameters), paged to its end."""
+        yield from self.pages(bank_path(bank_id, "/documents"), filters, bearer=bearer)
+
+    def memories(
+        self, bank_id: str, filters: Mapping[str, Any] | None = None, *, bearer: str | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """Every memory unit of ``GET .../memories/list`` (``filters``: type, state, tags ...), paged to its end."""
+        yield from self.pages(bank_path(bank_id, "/memories/list"), filters, bearer=bearer)
+
+    def entities(self, bank_id: str, *, bearer: str | None = None) -> Iterator[dict[str, Any]]:
+        """Every entity of ``GET .../entities``."""
+        yield from self.pages(bank_path(bank_id, "/entities"), bearer=bearer)
+
+    def mental_models(self, bank_id: str, *, bearer: str | None = None) -> Iterator[dict[str, Any]]:
+        """Every mental model of ``GET .../mental-models``."""
+        yield from self.pages(bank_path(bank_id, "/mental-models"), bearer=bearer)
+
+
+def _operation_path(bank_id: str, operation_id: str) -> str:
+    return bank_path(bank_id, "/operations/" + _segment(operation_id))
 
 
 def post_retain(transport: Transport, record: RetainRecord, *, bearer: str | None, timeout: float) -> None:

@@ -2,11 +2,15 @@
 
 Hindsight steers extraction per bank (``retain_mission``: what to keep; ``retain_extraction_mode``: how much;
 ``reflect_mission``: how reflect answers; see ``/v1/default/banks/{bank_id}/config``). A mission belongs to an agent
-(``missions.<agent name>``), so every user's bank of that agent gets the same one. The setting reaches the process as
-JSON in ``HINDSIGHT_ADAPTER_MISSIONS`` (agent name -> mission), and :class:`BankMissions` applies it to each bank the
-first time this process delivers into it, before that retain, on the delivery thread (never on the turn's): it reads
-the bank's overrides back and writes only when they differ, so a bank created elsewhere, or a mission changed in
-``cdk.json`` since, is brought up to date, and an unchanged bank costs one read per process.
+(``missions.<agent name>``), so every user's bank of that agent gets the same one. It is the deployment's policy:
+a user's token cannot change it (the isolation extension refuses every bank-setting write to user tokens). The setting
+reaches the process as JSON in ``HINDSIGHT_ADAPTER_MISSIONS`` (agent name -> mission); an agent holding the agent key
+(``auth.mode=iam``) applies it with that key: :class:`BankMissions` writes it to each bank the first time this process
+delivers into it, before that retain, on the delivery thread (never on the turn's): it reads the bank's overrides back
+and writes only when they differ, so a bank created elsewhere, or a mission changed in ``cdk.json`` since, is brought
+up to date, and an unchanged bank costs one read per process. A retain sent with a user's token leaves missions to
+Hindsight, which applies the configured mission itself (``HINDSIGHT_API_TENANT_MISSIONS``, see
+hindsight_isolation/README.md).
 
 A field left out (``None``) is not managed: the bank keeps whatever it has. ``""`` as ``retain_mission`` or
 ``reflect_mission`` clears it (Hindsight treats an empty mission as none).
@@ -152,6 +156,11 @@ class BankMissions:
         missions: The configured missions.
         observer: Logs (bank ids hashed).
 
+    Only a retain sent with the agent's own key applies a mission (a static ``HINDSIGHT_API_KEY`` or the one an IAM
+    runtime reads from Secrets Manager: an opaque secret); one sent with a user's token (a JWT: three dot-separated
+    parts) or none asks for nothing, since a user's token may set no bank setting and Hindsight applies the mission
+    itself. Telling the two apart by shape is safe: the server decides, a wrong guess costs one refused request.
+
     :meth:`prepare` never raises: a bank whose mission could not be applied now (Hindsight unavailable) is tried
     again on its next retain; one Hindsight refuses (a server whose isolation extension keeps bank settings the
     operator's) is logged once and left as it is, and its retains go on.
@@ -168,6 +177,8 @@ class BankMissions:
         """Bring ``bank_id``'s settings in line with its agent's mission (a no-op once settled in this process)."""
         if bank_id in self._settled or not self._missions.by_agent:
             return
+        if bearer is None or _is_token(bearer):
+            return  # a user's token sets no bank setting: Hindsight applies the mission itself
         owner = parse_bank_id(bank_id)
         mission = self._missions.for_agent(owner.agent) if owner is not None else None
         wanted = mission.updates() if mission is not None else {}
@@ -209,3 +220,9 @@ class BankMissions:
         if changed:
             self._api.update_bank_config(bank_id, changed, bearer=bearer)
         return sorted(changed)
+
+
+def _is_token(bearer: str) -> bool:
+    """Whether ``bearer`` is shaped like a JWT (a user's token), not an opaque key (the generated keys have no dot)."""
+    parts = bearer.split(".")
+    return len(parts) == 3 and all(parts)

@@ -18,7 +18,7 @@ import json
 import threading
 import urllib.parse
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from memory_adapter.constants import CA_BUNDLE_ENV
@@ -34,11 +34,13 @@ _USER_AGENT: Final = "memory-adapter/0.1 (hindsight-agentcore compatible)"
 
 @dataclass(frozen=True, slots=True)
 class HttpResponse:
-    """A parsed response: status, JSON body (``None`` when empty or not JSON) and ``Retry-After`` seconds."""
+    """A parsed response: status, JSON body (``None`` when empty or not JSON), ``Retry-After`` seconds, and the bytes
+    as they came (what a file download reads)."""
 
     status: int
     body: Any
     retry_after: float | None = None
+    content: bytes = field(default=b"", repr=False)
 
 
 class Transport(Protocol):
@@ -160,7 +162,8 @@ class HttpTransport:
                 raise HindsightUnavailableError(f"cannot reach Hindsight: {type(exc).__name__}: {exc}") from exc
             if response.will_close:
                 self._drop(conn)
-            return HttpResponse(response.status, _parse_json(raw), _retry_after(response.getheader("Retry-After")))
+            retry_after = _retry_after(response.getheader("Retry-After"))
+            return HttpResponse(response.status, _parse_json(raw), retry_after, content=raw)
         raise HindsightUnavailableError("Hindsight closed the connection twice")  # pragma: no cover
 
     def close(self) -> None:

@@ -1,8 +1,9 @@
 """``OperatorClient``: the operator's calls to Hindsight 1.1.0 over HTTP, with the operator key.
 
 Standard library only (:class:`memory_adapter.transport.HttpTransport`), so a Lambda function pays no import of
-``hindsight_client``; the routes and bodies are :mod:`memory_adapter._hindsight_api`'s. Every listing is paged to its
-end; a 404 for a bank means "no such bank" and reads as empty (or ``None``), any other failure raises
+``hindsight_client``; every route, body and download is :mod:`memory_adapter._hindsight_api`'s, over the one transport
+(so ``HINDSIGHT_CA_BUNDLE`` applies to exports as to everything else). Every listing is paged to its end; a 404 for a
+bank means "no such bank" and reads as empty (or ``None``), any other failure raises
 :class:`~memory_adapter.exceptions.HindsightRequestError` or
 :class:`~memory_adapter.exceptions.HindsightUnavailableError`.
 """
@@ -11,19 +12,16 @@ from __future__ import annotations
 
 import copy
 import time
-import urllib.parse
-import urllib.request
 from collections.abc import Iterator
 from typing import Any, Final
 
-from memory_adapter._hindsight_api import HindsightApi, bank_path
+from memory_adapter._hindsight_api import HindsightApi
 from memory_adapter.constants import MEMORY_ACTOR_HEADER
 from memory_adapter.exceptions import HindsightRequestError, HindsightUnavailableError
 from memory_adapter.transport import HttpTransport, Transport
 
 __all__ = ["OperatorClient"]
 
-_NO_BANK = frozenset({404})
 _MAX_ACTOR: Final = 256
 
 
@@ -44,8 +42,6 @@ class OperatorClient:
         self, url: str, operator_key: str, *, timeout: float = 30.0, transport: Transport | None = None
     ) -> None:
         self.url = url.rstrip("/")
-        self._key = operator_key
-        self._timeout = timeout
         self._api = HindsightApi(transport or HttpTransport(self.url), timeout=timeout, bearer=operator_key)
 
     def acting_as(self, actor: str) -> OperatorClient:
@@ -61,12 +57,11 @@ class OperatorClient:
 
     def bank_ids(self) -> list[str]:
         """Every bank id on the server (the operator's list is unfiltered)."""
-        return [b["bank_id"] for b in self._api.pages("/v1/default/banks", key="banks") if isinstance(b, dict)]
+        return self._api.bank_ids()
 
     def bank_stats(self, bank_id: str) -> dict[str, Any] | None:
         """``GET .../stats`` (documents, facts by type, observations), or ``None`` when the bank does not exist."""
-        body = self._api.call("GET", bank_path(bank_id, "/stats"), missing_ok=True, absent=frozenset({404}))
-        return body if isinstance(body, dict) else None
+        return self._api.bank_stats(bank_id)
 
     def delete_bank(self, bank_id: str) -> dict[str, Any]:
         """Delete the bank and everything in it (documents, chunks, facts, observations, entities, mental models,
@@ -77,7 +72,7 @@ class OperatorClient:
 
     def documents(self, bank_id: str, **filters: Any) -> Iterator[dict[str, Any]]:
         """Document summaries (id, created_at, tags, document_metadata, memory_unit_count), newest first."""
-        yield from self._api.pages(bank_path(bank_id, "/documents"), filters)
+        yield from self._api.documents(bank_id, filters)
 
     def document(self, bank_id: str, document_id: str) -> dict[str, Any] | None:
         """One document with its ``original_text``, or ``None``."""
@@ -90,7 +85,7 @@ class OperatorClient:
 
     def memories(self, bank_id: str, **filters: Any) -> Iterator[dict[str, Any]]:
         """Memory units (facts and observations; ``type=`` narrows), every state unless ``state=`` says otherwise."""
-        yield from self._api.pages(bank_path(bank_id, "/memories/list"), filters)
+        yield from self._api.memories(bank_id, filters)
 
     def memory(self, bank_id: str, memory_id: str) -> dict[str, Any] | None:
         """One memory unit, or ``None``."""
@@ -102,11 +97,11 @@ class OperatorClient:
 
     def entities(self, bank_id: str) -> Iterator[dict[str, Any]]:
         """Entities the bank's facts mention."""
-        yield from self._api.pages(bank_path(bank_id, "/entities"))
+        yield from self._api.entities(bank_id)
 
     def mental_models(self, bank_id: str) -> Iterator[dict[str, Any]]:
         """Mental models of the bank."""
-        yield from self._api.pages(bank_path(bank_id, "/mental-models"))
+        yield from self._api.mental_models(bank_id)
 
     def recall(self, bank_id: str, query: str, *, max_tokens: int = 4096) -> list[dict[str, Any]]:
         """What a recall of ``query`` returns (empty when the bank does not exist)."""
@@ -117,15 +112,13 @@ class OperatorClient:
     def export_archive(self, bank_id: str, *, wait_s: float = 300.0) -> bytes | None:
         """The bank's Hindsight transfer archive (ZIP: documents, facts, observations, mental models, directives;
         no embeddings), or ``None`` when the bank does not exist. The server-side copy is deleted afterwards."""
-        submitted = self._api.call("POST", bank_path(bank_id, "/transfer/export"), missing_ok=True, absent=_NO_BANK)
-        if submitted is None:
+        operation_id = self._api.submit_export(bank_id)
+        if operation_id is None:
             return None
-        operation_id = str(submitted["operation_id"])
-        op_path = self._api.operation_path(bank_id, operation_id)
         deadline = time.monotonic() + wait_s
         delay = 0.1
         while True:
-            operation = self._api.call("GET", op_path)
+            operation = self._api.operation(bank_id, operation_id)
             status = operation.get("status")
             if status == "completed":
                 break
@@ -135,22 +128,6 @@ class OperatorClient:
                 raise HindsightUnavailableError(f"export of {bank_id} did not finish within {wait_s:g} s")
             time.sleep(delay)
             delay = min(delay * 2, 2.0)
-        key = str(operation["result_metadata"]["storage_key"])
-        response = self._request_bytes(self._api.download_path(key))
-        self._api.call(
-            "DELETE", op_path + "/delete", missing_ok=True, absent=_NO_BANK
-        )  # drops the archive Hindsight kept
-        return response
-
-    def _request_bytes(self, path: str) -> bytes:
-        """GET raw bytes (the transport parses JSON, so this one call uses ``urllib``)."""
-        headers = {**self._api.headers, "Authorization": f"Bearer {self._key}"}
-        request = urllib.request.Request(self.url + path, headers=headers)  # noqa: S310 (our own URL)
-        try:
-            with urllib.request.urlopen(request, timeout=self._timeout) as answer:  # noqa: S310
-                data: bytes = answer.read()
-                return data
-        except urllib.error.HTTPError as exc:
-            raise HindsightRequestError(exc.code, f"download failed: {exc.reason}") from exc
-        except OSError as exc:
-            raise HindsightUnavailableError(f"cannot reach Hindsight: {exc}") from exc
+        archive = self._api.download(str(operation["result_metadata"]["storage_key"]))
+        self._api.delete_operation(bank_id, operation_id)  # drops the archive Hindsight kept
+        return archive
