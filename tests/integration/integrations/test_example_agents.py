@@ -8,8 +8,11 @@ busy until the retain is delivered, one conversation per caller.
 from __future__ import annotations
 
 import json
+import os
 import re
 import runpy
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +24,7 @@ import pytest
 from localdev.token_issuer import TokenIssuer
 from memory_adapter.identity import format_bank_id
 from tests.integration.runtime_handler.test_agent_loop import wait_for_memory
-from tests.unit.runtime_handler.serving import serve
+from tests.unit.runtime_handler.serving import free_port, serve
 
 from .conftest import AGENT, session_id, wiring_env
 
@@ -240,3 +243,49 @@ def test_the_example_and_the_reference_agent_both_stream(
         assert "".join(event["text"] for event in events[:-1]).strip() == events[-1]["output"]
         assert set(events[-1]["memory"]) >= {"recalled", "degraded"}
         agent.settle()
+
+
+@pytest.mark.parametrize("agent", ["example", "snippet"])
+def test_no_memory_reaches_your_agents_logs(
+    agent: str, local_hindsight: Any, token_issuer: TokenIssuer, tmp_path: Path
+) -> None:
+    """The agent run as its own process, as AgentCore runs it (``python agent.py``): what it writes to stdout and
+    stderr is CloudWatch Logs once deployed, and holds neither the user's words nor the memories recalled for them
+    (Strands' default callback handler would print every answer)."""
+    source = tmp_path / "agent.py"
+    source.write_text(docs_snippet() if agent == "snippet" else EXAMPLE.read_text())
+    port = free_port()
+    env = {
+        **os.environ,
+        **wiring_env(local_hindsight.url, token_issuer, tmp_path / "spool"),
+        "MODEL_PROVIDER": "echo",
+        "PORT": str(port),
+    }
+    user = f"user-logs-{time.time_ns()}"
+    secret = f"Zephyrquill{time.time_ns() % 10**6}"
+    token = token_issuer.mint(user)
+    out, err = tmp_path / "stdout", tmp_path / "stderr"
+    with out.open("wb") as stdout, err.open("wb") as stderr:
+        process = subprocess.Popen([sys.executable, str(source)], env=env, stdout=stdout, stderr=stderr)
+        try:
+            client = Client(f"http://127.0.0.1:{port}")
+            deadline = time.monotonic() + 60
+            while True:
+                assert process.poll() is None, err.read_text()
+                try:
+                    client.http.get("/ping")
+                    break
+                except httpx.TransportError:
+                    assert time.monotonic() < deadline, "the agent did not start"
+                    time.sleep(0.2)
+            client.turn(f"My project codename is {secret}.", token=token, session=session_id("l1"))
+            client.settle()
+            wait_for_memory(local_hindsight.url, format_bank_id(user=user, agent=AGENT), token, "project codename")
+            answer = client.turn("What is my project codename?", token=token, session=session_id("l2"))
+            assert secret in answer["output"]  # recalled and answered ...
+            client.settle()
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+    logs = out.read_text() + err.read_text()
+    assert secret not in logs, logs[-2000:]  # ... and never written to the logs
