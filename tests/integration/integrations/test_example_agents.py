@@ -23,6 +23,7 @@ import pytest
 
 from localdev.token_issuer import TokenIssuer
 from memory_adapter.identity import format_bank_id
+from memory_adapter.tools.echo import NOTHING_RECALLED
 from tests.integration.runtime_handler.test_agent_loop import wait_for_memory
 from tests.unit.runtime_handler.serving import free_port, serve
 
@@ -117,7 +118,7 @@ def test_your_agent_remembers_across_sessions_and_keeps_users_apart(
     user = f"user-alex-{time.time_ns()}"
     token = token_issuer.mint(user)
     first = client.turn("I prefer email over phone.", token=token, session=session_id("s1"))
-    assert "I have no memories of you yet" in first["output"]
+    assert NOTHING_RECALLED in first["output"]
     assert client.settle()[-1] == "Healthy"
     wait_for_memory(local_hindsight.url, format_bank_id(user=user, agent=AGENT), token, "email")
 
@@ -127,7 +128,7 @@ def test_your_agent_remembers_across_sessions_and_keeps_users_apart(
 
     bob = client.turn("How should you contact me?", token=token_issuer.mint(f"bob-{time.time_ns()}"), session="s3" * 20)
     assert "email over phone" not in bob["output"]
-    assert "I have no memories of you yet" in bob["output"]
+    assert NOTHING_RECALLED in bob["output"]
 
 
 @pytest.mark.parametrize("agent", ["example", "snippet"])
