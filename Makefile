@@ -122,7 +122,7 @@ bench-scale: setup bench-venv ## Scale: recall vs bank size, write path, concurr
 .PHONY: eval
 EVAL_ARGS ?=
 # PYTHONPATH: this checkout's adapter even where .venv-bench's editable install points at another checkout.
-eval: setup bench-venv ## Recall quality side by side (ours, raw client, naive RAG, BM25, prior art) on LoCoMo-format data (EVAL_ARGS=--help; writes bench/results/eval.*)
+eval: setup bench-venv ## Recall quality side by side (ours, raw client, naive RAG, BM25, prior art) on LoCoMo-format data (EVAL_ARGS=--help; writes bench/results/eval/<data set>/, never over earlier results unless --replace)
 	PYTHONPATH=layers/memory_adapter/src:. $(BENCH_VENV)/bin/python -m bench.eval $(EVAL_ARGS)
 
 .PHONY: lint
