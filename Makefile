@@ -77,10 +77,10 @@ build/.built: $(VENV)/.installed $(BUILD_INPUTS)
 build-project: $(VENV)/.installed
 	$(if $(AGENT),$(BIN)/python -m infra.build project $(AGENT),@true)
 
-# The example agent's bundle, which `make test` checks (tests/infra/test_artifacts.py); rebuilt when its inputs change.
-EXAMPLE_AGENT := examples/strands_agent
-build/.example-built: $(VENV)/.installed $(wildcard $(EXAMPLE_AGENT)/*) $(BUILD_INPUTS)
-	$(BIN)/python -m infra.build project $(EXAMPLE_AGENT)
+# The example agents' bundles, which `make test` checks (tests/infra/test_artifacts.py); rebuilt when inputs change.
+EXAMPLE_AGENTS := examples/strands_agent examples/langgraph_agent
+build/.example-built: $(VENV)/.installed $(foreach agent,$(EXAMPLE_AGENTS),$(wildcard $(agent)/*)) $(BUILD_INPUTS)
+	$(foreach agent,$(EXAMPLE_AGENTS),$(BIN)/python -m infra.build project $(agent) &&) true
 	@touch $@
 
 .PHONY: build synth checkov-venv

@@ -1,4 +1,5 @@
-"""The agents you bring, as they run: the example Strands agent (``examples/strands_agent/agent.py``) and the snippet of
+"""The agents you bring, as they run: the example agents (``examples/strands_agent/agent.py``,
+``examples/langgraph_agent/agent.py``) and the snippet of
 ``docs/own-agent.md``, each served over real HTTP (uvicorn, loopback) against the real local Hindsight with tokens
 from the local issuer. What the user would see: memory across sessions, users apart, 401 without a verified
 caller, 400 for bad input (the same answers as the reference agent's, one table against both), streaming, ``/ping``
@@ -32,7 +33,8 @@ from .conftest import AGENT, session_id, wiring_env
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[3]
-EXAMPLE = ROOT / "examples" / "strands_agent" / "agent.py"
+#: The example projects (``examples/<name>/agent.py``), each tested as the same agent would be.
+EXAMPLES = {name: ROOT / "examples" / name / "agent.py" for name in ("strands_agent", "langgraph_agent")}
 SESSION = "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id"
 
 
@@ -89,9 +91,9 @@ def env(local_hindsight: Any, token_issuer: TokenIssuer, tmp_path_factory: pytes
         yield
 
 
-@pytest.fixture(scope="module")
-def example(env: None) -> Iterator[Client]:
-    yield from _serve_file(runpy.run_path(str(EXAMPLE), run_name="example_agent"))
+@pytest.fixture(scope="module", params=sorted(EXAMPLES))
+def example(env: None, request: pytest.FixtureRequest) -> Iterator[Client]:
+    yield from _serve_file(runpy.run_path(str(EXAMPLES[request.param]), run_name="example_agent"))
 
 
 @pytest.fixture(scope="module")
@@ -103,18 +105,21 @@ def reference(env: None) -> Iterator[Client]:
         yield Client(url)
 
 
-@pytest.fixture(scope="module")
-def snippet(env: None) -> Iterator[Client]:
+@pytest.fixture(scope="module", params=[*sorted(EXAMPLES), "snippet"])
+def your_agent(env: None, request: pytest.FixtureRequest) -> Iterator[Client]:
+    """Each example, and the snippet of docs/own-agent.md as written."""
+    if request.param in EXAMPLES:
+        yield from _serve_file(runpy.run_path(str(EXAMPLES[request.param]), run_name="example_agent"))
+        return
     namespace: dict[str, Any] = {"__name__": "docs_snippet"}
     exec(compile(docs_snippet(), "docs/own-agent.md", "exec"), namespace)  # noqa: S102 - our own docs, as a user runs them
     yield from _serve_file(namespace)
 
 
-@pytest.mark.parametrize("agent", ["example", "snippet"])
 def test_your_agent_remembers_across_sessions_and_keeps_users_apart(
-    agent: str, request: pytest.FixtureRequest, local_hindsight: Any, token_issuer: TokenIssuer
+    your_agent: Client, local_hindsight: Any, token_issuer: TokenIssuer
 ) -> None:
-    client: Client = request.getfixturevalue(agent)
+    client = your_agent
     user = f"user-alex-{time.time_ns()}"
     token = token_issuer.mint(user)
     first = client.turn("I prefer email over phone.", token=token, session=session_id("s1"))
@@ -131,9 +136,8 @@ def test_your_agent_remembers_across_sessions_and_keeps_users_apart(
     assert NOTHING_RECALLED in bob["output"]
 
 
-@pytest.mark.parametrize("agent", ["example", "snippet"])
-def test_your_agent_refuses_unverified_callers(agent: str, request: pytest.FixtureRequest) -> None:
-    client: Client = request.getfixturevalue(agent)
+def test_your_agent_refuses_unverified_callers(your_agent: Client) -> None:
+    client = your_agent
     for token in (None, "not-a-jwt"):
         response = client.post({"prompt": "hi"}, token=token, session=session_id("x"))
         assert response.status_code == 401
@@ -246,7 +250,7 @@ def test_the_example_and_the_reference_agent_both_stream(
         agent.settle()
 
 
-@pytest.mark.parametrize("agent", ["example", "snippet"])
+@pytest.mark.parametrize("agent", [*sorted(EXAMPLES), "snippet"])
 def test_no_memory_reaches_your_agents_logs(
     agent: str, local_hindsight: Any, token_issuer: TokenIssuer, tmp_path: Path
 ) -> None:
@@ -254,7 +258,7 @@ def test_no_memory_reaches_your_agents_logs(
     stderr is CloudWatch Logs once deployed, and holds neither the user's words nor the memories recalled for them
     (Strands' default callback handler would print every answer)."""
     source = tmp_path / "agent.py"
-    source.write_text(docs_snippet() if agent == "snippet" else EXAMPLE.read_text())
+    source.write_text(docs_snippet() if agent == "snippet" else EXAMPLES[agent].read_text())
     port = free_port()
     env = {
         **os.environ,
@@ -290,3 +294,15 @@ def test_no_memory_reaches_your_agents_logs(
             process.wait(timeout=30)
     logs = out.read_text() + err.read_text()
     assert secret not in logs, logs[-2000:]  # ... and never written to the logs
+
+
+def test_the_example_and_the_reference_agent_report_the_memory_tools_alike(
+    example: Client, reference: Client, token_issuer: TokenIssuer
+) -> None:
+    for agent in (reference, example):
+        token = token_issuer.mint(f"user-tools-{time.time_ns()}")
+        wrote = agent.turn("remember that my locker code is 4711", token=token, session=session_id("tools"))
+        assert wrote["memory"]["tools"] == ["remember"], wrote
+        plain = agent.turn("hello there", token=token, session=session_id("plain"))
+        assert "tools" not in plain["memory"], plain  # only when the model called one
+        agent.settle()

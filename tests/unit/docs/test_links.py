@@ -15,7 +15,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
 #: Folders whose README.md is part of the documentation.
-PACKAGES = ("infra", "hindsight_isolation", "layers/memory_adapter", "examples/strands_agent")
+PACKAGES = (
+    "infra",
+    "hindsight_isolation",
+    "layers/memory_adapter",
+    "examples/strands_agent",
+    "examples/langgraph_agent",
+)
 #: The markdown a reader follows links in: the README, the docs pages and the package READMEs.
 PAGES = sorted(
     {ROOT / "README.md", ROOT / "BENCHMARKS.md", *ROOT.glob("docs/*.md")} | {ROOT / d / "README.md" for d in PACKAGES}
