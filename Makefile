@@ -28,8 +28,10 @@ export HINDSIGHT_VENV := $(abspath $(HS_VENV))
 PY_SOURCES := $(wildcard app.py infra runtime_handler layers/memory_adapter/src localdev hindsight_isolation bench smoke examples tests)
 
 .PHONY: help
-help: ## List the targets
-	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
+help: ## List the targets (the two to start with first)
+	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' \
+	  '{ line = sprintf("  make %-18s %s\n", $$1, $$2) } $$1 == "local" { a = line; next } $$1 == "test" { b = line; next } \
+	  { rest = rest line } END { printf "%s%s%s", a, b, rest }'
 
 .PHONY: check-python
 check-python:

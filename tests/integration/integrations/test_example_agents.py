@@ -196,6 +196,7 @@ BAD_INPUT: list[tuple[str, Any, str | list[str] | None, int, str]] = [
     ("stream not a boolean", {"prompt": "hi", "stream": "yes"}, None, 400, "bad_request"),
     ("array body", [], None, 400, "bad_request"),
     ("not JSON", b"{not json", None, 400, "bad_request"),
+    ("not UTF-8", b'{"prompt": "caf\xe9"}', None, 400, "bad_request"),
     ("body over the limit", {"prompt": "hi", "pad": "x" * 300_000}, None, 400, "payload_too_large"),
     ("deep nesting", b"[" * 100_000 + b"]" * 100_000, None, 400, "payload_too_large"),
     ("malformed session id", {"prompt": "hi"}, "bad session id", 400, "bad_request"),
