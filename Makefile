@@ -28,8 +28,10 @@ export HINDSIGHT_VENV := $(abspath $(HS_VENV))
 PY_SOURCES := $(wildcard app.py infra runtime_handler layers/memory_adapter/src localdev hindsight_isolation bench smoke examples tests)
 
 .PHONY: help
-help: ## List the targets
-	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
+help: ## List the targets (the two to start with first)
+	@grep -hE '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' \
+	  '{ line = sprintf("  make %-18s %s\n", $$1, $$2) } $$1 == "local" { a = line; next } $$1 == "test" { b = line; next } \
+	  { rest = rest line } END { printf "%s%s%s", a, b, rest }'
 
 .PHONY: check-python
 check-python:
@@ -77,10 +79,10 @@ build/.built: $(VENV)/.installed $(BUILD_INPUTS)
 build-project: $(VENV)/.installed
 	$(if $(AGENT),$(BIN)/python -m infra.build project $(AGENT),@true)
 
-# The example agent's bundle, which `make test` checks (tests/infra/test_artifacts.py); rebuilt when its inputs change.
-EXAMPLE_AGENT := examples/strands_agent
-build/.example-built: $(VENV)/.installed $(wildcard $(EXAMPLE_AGENT)/*) $(BUILD_INPUTS)
-	$(BIN)/python -m infra.build project $(EXAMPLE_AGENT)
+# The example agents' bundles, which `make test` checks (tests/infra/test_artifacts.py); rebuilt when inputs change.
+EXAMPLE_AGENTS := examples/strands_agent examples/langgraph_agent
+build/.example-built: $(VENV)/.installed $(foreach agent,$(EXAMPLE_AGENTS),$(wildcard $(agent)/*)) $(BUILD_INPUTS)
+	$(foreach agent,$(EXAMPLE_AGENTS),$(BIN)/python -m infra.build project $(agent) &&) true
 	@touch $@
 
 .PHONY: build synth checkov-venv
@@ -122,7 +124,7 @@ bench-scale: setup bench-venv ## Scale: recall vs bank size, write path, concurr
 .PHONY: eval
 EVAL_ARGS ?=
 # PYTHONPATH: this checkout's adapter even where .venv-bench's editable install points at another checkout.
-eval: setup bench-venv ## Recall quality side by side (ours, raw client, naive RAG, BM25, prior art) on LoCoMo-format data (EVAL_ARGS=--help; writes bench/results/eval.*)
+eval: setup bench-venv ## Recall quality side by side (ours, raw client, naive RAG, BM25, prior art) on LoCoMo-format data (EVAL_ARGS=--help; writes bench/results/eval/<data set>/, never over earlier results unless --replace)
 	PYTHONPATH=layers/memory_adapter/src:. $(BENCH_VENV)/bin/python -m bench.eval $(EVAL_ARGS)
 
 .PHONY: lint

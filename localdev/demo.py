@@ -31,12 +31,16 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from localdev import agent as local_agent
+from localdev import mcp_server
 from localdev.agent import default_agent
 from localdev.agent import default_port as default_agent_port
 from localdev.hindsight import LocalHindsight, LocalHindsightConfig
+from localdev.hindsight import config as hindsight_config
 from localdev.mcp_server import default_port as default_mcp_port
 from localdev.mcp_server import default_server as default_mcp_server
-from localdev.supervisor import try_start
+from localdev.supervisor import StartError, require_free_port, try_start
+from localdev.token_issuer import background as issuer_background
 from localdev.token_issuer import default_data_dir, ensure_running, load_or_create_key, mint_token, stop_background
 from memory_adapter.identity import format_bank_id
 from memory_adapter.identity.settings import discovery_url_for
@@ -274,6 +278,41 @@ def run_agent_demo(agent_url: str, hindsight_url: str, token: str) -> bool:
     )
 
 
+def port_clashes(hindsight: LocalHindsight, *, agent_and_mcp: bool) -> list[str]:
+    """Each port ``make local`` will listen on that something else holds now, one line each naming the variable that
+    moves it: checked before anything starts, so a clash is reported at once rather than after Hindsight's ~20 s
+    start. A port a service of ``make local`` already holds (it is reused) is no clash; port 0 means a free one."""
+    config = hindsight.config
+    wanted: list[tuple[int, str, str]] = []
+    if not hindsight.pids():  # a running (or half-running) Hindsight of this data dir reuses or frees its own ports
+        wanted += [
+            (config.port, "Hindsight", hindsight_config.ENV_PORT),
+            (config.pg_port, "Hindsight's PostgreSQL", hindsight_config.ENV_PG_PORT),
+        ]
+        if config.uses_stub:
+            wanted.append((config.llm_port, "the LLM stand-in", hindsight_config.ENV_LLM_PORT))
+    if issuer_background.state_file(default_data_dir()).live_pid() is None:
+        wanted.append((issuer_background.default_port(), "the token issuer", issuer_background.ENV_PORT))
+    if agent_and_mcp:
+        services = (
+            (default_agent().url, default_agent_port(), "the agent", local_agent.ENV_PORT),
+            (default_mcp_server().url, default_mcp_port(), "the MCP server", mcp_server.ENV_PORT),
+        )
+        wanted += [(port, name, setting) for url, port, name, setting in services if _port_of(url) != port]
+    clashes = []
+    for port, name, setting in wanted:
+        try:
+            if port:
+                require_free_port(port, name=name, setting=setting)
+        except StartError as err:
+            clashes.append(str(err))
+    return clashes
+
+
+def _port_of(url: str | None) -> int | None:
+    return urllib.parse.urlsplit(url).port if url else None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m localdev.demo", description=__doc__.split("\n\n")[0])
     parser.add_argument("--client", action="store_true", help="use hindsight_client directly, not the agent")
@@ -281,8 +320,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--agent-project", type=Path, help="run this agent project (e.g. examples/strands_agent)")
     args = parser.parse_args(argv)
 
-    print("== Starting the local services (first start loads the embedding model: ~20 s) ==")
     hindsight = LocalHindsight(LocalHindsightConfig.from_env(), log=lambda msg: print(f"  {msg}", flush=True))
+    clashes = port_clashes(hindsight, agent_and_mcp=not (args.client or args.adapter))
+    if clashes:
+        print("\n".join(["make local cannot start: a port it needs is in use", *clashes]), file=sys.stderr)
+        return 1
+    print("== Starting the local services (first start loads the embedding model: ~20 s) ==")
     if try_start(hindsight.start) is None:
         return 1
     issuer_url = ensure_running()

@@ -46,6 +46,7 @@ from memory_adapter.identity.settings import discovery_url_for, issuer_of
 __all__ = ["DEFAULT_PORT", "LocalMcpServer", "create_app"]
 
 DEFAULT_PORT = 8891
+ENV_PORT = "LOCAL_MCP_PORT"
 DEFAULT_DATA_DIR = REPO_ROOT / ".local" / "mcp"
 AGENT_NAME = "support"  # the local agent's name: MCP clients share its banks
 MCP_PATH = "/mcp"
@@ -189,7 +190,7 @@ class LocalMcpServer:
                 f"the MCP server at {self.url} runs {running or 'unrecorded settings'}; restarting it", file=sys.stderr
             )
             self.stop()
-        require_free_port(port, name="the MCP server", setting="LOCAL_MCP_PORT")
+        require_free_port(port, name="the MCP server", setting=ENV_PORT)
         pid = spawn(
             [sys.executable, "-m", "localdev.mcp_server", "serve", *args],
             log_file=self.log_file,
@@ -219,7 +220,7 @@ def default_server() -> LocalMcpServer:
 
 def default_port() -> int:
     """``LOCAL_MCP_PORT``, else 8891."""
-    return int(os.environ.get("LOCAL_MCP_PORT") or DEFAULT_PORT)
+    return int(os.environ.get(ENV_PORT) or DEFAULT_PORT)
 
 
 def _serve(port: int, hindsight_url: str, issuer_url: str) -> int:

@@ -6,8 +6,9 @@ Through the agent (three sessions), then over MCP when the memory tools are serv
     python -m smoke                     # the deployed stacks of cdk.json's env (outputs from CloudFormation)
     python -m smoke -c env=prod --region eu-west-1
     python -m smoke --token-a "$TOKEN_A" --token-b "$TOKEN_B"   # auth.mode=jwt: tokens of two users of your IdP
-    python -m smoke --local                            # the agent `make local` runs on 127.0.0.1:8080
-    python -m smoke --local --mcp-url http://127.0.0.1:9000/mcp      # and an MCP server that must answer
+    python -m smoke --local                            # the agent and MCP server `make local` runs, wherever they run
+    python -m smoke --local --skip-mcp                 # the agent only (else a missing MCP server fails the smoke)
+    python -m smoke --local --mcp-url http://127.0.0.1:9000/mcp      # another MCP server, which must answer
     python -m smoke --local --hindsight-url http://127.0.0.1:8888    # and the isolation probe on that Hindsight
 
 Exit status: 0 when every step passed, 1 when one failed (the output says which and where to look), 2 when the
@@ -30,8 +31,6 @@ from smoke import isolation, mcp_probe, scenario, targets
 USERS = ("smoke-a", "smoke-b")
 #: The -ExternalMemory stack's output naming the probe function (its logical id ends in a hash).
 _PROBE_FUNCTION_OUTPUT = "IsolationProbeFunctionName"
-#: ``make local``'s agent and its log.
-LOCAL_AGENT_URL = "http://127.0.0.1:8080"
 
 
 class SetupError(Exception):
@@ -41,13 +40,13 @@ class SetupError(Exception):
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m smoke", description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--local", action="store_true", help="test the local agent of `make local`")
-    parser.add_argument("--agent-url", default=LOCAL_AGENT_URL, help="--local: the agent's URL")
+    parser.add_argument("--agent-url", help="--local: the agent's URL (default: the one make local runs)")
     parser.add_argument("--issuer-url", help="--local: the token issuer's URL (default: the running one)")
     parser.add_argument("--issuer-data-dir", type=Path, help="--local: the issuer's key directory")
-    parser.add_argument("--agent-log", default=".local/agent/agent.log", help="--local: shown when a step fails")
+    parser.add_argument("--agent-log", help="--local: shown when a step fails (default: make local's agent's log)")
+    parser.add_argument("--mcp-url", help="--local: the MCP server to test (default: the one make local runs)")
     parser.add_argument(
-        "--mcp-url",
-        help="--local: the MCP server that must answer (default: make local's, skipped when nothing answers there)",
+        "--skip-mcp", action="store_true", help="--local: test the agent only (else no MCP server is a failure)"
     )
     parser.add_argument(
         "--hindsight-url", help="--local: also probe this Hindsight's isolation with user A's token (smoke.isolation)"
@@ -88,18 +87,28 @@ Target = tuple[scenario.Invoker, scenario.McpTools | scenario.McpSkipped, Isolat
 
 
 def _local(args: argparse.Namespace, users: tuple[str, str], mint: targets.Minter | None) -> Target:
+    from localdev import agent
+
+    local_agent = agent.default_agent()
+    agent_url = args.agent_url or local_agent.url
+    if agent_url is None:
+        raise SetupError(
+            f"no local agent is running (none recorded in {local_agent.state_file}): start the services with "
+            "make local, or pass --agent-url"
+        )
     source = "tokens minted by the caller"
     if mint is None:
         issuer, mint = local_minter(args)
         source = f"JWT from the local issuer {issuer}"
     tokens = {user: mint(user) for user in users}
     invoker = targets.BearerInvoker(
-        url=args.agent_url.rstrip("/") + "/invocations",
+        url=agent_url.rstrip("/") + "/invocations",
         tokens=tokens,
-        description=f"the local agent at {args.agent_url} ({source})",
-        hints=targets.local_hints(args.agent_log),
+        description=f"the local agent at {agent_url} ({source})",
+        hints=targets.local_hints(args.agent_log or str(local_agent.log_file)),
     )
-    return invoker, _local_mcp(args.mcp_url, tokens), _local_isolation(args, tokens[users[0]])
+    mcp = _local_mcp(args.mcp_url, tokens, skip=args.skip_mcp)
+    return invoker, mcp, _local_isolation(args, tokens[users[0]])
 
 
 def _local_isolation(args: argparse.Namespace, token: str) -> IsolationStep:
@@ -117,21 +126,28 @@ def _local_isolation(args: argparse.Namespace, token: str) -> IsolationStep:
     return lambda: isolation.probe_local(url, operator_key=operator_key, user_token=token)
 
 
-def _local_mcp(explicit_url: str | None, tokens: dict[str, str]) -> scenario.McpTools | scenario.McpSkipped:
-    """``make local``'s MCP server (skipped when nothing answers there), or ``--mcp-url`` (which must answer)."""
+def _local_mcp(
+    explicit_url: str | None, tokens: dict[str, str], *, skip: bool
+) -> scenario.McpTools | scenario.McpSkipped:
+    """``--mcp-url``, else the MCP server ``make local`` runs (where its state file says, whatever port it was moved
+    to); none is a setup failure unless ``--skip-mcp`` asked to test the agent only."""
     from localdev import mcp_server
 
-    url = explicit_url or f"http://127.0.0.1:{mcp_server.default_port()}{mcp_server.MCP_PATH}"
-    if explicit_url is None and not mcp_probe.answers(url):
-        return scenario.McpSkipped(
-            f"MCP: nothing answers at {url} (make local starts the MCP server; or pass --mcp-url), skipped"
+    if skip:
+        return scenario.McpSkipped("MCP: skipped (--skip-mcp)")
+    server = mcp_server.default_server()
+    url = explicit_url or server.url
+    if url is None:
+        raise SetupError(
+            f"no local MCP server is running (none recorded in {server.data_dir / 'mcp.json'}; make local starts "
+            "it): pass --mcp-url, or --skip-mcp to test the agent only"
         )
     return mcp_probe.McpProbe(
         url=url,
         tokens=tokens,
         tool_prefix="",
         description=f"the MCP server at {url}",
-        hints=mcp_probe.local_hints(str(mcp_server.default_server().log_file)),
+        hints=mcp_probe.local_hints(str(server.log_file)),
     )
 
 

@@ -9,8 +9,6 @@ its own authorizer, interceptor and Lambda target, each of which can refuse or m
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -126,18 +124,6 @@ def _explain(err: BaseException, url: str, status: int | None) -> str:
             return f"the MCP server at {url} did not answer within {SESSION_TIMEOUT_S:.0f} s"
     inner = causes[-1]
     return f"the MCP session with {url} failed: {type(inner).__name__}: {inner}"
-
-
-def answers(url: str, *, timeout_s: float = 3.0) -> bool:
-    """Whether anything answers HTTP at ``url`` (any status counts: an MCP server refuses a request without a token)."""
-    request = urllib.request.Request(url, method="POST", data=b"{}")  # noqa: S310 - the local MCP server's http URL
-    try:
-        urllib.request.urlopen(request, timeout=timeout_s).close()  # noqa: S310
-    except urllib.error.HTTPError:
-        return True
-    except OSError:
-        return False
-    return True
 
 
 def gateway_hints(region: str, prefix: str) -> list[str]:

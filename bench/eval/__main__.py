@@ -6,8 +6,11 @@ Examples:
     make eval EVAL_ARGS="--data synthetic"             # the generated set (what the tests run)
     make eval EVAL_ARGS="--url https://hindsight.internal --token $TOKEN --judge bedrock"
 
-Writes ``<out>/eval.json`` (aggregates only: no question, turn or answer text), ``eval.md`` (the tables) and
-``eval.png`` (the chart). LoCoMo is CC BY-NC and never enters the repository: point ``--data`` at your copy.
+Writes ``<out>/<name>.json`` (aggregates only: no question, turn or answer text), ``<name>.md`` (the tables) and
+``<name>.png`` (the chart); ``<out>`` is ``bench/results/eval/<data set>`` (``synthetic``, or the data file's name) and
+``<name>`` is ``eval`` unless given. A run never replaces results already there (the published ones included) unless
+``--replace`` is given: it stops before it starts, naming the file. LoCoMo is CC BY-NC and never enters the
+repository: point ``--data`` at your copy.
 """
 
 from __future__ import annotations
@@ -60,9 +63,34 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--judge", choices=("none", "bedrock", "openai"), default="none", help="score answers too")
     parser.add_argument("--judge-model", help="the answering and judging model (Bedrock model id or OpenAI name)")
     parser.add_argument("--judge-url", help="OpenAI-compatible base URL for --judge openai (e.g. the stand-in)")
-    parser.add_argument("--out", type=Path, default=RESULTS, help="output directory (default bench/results)")
+    parser.add_argument(
+        "--out", type=Path, help="output directory (default bench/results/eval/<data set>: one folder per data set)"
+    )
     parser.add_argument("--name", default="eval", help="output file stem (default eval)")
+    parser.add_argument("--replace", action="store_true", help="overwrite results of the same --out and --name")
     return parser
+
+
+def data_set_name(data: str) -> str:
+    """The results folder's name for ``--data``: ``synthetic``, or the file's name without its suffix."""
+    return data if data == "synthetic" else Path(data).stem
+
+
+def outputs(args: argparse.Namespace) -> list[Path]:
+    """The files a run writes: ``<out>/<name>.json``, ``.md`` and ``.png``."""
+    out: Path = args.out or RESULTS / "eval" / data_set_name(args.data)
+    return [out / f"{args.name}{suffix}" for suffix in (".json", ".md", ".png")]
+
+
+def already_there(args: argparse.Namespace) -> str | None:
+    """Why the run must not start: its results would replace existing ones (``--replace`` not given)."""
+    existing = [path for path in outputs(args) if path.exists()]
+    if args.replace or not existing:
+        return None
+    return (
+        f"{existing[0]} exists (earlier results{', published' if existing[0].parent == RESULTS else ''}): pass "
+        "--name <another name> to keep them, or --replace to overwrite them"
+    )
 
 
 def _log(message: str) -> None:
@@ -126,6 +154,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if unknown:
         print(f"unknown system(s) {', '.join(sorted(unknown))}: pick from {', '.join(SYSTEMS)}", file=sys.stderr)
         return 2
+    refusal = already_there(args)
+    if refusal:
+        print(refusal, file=sys.stderr)
+        return 2
     log_file = Path(tempfile.gettempdir()) / f"eval-{os.getpid()}.log"
     logging.basicConfig(filename=log_file, level=logging.WARNING, force=True)
     data = load(args)
@@ -142,13 +174,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     results["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
     from bench.eval import report
 
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / f"{args.name}.json").write_text(json.dumps(results, indent=1) + "\n")
+    json_path, md_path, png_path = outputs(args)
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    json_path.write_text(json.dumps(results, indent=1) + "\n")
     markdown = report.markdown(results)
-    (args.out / f"{args.name}.md").write_text(markdown)
-    report.chart(results, args.out / f"{args.name}.png")
+    md_path.write_text(markdown)
+    report.chart(results, png_path)
     _log(markdown)
-    _log(f"wrote {args.out}/{args.name}.json, {args.name}.md, {args.name}.png in {results['wall_s']} s")
+    _log(f"wrote {json_path}, {md_path.name}, {png_path.name} in {results['wall_s']} s")
     return 0
 
 

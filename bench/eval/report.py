@@ -7,7 +7,7 @@ from typing import Any
 
 from bench.eval.data import CATEGORIES
 
-__all__ = ["chart", "markdown"]
+__all__ = ["ARMS_LEGEND", "SYNTHETIC_NOTE", "SYSTEMS_LEGEND", "chart", "draw", "markdown"]
 
 _LABELS = {
     "ours": "ours: injected block (`recall_for_turn`)",
@@ -69,6 +69,40 @@ def _systems_table(scores: dict[str, Any]) -> list[str]:
     return lines
 
 
+#: What the systems table's columns mean (printed under it).
+SYSTEMS_LEGEND = (
+    "r@k (evidence recall at k): the share of a question's evidence turns among the first k distinct source turns a "
+    "system returns, averaged over the questions; h@k (hit at k): the share of questions with at least one evidence "
+    "turn among them; n: the questions of a category. Tokens: the block the model receives (o200k); ms: one recall."
+)
+#: Which retrieval arms may be off, and why (printed under the systems table).
+ARMS_LEGEND = (
+    "`arm:*` rows are Hindsight's retrieval arms before fusion (the raw client's trace). The graph arm is off by "
+    "default (`HINDSIGHT_API_ENABLE_GRAPH_RETRIEVAL=false`, `memory_adapter.constants.RECALL_SERVER_SETTINGS`): with "
+    "it on, fusion ranked its neighbours above the best semantic hits (LoCoMo recall@10 0.42 with it, 0.58 without; "
+    "BENCHMARKS.md). The temporal arm runs only for a question from which a date window is read."
+)
+#: Why the generated set's results may favour raw-turn search (printed with its results).
+SYNTHETIC_NOTE = (
+    "Expected on this set: it favours raw-turn search. Each answer sits in one distinctive turn among generic small "
+    "talk and shares the question's key words (kitten, sister, Kiel), which naive RAG and BM25 over raw turns find "
+    "directly; extraction and fusion pay off on LoCoMo's longer, paraphrased, multi-session conversations "
+    "(BENCHMARKS.md)."
+)
+
+
+def _legend(results: dict[str, Any]) -> list[str]:
+    graph = (
+        "In this run the server had it on (its own setting), so it has a row."
+        if "arm:graph" in results["scores"]
+        else "It did not run here, so it has no row."
+    )
+    lines = ["", SYSTEMS_LEGEND, "", f"{ARMS_LEGEND} {graph}"]
+    if results["data"]["name"] == "synthetic":
+        lines += ["", SYNTHETIC_NOTE]
+    return lines
+
+
 def _equal_tokens(results: dict[str, Any]) -> list[str]:
     ours = results["scores"].get("ours", {})
     equal = results.get("rag_at_our_tokens") or {}
@@ -88,7 +122,9 @@ def _equal_tokens(results: dict[str, Any]) -> list[str]:
         "| naive RAG, same tokens | " + " | ".join(_pair(equal.get(g, {}), "recall", "hit") for g in _GROUPS) + " |",
         "",
         f"Our block: {_f(every.get('memories'))} memories and {_f(every.get('tokens_mean'))} tokens on average "
-        f"(o200k), at most {_f(every.get('tokens_max'))}, for `recall_max_tokens` {budget}.",
+        f"(o200k), at most {_f(every.get('tokens_max'))}, for `recall_max_tokens` {budget}. Each cell: the share of "
+        "a question's evidence turns anywhere in the block (or in naive RAG's turns up to the same tokens) / the "
+        "share of questions with at least one there.",
     ]
 
 
@@ -109,7 +145,7 @@ def _ingest(results: dict[str, Any]) -> list[str]:
 
 def markdown(results: dict[str, Any]) -> str:
     """The tables of one run (aggregates only)."""
-    lines = [_summary(results), "", *_systems_table(results["scores"]), *_equal_tokens(results)]
+    lines = [_summary(results), "", *_systems_table(results["scores"]), *_legend(results), *_equal_tokens(results)]
     share = results.get("temporal_arm_share")
     if share is not None:
         lines.append(f"The temporal arm ran (a date window was read from the question) for {share:.0%} of questions.")
@@ -133,21 +169,31 @@ def chart(results: dict[str, Any], path: Path) -> bool:
         import matplotlib.pyplot as plt
     except ModuleNotFoundError:
         return False
+    fig, _, _ = draw(results)
+    fig.savefig(path, dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return True
+
+
+def draw(results: dict[str, Any]) -> tuple[Any, Any, Any]:
+    """The chart's (figure, axes, legend); matplotlib must be importable."""
+    import matplotlib.pyplot as plt
+
     scores = results["scores"]
     shown = ("ours", "fused", "arm:semantic", "arm:bm25", "arm:graph", "rag", "bm25", "prior")
     names = [n for n in shown if n in scores] + sorted(n for n in scores if n.startswith("ours@"))
-    fig, ax = plt.subplots(figsize=(10, 4.2))
+    fig, ax = plt.subplots(figsize=(12, 4.2))
     width = 0.8 / max(len(names), 1)
     for i, name in enumerate(names):
         values = [scores[name].get(g, {}).get("recall@10") or 0.0 for g in _GROUPS]
-        ax.bar([x + i * width for x in range(len(_GROUPS))], values, width, label=_LABELS.get(name, name))
+        color = plt.get_cmap("tab20")(i % 20)  # 20 distinct colours: the default cycle repeats after 10
+        ax.bar([x + i * width for x in range(len(_GROUPS))], values, width, label=_LABELS.get(name, name), color=color)
     ax.set_xticks([x + width * (len(names) - 1) / 2 for x in range(len(_GROUPS))], _GROUPS)
     ax.set_ylabel("evidence recall@10")
     ax.set_ylim(0, 1)
     ax.grid(axis="y", alpha=0.3)
-    ax.legend(fontsize=7, ncol=2)
+    # beside the axes, never over the bars it explains
+    legend = ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, frameon=False)
     ax.set_title(f"{results['data']['name']}: {results['data']['questions']} questions", fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return True
+    return fig, ax, legend

@@ -186,17 +186,24 @@ def test_layer_functions_bundle_powertools_for_the_layers_python_and_import_with
 
 
 EXAMPLE_PROJECT = build.ROOT / "examples" / "strands_agent"
+#: Each example project, its integration module and the distributions its framework brings.
+EXAMPLES = {
+    "strands_agent": ("strands.py", {"strands_agents"}),
+    "langgraph_agent": ("langgraph.py", {"langgraph", "langchain_core", "langchain_aws"}),
+}
 
 
-def test_the_example_project_bundle_is_arm64_with_its_entrypoint_and_the_wiring() -> None:
-    root = _require(build.project_bundle_dir(EXAMPLE_PROJECT))  # make build AGENT=examples/strands_agent
+@pytest.mark.parametrize("example", sorted(EXAMPLES))
+def test_the_example_project_bundle_is_arm64_with_its_entrypoint_and_the_wiring(example: str) -> None:
+    integration, framework = EXAMPLES[example]
+    root = _require(build.project_bundle_dir(build.ROOT / "examples" / example))  # make build AGENT=examples/<name>
     _assert_arm64_cp312(root)
     assert (root / build.DEFAULT_PROJECT_ENTRYPOINT).is_file()
     assert (root / "memory_adapter" / "agentcore" / "memory.py").is_file()
-    assert (root / "memory_adapter" / "integrations" / "strands.py").is_file()
+    assert (root / "memory_adapter" / "integrations" / integration).is_file()
     assert not (root / build.PROJECT_REQUIREMENTS).exists()
     dists = {path.name.split("-")[0].lower() for path in root.glob("*.dist-info")}
-    assert {"strands_agents", "bedrock_agentcore", "aws_lambda_powertools", "pyjwt", "boto3"} <= dists
+    assert {*framework, "bedrock_agentcore", "aws_lambda_powertools", "pyjwt", "boto3"} <= dists
     assert build.tree_size(root) <= build.PROJECT_BUDGET_MIB * 2**20
 
 

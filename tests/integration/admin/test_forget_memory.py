@@ -8,6 +8,8 @@ source document holding two memories.
 from __future__ import annotations
 
 import json
+import shlex
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -151,3 +153,27 @@ def users_memories(local_hindsight: Any, bank: str) -> list[dict[str, Any]]:
     from memory_adapter.admin import OperatorClient
 
     return list(OperatorClient(local_hindsight.url, local_hindsight.operator_key).memories(bank))
+
+
+def test_a_cli_preview_ends_with_the_command_that_carries_it_out(
+    users: Users, local_hindsight: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # GIVEN the three turns
+    _seed(users, "mo")
+    bank, mo = users.bank("mo"), users.name("mo")
+    key_file = tmp_path / "operator-key"
+    key_file.write_text(local_hindsight.operator_key)
+    connection = ["--local", "--url", local_hindsight.url, "--operator-key-file", str(key_file)]
+    argv = ["forget-memory", *connection, "--out", str(tmp_path / "admin"), "--user", mo, "--query", "my dog"]
+    # WHEN the operator previews
+    assert main(argv) == 0
+    shown = capsys.readouterr()
+    preview = json.loads(shown.out)
+    # THEN the preview ends with the exact command that confirms it, and that command forgets what was previewed
+    intro, command = shown.err.splitlines()
+    assert intro == "to forget exactly this, run:"
+    words = shlex.split(command)
+    assert Path(words[0]).resolve() == Path(sys.executable).resolve()
+    assert words[1:] == ["-m", "memory_adapter.admin", *argv, "--confirm", preview["confirmation"]]
+    assert main(words[3:]) == 0
+    assert {m["text"] for m in users_memories(local_hindsight, bank)} == {BLUEBIRD, PLATFORM}

@@ -1,4 +1,5 @@
-"""The agents you bring, as they run: the example Strands agent (``examples/strands_agent/agent.py``) and the snippet of
+"""The agents you bring, as they run: the example agents (``examples/strands_agent/agent.py``,
+``examples/langgraph_agent/agent.py``) and the snippet of
 ``docs/own-agent.md``, each served over real HTTP (uvicorn, loopback) against the real local Hindsight with tokens
 from the local issuer. What the user would see: memory across sessions, users apart, 401 without a verified
 caller, 400 for bad input (the same answers as the reference agent's, one table against both), streaming, ``/ping``
@@ -8,8 +9,11 @@ busy until the retain is delivered, one conversation per caller.
 from __future__ import annotations
 
 import json
+import os
 import re
 import runpy
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,15 +24,17 @@ import pytest
 
 from localdev.token_issuer import TokenIssuer
 from memory_adapter.identity import format_bank_id
+from memory_adapter.tools.echo import NOTHING_RECALLED
 from tests.integration.runtime_handler.test_agent_loop import wait_for_memory
-from tests.unit.runtime_handler.serving import serve
+from tests.unit.runtime_handler.serving import free_port, serve
 
 from .conftest import AGENT, session_id, wiring_env
 
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[3]
-EXAMPLE = ROOT / "examples" / "strands_agent" / "agent.py"
+#: The example projects (``examples/<name>/agent.py``), each tested as the same agent would be.
+EXAMPLES = {name: ROOT / "examples" / name / "agent.py" for name in ("strands_agent", "langgraph_agent")}
 SESSION = "X-Amzn-Bedrock-AgentCore-Runtime-Session-Id"
 
 
@@ -85,9 +91,9 @@ def env(local_hindsight: Any, token_issuer: TokenIssuer, tmp_path_factory: pytes
         yield
 
 
-@pytest.fixture(scope="module")
-def example(env: None) -> Iterator[Client]:
-    yield from _serve_file(runpy.run_path(str(EXAMPLE), run_name="example_agent"))
+@pytest.fixture(scope="module", params=sorted(EXAMPLES))
+def example(env: None, request: pytest.FixtureRequest) -> Iterator[Client]:
+    yield from _serve_file(runpy.run_path(str(EXAMPLES[request.param]), run_name="example_agent"))
 
 
 @pytest.fixture(scope="module")
@@ -99,22 +105,25 @@ def reference(env: None) -> Iterator[Client]:
         yield Client(url)
 
 
-@pytest.fixture(scope="module")
-def snippet(env: None) -> Iterator[Client]:
+@pytest.fixture(scope="module", params=[*sorted(EXAMPLES), "snippet"])
+def your_agent(env: None, request: pytest.FixtureRequest) -> Iterator[Client]:
+    """Each example, and the snippet of docs/own-agent.md as written."""
+    if request.param in EXAMPLES:
+        yield from _serve_file(runpy.run_path(str(EXAMPLES[request.param]), run_name="example_agent"))
+        return
     namespace: dict[str, Any] = {"__name__": "docs_snippet"}
     exec(compile(docs_snippet(), "docs/own-agent.md", "exec"), namespace)  # noqa: S102 - our own docs, as a user runs them
     yield from _serve_file(namespace)
 
 
-@pytest.mark.parametrize("agent", ["example", "snippet"])
 def test_your_agent_remembers_across_sessions_and_keeps_users_apart(
-    agent: str, request: pytest.FixtureRequest, local_hindsight: Any, token_issuer: TokenIssuer
+    your_agent: Client, local_hindsight: Any, token_issuer: TokenIssuer
 ) -> None:
-    client: Client = request.getfixturevalue(agent)
+    client = your_agent
     user = f"user-alex-{time.time_ns()}"
     token = token_issuer.mint(user)
     first = client.turn("I prefer email over phone.", token=token, session=session_id("s1"))
-    assert "I have no memories of you yet" in first["output"]
+    assert NOTHING_RECALLED in first["output"]
     assert client.settle()[-1] == "Healthy"
     wait_for_memory(local_hindsight.url, format_bank_id(user=user, agent=AGENT), token, "email")
 
@@ -124,12 +133,11 @@ def test_your_agent_remembers_across_sessions_and_keeps_users_apart(
 
     bob = client.turn("How should you contact me?", token=token_issuer.mint(f"bob-{time.time_ns()}"), session="s3" * 20)
     assert "email over phone" not in bob["output"]
-    assert "I have no memories of you yet" in bob["output"]
+    assert NOTHING_RECALLED in bob["output"]
 
 
-@pytest.mark.parametrize("agent", ["example", "snippet"])
-def test_your_agent_refuses_unverified_callers(agent: str, request: pytest.FixtureRequest) -> None:
-    client: Client = request.getfixturevalue(agent)
+def test_your_agent_refuses_unverified_callers(your_agent: Client) -> None:
+    client = your_agent
     for token in (None, "not-a-jwt"):
         response = client.post({"prompt": "hi"}, token=token, session=session_id("x"))
         assert response.status_code == 401
@@ -188,6 +196,7 @@ BAD_INPUT: list[tuple[str, Any, str | list[str] | None, int, str]] = [
     ("stream not a boolean", {"prompt": "hi", "stream": "yes"}, None, 400, "bad_request"),
     ("array body", [], None, 400, "bad_request"),
     ("not JSON", b"{not json", None, 400, "bad_request"),
+    ("not UTF-8", b'{"prompt": "caf\xe9"}', None, 400, "bad_request"),
     ("body over the limit", {"prompt": "hi", "pad": "x" * 300_000}, None, 400, "payload_too_large"),
     ("deep nesting", b"[" * 100_000 + b"]" * 100_000, None, 400, "payload_too_large"),
     ("malformed session id", {"prompt": "hi"}, "bad session id", 400, "bad_request"),
@@ -239,4 +248,62 @@ def test_the_example_and_the_reference_agent_both_stream(
         assert events[-1]["session_id"] == session
         assert "".join(event["text"] for event in events[:-1]).strip() == events[-1]["output"]
         assert set(events[-1]["memory"]) >= {"recalled", "degraded"}
+        agent.settle()
+
+
+@pytest.mark.parametrize("agent", [*sorted(EXAMPLES), "snippet"])
+def test_no_memory_reaches_your_agents_logs(
+    agent: str, local_hindsight: Any, token_issuer: TokenIssuer, tmp_path: Path
+) -> None:
+    """The agent run as its own process, as AgentCore runs it (``python agent.py``): what it writes to stdout and
+    stderr is CloudWatch Logs once deployed, and holds neither the user's words nor the memories recalled for them
+    (Strands' default callback handler would print every answer)."""
+    source = tmp_path / "agent.py"
+    source.write_text(docs_snippet() if agent == "snippet" else EXAMPLES[agent].read_text())
+    port = free_port()
+    env = {
+        **os.environ,
+        **wiring_env(local_hindsight.url, token_issuer, tmp_path / "spool"),
+        "MODEL_PROVIDER": "echo",
+        "PORT": str(port),
+    }
+    user = f"user-logs-{time.time_ns()}"
+    secret = f"Zephyrquill{time.time_ns() % 10**6}"
+    token = token_issuer.mint(user)
+    out, err = tmp_path / "stdout", tmp_path / "stderr"
+    with out.open("wb") as stdout, err.open("wb") as stderr:
+        process = subprocess.Popen([sys.executable, str(source)], env=env, stdout=stdout, stderr=stderr)
+        try:
+            client = Client(f"http://127.0.0.1:{port}")
+            deadline = time.monotonic() + 60
+            while True:
+                assert process.poll() is None, err.read_text()
+                try:
+                    client.http.get("/ping")
+                    break
+                except httpx.TransportError:
+                    assert time.monotonic() < deadline, "the agent did not start"
+                    time.sleep(0.2)
+            client.turn(f"My project codename is {secret}.", token=token, session=session_id("l1"))
+            client.settle()
+            wait_for_memory(local_hindsight.url, format_bank_id(user=user, agent=AGENT), token, "project codename")
+            answer = client.turn("What is my project codename?", token=token, session=session_id("l2"))
+            assert secret in answer["output"]  # recalled and answered ...
+            client.settle()
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+    logs = out.read_text() + err.read_text()
+    assert secret not in logs, logs[-2000:]  # ... and never written to the logs
+
+
+def test_the_example_and_the_reference_agent_report_the_memory_tools_alike(
+    example: Client, reference: Client, token_issuer: TokenIssuer
+) -> None:
+    for agent in (reference, example):
+        token = token_issuer.mint(f"user-tools-{time.time_ns()}")
+        wrote = agent.turn("remember that my locker code is 4711", token=token, session=session_id("tools"))
+        assert wrote["memory"]["tools"] == ["remember"], wrote
+        plain = agent.turn("hello there", token=token, session=session_id("plain"))
+        assert "tools" not in plain["memory"], plain  # only when the model called one
         agent.settle()

@@ -20,6 +20,7 @@ from localdev.token_issuer import TokenIssuer
 from memory_adapter.agentcore import AgentCoreMemory
 from memory_adapter.identity import format_bank_id
 from memory_adapter.integrations.langgraph import EchoChatModel, HindsightMemoryHooks, memory_report
+from memory_adapter.tools.echo import NOTHING_RECALLED
 from tests.integration.runtime_handler.test_agent_loop import wait_for_memory
 
 from .conftest import AGENT, adapter_of, session_id, turn_for
@@ -78,7 +79,7 @@ async def test_a_langgraph_agent_remembers_across_sessions(
     first = turn_for(token_issuer, user, session_id("s1"))
     output, report, _ = await ask(graph, first, "I prefer email over phone.")
     assert report == {"recalled": 0, "degraded": False}
-    assert "I have no memories of you yet" in output
+    assert NOTHING_RECALLED in output
     assert await adapter_of(memory).flush(30)
     wait_for_memory(local_hindsight.url, format_bank_id(user=user, agent=AGENT), first.caller.credential, "email")
 
@@ -118,7 +119,7 @@ async def test_without_a_verified_caller_nothing_is_recalled_or_retained(
     memory = make_memory()
     output, report, _ = await ask(state_graph(HindsightMemoryHooks(memory)), None, "I prefer email over phone.")
     assert report == {"recalled": 0, "degraded": False}
-    assert "I have no memories of you yet" in output
+    assert NOTHING_RECALLED in output
     assert adapter_of(memory).pending_retains == 0
     await memory.aclose()
 

@@ -2,7 +2,7 @@
 
 Hindsight cuts a long retained turn into chunks (3,000 characters by default) wherever its sentence-aware splitter
 likes; a chunk from the middle of the agent's answer once lost its ``Assistant:`` line and the extractor stored the
-echo model's "(I have no memories of you yet.)" as a user fact. Every line of a retained turn now names its speaker.
+echo model's "nothing recalled" line as a user fact. Every line of a retained turn now names its speaker.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 
 from memory_adapter import RetainOutcome
 from memory_adapter.identity import format_bank_id
+from memory_adapter.tools.echo import NOTHING_RECALLED
 
 
 def _memory_texts(url: str, key: str | None, bank_id: str) -> list[str]:
@@ -31,7 +32,7 @@ async def test_a_long_turn_stores_the_users_statements_and_nothing_the_agent_sai
     user = f"long-{run_id}"
     facts = [f"My storage unit number {n} holds box {n * 7} of winter clothes." for n in range(40)]
     question = "\n".join(facts)
-    answer = "(I have no memories of you yet.)\n" + "\n".join(
+    answer = f"{NOTHING_RECALLED}\n" + "\n".join(
         f"You said: {fact} The agent notes paragraph {n} of its reply here." for n, fact in enumerate(facts * 3)
     )
     assert len(question) + len(answer) > 16_000
@@ -44,5 +45,5 @@ async def test_a_long_turn_stores_the_users_statements_and_nothing_the_agent_sai
     texts = _memory_texts(local_hindsight.url, local_hindsight.operator_key, bank_id)
     # THEN every one of the user's statements is a memory, and no memory holds anything of the answer
     assert {f for f in facts if any(t.startswith(f) for t in texts)} == set(facts)
-    leaked = [t for t in texts if "no memories of you" in t or "agent notes" in t or "You said" in t]
+    leaked = [t for t in texts if "Nothing relevant" in t or "agent notes" in t or "You said" in t]
     assert leaked == []

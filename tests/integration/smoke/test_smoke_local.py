@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import io
+import os
 import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,7 +13,7 @@ from typing import Any
 import pytest
 
 from localdev.agent import LocalAgent
-from localdev.mcp_server import MCP_PATH, create_app
+from localdev.mcp_server import MCP_PATH, LocalMcpServer, create_app
 from localdev.token_issuer import TokenIssuer
 from smoke.__main__ import main
 from tests.unit.runtime_handler.serving import free_port, serve
@@ -21,18 +22,27 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(autouse=True)
-def _no_default_mcp_server(refused_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The default MCP port points where nothing listens: a `make local` on this machine must not join the tests."""
-    port = urllib.parse.urlsplit(refused_url).port
-    monkeypatch.setenv("LOCAL_MCP_PORT", str(port))
+def _no_make_local(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The local services' state files are where nothing runs: a `make local` on this machine must not join."""
+    monkeypatch.setenv("LOCAL_AGENT_DATA_DIR", str(tmp_path / "no-agent"))
+    monkeypatch.setenv("LOCAL_MCP_DATA_DIR", str(tmp_path / "no-mcp"))
 
 
 @pytest.fixture(scope="module")
-def agent_url(local_hindsight: Any, token_issuer: TokenIssuer, tmp_path_factory: pytest.TempPathFactory) -> Any:
+def local_agent(
+    local_hindsight: Any, token_issuer: TokenIssuer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[LocalAgent]:
+    """The agent as ``make local`` runs it (a background process with its state file), on a port not the default."""
     agent = LocalAgent(tmp_path_factory.mktemp("smoke-agent"))
-    url = agent.start(hindsight_url=local_hindsight.url, issuer_url=token_issuer.issuer, port=free_port())
-    yield url
+    agent.start(hindsight_url=local_hindsight.url, issuer_url=token_issuer.issuer, port=free_port())
+    yield agent
     agent.stop()
+
+
+@pytest.fixture(scope="module")
+def agent_url(local_agent: LocalAgent) -> str:
+    assert local_agent.url is not None
+    return local_agent.url
 
 
 @pytest.fixture(scope="module")
@@ -72,20 +82,65 @@ def test_smoke_passes_through_the_agent_and_over_mcp_and_prints_each_step(
     )
 
 
-def test_without_an_mcp_server_the_mcp_steps_are_skipped_and_said_so(
-    agent_url: str, token_issuer: TokenIssuer, refused_url: str
+def test_smoke_finds_the_local_services_where_make_local_moved_them(
+    local_agent: LocalAgent,
+    local_hindsight: Any,
+    token_issuer: TokenIssuer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # GIVEN make local's agent and MCP server on ports moved off the defaults (LOCAL_AGENT_PORT, LOCAL_MCP_PORT in the
+    # shell that ran make local, not in this one), each recorded in its state file
+    mcp = LocalMcpServer(tmp_path / "mcp")
+    mcp_url = mcp.start(hindsight_url=local_hindsight.url, issuer_url=token_issuer.issuer, port=free_port())
+    try:
+        monkeypatch.setenv("LOCAL_AGENT_DATA_DIR", str(local_agent.data_dir))
+        monkeypatch.setenv("LOCAL_MCP_DATA_DIR", str(mcp.data_dir))
+        # WHEN the smoke runs with no URL given
+        out = io.StringIO()
+        code = main(["--local", "--recall-timeout", "90"], out=out, mint=token_issuer.mint)
+    finally:
+        mcp.stop()
+    # THEN it tests both, where they really are
+    report = out.getvalue()
+    assert code == 0, report
+    assert f"smoke: the local agent at {local_agent.url} (" in report
+    assert f"smoke: then over MCP, the MCP server at {mcp_url}" in report
+    assert urllib.parse.urlsplit(mcp_url).port != 8891
+    assert "[5/5] user B over MCP (recall): must not recall it ... ok in" in report
+    assert "through the agent and over MCP" in report.rstrip().splitlines()[-1]
+
+
+def test_without_an_mcp_server_the_smoke_fails_before_it_starts(agent_url: str, token_issuer: TokenIssuer) -> None:
     out = io.StringIO()
-    code = main(["--local", "--agent-url", agent_url, "--recall-timeout", "90"], out=out, mint=token_issuer.mint)
+    code = main(["--local", "--agent-url", agent_url], out=out, mint=token_issuer.mint)
+    assert code == 2
+    assert out.getvalue() == (
+        "SMOKE SETUP FAILED: no local MCP server is running (none recorded in "
+        f"{os.environ['LOCAL_MCP_DATA_DIR']}/mcp.json; make local starts it): pass --mcp-url, or --skip-mcp to test "
+        "the agent only\n"
+    )
+
+
+def test_skip_mcp_tests_the_agent_only_and_says_so(agent_url: str, token_issuer: TokenIssuer) -> None:
+    out = io.StringIO()
+    args = ["--local", "--agent-url", agent_url, "--skip-mcp", "--recall-timeout", "90"]
+    code = main(args, out=out, mint=token_issuer.mint)
     report = out.getvalue()
     assert code == 0, report
     assert "[3/3] user B, session 3: must not recall it ... ok in" in report
-    skipped = (
-        f"MCP: nothing answers at {refused_url}/mcp (make local starts the MCP server; or pass --mcp-url), skipped"
-    )
-    assert f"\n{skipped}\n" in report
+    assert "\nMCP: skipped (--skip-mcp)\n" in report
     assert "over MCP" not in report
     assert report.rstrip().splitlines()[-1].startswith("SMOKE PASSED: memory carries across sessions")
+
+
+def test_without_a_local_agent_the_smoke_fails_before_it_starts(token_issuer: TokenIssuer) -> None:
+    out = io.StringIO()
+    assert main(["--local", "--skip-mcp"], out=out, mint=token_issuer.mint) == 2
+    assert out.getvalue() == (
+        "SMOKE SETUP FAILED: no local agent is running (none recorded in "
+        f"{os.environ['LOCAL_AGENT_DATA_DIR']}/agent.json): start the services with make local, or pass --agent-url\n"
+    )
 
 
 def test_an_explicit_mcp_url_that_refuses_connections_fails_the_smoke_naming_it(
@@ -108,7 +163,7 @@ def test_a_token_the_agent_refuses_fails_the_smoke_and_says_where_to_look(
 ) -> None:
     out = io.StringIO()
     code = main(
-        ["--local", "--agent-url", agent_url, "--agent-log", "/x/agent.log"],
+        ["--local", "--agent-url", agent_url, "--agent-log", "/x/agent.log", "--skip-mcp"],
         out=out,
         mint=lambda user: token_issuer.mint(user, ttl=-3600),  # expired: refused with 401
     )
@@ -121,7 +176,7 @@ def test_a_token_the_agent_refuses_fails_the_smoke_and_says_where_to_look(
 
 def test_an_unreachable_agent_fails_the_smoke(refused_url: str, token_issuer: TokenIssuer) -> None:
     out = io.StringIO()
-    assert main(["--local", "--agent-url", refused_url], out=out, mint=token_issuer.mint) == 1
+    assert main(["--local", "--agent-url", refused_url, "--skip-mcp"], out=out, mint=token_issuer.mint) == 1
     assert "cannot reach the agent" in out.getvalue()
 
 

@@ -15,7 +15,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
 #: Folders whose README.md is part of the documentation.
-PACKAGES = ("infra", "hindsight_isolation", "layers/memory_adapter", "examples/strands_agent")
+PACKAGES = (
+    "infra",
+    "hindsight_isolation",
+    "layers/memory_adapter",
+    "examples/strands_agent",
+    "examples/langgraph_agent",
+)
 #: The markdown a reader follows links in: the README, the docs pages and the package READMEs.
 PAGES = sorted(
     {ROOT / "README.md", ROOT / "BENCHMARKS.md", *ROOT.glob("docs/*.md")} | {ROOT / d / "README.md" for d in PACKAGES}
@@ -79,3 +85,58 @@ def test_the_readme_links_every_docs_page() -> None:
     readme = (ROOT / "README.md").read_text()
     missing = [p.name for p in ROOT.glob("docs/*.md") if f"(docs/{p.name})" not in readme]
     assert missing == []
+
+
+def headings(text: str) -> list[str]:
+    """The headings of ``text`` as written (outside code fences)."""
+    body = re.sub(r"^```.*?^```", "", text, flags=re.DOTALL | re.MULTILINE)
+    return [m.group(1) for m in map(HEADING.match, body.splitlines()) if m]
+
+
+def _words(text: str) -> set[str]:
+    """The significant words of a heading or a section's name: lower case, no markup, no small words."""
+    small = {"the", "a", "an", "and", "its", "of", "to", "in", "on"}
+    return {w.rstrip("s") for w in re.sub(r"[^\w\s-]", " ", text.lower()).split()} - small
+
+
+def contents() -> list[tuple[Path, str]]:
+    """The README's Contents table: (page, what the row says it covers)."""
+    section = (ROOT / "README.md").read_text().split("\n## Contents\n", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| \[[^\]]+\]\(([^)#]+)\) \| (.+?) \|$", section, re.MULTILINE)
+    return [(ROOT / path, cell) for path, cell in rows]
+
+
+def missing_sections(page: Path, cell: str) -> list[str]:
+    """The sections a Contents row lists in parentheses ("Memory administration (export, forget, ...)") that are
+    neither a heading nor a bold lead-in of ``page`` (a backquoted setting names no section)."""
+    text = page.read_text()
+    titles = [_words(t) for t in headings(text) + re.findall(r"^(?:- )?\*\*(.+?)\*\*", text, re.MULTILINE)]
+    named = [item.strip() for group in re.findall(r"\w \(([^)]+)\)", cell) for item in group.split(",")]
+    return [item for item in named if not item.startswith("`") and not any(_words(item) <= t for t in titles)]
+
+
+def test_the_contents_table_names_only_sections_that_exist() -> None:
+    rows = contents()
+    assert len(rows) >= 14
+    assert {page.name for page, _ in rows} >= {p.name for p in ROOT.glob("docs/*.md")}
+    assert [(page.name, missing_sections(page, cell)) for page, cell in rows if missing_sections(page, cell)] == []
+
+
+def test_a_section_the_contents_table_promises_and_the_page_lost_is_reported(tmp_path: Path) -> None:
+    page = tmp_path / "operating.md"
+    page.write_text("# Operating\n\n## Export\n\n## Import history\n\n- **A user**: `forget-user`\n\n## Back up\n")
+    cell = "Memory administration (export, import history, forget, back up), the dashboard"
+    assert missing_sections(page, cell) == ["forget"]
+
+
+def test_shell_examples_run_python_from_a_virtualenv() -> None:
+    """A bare ``python`` fails outside the virtualenv (this clone's modules are installed there only): every shell block
+    names the venv's interpreter (``pip`` may be another project's, as in "install the wheel in that project")."""
+    bare = [
+        f"{page.relative_to(ROOT)}: {line.strip()}"
+        for page in PAGES
+        for block in re.findall(r"^```(?:bash|sh|shell)\n(.*?)^```", page.read_text(), re.DOTALL | re.MULTILINE)
+        for line in block.splitlines()
+        if re.match(r"\s*python3? ", line)
+    ]
+    assert bare == []

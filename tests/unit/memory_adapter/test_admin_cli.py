@@ -4,6 +4,7 @@ the connection options are accepted after the action too. No server needed (a cl
 
 from __future__ import annotations
 
+import json
 import socket
 from pathlib import Path
 
@@ -27,9 +28,15 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
     return code, err
 
 
+@pytest.fixture(autouse=True)
+def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default --out (.local/admin, where --local writes its audit lines) lands in a temporary folder."""
+    monkeypatch.chdir(tmp_path)
+
+
 def _one_line(err: str) -> str:
-    lines = [line for line in err.splitlines() if line.strip() and not line.startswith("{")]  # audit lines are JSON
-    assert len(lines) == 1, err
+    lines = err.splitlines()
+    assert len(lines) == 1, err  # the error alone: no audit line before it
     assert "Traceback" not in err
     assert lines[0].startswith("error: ")
     return lines[0]
@@ -86,3 +93,22 @@ def test_a_down_hindsight_and_a_bad_limit_are_one_line(capsys: pytest.CaptureFix
     code, err = _run(capsys, *base, "--query", "my dog", "--limit", "0")
     assert code == 2
     assert "limit" in _one_line(err)
+
+
+def test_forget_user_without_confirm_names_the_option_and_audits_the_refusal_to_a_file(
+    capsys: pytest.CaptureFixture[str], key_file: Path, tmp_path: Path
+) -> None:
+    # GIVEN no --confirm (the refusal comes before Hindsight is asked anything)
+    out = tmp_path / "admin"
+    argv = ["--local", "--url", f"http://127.0.0.1:{_closed_port()}", "--operator-key-file", str(key_file)]
+    code, err = _run(capsys, *argv, "--out", str(out), "forget-user", "--user", "user-alex")
+    # THEN one line says how to confirm, and the audit line is in the audit file, not on the terminal
+    assert code == 2
+    assert _one_line(err) == (
+        "error: forgetting deletes every memory of user 'user-alex' for good: repeat the user id to confirm "
+        "(--confirm user-alex) to proceed (nothing was deleted)"
+    )
+    (line,) = (out / "audit.jsonl").read_text().splitlines()
+    record = json.loads(line)
+    assert (record["action"], record["outcome"], record["error"]) == ("forget-user", "refused", "ConfirmationError")
+    assert record["principal"].startswith("local:")

@@ -4,7 +4,9 @@ Deployed, it calls the admin function (its IAM-authorized function URL, the stac
 signed with your AWS credentials by botocore: the function logs your principal). With ``--local`` it talks straight
 to a local Hindsight (``make hindsight-start``: operator key from ``.local/hindsight/operator-key``) and writes
 artifacts under ``.local/admin/``. The connection options (``--local``, ``--function-url``, ``--url``...) go before or
-after the action. Every error is one line on stderr saying what to do, with exit code 2.
+after the action. Every error is one line on stderr saying what to do, with exit code 2. A ``forget-memory`` preview
+ends with the command that carries it out (``--confirm <digest>``). With ``--local`` the audit lines go to
+``<out>/audit.jsonl`` (deployed, the admin function logs them).
 
 Examples::
 
@@ -24,10 +26,14 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import getpass
 import json
+import logging
 import os
+import shlex
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final, NoReturn
 
@@ -161,6 +167,36 @@ def _run_import(args: argparse.Namespace) -> dict[str, Any]:
         raise AdminError(f"{exc}: is Hindsight up at {args.url}? (make hindsight-start)") from exc
 
 
+@contextlib.contextmanager
+def _audit_to_file(out: Path) -> Iterator[None]:
+    """Send the admin logger's audit lines to ``<out>/audit.jsonl`` while the action runs (and not to the terminal,
+    where Python's last-resort handler would print a refusal's line before its error)."""
+    out.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(out / "audit.jsonl", encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    logger = logging.getLogger("memory_adapter.admin")
+    level, propagate = logger.level, logger.propagate
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+        logger.propagate = propagate
+        handler.close()
+
+
+def _confirm_command(argv: list[str], result: dict[str, Any]) -> str | None:
+    """The command that carries out a ``forget-memory`` preview exactly (``None``: nothing to confirm, or refused)."""
+    if not result.get("preview") or not result.get("matched") or "REFUSED" in str(result.get("summary", "")):
+        return None
+    python = os.path.relpath(sys.executable)
+    shown = python if not python.startswith("..") else sys.executable
+    return shlex.join([shown, "-m", "memory_adapter.admin", *argv, "--confirm", str(result["confirmation"])])
+
+
 def _run_local(args: argparse.Namespace, request: dict[str, Any]) -> dict[str, Any]:
     from memory_adapter.admin.actions import AdminDeps, run_action
     from memory_adapter.admin.client import OperatorClient
@@ -175,7 +211,8 @@ def _run_local(args: argparse.Namespace, request: dict[str, Any]) -> dict[str, A
         raise InvalidRequestError(f"{source}: {exc}; give a JSON object of kind -> days (1-36500) or null") from exc
     deps = AdminDeps(OperatorClient(args.url, _operator_key(args)), DirectoryStore(args.out), rules)
     try:
-        return run_action(request, deps=deps, principal=f"local:{getpass.getuser()}")
+        with _audit_to_file(Path(args.out)):
+            return run_action(request, deps=deps, principal=f"local:{getpass.getuser()}")
     except HindsightUnavailableError as exc:
         raise AdminError(f"{exc}: is the local Hindsight up at {args.url}? (make hindsight-start)") from exc
 
@@ -212,6 +249,7 @@ def _run_remote(url: str, request: dict[str, Any]) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one action; print its JSON result (exit 0), or one line saying what is wrong (exit 2)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = _parser().parse_args(argv)
     request = _request(args)
     try:
@@ -230,6 +268,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {_one_line(exc)}", file=sys.stderr)
         return 2
     print(json.dumps(result, indent=2, sort_keys=True, ensure_ascii=False, default=str))
+    confirm = _confirm_command(argv, result) if args.action == "forget-memory" else None
+    if confirm:
+        print(f"to forget exactly this, run:\n  {confirm}", file=sys.stderr)
     return 0
 
 

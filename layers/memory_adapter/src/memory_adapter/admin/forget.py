@@ -20,6 +20,7 @@ if the plan is still exactly what was previewed.
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
@@ -66,8 +67,8 @@ def forget_user(
         raise InvalidRequestError("forget a user: name the user (a whole tenant is not forgotten in one call)")
     if confirm != subject.user:
         raise ConfirmationError(
-            f"forgetting deletes every memory of user {subject.user!r} for good: repeat the user id as the "
-            "confirmation to proceed (nothing was deleted)"
+            f"forgetting deletes every memory of user {subject.user!r} for good: repeat the user id to confirm "
+            f"(--confirm {shlex.quote(subject.user)}) to proceed (nothing was deleted)"
         )
     started = now or datetime.now(UTC)
     banks = subject_banks(client, subject)

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["UNAUTHORIZED", "BodyGuard", "Gate", "error_response", "unauthorized_response"]
+__all__ = ["UNAUTHORIZED", "BodyGuard", "Gate", "body_problem", "error_response", "unauthorized_response"]
 
 #: Checks an ``/invocations`` request's raw headers before its body is read: the answer to send instead (the uniform
 #: 401), or ``None`` to go on. So an unauthenticated caller learns nothing from the body checks either.
@@ -24,6 +24,21 @@ UNAUTHORIZED = {"error": "unauthorized", "code": "unauthorized"}
 def error_response(status: int, error: str, code: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
     """A small JSON error body ``{"error", "code"}``."""
     return JSONResponse({"error": error, "code": code}, status_code=status, headers=headers)
+
+
+def body_problem(body: bytes) -> str | None:
+    """Why ``body`` is no JSON text, in words that say which (``None``: it is one): not UTF-8, or not JSON."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"the request body is not UTF-8 text (at byte offset {exc.start}): send JSON encoded as UTF-8"
+    try:
+        json.loads(text)
+    except RecursionError:
+        return "the request body is nested too deeply: send a JSON object"
+    except ValueError as exc:
+        return f"the request body is not JSON ({getattr(exc, 'msg', exc)}): send a JSON object"
+    return None
 
 
 def unauthorized_response(*, bearer: bool) -> JSONResponse:
@@ -67,10 +82,9 @@ class BodyGuard:
                     scope, receive, send
                 )
                 return
-        try:
-            json.loads(bytes(body))
-        except (ValueError, RecursionError):
-            await error_response(400, "the request body must be a JSON object", "bad_request")(scope, receive, send)
+        problem = body_problem(bytes(body))
+        if problem is not None:
+            await error_response(400, problem, "bad_request")(scope, receive, send)
             return
         replayed = False
 

@@ -114,7 +114,9 @@ class HindsightMemoryHooks:
         human = _last_human(messages)
         if turn is None or human is None or not isinstance(last, AIMessage) or last.tool_calls:
             return
-        answer = answer_to_retain(_tool_calls_since(messages, human), _text(last))  # None: the run wrote memory
+        calls = _tool_calls_since(messages, human)
+        memory_report(context).tools = [name for name, _ in calls]
+        answer = answer_to_retain(calls, _text(last))  # None: the run wrote memory
         if answer and self._memory.retain(turn, query=_text(human), result=answer) is None:
             memory_report(context).degraded = True
 

@@ -8,7 +8,7 @@ mutable mapping also receives the :class:`MemoryReport` of the run. Nothing here
 from __future__ import annotations
 
 from collections.abc import Mapping, MutableMapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from memory_adapter.agentcore.memory import MEMORY_TURN_KEY, MemoryTurn
@@ -21,14 +21,20 @@ MEMORY_REPORT_KEY = "memory_report"
 
 @dataclass(slots=True)
 class MemoryReport:
-    """What memory did for one run (the reference agent's ``{"recalled", "degraded"}``)."""
+    """What memory did for one run (the reference agent's ``{"recalled", "degraded"[, "tools"]}``)."""
 
     recalled: int = 0
     degraded: bool = False
+    #: The memory tools the model called in this run, in order (failed calls included).
+    tools: list[str] = field(default_factory=list)
 
     def body(self) -> dict[str, Any]:
-        """The reference agent's ``memory`` field: ``{"recalled": n, "degraded": bool}``."""
-        return {"recalled": self.recalled, "degraded": self.degraded}
+        """The reference agent's ``memory`` field: ``{"recalled": n, "degraded": bool}``, with ``"tools"`` (the memory
+        tools the model called) when it called any."""
+        body: dict[str, Any] = {"recalled": self.recalled, "degraded": self.degraded}
+        if self.tools:
+            body["tools"] = list(self.tools)
+        return body
 
 
 def find_turn(state: object) -> MemoryTurn | None:

@@ -17,10 +17,10 @@ never sees or sets it). Without one there is no memory: nothing is recalled or r
 
 Example:
     >>> hooks = HindsightMemoryHooks(memory)                    # memory: memory_adapter.agentcore.AgentCoreMemory
-    >>> agent = Agent(model=BedrockModel(model_id=...), hooks=[hooks])
+    >>> agent = Agent(model=BedrockModel(model_id=...), hooks=[hooks], callback_handler=None)  # nothing to stdout
     >>> state = turn.state()                                    # turn: AgentCoreMemory.authenticate(context)
     >>> result = await agent.invoke_async(prompt, invocation_state=state)
-    >>> memory_report(state).body()                             # {"recalled": 2, "degraded": False}
+    >>> memory_report(state).body()                             # {"recalled": 2, "degraded": False[, "tools": [...]]}
 """
 
 from __future__ import annotations
@@ -119,6 +119,8 @@ class HindsightMemoryHooks(HookProvider):
             return
         if pending.injected:
             event.agent.system_prompt = pending.saved_prompt
+        if isinstance(tools, TurnTools):
+            pending.report.tools = [call.name for call in tools.calls]
         result = event.result
         if result is None or result.stop_reason not in _RETAINED_STOP_REASONS:
             return

@@ -11,7 +11,11 @@ import re
 from collections.abc import Sequence
 from typing import Any, Final
 
-__all__ = ["echo_answer", "echo_tool_answer", "echo_tool_call"]
+__all__ = ["NOTHING_RECALLED", "echo_answer", "echo_tool_answer", "echo_tool_call"]
+
+#: What the stand-in says when recall brought nothing for this message. Only that: the user may well have memories
+#: (recall returns what is relevant to the message, and a user who has memories can get none for an unrelated one).
+NOTHING_RECALLED: Final = "(Nothing relevant to this message was recalled from earlier conversations.)"
 
 #: The stand-in's deterministic tool use: a prompt starting with one of these calls the tool (case-insensitive).
 _ECHO_COMMANDS: Final = (
@@ -60,7 +64,7 @@ def echo_tool_call(prompt: str) -> tuple[str, dict[str, Any]] | None:
 
 def echo_answer(prompt: str, *, memories: str, earlier: Sequence[str] = ()) -> str:
     """The stand-in's answer: ``You said: <prompt>``, what the user said earlier in this session, and the recalled
-    ``memories`` (already formatted), or that it has none."""
+    ``memories`` (already formatted), or that recall brought none (:data:`NOTHING_RECALLED`)."""
     lines = [f"You said: {prompt.strip()}"]
     if earlier:
         lines.append("Earlier in this session you said:")
@@ -69,7 +73,7 @@ def echo_answer(prompt: str, *, memories: str, earlier: Sequence[str] = ()) -> s
         lines.append("From earlier conversations I remember:")
         lines.append(memories.strip())
     elif not earlier:
-        lines.append("(I have no memories of you yet.)")
+        lines.append(NOTHING_RECALLED)
     return "\n".join(lines)
 
 
