@@ -168,6 +168,8 @@ _COMMON_VERBS = frozenset(
     """.split()  # noqa: SIM905 (a word list reads best as words)
 )
 _MIN_PAST_TENSE = 5
+#: Words a statement needs before a joint to be a clause of its own (subject, verb, object or complement).
+_MIN_CLAUSE_WORDS = 3
 
 JSON = dict[str, Any]
 
@@ -377,7 +379,9 @@ def clauses(sentence: str) -> list[str]:
     for joint, part in zip(pieces[1::2], pieces[2::2], strict=True):
         words = part.split()
         first = words[0].lower().strip(",") if words else ""
-        if len(words) >= _MIN_FACT_WORDS and first in _SUBJECTS:
+        if len(out[-1].split()) < _MIN_CLAUSE_WORDS:  # "Ulla and I are ...", "My wife and I moved ...": one subject
+            out[-1] = out[-1] + joint + part
+        elif len(words) >= _MIN_FACT_WORDS and first in _SUBJECTS:
             out.append(part[:1].upper() + part[1:])
         elif (
             len(words) >= _MIN_FACT_WORDS

@@ -308,6 +308,8 @@ def test_statements_joined_in_one_sentence_are_separate_facts():
             "I started a new job.",
         ],
         "Salt and pepper are on the table.": ["Salt and pepper are on the table."],
+        "Ulla and I are training for a race.": ["Ulla and I are training for a race."],
+        "My wife and I moved to Lisbon.": ["My wife and I moved to Lisbon."],
     }
     for sentence, expected in cases.items():
         assert [f["what"] for f in extract_facts(f"User: {sentence}")] == expected, sentence

@@ -99,6 +99,6 @@ def test_hard_wrapped_prose_is_joined_into_its_paragraphs_and_lists_stay_lines()
         "User: My server room is in the basement of the old building next to the fuse box.",
         "User: Shopping list",
         "User: milk",
-        "User: - egg",
+        "User: - eggs",
         "Assistant: ok",
     ]
