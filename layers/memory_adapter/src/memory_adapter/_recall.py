@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from memory_adapter._hindsight_api import HindsightApi
 from memory_adapter.budget import fit_to_budget
+from memory_adapter.currency import current_first
 from memory_adapter.exceptions import HindsightRequestError, HindsightUnavailableError
 from memory_adapter.formatting import MemoryFormatter, RecalledMemory, ReflectAnswer
 from memory_adapter.observability import Metric, Observer, logger, short_hash
@@ -133,7 +134,8 @@ def recalled(
     """The turn's recollection of ``memories``, counted and logged."""
     # Hindsight's max_tokens counts the memories' text only; the block the model reads (delimiters, notice,
     # tags, dates) must stay within the budget too.
-    memories = fit_to_budget(memories, formatter, max_tokens)
+    # A memory a later statement superseded follows it, marked (memory_adapter.currency), before the budget cut.
+    memories = fit_to_budget(current_first(memories), formatter, max_tokens)
     latency = (time.perf_counter() - started) * 1000
     text = formatter(memories) if memories else ""
     observer.latency(Metric.RECALL_LATENCY, latency)
