@@ -21,7 +21,13 @@ def test_statements_of_one_attribute_are_read_in_the_first_and_the_third_person(
     # a being has many attributes at once, and a statement of no such form is none
     assert statement_of("My sister is a nurse.") is None
     assert statement_of("My sister is visiting next week.") is None
-    assert statement_of("I love hiking.") is None
+    assert statement_of("Anna loves hiking.") is None
+    # a preference in a context, and any statement of the user's own that a negation ends
+    assert statement_of("These days I prefer black coffee in the morning.") == Statement(
+        "i", "prefers in the morning", "black coffee"
+    )
+    assert statement_of("I volunteer at the library.") == Statement("i", "volunteer at the library", "yes")
+    assert statement_of("I no longer volunteer at the library.") == Statement("i", "volunteer at the library", None)
 
 
 def test_the_current_statement_comes_first_and_the_stale_one_follows_it_marked() -> None:

@@ -12,8 +12,10 @@ subject** when it has one of these forms (general English, in the first or the t
 * a single-valued attribute: "<S>'s <attribute> is X" / "my <attribute> is X" ("my favourite colour is teal", "my
   phone number is ..."), where the attribute is not itself a person or an animal ("my sister is a nurse" says nothing
   that a later "my sister is in Rome" would replace),
+* a preference in a context: "<S> prefer(s) X in/for/when/... <context>" ("I prefer green tea in the morning"),
 * a negation of one of these ("I no longer live in Berlin", "I don't work at Acme anymore"): no new value, the old
-  one is over.
+  one is over; and of any other statement of the user's own ("I no longer volunteer at the library" ends "I volunteer
+  at the library").
 
 Discourse words that mark a correction or an update ("actually", "correction:", "now", "these days") are read past.
 Of two statements of the same subject and attribute with different values, the later one (``mentioned_at``) is
@@ -69,6 +71,14 @@ _RELATIONS: Final = (
         ),
     ),
 )
+_PREFERENCE: Final = re.compile(
+    _SUBJECT + r" " + _NEGATION + r"(?:prefer|prefers)\s+(?P<value>.+?)\s+"
+    r"(?P<context>(?:in|for|when|on|at|during|with|before|after)\s.+)$"
+)
+_HABIT: Final = re.compile(
+    _SUBJECT + r" (?P<negation>no longer |don't |do not |doesn't |does not |never )?(?P<rest>[a-z][a-z' ]+?)"
+    r"(?: any ?more)?$"
+)
 _ATTRIBUTE: Final = re.compile(
     r"(?P<subject>[Mm]y|[Oo]ur|[A-Z][a-zA-Z'-]+(?: [A-Z][a-zA-Z'-]+)?'s)\s+(?P<attribute>[a-z][a-z' -]{1,40}?)\s+"
     r"(?P<negation>is no longer |is not |isn't )?(?:is|are)\s+(?P<value>.+)$"
@@ -113,6 +123,10 @@ def statement_of(text: str) -> Statement | None:
         if match:
             value = None if match.group("negation") else match.group("value").strip().lower()
             return Statement(_subject(match.group("subject")), attribute, value)
+    match = _PREFERENCE.match(core)
+    if match:
+        value = None if match.group("negation") else match.group("value").strip().lower()
+        return Statement(_subject(match.group("subject")), "prefers " + match.group("context").lower(), value)
     match = _ATTRIBUTE.match(core)
     if match:
         name = match.group("attribute").strip()
@@ -120,7 +134,11 @@ def statement_of(text: str) -> Statement | None:
             return None
         value = None if match.group("negation") else match.group("value").strip().lower()
         return Statement(_subject(match.group("subject")), name, value)
-    return None
+    match = _HABIT.match(core)
+    if match is None or match.group("subject") not in ("I", "We", "we"):
+        return None
+    # "I volunteer at the library" / "I no longer volunteer at the library": the statement itself is the attribute.
+    return Statement(_subject(match.group("subject")), match.group("rest"), None if match.group("negation") else "yes")
 
 
 def _day(stamp: str | None) -> str:
