@@ -4,6 +4,7 @@ Examples:
     make eval                                          # the dev set, 2 conversations (ingest is the slow part)
     make eval EVAL_ARGS="--conversations 1 --questions 40"
     make eval EVAL_ARGS="--data synthetic"             # the generated set (what the tests run)
+    make eval EVAL_ARGS="--data updates"               # knowledge updates: what is current first? (eval.updates)
     make eval EVAL_ARGS="--url https://hindsight.internal --token $TOKEN --judge bedrock"
 
 Writes ``<out>/eval.json`` (aggregates only: no question, turn or answer text), ``eval.md`` (the tables) and
@@ -36,7 +37,7 @@ RESULTS = REPO / "bench" / "results"
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bench.eval", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", default=str(DEFAULT_DATA), help="a LoCoMo-format JSON file, or 'synthetic'")
+    parser.add_argument("--data", default=str(DEFAULT_DATA), help="a LoCoMo-format JSON file, 'synthetic' or 'updates'")
     parser.add_argument("--audit", help="evidence corrections (default: <data dir>/locomo-dev-audit-errors.json)")
     parser.add_argument("--conversations", type=int, default=2, help="first N conversations (0: all; default 2)")
     parser.add_argument("--questions", type=int, default=0, help="first M questions per conversation (0: all)")
@@ -122,6 +123,10 @@ async def _run(args: argparse.Namespace, data: DataSet) -> dict[str, Any]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.data == "updates":  # the knowledge-update set: its own scenario and scores (bench.eval.updates)
+        from bench.eval.updates import main as updates
+
+        return updates(["--out", str(args.out)])
     unknown = {s.strip() for s in args.systems.split(",") if s.strip()} - set(SYSTEMS)
     if unknown:
         print(f"unknown system(s) {', '.join(sorted(unknown))}: pick from {', '.join(SYSTEMS)}", file=sys.stderr)
