@@ -138,7 +138,9 @@ def judge(texts: list[str], change: Change, block: str = "") -> dict[str, bool]:
         "current_found": current is not None,
         "current_first": current is not None and (stale is None or current < stale),
         "stale_found": stale is not None,
-        "stale_marked": stale is not None and f"{change.before} [" in block and "(superseded on" in block,
+        "stale_marked": any(
+            line.startswith(f"- {change.before} [") and "(superseded on" in line for line in block.splitlines()
+        ),
     }
 
 
