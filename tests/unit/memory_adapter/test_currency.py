@@ -55,3 +55,17 @@ def test_a_correction_and_a_negation_supersede_too() -> None:
     assert [(m.text[-7:], m.superseded_on) for m in ordered] == [("0160 2.", None), ("0151 1.", "2026-03-02")]
     ordered = current_first([_m("I work at Acme.", 1), _m("I don't work at Acme anymore.", 4)])
     assert ordered[1].superseded_on == "2026-03-04"
+
+
+def test_a_later_statement_said_in_other_words_is_searched_for_and_added() -> None:
+    from memory_adapter.currency import CHANGE_QUERIES, follow_up_queries, with_later
+
+    acme, tea = _m("I work at Acme.", 1), _m("I like tea.", 2)
+    # GIVEN the question's search found the old employer only: one more search, for how a change of employer is said
+    assert follow_up_queries([acme, tea]) == [CHANGE_QUERIES["works at"]]
+    assert follow_up_queries([tea, _m("My phone number is 1.", 3)]) == []  # said in the same words: found already
+    # WHEN it finds the later statement (and unrelated ones), THEN only that is added, and current_first places it
+    globex, cello = _m("I joined Globex this month.", 20), _m("I am learning the cello.", 9)
+    merged = with_later([acme, tea], [globex, cello, acme])
+    assert merged == [acme, tea, globex]
+    assert [m.text for m in current_first(merged)][:2] == ["I joined Globex this month.", "I work at Acme."]

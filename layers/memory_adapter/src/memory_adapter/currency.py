@@ -18,10 +18,12 @@ subject** when it has one of these forms (general English, in the first or the t
   at the library").
 
 Discourse words that mark a correction or an update ("actually", "correction:", "now", "these days") are read past.
-Of two statements of the same subject and attribute with different values, the later one (``mentioned_at``) is
-current: it takes the better of the two ranks, and the earlier one follows it, marked with the date it was
-superseded (:attr:`~memory_adapter.formatting.RecalledMemory.superseded_on`). A statement of no such form is left
-where it is; so is every memory when no two of them are about the same attribute.
+A relation whose change is said in other words than its state ("I joined Globex" after "I work at Acme") is also
+searched for once more (:data:`CHANGE_QUERIES`, :func:`with_later`), since the search for the question may miss the
+later statement. Of two statements of the same subject and attribute with different values, the later one
+(``mentioned_at``) is current: it takes the better of the two ranks, and the earlier one follows it, marked with the
+date it was superseded (:attr:`~memory_adapter.formatting.RecalledMemory.superseded_on`). A statement of no such form
+is left where it is; so is every memory when no two of them are about the same attribute.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from typing import Final
 
 from memory_adapter.formatting import RecalledMemory
 
-__all__ = ["Statement", "current_first", "statement_of"]
+__all__ = ["CHANGE_QUERIES", "Statement", "current_first", "follow_up_queries", "statement_of", "with_later"]
 
 #: Openers that mark a correction or an update, read past ("Actually, my number is ...").
 _OPENERS: Final = re.compile(
@@ -92,6 +94,15 @@ _BEINGS: Final = frozenset(
     """.split()  # noqa: SIM905 (a word list reads best as words)
 )
 _VERBISH: Final = re.compile(r"^(?:\w+ing|\w+ed|going|not|so|very|really|too|also)\b")
+
+
+#: What to search for the later statement of a relation whose change is said in other words than its state ("I
+#: joined Globex" for "I work at Acme"): the search for the question may well not find it.
+CHANGE_QUERIES: Final = {
+    "lives in": "moved to, relocated to, lives in",
+    "works as": "started a new job as, works as",
+    "works at": "joined, started working at, works at",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,4 +186,27 @@ def current_first(memories: Sequence[RecalledMemory]) -> list[RecalledMemory]:
         for older in sorted(stale_of.get(lead, ()), key=lambda i: memories[i].mentioned_at or "", reverse=True):
             out.append(replace(memories[older], superseded_on=on))
             placed.add(older)
+    return out
+
+
+def follow_up_queries(memories: Sequence[RecalledMemory]) -> list[str]:
+    """The searches (:data:`CHANGE_QUERIES`) for later statements of the relations ``memories`` state."""
+    read = (statement_of(m.text) for m in memories)
+    return [CHANGE_QUERIES[a] for a in sorted({s.attribute for s in read if s and s.attribute in CHANGE_QUERIES})]
+
+
+def with_later(memories: Sequence[RecalledMemory], found: Sequence[RecalledMemory]) -> list[RecalledMemory]:
+    """``memories``, then those of ``found`` that state another value of an attribute of a subject ``memories``
+    already state (a later statement the first search missed), not already there; :func:`current_first` places
+    them."""
+    keys = {(s.subject, s.attribute) for s in (statement_of(m.text) for m in memories) if s is not None}
+    seen = {m.id or m.text for m in memories}
+    out = list(memories)
+    for memory in found:
+        statement = statement_of(memory.text)
+        key = memory.id or memory.text
+        if statement is None or (statement.subject, statement.attribute) not in keys or key in seen:
+            continue
+        out.append(memory)
+        seen.add(key)
     return out
