@@ -5,6 +5,7 @@ Examples:
     make eval EVAL_ARGS="--conversations 1 --questions 40"
     make eval EVAL_ARGS="--data synthetic"             # the generated set (what the tests run)
     make eval EVAL_ARGS="--data updates"               # knowledge updates: what is current first? (eval.updates)
+    make eval EVAL_ARGS="--conversations 0 --ingest bulk"   # all conversations, ingested in bulk (bench.eval.ingest)
     make eval EVAL_ARGS="--url https://hindsight.internal --token $TOKEN --judge bedrock"
 
 Writes ``<out>/eval.json`` (aggregates only: no question, turn or answer text), ``eval.md`` (the tables) and
@@ -61,6 +62,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--judge", choices=("none", "bedrock", "openai"), default="none", help="score answers too")
     parser.add_argument("--judge-model", help="the answering and judging model (Bedrock model id or OpenAI name)")
     parser.add_argument("--judge-url", help="OpenAI-compatible base URL for --judge openai (e.g. the stand-in)")
+    parser.add_argument(
+        "--ingest",
+        choices=("turns", "bulk"),
+        default="turns",
+        help="turns: each turn as the agent retains it (the per-turn pace); bulk: many per request, banks in parallel",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS, help="output directory (default bench/results)")
     parser.add_argument("--name", default="eval", help="output file stem (default eval)")
     return parser
@@ -116,7 +123,9 @@ async def _run(args: argparse.Namespace, data: DataSet) -> dict[str, Any]:
             from bench.eval.judge import Judge, make_llm
 
             judge = Judge(make_llm(args.judge, model=args.judge_model, base_url=args.judge_url))
-        results = await evaluate(data, target, helper, systems=systems, log=_log, variants=variants, judge=judge)
+        results = await evaluate(
+            data, target, helper, systems=systems, log=_log, variants=variants, judge=judge, bulk=args.ingest == "bulk"
+        )
         results["hindsight"] = server
     return results
 
