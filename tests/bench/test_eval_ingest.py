@@ -23,8 +23,9 @@ def _memories(run: Evaluation, bank_id: str) -> set[tuple[str | None, str]]:
 async def test_bulk_ingest_stores_what_the_turn_by_turn_ingest_stores(local_hindsight: Any) -> None:
     # GIVEN two generated conversations
     data = synthetic(conversations=2, small_talk=1)
+    no_helper: Any = None  # the ingest needs no embedding helper
     run = Evaluation(
-        Target(local_hindsight.url, local_hindsight.operator_key), None, systems=["ours"], log=lambda _: None
+        Target(local_hindsight.url, local_hindsight.operator_key), no_helper, systems=["ours"], log=lambda _: None
     )
     try:
         # WHEN both are ingested in bulk, and the first again turn by turn into another bank
