@@ -7,9 +7,13 @@ answers every request the same way every time, derived only from what it was sen
 - **fact extraction** (a user message ending with ``Content:\n<text>``): what a real extractor keeps,
   the *user's* statements: when the content is a dialogue (lines opened by ``User:`` / ``Assistant:``, as
   retained turns are) only the user's lines count, so neither the assistant's answer nor the recalled
-  memories it quotes become facts; each distinct sentence of them becomes one ``world`` fact whose
-  ``what`` is that sentence, verbatim, except questions, one-word sentences ("Hi!", "Thanks."), small talk
+  memories it quotes become facts; each distinct statement of them becomes one ``world`` fact whose
+  ``what`` is that statement, verbatim, except questions, one-word sentences ("Hi!", "Thanks."), small talk
   ("Talk soon!") and memory commands ("forget ...", "recall ...", "list my memories"; "remember that X" keeps X).
+  A statement is a sentence, read as a real extractor reads one: a sentence wrapped across lines is one sentence
+  (:func:`unwrapped_lines`), never fragments; statements it joins ("I live in Berlin and work as a data engineer")
+  are separate facts (:func:`clauses`); a greeting that opens it is no part of it, and a self-introduction ("Hi,
+  I'm Alex.") is the fact it states, "My name is Alex." (:func:`as_introduction`).
   Where retrieval depends on it, it does what a real extractor does: entities are names and things
   (capitalised words that are not sentence openers, pronouns, interjections or calendar words: never "It",
   "Wow", "Thanks"); a line that names its speaker (``User: Maria: I ...``) gives self-contained facts
@@ -55,13 +59,16 @@ from localdev.stub_missions import keeps, mission_of
 __all__ = [
     "DEFAULT_EMBEDDING_DIMENSIONS",
     "LLMStub",
+    "as_introduction",
     "chat_completion",
+    "clauses",
     "entities_of",
     "event_date",
     "extract_facts",
     "hashed_embedding",
     "resolve_relative_date",
     "resolve_speaker",
+    "unwrapped_lines",
     "users_statements",
 ]
 
@@ -138,6 +145,31 @@ _RELATIVE = (
     (re.compile(r"\blast year\b", re.I), "year"),
 )
 _REQUEST_LOG_SIZE = 200
+#: A line at least this long that stops mid-sentence was wrapped (see :func:`unwrapped_lines`).
+_WRAPPED_LINE_CHARS = 40
+_GREETING = re.compile(
+    r"^(?:hi|hello|hey|hiya|howdy|greetings|good (?:morning|afternoon|evening))(?: there| everyone| all)?"
+    r"(?:[\s]*[,!.:;\u2014-]+\s*|\s+(?=I\b|I'm\b|[Mm]y\b|[Tt]his is\b|[Ii]t's\b)|\s*$)",
+    re.IGNORECASE,
+)
+_NAME = r"(?P<name>[A-Z][a-zA-Z'-]+(?: [A-Z][a-zA-Z'-]+)?)(?=\s*[,.!]|\s*$|\s+(?:and|from|here)\b)"
+_NAMED = re.compile(r"(?i:my name is|my name's|call me|i go by)\s+" + _NAME)
+_INTRODUCED = re.compile(r"(?i:i'm|i am|this is|it's)\s+" + _NAME)
+_CLAUSE_JOINT = re.compile(r"(,?\s+(?:and|but|while|whereas)\s+|;\s+)")
+_I_STATEMENT = re.compile(r"^(?:[A-Za-z]+,\s+)?I\s+[a-z]")
+#: Words that open a clause with a subject of its own.
+_SUBJECTS = frozenset("i i'm i've i'd i'll my we we're we've our he he's his she she's her they they're their".split())  # noqa: SIM905
+#: Common verbs of statements people make about themselves (a verb phrase after "and" continues an "I ..." statement).
+_COMMON_VERBS = frozenset(
+    """
+    am have has work works live lives like likes love loves prefer prefers hate own use study teach manage lead run
+    play speak drive need want enjoy go went got made make take took keep kept know knew write wrote read build
+    built sold bought left joined started moved grew spend spent visit visited
+    """.split()  # noqa: SIM905 (a word list reads best as words)
+)
+_MIN_PAST_TENSE = 5
+#: Words a statement needs before a joint to be a clause of its own (subject, verb, object or complement).
+_MIN_CLAUSE_WORDS = 3
 
 JSON = dict[str, Any]
 
@@ -231,7 +263,7 @@ def users_statements(content: str) -> str:
     parts = []
     for mark, following in zip(marks, [*marks[1:], None], strict=True):
         if mark.group(1) == "User":
-            parts.append(content[mark.end() : following.start() if following else len(content)])
+            parts.append(content[mark.end() : following.start() if following else len(content)].rstrip("\n"))
     return "\n".join(parts)
 
 
@@ -306,15 +338,94 @@ def _speaker_and_text(line: str) -> tuple[str | None, str]:
     return None, line
 
 
+def unwrapped_lines(text: str) -> list[str]:
+    """The lines of ``text`` with hard-wrapped sentences joined again, as a reader takes them: a line of at least
+    :data:`_WRAPPED_LINE_CHARS` characters that stops mid-sentence (no ``.!?:;`` at its end) and is followed by a
+    line that goes on in lower case or with a number is one sentence cut by a line break (a retained turn's long
+    lines are wrapped, and pasted text often is). Short lines, list items and headings stay lines of their own."""
+    lines: list[str] = []
+    for raw in text.split("\n"):
+        line = raw.strip()
+        previous = lines[-1] if lines else ""
+        if (
+            (line[:1].islower() or line[:1].isdigit())
+            and len(previous) >= _WRAPPED_LINE_CHARS
+            and not previous.endswith((".", "!", "?", ":", ";"))
+        ):
+            lines[-1] = f"{previous} {line}"
+        else:
+            lines.append(line)
+    return lines
+
+
+def _without_greeting(sentence: str) -> tuple[str, bool]:
+    """``sentence`` without a greeting that opens it ("Hi, I'm Alex." -> "I'm Alex."), and whether it had one."""
+    match = _GREETING.match(sentence)
+    if match is None:
+        return sentence, False
+    return sentence[match.end() :].strip(), True
+
+
+def clauses(sentence: str) -> list[str]:
+    """The statements ``sentence`` joins (", and", "but", ";"), each a sentence of its own, when what follows the
+    joint is a clause with its own subject ("... teal and my dog is called Pixel") or, after an "I ..." statement,
+    a verb phrase of the same subject ("I live in Berlin and work as a data engineer" -> "I work as a data
+    engineer."). A real extractor stores such statements as separate facts: they are about different things.
+    Anything else ("I like tea and coffee") stays one statement."""
+    pieces = _CLAUSE_JOINT.split(sentence)  # [clause, joint, clause, joint, clause, ...]
+    if len(pieces) == 1:
+        return [sentence]
+    out = [pieces[0]]
+    for joint, part in zip(pieces[1::2], pieces[2::2], strict=True):
+        words = part.split()
+        first = words[0].lower().strip(",") if words else ""
+        if len(out[-1].split()) < _MIN_CLAUSE_WORDS:  # "Ulla and I are ...", "My wife and I moved ...": one subject
+            out[-1] = out[-1] + joint + part
+        elif len(words) >= _MIN_FACT_WORDS and first in _SUBJECTS:
+            out.append(part[:1].upper() + part[1:])
+        elif (
+            len(words) >= _MIN_FACT_WORDS
+            and _I_STATEMENT.match(pieces[0])
+            and (first in _COMMON_VERBS or (len(first) >= _MIN_PAST_TENSE and first.endswith("ed")))
+        ):
+            out.append(f"I {part}")
+        else:
+            out[-1] = out[-1] + joint + part
+    if len(out) == 1:
+        return [sentence]
+    return [c if c.endswith((".", "!", "?")) else c.rstrip(",;") + "." for c in out]
+
+
+def as_introduction(statement: str, *, greeted: bool) -> str | None:
+    """A self-introduction ("my name is Alex", "call me Alex"; after a greeting also "I'm Alex", "this is Alex") as
+    the fact it states ("My name is Alex."), else None. "I'm Canadian" without a greeting is no introduction."""
+    match = _NAMED.match(statement) or (_INTRODUCED.match(statement) if greeted else None)
+    if match is None or match.group("name").split()[0].lower() in _NOT_ENTITIES:
+        return None
+    return "My name is " + statement[match.start("name") :]
+
+
+def _statements(text: str) -> Iterator[str]:
+    """The user's statements in one line: sentences, split into clauses, self-introductions read as names."""
+    greeted = False
+    for raw in _SENTENCE_SPLIT.split(text):
+        sentence, greeting = _without_greeting(raw.strip())
+        greeted = greeted or greeting
+        if not sentence:
+            continue
+        for clause in clauses(sentence):
+            yield as_introduction(clause, greeted=greeted) or clause
+
+
 def extract_facts(content: str, at: datetime | None = None, *, mission: str | None = None) -> list[JSON]:
     """One ``world`` fact per distinct statement of the user in ``content`` (see the module docstring); ``at`` is
     the turn's time, against which relative dates are resolved; ``mission`` the bank's retain mission."""
     facts: list[JSON] = []
     seen: set[str] = set()
-    for line in users_statements(content).split("\n"):
-        speaker, text = _speaker_and_text(line.strip())
-        for raw in _SENTENCE_SPLIT.split(text):
-            sentence = _as_fact(raw.strip())
+    for line in unwrapped_lines(users_statements(content)):
+        speaker, text = _speaker_and_text(line)
+        for statement in _statements(text):
+            sentence = _as_fact(statement)
             if sentence is None or not keeps(mission, sentence):
                 continue
             what = resolve_speaker(sentence, speaker) if speaker else sentence

@@ -4,6 +4,8 @@ Examples:
     make eval                                          # the dev set, 2 conversations (ingest is the slow part)
     make eval EVAL_ARGS="--conversations 1 --questions 40"
     make eval EVAL_ARGS="--data synthetic"             # the generated set (what the tests run)
+    make eval EVAL_ARGS="--data updates"               # knowledge updates: what is current first? (eval.updates)
+    make eval EVAL_ARGS="--conversations 0 --ingest bulk"   # all conversations, ingested in bulk (bench.eval.ingest)
     make eval EVAL_ARGS="--url https://hindsight.internal --token $TOKEN --judge bedrock"
 
 Writes ``<out>/<name>.json`` (aggregates only: no question, turn or answer text), ``<name>.md`` (the tables) and
@@ -39,7 +41,7 @@ RESULTS = REPO / "bench" / "results"
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bench.eval", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", default=str(DEFAULT_DATA), help="a LoCoMo-format JSON file, or 'synthetic'")
+    parser.add_argument("--data", default=str(DEFAULT_DATA), help="a LoCoMo-format JSON file, 'synthetic' or 'updates'")
     parser.add_argument("--audit", help="evidence corrections (default: <data dir>/locomo-dev-audit-errors.json)")
     parser.add_argument("--conversations", type=int, default=2, help="first N conversations (0: all; default 2)")
     parser.add_argument("--questions", type=int, default=0, help="first M questions per conversation (0: all)")
@@ -63,6 +65,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--judge", choices=("none", "bedrock", "openai"), default="none", help="score answers too")
     parser.add_argument("--judge-model", help="the answering and judging model (Bedrock model id or OpenAI name)")
     parser.add_argument("--judge-url", help="OpenAI-compatible base URL for --judge openai (e.g. the stand-in)")
+    parser.add_argument(
+        "--ingest",
+        choices=("turns", "bulk"),
+        default="turns",
+        help="turns: each turn as the agent retains it (the per-turn pace); bulk: many per request, banks in parallel",
+    )
     parser.add_argument(
         "--out", type=Path, help="output directory (default bench/results/eval/<data set>: one folder per data set)"
     )
@@ -143,13 +151,24 @@ async def _run(args: argparse.Namespace, data: DataSet) -> dict[str, Any]:
             from bench.eval.judge import Judge, make_llm
 
             judge = Judge(make_llm(args.judge, model=args.judge_model, base_url=args.judge_url))
-        results = await evaluate(data, target, helper, systems=systems, log=_log, variants=variants, judge=judge)
+        results = await evaluate(
+            data, target, helper, systems=systems, log=_log, variants=variants, judge=judge, bulk=args.ingest == "bulk"
+        )
         results["hindsight"] = server
     return results
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.data == "updates":  # the knowledge-update set: its own scenario and scores (bench.eval.updates)
+        from bench.eval.updates import main as updates
+
+        out = args.out or RESULTS / "eval" / "updates"
+        existing = out / "eval-updates.json"
+        if existing.exists() and not args.replace:
+            print(f"{existing} exists (earlier results): pass --out <another folder>, or --replace", file=sys.stderr)
+            return 2
+        return updates(["--out", str(out)])
     unknown = {s.strip() for s in args.systems.split(",") if s.strip()} - set(SYSTEMS)
     if unknown:
         print(f"unknown system(s) {', '.join(sorted(unknown))}: pick from {', '.join(SYSTEMS)}", file=sys.stderr)

@@ -239,6 +239,23 @@ class Evaluation:
         self.log(f"    {conv.sample_id}: ingested {len(conv.turns)} turns in {wall:.0f} s")
         return caller
 
+    def ingest_in_bulk(self, conversations: Sequence[Conversation], suffix: str) -> list[Any]:
+        """Every conversation ingested at once, in bulk (:func:`bench.eval.ingest.bulk_ingest`); their callers."""
+        from bench.eval.ingest import bulk_ingest
+        from memory_adapter._hindsight_api import HindsightApi
+        from memory_adapter.identity import Caller
+        from memory_adapter.transport import HttpTransport
+
+        pairs = [
+            (c, Caller.of(user=f"eval-{c.sample_id}-{suffix}", agent=EVAL_AGENT, credential=self.target.credential))
+            for c in conversations
+        ]
+        api = HindsightApi(HttpTransport(self.target.url), timeout=120)
+        self.ingest += bulk_ingest(
+            self.adapter, api, self.admin, pairs, document_id=_document_id, ack=_ACK, log=self.log
+        )
+        return [caller for _, caller in pairs]
+
     def memory_turns(self, bank_id: str) -> dict[str, str]:
         """Every memory of the bank: id -> source turn, and text -> source turn (for the prior art's text block)."""
         mapping: dict[str, str] = {}
@@ -490,20 +507,25 @@ async def evaluate(
     log: Callable[[str], None],
     variants: Sequence[Variant] = (),
     judge: Judge | None = None,
+    bulk: bool = False,
 ) -> dict[str, Any]:
     """Ingest every conversation of ``data``, ask every question of every system (and variant), and score; with a
-    ``judge``, our injected block is also answered from and the answer judged (LoCoMo's LLM-judge protocol)."""
+    ``judge``, our injected block is also answered from and the answer judged (LoCoMo's LLM-judge protocol). With
+    ``bulk``, every conversation is ingested first, in bulk (:mod:`bench.eval.ingest`), instead of turn by turn."""
     run = Evaluation(target, helper, systems=systems, log=log, variants=variants, judge=judge)
     questions: list[Question] = []
     question_conv: list[int] = []
     suffix = uuid.uuid4().hex[:6]
+    callers: list[Any] = []
     try:
+        if bulk:
+            callers = run.ingest_in_bulk(data.conversations, suffix)
         for index, conv in enumerate(data.conversations):
             log(
                 f"==> [{index + 1}/{len(data.conversations)}] {conv.sample_id}: {len(conv.turns)} turns, "
                 f"{len(conv.questions)} questions"
             )
-            caller = await run.ingest_conversation(conv, f"eval-{conv.sample_id}-{suffix}")
+            caller = callers[index] if bulk else await run.ingest_conversation(conv, f"eval-{conv.sample_id}-{suffix}")
             started = time.perf_counter()
             await run.ask(conv, caller, conv.questions)
             await run.ask_variants(caller, conv.questions)

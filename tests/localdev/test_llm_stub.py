@@ -274,3 +274,68 @@ def test_other_relative_forms_resolve_to_the_days_meant():
     assert resolve_relative_date("last weekend", thursday) == (day(2023, 5, 20), day(2023, 5, 21))
     assert resolve_relative_date("last week", thursday) == (day(2023, 5, 18), day(2023, 5, 24))
     assert resolve_relative_date("nothing dated", thursday) is None
+
+
+def test_a_self_introduction_is_the_users_name():
+    # GIVEN introductions, with and without a greeting, and statements that only look like one
+    turns = {
+        "User: Hi, I'm Alex.\nAssistant: Nice to meet you, Alex. I'm your assistant, Sam.": ["My name is Alex."],
+        "User: Hello! I am Maria Lopez and I work as a nurse.": ["My name is Maria Lopez.", "I work as a nurse."],
+        "User: my name is Jo, from Leeds.": ["My name is Jo, from Leeds."],
+        "User: Call me Pat.": ["My name is Pat."],
+        "User: I'm Canadian.": ["I'm Canadian."],
+        "User: Hello world programs are fun to write.": ["Hello world programs are fun to write."],
+    }
+    for turn, expected in turns.items():
+        assert [f["what"] for f in extract_facts(turn)] == expected, turn
+    # AND a greeting does not hide the introduction from a mission that drops greetings
+    mission = "Keep lasting facts about the user. Do not keep greetings, thanks or small talk."
+    assert [f["what"] for f in extract_facts("User: Hi, I'm Alex.", mission=mission)] == ["My name is Alex."]
+    assert extract_facts("User: Hi, how are you?", mission=mission) == []
+
+
+def test_statements_joined_in_one_sentence_are_separate_facts():
+    cases = {
+        "I live in Berlin and work as a data engineer.": ["I live in Berlin.", "I work as a data engineer."],
+        "My favourite colour is teal and my dog is called Pixel.": [
+            "My favourite colour is teal.",
+            "My dog is called Pixel.",
+        ],
+        "I love hiking, but my wife prefers the beach.": ["I love hiking.", "My wife prefers the beach."],
+        "I like tea and coffee.": ["I like tea and coffee."],
+        "I moved from Berlin to Lisbon and started a new job.": [
+            "I moved from Berlin to Lisbon.",
+            "I started a new job.",
+        ],
+        "Salt and pepper are on the table.": ["Salt and pepper are on the table."],
+        "Ulla and I are training for a race.": ["Ulla and I are training for a race."],
+        "My wife and I moved to Lisbon.": ["My wife and I moved to Lisbon."],
+    }
+    for sentence, expected in cases.items():
+        assert [f["what"] for f in extract_facts(f"User: {sentence}")] == expected, sentence
+
+
+def test_a_sentence_wrapped_across_lines_is_one_fact_not_fragments():
+    # GIVEN a long pasted text whose lines were wrapped mid-sentence (as a retained turn's long lines may be)
+    sentences = [f"My server room {n} is in the basement next to the old boiler and the fuse box." for n in range(60)]
+    text = " ".join(sentences)
+    lines, line = [], ""
+    for word in text.split(" "):
+        if len(line) + len(word) + 1 > 75:
+            lines.append(line)
+            line = word
+        else:
+            line = f"{line} {word}".strip()
+    lines.append(line)
+    assert any(not ln.endswith(".") for ln in lines)
+    turn = "\n".join(f"User: {ln}" for ln in lines) + "\nAssistant: Noted."
+    # WHEN the stand-in extracts it
+    facts = [f["what"] for f in extract_facts(turn)]
+    # THEN each fact is one whole sentence; no fragment ("My server", "room 12 is in the") is a memory
+    assert facts == sentences
+    # AND short lines without an end mark (a list) stay separate
+    assert [f["what"] for f in extract_facts("User: Shopping list\nmilk and eggs\nfresh bread")] == [
+        "Shopping list",
+        "Milk and eggs",
+        "Fresh bread",
+    ]

@@ -1,7 +1,7 @@
 """The operator's forget-memory selects only what matches (the ``forget`` tool's rule) and never removes a memory the
 operator did not select, also when memories share a source turn; through ``run_action`` and through the CLI.
 
-Real local Hindsight; the LLM stand-in makes each sentence a user states one fact, so a turn of two sentences is one
+Real local Hindsight; the LLM stand-in makes each statement a user makes one fact, so a turn of two statements is one
 source document holding two memories.
 """
 
@@ -22,8 +22,12 @@ from tests.integration.admin.conftest import Users
 pytestmark = pytest.mark.integration
 
 TEAL_PIXEL = "My favourite colour is teal and my dog is called Pixel."
+TEAL, PIXEL = "My favourite colour is teal.", "My dog is called Pixel."
 BLUEBIRD = "My project codename is Bluebird."
 PLATFORM = "My train leaves from platform 9."
+PEANUTS = "I'm allergic to peanuts."
+BERLIN_JOB = "I live in Berlin and work as a data engineer."
+BERLIN, JOB = "I live in Berlin.", "I work as a data engineer."
 
 
 def _texts(deps: AdminDeps, bank: str) -> set[str]:
@@ -35,16 +39,16 @@ def _forget(deps: AdminDeps, user: str, **arguments: Any) -> dict[str, Any]:
 
 
 def _seed(users: Users, who: str) -> dict[str, str]:
-    return {text: users.retain(who, text) for text in (TEAL_PIXEL, BLUEBIRD, PLATFORM)}
+    return {text: users.retain(who, text) for text in (TEAL_PIXEL, BLUEBIRD, PLATFORM, PEANUTS, BERLIN_JOB)}
 
 
 def test_a_description_that_matches_nothing_removes_nothing(users: Users, deps: AdminDeps) -> None:
-    # GIVEN three retained turns, none about a name of a dog or an allergy
+    # GIVEN retained turns, none about a cat's name or a tax number
     docs = _seed(users, "hal")
     bank, hal = users.bank("hal"), users.name("hal")
     before = _texts(deps, bank)
-    # WHEN the operator previews and confirms descriptions whose every significant word no memory holds
-    for query, limit in (("my dog's name", 5), ("peanut allergy", 1)):
+    # WHEN the operator previews and confirms descriptions that mean none of them (though recall returns its nearest)
+    for query, limit in (("my cat's name", 5), ("my tax number", 1)):
         preview = _forget(deps, hal, query=query, limit=limit)
         # THEN nothing is selected, and confirming removes nothing
         assert preview["matched"] == []
@@ -57,18 +61,31 @@ def test_a_description_that_matches_nothing_removes_nothing(users: Users, deps: 
     assert all(deps.client.document(bank, doc) is not None for doc in docs.values())
 
 
-def test_a_match_deletes_its_own_turn_only(users: Users, deps: AdminDeps) -> None:
-    # GIVEN the three turns
+def test_a_natural_description_finds_the_memory_it_means_and_only_that_goes(users: Users, deps: AdminDeps) -> None:
+    # GIVEN the turns (the teal/Pixel and Berlin/job sentences each hold two memories)
     docs = _seed(users, "ida")
     bank, ida = users.bank("ida"), users.name("ida")
-    # WHEN the operator forgets "my dog" (the tool's rule: "dog" must appear)
-    preview = _forget(deps, ida, query="my dog")
-    # THEN exactly the teal/Pixel memory is selected and its turn is the one deleted
-    assert [m["text"] for m in preview["matched"]] == [TEAL_PIXEL]
-    assert [d["document_id"] for d in preview["documents"]] == [docs[TEAL_PIXEL]]
-    assert preview["shared"] == []
-    _forget(deps, ida, query="my dog", confirm=preview["confirmation"])
-    assert _texts(deps, bank) == {BLUEBIRD, PLATFORM}
+    assert _texts(deps, bank) == {TEAL, PIXEL, BLUEBIRD, PLATFORM, PEANUTS, BERLIN, JOB}
+    # WHEN the operator previews "peanut allergy" (no memory holds "allergy"; one says "allergic to peanuts")
+    preview = _forget(deps, ida, query="peanut allergy", limit=1)
+    # THEN that memory is selected, and its turn, which holds nothing else, is the one deleted
+    assert [m["text"] for m in preview["matched"]] == [PEANUTS]
+    assert [d["document_id"] for d in preview["documents"]] == [docs[PEANUTS]]
+    _forget(deps, ida, query="peanut allergy", limit=1, confirm=preview["confirmation"])
+    # WHEN it previews "my dog's name" and "where I live"
+    for query, chosen, other in (("my dog's name", PIXEL, TEAL), ("where I live", BERLIN, JOB)):
+        preview = _forget(deps, ida, query=query, invalidate=True)
+        # THEN the memory meant is selected, and the preview names what else its turn holds (kept)
+        assert [m["text"] for m in preview["matched"]] == [chosen], query
+        assert [[o["text"] for o in s["others"]] for s in preview["shared"]] == [[other]], query
+        assert preview["documents"] == []
+        done = _forget(deps, ida, query=query, invalidate=True, confirm=preview["confirmation"])
+        assert done["invalidated"] == 1
+    # AND only the selected memories are gone: the others of the same sentences stay, and stay recallable
+    assert _texts(deps, bank) == {TEAL, BLUEBIRD, PLATFORM, JOB}
+    assert JOB in users.recall("ida", "What is my job?")
+    assert TEAL in users.recall("ida", "favourite colour")
+    assert BERLIN not in users.recall("ida", "Where do I live?")
 
 
 def test_a_memory_sharing_its_turn_is_never_taken_with_it(users: Users, deps: AdminDeps) -> None:
@@ -134,19 +151,20 @@ def test_the_cli_takes_local_after_the_action_and_forgets_only_what_matches(
     key_file = tmp_path / "operator-key"
     key_file.write_text(local_hindsight.operator_key)
     url = local_hindsight.url
-    # WHEN "peanut allergy" --limit 1 is previewed and confirmed, THEN nothing goes
-    code, preview = _cli(capsys, key_file, url, "--user", lou, "--query", "peanut allergy", "--limit", "1")
+    # WHEN "my cat's name" --limit 1 is previewed and confirmed, THEN nothing goes
+    code, preview = _cli(capsys, key_file, url, "--user", lou, "--query", "my cat's name", "--limit", "1")
     assert code == 0
     assert preview["matched"] == []
-    code, _ = _cli(capsys, key_file, url, "--user", lou, "--query", "peanut allergy", "--limit", "1", "--confirm",
+    code, _ = _cli(capsys, key_file, url, "--user", lou, "--query", "my cat's name", "--limit", "1", "--confirm",
                    preview["confirmation"])  # fmt: skip
     assert code == 0
-    # WHEN "my dog" is previewed and confirmed, THEN only the teal/Pixel turn goes
-    code, preview = _cli(capsys, key_file, url, "--user", lou, "--query", "my dog")
-    assert [m["text"] for m in preview["matched"]] == [TEAL_PIXEL]
-    code, _ = _cli(capsys, key_file, url, "--user", lou, "--query", "my dog", "--confirm", preview["confirmation"])
+    # WHEN "peanut allergy" is previewed and confirmed, THEN only the peanut turn goes
+    code, preview = _cli(capsys, key_file, url, "--user", lou, "--query", "peanut allergy")
+    assert [m["text"] for m in preview["matched"]] == [PEANUTS]
+    code, _ = _cli(capsys, key_file, url, "--user", lou, "--query", "peanut allergy", "--confirm",
+                   preview["confirmation"])  # fmt: skip
     assert code == 0
-    assert {m["text"] for m in users_memories(local_hindsight, bank)} == {BLUEBIRD, PLATFORM}
+    assert {m["text"] for m in users_memories(local_hindsight, bank)} == {TEAL, PIXEL, BLUEBIRD, PLATFORM, BERLIN, JOB}
 
 
 def users_memories(local_hindsight: Any, bank: str) -> list[dict[str, Any]]:

@@ -77,3 +77,28 @@ def test_every_line_of_a_long_turn_names_its_speaker():
     assert all(len(line) <= MAX_LINE_CHARS + len("Assistant: ") for line in lines)
     assert sum(line.startswith("Assistant: ") for line in lines) > 5
     assert dialogue_text("Q", "A") == "User: Q\nAssistant: A"  # the prior art's layout for a short turn
+
+
+def test_a_long_line_is_wrapped_between_sentences_when_one_ends_late_enough():
+    # GIVEN a pasted text of ~16,000 characters on one line, of sentences ~60 characters long
+    pasted = " ".join(f"My server room {n} is in the basement next to the boiler." for n in range(280))
+    # WHEN it is laid out for retain
+    lines = dialogue_text(pasted, "ok").split("\n")
+    # THEN every wrapped line ends a sentence (none stops mid-sentence, as "My server" did)
+    users = [line.removeprefix("User: ") for line in lines if line.startswith("User: ")]
+    assert len(users) > 15
+    assert all(line.endswith("boiler.") for line in users)
+    assert " ".join(users) == pasted
+
+
+def test_hard_wrapped_prose_is_joined_into_its_paragraphs_and_lists_stay_lines():
+    wrapped = (
+        "My server room is in the basement of the old\nbuilding next to the fuse box.\n\nShopping list\nmilk\n- eggs"
+    )
+    assert dialogue_text(wrapped, "ok").split("\n") == [
+        "User: My server room is in the basement of the old building next to the fuse box.",
+        "User: Shopping list",
+        "User: milk",
+        "User: - eggs",
+        "Assistant: ok",
+    ]

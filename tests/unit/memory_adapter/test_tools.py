@@ -11,6 +11,7 @@ import pytest
 
 from memory_adapter.identity.caller import Caller
 from memory_adapter.tools import TOOL_NAMES, TOOL_SPECS, MemoryTools, ToolInputError, matches, parse_arguments
+from memory_adapter.tools.forgetting import Fact, select
 
 from .scripted_hindsight import CODE_ID, EMAIL_ID, TEA_ID, ScriptedHindsight
 
@@ -65,6 +66,30 @@ def test_forget_descriptions_select_conservatively() -> None:
     assert matches("my preferences about email", "I prefer email.")
     assert not matches("that I prefer email", "I prefer tea.")
     assert not matches("that I", "I prefer tea.")  # nothing significant: selects nothing
+
+
+def _fact(text: str, similarity: float | None) -> Fact:
+    return Fact(id=text, text=text, type="world", document_id=None, similarity=similarity)
+
+
+def test_forget_selects_the_memory_a_description_means_by_words_and_similarity() -> None:
+    # GIVEN a user's memories with the similarity recall gave each to the description (all-MiniLM-L6-v2 figures)
+    dog, cat = _fact("My dog is called Pixel.", 0.46), _fact("My cat sleeps all day.", 0.35)
+    name = _fact("My name is Alex.", None)  # under Hindsight's semantic floor: no similarity
+    peanuts, nut = _fact("I'm allergic to peanuts.", 0.66), _fact("My daughter has a nut allergy.", 0.59)
+    berlin, sister = _fact("I live in Berlin.", 0.32), _fact("My sister lives in Lisbon.", None)
+    email, tea = _fact("I prefer email over phone.", 0.57), _fact("I prefer tea.", 0.16)
+    job = _fact("I work as a data engineer.", 0.34)
+    # THEN a paraphrase finds its memory: a shared word and similarity, or a shared stem ("allergy", "allergic")
+    assert select("my dog's name", [name, cat, dog]) == [dog]
+    assert select("peanut allergy", [nut, peanuts, dog]) == [peanuts]
+    # AND of memories holding every word, only the nearest (and any as near) go
+    assert select("where I live", [sister, berlin, job]) == [berlin]
+    assert select("that I prefer email", [tea, email]) == [email]
+    # AND a description that means none of them selects nothing, however near the search's hits are
+    assert select("my cat's name", [dog, name]) == []
+    assert select("my job", [job, dog]) == []  # no shared word and not similar enough alone
+    assert select("my job", [_fact("I work as a data engineer.", 0.61)]) != []  # very similar alone
 
 
 def test_forget_deletes_a_document_wholly_forgotten(tools: MemoryTools, hindsight: ScriptedHindsight) -> None:

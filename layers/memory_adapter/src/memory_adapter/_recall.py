@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 from memory_adapter._hindsight_api import HindsightApi
 from memory_adapter.budget import fit_to_budget
+from memory_adapter.currency import current_first, follow_up_queries, with_later
 from memory_adapter.exceptions import HindsightRequestError, HindsightUnavailableError
 from memory_adapter.formatting import MemoryFormatter, RecalledMemory, ReflectAnswer
 from memory_adapter.observability import Metric, Observer, logger, short_hash
-from memory_adapter.recall_deadline import recall_socket_timeout_s
+from memory_adapter.recall_deadline import RECALL_MARGIN_S, recall_socket_timeout_s
 
 if TYPE_CHECKING:
     from memory_adapter._runtime import AdapterRuntime
@@ -117,8 +118,22 @@ def recall_blocking(
     if reflect:
         text = api.reflect(bank_id, query, budget=budget, max_tokens=max_tokens, bearer=bearer, timeout=timeout)
         return [ReflectAnswer(text=text)] if text is not None else []
+    started = time.monotonic()
     results = api.recall(bank_id, query, budget=budget, max_tokens=max_tokens, bearer=bearer, timeout=timeout)
-    return [_memory(r) for r in results]
+    memories = [_memory(r) for r in results]
+    # Later statements of a relation said in other words (memory_adapter.currency), searched while at most half of
+    # the deadline is spent; best effort: the first search's memories are the turn's either way.
+    deadline = timeout - RECALL_MARGIN_S
+    for follow_up in follow_up_queries(memories):
+        left = deadline - (time.monotonic() - started)
+        if left < deadline / 2:
+            break
+        try:
+            more = api.recall(bank_id, follow_up, budget=budget, max_tokens=max_tokens, bearer=bearer, timeout=left)
+        except (HindsightUnavailableError, HindsightRequestError):
+            break
+        memories = with_later(memories, [_memory(r) for r in more])
+    return memories
 
 
 def recalled(
@@ -133,7 +148,8 @@ def recalled(
     """The turn's recollection of ``memories``, counted and logged."""
     # Hindsight's max_tokens counts the memories' text only; the block the model reads (delimiters, notice,
     # tags, dates) must stay within the budget too.
-    memories = fit_to_budget(memories, formatter, max_tokens)
+    # A memory a later statement superseded follows it, marked (memory_adapter.currency), before the budget cut.
+    memories = fit_to_budget(current_first(memories), formatter, max_tokens)
     latency = (time.perf_counter() - started) * 1000
     text = formatter(memories) if memories else ""
     observer.latency(Metric.RECALL_LATENCY, latency)

@@ -13,8 +13,10 @@ tokens).
 **Dialogue layout.** Hindsight splits a long turn into chunks (3,000 characters by default) anywhere, sentence-aware
 but blind to roles: a chunk from the middle of a long answer lost its ``Assistant:`` line and the extractor read the
 agent's words as the user's. :func:`dialogue_text` prefixes *every* line with its role and wraps lines longer than
-:data:`MAX_LINE_CHARS` (at a space when there is one), so any chunk made of whole lines names its speaker. A short
-single-line turn keeps the prior art's exact ``User: {query}\\nAssistant: {result}``.
+:data:`MAX_LINE_CHARS` (after a sentence when one ends late enough, else at a space), so any chunk made of whole lines
+names its speaker and an extractor reads whole sentences; hard-wrapped prose (pasted mail or documents) is first
+joined back into its paragraphs, so no chunk ends in the middle of a sentence. A short single-line turn keeps the
+prior art's exact ``User: {query}\\nAssistant: {result}``.
 """
 
 from __future__ import annotations
@@ -30,6 +32,10 @@ __all__ = ["MAX_LINE_CHARS", "dialogue_text", "estimate_tokens", "fit_to_budget"
 MAX_LINE_CHARS: Final = 800
 _PIECE: Final = re.compile(r"[A-Za-z]+|[0-9]+|\s+|.", re.DOTALL)
 _ELLIPSIS: Final = "…"
+_SENTENCE_END: Final = re.compile(r"[.!?][\"')\]]*(?= )")
+#: A line at least this long that stops mid-sentence (without one of these at its end) was hard-wrapped.
+_WRAPPED_LINE_CHARS: Final = 40
+_SENTENCE_MARKS: Final = (".", "!", "?", ":", ";")
 
 M = TypeVar("M")
 
@@ -93,9 +99,13 @@ def _cut_first(first: M, render: Callable[[Sequence[M]], str], max_tokens: int) 
 
 
 def _wrapped(line: str, width: int) -> list[str]:
+    """``line`` in pieces of at most ``width`` characters, each cut after a sentence when one ends in the second half
+    of the window, else at a space, so a sentence is rarely split across lines (an extractor reading one chunk of
+    them sees whole sentences)."""
     out: list[str] = []
     while len(line) > width:
-        cut = line.rfind(" ", width // 2, width)
+        ends = [m.end() for m in _SENTENCE_END.finditer(line, width // 2, width + 1)]
+        cut = ends[-1] if ends else line.rfind(" ", width // 2, width)
         cut = cut if cut > 0 else width
         out.append(line[:cut].rstrip())
         line = line[cut:].lstrip()
@@ -104,13 +114,28 @@ def _wrapped(line: str, width: int) -> list[str]:
     return out
 
 
-def _labelled(role: str, text: str, width: int) -> list[str]:
+def _paragraphs(text: str) -> list[str]:
+    """The lines of ``text``, hard-wrapped prose joined back into one line per paragraph: a line of at least
+    :data:`_WRAPPED_LINE_CHARS` characters that stops mid-sentence, followed by one that goes on in lower case or with
+    a number, continues on that line (pasted mail and documents are wrapped at ~72 columns; left so, Hindsight's
+    chunker, which cuts between lines, would cut their sentences in two). Short lines and lists stay as they are."""
     lines: list[str] = []
     for raw in text.splitlines():
-        stripped = raw.strip()
-        if stripped:
-            lines.extend(f"{role}: {piece}" for piece in _wrapped(stripped, width))
+        line = raw.strip()
+        previous = lines[-1] if lines else ""
+        if (
+            (line[:1].islower() or line[:1].isdigit())
+            and len(previous) >= _WRAPPED_LINE_CHARS
+            and not previous.endswith(_SENTENCE_MARKS)
+        ):
+            lines[-1] = f"{previous} {line}"
+        elif line:
+            lines.append(line)
     return lines
+
+
+def _labelled(role: str, text: str, width: int) -> list[str]:
+    return [f"{role}: {piece}" for line in _paragraphs(text) for piece in _wrapped(line, width)]
 
 
 def dialogue_text(query: str | None, result: str, *, width: int = MAX_LINE_CHARS) -> str:

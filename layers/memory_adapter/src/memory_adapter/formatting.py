@@ -56,6 +56,8 @@ class RecalledMemory:
     mentioned_at: str | None = None
     id: str | None = None
     document_id: str | None = None
+    #: The day a later statement superseded this one (:mod:`memory_adapter.currency`), else ``None``.
+    superseded_on: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +114,8 @@ def _bullet(memory: RecalledMemory, *, compact: bool = False) -> str:
     when = compact_time(stamp) if compact and stamp else sanitize_text(stamp)
     type_str = f" [{kind}]" if kind else ""
     date_str = f" ({when})" if when else ""
-    return f"- {text}{type_str}{date_str}"
+    stale = f" (superseded on {sanitize_text(memory.superseded_on)})" if memory.superseded_on else ""
+    return f"- {text}{type_str}{date_str}{stale}"
 
 
 def format_memories_as_bullets(memories: Sequence[RecalledMemory]) -> str:

@@ -1,9 +1,18 @@
 """What a forget selects and what removing it takes, decided once for the model's ``forget`` tool and the operator's
 ``forget-memory`` (``memory_adapter.admin.forget``), whoever's credential does the calls.
 
-**Selection** (:func:`select`): the search narrows the candidates, :func:`~memory_adapter.tools.matching.matches`
-picks from them (every significant word of the description must appear in the memory), so a description that matches
-nothing selects nothing, however near the search's hits are.
+**Selection** (:func:`select`): the candidates are what Hindsight's recall of the description returns (its semantic
+arm finds "my dog is called Pixel" for "my dog's name", though "name" is not in it); each carries the recall's
+cosine similarity to the description. A candidate is *eligible* when it holds every significant word of the
+description (:func:`~memory_adapter.tools.matching.coverage`, stem-aware: "peanut allergy" is in "allergic to
+peanuts"), or holds some of them and is similar (:data:`SIMILAR_WITH_WORDS`), or is very similar alone
+(:data:`SIMILAR_ALONE`). Of the eligible, those holding the largest share of the words are kept, and of those the
+nearest (similarity within :data:`NEAREST_MARGIN` of the best): "where I live" selects "I live in Berlin", not "my
+sister lives in Lisbon". So a description selects the memory it means (and any that are as near), and one that
+matches nothing selects nothing, however near the search's hits are ("my cat's name" when only a dog has one).
+The thresholds are cosine similarities of the embedding model the server uses: measured on the local
+all-MiniLM-L6-v2 (a paraphrase scores ~0.45-0.65, an unrelated memory < 0.3); a result that only Hindsight's
+keyword or graph arm surfaced has no similarity and counts as 0.
 
 **Removal** (:func:`plan_removal`), on Hindsight 1.1.0, which cannot delete one memory unit (only a whole source
 document, with every fact extracted from it):
@@ -26,12 +35,29 @@ from typing import Any, Final
 
 from memory_adapter.formatting import sanitize_text
 from memory_adapter.kinds import MemoryKind, kind_of
-from memory_adapter.tools.matching import matches
+from memory_adapter.tools.matching import coverage
 
-__all__ = ["CURATABLE", "Fact", "Removal", "fact_from", "plan_removal", "select", "usable"]
+__all__ = [
+    "CURATABLE",
+    "NEAREST_MARGIN",
+    "SIMILAR_ALONE",
+    "SIMILAR_WITH_WORDS",
+    "Fact",
+    "Removal",
+    "fact_from",
+    "plan_removal",
+    "select",
+    "usable",
+]
 
 #: The memory types Hindsight lets a caller curate (invalidate) and that documents hold; observations are derived.
 CURATABLE: Final = frozenset({"world", "experience"})
+#: Similarity at which a memory holding some (not all) of the description's words is eligible.
+SIMILAR_WITH_WORDS: Final = 0.4
+#: Similarity at which a memory holding none of the description's words is eligible.
+SIMILAR_ALONE: Final = 0.6
+#: How far below the nearest eligible memory (of the same share of words) another may be and still be selected.
+NEAREST_MARGIN: Final = 0.05
 
 
 @dataclass
@@ -45,6 +71,7 @@ class Fact:
     mentioned_at: str | None = None
     kind: str = MemoryKind.TURN.value
     sources: list[str] = field(default_factory=list)
+    similarity: float | None = None
 
     def public(self) -> dict[str, Any]:
         """What a caller is shown of it (the text sanitized)."""
@@ -72,6 +99,8 @@ def fact_from(raw: Mapping[str, Any]) -> Fact:
     tags = raw.get("tags")
     metadata = raw.get("metadata")
     sources = raw.get("source_fact_ids") or raw.get("source_memory_ids") or []
+    scores = raw.get("scores")
+    similarity = scores.get("semantic") if isinstance(scores, dict) else None
     return Fact(
         id=raw["id"],
         text=raw["text"],
@@ -80,12 +109,23 @@ def fact_from(raw: Mapping[str, Any]) -> Fact:
         mentioned_at=text("mentioned_at"),
         kind=kind_of(tags if isinstance(tags, list) else None, metadata if isinstance(metadata, dict) else None).value,
         sources=[s for s in sources if isinstance(s, str)] if isinstance(sources, list) else [],
+        similarity=float(similarity) if isinstance(similarity, int | float) else None,
     )
 
 
 def select(description: str, candidates: Iterable[Fact]) -> list[Fact]:
-    """The candidates (in their order) that ``description`` selects: those holding every significant word of it."""
-    return [fact for fact in candidates if matches(description, fact.text)]
+    """The candidates (in their order) that ``description`` selects (see the module docstring)."""
+    eligible: list[tuple[float, float, Fact]] = []
+    for fact in candidates:
+        share = coverage(description, fact.text)
+        near = fact.similarity or 0.0
+        if share == 1.0 or (share > 0.0 and near >= SIMILAR_WITH_WORDS) or near >= SIMILAR_ALONE:
+            eligible.append((share, near, fact))
+    if not eligible:
+        return []
+    most = max(share for share, _, _ in eligible)
+    best = max(near for share, near, _ in eligible if share == most)
+    return [fact for share, near, fact in eligible if share == most and near >= best - NEAREST_MARGIN]
 
 
 @dataclass(frozen=True, slots=True)
