@@ -32,7 +32,8 @@ recall shed, a long one is held to ``max_wait`` like any other.
 the tenant extension's settings (``HINDSIGHT_API_TENANT_RECALL_CONCURRENCY``,
 ``HINDSIGHT_API_TENANT_RECALL_MAX_WAIT_MS``; :class:`hindsight_isolation.settings.IsolationSettings`), configured once
 at start-up by :func:`configure`; ``RECALL_CONCURRENCY=0`` turns the gate off. Every shed is one ``WARNING`` line
-starting with :data:`SHED_LOG` (the stack counts them with a metric filter and alarms on them).
+starting with :data:`SHED_LOG`; the adapter counts the sheds it receives (``MemoryRecallShed``), which the stack
+graphs and alarms on (``RecallsShed``).
 """
 
 from __future__ import annotations
@@ -77,7 +78,7 @@ MIN_DEADLINE_S: Final = 0.01
 MAX_DEADLINE_S: Final = 60.0
 #: Served recalls whose times make the estimate.
 WINDOW: Final = 64
-#: How every shed's log line starts (the stack's metric filter matches it).
+#: How every shed's log line starts (search the service's log group for it).
 SHED_LOG: Final = "hindsight_isolation shed a recall"
 _HEADER: Final = DEADLINE_HEADER.encode("ascii")
 
