@@ -9,7 +9,9 @@ For every HTTP request it
 3. makes a caller-chosen retain ``operation_id`` private to its bank (:func:`bank_operation_id`): Hindsight keeps
    one id space for every bank and answers 409 to an id another bank used, which tells whether that id exists;
 4. replaces the body of any 500 with a fixed message (Hindsight puts the exception's text, a database driver's
-   included, in the body; the log keeps it).
+   included, in the body; the log keeps it);
+5. passes recalls through admission control (:mod:`hindsight_isolation.admission`): a recall that would miss the
+   deadline its caller states is answered 503 at once.
 
 Pure ASGI (no Starlette ``BaseHTTPMiddleware``: no extra task per request, and disconnects still reach the app).
 Installed by :class:`hindsight_isolation.http.RequestGuardExtension`.
@@ -26,7 +28,7 @@ from typing import IO, Any
 
 from python_multipart.multipart import MultipartParser, parse_options_header
 
-from hindsight_isolation import events, fading, route, usage
+from hindsight_isolation import admission, events, fading, route, usage
 from hindsight_isolation.bad_input import (
     BadInputError,
     NotJsonError,
@@ -112,7 +114,7 @@ class RequestGuard:
             events.watching_deletes(_decode(actor) if actor else None) as watch,
         ):
             try:
-                await self.app(scope, receive, _hiding_internal_errors(scope, send))
+                await admission.serve(kind, self.app, scope, receive, _hiding_internal_errors(scope, send))
             finally:
                 await events.report_deletes(watch)  # what this request's deletes removed (memory events)
 

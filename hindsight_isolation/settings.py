@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 from hindsight_isolation.fading import DEFAULT_FLOOR, FadingRules, parse_instant
 from memory_adapter.identity.settings import JwtSettings
@@ -109,6 +109,10 @@ KEY_FADING_CLOCK_HEADER = "fading_clock_header"
 #: What memory keeps, per agent (JSON agent name -> mission, as the agent's HINDSIGHT_ADAPTER_MISSIONS): the server
 #: applies it to each bank of that agent before a caller's retain (hindsight_isolation/missions.py).
 KEY_MISSIONS = "missions"
+# Admission control of recalls (hindsight_isolation/admission.py): recalls served at once (0: no admission control)
+# and the longest expected queueing of a recall that states a deadline.
+KEY_RECALL_CONCURRENCY = "recall_concurrency"
+KEY_RECALL_MAX_WAIT_MS = "recall_max_wait_ms"
 
 _JWT_KEYS = JwtSettings.setting_keys(JWT_NAMING)
 _KNOWN_KEYS = _JWT_KEYS | {v for name, v in dict(globals()).items() if name.startswith("KEY_") and isinstance(v, str)}
@@ -123,8 +127,26 @@ MAX_EXPIRY_GRACE_S = 24 * 3600.0
 #: Seconds a verified token's result is reused, and how many results are kept.
 DEFAULT_TOKEN_CACHE_TTL_S = 60.0
 DEFAULT_TOKEN_CACHE_SIZE = 10_000
+#: Recalls served at once per server process. Small on purpose: the slots' throughput is the CPU's (a recall is
+#: ~10-20 ms of CPU), and each extra slot only lengthens every recall it shares the CPU with.
+DEFAULT_RECALL_CONCURRENCY: Final = 4
+#: The longest a recall with a deadline is expected to queue before it is shed, whatever its deadline allows.
+DEFAULT_RECALL_MAX_WAIT_S: Final = 0.2
+#: Upper bound of ``RECALL_MAX_WAIT_MS``.
+MAX_RECALL_MAX_WAIT_MS = 60_000
+#: Upper bound of ``RECALL_CONCURRENCY`` (Hindsight's own recall lane admits 16 per core: more is no gate at all).
+MAX_RECALL_CONCURRENCY = 256
 #: Minimum length of the operator and agent keys: they are bearer secrets compared verbatim.
 MIN_KEY_LENGTH = 32
+
+
+@dataclass(frozen=True, slots=True)
+class AdmissionConfig:
+    """How admission control of recalls runs (:mod:`hindsight_isolation.admission`): ``concurrency`` slots (0: no
+    gate), ``max_wait_s`` of expected queueing at most for a recall that states a deadline."""
+
+    concurrency: int = DEFAULT_RECALL_CONCURRENCY
+    max_wait_s: float = DEFAULT_RECALL_MAX_WAIT_S
 
 
 def _unless(value: float, default: float) -> float | None:
@@ -164,6 +186,7 @@ class IsolationSettings:
     fading_clock: datetime | None = None
     fading_clock_header: bool = False
     missions: Missions = field(default_factory=Missions)
+    admission: AdmissionConfig = field(default_factory=AdmissionConfig)
 
     @property
     def verifier(self) -> Mapping[str, Any]:
@@ -191,6 +214,8 @@ class IsolationSettings:
             KEY_EVENTS_INCLUDE_TEXT: self.events_include_text or None,
             **_fading_values(self.fading, self.fading_clock, self.fading_clock_header),
             KEY_MISSIONS: self.missions.to_json() if self.missions.by_agent else None,
+            KEY_RECALL_CONCURRENCY: _unless(self.admission.concurrency, DEFAULT_RECALL_CONCURRENCY),
+            KEY_RECALL_MAX_WAIT_MS: _unless(self.admission.max_wait_s * 1000, DEFAULT_RECALL_MAX_WAIT_S * 1000),
         }
         tenant = {ENV_TENANT_PREFIX + key.upper(): value for key, value in env_dict(values).items()}
         jwt = self.jwt.to_env(JWT_NAMING) if self.jwt is not None else {}
@@ -269,6 +294,15 @@ class IsolationSettings:
             get.problem(problem)
         cache_ttl = get.number(KEY_TOKEN_CACHE_TTL_S, DEFAULT_TOKEN_CACHE_TTL_S, low=0)
         cache_size = get.integer(KEY_TOKEN_CACHE_SIZE, DEFAULT_TOKEN_CACHE_SIZE, low=0)
+        admission = AdmissionConfig(
+            concurrency=get.integer(
+                KEY_RECALL_CONCURRENCY, DEFAULT_RECALL_CONCURRENCY, low=0, high=MAX_RECALL_CONCURRENCY
+            ),
+            max_wait_s=get.number(
+                KEY_RECALL_MAX_WAIT_MS, DEFAULT_RECALL_MAX_WAIT_S * 1000, low=0, high=MAX_RECALL_MAX_WAIT_MS
+            )
+            / 1000,
+        )
         if get.problems:
             raise ConfigError(get.problems)
         return cls(
@@ -288,6 +322,7 @@ class IsolationSettings:
             fading_clock=fading_clock,
             fading_clock_header=fading_clock_header,
             missions=missions,
+            admission=admission,
         )
 
 

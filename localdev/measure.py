@@ -104,13 +104,15 @@ def main(argv: list[str] | None = None) -> int:
         api_rss = _mem_mb(pids["hindsight-api"])
         pg_pss = sum(_mem_mb(pid, "Pss") for pid in [pids["postgres"], *_children(pids["postgres"])])
         stub_rss = _mem_mb(pids["llm-stub"]) if "llm-stub" in pids else 0.0
+        worker_rss = sum(_mem_mb(pid) for name, pid in pids.items() if name.startswith("hindsight-worker"))
 
         print(f"embeddings: {args.embeddings}")
         print(f"cold start to healthy (initdb + migrations + model load): {cold:5.1f} s")
         print(f"warm start to healthy (existing data dir):                {warm:5.1f} s")
         print(_summary("retain (sync, 1 item)", retains))
         print(_summary("recall", recalls))
-        print(f"memory: hindsight-api RSS {api_rss:.0f} MB, PostgreSQL PSS (all processes) {pg_pss:.0f} MB, ", end="")
+        print(f"memory: hindsight-api RSS {api_rss:.0f} MB, workers RSS {worker_rss:.0f} MB, ", end="")
+        print(f"PostgreSQL PSS (all processes) {pg_pss:.0f} MB, ", end="")
         print(f"stand-in RSS {stub_rss:.0f} MB")
     finally:
         hs.destroy()

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from memory_adapter.agentcore.memory import MemoryTurn
 from memory_adapter.agentcore.payload import TurnRequest
 from memory_adapter.agentcore.request import RequestFacts
+from memory_adapter.integrations.run_state import RETAIN_FAILED
 from memory_adapter.recall_query import recall_query
 from runtime_handler.model import Model, ModelTurn
 from runtime_handler.tools import TurnTools
@@ -51,10 +52,14 @@ class TurnResult:
     degraded: bool
     retain: RetainHandle | None = None
     tools: tuple[str, ...] = ()
+    reason: str | None = None
 
     def body(self) -> dict[str, Any]:
-        """The JSON answer of the invocation (``memory.tools``: the memory tools the model called, when it did)."""
+        """The JSON answer of the invocation (``memory.tools``: the memory tools the model called, when it did;
+        ``memory.reason``: why it degraded, when it did)."""
         memory: dict[str, Any] = {"recalled": self.recalled, "degraded": self.degraded}
+        if self.degraded and self.reason:
+            memory["reason"] = self.reason
         if self.tools:
             memory["tools"] = list(self.tools)
         return {"output": self.output, "session_id": self.session_id, "memory": memory}
@@ -112,6 +117,13 @@ def _after_answer(
     return handle, handle is None
 
 
+def _reason(recollection: Recollection, retain_failed: bool) -> str | None:
+    """Why the turn degraded: the recall's reason (``shed``, ``timeout``, ...), else ``retain_failed``."""
+    if recollection.degraded:
+        return recollection.reason
+    return RETAIN_FAILED if retain_failed else None
+
+
 def _tool_names(tools: TurnTools | None) -> tuple[str, ...]:
     return tuple(call.name for call in tools.calls) if tools is not None else ()
 
@@ -131,6 +143,7 @@ async def run_turn(ask: TurnRequest, request: RequestFacts, turn: MemoryTurn | N
         degraded=recollection.degraded or retain_failed,
         retain=handle,
         tools=_tool_names(tools),
+        reason=_reason(recollection, retain_failed),
     )
 
 
@@ -151,5 +164,6 @@ async def stream_turn(
         recalled=recollection.count,
         degraded=recollection.degraded or retain_failed,
         tools=_tool_names(tools),
+        reason=_reason(recollection, retain_failed),
     )
     yield {"type": "done", **result.body()}

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from hindsight_isolation.settings import ENV_TENANT_PREFIX, KEY_RECALL_CONCURRENCY
 from localdev.supervisor import REPO_ROOT
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
@@ -28,6 +29,8 @@ MEASUREMENTS = ("write", "concurrency", "recall")
 LLM_DELAY_S = 1.5
 #: The bounded connection pool under test (per process; Hindsight's default is 100).
 POOL_MAX_SIZE = 20
+#: The deployed layout with admission control of recalls off, beside ``deployed`` (on, the default).
+ADMISSION_OFF = "deployed_admission_off"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -101,6 +104,14 @@ def _shapes() -> dict[str, Any]:
             api_cpus=deployed.api_cpus,
             worker_cpus=deployed.worker_cpus,
             env={"HINDSIGHT_API_LLM_TRACE_ENABLED": "false"},
+        ),
+        # Admission control of recalls off (hindsight_isolation.admission): the comparison of the concurrency part.
+        ADMISSION_OFF: Shape(
+            "split",
+            workers=1,
+            api_cpus=deployed.api_cpus,
+            worker_cpus=deployed.worker_cpus,
+            env={ENV_TENANT_PREFIX + KEY_RECALL_CONCURRENCY.upper(): "0"},
         ),
         "deployed_pool": Shape(
             "split",
@@ -190,7 +201,7 @@ def _run(selected: set[str], quick: bool, cache_dir: Path, results: dict[str, An
 
             def sessions() -> dict[str, Any]:
                 out: dict[str, Any] = {}
-                for name in ("standalone", "deployed"):
+                for name in ("standalone", "deployed", ADMISSION_OFF):  # deployed: admission control on
                     server.apply(shapes[name])
                     out[name] = concurrency.measure(server, db, log=_log, **plan["concurrency"])
                     issue = plan["issue"]

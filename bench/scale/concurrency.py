@@ -40,7 +40,7 @@ from bench.stats import summarize
 from localdev.supervisor import child_env, free_port, http_status, spawn, terminate, wait_until_ready
 from runtime_handler.main import REQUEST_ID_HEADER, SESSION_HEADER
 
-__all__ = ["SESSIONS_PER_AGENT", "measure"]
+__all__ = ["SESSIONS_PER_AGENT", "admission_figures", "measure"]
 
 #: Sessions served by one agent process (the adapter's recall threads: ``memory_adapter._runtime.RECALL_THREADS``).
 SESSIONS_PER_AGENT = 8
@@ -174,6 +174,8 @@ async def _session(
                 memory = response.json().get("memory", {})
                 record["degraded"] = bool(memory.get("degraded"))
                 record["recalled"] = int(memory.get("recalled", 0))
+                if memory.get("reason"):
+                    record["reason"] = str(memory["reason"])
         except httpx.HTTPError as exc:
             record["ms"] = (time.perf_counter() - began) * 1000
             record["error"] = type(exc).__name__
@@ -241,6 +243,20 @@ def _verify(server: ScaleServer, db: Database, tag: str, sent: Sequence[dict[str
         # One with a brief answer; the echo model repeats the prompt and every recalled memory, so more.
         "memories_per_marker": round(units / max(len(sent), 1), 2),
         "ok": missing == unexpected == missing_markers == crossed == 0,
+    }
+
+
+def admission_figures(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """What admission control changes, from one level's turns: the latency of the turns that got memory (served),
+    of those whose recall Hindsight shed (the memory's cost to a turn without it: the model stand-ins answer in
+    microseconds), and the turns without memory by the reason the agent gave."""
+    answered = [r for r in records if "error" not in r]
+    return {
+        "served_latency": summarize([r["ms"] for r in answered if not r.get("degraded")]),
+        "shed": sum(1 for r in answered if r.get("reason") == "shed"),
+        "shed_latency": summarize([r["ms"] for r in answered if r.get("reason") == "shed"]),
+        "without_memory": sum(1 for r in answered if r.get("degraded")),
+        "without_memory_reasons": dict(Counter(str(r.get("reason")) for r in answered if r.get("degraded"))),
     }
 
 
@@ -317,12 +333,13 @@ def run_level(
         "cpu_s_during_load": cpu,
         "postgres_connections_max": max(connections, default=None),
         "samples_ms": [round(r["ms"], 1) for r in records],
+        **admission_figures(records),
         "check": check,
     }
     log(
         f"    {sessions} sessions x {turns}: p50 {latency.get('p50_ms')} ms, p99 {latency.get('p99_ms')} ms, degraded "
-        f"{result['degraded']}/{len(records)}, errors {result['errors']}, {result['turns_per_s']} turns/s, "
-        f"check ok: {check['ok']}"
+        f"{result['degraded']}/{len(records)} (shed {result['shed']}), errors {result['errors']}, "
+        f"{result['turns_per_s']} turns/s, check ok: {check['ok']}"
     )
     return result
 

@@ -256,6 +256,45 @@ def _concurrency(r: dict[str, Any]) -> list[str]:
                 f"{level.get('postgres_connections_max')} | {level.get('documents_arrived_after_s', 'n/a')} | "
                 f"{verdict} |"
             )
+    return lines + _admission(conc)
+
+
+#: The layouts compared by :func:`_admission` (admission control of recalls on, the default, and off).
+ADMISSION_PAIR = ("deployed", "deployed_admission_off")
+
+
+def _admission(conc: dict[str, Any]) -> list[str]:
+    """Admission control on and off, side by side per level (runs recorded before it existed have no figures)."""
+    on, off = (conc.get(name) for name in ADMISSION_PAIR)
+    if not (isinstance(on, dict) and isinstance(off, dict)):
+        return []
+    by_sessions = {level["sessions"]: level for level in off.get("levels", [])}
+    lines = [
+        "",
+        "### Admission control of recalls on and off (deployed layout)",
+        "",
+        "Served: turns that got their memories. Shed: turns whose recall Hindsight answered at once as overloaded "
+        "(their whole latency is what memory cost them: the model stand-in answers at once). Without memory: every "
+        "degraded turn, by the reason the agent gave.",
+        "",
+        "| sessions x turns | admission | served p50 / p99 ms | shed turns: p50 / p99 ms | turns without memory "
+        "(reasons) | turns/s | every turn once, own bank |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for level_on in on.get("levels", []):
+        level_off = by_sessions.get(level_on["sessions"])
+        for label, level in (("on", level_on), ("off", level_off)):
+            if level is None or "served_latency" not in level:
+                continue
+            served, shed = level["served_latency"], level["shed_latency"]
+            reasons = ", ".join(f"{k} {v}" for k, v in sorted(level["without_memory_reasons"].items()))
+            lines.append(
+                f"| {level['sessions']} x {level['turns_per_session']} | {label} | "
+                f"{_ms(served.get('p50_ms'))} / {_ms(served.get('p99_ms'))} | "
+                f"{_ms(shed.get('p50_ms'))} / {_ms(shed.get('p99_ms'))} ({level['shed']}) | "
+                f"{level['without_memory']}/{level['turns']}{f' ({reasons})' if reasons else ''} | "
+                f"{level['turns_per_s']} | {'yes' if level['check']['ok'] else 'NO'} |"
+            )
     return lines
 
 

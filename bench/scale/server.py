@@ -1,11 +1,12 @@
 """One local Hindsight whose processes can be laid out again on the same database: the scale benchmarks' world.
 
-``standalone`` is what ``make local`` and the tests run: one ``hindsight-api`` that also runs the queue worker
-in-process. ``split`` is the deployed shape (``infra/constructs/memory_service.py``): the API with
-``HINDSIGHT_API_WORKER_ENABLED=false`` plus separate ``hindsight-worker`` processes with stable worker ids, sharing
-the database. Either can be pinned to CPUs (``taskset``), which is how one 2-core machine stands in for an API task
-and a worker task on their own vCPUs. :meth:`ScaleServer.apply` restarts only the Hindsight processes; PostgreSQL,
-its data, the LLM stand-in and the token issuer stay up, so banks seeded once serve every configuration.
+``standalone`` is Hindsight's default: one ``hindsight-api`` that also runs the queue worker in-process (what
+``make local`` and the tests ran before they laid the server out as deployed). ``split`` is the deployed shape
+(``infra/constructs/memory_service.py``, and ``make local``'s with ``LOCAL_HINDSIGHT_WORKERS=1``, the default): the
+API with ``HINDSIGHT_API_WORKER_ENABLED=false`` plus separate ``hindsight-worker`` processes with stable worker ids,
+sharing the database. Either can be pinned to CPUs (``taskset``), which is how one 2-core machine stands in for an
+API task and a worker task on their own vCPUs. :meth:`ScaleServer.apply` restarts only the Hindsight processes;
+PostgreSQL, its data, the LLM stand-in and the token issuer stay up, so banks seeded once serve every configuration.
 
 ``python -m bench.scale.server stop STATE`` stops the worker processes recorded in ``STATE`` (the watchdog's stop
 command, should the benchmark be killed).
@@ -134,8 +135,8 @@ class ScaleServer:
     def __enter__(self) -> Self:
         try:
             self.issuer = self._stack.enter_context(TokenIssuer())
-            config = LocalHindsightConfig.ephemeral(
-                base_dir=self.workdir, issuer_discovery_url=self.issuer.discovery_url
+            config = LocalHindsightConfig.ephemeral(  # no workers of its own: apply() lays the processes out
+                base_dir=self.workdir, issuer_discovery_url=self.issuer.discovery_url, workers=0
             )
             self.hindsight = LocalHindsight(config, log=self._log)
             self._stack.callback(self.hindsight.destroy)

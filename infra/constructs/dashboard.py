@@ -130,7 +130,13 @@ class SystemDashboard(Construct):
                 "recall",
                 [agent(Metric.RECALL_LATENCY, "p50", "p50 (ms)"), agent(Metric.RECALL_LATENCY, "p99", "p99 (ms)")],
             ),
-            self._graph("degraded", [agent(Metric.DEGRADED_TURNS, "Sum", "degraded turns")]),
+            self._graph(
+                "degraded",
+                [
+                    agent(Metric.DEGRADED_TURNS, "Sum", "degraded turns"),
+                    agent(Metric.RECALL_SHED, "Sum", "of which shed (Hindsight overloaded)"),
+                ],
+            ),
             self._graph(
                 "breaker",
                 [agent(Metric.BREAKER_STATE, "Maximum", "state (0 closed, 1 open, 2 half-open)")],

@@ -11,6 +11,9 @@ Each is a condition no automation fixes (the components' own alarms cover their 
 - ``HindsightErrors``: Hindsight (or its load balancer) answered 5xx repeatedly; no input may make it answer 500, so
   each is a fault or an outage.
 - ``MemoryDegraded``: turns ran without memory (recall failed or the breaker was open) for 15 minutes.
+- ``RecallsShed``: Hindsight shed recalls (overloaded: answered at once, those turns ran without memory) in two
+  periods running, at least :data:`SHED_PER_PERIOD` in each: the API tasks do not keep up (a burst sheds a few
+  until autoscaling adds tasks; this is shedding that lasts).
 - ``RetainsLost``: retains Hindsight refused for good, or that could not be spooled: memories that will not arrive.
 """
 
@@ -35,6 +38,8 @@ CPU_PERCENT = 90
 ACU_PERCENT = 90
 #: 5xx answers per five minutes that count as "repeatedly".
 ERRORS_PER_PERIOD = 5
+#: Shed recalls per five minutes that count as "the fleet does not keep up" (in two periods running).
+SHED_PER_PERIOD = 10
 
 
 class SystemAlarms(Construct):
@@ -84,15 +89,18 @@ class SystemAlarms(Construct):
                 periods=3,
             )
             alb = memory.load_balancing.load_balancer.metrics
+            # A shed recall is a 503 by design (answered at once, hindsight_isolation.admission), not a fault: the
+            # agent counts each one, so they are taken out of Hindsight's 5xx here (RecallsShed watches them).
             errors = cloudwatch.MathExpression(
-                expression="FILL(elb, 0) + FILL(target, 0)",
+                expression="FILL(elb, 0) + IF(FILL(target, 0) > FILL(shed, 0), FILL(target, 0) - FILL(shed, 0), 0)",
                 using_metrics={
                     "elb": alb.http_code_elb(elbv2.HttpCodeElb.ELB_5XX_COUNT, period=PERIOD, statistic="Sum"),
                     "target": alb.http_code_target(
                         elbv2.HttpCodeTarget.TARGET_5XX_COUNT, period=PERIOD, statistic="Sum"
                     ),
+                    "shed": agent_metric(agent_name, Metric.RECALL_SHED, period=PERIOD, statistic="Sum"),
                 },
-                label="5xx answers (load balancer + Hindsight)",
+                label="5xx answers (load balancer + Hindsight, shed recalls excepted)",
                 period=PERIOD,
             )
             self._alarm(
@@ -109,6 +117,15 @@ class SystemAlarms(Construct):
             agent_metric(agent_name, Metric.DEGRADED_TURNS, period=PERIOD, statistic="Sum"),
             threshold=1,
             periods=3,
+        )
+        self._alarm(
+            "RecallsShed",
+            f"Hindsight has shed at least {SHED_PER_PERIOD} recalls in each of two 5-minute periods (overloaded: "
+            "answered at once, those turns ran without memory): the API tasks do not keep up; raise "
+            "hindsight.api_max_count or the tasks' size (docs/capacity.md)",
+            agent_metric(agent_name, Metric.RECALL_SHED, period=PERIOD, statistic="Sum"),
+            threshold=SHED_PER_PERIOD,
+            periods=2,
         )
         self._alarm(
             "RetainsLost",

@@ -49,6 +49,11 @@ def _parser() -> argparse.ArgumentParser:
         help="consolidate facts into observations (default: only with a real LLM)",
     )
     parser.add_argument(
+        "--workers",
+        type=int,
+        help="separate hindsight-worker processes, as deployed (default 1; 0: the API runs the worker in-process)",
+    )
+    parser.add_argument(
         "--no-isolation",
         dest="isolation",
         action="store_false",
@@ -78,6 +83,7 @@ def _config(args: argparse.Namespace) -> LocalHindsightConfig:
         startup_timeout=args.startup_timeout,
         isolation=args.isolation,
         observations=args.observations,
+        workers=args.workers,
         extra_env=extra or None,
     )
 

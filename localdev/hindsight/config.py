@@ -40,6 +40,7 @@ ENV_PG_OS_USER = "LOCAL_HINDSIGHT_PG_OS_USER"
 ENV_STARTUP_TIMEOUT = "LOCAL_HINDSIGHT_STARTUP_TIMEOUT"
 ENV_ISOLATION = "LOCAL_HINDSIGHT_ISOLATION"  # "false"/"0" turns hindsight_isolation off
 ENV_OBSERVATIONS = "LOCAL_HINDSIGHT_OBSERVATIONS"  # "true"/"false"; default: on with a real LLM only
+ENV_WORKERS = "LOCAL_HINDSIGHT_WORKERS"  # separate hindsight-worker processes; 0: the API runs the worker in-process
 ENV_NAMES = (
     ENV_VENV,
     ENV_DATA_DIR,
@@ -53,6 +54,7 @@ ENV_NAMES = (
     ENV_STARTUP_TIMEOUT,
     ENV_ISOLATION,
     ENV_OBSERVATIONS,
+    ENV_WORKERS,
 )
 
 DEFAULT_PORT = 8888
@@ -133,6 +135,10 @@ class LocalHindsightConfig:
     # A per-deployment agent key (what an IAM-mode agent holds), limited to this agent's banks: None, no agent key.
     agent_name: str | None = None
     agent_tenant: str | None = None  # the tenant in those banks' ids; None: no tenant; "*": any tenant
+    # Retain extraction and the rest of the queue run in this many separate ``hindsight-worker`` processes, as
+    # deployed (infra/constructs/memory_service.py: the API runs no worker), so extraction does not share the
+    # recall path's process; 0: the API runs the queue worker in-process (Hindsight's default, one process less).
+    workers: int = 1
     extra_env: Mapping[str, str] = field(default_factory=dict)  # added last: extensions, overrides
     tls: ServerTls | None = None  # None: plain HTTP on loopback
     # What memory keeps, per agent (JSON agent name -> mission): the server applies it to that agent's banks before
@@ -160,6 +166,8 @@ class LocalHindsightConfig:
             values["observations"] = env[ENV_OBSERVATIONS].strip().lower() in ("1", "true", "yes", "on")
         if env.get(ENV_ISOLATION):
             values["isolation"] = env[ENV_ISOLATION].strip().lower() not in ("0", "false", "no", "off")
+        if env.get(ENV_WORKERS):
+            values["workers"] = int(env[ENV_WORKERS])
         if env.get(ENV_STARTUP_TIMEOUT):
             values["startup_timeout"] = float(env[ENV_STARTUP_TIMEOUT])
         values["missions"] = deployed_mission_json(LOCAL_AGENT_NAME)

@@ -28,7 +28,7 @@ from memory_adapter.constants import RECALL_SERVER_SETTINGS
 from memory_adapter.identity.settings import discovery_url_for
 from memory_adapter.missions import Missions
 
-__all__ = ["Endpoints", "server_env"]
+__all__ = ["Endpoints", "server_env", "worker_env", "worker_id"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,6 +67,8 @@ def server_env(config: LocalHindsightConfig, endpoints: Endpoints, keys: ServerK
         observations = config.llm is not LLMMode.STUB
     env["HINDSIGHT_API_ENABLE_OBSERVATIONS"] = "true" if observations else "false"
     env[ENV_LLM_TRACE_ENABLED] = "false"  # a forgotten bank must leave no prompts behind (also with isolation off)
+    if config.workers:  # as deployed: the API serves requests only, the worker processes do the queued work
+        env["HINDSIGHT_API_WORKER_ENABLED"] = "false"
     if config.isolation:
         env.update(_isolation_env(config, keys))
     elif keys.operator_key:
@@ -74,6 +76,23 @@ def server_env(config: LocalHindsightConfig, endpoints: Endpoints, keys: ServerK
         env["HINDSIGHT_API_TENANT_API_KEY"] = keys.operator_key
     env.update(config.extra_env)
     return env
+
+
+def worker_id(index: int) -> str:
+    """The stable id of worker ``index`` (from 1): ``local`` for the first, as the in-process worker was called, so
+    work it had claimed before a restart is reclaimed (Hindsight reclaims only under the same id)."""
+    return "local" if index == 1 else f"local-{index}"
+
+
+def worker_env(server: dict[str, str], index: int, http_port: int) -> dict[str, str]:
+    """The environment of ``hindsight-worker`` number ``index``: the API's (``server``), running the queue worker
+    under its own stable id, with its health endpoint on ``http_port``."""
+    return {
+        **server,
+        "HINDSIGHT_API_WORKER_ENABLED": "true",
+        "HINDSIGHT_API_WORKER_ID": worker_id(index),
+        "HINDSIGHT_API_WORKER_HTTP_PORT": str(http_port),
+    }
 
 
 def _isolation_env(config: LocalHindsightConfig, keys: ServerKeys) -> dict[str, str]:

@@ -1,4 +1,6 @@
-"""One local Hindsight as a unit: PostgreSQL, the LLM stand-in and ``hindsight-api``, started in order and stopped.
+"""One local Hindsight as a unit: PostgreSQL, the LLM stand-in, ``hindsight-api`` and its ``hindsight-worker``
+processes (as deployed: the API serves requests, the workers run retain extraction and the rest of the queue),
+started in order and stopped.
 
 What each child needs lives elsewhere (:mod:`.postgres`, :mod:`.environment`, :mod:`.keys`); how a child is started,
 awaited and stopped is :mod:`localdev.supervisor`. This module decides the order, the ports, and what is recorded in
@@ -21,7 +23,7 @@ from typing import Any, Self
 from localdev import supervisor
 from localdev._serving import Lifecycle
 from localdev.hindsight.config import LocalHindsightConfig
-from localdev.hindsight.environment import Endpoints, server_env
+from localdev.hindsight.environment import Endpoints, server_env, worker_env
 from localdev.hindsight.errors import HindsightStartError
 from localdev.hindsight.keys import AGENT_KEY_FILE, OPERATOR_KEY_FILE, ServerKeys
 from localdev.hindsight.postgres import LocalPostgres, database_url
@@ -42,6 +44,10 @@ _START_HINT = (
     "with a real LLM check its credentials; `python -m localdev.hindsight stop` clears a half-started server; "
     "delete {data_dir} to start afresh."
 )
+
+
+def _all_alive(pids: object) -> bool:
+    return isinstance(pids, list) and all(isinstance(pid, int) and pid_alive(pid) for pid in pids)
 
 
 class LocalHindsight(Lifecycle):
@@ -126,6 +132,9 @@ class LocalHindsight(Lifecycle):
     def server_log(self) -> Path:
         return self.data_dir / "hindsight-api.log"
 
+    def worker_log(self, index: int) -> Path:
+        return self.data_dir / f"hindsight-worker-{index}.log"
+
     @property
     def pg_log(self) -> Path:
         return self.data_dir / "postgres.log"
@@ -180,17 +189,21 @@ class LocalHindsight(Lifecycle):
             "url": self.url if state else None,
             "healthy": bool(state) and self.is_healthy(),
             "api_running": pid_alive(state.get("api_pid")),
+            "workers_running": bool(state.get("worker_pids")) and _all_alive(state.get("worker_pids")),
             "postgres_running": self.postgres.running(),
             "llm_stub_running": pid_alive(state.get("llm_pid")),
             "data_dir": str(self.data_dir),
             "server_log": str(self.server_log),
-            **{k: state[k] for k in ("port", "pg_port", "llm_port", "llm", "embeddings") if k in state},
+            **{k: state[k] for k in ("port", "pg_port", "llm_port", "llm", "embeddings", "workers") if k in state},
         }
 
     def pids(self) -> dict[str, int]:
-        """The pids of what runs now: ``hindsight-api``, ``postgres`` (the postmaster) and ``llm-stub``."""
+        """The pids of what runs now: ``hindsight-api``, ``hindsight-worker-<n>``, ``postgres`` (the postmaster) and
+        ``llm-stub``."""
         state = self._state.read()
         found = {"hindsight-api": state.get("api_pid"), "llm-stub": state.get("llm_pid")}
+        for index, pid in enumerate(state.get("worker_pids", []), start=1):
+            found[f"hindsight-worker-{index}"] = pid
         if self.postgres.running():
             found["postgres"] = self.postgres.postmaster_pid()
         return {name: pid for name, pid in found.items() if isinstance(pid, int) and pid_alive(pid)}
@@ -242,6 +255,7 @@ class LocalHindsight(Lifecycle):
             **self._ports,
             "llm": str(self.config.llm),
             "embeddings": str(self.config.embeddings),
+            "workers": self.config.workers,
             "started_at": time.time(),
         }
         self._state.write(state)
@@ -253,7 +267,14 @@ class LocalHindsight(Lifecycle):
             self._state.write(state)
             state["api_pid"] = self._start_api()
             self._state.write(state)
+            # The workers start alongside the API (each loads its models at the same time); the API migrates the
+            # database, and a worker waits for its tables before it claims work.
+            workers = [self._start_worker(index) for index in range(1, self.config.workers + 1)]
+            state["worker_pids"] = [pid for pid, _ in workers]
+            self._state.write(state)
             self._wait_healthy(state["api_pid"], started)
+            for index, (pid, port) in enumerate(workers, start=1):
+                self._wait_worker(index, pid, port, started)
         except BaseException:
             self.stop()
             raise
@@ -266,6 +287,9 @@ class LocalHindsight(Lifecycle):
         """True when a server from this data dir runs and answers; a busy one gets 30 s before it is replaced."""
         state = self._state.read()
         if not (state and pid_alive(state.get("api_pid")) and self.postgres.running()):
+            return False
+        if not _all_alive(state.get("worker_pids", [])):
+            self._log("A hindsight-worker of the running Hindsight has stopped: restarting everything")
             return False
         changed = self.changed_settings(state)
         if changed:
@@ -284,11 +308,17 @@ class LocalHindsight(Lifecycle):
         """How the server recorded in ``state`` differs from this configuration (its LLM, its embeddings), in a few
         words; empty when it matches or a setting was not recorded. Ports are not compared: a running server is
         reused on the ports it has (``status`` shows them)."""
-        wanted = {"llm": str(self.config.llm), "embeddings": str(self.config.embeddings)}
+        wanted: dict[str, object] = {
+            "llm": str(self.config.llm),
+            "embeddings": str(self.config.embeddings),
+            "workers": self.config.workers,
+        }
+        # A server recorded before workers ran apart ran the worker in-process: 0 separate workers.
+        recorded = {"workers": 0, **state}
         return ", ".join(
-            f"{key} {state[key]} instead of {value}"
+            f"{key} {recorded[key]} instead of {value}"
             for key, value in wanted.items()
-            if key in state and state[key] != value
+            if key in recorded and recorded[key] != value
         )
 
     def _choose_ports(self) -> None:
@@ -338,6 +368,30 @@ class LocalHindsight(Lifecycle):
             command += ["--ssl-keyfile", str(self.config.tls.keyfile), "--ssl-certfile", str(self.config.tls.certfile)]
         return spawn(command, log_file=self.server_log, env=self.server_env(), cwd=self.data_dir)
 
+    def _start_worker(self, index: int) -> tuple[int, int]:
+        """Start ``hindsight-worker`` number ``index``; its pid and the port of its health endpoint."""
+        port = free_port()
+        command = [str(self._venv.worker_executable()), "--http-port", str(port), "--http-host", "127.0.0.1"]
+        env = worker_env(self.server_env(), index, port)
+        self._log(
+            f"Starting hindsight-worker {index} (id {env['HINDSIGHT_API_WORKER_ID']}, log: {self.worker_log(index)})"
+        )
+        return spawn(command, log_file=self.worker_log(index), env=env, cwd=self.data_dir), port
+
+    def _wait_worker(self, index: int, pid: int, port: int, started: float) -> None:
+        supervisor.wait_until_ready(
+            lambda: http_status(f"http://127.0.0.1:{port}/health/live", timeout=1.0) == 200,
+            name=f"hindsight-worker {index}",
+            pid=pid,
+            log_file=self.worker_log(index),
+            timeout_s=self.config.startup_timeout,
+            started=started,
+            progress=self._log,
+            hint=_START_HINT.format(data_dir=self.data_dir),
+            error=HindsightStartError,
+            poll_s=0.25,
+        )
+
     def _wait_healthy(self, pid: int, started: float) -> None:
         supervisor.wait_until_ready(
             self.is_healthy,
@@ -355,9 +409,13 @@ class LocalHindsight(Lifecycle):
     # --- stop -----------------------------------------------------------------------------------------------
 
     def stop(self) -> None:
-        """Stop the API (SIGTERM, then SIGKILL), PostgreSQL (``pg_ctl stop``) and the stand-in."""
+        """Stop the workers and the API (SIGTERM, then SIGKILL), PostgreSQL (``pg_ctl stop``) and the stand-in."""
         with self._exclusive():
             state = self._state.read()
+            for index, pid in enumerate(state.get("worker_pids", []), start=1):
+                if pid_alive(pid):
+                    self._log(f"Stopping hindsight-worker {index} (pid {pid})")
+                    terminate(pid, grace_s=10.0)
             if pid_alive(state.get("api_pid")):
                 self._log(f"Stopping hindsight-api (pid {state['api_pid']})")
                 terminate(state["api_pid"], grace_s=10.0)

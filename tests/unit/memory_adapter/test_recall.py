@@ -8,6 +8,7 @@ from memory_adapter import TurnContext
 from memory_adapter.formatting import MEMORY_BLOCK_OPEN
 from memory_adapter.observability import Metric
 from memory_adapter.policies import RecallPolicy
+from memory_adapter.recall_deadline import DEADLINE_HEADER
 from memory_adapter.testing import Fault
 
 
@@ -91,6 +92,34 @@ async def test_a_hung_hindsight_costs_at_most_the_recall_deadline(make_adapter, 
     recollection = await adapter.recall_for_turn(ctx(), "hello")
     # ended by the recall deadline (reason "timeout"), not by the transport's own timeout ("unavailable")
     assert (recollection.degraded, recollection.reason) == (True, "timeout")
+
+
+async def test_a_shed_recall_degrades_at_once_and_leaves_the_breaker_closed(make_adapter, fake, metrics):
+    fake.fault = Fault.SHED
+    adapter = make_adapter(breaker_failure_threshold=1)
+    for _ in range(10):
+        recollection = await adapter.recall_for_turn(ctx(), "hello")
+        assert (recollection.text, recollection.degraded, recollection.reason) == ("", True, "shed")
+    assert adapter.breaker_state == "closed"  # Hindsight answered: it is up, only busy
+    assert metrics.total(Metric.RECALL_SHED) == 10
+    assert metrics.total(Metric.DEGRADED_TURNS) == 10
+    assert len(fake.calls("/memories/recall")) == 10  # every turn asked again (no breaker skip)
+
+
+async def test_a_plain_503_still_counts_against_the_breaker(make_adapter, fake):
+    fake.fault = Fault.STATUS  # a 503 without the overloaded reason: a proxy with no server behind it, say
+    adapter = make_adapter(breaker_failure_threshold=1)
+    recollection = await adapter.recall_for_turn(ctx(), "hello")
+    assert recollection.reason == "unavailable"
+    assert adapter.breaker_state == "open"
+
+
+async def test_recall_states_what_is_left_of_its_deadline(make_adapter, fake):
+    adapter = make_adapter(recall_timeout=1.5)
+    await adapter.recall_for_turn(ctx(), "hello")
+    (call,) = fake.calls("/memories/recall")
+    left = float(call.headers[DEADLINE_HEADER])
+    assert 1000 < left <= 1500
 
 
 async def test_turn_credential_is_sent_else_the_api_key(make_adapter, fake):

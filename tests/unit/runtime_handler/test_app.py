@@ -308,7 +308,8 @@ def test_memory_down_or_hung_still_answers_degraded(
         agent.hindsight.fault = fault
         response = agent.invoke({"prompt": "hello"}, token=loopback_issuer.mint("user-alex"))
     assert response.status_code == 200
-    assert response.json()["memory"] == {"recalled": 0, "degraded": True}
+    reason = "unavailable" if fault is Fault.DOWN else "timeout"
+    assert response.json()["memory"] == {"recalled": 0, "degraded": True, "reason": reason}
     assert response.json()["output"].startswith("You said: hello")
 
 

@@ -5,8 +5,9 @@ client, background delivery and the queue's replay all call :class:`HindsightApi
 changes in this file only. Private: users reach Hindsight through the adapter, the tools or ``OperatorClient``.
 
 Statuses map onto two exceptions (as httpx's ``map_exceptions`` does): :class:`HindsightUnavailableError` for
-anything worth retrying (408/425/429/5xx; the transport raises it too when no answer came) and
-:class:`HindsightRequestError` for definitive refusals. Reads that may find nothing take ``missing_ok`` and return
+anything worth retrying (408/425/429/5xx; the transport raises it too when no answer came; its
+:class:`HindsightOverloadedError` for a recall the server shed) and :class:`HindsightRequestError` for definitive
+refusals. Reads that may find nothing take ``missing_ok`` and return
 ``None`` (or nothing) for the statuses that mean "not there" instead of raising.
 """
 
@@ -16,7 +17,8 @@ import urllib.parse
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from memory_adapter.exceptions import HindsightRequestError, HindsightUnavailableError
+from memory_adapter.exceptions import HindsightOverloadedError, HindsightRequestError, HindsightUnavailableError
+from memory_adapter.recall_deadline import DEADLINE_HEADER, OVERLOADED, REASON_FIELD
 from memory_adapter.transport import HttpResponse, Transport
 
 if TYPE_CHECKING:
@@ -66,6 +68,10 @@ def checked(response: HttpResponse) -> HttpResponse:
         return response
     detail = response.body.get("detail") if isinstance(response.body, dict) else None
     message = str(detail)[:200] if detail is not None else "no detail"
+    if response.status == 503 and _field(response.body, REASON_FIELD) == OVERLOADED:
+        raise HindsightOverloadedError(
+            f"Hindsight shed the request (overloaded): {message}", retry_after=response.retry_after
+        )
     if is_transient_status(response.status):
         raise HindsightUnavailableError(
             f"Hindsight answered HTTP {response.status}: {message}", retry_after=response.retry_after
@@ -112,9 +118,11 @@ class HindsightApi:
         timeout: float | None = None,
         missing_ok: bool = False,
         absent: frozenset[int] = ABSENT_STATUSES,
+        headers: Mapping[str, str] | None = None,
     ) -> Any:
         """One request; the JSON body of a 2xx answer, ``None`` for an ``absent`` status when ``missing_ok``."""
-        extra = {"headers": self.headers} if self.headers else {}  # custom transports (tests) need not take headers
+        sent = {**self.headers, **(headers or {})}
+        extra = {"headers": sent} if sent else {}  # custom transports (tests) need not take headers
         response = self.transport.request(
             method,
             path,
@@ -153,12 +161,25 @@ class HindsightApi:
     # ------------------------------------------------------------------ recall, reflect, retain
 
     def _search(
-        self, bank_id: str, suffix: str, body: dict[str, Any], bearer: str | None, timeout: float | None
+        self,
+        bank_id: str,
+        suffix: str,
+        body: dict[str, Any],
+        bearer: str | None,
+        timeout: float | None,
+        headers: Mapping[str, str] | None = None,
     ) -> Any:
         """A recall or reflect: nothing (``None``) for an unknown bank or a query Hindsight cannot search."""
         path = bank_path(bank_id, suffix)
         return self.call(
-            "POST", path, body, bearer=bearer, timeout=timeout, missing_ok=True, absent=EMPTY_RECALL_STATUSES
+            "POST",
+            path,
+            body,
+            bearer=bearer,
+            timeout=timeout,
+            missing_ok=True,
+            absent=EMPTY_RECALL_STATUSES,
+            headers=headers,
         )
 
     def recall(
@@ -170,9 +191,13 @@ class HindsightApi:
         max_tokens: int,
         bearer: str | None = None,
         timeout: float | None = None,
+        deadline_ms: float | None = None,
     ) -> list[dict[str, Any]]:
         """``POST .../memories/recall``: the results that carry text (nothing for an unknown bank or unsearchable
-        query). Entities, chunks and source facts are not asked for: only the memories are used."""
+        query). Entities, chunks and source facts are not asked for: only the memories are used.
+
+        ``deadline_ms``: how long the caller will wait for the answer, told to the server (which may shed the recall:
+        :class:`HindsightOverloadedError`); ``None`` states no deadline."""
         body = {
             "query": query,
             "budget": budget,
@@ -181,7 +206,8 @@ class HindsightApi:
             "include": {"entities": None, "chunks": None, "source_facts": None},
             "tags_match": "any",
         }
-        results = _field(self._search(bank_id, "/memories/recall", body, bearer, timeout), "results")
+        headers = {DEADLINE_HEADER: str(max(0, round(deadline_ms)))} if deadline_ms is not None else None
+        results = _field(self._search(bank_id, "/memories/recall", body, bearer, timeout, headers), "results")
         return [r for r in results or () if isinstance(r, dict) and isinstance(r.get("text"), str)]
 
     def reflect(

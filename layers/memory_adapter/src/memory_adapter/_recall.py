@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from memory_adapter._hindsight_api import HindsightApi
 from memory_adapter.budget import fit_to_budget
 from memory_adapter.currency import current_first, follow_up_queries, with_later
-from memory_adapter.exceptions import HindsightRequestError, HindsightUnavailableError
+from memory_adapter.exceptions import HindsightOverloadedError, HindsightRequestError, HindsightUnavailableError
 from memory_adapter.formatting import MemoryFormatter, RecalledMemory, ReflectAnswer
 from memory_adapter.observability import Metric, Observer, logger, short_hash
 from memory_adapter.recall_deadline import RECALL_MARGIN_S, recall_socket_timeout_s
@@ -36,8 +36,9 @@ class Recollection:
         count: Number of memories recalled.
         degraded: True when memory was skipped because of a failure (Hindsight down, slow, refusing, breaker open,
             unresolvable bank): the turn ran without memory it might have had.
-        reason: Why it degraded (``breaker_open``, ``timeout``, ``unavailable``, ``rejected``, ``bank_resolution``,
-            ``error``), else ``None``.
+        reason: Why it degraded (``breaker_open``, ``shed``, ``timeout``, ``unavailable``, ``rejected``,
+            ``bank_resolution``, ``error``), else ``None``. ``shed``: Hindsight answered at once that it could not
+            serve the recall within its deadline (overloaded); not a failure, the breaker does not count it.
         latency_ms: Time the recall took, as the turn saw it.
         memories: The recalled memories (text unsanitised; use ``text`` for prompts). In reflect mode, one
             :class:`~memory_adapter.formatting.ReflectAnswer`: the answer exactly as Hindsight returned it.
@@ -71,6 +72,7 @@ class Recaller:
             rt.maybe_probe()
             return degraded("breaker_open", started, self.observer, bank_id)
         try:
+            deadline_at = time.perf_counter() + self.deadline
             future = rt.recall_pool.submit(
                 recall_blocking,
                 rt.api,
@@ -81,11 +83,17 @@ class Recaller:
                 max_tokens=self.max_tokens,
                 bearer=bearer,
                 timeout=recall_socket_timeout_s(self.deadline),  # the turn gives up first, never the socket
+                deadline_at=deadline_at,
             )
             memories = await asyncio.wait_for(asyncio.wrap_future(future), timeout=self.deadline)
         except TimeoutError:
             rt.breaker.record_miss()
             return degraded("timeout", started, self.observer, bank_id)
+        except HindsightOverloadedError:
+            # Hindsight is up and said at once it could not answer in time: no memory for this turn, nothing for
+            # the breaker (which stays for a server that is gone or hung).
+            self.observer.count(Metric.RECALL_SHED)
+            return degraded("shed", started, self.observer, bank_id)
         except HindsightUnavailableError as exc:
             rt.breaker.record_error(exc)
             return degraded("unavailable", started, self.observer, bank_id)
@@ -113,13 +121,24 @@ def recall_blocking(
     max_tokens: int,
     bearer: str | None,
     timeout: float,
+    deadline_at: float | None = None,
 ) -> list[RecalledMemory]:
-    """Runs on a recall thread: the memories (or, with ``reflect``, the one answer) Hindsight returns."""
+    """Runs on a recall thread: the memories (or, with ``reflect``, the one answer) Hindsight returns.
+
+    ``deadline_at`` (``time.perf_counter()`` seconds): when the turn stops waiting; what is left of it when the
+    request leaves is sent with a recall, so an overloaded server sheds it at once instead of serving it too late.
+    """
     if reflect:
         text = api.reflect(bank_id, query, budget=budget, max_tokens=max_tokens, bearer=bearer, timeout=timeout)
         return [ReflectAnswer(text=text)] if text is not None else []
     started = time.monotonic()
-    results = api.recall(bank_id, query, budget=budget, max_tokens=max_tokens, bearer=bearer, timeout=timeout)
+
+    def left_ms() -> float | None:
+        return None if deadline_at is None else (deadline_at - time.perf_counter()) * 1000
+
+    results = api.recall(
+        bank_id, query, budget=budget, max_tokens=max_tokens, bearer=bearer, timeout=timeout, deadline_ms=left_ms()
+    )
     memories = [_memory(r) for r in results]
     # Later statements of a relation said in other words (memory_adapter.currency), searched while at most half of
     # the deadline is spent; best effort: the first search's memories are the turn's either way.
@@ -129,7 +148,15 @@ def recall_blocking(
         if left < deadline / 2:
             break
         try:
-            more = api.recall(bank_id, follow_up, budget=budget, max_tokens=max_tokens, bearer=bearer, timeout=left)
+            more = api.recall(
+                bank_id,
+                follow_up,
+                budget=budget,
+                max_tokens=max_tokens,
+                bearer=bearer,
+                timeout=left,
+                deadline_ms=left_ms(),
+            )
         except (HindsightUnavailableError, HindsightRequestError):
             break
         memories = with_later(memories, [_memory(r) for r in more])

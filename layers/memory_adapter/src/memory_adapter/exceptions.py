@@ -5,6 +5,7 @@
     HindsightAgentCoreError              everything the package raises (the prior art's base name)
     ├── ConfigurationError               unusable settings; .problems lists every one
     ├── HindsightUnavailableError        retry later (no answer, 408/425/429/5xx)
+    │   └── HindsightOverloadedError     shed: the server would not have answered in time (not a failure)
     ├── HindsightRequestError            refused for good (other 4xx); .status
     ├── SpoolError                       ── RecordTooLargeError, MalformedMessageError
     ├── IdentityError                    memory_adapter.identity.errors (tokens, JWT settings, bank ids)
@@ -23,6 +24,7 @@ from collections.abc import Sequence
 __all__ = [
     "ConfigurationError",
     "HindsightAgentCoreError",
+    "HindsightOverloadedError",
     "HindsightRequestError",
     "HindsightUnavailableError",
     "MalformedMessageError",
@@ -49,6 +51,11 @@ class HindsightUnavailableError(HindsightAgentCoreError):
     def __init__(self, message: str, *, retry_after: float | None = None) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class HindsightOverloadedError(HindsightUnavailableError):
+    """Hindsight shed the request: it would not have answered within the deadline the request stated, so it answered
+    at once without starting the work (``memory_adapter.recall_deadline``). Hindsight is up: not a failure of it."""
 
 
 class HindsightRequestError(HindsightAgentCoreError):

@@ -26,6 +26,8 @@ class Metric:
     RECALL_LATENCY: Final = "MemoryRecallLatency"
     RECALL_HITS: Final = "MemoryRecallHits"
     DEGRADED_TURNS: Final = "MemoryDegradedTurns"
+    RECALL_SHED: Final = "MemoryRecallShed"
+    """Recalls Hindsight shed (overloaded, answered at once): those turns ran without memory (also degraded)."""
     RETAIN_QUEUED: Final = "MemoryRetainQueued"
     RETAIN_DELIVERED: Final = "MemoryRetainDelivered"
     RETAIN_RETRIED: Final = "MemoryRetainRetried"

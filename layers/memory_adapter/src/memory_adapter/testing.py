@@ -3,7 +3,7 @@
 It keeps the server behaviours the adapter relies on: async retain deduplicated by ``operation_id`` (a replay of a
 known id is a no-op), documents replaced by ``document_id``, 404 for a recall on an unknown bank, 422 for a query
 without a word character. Recall returns the stored items sharing a word with the query. Faults can be switched on
-(``down``, ``hang``, ``status``) and every request is recorded (including the bearer, for credential tests).
+(``down``, ``hang``, ``status``, ``shed``) and every request is recorded (including the bearer, for credential tests).
 Integration tests use the real local Hindsight instead.
 
 Example:
@@ -24,6 +24,7 @@ from enum import StrEnum
 from typing import Any
 
 from memory_adapter.exceptions import HindsightUnavailableError
+from memory_adapter.recall_deadline import OVERLOADED, REASON_FIELD
 from memory_adapter.transport import HttpResponse
 
 __all__ = ["FakeHindsight", "Fault", "RecordedRequest"]
@@ -42,6 +43,9 @@ class Fault(StrEnum):
     """Accepts and never answers: blocks for the request timeout (or until :meth:`FakeHindsight.release`)."""
     STATUS = "status"
     """Answers ``fault_status`` (503 by default) to everything."""
+    SHED = "shed"
+    """Answers every recall as an overloaded server does (``memory_adapter.recall_deadline``): 503 at once, with
+    ``Retry-After`` and the ``overloaded`` reason; everything else is served."""
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,7 @@ class RecordedRequest:
     body: Any
     bearer: str | None = field(repr=False)
     timeout: float
+    headers: Mapping[str, str] = field(default_factory=dict)
 
 
 class FakeHindsight:
@@ -109,7 +114,7 @@ class FakeHindsight:
     ) -> HttpResponse:
         """Serve one request (``headers``, such as the operator's actor, are accepted and not interpreted)."""
         with self._lock:
-            self.requests.append(RecordedRequest(method, path, body, bearer, timeout))
+            self.requests.append(RecordedRequest(method, path, body, bearer, timeout, dict(headers or {})))
             fault = self.fault
         if fault is Fault.DOWN:
             raise HindsightUnavailableError("cannot reach Hindsight: ConnectionRefusedError")
@@ -119,6 +124,8 @@ class FakeHindsight:
             raise HindsightUnavailableError(f"Hindsight did not answer within {timeout:g} s") from TimeoutError()
         if fault is Fault.STATUS:
             return HttpResponse(self.fault_status, {"detail": "fault"})
+        if fault is Fault.SHED and path.endswith("/memories/recall"):
+            return HttpResponse(503, {"detail": "overloaded", REASON_FIELD: OVERLOADED}, retry_after=1.0)
         if path == "/health":
             return HttpResponse(200, {"status": "healthy"})
         match = _BANK_ROUTE.match(path)

@@ -102,7 +102,7 @@ class HindsightMemoryHooks:
             return list(messages)
         recollection = await self._recall(turn, human)
         report = memory_report(context) if _reported(context) else start_report(context)
-        report.recalled, report.degraded = recollection.count, recollection.degraded
+        report.recall_done(recollection.count, recollection.degraded, recollection.reason)
         if not recollection.text:
             return list(messages)
         return [SystemMessage(content=recollection.text), *messages]
@@ -118,7 +118,7 @@ class HindsightMemoryHooks:
         memory_report(context).tools = [name for name, _ in calls]
         answer = answer_to_retain(calls, _text(last))  # None: the run wrote memory
         if answer and self._memory.retain(turn, query=_text(human), result=answer) is None:
-            memory_report(context).degraded = True
+            memory_report(context).retain_failed()
 
     async def _recall(self, turn: MemoryTurn, human: BaseMessage) -> Recollection:
         key = (turn.caller.bank_id, human.id or _text(human))

@@ -13,10 +13,12 @@ from typing import Any
 
 from memory_adapter.agentcore.memory import MEMORY_TURN_KEY, MemoryTurn
 
-__all__ = ["MEMORY_REPORT_KEY", "MemoryReport", "find_turn", "memory_report", "start_report"]
+__all__ = ["MEMORY_REPORT_KEY", "RETAIN_FAILED", "MemoryReport", "find_turn", "memory_report", "start_report"]
 
 #: Where the hooks leave the run's :class:`MemoryReport` in a mutable run state.
 MEMORY_REPORT_KEY = "memory_report"
+#: The reason of a turn that recalled fine but whose retain could be neither scheduled nor spooled.
+RETAIN_FAILED = "retain_failed"
 
 
 @dataclass(slots=True)
@@ -27,14 +29,27 @@ class MemoryReport:
     degraded: bool = False
     #: The memory tools the model called in this run, in order (failed calls included).
     tools: list[str] = field(default_factory=list)
+    reason: str | None = None
 
     def body(self) -> dict[str, Any]:
         """The reference agent's ``memory`` field: ``{"recalled": n, "degraded": bool}``, with ``"tools"`` (the memory
-        tools the model called) when it called any."""
+        tools the model called) when it called any, and ``"reason"`` (the recall's, e.g. ``shed`` or ``timeout``, or
+        :data:`RETAIN_FAILED`) when it degraded."""
         body: dict[str, Any] = {"recalled": self.recalled, "degraded": self.degraded}
         if self.tools:
             body["tools"] = list(self.tools)
+        if self.degraded and self.reason:
+            body["reason"] = self.reason
         return body
+
+    def recall_done(self, count: int, degraded: bool, reason: str | None) -> None:
+        """Record the run's recall."""
+        self.recalled, self.degraded, self.reason = count, degraded, reason if degraded else None
+
+    def retain_failed(self) -> None:
+        """Record that the run's retain failed (the recall's reason, if it degraded too, is kept)."""
+        self.degraded = True
+        self.reason = self.reason or RETAIN_FAILED
 
 
 def find_turn(state: object) -> MemoryTurn | None:

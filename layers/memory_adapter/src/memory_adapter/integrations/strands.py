@@ -104,7 +104,7 @@ class HindsightMemoryHooks(HookProvider):
         state[_PENDING_KEY] = pending
         start_turn_tools(state, self._memory)  # this invocation's memory tool calls, for the retain rule
         recollection = await self._memory.recall(turn, query)
-        report.recalled, report.degraded = recollection.count, recollection.degraded
+        report.recall_done(recollection.count, recollection.degraded, recollection.reason)
         if recollection.text:
             agent = event.agent
             pending.saved_prompt = agent.system_prompt_content
@@ -128,7 +128,7 @@ class HindsightMemoryHooks(HookProvider):
         if isinstance(tools, TurnTools) and answer:
             answer = tools.retained_answer(answer)  # None: the invocation wrote memory itself
         if answer and self._memory.retain(pending.turn, query=pending.query, result=answer) is None:
-            pending.report.degraded = True
+            pending.report.retain_failed()
 
 
 def memory_tools(memory: AgentCoreMemory) -> list[Any]:

@@ -1,0 +1,253 @@
+"""Admission control for recalls: serve what can be served in time, answer the rest at once.
+
+A caller may state how long it will wait for a recall (:data:`~memory_adapter.recall_deadline.DEADLINE_HEADER`,
+milliseconds from when it sent the request; the memory adapter sends what is left of its recall deadline). Past
+saturation, a recall that waits in a queue and then misses that deadline costs the caller the whole deadline for
+nothing (issue 34: turns paid the full 2 s and got no memory anyway). The gate here answers such a recall at once with
+``503`` + ``Retry-After`` and a JSON body naming the reason (:data:`~memory_adapter.recall_deadline.OVERLOADED`), a
+*shed* recall, and starts no work for it.
+
+How it decides (one gate per server process, in the request guard, REST recalls only):
+
+* At most ``concurrency`` recalls run at once; the others wait in one FIFO queue. A recall that finds a free slot and
+  nobody waiting always starts (so the estimate below keeps learning, even when it says "too slow").
+* ``service`` is the median of the last :data:`WINDOW` served recalls' times (slot taken to answer sent, 200 only: a
+  flood of refused requests must not make recalls look fast). Because those times are measured at the concurrency the
+  gate allows, ``concurrency / service`` is the rate at which slots free up (Little's law), whatever the machine.
+* A new recall with ``q`` recalls queued ahead of it expects to wait ``wait = (q + 1) * service / concurrency`` for a
+  slot. With a stated deadline ``d`` it is shed when ``wait + service > d`` (it would miss its deadline) or
+  ``wait > max_wait`` (it would make it, but only by queueing longer than a recall should: past that, serving late
+  only delays everyone behind it; this is what keeps the served recalls fast past saturation).
+* An admitted recall that is still queued when ``d - service`` has passed is shed then: its answer could no longer
+  arrive in time.
+* Without a deadline (header absent or not a number) a recall is never shed: it queues as before. Retains, reflects,
+  MCP and everything else never pass through the gate.
+
+The stated deadline is clamped to ``[MIN_DEADLINE_S, MAX_DEADLINE_S]``. It only decides whether *this* request waits
+or is answered at once; it never reorders the queue and never counts towards the estimate (only served recalls do),
+so no caller can push others back or make the server shed theirs by what it states: a short deadline gets its own
+recall shed, a long one is held to ``max_wait`` like any other.
+
+``concurrency`` and ``max_wait`` (defaults: ``settings.DEFAULT_RECALL_CONCURRENCY``, ``DEFAULT_RECALL_MAX_WAIT_S``) are
+the tenant extension's settings (``HINDSIGHT_API_TENANT_RECALL_CONCURRENCY``,
+``HINDSIGHT_API_TENANT_RECALL_MAX_WAIT_MS``; :class:`hindsight_isolation.settings.IsolationSettings`), configured once
+at start-up by :func:`configure`; ``RECALL_CONCURRENCY=0`` turns the gate off. Every shed is one ``WARNING`` line
+starting with :data:`SHED_LOG`; the adapter counts the sheds it receives (``MemoryRecallShed``), which the stack
+graphs and alarms on (``RecallsShed``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import math
+import statistics
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from hindsight_isolation.route import RequestKind
+from hindsight_isolation.settings import AdmissionConfig
+from memory_adapter.recall_deadline import DEADLINE_HEADER, OVERLOADED, REASON_FIELD
+
+__all__ = [
+    "MAX_DEADLINE_S",
+    "MIN_DEADLINE_S",
+    "SHED_LOG",
+    "WINDOW",
+    "RecallGate",
+    "configure",
+    "gate",
+    "serve",
+    "stated_deadline",
+]
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+logger = logging.getLogger("hindsight_isolation")
+
+#: Bounds of a stated deadline (anything longer is treated as this long; shorter, as this short).
+MIN_DEADLINE_S: Final = 0.01
+MAX_DEADLINE_S: Final = 60.0
+#: Served recalls whose times make the estimate.
+WINDOW: Final = 64
+#: How every shed's log line starts (search the service's log group for it).
+SHED_LOG: Final = "hindsight_isolation shed a recall"
+_HEADER: Final = DEADLINE_HEADER.encode("ascii")
+
+
+@dataclass(frozen=True, slots=True)
+class _Shed:
+    """Why a recall was shed (for the answer and the log line)."""
+
+    wait_s: float
+    service_s: float
+    deadline_s: float
+    queued: int
+    stage: str  # "arrival" (estimated) or "queued" (waited until it could no longer finish in time)
+
+
+@dataclass(slots=True)
+class RecallGate:
+    """The slots, the queue and the recent service times of one server process (one event loop)."""
+
+    config: AdmissionConfig
+    clock: Callable[[], float] = time.monotonic
+    running: int = 0
+    waiters: deque[asyncio.Future[None]] = field(default_factory=deque)
+    times: deque[float] = field(default_factory=lambda: deque(maxlen=WINDOW))
+    shed: int = 0
+
+    def service_s(self) -> float | None:
+        """The median of the recent served recalls' times; ``None`` before the first."""
+        return statistics.median(self.times) if self.times else None
+
+    def expected_wait_s(self, service: float) -> float:
+        """How long a recall arriving now expects to wait for a slot."""
+        if self.running < self.config.concurrency and not self.waiters:
+            return 0.0
+        return (len(self.waiters) + 1) * service / self.config.concurrency
+
+    def _verdict(self, deadline: float | None) -> _Shed | None:
+        """A shed, or ``None``: admitted."""
+        service = self.service_s()
+        if deadline is None or service is None or (self.running < self.config.concurrency and not self.waiters):
+            return None
+        wait = self.expected_wait_s(service)
+        if wait + service > deadline or wait > self.config.max_wait_s:
+            return _Shed(wait, service, deadline, len(self.waiters), "arrival")
+        return None
+
+    async def acquire(self, deadline: float | None) -> _Shed | None:
+        """Take a slot (``None``) or say why not; call :meth:`release` after a ``None``."""
+        started = self.clock()
+        verdict = self._verdict(deadline)
+        if verdict is not None:
+            return verdict
+        if self.running < self.config.concurrency and not self.waiters:
+            self.running += 1
+            return None
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.waiters.append(waiter)
+        service = self.service_s() or 0.0
+        timeout = None if deadline is None else max(0.0, deadline - service)
+        try:
+            await asyncio.wait((waiter,), timeout=timeout)
+        except BaseException:  # cancelled while queued (client gone, shutdown)
+            if waiter.done() and not waiter.cancelled():
+                self.release()  # the slot was handed over just as this request was cancelled: pass it on
+            else:
+                self._drop(waiter)
+            raise
+        if not waiter.done():  # its deadline came first
+            self._drop(waiter)
+            assert deadline is not None  # only a deadline times out
+            return _Shed(self.clock() - started, service, deadline, len(self.waiters), "queued")
+        return None  # release() handed this waiter its slot (``running`` unchanged)
+
+    def _drop(self, waiter: asyncio.Future[None]) -> None:
+        waiter.cancel()
+        self.waiters.remove(waiter)
+
+    def release(self, served_s: float | None = None) -> None:
+        """Give the slot back (to the first waiter, if any); ``served_s`` is a served recall's time."""
+        if served_s is not None:
+            self.times.append(served_s)
+        while self.waiters:
+            waiter = self.waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+        self.running -= 1
+
+
+_gate: RecallGate | None = RecallGate(AdmissionConfig())
+
+
+def configure(config: AdmissionConfig) -> None:
+    """Set how the gate runs (called once by the tenant extension at start-up); ``concurrency`` 0: no gate."""
+    global _gate
+    _gate = RecallGate(config) if config.concurrency > 0 else None
+
+
+def gate() -> RecallGate | None:
+    """This process's gate (``None`` when admission control is off)."""
+    return _gate
+
+
+def stated_deadline(scope: Scope) -> float | None:
+    """The deadline the request states, in seconds, clamped; ``None`` when absent or not a finite number."""
+    for name, value in scope.get("headers", []):
+        if name.lower() == _HEADER:
+            try:
+                milliseconds = float(bytes(value).decode("ascii"))
+            except (UnicodeDecodeError, ValueError):
+                return None
+            if not math.isfinite(milliseconds):
+                return None
+            return min(MAX_DEADLINE_S, max(MIN_DEADLINE_S, milliseconds / 1000))
+    return None
+
+
+async def serve(kind: RequestKind, app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
+    """Serve one request: a REST recall through the gate, anything else as it is."""
+    current = _gate
+    if kind is not RequestKind.RECALL or current is None:
+        await app(scope, receive, send)
+        return
+    shed = await current.acquire(stated_deadline(scope))
+    if shed is not None:
+        current.shed += 1
+        await _answer_shed(scope, send, shed)
+        return
+    started = current.clock()
+    status = 0
+
+    async def watched(message: Message) -> None:
+        nonlocal status
+        if message["type"] == "http.response.start":
+            status = int(message.get("status", 0))
+        await send(message)
+
+    try:
+        await app(scope, receive, watched)
+    finally:
+        current.release(current.clock() - started if status == 200 else None)
+
+
+async def _answer_shed(scope: Scope, send: Send, shed: _Shed) -> None:
+    retry_after = max(1, math.ceil(shed.wait_s))
+    logger.warning(
+        "%s status=503 stage=%s path=%r deadline_ms=%.0f expected_wait_ms=%.0f service_ms=%.0f queued=%d",
+        SHED_LOG,
+        shed.stage,
+        str(scope.get("path", ""))[:200],
+        shed.deadline_s * 1000,
+        shed.wait_s * 1000,
+        shed.service_s * 1000,
+        shed.queued,
+    )
+    payload = {
+        "detail": (
+            f"overloaded: this recall would not be answered within its deadline of {shed.deadline_s * 1000:.0f} ms "
+            f"(expected wait {shed.wait_s * 1000:.0f} ms, recall ~{shed.service_s * 1000:.0f} ms); no work was "
+            f"started: retry after {retry_after} s or go without memory"
+        ),
+        REASON_FIELD: OVERLOADED,
+        "retry_after_s": retry_after,
+    }
+    body = json.dumps(payload).encode("utf-8")
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode("ascii")),
+        (b"retry-after", str(retry_after).encode("ascii")),
+    ]
+    await send({"type": "http.response.start", "status": 503, "headers": headers})
+    await send({"type": "http.response.body", "body": body, "more_body": False})

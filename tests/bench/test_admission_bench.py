@@ -1,0 +1,81 @@
+"""The concurrency benchmark's admission-control comparison: the figures per level, the table, and one tiny real
+run of both layouts (``make bench-scale --only concurrency`` runs the real levels; nothing here times anything)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bench.scale import report
+from bench.scale.concurrency import admission_figures
+
+
+def _records() -> list[dict[str, Any]]:
+    return [
+        {"ms": 100.0, "degraded": False, "recalled": 2},
+        {"ms": 120.0, "degraded": False, "recalled": 0},
+        {"ms": 9.0, "degraded": True, "reason": "shed"},
+        {"ms": 11.0, "degraded": True, "reason": "shed"},
+        {"ms": 2010.0, "degraded": True, "reason": "timeout"},
+        {"ms": 5.0, "error": "HTTP 500"},
+    ]
+
+
+def test_served_and_shed_turns_are_counted_apart() -> None:
+    figures = admission_figures(_records())
+    assert figures["served_latency"]["n"] == 2
+    assert figures["served_latency"]["max_ms"] == 120.0
+    assert (figures["shed"], figures["shed_latency"]["max_ms"]) == (2, 11.0)
+    assert figures["without_memory"] == 3
+    assert figures["without_memory_reasons"] == {"shed": 2, "timeout": 1}
+
+
+def _level(sessions: int, records: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "sessions": sessions,
+        "turns_per_session": 1,
+        "model": "brief",
+        "turns": len(records),
+        "latency": {"p50_ms": 100.0, "p99_ms": 200.0},
+        "degraded": 0,
+        "degraded_reasons": {},
+        "errors": 0,
+        "turns_per_s": 1.0,
+        "check": {"ok": True},
+        **admission_figures(records),
+    }
+
+
+def test_the_report_puts_admission_on_and_off_side_by_side() -> None:
+    on = {"levels": [_level(8, _records())]}
+    off = {"levels": [_level(8, [{"ms": 2010.0, "degraded": True, "reason": "timeout"}])]}
+    text = "\n".join(report._admission({"deployed": on, "deployed_admission_off": off}))
+    rows = [line for line in text.splitlines() if line.startswith("| 8 x 1")]
+    assert len(rows) == 2
+    assert rows[0].startswith("| 8 x 1 | on | 110.0 / 119.8 | 10.0 / 11.0 (2) | 3/6 (shed 2, timeout 1) |")
+    assert rows[1].startswith("| 8 x 1 | off | n/a / n/a | n/a / n/a (0) | 1/1 (timeout 1)")
+    assert report._admission({"deployed": on}) == []  # a run without the comparison has no table
+
+
+@pytest.mark.integration
+def test_a_tiny_run_of_both_layouts_records_the_comparison() -> None:
+    from bench.scale.__main__ import ADMISSION_OFF, _shapes
+    from bench.scale.concurrency import run_level
+    from bench.scale.server import ScaleServer
+
+    shapes = _shapes()
+    results: dict[str, Any] = {}
+    with ScaleServer(log=lambda _: None) as server:
+        db = server.database()
+        for name in ("deployed", ADMISSION_OFF):
+            server.apply(shapes[name])
+            results[name] = {"levels": [run_level(server, db, sessions=2, turns=1, log=lambda _: None)]}
+    for name, run in results.items():
+        (level,) = run["levels"]
+        assert level["check"]["ok"], name
+        assert level["errors"] == 0, name
+        assert level["served_latency"]["n"] + level["without_memory"] == 2, name
+    text = "\n".join(report._admission({"concurrency": None, **results}))
+    assert "| 2 x 1 | on |" in text
+    assert "| 2 x 1 | off |" in text

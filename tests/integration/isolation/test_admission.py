@@ -1,0 +1,164 @@
+"""Admission control of recalls on a real Hindsight (hindsight_isolation.admission): an overloaded server sheds a
+recall that states a deadline at once, admits one that states none, never sheds a retain, and the adapter turns a
+shed into an immediate degraded turn without opening its breaker.
+
+The server here serves one recall at a time (``RECALL_CONCURRENCY=1``) and a pool of threads keeps it busy with
+recalls that state no deadline (never shed, so the queue stays long): every recall that states a deadline then finds
+an expected wait of a dozen recalls, above the 200 ms a recall may queue. The only timing asserted is "answered
+well before its deadline", with the deadline itself as the bound.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import pytest
+
+from hindsight_isolation.admission import SHED_LOG
+from hindsight_isolation.settings import ENV_TENANT_PREFIX, KEY_RECALL_CONCURRENCY
+from localdev.hindsight import LocalHindsight, LocalHindsightConfig
+from localdev.token_issuer import TokenIssuer
+from memory_adapter import HindsightRuntimeAdapter, TurnContext
+from memory_adapter.identity.bank_ids import format_bank_id
+from memory_adapter.recall_deadline import DEADLINE_HEADER, OVERLOADED, REASON_FIELD
+
+pytestmark = pytest.mark.integration
+
+USER = "admission-alice"
+BANK = format_bank_id(user=USER, agent="support")
+#: Threads sending recalls without a deadline, back to back: the queue in front of the one slot.
+FLOOD = 16
+DEADLINE_MS = 1500
+
+
+class Busy:
+    """A server kept saturated by recalls that state no deadline (so they are never shed)."""
+
+    def __init__(self, url: str, token: str) -> None:
+        self.url, self.token = url, token
+        self.statuses: list[int] = []
+        self._stop = threading.Event()
+        self._pool = ThreadPoolExecutor(FLOOD)
+
+    def _loop(self) -> None:
+        with httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {self.token}"}, timeout=120) as c:
+            while not self._stop.is_set():
+                self.statuses.append(recall(c, "what do I like?").status_code)
+
+    def __enter__(self) -> Busy:
+        for _ in range(FLOOD):
+            self._pool.submit(self._loop)
+        time.sleep(1.0)  # every thread has a recall in the queue
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._pool.shutdown(wait=True)
+
+
+def recall(client: httpx.Client, query: str, deadline_ms: int | None = None) -> httpx.Response:
+    headers = {DEADLINE_HEADER: str(deadline_ms)} if deadline_ms is not None else {}
+    return client.post(f"/v1/default/banks/{BANK}/memories/recall", json={"query": query}, headers=headers)
+
+
+@pytest.fixture(scope="module")
+def narrow(token_issuer: TokenIssuer) -> Iterator[LocalHindsight]:
+    """A dedicated Hindsight serving one recall at a time, with a few memories in the bank."""
+    config = LocalHindsightConfig.ephemeral(
+        issuer_discovery_url=token_issuer.discovery_url,
+        extra_env={ENV_TENANT_PREFIX + KEY_RECALL_CONCURRENCY.upper(): "1"},
+    )
+    hindsight = LocalHindsight(config)
+    hindsight.start()
+    hindsight.stop_when_gone(delete=True)
+    try:
+        token = token_issuer.mint(USER, ttl=900)
+        with httpx.Client(base_url=hindsight.url, headers={"Authorization": f"Bearer {token}"}, timeout=120) as c:
+            items = [{"content": f"I like {thing}."} for thing in ("tea", "hiking", "jazz", "rain")]
+            assert c.post(f"/v1/default/banks/{BANK}/memories", json={"items": items}).status_code == 200
+            for _ in range(5):  # served recalls: what the server's estimate learns from
+                assert recall(c, "what do I like?").status_code == 200
+        yield hindsight
+    finally:
+        hindsight.stop()
+        shutil.rmtree(hindsight.data_dir, ignore_errors=True)
+
+
+@pytest.fixture
+def client(narrow: LocalHindsight, token_issuer: TokenIssuer) -> Iterator[httpx.Client]:
+    token = token_issuer.mint(USER, ttl=900)
+    with httpx.Client(base_url=narrow.url, headers={"Authorization": f"Bearer {token}"}, timeout=120) as c:
+        yield c
+
+
+def test_an_overloaded_server_sheds_a_recall_with_a_deadline_at_once(
+    narrow: LocalHindsight, client: httpx.Client, token_issuer: TokenIssuer
+) -> None:
+    with Busy(narrow.url, token_issuer.mint(USER, ttl=900)) as busy:
+        started = time.perf_counter()
+        shed = recall(client, "what do I like?", deadline_ms=DEADLINE_MS)
+        elapsed_ms = (time.perf_counter() - started) * 1000
+        # AND one that states no deadline waits its turn and is served
+        patient = recall(client, "what do I like?")
+        # AND a retain is never shed, whatever it states
+        retain = client.post(
+            f"/v1/default/banks/{BANK}/memories",
+            json={"items": [{"content": "I like snow."}], "async": True},
+            headers={DEADLINE_HEADER: "1"},
+        )
+    assert shed.status_code == 503, shed.text
+    assert shed.json()[REASON_FIELD] == OVERLOADED
+    assert "overloaded" in shed.json()["detail"]
+    assert int(shed.headers["retry-after"]) >= 1
+    assert elapsed_ms < DEADLINE_MS, "the shed answer came at once, well before the deadline it could not meet"
+    assert patient.status_code == 200, patient.text
+    assert retain.status_code == 200, retain.text
+    assert set(busy.statuses) == {200}, "recalls without a deadline are never shed"
+    assert SHED_LOG in narrow.server_log.read_text(errors="replace")
+
+
+def test_an_idle_server_serves_a_recall_with_a_deadline(client: httpx.Client) -> None:
+    response = recall(client, "what do I like?", deadline_ms=DEADLINE_MS)
+    assert response.status_code == 200, response.text
+    assert response.json()["results"]
+
+
+@pytest.mark.parametrize("value", ["soon", "-1", "1e999", ""])
+def test_a_deadline_that_is_not_a_number_is_no_deadline(client: httpx.Client, value: str) -> None:
+    response = client.post(
+        f"/v1/default/banks/{BANK}/memories/recall", json={"query": "tea"}, headers={DEADLINE_HEADER: value}
+    )
+    assert response.status_code == 200, response.text
+
+
+async def test_the_adapter_turns_a_shed_into_an_immediate_degraded_turn(
+    narrow: LocalHindsight, token_issuer: TokenIssuer, tmp_path: Path
+) -> None:
+    adapter = HindsightRuntimeAdapter(
+        "support",
+        hindsight_api_url=narrow.url,
+        spool_dir=str(tmp_path / "spool"),
+        recall_timeout=DEADLINE_MS / 1000,
+        breaker_failure_threshold=1,  # one failure would open it: a shed is not one
+        auto_replay=False,
+    )
+    turn = TurnContext(
+        runtime_session_id="admission", user_id=USER, agent_name="support", credential=token_issuer.mint(USER)
+    )
+    try:
+        with Busy(narrow.url, token_issuer.mint(USER, ttl=900)):
+            recollections = [await adapter.recall_for_turn(turn, "what do I like?") for _ in range(5)]
+        assert {(r.degraded, r.reason) for r in recollections} == {(True, "shed")}
+        assert all(r.latency_ms < DEADLINE_MS for r in recollections), [r.latency_ms for r in recollections]
+        assert adapter.breaker_state == "closed"
+        # the load gone, the next turn gets its memories
+        served = await adapter.recall_for_turn(turn, "what do I like?")
+        assert (served.degraded, served.count > 0) == (False, True)
+    finally:
+        await adapter.aclose(timeout=5)
