@@ -92,6 +92,58 @@ def test_a_claim_whose_group_is_not_granted_fails(default: Synth) -> None:
     assert all("claim Agent" in line for line in found)
 
 
+def _revoke(templates: dict[str, Any], function_prefix: str, action: str) -> tuple[str, dict[str, Any]]:
+    """The templates with ``action`` taken out of every policy on the role of the function whose logical id starts
+    with ``function_prefix`` (and the function's ``stack/logical id``)."""
+    changed = copy.deepcopy(templates)
+    for stack, template in changed.items():
+        found = [
+            k
+            for k, r in template["Resources"].items()
+            if r["Type"] == "AWS::Lambda::Function" and k.startswith(function_prefix)
+        ]
+        if not found:
+            continue
+        (logical,) = found
+        role = check._token_target(template["Resources"][logical]["Properties"]["Role"])
+        documents = [p["PolicyDocument"] for p in template["Resources"][role]["Properties"].get("Policies", [])]
+        documents += [
+            r["Properties"]["PolicyDocument"]
+            for r in template["Resources"].values()
+            if r["Type"] == "AWS::IAM::Policy" and {"Ref": role} in r["Properties"]["Roles"]
+        ]
+        for document in documents:
+            for statement in document["Statement"]:
+                actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+                statement["Action"] = [a for a in actions if a != action] or ["none:None"]
+        return f"{stack}/{logical}", changed
+    raise AssertionError(f"no function {function_prefix}")
+
+
+@pytest.mark.parametrize(
+    ("function", "action"),
+    [
+        ("DatabaseLoginProviderframeworkonEvent", "lambda:InvokeFunction"),  # CDK's framework -> the user handler
+        ("AWS679f53fac002430cb0da5b7982bd2287", "ecr:DescribeImages"),  # an AwsCustomResource call
+        ("CustomVpcRestrictDefaultSG", "ec2:RevokeSecurityGroupEgress"),
+        ("MemoryRedeployOnRotation", "ecs:UpdateService"),
+        ("IdentityMirror", "ssm:PutParameter"),
+        ("DatabaseCaBundleFunction", "ssm:PutParameter"),
+        ("DatabaseLoginFunction", "secretsmanager:GetSecretValue"),
+        ("RetainReplayFunction", "sqs:DeleteMessage"),  # through getattr(client, "delete_message") in the layer
+        ("MemoryAdminFunction", "s3:PutObject"),  # the layer's S3Store
+        ("MemoryAdminBackup", "secretsmanager:GetSecretValue"),  # Powertools parameters.get_secret
+        ("MemoryGatewayTarget", "ssm:GetParameter"),  # the layer's mirrored-keys reader
+    ],
+)
+def test_each_function_fails_without_a_grant_it_needs(default: Synth, function: str, action: str) -> None:
+    """The check reads a real need of every kind of function: taking the grant away is a finding for it alone."""
+    name, templates = _revoke(default.templates, function, action)
+    found = _findings(default, templates)
+    assert found
+    assert all(line.startswith(f"{name}: {action}") for line in found), found
+
+
 def test_a_function_the_check_cannot_read_is_a_finding(default: Synth) -> None:
     templates = copy.deepcopy(default.templates)
     agent = next(t for name, t in templates.items() if name.endswith("-Agent"))
