@@ -425,7 +425,8 @@ def _sdk_service_names() -> dict[str, str]:
 def sdk_call_actions(service: str, action: str) -> tuple[str, ...]:
     """The IAM actions of an ``AwsCustomResource`` call (``{"service": "ECR", "action": "describeImages"}``)."""
     key = service.removeprefix("@aws-sdk/client-").replace("-", "").replace(" ", "").lower()
-    botocore_name = _sdk_service_names().get(key)
+    direct = {name.replace("-", ""): name for name in _services()}  # most SDK names are botocore's (ECR, SSM)
+    botocore_name = direct.get(key) or _sdk_service_names().get(key)  # else by service id (CloudWatchLogs: logs)
     if botocore_name is None:
         raise KeyError(f"unknown SDK service {service!r}")
     operation = action[0].upper() + action[1:]
