@@ -19,7 +19,7 @@ from infra.app_builder import Stacks
 from infra.bootstrap import asset_bucket_name
 from infra.config import AppConfig, ImageSource
 from infra.constructs.service_log_group import FUNCTION_ID as LOG_GROUPS_FUNCTION_ID
-from infra.constructs.service_log_group import ServiceLogGroup
+from infra.constructs.service_log_group import ServiceLogGroup, rollback_stable_name
 from infra.stacks.external_memory_stack import ExternalMemoryStack
 
 ECR_DEPLOYMENT_PREFIX = "Custom::CDKECRDeployment"
@@ -634,19 +634,25 @@ def _service_log_groups(stack: Stack) -> None:
         function, "it only calls the CloudWatch Logs API at deploy time and answers CloudFormation's pre-signed URL"
     )
     role = function.node.find_child("ServiceRole")
+    reasons = {
+        "*": "logs:DescribeLogGroups (reading a claimed group's key) is authorized only on every log group",
+    }
     for claim in (c for c in stack.node.find_all() if isinstance(c, ServiceLogGroup)):
-        arn = stack.format_arn(
-            service="logs",
-            resource="log-group",
-            resource_name=f"{claim.log_group_name}:*",
-            arn_format=ArnFormat.COLON_RESOURCE_NAME,
-        )
-        _ack(
-            role,
-            f"AwsSolutions-IAM5[Resource::{_rendered(stack, stack.resolve(arn))}]",
+        name = rollback_stable_name(claim.log_group_name)
+        reasons[f"{name}:*"] = (
             "a log group's ARN in the form IAM matches log-group actions against (':*' ends every log-group ARN "
-            "CloudFormation reports); the claim's own group only",
+            "CloudFormation reports); the claim's own group only"
         )
+        if "*" in name:
+            reasons[name] = (
+                "the claim's own group, with the part a replacement changes (the runtime's id, the instance's "
+                "identifier) as '*': a rollback after a replacement claims the previous group under the new policy"
+            )
+    for name, reason in reasons.items():
+        arn = stack.format_arn(
+            service="logs", resource="log-group", resource_name=name, arn_format=ArnFormat.COLON_RESOURCE_NAME
+        )
+        _ack(role, f"AwsSolutions-IAM5[Resource::{_rendered(stack, stack.resolve(arn))}]", reason)
 
 
 def _maintenance_policy(stacks: Stacks) -> None:

@@ -24,6 +24,9 @@ LOG_GROUP_CLAIM_ACTIONS = (
     "logs:AssociateKmsKey",
     "logs:DeleteLogGroup",
 )
+#: Reading a claimed log group's current key (DescribeLogGroups, through its paginator). CloudWatch Logs authorizes
+#: it only against every group of the account and region (``log-group:*``): it cannot be scoped to one group.
+LOG_GROUP_DESCRIBE_ACTIONS = ("logs:DescribeLogGroups",)
 #: Reading one parameter's value.
 SSM_READ_ACTIONS = ("ssm:GetParameter",)
 #: The administration bucket: the admin functions only write new objects (exports, receipts, backups); the

@@ -6,7 +6,7 @@ Hindsight never holds the master's credentials: it logs in as its own least-priv
 
 from __future__ import annotations
 
-from aws_cdk import Arn, ArnFormat, Duration, RemovalPolicy
+from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_backup as backup
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
@@ -210,8 +210,10 @@ class VectorDatabase(Construct):
             rotations, (self.master_secret, self.login.secret), ("MasterRotation", "LoginRotation"), strict=True
         ):
             (application,) = [c for c in rotation.node.find_all() if isinstance(c, sam.CfnApplication)]
-            function_arn = application.get_att("Outputs.RotationLambdaARN").to_string()
-            function_name = Arn.split(function_arn, ArnFormat.COLON_RESOURCE_NAME).resource_name
+            # The name CDK gives the application's function (a literal): the claim's grant names exactly its group.
+            parameters = application.parameters
+            assert isinstance(parameters, dict), "the rotation application's parameters are literal"
+            function_name = parameters["functionName"]
             group = ServiceLogGroup(
                 self,
                 f"{name}Logs",

@@ -9,6 +9,8 @@ retention and key, so it succeeds whichever came first. One function per stack s
 
 from __future__ import annotations
 
+import re
+
 from aws_cdk import ArnFormat, CustomResource, Duration, Stack
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -16,11 +18,23 @@ from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from infra.constructs.functions import FUNCTIONS_DIR, handler_sha256, python_function
-from infra.permissions import LOG_GROUP_CLAIM_ACTIONS
+from infra.permissions import LOG_GROUP_CLAIM_ACTIONS, LOG_GROUP_DESCRIBE_ACTIONS
 
 SOURCE = FUNCTIONS_DIR / "log_groups"
 #: The function's id in each stack (one per stack, found again by it).
 FUNCTION_ID = "ServiceLogGroupsFunction"
+#: An unresolved part of a name (a runtime's id, an instance's identifier) as CDK encodes it in a string.
+_TOKEN = re.compile(r"\$\{Token\[[^\]]+\]\}")
+
+
+def rollback_stable_name(log_group_name: str) -> str:
+    """The name the claim's grant uses: every part a replacement can change (a token) is ``*``.
+
+    When such a part changes (the runtime or the database is replaced), the claim's Update claims the new group; if the
+    deploy then fails, CloudFormation rolls the claim back (an Update to the previous name) *before* it rolls back the
+    role's policy, so a grant of the new name only would refuse the rollback (UPDATE_ROLLBACK_FAILED).
+    """
+    return _TOKEN.sub("*", log_group_name)
 
 
 class ServiceLogGroup(Construct):
@@ -48,15 +62,11 @@ class ServiceLogGroup(Construct):
         function.add_to_role_policy(
             iam.PolicyStatement(
                 actions=list(LOG_GROUP_CLAIM_ACTIONS),
-                # The group's ARN in both forms IAM matches log-group actions against (with and without ":*").
+                # The group's ARN in both forms IAM matches log-group actions against (with and without ":*"), with
+                # the parts a replacement changes as "*" so that a rollback to the previous group is still granted.
                 resources=[
-                    Stack.of(self).format_arn(
-                        service="logs",
-                        resource="log-group",
-                        resource_name=name,
-                        arn_format=ArnFormat.COLON_RESOURCE_NAME,
-                    )
-                    for name in (log_group_name, f"{log_group_name}:*")
+                    _log_group_arn(self, name)
+                    for name in (rollback_stable_name(log_group_name), f"{rollback_stable_name(log_group_name)}:*")
                 ],
             )
         )
@@ -80,11 +90,17 @@ class ServiceLogGroup(Construct):
         self.resource.node.add_dependency(function.role)
 
 
+def _log_group_arn(scope: Construct, name: str) -> str:
+    return Stack.of(scope).format_arn(
+        service="logs", resource="log-group", resource_name=name, arn_format=ArnFormat.COLON_RESOURCE_NAME
+    )
+
+
 def _function(stack: Stack, logs_key: kms.IKey) -> lambda_.Function:
     existing = stack.node.try_find_child(FUNCTION_ID)
     if isinstance(existing, lambda_.Function):
         return existing
-    return python_function(
+    function = python_function(
         stack,
         FUNCTION_ID,
         log_group_id=f"{FUNCTION_ID}Logs",
@@ -93,3 +109,8 @@ def _function(stack: Stack, logs_key: kms.IKey) -> lambda_.Function:
         timeout=Duration.seconds(30),
         logs_key=logs_key,
     )
+    # The handler reads an existing group's key (DescribeLogGroups): authorized only on every group.
+    function.add_to_role_policy(
+        iam.PolicyStatement(actions=list(LOG_GROUP_DESCRIBE_ACTIONS), resources=[_log_group_arn(stack, "*")])
+    )
+    return function

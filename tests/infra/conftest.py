@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from tests.infra import permission_check
+
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 os.environ.setdefault("CDK_DISABLE_VERSION_CHECK", "true")
 
@@ -131,6 +133,9 @@ def synthesize(outdir: Path, overrides: dict[str, str], *, nag: bool = True, ack
     }
     report_path = outdir / "validation-report.json"
     report = json.loads(report_path.read_text()) if report_path.exists() else None
+    # Every synthesis in the suite is checked as the account would: a function calling what its role lacks fails it.
+    missing = permission_check.findings(templates, outdir, region=config.region, account=config.account)
+    assert not missing, "functions whose role lacks what their code calls:\n" + "\n".join(missing)
     return Synth(config=config, stacks=stacks, outdir=outdir, templates=templates, nag_report=report, nag_error=error)
 
 

@@ -288,8 +288,9 @@ def test_log_groups_services_create_themselves_are_claimed_idempotently(synths: 
         for log in server["Properties"]["EnableCloudwatchLogsExports"]:
             assert [n for n in claims if "/aws/rds/" in n and n.endswith(f'/{log}"]]}}')], log
     # Each rotation function's /aws/lambda group, claimed before its schedule can run it.
-    for app_id in resources(data, "AWS::Serverless::Application"):
-        (claim_id,) = [k for _, k, c in _claims(synth) if app_id in _text(c["Properties"]["LogGroupName"])]
+    for app_id, app in resources(data, "AWS::Serverless::Application").items():
+        group = "/aws/lambda/" + app["Properties"]["Parameters"]["functionName"]
+        (claim_id,) = [k for _, k, c in _claims(synth) if c["Properties"]["LogGroupName"] == group]
         schedules = [s for s in resources(data, "AWS::SecretsManager::RotationSchedule").values() if app_id in _text(s)]
         assert schedules
         assert all(claim_id in s.get("DependsOn", []) for s in schedules)
