@@ -76,8 +76,10 @@ _RATE = re.compile(r"^rate\((1 (minute|hour|day)|([2-9]|[1-9]\d+) (minutes|hours
 _CRON = re.compile(r"^cron\(\S+( \S+){5}\)$")
 #: A PostgreSQL schema Hindsight may use (the maintenance task's rule: letters, digits, underscores).
 _SCHEMA = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
-#: AgentCore's names of gateways (at most 48) and gateway targets: letters and digits, a hyphen only after one.
-_GATEWAY_NAME = re.compile(r"^([0-9a-zA-Z]-?){1,48}$")
+#: AgentCore's names of gateways (at most 48) and gateway targets: letters and digits, a hyphen only after one. A
+#: gateway's in lower case only: AgentCore forms its id and ARN in lower case, and the role's trust condition is built
+#: from the name (``infra/constructs/memory_gateway.py``).
+_GATEWAY_NAME = re.compile(r"^([0-9a-z]-?){1,48}$")
 _TARGET_NAME = re.compile(r"^([0-9a-zA-Z]-?){1,100}$")
 #: Fargate's CPU units -> the memory sizes (MiB) it allows with them.
 FARGATE_CPU_MEMORY = {
@@ -799,7 +801,8 @@ def gateway_problems(g: GatewayConfig, auth_mode: AuthMode | None) -> list[str]:
         _require(
             errors,
             len(g.name) <= 48 and bool(_GATEWAY_NAME.match(g.name)),
-            "gateway.name must be at most 48 letters, digits and single hyphens (no leading hyphen), or null",
+            "gateway.name must be at most 48 lower-case letters, digits and single hyphens (no leading hyphen; its ARN "
+            "is lower case), or null",
         )
     _require(
         errors,

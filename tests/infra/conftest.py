@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from tests.infra import name_check
+
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 os.environ.setdefault("CDK_DISABLE_VERSION_CHECK", "true")
 
@@ -131,6 +133,9 @@ def synthesize(outdir: Path, overrides: dict[str, str], *, nag: bool = True, ack
     }
     report_path = outdir / "validation-report.json"
     report = json.loads(report_path.read_text()) if report_path.exists() else None
+    # Every synthesis in the suite is checked as the services would: names they refuse, conditions that never match.
+    names = name_check.check(templates, region=config.region).findings
+    assert not names, "names or ARN conditions the services would refuse or never match:\n" + "\n".join(names)
     return Synth(config=config, stacks=stacks, outdir=outdir, templates=templates, nag_report=report, nag_error=error)
 
 
