@@ -36,6 +36,7 @@ ENDPOINT_NAMES = (
     "CognitoIdp",
     "AgentCoreGateway",
     "Eks",  # hindsight.platform=eks only (the kubectl and restart functions' describe-cluster)
+    "EksAuth",  # eks.pod_identity=true only (the pods' credentials through the Pod Identity agent)
 )
 #: The retention periods CloudWatch Logs accepts, in days.
 LOG_RETENTION_DAYS = frozenset(

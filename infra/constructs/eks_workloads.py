@@ -99,6 +99,8 @@ class HindsightOnEks(Construct):
             self.kubectl_security_group, ec2.Port.tcp(KUBELET_HTTPS), "The Hindsight stack's kubectl function"
         )
         network.add_endpoint(self, "Eks")
+        if eks_config.pod_identity:
+            network.add_endpoint(self, "EksAuth")
         provider = (
             iam.OpenIdConnectProvider.from_open_id_connect_provider_arn(self, "Oidc", eks_config.oidc_provider_arn)
             if eks_config.oidc_provider_arn

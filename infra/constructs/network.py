@@ -38,6 +38,8 @@ ON_DEMAND_ENDPOINTS: dict[str, ec2.InterfaceVpcEndpointAwsService] = {
     "AgentCoreGateway": ec2.InterfaceVpcEndpointAwsService.BEDROCK_AGENTCORE_GATEWAY,
     # hindsight.platform=eks: the kubectl function's describe-cluster (its kubeconfig).
     "Eks": ec2.InterfaceVpcEndpointAwsService.EKS,
+    # eks.pod_identity=true: the Pod Identity agent's AssumeRoleForPodIdentity, the pods' credentials.
+    "EksAuth": ec2.InterfaceVpcEndpointAwsService.EKS_AUTH,
 }
 
 
