@@ -143,6 +143,13 @@ def problems(env_name: str, top: Mapping[str, Any] | None, sections: Mapping[str
         "fading.enabled needs hindsight.mode=managed: fading runs in the isolation extension of the Hindsight this "
         "stack runs; configure it on your own server (docs/operating.md#fading-and-reinforcement) and unset it here",
     )
+    if network is not None and hindsight is not None and not network.optional_endpoints:
+        _require(
+            errors,
+            not hindsight.external,
+            "network.optional_endpoints=false applies to hindsight.mode=managed only: the external-mode probe "
+            "publishes its result to CloudWatch's API (the Monitoring endpoint)",
+        )
     if sections.get("eks") is not None and hindsight is not None:
         errors.extend(eks_problems(sections["eks"], hindsight, network.mode if network is not None else None))
     return errors
@@ -173,6 +180,25 @@ def network_problems(n: NetworkConfig, region: str | None) -> list[str]:
         errors.extend(_imported_network_problems(n))
     if region is not None:
         errors.extend(_az_support_problems(n, region))
+    errors.extend(_lean_endpoint_problems(n))
+    return errors
+
+
+def _lean_endpoint_problems(n: NetworkConfig) -> list[str]:
+    """The lean dev option: endpoints in fewer zones, the optional ones left out (only where endpoints are created)."""
+    errors: list[str] = []
+    zones = len(n.az_ids) if n.mode is VpcMode.CREATE else len(n.subnet_ids)
+    if n.endpoint_az_count is not None:
+        _require(
+            errors,
+            1 <= n.endpoint_az_count <= zones,
+            f"network.endpoint_az_count must be null (every zone) or 1 to {zones} (the zones of the subnets)",
+        )
+    _require(
+        errors,
+        n.create_endpoints or (n.endpoint_az_count is None and n.optional_endpoints),
+        "network.endpoint_az_count and network.optional_endpoints apply only with create_endpoints=true",
+    )
     return errors
 
 

@@ -12,7 +12,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from infra.bootstrap import asset_bucket_name
-from infra.config import AuthMode, NetworkConfig, VpcMode
+from infra.config import OPTIONAL_ENDPOINTS, AuthMode, NetworkConfig, VpcMode
 from infra.constructs.log_retention import retention
 
 #: Interface endpoints every deployment needs: image pulls, logs, secrets, keys, credentials, the models, the
@@ -83,6 +83,11 @@ class Network(Construct):
                 isolated_subnet_route_table_ids=list(config.route_table_ids) or None,
             )
         self.subnets = ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)
+        #: Where the interface endpoints go: every subnet, or the first ``endpoint_az_count`` (the lean dev option).
+        self.endpoint_subnets = self.subnets
+        if config.endpoint_az_count is not None:
+            subnets = self.vpc.select_subnets(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED).subnets
+            self.endpoint_subnets = ec2.SubnetSelection(subnets=subnets[: config.endpoint_az_count])
         self.endpoint_security_group: ec2.SecurityGroup | None = None
         if config.create_endpoints:
             self._add_endpoints(auth_mode)
@@ -121,7 +126,7 @@ class Network(Construct):
         return vpc
 
     def _add_endpoints(self, auth_mode: AuthMode) -> None:
-        skip = set(self.config.skip_endpoints)
+        skip = set(self.config.skip_endpoints) | (set() if self.config.optional_endpoints else set(OPTIONAL_ENDPOINTS))
         stack = Stack.of(self)
         if "S3" not in skip:
             # A created VPC holds only this deployment, so its S3 gateway reaches exactly what is used through it:
@@ -177,7 +182,7 @@ class Network(Construct):
             endpoint = self.vpc.add_interface_endpoint(
                 name,
                 service=service,
-                subnets=self.subnets,
+                subnets=self.endpoint_subnets,
                 security_groups=[sg],
                 private_dns_enabled=True,
                 open=False,  # the group above already admits 443 from the VPC, and nothing else
@@ -237,7 +242,7 @@ class Network(Construct):
             f"{name}Endpoint",
             vpc=self.vpc,
             service=ON_DEMAND_ENDPOINTS[name],
-            subnets=self.subnets,
+            subnets=self.endpoint_subnets,
             security_groups=[handle],
             private_dns_enabled=True,
             open=False,  # the endpoint group already admits 443 from the VPC and the workloads, and nothing else

@@ -13,6 +13,7 @@ they call, and fails for each call no endpoint serves:
 - the ECS task definitions (Hindsight): image pulls from ECR (ECR API, ECR Docker, S3 for the layers), the awslogs
   driver, secrets injected from Secrets Manager or SSM, the inline ``boto3.client(...)`` of a container's command,
   Bedrock when it is the LLM or embeddings provider, and what the isolation extension's code calls;
+- the AgentCore Runtime in VPC mode: its agent's code bundle, from the entry point, as for functions;
 - the EKS pods (manifests): their role's credentials (IRSA: STS; Pod Identity: ``eks-auth``), the secrets their init
   step reads, Bedrock as above.
 
@@ -137,6 +138,22 @@ def _imports(tree: ast.AST, module: str, is_package: bool) -> Iterator[str]:
                 base = ".".join([*anchor, *([base] if base else [])])
             yield base
             yield from (f"{base}.{alias.name}" for alias in node.names)
+        elif _run_module(node):  # runpy.run_module("package") runs the package's __main__
+            assert isinstance(node, ast.Call)
+            assert isinstance(node.args[0], ast.Constant)
+            package = str(node.args[0].value)
+            yield from (package, f"{package}.__main__")
+
+
+def _run_module(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "run_module"
+        and bool(node.args)
+        and isinstance(node.args[0], ast.Constant)
+        and isinstance(node.args[0].value, str)
+    )
 
 
 def _calls(tree: ast.AST) -> Iterator[str]:
@@ -220,6 +237,17 @@ def _function(outdir: Path, template: dict[str, Any], name: str, props: dict[str
     return workload
 
 
+def _runtime(outdir: Path, name: str, props: dict[str, Any]) -> Workload:
+    """The AgentCore Runtime's agent: its code bundle, from the entry point."""
+    code = (props.get("AgentRuntimeArtifact") or {}).get("CodeConfiguration") or {}
+    s3 = (code.get("Code") or {}).get("S3") or {}
+    asset = _asset_dir(outdir, {"S3Key": s3.get("Prefix")})
+    if asset is None:
+        return Workload(name, unknown=True)
+    entry = [str(e).removesuffix(".py").replace("/", ".") for e in code.get("EntryPoint", [])]
+    return Workload(name, code_calls(entry, asset, []))
+
+
 def _image_calls(image: Any) -> set[str]:
     text = json.dumps(image)
     if ".dkr.ecr." in text or "Repository" in text or "AWS::URLSuffix" in text:
@@ -267,6 +295,10 @@ def _pods(name: str, manifest: str, extension: set[str], *, irsa: bool) -> Workl
     return workload
 
 
+def _network_mode(props: dict[str, Any]) -> Any:
+    return (props.get("NetworkConfiguration") or {}).get("NetworkMode")
+
+
 def _rotation(props: dict[str, Any]) -> bool:
     text = json.dumps(props)
     return _ROTATION_APPLICATION in text or "vpcSubnetIds" in text
@@ -296,6 +328,8 @@ def check(templates: dict[str, dict[str, Any]], outdir: Path, config: AppConfig,
             workload: Workload | None = None
             if kind == "AWS::Lambda::Function" and "VpcConfig" in props:
                 workload = _function(outdir, template, where, props)
+            elif kind == "AWS::BedrockAgentCore::Runtime" and _network_mode(props) == "VPC":
+                workload = _runtime(outdir, where, props)
             elif kind == "AWS::Serverless::Application" and _rotation(props):
                 workload = Workload(where, {"secretsmanager"})
             elif kind == "AWS::ECS::TaskDefinition" and props.get("NetworkMode") == "awsvpc":

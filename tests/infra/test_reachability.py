@@ -108,6 +108,7 @@ def test_every_workload_in_the_vpc_reaches_what_it_calls(synths: dict[str, Synth
     assert calls["DatabaseLoginFunction"] >= {"secretsmanager"}
     assert calls["MemoryAdminFunction"] >= {"s3", "secretsmanager"}
     assert calls["MemoryApiTask"] >= {"logs", "secretsmanager", "bedrock-runtime", "s3"}
+    assert calls["AgentRuntime"] >= {"bedrock-runtime", "ssm", "sqs"}
     if synth.config.hindsight.image_source.value != "registry":
         assert calls["MemoryApiTask"] >= {"ecr.api", "ecr.dkr"}
 
