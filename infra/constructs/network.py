@@ -15,8 +15,9 @@ from infra.bootstrap import asset_bucket_name
 from infra.config import OPTIONAL_ENDPOINTS, AuthMode, NetworkConfig, VpcMode
 from infra.constructs.log_retention import retention
 
-#: Interface endpoints every deployment needs: image pulls, logs, secrets, keys, credentials, the models, the
-#: mirrored signing keys (SSM) and traces. S3 (image layers, the extension asset) is a gateway endpoint.
+#: Interface endpoints every deployment gets: image pulls, logs, secrets, keys, credentials, the models, the
+#: mirrored signing keys (SSM) and traces (``network.optional_endpoints=false`` leaves out those nothing calls:
+#: ``OPTIONAL_ENDPOINTS``). S3 (image layers, the extension asset) is a gateway endpoint.
 INTERFACE_ENDPOINTS: dict[str, ec2.InterfaceVpcEndpointAwsService] = {
     "EcrApi": ec2.InterfaceVpcEndpointAwsService.ECR,
     "EcrDocker": ec2.InterfaceVpcEndpointAwsService.ECR_DOCKER,
