@@ -282,13 +282,13 @@ def render(result: Estimate, *, env: str) -> str:
     """The report ``make cost`` prints."""
     out = [f"Estimated cost of env '{env}' in {result.region} (USD, on-demand prices as of {result.as_of})", ""]
     out.append("Idle, per month (deployed, no traffic):")
-    out += [f"  {line.item:<52} {line.quantity:<34} {line.cost:>9.2f}" for line in result.idle]
-    out.append(f"  {'Total idle':<87} {result.idle_total:>9.2f}")
+    out += [f"  {line.item:<52} {line.quantity:<36} {line.cost:>9.2f}" for line in result.idle]
+    out.append(f"  {'Total idle':<89} {result.idle_total:>9.2f}")
     out += ["", "Per 1,000 turns (on top of idle; assumptions in infra/cost/prices.json 'turn'):"]
-    out += [f"  {line.item:<52} {line.quantity:<34} {line.cost:>9.2f}" for line in result.per_thousand_turns]
-    out.append(f"  {'Total per 1,000 turns':<87} {result.turns_total:>9.2f}")
+    out += [f"  {line.item:<52} {line.quantity:<36} {line.cost:>9.2f}" for line in result.per_thousand_turns]
+    out.append(f"  {'Total per 1,000 turns':<89} {result.turns_total:>9.2f}")
     out.append(
-        f"  {'Total per 1,000 turns in one-turn sessions (each billed through its idle timeout)':<87} "
+        f"  {'Total per 1,000 turns in one-turn sessions (each billed through its idle timeout)':<89} "
         f"{result.one_turn_sessions_total:>9.2f}"
     )
     out += ["", "Not counted: data processed by endpoints and the load balancer, log storage, request charges, growth."]
