@@ -93,7 +93,7 @@ synth: venv node build ## Synthesize every stack into cdk.out/ (offline, no AWS 
 
 # What the synthesized env costs: idle per month and per 1,000 turns, from infra/cost/prices.json (dated, per region).
 .PHONY: cost
-cost: synth ## Price the synthesized stacks: idle monthly and per-1,000-turn figures (CDK_ARGS='-c env=prod' for prod)
+cost: synth ## Price the synthesized stacks: idle monthly and per-1,000-turn figures (prod: CDK_ARGS='-c env=prod', with prod's hindsight.certificate_arn and domain_name set)
 	$(BIN)/python -m infra.cost --outdir cdk.out
 
 # The memory_adapter package as a wheel for other projects (the package is not on PyPI: install it from this file).

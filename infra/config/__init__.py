@@ -21,6 +21,7 @@ from infra.config.loader import (
 from infra.config.model import (
     ENDPOINT_NAMES,
     LOG_RETENTION_DAYS,
+    OPTIONAL_ENDPOINTS,
     AgentConfig,
     AlarmsConfig,
     AppConfig,
@@ -49,6 +50,7 @@ from infra.config.model import (
 __all__ = [
     "ENDPOINT_NAMES",
     "LOG_RETENTION_DAYS",
+    "OPTIONAL_ENDPOINTS",
     "PROJECT_ROOT",
     "AgentConfig",
     "AlarmsConfig",

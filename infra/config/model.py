@@ -36,7 +36,14 @@ ENDPOINT_NAMES = (
     "CognitoIdp",
     "AgentCoreGateway",
     "Eks",  # hindsight.platform=eks only (the kubectl and restart functions' describe-cluster)
+    "EksAuth",  # eks.pod_identity=true only (the pods' credentials through the Pod Identity agent)
 )
+#: Endpoints no workload of a managed-mode deployment calls (``network.optional_endpoints=false`` leaves them out):
+#: CloudWatch's API (metrics go out as log records; only the external-mode probe calls it), X-Ray (nothing in the VPC
+#: sends traces: AgentCore delivers the runtime's), KMS (every key is used by the services on the caller's behalf) and
+#: Cognito (the signing keys are mirrored to SSM). ``tests/infra/reach_check.py`` checks that every workload of a lean
+#: deployment still reaches what it calls.
+OPTIONAL_ENDPOINTS = ("Monitoring", "XRay", "Kms", "CognitoIdp")
 #: The retention periods CloudWatch Logs accepts, in days.
 LOG_RETENTION_DAYS = frozenset(
     {1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653}
@@ -159,6 +166,11 @@ class NetworkConfig:
     skip_endpoints: tuple[str, ...]
     supported_az_ids: tuple[str, ...]
     flow_log_retention_days: int
+    #: The lean dev option (``docs/deploying.md#what-it-costs``): the interface endpoints in the first this many zones
+    #: (``None``: every zone of the subnets; calls from the other zones cross zones), and the optional ones
+    #: (:data:`OPTIONAL_ENDPOINTS`) left out when ``False``.
+    endpoint_az_count: int | None
+    optional_endpoints: bool
 
 
 @dataclass(frozen=True)

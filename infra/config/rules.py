@@ -76,8 +76,10 @@ _RATE = re.compile(r"^rate\((1 (minute|hour|day)|([2-9]|[1-9]\d+) (minutes|hours
 _CRON = re.compile(r"^cron\(\S+( \S+){5}\)$")
 #: A PostgreSQL schema Hindsight may use (the maintenance task's rule: letters, digits, underscores).
 _SCHEMA = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
-#: AgentCore's names of gateways (at most 48) and gateway targets: letters and digits, a hyphen only after one.
-_GATEWAY_NAME = re.compile(r"^([0-9a-zA-Z]-?){1,48}$")
+#: AgentCore's names of gateways (at most 48) and gateway targets: letters and digits, a hyphen only after one. A
+#: gateway's in lower case only: AgentCore forms its id and ARN in lower case, and the role's trust condition is built
+#: from the name (``infra/constructs/memory_gateway.py``).
+_GATEWAY_NAME = re.compile(r"^([0-9a-z]-?){1,48}$")
 _TARGET_NAME = re.compile(r"^([0-9a-zA-Z]-?){1,100}$")
 #: Fargate's CPU units -> the memory sizes (MiB) it allows with them.
 FARGATE_CPU_MEMORY = {
@@ -141,6 +143,13 @@ def problems(env_name: str, top: Mapping[str, Any] | None, sections: Mapping[str
         "fading.enabled needs hindsight.mode=managed: fading runs in the isolation extension of the Hindsight this "
         "stack runs; configure it on your own server (docs/operating.md#fading-and-reinforcement) and unset it here",
     )
+    if network is not None and hindsight is not None and not network.optional_endpoints:
+        _require(
+            errors,
+            not hindsight.external,
+            "network.optional_endpoints=false applies to hindsight.mode=managed only: the external-mode probe "
+            "publishes its result to CloudWatch's API (the Monitoring endpoint)",
+        )
     if sections.get("eks") is not None and hindsight is not None:
         errors.extend(eks_problems(sections["eks"], hindsight, network.mode if network is not None else None))
     return errors
@@ -171,6 +180,25 @@ def network_problems(n: NetworkConfig, region: str | None) -> list[str]:
         errors.extend(_imported_network_problems(n))
     if region is not None:
         errors.extend(_az_support_problems(n, region))
+    errors.extend(_lean_endpoint_problems(n))
+    return errors
+
+
+def _lean_endpoint_problems(n: NetworkConfig) -> list[str]:
+    """The lean dev option: endpoints in fewer zones, the optional ones left out (only where endpoints are created)."""
+    errors: list[str] = []
+    zones = len(n.az_ids) if n.mode is VpcMode.CREATE else len(n.subnet_ids)
+    if n.endpoint_az_count is not None:
+        _require(
+            errors,
+            1 <= n.endpoint_az_count <= zones,
+            f"network.endpoint_az_count must be null (every zone) or 1 to {zones} (the zones of the subnets)",
+        )
+    _require(
+        errors,
+        n.create_endpoints or (n.endpoint_az_count is None and n.optional_endpoints),
+        "network.endpoint_az_count and network.optional_endpoints apply only with create_endpoints=true",
+    )
     return errors
 
 
@@ -799,7 +827,8 @@ def gateway_problems(g: GatewayConfig, auth_mode: AuthMode | None) -> list[str]:
         _require(
             errors,
             len(g.name) <= 48 and bool(_GATEWAY_NAME.match(g.name)),
-            "gateway.name must be at most 48 letters, digits and single hyphens (no leading hyphen), or null",
+            "gateway.name must be at most 48 lower-case letters, digits and single hyphens (no leading hyphen; its ARN "
+            "is lower case), or null",
         )
     _require(
         errors,

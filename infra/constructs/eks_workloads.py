@@ -109,6 +109,8 @@ class HindsightOnEks(Construct):
         endpoint = network.add_endpoint(self, "Eks")
         if endpoint is not None:
             self.kubectl_path.append(endpoint)
+        if eks_config.pod_identity:
+            network.add_endpoint(self, "EksAuth")
         provider = (
             iam.OpenIdConnectProvider.from_open_id_connect_provider_arn(self, "Oidc", eks_config.oidc_provider_arn)
             if eks_config.oidc_provider_arn

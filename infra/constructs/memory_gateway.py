@@ -55,6 +55,9 @@ INTERCEPTOR_TIMEOUT = Duration.seconds(10)
 TARGET_TIMEOUT = Duration.seconds(int(TOOL_TIMEOUT_S) + 5)
 #: The on-demand VPC endpoint through which workloads in the VPC reach the gateway (see ``Network.add_endpoint``).
 ENDPOINT_NAME: Final = "AgentCoreGateway"
+#: The ten characters AgentCore appends to a gateway's name to form its id and ARN (``GatewayId``:
+#: ``([0-9a-z][-]?){1,100}-[0-9a-z]{10}``), as an ``ArnLike`` wildcard.
+GATEWAY_ID_SUFFIX: Final = "-" + "?" * 10
 INSTRUCTIONS = (
     "The user's long-term memory: recall, reflect, remember, forget, list_recent. Every tool acts for the user "
     "whose token you present, and only for them."
@@ -91,6 +94,15 @@ def _schema(schema: Mapping[str, Any]) -> agentcore.SchemaDefinition:
         properties={name: _schema(value) for name, value in properties.items()} if properties else None,
         required=list(schema["required"]) if schema.get("required") else None,
     )
+
+
+def default_gateway_name(stack_name: str) -> str:
+    """The gateway's name when ``gateway.name`` is null: its stack's, lower case (``hindsightmemory-dev-gateway``).
+
+    AgentCore accepts upper case in a gateway's name but forms its id and ARN in lower case only, and the role's
+    ``ArnLike aws:SourceArn`` condition, built from the name, is case-sensitive: a mixed-case name never matches.
+    """
+    return stack_name.lower()
 
 
 def tool_definitions() -> list[agentcore.ToolDefinition]:
@@ -199,7 +211,7 @@ class MemoryGateway(Construct):
         self.gateway = agentcore.Gateway(
             self,
             "Gateway",
-            gateway_name=config.name,
+            gateway_name=config.name or default_gateway_name(Stack.of(self).stack_name),
             description="Memory tools over MCP for verified users (recall, reflect, remember, forget, list_recent)",
             authorizer_configuration=_authorizer(identity),
             protocol_configuration=agentcore.McpProtocolConfiguration(
@@ -277,8 +289,12 @@ class MemoryGateway(Construct):
         assert policy is not None
         cfn_gateway.node.add_dependency(policy)
         stack = Stack.of(self)
+        # Exactly this gateway's ARNs: its name and the id suffix AgentCore appends (not another gateway whose name
+        # merely starts with this one's).
         gateway_arn = stack.format_arn(
-            service="bedrock-agentcore", resource="gateway", resource_name=f"{self.gateway.gateway_name}*"
+            service="bedrock-agentcore",
+            resource="gateway",
+            resource_name=f"{self.gateway.gateway_name}{GATEWAY_ID_SUFFIX}",
         )
         cfn_role = role.node.default_child
         assert isinstance(cfn_role, iam.CfnRole)

@@ -12,11 +12,12 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from infra.bootstrap import asset_bucket_name
-from infra.config import AuthMode, NetworkConfig, VpcMode
+from infra.config import OPTIONAL_ENDPOINTS, AuthMode, NetworkConfig, VpcMode
 from infra.constructs.log_retention import retention
 
-#: Interface endpoints every deployment needs: image pulls, logs, secrets, keys, credentials, the models, the
-#: mirrored signing keys (SSM) and traces. S3 (image layers, the extension asset) is a gateway endpoint.
+#: Interface endpoints every deployment gets: image pulls, logs, secrets, keys, credentials, the models, the
+#: mirrored signing keys (SSM) and traces (``network.optional_endpoints=false`` leaves out those nothing calls:
+#: ``OPTIONAL_ENDPOINTS``). S3 (image layers, the extension asset) is a gateway endpoint.
 INTERFACE_ENDPOINTS: dict[str, ec2.InterfaceVpcEndpointAwsService] = {
     "EcrApi": ec2.InterfaceVpcEndpointAwsService.ECR,
     "EcrDocker": ec2.InterfaceVpcEndpointAwsService.ECR_DOCKER,
@@ -38,6 +39,8 @@ ON_DEMAND_ENDPOINTS: dict[str, ec2.InterfaceVpcEndpointAwsService] = {
     "AgentCoreGateway": ec2.InterfaceVpcEndpointAwsService.BEDROCK_AGENTCORE_GATEWAY,
     # hindsight.platform=eks: the kubectl function's describe-cluster (its kubeconfig).
     "Eks": ec2.InterfaceVpcEndpointAwsService.EKS,
+    # eks.pod_identity=true: the Pod Identity agent's AssumeRoleForPodIdentity, the pods' credentials.
+    "EksAuth": ec2.InterfaceVpcEndpointAwsService.EKS_AUTH,
 }
 
 
@@ -81,6 +84,11 @@ class Network(Construct):
                 isolated_subnet_route_table_ids=list(config.route_table_ids) or None,
             )
         self.subnets = ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED)
+        #: Where the interface endpoints go: every subnet, or the first ``endpoint_az_count`` (the lean dev option).
+        self.endpoint_subnets = self.subnets
+        if config.endpoint_az_count is not None:
+            subnets = self.vpc.select_subnets(subnet_type=ec2.SubnetType.PRIVATE_ISOLATED).subnets
+            self.endpoint_subnets = ec2.SubnetSelection(subnets=subnets[: config.endpoint_az_count])
         self.endpoint_security_group: ec2.SecurityGroup | None = None
         if config.create_endpoints:
             self._add_endpoints(auth_mode)
@@ -119,7 +127,7 @@ class Network(Construct):
         return vpc
 
     def _add_endpoints(self, auth_mode: AuthMode) -> None:
-        skip = set(self.config.skip_endpoints)
+        skip = set(self.config.skip_endpoints) | (set() if self.config.optional_endpoints else set(OPTIONAL_ENDPOINTS))
         stack = Stack.of(self)
         if "S3" not in skip:
             # A created VPC holds only this deployment, so its S3 gateway reaches exactly what is used through it:
@@ -175,7 +183,7 @@ class Network(Construct):
             endpoint = self.vpc.add_interface_endpoint(
                 name,
                 service=service,
-                subnets=self.subnets,
+                subnets=self.endpoint_subnets,
                 security_groups=[sg],
                 private_dns_enabled=True,
                 open=False,  # the group above already admits 443 from the VPC, and nothing else
@@ -235,7 +243,7 @@ class Network(Construct):
             f"{name}Endpoint",
             vpc=self.vpc,
             service=ON_DEMAND_ENDPOINTS[name],
-            subnets=self.subnets,
+            subnets=self.endpoint_subnets,
             security_groups=[handle],
             private_dns_enabled=True,
             open=False,  # the endpoint group already admits 443 from the VPC and the workloads, and nothing else

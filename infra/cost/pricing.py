@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 PRICES = Path(__file__).resolve().parent / "prices.json"
+#: AgentCore's idle session timeout when the template sets none (15 minutes).
+DEFAULT_IDLE_TIMEOUT_S = 900.0
 
 Template = Mapping[str, Any]
 
@@ -38,6 +40,8 @@ class Estimate:
     as_of: str
     idle: list[Line]
     per_thousand_turns: list[Line]
+    #: The per-1,000-turns total if every session had one turn (each billed through its idle timeout).
+    one_turn_sessions_total: float
 
     @property
     def idle_total(self) -> float:
@@ -74,6 +78,9 @@ def estimate(templates: Iterable[Template], *, region: str, prices: Mapping[str,
         as_of=str(prices["as_of"]),
         idle=[line for line in idle if line.cost > 0],
         per_thousand_turns=_turns(resources, table, prices["turn"]),
+        one_turn_sessions_total=sum(
+            line.cost for line in _turns(resources, table, {**prices["turn"], "turns_per_session": 1})
+        ),
     )
 
 
@@ -209,6 +216,16 @@ def _turns(resources: list[Any], table: Mapping[str, Any], turn: Mapping[str, An
         (str(r.get("EnvironmentVariables", {}).get("MODEL_ID")) for r in runtimes if r.get("EnvironmentVariables")),
         "amazon.nova-lite-v1:0",
     )
+    idle_timeout = next(
+        (
+            float(r["LifecycleConfiguration"]["IdleRuntimeSessionTimeout"])
+            for r in runtimes
+            if "IdleRuntimeSessionTimeout" in r.get("LifecycleConfiguration", {})
+        ),
+        DEFAULT_IDLE_TIMEOUT_S,
+    )
+    # Memory is billed for the whole session: each turn's own seconds, plus the idle timeout once per session.
+    memory_seconds = turn["runtime_session_seconds"] + idle_timeout / turn["turns_per_session"]
     agent_model = tokens.get(model, tokens["amazon.nova-lite-v1:0"])
     extraction = tokens["amazon.nova-lite-v1:0"]
     embedding = tokens["amazon.titan-embed-text-v2:0"]
@@ -240,11 +257,11 @@ def _turns(resources: list[Any], table: Mapping[str, Any], turn: Mapping[str, An
         Line(
             "AgentCore Runtime",
             f"{turn['runtime_active_cpu_seconds']:g} s of {turn['runtime_vcpu']:g} vCPU, "
-            f"{turn['runtime_session_seconds']:g} s of {turn['runtime_gb']:g} GB a turn",
+            f"{memory_seconds:g} s of {turn['runtime_gb']:g} GB a turn",
             n
             * (
                 turn["runtime_active_cpu_seconds"] / 3600 * turn["runtime_vcpu"] * table["agentcore_runtime_vcpu_hour"]
-                + turn["runtime_session_seconds"] / 3600 * turn["runtime_gb"] * table["agentcore_runtime_gb_hour"]
+                + memory_seconds / 3600 * turn["runtime_gb"] * table["agentcore_runtime_gb_hour"]
             ),
         ),
         Line(
@@ -265,10 +282,14 @@ def render(result: Estimate, *, env: str) -> str:
     """The report ``make cost`` prints."""
     out = [f"Estimated cost of env '{env}' in {result.region} (USD, on-demand prices as of {result.as_of})", ""]
     out.append("Idle, per month (deployed, no traffic):")
-    out += [f"  {line.item:<52} {line.quantity:<34} {line.cost:>9.2f}" for line in result.idle]
-    out.append(f"  {'Total idle':<87} {result.idle_total:>9.2f}")
+    out += [f"  {line.item:<52} {line.quantity:<36} {line.cost:>9.2f}" for line in result.idle]
+    out.append(f"  {'Total idle':<89} {result.idle_total:>9.2f}")
     out += ["", "Per 1,000 turns (on top of idle; assumptions in infra/cost/prices.json 'turn'):"]
-    out += [f"  {line.item:<52} {line.quantity:<34} {line.cost:>9.2f}" for line in result.per_thousand_turns]
-    out.append(f"  {'Total per 1,000 turns':<87} {result.turns_total:>9.2f}")
+    out += [f"  {line.item:<52} {line.quantity:<36} {line.cost:>9.2f}" for line in result.per_thousand_turns]
+    out.append(f"  {'Total per 1,000 turns':<89} {result.turns_total:>9.2f}")
+    out.append(
+        f"  {'Total per 1,000 turns in one-turn sessions (each billed through its idle timeout)':<89} "
+        f"{result.one_turn_sessions_total:>9.2f}"
+    )
     out += ["", "Not counted: data processed by endpoints and the load balancer, log storage, request charges, growth."]
     return "\n".join(out)

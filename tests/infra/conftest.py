@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.infra import permission_check
+from tests.infra import name_check, permission_check, reach_check
 
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 os.environ.setdefault("CDK_DISABLE_VERSION_CHECK", "true")
@@ -136,6 +136,12 @@ def synthesize(outdir: Path, overrides: dict[str, str], *, nag: bool = True, ack
     # Every synthesis in the suite is checked as the account would: a function calling what its role lacks fails it.
     missing = permission_check.findings(templates, outdir, region=config.region, account=config.account)
     assert not missing, "functions whose role lacks what their code calls:\n" + "\n".join(missing)
+    # Every synthesis in the suite is checked as the services would: names they refuse, conditions that never match.
+    names = name_check.check(templates, region=config.region).findings
+    assert not names, "names or ARN conditions the services would refuse or never match:\n" + "\n".join(names)
+    # ... and as the network would: a call from the VPC to an AWS API no endpoint serves hangs until it times out.
+    unreachable = reach_check.check(templates, outdir, config, ROOT).findings
+    assert not unreachable, "calls from the VPC nothing serves:\n" + "\n".join(unreachable)
     return Synth(config=config, stacks=stacks, outdir=outdir, templates=templates, nag_report=report, nag_error=error)
 
 

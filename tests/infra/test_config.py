@@ -284,8 +284,8 @@ def test_the_gateway_follows_the_auth_mode_unless_told_otherwise() -> None:
 @pytest.mark.parametrize(
     ("setting", "value", "message"),
     [
-        ("gateway.name", "-memory", "gateway.name must be at most 48 letters"),
-        ("gateway.name", "m" * 49, "gateway.name must be at most 48 letters"),
+        ("gateway.name", "-memory", "gateway.name must be at most 48 lower-case letters"),
+        ("gateway.name", "m" * 49, "gateway.name must be at most 48 lower-case letters"),
         ("gateway.target_name", "memory_tools", "gateway.target_name must be letters, digits and single hyphens"),
         ("gateway.target_name", "t" * 60, "clients see 'tttt"),
     ],

@@ -124,3 +124,33 @@ def test_an_unknown_region_or_class_is_a_clear_error() -> None:
     db = _template(Db={"Type": "AWS::RDS::DBInstance", "Properties": {"DBInstanceClass": "db.x9.huge"}})
     with pytest.raises(PricingError, match=r"db\.x9\.huge"):
         estimate([db], region="us-east-1", prices=PRICES)
+
+
+def _runtime(idle_timeout_s: int) -> dict[str, Any]:
+    props = {"LifecycleConfiguration": {"IdleRuntimeSessionTimeout": idle_timeout_s, "MaxLifetime": 28800}}
+    return _template(Runtime={"Type": "AWS::BedrockAgentCore::Runtime", "Properties": props})
+
+
+def test_the_runtime_bills_memory_through_each_sessions_idle_timeout() -> None:
+    # GIVEN the runtime's idle timeout from the template and the table's turns per session
+    turn = PRICES["turn"]
+    result = estimate([_runtime(900)], region="us-east-1", prices=PRICES)
+    (runtime,) = [line for line in result.per_thousand_turns if line.item == "AgentCore Runtime"]
+    # THEN each turn carries its own seconds plus its share of the session's idle tail, in memory
+    memory_s = turn["runtime_session_seconds"] + 900 / turn["turns_per_session"]
+    cpu_s = turn["runtime_active_cpu_seconds"]
+    assert runtime.cost == pytest.approx(
+        1000
+        * (
+            cpu_s / 3600 * turn["runtime_vcpu"] * TABLE["agentcore_runtime_vcpu_hour"]
+            + memory_s / 3600 * turn["runtime_gb"] * TABLE["agentcore_runtime_gb_hour"]
+        )
+    )
+    # AND one-turn sessions pay the whole idle tail on every turn: several times the figure
+    one_turn_tail = 1000 * (900 - 900 / turn["turns_per_session"]) / 3600 * turn["runtime_gb"]
+    assert result.one_turn_sessions_total == pytest.approx(
+        result.turns_total + one_turn_tail * TABLE["agentcore_runtime_gb_hour"]
+    )
+    assert result.one_turn_sessions_total > 3 * result.turns_total
+    # AND a shorter idle timeout costs less
+    assert estimate([_runtime(60)], region="us-east-1", prices=PRICES).turns_total < result.turns_total
