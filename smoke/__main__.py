@@ -89,6 +89,7 @@ Target = tuple[scenario.Invoker, scenario.McpTools | scenario.McpSkipped, Isolat
 def _local(args: argparse.Namespace, users: tuple[str, str], mint: targets.Minter | None) -> Target:
     from localdev import agent
 
+    operator_key = _operator_key(args)  # the arguments first: a missing key file is said before any service is sought
     local_agent = agent.default_agent()
     agent_url = args.agent_url or local_agent.url
     if agent_url is None:
@@ -108,21 +109,26 @@ def _local(args: argparse.Namespace, users: tuple[str, str], mint: targets.Minte
         hints=targets.local_hints(args.agent_log or str(local_agent.log_file)),
     )
     mcp = _local_mcp(args.mcp_url, tokens, skip=args.skip_mcp)
-    return invoker, mcp, _local_isolation(args, tokens[users[0]])
+    return invoker, mcp, _local_isolation(args.hindsight_url, operator_key, tokens[users[0]])
 
 
-def _local_isolation(args: argparse.Namespace, token: str) -> IsolationStep:
-    """``--hindsight-url``: the isolation probe on that server with user A's token and its operator key."""
+def _operator_key(args: argparse.Namespace) -> str | None:
+    """``--hindsight-url``'s operator key, read from ``--operator-key-file`` (None without ``--hindsight-url``)."""
     if not args.hindsight_url:
         return None
     try:
-        operator_key = args.operator_key_file.read_text(encoding="utf-8").strip()
+        return str(args.operator_key_file.read_text(encoding="utf-8").strip())
     except OSError as err:
         raise SetupError(
             f"--hindsight-url needs that server's operator key: cannot read {args.operator_key_file} "
             f"({type(err).__name__}); pass --operator-key-file"
         ) from err
-    url = args.hindsight_url
+
+
+def _local_isolation(url: str | None, operator_key: str | None, token: str) -> IsolationStep:
+    """``--hindsight-url``: the isolation probe on that server with user A's token and its operator key."""
+    if url is None or operator_key is None:
+        return None
     return lambda: isolation.probe_local(url, operator_key=operator_key, user_token=token)
 
 

@@ -176,13 +176,13 @@ def users_memories(local_hindsight: Any, bank: str) -> list[dict[str, Any]]:
 def test_a_cli_preview_ends_with_the_command_that_carries_it_out(
     users: Users, local_hindsight: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # GIVEN the three turns
+    # GIVEN the turns
     _seed(users, "mo")
     bank, mo = users.bank("mo"), users.name("mo")
     key_file = tmp_path / "operator-key"
     key_file.write_text(local_hindsight.operator_key)
     connection = ["--local", "--url", local_hindsight.url, "--operator-key-file", str(key_file)]
-    argv = ["forget-memory", *connection, "--out", str(tmp_path / "admin"), "--user", mo, "--query", "my dog"]
+    argv = ["forget-memory", *connection, "--out", str(tmp_path / "admin"), "--user", mo, "--query", "peanut allergy"]
     # WHEN the operator previews
     assert main(argv) == 0
     shown = capsys.readouterr()
@@ -194,4 +194,4 @@ def test_a_cli_preview_ends_with_the_command_that_carries_it_out(
     assert Path(words[0]).resolve() == Path(sys.executable).resolve()
     assert words[1:] == ["-m", "memory_adapter.admin", *argv, "--confirm", preview["confirmation"]]
     assert main(words[3:]) == 0
-    assert {m["text"] for m in users_memories(local_hindsight, bank)} == {BLUEBIRD, PLATFORM}
+    assert {m["text"] for m in users_memories(local_hindsight, bank)} == {TEAL, PIXEL, BLUEBIRD, PLATFORM, BERLIN, JOB}

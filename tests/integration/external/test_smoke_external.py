@@ -38,7 +38,7 @@ def _agent(hindsight_url: str, issuer: TokenIssuer, folder: Path) -> Iterator[st
 
 def _smoke(agent_url: str, hindsight_url: str, key_file: Path, issuer: TokenIssuer) -> tuple[int, str]:
     out = io.StringIO()
-    args = ["--local", "--agent-url", agent_url, "--recall-timeout", "90"]
+    args = ["--local", "--agent-url", agent_url, "--recall-timeout", "90", "--skip-mcp"]  # no MCP server here
     args += ["--hindsight-url", hindsight_url, "--operator-key-file", str(key_file)]
     code = main(args, out=out, mint=issuer.mint)
     return code, out.getvalue()
