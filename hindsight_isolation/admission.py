@@ -45,9 +45,11 @@ import math
 import statistics
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Final
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from hindsight_isolation.route import RequestKind
 from hindsight_isolation.settings import AdmissionConfig
@@ -64,12 +66,6 @@ __all__ = [
     "serve",
     "stated_deadline",
 ]
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 logger = logging.getLogger("hindsight_isolation")
 

@@ -23,10 +23,10 @@ import json
 import logging
 import tempfile
 import uuid
-from collections.abc import Awaitable, Callable, MutableMapping
 from typing import IO, Any
 
 from python_multipart.multipart import MultipartParser, parse_options_header
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from hindsight_isolation import admission, events, fading, route, usage
 from hindsight_isolation.bad_input import (
@@ -41,13 +41,7 @@ from hindsight_isolation.bad_input import (
 )
 from hindsight_isolation.route import RequestKind
 
-__all__ = ["INTERNAL_ERROR", "ASGIApp", "Message", "Receive", "RequestGuard", "Scope", "Send", "bank_operation_id"]
-
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+__all__ = ["INTERNAL_ERROR", "RequestGuard", "bank_operation_id"]
 
 logger = logging.getLogger("hindsight_isolation")
 

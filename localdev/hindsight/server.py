@@ -379,25 +379,22 @@ class LocalHindsight(Lifecycle):
         return spawn(command, log_file=self.worker_log(index), env=env, cwd=self.data_dir), port
 
     def _wait_worker(self, index: int, pid: int, port: int, started: float) -> None:
-        supervisor.wait_until_ready(
-            lambda: http_status(f"http://127.0.0.1:{port}/health/live", timeout=1.0) == 200,
-            name=f"hindsight-worker {index}",
-            pid=pid,
-            log_file=self.worker_log(index),
-            timeout_s=self.config.startup_timeout,
-            started=started,
-            progress=self._log,
-            hint=_START_HINT.format(data_dir=self.data_dir),
-            error=HindsightStartError,
-            poll_s=0.25,
-        )
+        live = f"http://127.0.0.1:{port}/health/live"
+
+        def ready() -> bool:
+            return http_status(live, timeout=1.0) == 200
+
+        self._wait_ready(ready, f"hindsight-worker {index}", pid, self.worker_log(index), started)
 
     def _wait_healthy(self, pid: int, started: float) -> None:
+        self._wait_ready(self.is_healthy, "hindsight-api", pid, self.server_log, started)
+
+    def _wait_ready(self, ready: Callable[[], bool], name: str, pid: int, log_file: Path, started: float) -> None:
         supervisor.wait_until_ready(
-            self.is_healthy,
-            name="hindsight-api",
+            ready,
+            name=name,
             pid=pid,
-            log_file=self.server_log,
+            log_file=log_file,
             timeout_s=self.config.startup_timeout,
             started=started,
             progress=self._log,

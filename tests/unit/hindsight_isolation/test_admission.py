@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from starlette.types import Message, Receive, Scope, Send
 
 from hindsight_isolation import admission
 from hindsight_isolation.admission import MAX_DEADLINE_S, MIN_DEADLINE_S, SHED_LOG, RecallGate
-from hindsight_isolation.guard import Message, Receive, Scope, Send
 from hindsight_isolation.route import RequestKind
 from hindsight_isolation.settings import AdmissionConfig, ConfigError, IsolationSettings
 from memory_adapter.recall_deadline import DEADLINE_HEADER, OVERLOADED, REASON_FIELD

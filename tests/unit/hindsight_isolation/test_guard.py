@@ -9,9 +9,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from starlette.types import Message, Receive, Scope, Send
 
 from hindsight_isolation import route
-from hindsight_isolation.guard import INTERNAL_ERROR, Message, Receive, RequestGuard, Scope, Send, bank_operation_id
+from hindsight_isolation.guard import INTERNAL_ERROR, RequestGuard, bank_operation_id
 from hindsight_isolation.route import RequestKind, classify
 
 BANK = "user:alice:agent:support"
