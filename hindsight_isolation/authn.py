@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 from hindsight_isolation.principal import Kind, Principal
 from hindsight_isolation.settings import ANY_TENANT, IsolationSettings
-from memory_adapter.identity.errors import RejectReason, TokenRejected
+from memory_adapter.identity.errors import RejectReason, TokenRejectedError
 from memory_adapter.identity.verifier import JwtVerifier, VerifiedIdentity
 
 __all__ = ["Authenticator", "UnauthenticatedError"]
@@ -36,10 +36,6 @@ class UnauthenticatedError(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
-
-
-#: The earlier name of :class:`UnauthenticatedError` (the same class), kept for code that catches it.
-Unauthenticated = UnauthenticatedError
 
 
 def _digest(secret: str) -> bytes:
@@ -119,7 +115,7 @@ class Authenticator:
         now = self._clock()
         try:
             identity = self._verifier.verify(credential, expiry_grace=self._settings.expiry_grace_s)
-        except TokenRejected as exc:
+        except TokenRejectedError as exc:
             raise UnauthenticatedError(f"token {exc.reason.value}") from exc
         principal = Principal(
             Kind.USER_GRACE if identity.within_grace else Kind.USER, tenant=identity.tenant, user=identity.user

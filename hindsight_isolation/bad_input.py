@@ -50,11 +50,6 @@ class NotJsonError(BadInputError):
     """The body (or form field) is not JSON at all (as opposed to JSON the server cannot take)."""
 
 
-#: Earlier names of :class:`BadInputError` and :class:`NotJsonError` (the same classes), for code that catches them.
-BadInput = BadInputError
-NotJson = NotJsonError
-
-
 def check_text(text: str, where: str) -> None:
     """Refuse a NUL character or a lone surrogate in ``text`` (``where`` names the field in the message)."""
     found = _UNSTORABLE.search(text)

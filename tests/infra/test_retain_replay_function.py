@@ -12,7 +12,7 @@ from infra.functions.retain_replay import index
 from memory_adapter.exceptions import HindsightUnavailableError
 from memory_adapter.queue_replay import QueueReplayer
 from memory_adapter.spool import RetainRecord
-from memory_adapter.sqs_spool import QueueMessage, encode_record
+from memory_adapter.sqs_codec import QueueMessage, encode_record
 from memory_adapter.testing import FakeHindsight
 from memory_adapter.transport import HttpResponse
 

@@ -10,7 +10,8 @@ from typing import Any
 
 from infra.functions.retain_replay import index
 from memory_adapter.queue_replay import QueueReplayer
-from memory_adapter.sqs_spool import QueueMessage, SqsSpool
+from memory_adapter.sqs_codec import QueueMessage
+from memory_adapter.sqs_spool import SqsSpool
 from memory_adapter.transport import HttpTransport
 
 #: As the stack's queue: a receive this many times without success moves a message to the dead-letter queue.

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from memory_adapter.gateway import CALLER_TOKEN_HEADER
-from memory_adapter.identity.errors import IdentityError, RejectReason, TokenRejected
+from memory_adapter.identity.errors import IdentityError, RejectReason, TokenRejectedError
 from memory_adapter.identity.settings import ENV_NAMING, JwtSettings
 from memory_adapter.identity.verifier import JwtVerifier, bearer_token
 
@@ -95,7 +95,7 @@ def intercept(event: Any, verifier: JwtVerifier) -> dict[str, Any]:
     try:
         token = bearer_token(_authorization(headers))
         verifier.verify(token)  # a user's token only: machine tokens are refused there
-    except TokenRejected as exc:
+    except TokenRejectedError as exc:
         return _deny(body, exc.reason.value)
     except IdentityError as exc:
         return _deny(body, type(exc).__name__)

@@ -19,7 +19,7 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
 from memory_adapter.queue_replay import QueueReplayer, ReplaySettings
-from memory_adapter.sqs_spool import QueueMessage
+from memory_adapter.sqs_codec import QueueMessage
 
 __all__ = ["handler", "make_handler"]
 

@@ -16,7 +16,7 @@ import pytest
 from memory_adapter import HindsightRuntimeAdapter, RetainOutcome, TurnContext
 from memory_adapter.identity.bank_ids import format_bank_id
 from memory_adapter.redrive import main as redrive_main
-from memory_adapter.sqs_spool import decode_record
+from memory_adapter.sqs_codec import decode_record
 from tests.integration.queue_support import RetainQueues, make_queues, replay_handler, run_event_source
 
 from .conftest import Bank, deliver_directly

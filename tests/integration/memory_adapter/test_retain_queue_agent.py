@@ -20,7 +20,7 @@ from localdev.agent import LocalAgent
 from localdev.supervisor import free_port
 from memory_adapter.identity.bank_ids import format_bank_id
 from memory_adapter.queue_replay import QueueReplayer, ReplaySettings
-from memory_adapter.sqs_spool import decode_record
+from memory_adapter.sqs_codec import decode_record
 from tests.integration.queue_support import RetainQueues, make_queues, replay_handler, run_event_source
 
 from .conftest import Bank

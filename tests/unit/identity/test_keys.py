@@ -7,7 +7,7 @@ import json
 import pytest
 
 from memory_adapter.agentcore.keys import MirroredKeysVerifier
-from memory_adapter.identity import JwtSettings, JwtVerifier, RejectReason, SigningKeys, TokenRejected
+from memory_adapter.identity import JwtSettings, JwtVerifier, RejectReason, SigningKeys, TokenRejectedError
 from memory_adapter.identity.errors import IdentityConfigError
 from memory_adapter.identity.keys import SsmParameterJwks, StaticJwks
 from tests.unit.issuers import CLIENT_ID, UnitIssuer, jwk_of
@@ -50,7 +50,7 @@ def _verifier(issuer: UnitIssuer, parameter: FakeParameter, clock: Clock) -> Jwt
 
 
 def _rejected(verifier: JwtVerifier, token: str) -> RejectReason:
-    with pytest.raises(TokenRejected) as info:
+    with pytest.raises(TokenRejectedError) as info:
         verifier.verify(token)
     return info.value.reason
 

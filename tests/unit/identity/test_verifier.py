@@ -20,7 +20,7 @@ from memory_adapter.identity import (
     JwtSettings,
     JwtVerifier,
     RejectReason,
-    TokenRejected,
+    TokenRejectedError,
     bearer_token,
 )
 from tests.unit.issuers import CLIENT_ID, UnitIssuer, jwk_of
@@ -38,7 +38,7 @@ def _forge(header: dict[str, Any], claims: dict[str, Any], secret: bytes | None)
 
 
 def _rejected(verifier: JwtVerifier, token: str, **kwargs: Any) -> RejectReason:
-    with pytest.raises(TokenRejected) as info:
+    with pytest.raises(TokenRejectedError) as info:
         verifier.verify(token, **kwargs)
     return info.value.reason
 
@@ -313,7 +313,7 @@ def test_bearer_token(header: str, expected: str) -> None:
 
 @pytest.mark.parametrize("header", [None, "", "Basic abc", "Bearer", "Bearer   ", "abc"])
 def test_bearer_token_rejects(header: str | None) -> None:
-    with pytest.raises(TokenRejected):
+    with pytest.raises(TokenRejectedError):
         bearer_token(header)
 
 

@@ -8,7 +8,7 @@ import pytest
 from memory_adapter.agentcore.errors import AuthError
 from memory_adapter.agentcore.identity import USER_ID_HEADER, RequestAuthenticator
 from memory_adapter.agentcore.settings import AgentMemorySettings
-from memory_adapter.identity import RejectReason, TokenRejected, VerifiedIdentity, format_bank_id
+from memory_adapter.identity import RejectReason, TokenRejectedError, VerifiedIdentity, format_bank_id
 
 BASE = {"AGENT_NAME": "support", "HINDSIGHT_API_URL": "http://h"}
 JWT = BASE | {"AUTH_MODE": "jwt", "JWT_DISCOVERY_URL": "http://i/.well-known/openid-configuration"}
@@ -22,7 +22,7 @@ class StubVerifier:
     def verify(self, token: str) -> VerifiedIdentity:
         self.tokens.append(token)
         if token == "bad":
-            raise TokenRejected(RejectReason.SIGNATURE)
+            raise TokenRejectedError(RejectReason.SIGNATURE)
         return VerifiedIdentity(user=self.user, tenant=self.tenant, claims={}, expires_at=0)
 
 

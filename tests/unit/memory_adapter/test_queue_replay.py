@@ -15,7 +15,7 @@ import pytest
 from memory_adapter.exceptions import ConfigurationError, SpoolError
 from memory_adapter.queue_replay import QueueReplayer, ReplaySettings, ReplayVerdict, RetryLaterError
 from memory_adapter.spool import RetainRecord
-from memory_adapter.sqs_spool import QueueMessage, encode_record
+from memory_adapter.sqs_codec import QueueMessage, encode_record
 from memory_adapter.testing import FakeHindsight, Fault
 
 BANK = "user:u:agent:a"

@@ -15,7 +15,8 @@ from moto import mock_aws
 
 from memory_adapter.redrive import main, owner_check, redrive
 from memory_adapter.spool import RetainRecord
-from memory_adapter.sqs_spool import SqsSpool, decode_record
+from memory_adapter.sqs_codec import decode_record
+from memory_adapter.sqs_spool import SqsSpool
 from memory_adapter.testing import FakeHindsight
 
 OPERATOR = "operator-key"

@@ -17,15 +17,15 @@ from moto import mock_aws
 from memory_adapter import HindsightRuntimeAdapter, RetainOutcome, TurnContext
 from memory_adapter.exceptions import MalformedMessageError, RecordTooLargeError
 from memory_adapter.spool import RetainRecord
-from memory_adapter.sqs_spool import (
+from memory_adapter.sqs_codec import (
     DEAD_LETTER_REASON_ATTRIBUTE,
     ENCODING_ATTRIBUTE,
     MOVED_BY_SQS,
     QueueMessage,
-    SqsSpool,
     decode_record,
     encode_record,
 )
+from memory_adapter.sqs_spool import SqsSpool
 from memory_adapter.testing import Fault
 
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import logging
-
 import pytest
 
 from runtime_handler.settings import ALL_ENV_VARS, IdentitySource, ModelProvider, Settings, SettingsError
@@ -96,20 +94,12 @@ def test_the_memory_adapter_settings_are_read_once_with_the_agents() -> None:
     assert "MODEL_ID is required" in text
 
 
-def test_the_earlier_recall_deadline_name_still_works_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
-    # GIVEN an environment written for an earlier version (the deadline had a second, agent-only name)
-    with caplog.at_level(logging.WARNING, logger="memory_adapter"):
-        settings = Settings.from_env(JWT | {"MEMORY_RECALL_TIMEOUT_SECONDS": "1.5"})
-    # THEN the deployed deadline is kept, and the log names the one variable to use
-    assert settings.recall_timeout_s == 1.5
-    assert "MEMORY_RECALL_TIMEOUT_SECONDS is deprecated: set HINDSIGHT_ADAPTER_RECALL_TIMEOUT instead" in caplog.text
-    # AND both names at once are two values for one setting: refused, naming the one to keep
-    both = JWT | {"MEMORY_RECALL_TIMEOUT_SECONDS": "1.5", "HINDSIGHT_ADAPTER_RECALL_TIMEOUT": "3"}
-    assert "set HINDSIGHT_ADAPTER_RECALL_TIMEOUT only: MEMORY_RECALL_TIMEOUT_SECONDS is its earlier name" in _problems(
-        both
-    )
-    # AND a bad value under the earlier name is reported under that name
-    assert "MEMORY_RECALL_TIMEOUT_SECONDS must be" in _problems(JWT | {"MEMORY_RECALL_TIMEOUT_SECONDS": "soon"})
+def test_the_recall_deadline_has_one_name() -> None:
+    # GIVEN the deadline's earlier, agent-only name (no alias is read: the stack writes every environment itself)
+    settings = Settings.from_env(JWT | {"MEMORY_RECALL_TIMEOUT_SECONDS": "1.5"})
+    # THEN it is not a setting: the deadline is the adapter's HINDSIGHT_ADAPTER_RECALL_TIMEOUT (default kept)
+    assert settings.recall_timeout_s == Settings.from_env(JWT).recall_timeout_s != 1.5
+    assert Settings.from_env(JWT | {"HINDSIGHT_ADAPTER_RECALL_TIMEOUT": "1.5"}).recall_timeout_s == 1.5
 
 
 @pytest.mark.parametrize(("name", "value"), [("AUTH_MODE", "saml"), ("MODEL_PROVIDER", "gpt"), ("AGENT_NAME", "a:b")])

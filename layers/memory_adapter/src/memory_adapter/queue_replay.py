@@ -7,12 +7,12 @@ partial batch failures) hands every message of a batch to :meth:`QueueReplayer.h
   least once; a lost acknowledgement) return the original operation, so a turn is stored once;
 - **dead-lettered**: Hindsight refused it for good (401/403: the token expired beyond the grace window, was revoked,
   or does not own the bank; any other 4xx), or the message is malformed or inflates beyond
-  :data:`~memory_adapter.sqs_spool.MAX_DECODED_RECORD_BYTES`. It is sent to the dead-letter queue with the reason
+  :data:`~memory_adapter.sqs_codec.MAX_DECODED_RECORD_BYTES`. It is sent to the dead-letter queue with the reason
   (attribute ``dead_letter_reason``) and counts as processed, so SQS deletes the original: nothing retries it;
 - **retry later** (:class:`RetryLaterError`): Hindsight is unavailable (unreachable, timeout, 429, 5xx), or the
   dead letter could not be sent. Only that message is reported as failed; SQS hands it out again after its
   visibility timeout and, after the queue's last allowed receive, moves it to the dead-letter queue itself (no
-  reason attribute: :data:`~memory_adapter.sqs_spool.MOVED_BY_SQS`). Once Hindsight failed in a batch, the rest of
+  reason attribute: :data:`~memory_adapter.sqs_codec.MOVED_BY_SQS`). Once Hindsight failed in a batch, the rest of
   that batch is not tried (each would wait its timeout).
 
 A record queued by an IAM-mode agent carries no credential, only the ``agent_key`` mark: the function presents the

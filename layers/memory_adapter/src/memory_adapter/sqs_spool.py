@@ -30,9 +30,6 @@ from memory_adapter.constants import SQS_MAX_MESSAGE_BYTES
 from memory_adapter.exceptions import SpoolError
 from memory_adapter.spool import RetainRecord
 from memory_adapter.sqs_codec import (
-    DEAD_LETTER_REASON_ATTRIBUTE,
-    ENCODING_ATTRIBUTE,
-    MAX_DECODED_RECORD_BYTES,
     MOVED_BY_SQS,
     QueueMessage,
     decode_record,
@@ -45,16 +42,7 @@ from memory_adapter.sqs_codec import (
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
 
-__all__ = [
-    "DEAD_LETTER_REASON_ATTRIBUTE",
-    "ENCODING_ATTRIBUTE",
-    "MAX_DECODED_RECORD_BYTES",
-    "MOVED_BY_SQS",
-    "QueueMessage",
-    "SqsSpool",
-    "decode_record",
-    "encode_record",
-]  # the codec's names too, where code written before memory_adapter.sqs_codec imports them
+__all__ = ["SqsSpool"]
 
 _RECEIPT_QUEUES: Final = ("main", "dead")
 _REGION_IN_HOST: Final = re.compile(r"^sqs[.-](?P<region>[a-z]{2}(?:-[a-z]+)+-\d+)\.")

@@ -17,12 +17,11 @@ Example:
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Final
+from typing import Any
 
 from memory_adapter.agentcore.payload import DEFAULT_MAX_PROMPT_CHARS, MAX_MAX_PROMPT_CHARS, max_body_bytes
 from memory_adapter.config import ENV_VARS as ADAPTER_ENV_VARS
@@ -60,7 +59,6 @@ __all__ = [
     "ENV_JWT_TOKEN_USE",
     "ENV_JWT_USER_CLAIM",
     "ENV_MAX_PROMPT_CHARS",
-    "ENV_MEMORY_RECALL_TIMEOUT_SECONDS",
     "ENV_MEMORY_RETAIN_WAIT_SECONDS",
     "ENV_TENANT_HEADER",
     "ENV_TENANT_ID",
@@ -91,14 +89,10 @@ ENV_JWT_MAX_TOKEN_BYTES = JWT_ENV.key("max_token_bytes")
 ENV_TENANT_ID = "TENANT_ID"
 ENV_TENANT_HEADER = "TENANT_HEADER"
 ENV_ALLOW_ANONYMOUS = "ALLOW_ANONYMOUS"
-#: The recall deadline's earlier, agent-only name (deprecated: read as ``HINDSIGHT_ADAPTER_RECALL_TIMEOUT``).
-ENV_MEMORY_RECALL_TIMEOUT_SECONDS = "MEMORY_RECALL_TIMEOUT_SECONDS"
 ENV_MEMORY_RETAIN_WAIT_SECONDS = "MEMORY_RETAIN_WAIT_SECONDS"
 ENV_MAX_PROMPT_CHARS = "MAX_PROMPT_CHARS"
 
 _JWT_VARS = JwtSettings.setting_keys(JWT_ENV)
-#: Earlier names of adapter settings, still read with a warning naming the one variable to use (old name -> setting).
-DEPRECATED_ENV_VARS: Final = {ENV_MEMORY_RECALL_TIMEOUT_SECONDS: "recall_timeout"}
 #: Every variable :meth:`AgentMemorySettings.from_env` reads: the ``ENV_*`` names, every ``JWT_*`` setting and the
 #: memory adapter's.
 WIRING_ENV_VARS: tuple[str, ...] = tuple(
@@ -135,22 +129,6 @@ class SettingsError(ConfigurationError, ValueError):
 
     def __init__(self, problems: list[str]) -> None:
         super().__init__(problems, subject="agent")
-
-
-def _deprecated_overrides(get: SettingsReader) -> dict[str, Any]:
-    """The adapter settings given under an earlier name: honoured (an upgrade must not change a deployed deadline),
-    logged as deprecated, and refused next to the current name (two values for one setting)."""
-    overrides: dict[str, Any] = {}
-    for old, setting in DEPRECATED_ENV_VARS.items():
-        if not get.given(old):
-            continue
-        current = ADAPTER_ENV_VARS[setting]
-        if get.given(current):
-            get.problem(f"set {current} only: {old} is its earlier name")
-            continue
-        overrides[setting] = get.number(old, 2.0, low=0.05, high=60.0)  # the bounds it always had
-        logging.getLogger("memory_adapter").warning("%s is deprecated: set %s instead (the same value)", old, current)
-    return overrides
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -191,11 +169,6 @@ class AgentMemorySettings:
     def max_body_bytes(self) -> int:
         """Largest ``/invocations`` body read (follows from ``max_prompt_chars``: ``payload.max_body_bytes``)."""
         return max_body_bytes(self.max_prompt_chars)
-
-    @property
-    def jwt_discovery_url(self) -> str | None:
-        """``jwt.discovery_url`` (a name the infrastructure tests use)."""
-        return self.jwt.discovery_url if self.jwt is not None else None
 
     def to_env(self) -> dict[str, str]:
         """The environment :meth:`from_env` reads back as these settings (what the stack and ``make dev`` give the
@@ -243,7 +216,7 @@ class AgentMemorySettings:
         if mode is None and not get.given(ENV_AUTH_MODE):
             get.problem(f"{ENV_AUTH_MODE} is required: 'jwt' (verified bearer token) or 'iam' (runtime user id)")
 
-        memory = read_settings(get, _deprecated_overrides(get))
+        memory = read_settings(get, {})
         secret_arn = get.text(ENV_HINDSIGHT_API_KEY_SECRET_ARN)
         if memory.api_key and secret_arn:
             get.problem(f"set {ENV_HINDSIGHT_API_KEY} or {ENV_HINDSIGHT_API_KEY_SECRET_ARN}, not both")

@@ -37,7 +37,6 @@ _EXPORTS: dict[str, str] = {
     "bearer_token": "memory_adapter.identity.verifier",
     "IdentityError": "memory_adapter.identity.errors",
     "TokenRejectedError": "memory_adapter.identity.errors",
-    "TokenRejected": "memory_adapter.identity.errors",  # the earlier name of TokenRejectedError
     "RejectReason": "memory_adapter.identity.errors",
     "IdentityConfigError": "memory_adapter.identity.errors",
     "BankResolutionError": "memory_adapter.identity.errors",
@@ -53,7 +52,6 @@ __all__ = [
     "JwtVerifier",
     "RejectReason",
     "SigningKeys",
-    "TokenRejected",
     "TokenRejectedError",
     "VerifiedIdentity",
     "bearer_token",
@@ -70,7 +68,6 @@ if TYPE_CHECKING:
         IdentityConfigError,
         IdentityError,
         RejectReason,
-        TokenRejected,
         TokenRejectedError,
     )
     from memory_adapter.identity.keys import SigningKeys

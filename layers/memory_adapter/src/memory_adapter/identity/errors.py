@@ -8,7 +8,6 @@
         ├── IdentityConfigError          JWT settings are unusable; .problems lists every one (a ConfigurationError)
         └── BankResolutionError          the identity cannot name a memory bank: fail closed (prior-art name)
 
-``TokenRejected`` is the earlier name of ``TokenRejectedError`` (the same class), kept for code that catches it.
 Standard library only, like the rest of :mod:`memory_adapter.identity` at import time.
 """
 
@@ -24,7 +23,6 @@ __all__ = [
     "IdentityConfigError",
     "IdentityError",
     "RejectReason",
-    "TokenRejected",
     "TokenRejectedError",
 ]
 
@@ -61,9 +59,6 @@ class TokenRejectedError(IdentityError):
         super().__init__(f"{reason.value}: {detail}" if detail else reason.value)
         self.reason = reason
         self.detail = detail
-
-
-TokenRejected = TokenRejectedError
 
 
 class IdentityConfigError(IdentityError, ConfigurationError):
