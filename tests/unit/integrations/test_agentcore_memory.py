@@ -21,12 +21,15 @@ from memory_adapter.agentcore import (
     PayloadError,
     RequestFacts,
 )
+from memory_adapter.agentcore.identity import TokenVerifier, default_verifier
+from memory_adapter.agentcore.settings import AgentMemorySettings
 from memory_adapter.identity.caller import Caller
+from memory_adapter.identity.verifier import VerifiedIdentity
 from tests.unit.issuers import CLIENT_ID, LoopbackIssuer
 from tests.unit.runtime_handler.fakes import HoldableHindsight
 from tests.unit.runtime_handler.serving import serve
 
-from .conftest import turn_of
+from .conftest import IAM_ENV, turn_of
 
 USER_ID = "X-Amzn-Bedrock-AgentCore-Runtime-User-Id"
 SESSION = "session-0123456789-0123456789-0123456789"
@@ -186,6 +189,48 @@ class RecordingHooks(InvocationHooks):
 
     def key_unavailable(self, error: Exception) -> None:
         raise RuntimeError("a broken hook never fails the turn")
+
+
+class CountingVerifier:
+    """A verifier stand-in that counts the tokens it is asked to verify (the real verifier does the work)."""
+
+    def __init__(self, inner: TokenVerifier) -> None:
+        self.inner = inner
+        self.calls = 0
+
+    def verify(self, token: str) -> VerifiedIdentity:
+        self.calls += 1
+        return self.inner.verify(token)
+
+
+def test_each_invocation_verifies_its_token_once(
+    make_memory: Callable[..., AgentCoreMemory], loopback_issuer: LoopbackIssuer
+) -> None:
+    jwt_env = {"AUTH_MODE": "jwt", "JWT_DISCOVERY_URL": loopback_issuer.discovery_url, "JWT_ALLOWED_CLIENTS": CLIENT_ID}
+    real = default_verifier(AgentMemorySettings.from_env({**IAM_ENV, **jwt_env, "HINDSIGHT_API_KEY": ""}))
+    assert real is not None
+    counting = CountingVerifier(real)
+    memory = make_memory({**jwt_env, "HINDSIGHT_API_KEY": ""}, verifier=counting)
+    app = memory.create_app()
+    seen: list[str] = []
+
+    @memory.entrypoint
+    def invoke(payload: Any, turn: MemoryTurn | None) -> dict[str, Any]:
+        assert turn is not None
+        seen.append(turn.caller.user)
+        return {"output": "ok"}
+
+    headers = {"X-Amzn-Bedrock-AgentCore-Runtime-Session-Id": SESSION}
+    with serve(app) as url:
+        http = httpx.Client(base_url=url, timeout=10)
+        # WHEN a caller with a good token invokes THEN its token is verified once (the gate's verdict is reused)
+        good = {**headers, "Authorization": f"Bearer {loopback_issuer.mint('user-alex')}"}
+        assert http.post("/invocations", json={"prompt": "hi"}, headers=good).json() == {"output": "ok"}
+        assert (counting.calls, seen) == (1, ["user-alex"])
+        # AND a bad token is verified once and refused before the handler (fail closed, the same 401)
+        bad = http.post("/invocations", json={"prompt": "hi"}, headers={**headers, "Authorization": "Bearer x.y.z"})
+        assert (bad.status_code, bad.json()) == (401, {"error": "unauthorized", "code": "unauthorized"})
+        assert (counting.calls, seen) == (2, ["user-alex"])
 
 
 def test_the_hooks_are_told_each_step_and_the_handler_gets_the_request_facts(

@@ -14,9 +14,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 __all__ = ["UNAUTHORIZED", "BodyGuard", "Gate", "body_problem", "error_response", "unauthorized_response"]
 
-#: Checks an ``/invocations`` request's raw headers before its body is read: the answer to send instead (the uniform
-#: 401), or ``None`` to go on. So an unauthenticated caller learns nothing from the body checks either.
-Gate = Callable[[list[tuple[str, str]]], Awaitable[ASGIApp | None]]
+#: Checks an ``/invocations`` request (its ASGI scope: the raw headers) before its body is read: the answer to send
+#: instead (the uniform 401), or ``None`` to go on. So an unauthenticated caller learns nothing from the body checks
+#: either. A gate may record what it verified in the scope, for the handler (one verification per request).
+Gate = Callable[[Scope], Awaitable[ASGIApp | None]]
 
 UNAUTHORIZED = {"error": "unauthorized", "code": "unauthorized"}
 
@@ -64,8 +65,7 @@ class BodyGuard:
             await self.app(scope, receive, send)
             return
         if self.gate is not None:
-            headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope.get("headers", [])]
-            refusal = await self.gate(headers)
+            refusal = await self.gate(scope)
             if refusal is not None:
                 await refusal(scope, receive, send)
                 return

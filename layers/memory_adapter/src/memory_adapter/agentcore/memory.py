@@ -44,6 +44,7 @@ from memory_adapter.recall_deadline import recall_backstop_s
 
 if TYPE_CHECKING:
     from bedrock_agentcore.runtime import BedrockAgentCoreApp
+    from starlette.types import Scope
 
     from memory_adapter.adapter import Recollection
     from memory_adapter.delivery import RetainHandle
@@ -65,6 +66,17 @@ _log = logging.getLogger("memory_adapter.agentcore")
 MEMORY_TURN_KEY = "memory_turn"
 
 _H = TypeVar("_H", bound=Callable[..., Any])
+
+#: The ASGI scope key under which the body guard's gate leaves the caller it verified (server-side only: no request
+#: can set a scope key), so :meth:`AgentCoreMemory.admit` does not verify the same token a second time.
+_ADMITTED = "memory_adapter.admitted"
+
+
+@dataclass(frozen=True, slots=True)
+class _Admitted:
+    """The gate's verdict on a request: its verified caller (``None``: an allowed anonymous caller)."""
+
+    caller: Caller | None
 
 
 class TurnMemory(Protocol):
@@ -189,11 +201,13 @@ class AgentCoreMemory:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(asyncio.wrap_future(future), timeout=10)
 
-        async def gate(headers: list[tuple[str, str]]) -> Any:
+        async def gate(scope: Scope) -> Any:
+            headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope.get("headers", [])]
             try:
-                await asyncio.to_thread(self.authenticator.authenticate, headers)
+                caller = await asyncio.to_thread(self.authenticator.authenticate, headers)
             except AuthError as exc:
                 return self._refuse(exc)
+            scope[_ADMITTED] = _Admitted(caller)  # admit() takes it from here: one verification per invocation
             return None
 
         limit = self.settings.max_body_bytes if max_body_bytes is None else max_body_bytes
@@ -263,10 +277,14 @@ class AgentCoreMemory:
         if request is None:
             raise self._rejected(AuthError("no_request", "the SDK could not build the request context"))
         notify(self.hooks.started, request)
-        try:
-            caller = await asyncio.to_thread(self.authenticator.authenticate, request.headers)
-        except AuthError as exc:
-            raise self._rejected(exc) from None
+        admitted = getattr(getattr(context, "request", None), "scope", {}).get(_ADMITTED)
+        if isinstance(admitted, _Admitted):  # the body guard's gate verified this request already
+            caller = admitted.caller
+        else:  # an app without the gate (attach): verify here
+            try:
+                caller = await asyncio.to_thread(self.authenticator.authenticate, request.headers)
+            except AuthError as exc:
+                raise self._rejected(exc) from None
         notify(self.hooks.identified, caller)
         if caller is None:
             return request, None
