@@ -795,7 +795,8 @@ def test_agent_reads_the_mirrored_signing_keys_not_the_issuer(synths: dict[str, 
         assert (parameter["Type"], parameter["Default"]) == ("AWS::SSM::Parameter::Value<String>", issuer_name)
     # WHEN the agent starts with that environment THEN it verifies against the parameter's keys.
     settings = Settings.from_env(_concrete_agent_env(synth))
-    assert settings.jwt is None
+    assert settings.jwt is not None
+    assert settings.jwt.discovery_url is None  # not the issuer
     assert isinstance(default_verifier(settings), MirroredKeysVerifier)
 
 
