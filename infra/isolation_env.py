@@ -10,8 +10,7 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from hindsight_isolation import settings as iso
-from infra.config import AuthConfig, AuthMode
-from infra.config.model import FadingConfig
+from infra.config import AuthConfig, AuthMode, FadingConfig
 from memory_adapter.missions import Mission, Missions
 
 if TYPE_CHECKING:

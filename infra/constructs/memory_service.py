@@ -29,8 +29,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
-from infra.config import AuthConfig, EksConfig, HindsightConfig, Platform
-from infra.config.model import FadingConfig
+from infra.config import AuthConfig, EksConfig, FadingConfig, HindsightConfig, Platform
 from infra.constructs.alerts import Alerts
 from infra.constructs.database import VectorDatabase
 from infra.constructs.eks_workloads import HindsightOnEks

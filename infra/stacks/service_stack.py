@@ -7,8 +7,7 @@ from typing import Any
 from aws_cdk import CfnOutput
 from constructs import Construct
 
-from infra.config import AuthConfig, EksConfig, HindsightConfig
-from infra.config.model import FadingConfig
+from infra.config import AuthConfig, EksConfig, FadingConfig, HindsightConfig
 from infra.constructs.database import VectorDatabase
 from infra.constructs.eks_workloads import HindsightOnEks
 from infra.constructs.identity import Identity

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from infra.config.rules import MAX_CA_BUNDLE_BYTES
+from infra.config.hindsight import MAX_CA_BUNDLE_BYTES
 from memory_adapter.constants import CA_BUNDLE_ENV
 from tests.infra.conftest import VARIANTS, resources, synthesize
 from tests.unit.private_ca import make_private_ca

@@ -13,7 +13,7 @@ import pytest
 
 from hindsight_isolation.settings import SERVER_REQUIRED_ENV
 from infra.config import ConfigError, load_config_from_cdk_json
-from infra.config.model import SUPPORTED_KUBERNETES_VERSIONS
+from infra.config.eks import SUPPORTED_KUBERNETES_VERSIONS
 from infra.constructs.eks_manifests import API_NAME, RESTARTED_AT_ANNOTATION, RESTARTER_GROUP, WORKER_NAME
 from infra.constructs.eks_preflight import cni_json_path, cni_pattern, cni_settings
 from tests.infra.conftest import Synth, resources, synthesize

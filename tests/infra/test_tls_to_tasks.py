@@ -21,7 +21,7 @@ import kubernetes_validate  # type: ignore[import-untyped]
 import pytest
 
 from infra.config import ConfigError, load_config_from_cdk_json
-from infra.config.model import SUPPORTED_KUBERNETES_VERSIONS
+from infra.config.eks import SUPPORTED_KUBERNETES_VERSIONS
 from infra.constructs.eks_manifests import API_NAME, WORKER_NAME
 from infra.constructs.hindsight_task import (
     MAKE_TASK_CERTIFICATE,
