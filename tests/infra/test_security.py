@@ -37,20 +37,21 @@ def test_cdk_nag_has_no_unacknowledged_findings(synths: dict[str, Synth], varian
 @pytest.mark.parametrize("variant", ALL)
 def test_every_acknowledgement_names_its_resource_and_a_reason(synths: dict[str, Synth], variant: str) -> None:
     from infra import nag
+    from infra.nag import common
 
     recorded: list[tuple[str, str]] = []
-    original = nag._ack
+    original = common.ack
 
     def spy(scope, rule, reason):
         recorded.append((scope.node.path, reason))
         original(scope, rule, reason)
 
-    nag._ack = spy
+    common.ack = spy
     try:
         synth = synths[variant]
         nag.acknowledge_findings(synth.stacks, synth.config)
     finally:
-        nag._ack = original
+        common.ack = original
     assert recorded
     for path, reason in recorded:
         assert "/" in path
@@ -60,18 +61,19 @@ def test_every_acknowledgement_names_its_resource_and_a_reason(synths: dict[str,
 def _recorded_acknowledgements(synth: Synth) -> list[tuple[str, str, str]]:
     """(construct path, rule, reason) of every acknowledgement the app makes for this configuration."""
     from infra import nag
+    from infra.nag import common
 
     recorded: list[tuple[str, str, str]] = []
-    original = nag._ack
+    original = common.ack
 
     def spy(scope: Any, rule: str, reason: str) -> None:
         recorded.append((scope.node.path, rule, reason))
 
-    nag._ack = spy
+    common.ack = spy
     try:
         nag.acknowledge_findings(synth.stacks, synth.config)
     finally:
-        nag._ack = original
+        common.ack = original
     return recorded
 
 
