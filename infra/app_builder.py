@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from aws_cdk import App, Aws, Environment, Tags
 from aws_cdk import aws_cloudwatch as cloudwatch
 
 from infra.config import AppConfig, AuthMode
 from infra.constructs.admin_bucket import admin_bucket_name, admin_bucket_pattern
-from infra.constructs.agent_runtime import GatewayAccess, make_runtime_name
+from infra.constructs.agent_runtime import AgentRuntimeProps, GatewayAccess, make_runtime_name
 from infra.constructs.creation import creation_id
 from infra.constructs.external_memory import ExternalMemory
 from infra.constructs.functions import own_helper_function_logs
+from infra.constructs.memory_gateway import MemoryGatewayProps
+from infra.constructs.memory_props import ExternalMemoryProps, MemoryServiceProps
 from infra.constructs.memory_service import MemoryService
+from infra.constructs.network import NetworkProps
 from infra.stacks.agent_stack import AgentStack
 from infra.stacks.data_stack import DataStack
 from infra.stacks.external_memory_stack import ExternalMemoryStack
@@ -80,10 +84,8 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
     network = NetworkStack(
         app,
         f"{prefix}-Network",
-        config=config.network,
-        auth_mode=config.auth.mode,
+        props=NetworkProps(config=config.network, auth_mode=config.auth.mode, gateway_buckets=(bucket_pattern,)),
         alarm_email=config.alarms.email,
-        gateway_buckets=(bucket_pattern,),
         env=env,
     )
     foundation = network.foundation
@@ -113,9 +115,7 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
         )
     memory_stack: MemoryServiceStack | ExternalMemoryStack
     if data is not None:
-        memory_stack = service = MemoryServiceStack(
-            app,
-            f"{prefix}-MemoryService",
+        service_props = MemoryServiceProps(
             config=config.hindsight,
             auth=config.auth,
             agent_name=config.agent.name,
@@ -127,20 +127,18 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
             events=data.events,
             fading=config.fading,
             mission=config.missions.for_agent(config.agent.name),
-            env=env,
         )
+        memory_stack = service = MemoryServiceStack(app, f"{prefix}-MemoryService", props=service_props, env=env)
         memory: MemoryService | ExternalMemory = service.memory
     else:
-        memory_stack = ExternalMemoryStack(
-            app,
-            f"{prefix}-ExternalMemory",
+        external_props = ExternalMemoryProps(
             config=config.hindsight,
             auth=config.auth,
             agent_name=config.agent.name,
-            layer=config.layer,
             foundation=foundation,
-            env=env,
+            layer=config.layer,
         )
+        memory_stack = ExternalMemoryStack(app, f"{prefix}-ExternalMemory", props=external_props, env=env)
         memory = memory_stack.memory
     gateway_url_parameter = f"{config.parameter_prefix}/gateway/mcp-url"
     # The gateway deploys after the agent: the agent finds its URL by the parameter's name, never through a reference
@@ -150,29 +148,30 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
         if config.agent.tools_via_gateway
         else None
     )
-    agent = AgentStack(
-        app,
-        f"{prefix}-Agent",
+    agent_props = AgentRuntimeProps(
         config=config.agent,
-        mission=config.missions.for_agent(config.agent.name),
         auth=config.auth,
-        layer=config.layer,
-        gateway=gateway_access,
-        retain_queue=config.retain_queue,
-        removal=config.removal,
-        runtime_name=make_runtime_name(config.prefix, config.env_name, config.agent.name),
-        layer_parameter_name=f"{config.parameter_prefix}/memory-adapter-layer-arn",
         foundation=foundation,
         memory=memory,
         identity=identity.identity if identity else None,
+        runtime_name=make_runtime_name(config.prefix, config.env_name, config.agent.name),
+        gateway=gateway_access,
+        mission=config.missions.for_agent(config.agent.name),
+    )
+    agent = AgentStack(
+        app,
+        f"{prefix}-Agent",
+        props=agent_props,
+        layer=config.layer,
+        retain_queue=config.retain_queue,
+        removal=config.removal,
+        layer_parameter_name=f"{config.parameter_prefix}/memory-adapter-layer-arn",
         env=env,
     )
     gateway = None
     if config.gateway_enabled:
         assert identity is not None  # the rules refuse a gateway with auth.mode=iam
-        gateway = GatewayStack(
-            app,
-            f"{prefix}-Gateway",
+        gateway_props = MemoryGatewayProps(
             config=config.gateway,
             agent_name=config.agent.name,
             url_parameter_name=gateway_url_parameter,
@@ -180,9 +179,9 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
             foundation=foundation,
             memory=memory,
             identity=identity.identity,
-            layer=config.layer,
-            env=env,
+            layer_path=Path(config.layer.path),
         )
+        gateway = GatewayStack(app, f"{prefix}-Gateway", props=gateway_props, env=env)
         gateway.add_stack_dependency(agent, "deploys after the agent, which finds it by its URL parameter at run time")
     other_alarms = memory_alarms(memory, data)
     if identity is not None:

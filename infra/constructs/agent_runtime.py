@@ -11,14 +11,13 @@ from aws_cdk import Duration, Stack
 from aws_cdk import aws_bedrockagentcore as agentcore
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
 from aws_lambda_powertools.shared.constants import METRICS_NAMESPACE_ENV, SERVICE_NAME_ENV
 from constructs import Construct
 
 from infra.config import AgentConfig, AuthConfig, AuthMode
+from infra.constructs.foundation import Foundation
 from infra.constructs.identity import Identity
 from infra.constructs.memory_endpoint import MemoryEndpoint
-from infra.constructs.network import Network
 from infra.constructs.props import raise_if_invalid
 from infra.constructs.retain_queue import RetainQueue
 from infra.constructs.service_log_group import ServiceLogGroup
@@ -64,26 +63,42 @@ class GatewayAccess:
     target_name: str
 
 
+@dataclass(frozen=True)
+class AgentRuntimeProps:
+    """What the agent runtime is built from.
+
+    Args:
+        identity: The token issuer's mirrored keys (user-token modes; ``None`` with ``auth.mode=iam``).
+        runtime_name: The AgentCore runtime's name (AgentCore requires one: :func:`make_runtime_name`).
+        gateway: Where the agent finds the memory gateway its tools go through (``agent.tools_via_gateway``).
+        mission: What the agent's memory keeps (``missions.<agent name>``; ``None``: Hindsight's defaults).
+    """
+
+    config: AgentConfig
+    auth: AuthConfig
+    foundation: Foundation
+    memory: MemoryEndpoint
+    identity: Identity | None
+    runtime_name: str
+    gateway: GatewayAccess | None = None
+    mission: Mission | None = None
+
+
 class AgentRuntime(Construct):
-    """The Runtime in VPC mode with its authorizer, environment, least-privilege role and an endpoint."""
+    """The Runtime in VPC mode with its authorizer, environment, least-privilege role and an endpoint.
+
+    Args:
+        props: The agent section and what the agent uses.
+        retain_queue: Where the agent spools the turns it could not deliver (the stack's).
+    """
 
     def __init__(
-        self,
-        scope: Construct,
-        construct_id: str,
-        *,
-        config: AgentConfig,
-        auth: AuthConfig,
-        network: Network,
-        memory: MemoryEndpoint,
-        identity: Identity | None,
-        retain_queue: RetainQueue,
-        runtime_name: str,
-        logs_key: kms.IKey,
-        gateway: GatewayAccess | None = None,
-        mission: Mission | None = None,
+        self, scope: Construct, construct_id: str, props: AgentRuntimeProps, *, retain_queue: RetainQueue
     ) -> None:
         super().__init__(scope, construct_id)
+        config, auth, memory, identity = props.config, props.auth, props.memory, props.identity
+        gateway, mission = props.gateway, props.mission
+        network, logs_key = props.foundation.network, props.foundation.logs_key
         self.security_group = network.workload_security_group(
             self, "SecurityGroup", description="Agent: to the Hindsight load balancer and AWS endpoints only"
         )
@@ -110,7 +125,7 @@ class AgentRuntime(Construct):
         self.runtime = agentcore.Runtime(
             self,
             "Runtime",
-            runtime_name=runtime_name,
+            runtime_name=props.runtime_name,
             description=f"Agent '{config.name}' with durable memory on self-hosted Hindsight",
             agent_runtime_artifact=artifact,
             authorizer_configuration=_authorizer(auth, identity),

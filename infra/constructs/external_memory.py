@@ -21,18 +21,16 @@ from aws_cdk import CfnOutput, CustomResource, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from aws_cdk import custom_resources as cr
 from constructs import Construct
 
-from infra.config import AuthConfig, AuthMode, HindsightConfig, LayerConfig
-from infra.constructs.alerts import Alerts
+from infra.config import AuthMode
 from infra.constructs.functions import FUNCTIONS_DIR, handler_sha256, python_function
 from infra.constructs.memory_endpoint import ConnectableConstruct
 from infra.constructs.memory_layer import RUNTIME as LAYER_RUNTIME
 from infra.constructs.memory_layer import adapter_layer_version
-from infra.constructs.network import Network
+from infra.constructs.memory_props import ExternalMemoryProps
 from infra.functions.isolation_probe import index as probe_index
 from infra.permissions import SECRET_READ_ACTIONS
 from memory_adapter import isolation_probe
@@ -46,20 +44,9 @@ _DEFAULT_PORTS = {"https": 443, "http": 80}
 class ExternalMemory(Construct):
     """The customer's Hindsight; exposes ``url``, ``port``, ``probe`` and the :class:`MemoryEndpoint` methods."""
 
-    def __init__(
-        self,
-        scope: Construct,
-        construct_id: str,
-        *,
-        config: HindsightConfig,
-        auth: AuthConfig,
-        agent_name: str,
-        layer: LayerConfig,
-        network: Network,
-        alerts: Alerts,
-        logs_key: kms.IKey,
-    ) -> None:
+    def __init__(self, scope: Construct, construct_id: str, props: ExternalMemoryProps) -> None:
         super().__init__(scope, construct_id)
+        config, auth, network = props.config, props.auth, props.foundation.network
         assert config.external_url is not None
         assert config.external_operator_key_secret_arn is not None
         self.config = config
@@ -69,17 +56,7 @@ class ExternalMemory(Construct):
         self._cidrs = list(config.external_egress_cidrs) or [network.vpc.vpc_cidr_block]
         self.operator_key_secret_arn = config.external_operator_key_secret_arn
         self.agent_key_secret_arn = config.external_agent_key_secret_arn if auth.mode is AuthMode.IAM else None
-        self.probe = IsolationProbe(
-            self,
-            "IsolationProbe",
-            memory=self,
-            auth=auth,
-            agent_name=agent_name,
-            layer=layer,
-            network=network,
-            alerts=alerts,
-            logs_key=logs_key,
-        )
+        self.probe = IsolationProbe(self, "IsolationProbe", props, memory=self)
 
     def url_in(self, scope: Construct) -> str:
         """The configured URL (the same in every stack: nothing to hand off)."""
@@ -127,20 +104,11 @@ class IsolationProbe(Construct):
     answers CloudFormation from outside the VPC); exposes ``function``, ``resource``, ``result`` and ``alarm``."""
 
     def __init__(
-        self,
-        scope: Construct,
-        construct_id: str,
-        *,
-        memory: ExternalMemory,
-        auth: AuthConfig,
-        agent_name: str,
-        layer: LayerConfig,
-        network: Network,
-        alerts: Alerts,
-        logs_key: kms.IKey,
+        self, scope: Construct, construct_id: str, props: ExternalMemoryProps, *, memory: ExternalMemory
     ) -> None:
         super().__init__(scope, construct_id)
-        config = memory.config
+        config, auth, agent_name, layer = memory.config, props.auth, props.agent_name, props.layer
+        network, logs_key, alerts = props.foundation.network, props.foundation.logs_key, props.foundation.alerts
         #: What the probe checks: the resource's properties, and its environment for ``python -m smoke``'s direct
         #: invocation (``RequestType: Probe``).
         settings = {

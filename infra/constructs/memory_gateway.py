@@ -19,6 +19,7 @@ interfaces to the path every MCP request takes for nothing.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -35,12 +36,11 @@ from constructs import Construct
 from infra.config import GatewayConfig
 from infra.constructs import memory_layer
 from infra.constructs.agent_runtime import METRICS_NAMESPACE
-from infra.constructs.alerts import Alerts
+from infra.constructs.foundation import Foundation
 from infra.constructs.functions import FUNCTIONS_DIR, python_function
 from infra.constructs.identity import Identity
 from infra.constructs.memory_endpoint import MemoryEndpoint
 from infra.constructs.memory_layer import adapter_layer_version
-from infra.constructs.network import Network
 from infra.constructs.props import raise_if_invalid
 from infra.functions.memory_gateway.interceptor import InterceptorSettings
 from infra.functions.memory_gateway.target import TOOL_TIMEOUT_S, TargetSettings
@@ -113,12 +113,9 @@ def tool_definitions() -> list[agentcore.ToolDefinition]:
     ]
 
 
-class MemoryGateway(Construct):
-    """The gateway, its interceptor and target functions, key, URL parameter and alarms.
-
-    Exposes ``gateway``, ``layer``, ``target``, ``interceptor``, ``target_function``, ``key``, ``url``,
-    ``url_parameter``, ``tool_prefix``, ``connections`` (the target's security group), ``endpoint`` (``None`` unless
-    ``private_access``), ``alarms``; ``grant_read_url(grantee)``.
+@dataclass(frozen=True)
+class MemoryGatewayProps:
+    """What the memory gateway is built from.
 
     Args:
         agent_name: Whose banks the tools act on: the runtime agent's, so an MCP client shares the user's memory
@@ -126,25 +123,33 @@ class MemoryGateway(Construct):
         url_parameter_name: The SSM name publishing the MCP URL (the agent's stack, deployed earlier, reads it by
             that name).
         private_access: Create the VPC endpoint through which workloads in the VPC (the agent) reach the gateway.
+        layer_path: The memory adapter layer's build (the gateway's functions run on their own version of it).
     """
 
-    def __init__(
-        self,
-        scope: Construct,
-        construct_id: str,
-        *,
-        config: GatewayConfig,
-        agent_name: str,
-        url_parameter_name: str,
-        private_access: bool,
-        network: Network,
-        memory: MemoryEndpoint,
-        identity: Identity,
-        layer_path: Path,
-        logs_key: kms.IKey,
-        alerts: Alerts,
-    ) -> None:
+    config: GatewayConfig
+    agent_name: str
+    url_parameter_name: str
+    private_access: bool
+    foundation: Foundation
+    memory: MemoryEndpoint
+    identity: Identity
+    layer_path: Path
+
+
+class MemoryGateway(Construct):
+    """The gateway, its interceptor and target functions, key, URL parameter and alarms.
+
+    Exposes ``gateway``, ``layer``, ``target``, ``interceptor``, ``target_function``, ``key``, ``url``,
+    ``url_parameter``, ``tool_prefix``, ``connections`` (the target's security group), ``endpoint`` (``None`` unless
+    ``private_access``), ``alarms``; ``grant_read_url(grantee)``.
+
+    """
+
+    def __init__(self, scope: Construct, construct_id: str, props: MemoryGatewayProps) -> None:
         super().__init__(scope, construct_id)
+        config, agent_name, url_parameter_name = props.config, props.agent_name, props.url_parameter_name
+        memory, identity = props.memory, props.identity
+        network, logs_key, alerts = props.foundation.network, props.foundation.logs_key, props.foundation.alerts
         longest = prefixed_tool_name(config.target_name, max((spec.name for spec in TOOL_SPECS), key=len))
         raise_if_invalid(
             self.node.path,
@@ -154,7 +159,7 @@ class MemoryGateway(Construct):
         )
         # Its own version of the layer (the same build): a stack importing another stack's layer version would
         # block that stack's next layer update (CloudFormation refuses to change an export that is imported).
-        self.layer = adapter_layer_version(self, "MemoryAdapterLayer", path=layer_path)
+        self.layer = adapter_layer_version(self, "MemoryAdapterLayer", path=props.layer_path)
         checks = identity.verifier_settings(self)
         self.interceptor = python_function(
             self,
@@ -254,7 +259,7 @@ class MemoryGateway(Construct):
             description="MCP URL of the memory gateway",
             string_value=url,
         )
-        self.endpoint = network.add_endpoint(self, ENDPOINT_NAME) if private_access else None
+        self.endpoint = network.add_endpoint(self, ENDPOINT_NAME) if props.private_access else None
         self.alarms = [
             alerts.watch(self._failing_alarm("Interceptor", self.interceptor, "every MCP call is refused meanwhile")),
             alerts.watch(self._failing_alarm("Target", self.target_function, "memory tool calls fail meanwhile")),

@@ -29,7 +29,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
-from infra.config import AuthConfig, EksConfig, FadingConfig, HindsightConfig, Platform
+from infra.config import AuthConfig, EksConfig, HindsightConfig, Platform
 from infra.constructs.alerts import Alerts
 from infra.constructs.database import VectorDatabase
 from infra.constructs.eks_workloads import HindsightOnEks
@@ -48,8 +48,8 @@ from infra.constructs.hindsight_task import (
 from infra.constructs.identity import Identity
 from infra.constructs.image_mirror import hindsight_image, hindsight_image_uri
 from infra.constructs.log_retention import retention
-from infra.constructs.memory_events import MemoryEvents
 from infra.constructs.memory_load_balancer import MemoryLoadBalancer
+from infra.constructs.memory_props import MemoryServiceProps
 from infra.constructs.network import Network
 from infra.constructs.redeploy_on_rotation import RedeployOnRotation, RestartTrigger
 from infra.isolation_env import ENV_STATIC_JWKS, isolation_environment
@@ -60,7 +60,6 @@ from infra.permissions import (
     grant_bedrock_invoke,
 )
 from memory_adapter.constants import CA_BUNDLE_ENV
-from memory_adapter.missions import Mission
 
 
 def _restart_triggers(database: VectorDatabase, identity: Identity | None) -> list[RestartTrigger]:
@@ -104,29 +103,14 @@ class MemoryService(Construct):
     ``listener_port``, ``secrets``, ``mirror``, ``load_balancing``, ``api_task``, ``api_service``,
     ``worker_services``, ``maintenance_task`` (restore and re-embedding, run on demand) and ``redeploy``."""
 
-    def __init__(
-        self,
-        scope: Construct,
-        construct_id: str,
-        *,
-        config: HindsightConfig,
-        auth: AuthConfig,
-        network: Network,
-        database: VectorDatabase,
-        identity: Identity | None,
-        agent_name: str,
-        logs_key: kms.IKey,
-        alerts: Alerts,
-        parameter_prefix: str,
-        eks_config: EksConfig | None = None,
-        events: MemoryEvents | None = None,
-        fading: FadingConfig | None = None,
-        mission: Mission | None = None,
-    ) -> None:
+    def __init__(self, scope: Construct, construct_id: str, props: MemoryServiceProps) -> None:
         super().__init__(scope, construct_id)
+        config, auth, agent_name, parameter_prefix = props.config, props.auth, props.agent_name, props.parameter_prefix
+        network, logs_key, alerts = props.foundation.network, props.foundation.logs_key, props.foundation.alerts
+        database, identity, eks_config, events = props.database, props.identity, props.eks, props.events
         self.config = config
-        self._fading = fading  # fading.enabled: every task's extension re-ranks recalls (docs/operating.md)
-        self._mission = mission  # the agent's: every task's extension applies it to the agent's banks
+        self._fading = props.fading  # fading.enabled: every task's extension re-ranks recalls (docs/operating.md)
+        self._mission = props.mission  # the agent's: every task's extension applies it to the agent's banks
         # Memory events (events.enabled): the extension in every task sends them to the events queue.
         events_env = events.environment_in(self) if events is not None else {}
         if config.platform is Platform.EKS:

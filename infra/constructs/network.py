@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from aws_cdk import RemovalPolicy, Stack
 from aws_cdk import aws_ec2 as ec2
@@ -48,28 +49,35 @@ ON_DEMAND_ENDPOINTS: dict[str, ec2.InterfaceVpcEndpointAwsService] = {
 GATEWAY_BUCKET_ACTIONS = ("s3:GetObject", "s3:PutObject")
 
 
-class Network(Construct):
-    """The VPC, its endpoints and flow logs; exposes ``vpc`` and ``subnets`` (where every workload goes).
+@dataclass(frozen=True)
+class NetworkProps:
+    """What the network is built from.
 
     Args:
+        auth_mode: How callers authenticate (the Cognito endpoint and its policy depend on it).
         gateway_buckets: Names (or name patterns, admitted in this account only) of the deployment's own buckets
             that workloads in the VPC read and write (the administration bucket), besides what is only read; known
             before those buckets exist (later stacks create them), so this stack never depends on theirs.
     """
 
-    def __init__(
-        self,
-        scope: Construct,
-        construct_id: str,
-        *,
-        config: NetworkConfig,
-        auth_mode: AuthMode,
-        logs_key: kms.IKey,
-        gateway_buckets: Sequence[str] = (),
-    ) -> None:
+    config: NetworkConfig
+    auth_mode: AuthMode
+    gateway_buckets: Sequence[str] = ()
+
+
+class Network(Construct):
+    """The VPC, its endpoints and flow logs; exposes ``vpc`` and ``subnets`` (where every workload goes).
+
+    Args:
+        props: The network section and what it serves.
+        logs_key: The key of the flow logs' log group (the stack's).
+    """
+
+    def __init__(self, scope: Construct, construct_id: str, props: NetworkProps, *, logs_key: kms.IKey) -> None:
         super().__init__(scope, construct_id)
-        self.config = config
-        self._gateway_buckets = tuple(gateway_buckets)
+        self.config = config = props.config
+        auth_mode = props.auth_mode
+        self._gateway_buckets = tuple(props.gateway_buckets)
         self.vpc: ec2.IVpc
         if config.mode is VpcMode.CREATE:
             self.vpc = self._create_vpc(config, logs_key)

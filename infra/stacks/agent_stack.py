@@ -8,28 +8,22 @@ from typing import Any
 from aws_cdk import CfnOutput
 from constructs import Construct
 
-from infra.config import AgentConfig, AuthConfig, DataRemoval, LayerConfig, RetainQueueConfig
-from infra.constructs.agent_runtime import METRICS_NAMESPACE, AgentRuntime, GatewayAccess
-from infra.constructs.identity import Identity
-from infra.constructs.memory_endpoint import MemoryEndpoint
+from infra.config import DataRemoval, LayerConfig, RetainQueueConfig
+from infra.constructs.agent_runtime import METRICS_NAMESPACE, AgentRuntime, AgentRuntimeProps
 from infra.constructs.memory_layer import MemoryAdapterLayer
 from infra.constructs.part import PartAwareStack
 from infra.constructs.retain_queue import RetainQueue
 from infra.constructs.retain_replay import RetainReplay
-from infra.stacks.network_stack import Foundation
 from infra.stacks.removal import removal_policy
-from memory_adapter.missions import Mission
 
 
 class AgentStack(PartAwareStack):
     """Exposes ``agent``, ``layer``, ``retain_queue`` and ``retain_replay``.
 
     Args:
-        runtime_name: The AgentCore runtime's name (AgentCore requires one).
+        props: The agent runtime's (:class:`~infra.constructs.agent_runtime.AgentRuntimeProps`).
         layer_parameter_name: The SSM name publishing the layer's ARN unless ``layer.parameter_name`` is set.
-        gateway: Where the agent finds the memory gateway its tools go through (``agent.tools_via_gateway``).
         removal: What becomes of the retain queues when the stack is deleted (they may hold undelivered turns).
-        mission: What the agent's memory keeps (``missions.<agent name>``; ``None``: Hindsight's defaults).
     """
 
     def __init__(
@@ -37,43 +31,24 @@ class AgentStack(PartAwareStack):
         scope: Construct,
         construct_id: str,
         *,
-        config: AgentConfig,
-        auth: AuthConfig,
+        props: AgentRuntimeProps,
         layer: LayerConfig,
-        gateway: GatewayAccess | None,
         retain_queue: RetainQueueConfig,
         removal: DataRemoval,
-        runtime_name: str,
         layer_parameter_name: str,
-        foundation: Foundation,
-        memory: MemoryEndpoint,
-        identity: Identity | None,
-        mission: Mission | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
+        foundation = props.foundation
         self.retain_queue = RetainQueue(
             self,
             "RetainQueue",
             config=retain_queue,
-            grace_seconds=auth.grace_seconds,
+            grace_seconds=props.auth.grace_seconds,
             removal=removal_policy(removal, snapshots=False),
             alerts=foundation.alerts,
         )
-        self.agent = AgentRuntime(
-            self,
-            "Agent",
-            config=config,
-            mission=mission,
-            auth=auth,
-            network=foundation.network,
-            memory=memory,
-            identity=identity,
-            gateway=gateway,
-            retain_queue=self.retain_queue,
-            runtime_name=runtime_name,
-            logs_key=foundation.logs_key,
-        )
+        self.agent = AgentRuntime(self, "Agent", props, retain_queue=self.retain_queue)
         self.layer = MemoryAdapterLayer(self, "MemoryAdapterLayer", config=layer, parameter_name=layer_parameter_name)
         self.retain_replay = RetainReplay(
             self,
@@ -82,7 +57,7 @@ class AgentStack(PartAwareStack):
             queue=self.retain_queue,
             layer=self.layer,
             network=foundation.network,
-            memory=memory,
+            memory=props.memory,
             logs_key=foundation.logs_key,
             alerts=foundation.alerts,
             metrics_namespace=METRICS_NAMESPACE,
@@ -97,7 +72,7 @@ class AgentStack(PartAwareStack):
             description="Qualifier for invoke-agent-runtime",
         )
         CfnOutput(self, "AgentRoleArn", value=runtime.role.role_arn)
-        CfnOutput(self, "AuthMode", value=auth.mode.value, description="How callers authenticate (smoke test)")
+        CfnOutput(self, "AuthMode", value=props.auth.mode.value, description="How callers authenticate (smoke test)")
         CfnOutput(
             self,
             "RetainQueueUrl",

@@ -12,9 +12,9 @@ from constructs import Construct
 from infra.config import DatabaseConfig, DataRemoval, EventsConfig
 from infra.constructs.database import VectorDatabase
 from infra.constructs.database_backup import DatabaseBackupPlan
+from infra.constructs.foundation import Foundation
 from infra.constructs.memory_events import MemoryEvents
 from infra.constructs.part import PartAwareStack
-from infra.stacks.network_stack import Foundation
 from infra.stacks.removal import removal_policy
 
 

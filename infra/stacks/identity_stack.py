@@ -8,9 +8,9 @@ from aws_cdk import CfnOutput
 from constructs import Construct
 
 from infra.config import AuthConfig, DataRemoval
+from infra.constructs.foundation import Foundation
 from infra.constructs.identity import Identity
 from infra.constructs.part import PartAwareStack
-from infra.stacks.network_stack import Foundation
 from infra.stacks.removal import removal_policy
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from aws_cdk import ArnFormat, CfnOutput, RemovalPolicy
@@ -10,22 +9,13 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
-from infra.config import AuthMode, NetworkConfig
 from infra.constructs.alerts import Alerts
-from infra.constructs.network import Network
+from infra.constructs.foundation import Foundation
+from infra.constructs.network import Network, NetworkProps
 from infra.constructs.part import PartAwareStack
 
 #: What the CloudWatch Logs service needs on the logs key.
 LOGS_KEY_ACTIONS = ("kms:Encrypt*", "kms:Decrypt*", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:Describe*")
-
-
-@dataclass(frozen=True)
-class Foundation:
-    """What every later stack builds on: the network, the key of every log group, the topic every alarm notifies."""
-
-    network: Network
-    logs_key: kms.IKey
-    alerts: Alerts
 
 
 class NetworkStack(PartAwareStack):
@@ -36,10 +26,8 @@ class NetworkStack(PartAwareStack):
         scope: Construct,
         construct_id: str,
         *,
-        config: NetworkConfig,
-        auth_mode: AuthMode,
+        props: NetworkProps,
         alarm_email: str | None,
-        gateway_buckets: tuple[str, ...] = (),
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
@@ -74,14 +62,7 @@ class NetworkStack(PartAwareStack):
             value=self.alerts.topic.topic_arn,
             description="Every alarm of the deployment notifies this topic: subscribe your alerting to it",
         )
-        self.network = Network(
-            self,
-            "Network",
-            config=config,
-            auth_mode=auth_mode,
-            logs_key=self.logs_key,
-            gateway_buckets=gateway_buckets,
-        )
+        self.network = Network(self, "Network", props, logs_key=self.logs_key)
         self.foundation = Foundation(network=self.network, logs_key=self.logs_key, alerts=self.alerts)
         CfnOutput(
             self,

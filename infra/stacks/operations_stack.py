@@ -24,6 +24,7 @@ from infra.constructs.agent_runtime import METRICS_NAMESPACE
 from infra.constructs.dashboard import SystemDashboard
 from infra.constructs.database import VectorDatabase
 from infra.constructs.external_memory import ExternalMemory
+from infra.constructs.foundation import Foundation
 from infra.constructs.memory_admin import MemoryAdmin
 from infra.constructs.memory_events import MemoryEvents
 from infra.constructs.memory_service import MemoryService
@@ -31,7 +32,6 @@ from infra.constructs.part import PartAwareStack
 from infra.constructs.retain_queue import RetainQueue
 from infra.constructs.retain_replay import RetainReplay
 from infra.constructs.system_alarms import SystemAlarms
-from infra.stacks.network_stack import Foundation
 from infra.stacks.removal import removal_policy
 
 

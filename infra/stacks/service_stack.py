@@ -7,65 +7,18 @@ from typing import Any
 from aws_cdk import CfnOutput
 from constructs import Construct
 
-from infra.config import AuthConfig, EksConfig, FadingConfig, HindsightConfig
-from infra.constructs.database import VectorDatabase
 from infra.constructs.eks_workloads import HindsightOnEks
-from infra.constructs.identity import Identity
-from infra.constructs.memory_events import MemoryEvents
+from infra.constructs.memory_props import MemoryServiceProps
 from infra.constructs.memory_service import MemoryService
 from infra.constructs.part import PartAwareStack
-from infra.stacks.network_stack import Foundation
-from memory_adapter.missions import Mission
 
 
 class MemoryServiceStack(PartAwareStack):
-    """Exposes ``memory``.
+    """Exposes ``memory``."""
 
-    Args:
-        auth: How callers authenticate (the isolation extension checks their tokens as the agent does).
-        agent_name: The agent whose banks an IAM-mode agent key opens.
-        fading: Fading and reinforcement of memories (the ``fading`` section), applied by every task's extension.
-        mission: What the agent's memory keeps (``missions.<agent name>``), applied by every task's extension to
-            the agent's banks (a user's token may set no bank setting).
-        events: The -Data stack's memory events (``events.enabled``): every task's extension sends to its queue.
-    """
-
-    def __init__(
-        self,
-        scope: Construct,
-        construct_id: str,
-        *,
-        config: HindsightConfig,
-        auth: AuthConfig,
-        agent_name: str,
-        foundation: Foundation,
-        database: VectorDatabase,
-        identity: Identity | None,
-        parameter_prefix: str,
-        eks: EksConfig | None = None,
-        events: MemoryEvents | None = None,
-        fading: FadingConfig | None = None,
-        mission: Mission | None = None,
-        **kwargs: Any,
-    ) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, props: MemoryServiceProps, **kwargs: Any) -> None:
         super().__init__(scope, construct_id, **kwargs)
-        self.memory = MemoryService(
-            self,
-            "Memory",
-            config=config,
-            auth=auth,
-            network=foundation.network,
-            database=database,
-            identity=identity,
-            agent_name=agent_name,
-            logs_key=foundation.logs_key,
-            alerts=foundation.alerts,
-            parameter_prefix=parameter_prefix,
-            eks_config=eks,
-            events=events,
-            fading=fading,
-            mission=mission,
-        )
+        self.memory = MemoryService(self, "Memory", props)
         CfnOutput(self, "HindsightUrl", value=self.memory.url, description="Hindsight API (inside the VPC)")
         CfnOutput(
             self,
