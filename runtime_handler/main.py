@@ -116,20 +116,6 @@ class Agent:
         self.obs.logger.info("turn answered", extra={"recalled": recalled, "degraded": degraded})
 
 
-def _default_memory(settings: Settings, observability: Observability) -> TurnMemory:
-    """The memory adapter with the settings read at start-up; memories come back as its sanitised bullets, which
-    :mod:`runtime_handler.model` wraps as inert data."""
-    from memory_adapter.adapter import HindsightRuntimeAdapter
-    from memory_adapter.formatting import format_memories_as_bullets
-
-    return HindsightRuntimeAdapter(
-        settings.agent_name,
-        settings=settings.memory,
-        formatter=format_memories_as_bullets,
-        metrics=observability.metrics,
-    )
-
-
 def _default_model(settings: Settings) -> Model:
     if settings.model_provider is ModelProvider.ECHO:
         return EchoModel()
@@ -180,7 +166,8 @@ def create_app(
     observability = observability or Observability()
     wiring = AgentCoreMemory(
         settings,
-        memory=memory if memory is not None else _default_memory(settings, observability),
+        memory=memory,
+        metrics=observability.metrics,
         verifier=verifier,
         agent_key=agent_key,
         hooks=TurnMetrics(observability, auth_source=settings.auth_mode.value),
