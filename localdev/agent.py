@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from infra.build import DEFAULT_PROJECT_ENTRYPOINT, project_problems
 from localdev.hindsight.config import LOCAL_AGENT_NAME, deployed_mission_json
 from localdev.supervisor import REPO_ROOT as REPO_ROOT  # re-exported: bench builds agent commands from it
 from localdev.supervisor import (
@@ -39,6 +38,7 @@ from localdev.supervisor import (
 )
 from localdev.supervisor import stop_when_gone as _stop_when_gone
 from localdev.token_issuer import LOCAL_CLIENT_ID, running_issuer_url
+from memory_adapter.agentcore.project import DEFAULT_PROJECT_ENTRYPOINT, project_problems
 from memory_adapter.config import HindsightAgentCoreConfig
 from memory_adapter.identity.settings import JwtSettings, discovery_url_for
 from runtime_handler.settings import IdentitySource, ModelProvider, Settings
