@@ -33,7 +33,6 @@ from localdev.supervisor import (
     require_free_port,
     service_command,
     spawn,
-    terminate,
     wait_until_ready,
 )
 from localdev.supervisor import stop_when_gone as _stop_when_gone
@@ -112,8 +111,7 @@ class LocalAgent:
 
     @property
     def url(self) -> str | None:
-        state = self.state()
-        return str(state["url"]) if state.get("url") and self._state.live_pid() else None
+        return self._state.live("url")
 
     def healthy(self) -> bool:
         url = self.url
@@ -184,9 +182,7 @@ class LocalAgent:
 
     def stop(self) -> bool:
         """Stop the agent (SIGTERM, then SIGKILL); False when it was not running."""
-        running = terminate(self._state.live_pid(), grace_s=10.0)
-        self._state.clear()
-        return running
+        return self._state.stop(grace_s=10.0)
 
     def stop_when_gone(self, pid: int | None = None) -> None:
         """Stop the agent once process ``pid`` (default: this one) has died: a killed test run leaves no agent."""

@@ -37,7 +37,6 @@ from localdev.supervisor import (
     require_free_port,
     service_command,
     spawn,
-    terminate,
     wait_until_ready,
 )
 from localdev.token_issuer import LOCAL_CLIENT_ID, running_issuer_url
@@ -161,8 +160,7 @@ class LocalMcpServer:
     @property
     def url(self) -> str | None:
         """The MCP endpoint (``http://127.0.0.1:<port>/mcp``) while the server runs."""
-        state = self._state.read()
-        return str(state["url"]) if state.get("url") and self._state.live_pid() else None
+        return self._state.live("url")
 
     def healthy(self) -> bool:
         url = self.url
@@ -209,9 +207,7 @@ class LocalMcpServer:
         return url
 
     def stop(self) -> bool:
-        running = terminate(self._state.live_pid(), grace_s=10.0)
-        self._state.clear()
-        return running
+        return self._state.stop(grace_s=10.0)
 
 
 def default_server() -> LocalMcpServer:

@@ -139,6 +139,18 @@ class StateFile:
         pid = self.read().get(key)
         return pid if isinstance(pid, int) and pid_alive(pid) else None
 
+    def live(self, key: str) -> str | None:
+        """What was recorded under ``key`` (a URL) while the recorded process runs, else None."""
+        value = self.read().get(key)
+        return str(value) if value and self.live_pid() else None
+
+    def stop(self, *, grace_s: float) -> bool:
+        """Stop the recorded process (SIGTERM, then SIGKILL after ``grace_s``) and forget it; False when it was not
+        running."""
+        running = terminate(self.live_pid(), grace_s=grace_s)
+        self.clear()
+        return running
+
 
 def tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
     """The last ``lines`` lines of a log file (or a note that there is none)."""
