@@ -13,6 +13,7 @@ import pytest
 
 from infra.constructs.functions import FUNCTIONS_DIR
 from tests.infra import permission_check as check
+from tests.infra.code_walk import code_calls
 from tests.infra.conftest import VARIANTS, Synth
 
 CLAIM_FUNCTION = "ServiceLogGroupsFunction"
@@ -166,7 +167,7 @@ def test_a_function_the_check_cannot_read_is_a_finding(default: Synth) -> None:
 
 def test_the_claim_handlers_calls_are_read_from_its_code() -> None:
     source = FUNCTIONS_DIR / "log_groups"
-    needs = check.code_needs(check.code_calls(source / "index.py", [source]))
+    needs = check.code_needs(code_calls([source / "index.py"], [source]))
     assert {n.action for n in needs} == {
         "logs:CreateLogGroup",
         "logs:PutRetentionPolicy",
@@ -212,7 +213,7 @@ def test_waiters_dynamic_names_helpers_and_powertools_are_calls(tmp_path: Path) 
             """
         )
     )
-    needs = check.code_needs(check.code_calls(tmp_path / "index.py", [tmp_path]))
+    needs = check.code_needs(code_calls([tmp_path / "index.py"], [tmp_path]))
     assert {n.action for n in needs} == {
         "s3:GetObject",  # the ObjectExists waiter polls HeadObject, which IAM names s3:GetObject
         "secretsmanager:GetSecretValue",
