@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from infra.build import DEFAULT_PROJECT_ENTRYPOINT, project_bundle_dir, project_problems
+from infra.build import project_bundle_dir
+from memory_adapter.agentcore.project import DEFAULT_PROJECT_ENTRYPOINT, project_problems
 
 __all__ = ["DEFAULT_PROJECT_ENTRYPOINT", "REFERENCE_ENTRYPOINT", "AgentCode", "agent_code", "agent_code_problems"]
 

@@ -32,6 +32,8 @@ import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from memory_adapter.agentcore.project import DEFAULT_PROJECT_ENTRYPOINT, project_problems
+
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "build"
 AGENT_DIR = BUILD / "agent"
@@ -51,8 +53,6 @@ ADAPTER_SRC = ROOT / "layers" / "memory_adapter" / "src" / "memory_adapter"
 ADAPTER_PYPROJECT = ROOT / "layers" / "memory_adapter" / "pyproject.toml"
 AGENT_REQUIREMENTS = ROOT / "runtime_handler" / "requirements.txt"
 PROJECTS_DIR = BUILD / "projects"
-#: The file of an agent project AgentCore runs (``python <entrypoint>`` from the bundle root), unless configured.
-DEFAULT_PROJECT_ENTRYPOINT = "agent.py"
 PROJECT_REQUIREMENTS = "requirements.txt"
 #: The memory adapter's extra that holds the wiring's run-time dependencies (see its pyproject).
 WIRING_EXTRA = "agentcore"
@@ -195,22 +195,6 @@ def project_bundle_dir(project: str | Path) -> Path:
     """Where ``python -m infra.build project <project>`` writes the bundle of an agent project (and the stack reads
     it): ``build/projects/<the project folder's name>``."""
     return PROJECTS_DIR / Path(project).resolve().name
-
-
-def project_problems(project: str | Path, entrypoint: str = DEFAULT_PROJECT_ENTRYPOINT) -> list[str]:
-    """What keeps ``project`` from being bundled (empty when it can be): its folder, its entrypoint, its names."""
-    folder = Path(project)
-    if not folder.is_dir():
-        return [f"the agent project {str(project)!r} is not a folder"]
-    problems = []
-    entry = Path(entrypoint)
-    if entry.is_absolute() or ".." in entry.parts or entry.suffix != ".py":
-        problems.append(f"the entrypoint {entrypoint!r} must be a .py file inside the project")
-    elif not (folder / entry).is_file():
-        problems.append(f"the agent project {str(project)!r} has no entrypoint {entrypoint!r}")
-    if (folder / "memory_adapter").exists():
-        problems.append("the agent project must not contain a memory_adapter folder (the bundle provides it)")
-    return problems
 
 
 def build_project(project: str | Path, entrypoint: str = DEFAULT_PROJECT_ENTRYPOINT) -> int:

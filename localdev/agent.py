@@ -24,21 +24,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from infra.build import DEFAULT_PROJECT_ENTRYPOINT, project_problems
 from localdev.hindsight.config import LOCAL_AGENT_NAME, deployed_mission_json
 from localdev.supervisor import REPO_ROOT as REPO_ROOT  # re-exported: bench builds agent commands from it
 from localdev.supervisor import (
+    LocalServer,
     StartError,
-    StateFile,
     child_env,
     require_free_port,
     service_command,
     spawn,
-    terminate,
-    wait_until_ready,
 )
 from localdev.supervisor import stop_when_gone as _stop_when_gone
 from localdev.token_issuer import LOCAL_CLIENT_ID, running_issuer_url
+from memory_adapter.agentcore.project import DEFAULT_PROJECT_ENTRYPOINT, project_problems
 from memory_adapter.config import HindsightAgentCoreConfig
 from memory_adapter.identity.settings import JwtSettings, discovery_url_for
 from runtime_handler.settings import IdentitySource, ModelProvider, Settings
@@ -52,7 +50,6 @@ AGENT_NAME = LOCAL_AGENT_NAME
 ENV_DATA_DIR = "LOCAL_AGENT_DATA_DIR"
 ENV_PORT = "LOCAL_AGENT_PORT"
 _STATE_FILE = "agent.json"
-_START_TIMEOUT_S = 30.0
 
 
 class AgentStartError(StartError):
@@ -86,39 +83,21 @@ def agent_env(*, hindsight_url: str, issuer_url: str, port: int, spool_dir: Path
 
 
 @dataclass
-class LocalAgent:
+class LocalAgent(LocalServer):
     """One local agent server, identified by its data directory."""
 
     data_dir: Path = DEFAULT_DATA_DIR
-
-    @property
-    def state_file(self) -> Path:
-        return self.data_dir / _STATE_FILE
-
-    @property
-    def log_file(self) -> Path:
-        return self.data_dir / "agent.log"
+    state_name = _STATE_FILE
+    log_name = "agent.log"
 
     @property
     def spool_dir(self) -> Path:
         return self.data_dir / "spool"
 
-    @property
-    def _state(self) -> StateFile:
-        return StateFile(self.state_file)
-
     def state(self) -> dict[str, Any]:
         return self._state.read()
 
-    @property
-    def url(self) -> str | None:
-        state = self.state()
-        return str(state["url"]) if state.get("url") and self._state.live_pid() else None
-
-    def healthy(self) -> bool:
-        url = self.url
-        if url is None:
-            return False
+    def answers(self, url: str) -> bool:
         try:
             with urllib.request.urlopen(f"{url}/ping", timeout=2) as response:  # noqa: S310 - loopback http
                 return bool(json.load(response).get("status"))
@@ -168,25 +147,8 @@ class LocalAgent:
         )
         url = f"http://127.0.0.1:{port}"
         self._state.write({"pid": pid, "url": url, "hindsight_url": hindsight_url, "settings": settings})
-        try:
-            wait_until_ready(
-                self.healthy,
-                name="the agent",
-                pid=pid,
-                log_file=self.log_file,
-                timeout_s=_START_TIMEOUT_S,
-                error=AgentStartError,
-            )
-        except AgentStartError:
-            self.stop()
-            raise
+        self.await_start(pid, name="the agent", error=AgentStartError)
         return url
-
-    def stop(self) -> bool:
-        """Stop the agent (SIGTERM, then SIGKILL); False when it was not running."""
-        running = terminate(self._state.live_pid(), grace_s=10.0)
-        self._state.clear()
-        return running
 
     def stop_when_gone(self, pid: int | None = None) -> None:
         """Stop the agent once process ``pid`` (default: this one) has died: a killed test run leaves no agent."""

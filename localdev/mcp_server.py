@@ -31,14 +31,11 @@ from typing import Any
 
 from localdev.supervisor import (
     REPO_ROOT,
-    StartError,
-    StateFile,
+    LocalServer,
     child_env,
     require_free_port,
     service_command,
     spawn,
-    terminate,
-    wait_until_ready,
 )
 from localdev.token_issuer import LOCAL_CLIENT_ID, running_issuer_url
 from memory_adapter.identity.settings import discovery_url_for, issuer_of
@@ -50,7 +47,6 @@ ENV_PORT = "LOCAL_MCP_PORT"
 DEFAULT_DATA_DIR = REPO_ROOT / ".local" / "mcp"
 AGENT_NAME = "support"  # the local agent's name: MCP clients share its banks
 MCP_PATH = "/mcp"
-_START_TIMEOUT_S = 30.0
 
 
 def create_app(*, hindsight_url: str, discovery_url: str, public_url: str, agent: str = AGENT_NAME) -> Any:
@@ -145,29 +141,14 @@ def create_app(*, hindsight_url: str, discovery_url: str, public_url: str, agent
 
 
 @dataclass
-class LocalMcpServer:
+class LocalMcpServer(LocalServer):
     """The MCP server as a local background process (state, log), like :class:`localdev.agent.LocalAgent`."""
 
     data_dir: Path = DEFAULT_DATA_DIR
+    state_name = "mcp.json"
+    log_name = "mcp.log"
 
-    @property
-    def log_file(self) -> Path:
-        return self.data_dir / "mcp.log"
-
-    @property
-    def _state(self) -> StateFile:
-        return StateFile(self.data_dir / "mcp.json")
-
-    @property
-    def url(self) -> str | None:
-        """The MCP endpoint (``http://127.0.0.1:<port>/mcp``) while the server runs."""
-        state = self._state.read()
-        return str(state["url"]) if state.get("url") and self._state.live_pid() else None
-
-    def healthy(self) -> bool:
-        url = self.url
-        if url is None:
-            return False
+    def answers(self, url: str) -> bool:
         request = urllib.request.Request(url, method="POST", data=b"{}")  # noqa: S310 - loopback http
         try:
             urllib.request.urlopen(request, timeout=2).close()  # noqa: S310 - loopback http
@@ -199,19 +180,8 @@ class LocalMcpServer:
         )
         url = f"http://127.0.0.1:{port}{MCP_PATH}"
         self._state.write({"pid": pid, "url": url, "args": args})
-        try:
-            wait_until_ready(
-                self.healthy, name="the MCP server", pid=pid, log_file=self.log_file, timeout_s=_START_TIMEOUT_S
-            )
-        except StartError:
-            self.stop()
-            raise
+        self.await_start(pid, name="the MCP server")
         return url
-
-    def stop(self) -> bool:
-        running = terminate(self._state.live_pid(), grace_s=10.0)
-        self._state.clear()
-        return running
 
 
 def default_server() -> LocalMcpServer:

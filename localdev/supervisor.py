@@ -32,8 +32,9 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar
 
 __all__ = [
     "REPO_ROOT",
@@ -139,6 +140,18 @@ class StateFile:
         pid = self.read().get(key)
         return pid if isinstance(pid, int) and pid_alive(pid) else None
 
+    def live(self, key: str) -> str | None:
+        """What was recorded under ``key`` (a URL) while the recorded process runs, else None."""
+        value = self.read().get(key)
+        return str(value) if value and self.live_pid() else None
+
+    def stop(self, *, grace_s: float) -> bool:
+        """Stop the recorded process (SIGTERM, then SIGKILL after ``grace_s``) and forget it; False when it was not
+        running."""
+        running = terminate(self.live_pid(), grace_s=grace_s)
+        self.clear()
+        return running
+
 
 def tail(path: Path, lines: int = LOG_TAIL_LINES) -> str:
     """The last ``lines`` lines of a log file (or a note that there is none)."""
@@ -240,6 +253,57 @@ class BackgroundService(Protocol):
     def healthy(self) -> bool: ...
 
     def stop(self) -> bool: ...
+
+
+@dataclass
+class LocalServer:
+    """A local background server (the agent, the MCP server), identified by its data directory: its state file (pid,
+    URL, what it was started with) and its log. A subclass names them and says how the server answers when up."""
+
+    data_dir: Path
+    state_name: ClassVar[str]
+    log_name: ClassVar[str]
+    #: Seconds a start waits for the server to answer.
+    start_timeout_s: ClassVar[float] = 30.0
+
+    @property
+    def state_file(self) -> Path:
+        return self.data_dir / self.state_name
+
+    @property
+    def log_file(self) -> Path:
+        return self.data_dir / self.log_name
+
+    @property
+    def _state(self) -> StateFile:
+        return StateFile(self.state_file)
+
+    @property
+    def url(self) -> str | None:
+        """Where the server answers, while it runs."""
+        return self._state.live("url")
+
+    def healthy(self) -> bool:
+        url = self.url
+        return url is not None and self.answers(url)
+
+    def answers(self, url: str) -> bool:
+        """Whether the server at ``url`` answers as a running one does."""
+        raise NotImplementedError
+
+    def stop(self) -> bool:
+        """Stop the server (SIGTERM, then SIGKILL); False when it was not running."""
+        return self._state.stop(grace_s=10.0)
+
+    def await_start(self, pid: int, *, name: str, error: type[StartError] = StartError) -> None:
+        """Wait until the server ``pid`` just spawned answers; stop it and raise ``error`` if it does not."""
+        try:
+            wait_until_ready(
+                self.healthy, name=name, pid=pid, log_file=self.log_file, timeout_s=self.start_timeout_s, error=error
+            )
+        except StartError:
+            self.stop()
+            raise
 
 
 def service_command(command: str, service: BackgroundService, *, name: str, start: Callable[[], str]) -> int:

@@ -116,20 +116,6 @@ class Agent:
         self.obs.logger.info("turn answered", extra={"recalled": recalled, "degraded": degraded})
 
 
-def _default_memory(settings: Settings, observability: Observability) -> TurnMemory:
-    """The memory adapter with the settings read at start-up; memories come back as its sanitised bullets, which
-    :mod:`runtime_handler.model` wraps as inert data."""
-    from memory_adapter.adapter import HindsightRuntimeAdapter
-    from memory_adapter.formatting import format_memories_as_bullets
-
-    return HindsightRuntimeAdapter(
-        settings.agent_name,
-        settings=settings.memory,
-        formatter=format_memories_as_bullets,
-        metrics=observability.metrics,
-    )
-
-
 def _default_model(settings: Settings) -> Model:
     if settings.model_provider is ModelProvider.ECHO:
         return EchoModel()
@@ -137,19 +123,11 @@ def _default_model(settings: Settings) -> Model:
     return BedrockModel(settings.model_id, max_tokens=settings.model_max_tokens, max_tool_rounds=settings.tool_rounds)
 
 
-def _default_tools(settings: Settings) -> ToolRunner | None:
-    """The memory tools over their own connections to Hindsight, or through the memory gateway with the caller's
-    token (``MEMORY_TOOLS_GATEWAY_URL[_PARAMETER]``); ``MEMORY_TOOLS=false``: none."""
-    if not settings.memory_tools:
+def _gateway_tools(settings: Settings) -> ToolRunner | None:
+    """The memory tools through the memory gateway with the caller's token (``MEMORY_TOOLS_GATEWAY_URL[_PARAMETER]``),
+    else ``None``: the wiring's own (:attr:`AgentCoreMemory.tools`, the one place the in-process tools are built)."""
+    if not settings.tools_via_gateway:
         return None
-    if settings.tools_via_gateway:
-        return _gateway_tools(settings)
-    from memory_adapter.tools.memory_tools import MemoryTools
-
-    return MemoryTools.for_settings(settings.memory)
-
-
-def _gateway_tools(settings: Settings) -> ToolRunner:
     from memory_adapter.tools.gateway_client import GatewayTools
 
     if settings.gateway_url is not None:
@@ -176,11 +154,15 @@ def create_app(
     tools: ToolRunner | None = None,
 ) -> BedrockAgentCoreApp:
     """Build the app: an :class:`AgentCoreMemory` app (body guard, identity, ``/ping`` busy, lifespan) whose
-    entrypoint is :meth:`Agent.invoke`. Every collaborator can be injected (tests); defaults come from ``settings``."""
+    entrypoint is :meth:`Agent.invoke`. Every collaborator can be injected (tests); defaults come from ``settings``:
+    the memory and its block format, and the memory tools, are the wiring's defaults (what an agent you bring gets),
+    the tools through the gateway when it is configured, none with ``MEMORY_TOOLS=false``."""
     observability = observability or Observability()
     wiring = AgentCoreMemory(
         settings,
-        memory=memory if memory is not None else _default_memory(settings, observability),
+        memory=memory,
+        metrics=observability.metrics,
+        tools=tools if tools is not None else _gateway_tools(settings),
         verifier=verifier,
         agent_key=agent_key,
         hooks=TurnMetrics(observability, auth_source=settings.auth_mode.value),
@@ -191,7 +173,7 @@ def create_app(
         wiring=wiring,
         model=model if model is not None else _default_model(settings),
         observability=observability,
-        tools=tools if tools is not None else _default_tools(settings),
+        tools=wiring.tools if settings.memory_tools or tools is not None else None,
     )
     app = wiring.create_app()
     wiring.entrypoint(agent.invoke)

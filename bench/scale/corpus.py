@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from localdev.llm_stub import entities_of as stub_entities_of
+from localdev.stub_extraction import entities_of as stub_entities_of
 
 __all__ = ["FACTS_PER_DOCUMENT", "Fact", "documents", "entities_of", "fact", "needles", "queries"]
 

@@ -60,9 +60,7 @@ def running_issuer_url(data_dir: Path | None = None) -> str:
 
 
 def _running_issuer(data_dir: Path) -> str | None:
-    state = state_file(data_dir)
-    issuer = state.read().get("issuer")
-    return str(issuer) if issuer and state.live_pid() else None
+    return state_file(data_dir).live("issuer")
 
 
 def ensure_running(data_dir: Path | None = None, *, port: int | None = None, client_id: str = LOCAL_CLIENT_ID) -> str:

@@ -12,7 +12,7 @@ import pytest
 from bench.scale import report
 from bench.scale.corpus import FACTS_PER_DOCUMENT, documents, entities_of, fact, queries
 from bench.scale.database import Statement, _statements, summarize_plan
-from localdev.llm_stub import extract_facts
+from localdev.stub_extraction import extract_facts
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "bench_scale_quick.json"

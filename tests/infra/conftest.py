@@ -19,18 +19,24 @@ ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "build"
 FIXTURES = ROOT / "tests" / "fixtures" / "asset"
 
+#: An imported VPC (``network.mode=import``) as the customer names it: its id, CIDR, two subnets, their AZs and
+#: route tables. The variants and the tests that import a VPC use this one.
+IMPORTED_NETWORK: dict[str, str] = {
+    "network.mode": "import",
+    "network.vpc_id": "vpc-0123456789abcdef0",
+    "network.vpc_cidr": "10.20.0.0/16",
+    "network.subnet_ids": "subnet-0aaaaaaaaaaaaaaa1,subnet-0bbbbbbbbbbbbbbb2",
+    "network.availability_zones": "us-east-1a,us-east-1b",
+    "network.route_table_ids": "rtb-0aaaaaaaaaaaaaaa1,rtb-0bbbbbbbbbbbbbbb2",
+}
+
 #: Configuration variants: every VPC mode and every auth mode is covered, plus the alternative engines/sources; the
 #: gateway exists in both user-token variants (the agent's tools go through it in jwt-import), not with iam.
 VARIANTS: dict[str, dict[str, str]] = {
     "default": {},
     "jwt-import": {
         "env": "prod",
-        "network.mode": "import",
-        "network.vpc_id": "vpc-0123456789abcdef0",
-        "network.vpc_cidr": "10.20.0.0/16",
-        "network.subnet_ids": "subnet-0aaaaaaaaaaaaaaa1,subnet-0bbbbbbbbbbbbbbb2",
-        "network.availability_zones": "us-east-1a,us-east-1b",
-        "network.route_table_ids": "rtb-0aaaaaaaaaaaaaaa1,rtb-0bbbbbbbbbbbbbbb2",
+        **IMPORTED_NETWORK,
         "auth.mode": "jwt",
         "auth.discovery_url": "https://login.example.com/tenant-1/.well-known/openid-configuration",
         "auth.allowed_audience": "api://memory-agent",

@@ -3,16 +3,13 @@ cluster, IRSA, HTTPS with a private name."""
 
 from __future__ import annotations
 
+from tests.infra.conftest import IMPORTED_NETWORK
+
 CLUSTER_SECURITY_GROUP = "sg-0c1a2b3c4d5e6f708"
 OIDC_PROVIDER = "oidc.eks.us-east-1.amazonaws.com/id/0123456789ABCDEF0123456789ABCDEF"
 
 EKS_VARIANT: dict[str, str] = {
-    "network.mode": "import",
-    "network.vpc_id": "vpc-0123456789abcdef0",
-    "network.vpc_cidr": "10.20.0.0/16",
-    "network.subnet_ids": "subnet-0aaaaaaaaaaaaaaa1,subnet-0bbbbbbbbbbbbbbb2",
-    "network.availability_zones": "us-east-1a,us-east-1b",
-    "network.route_table_ids": "rtb-0aaaaaaaaaaaaaaa1,rtb-0bbbbbbbbbbbbbbb2",
+    **IMPORTED_NETWORK,
     "hindsight.platform": "eks",
     "hindsight.certificate_arn": "arn:aws:acm:us-east-1:111122223333:certificate/abcd-1234",
     "hindsight.domain_name": "memory.internal.example.com",

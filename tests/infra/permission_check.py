@@ -7,6 +7,8 @@ policies, ``AWS::IAM::Policy``/``ManagedPolicy`` resources naming the role, and 
 with IAM's semantics: ``Action``/``NotAction`` and ``Resource``/``NotResource`` wildcards (``*``, ``?``; actions
 case-insensitive), an explicit ``Deny`` wins; intrinsic functions are resolved to the resource they point at
 (``Ref``/``Fn::GetAtt`` become placeholders that only match themselves, pseudo parameters fixed values).
+IAM's side (actions of an operation, the policy decision, the managed policies) is :mod:`tests.infra.iam_model`; what
+the code loads and calls is :mod:`tests.infra.code_walk`.
 
 What a function calls:
 
@@ -39,41 +41,33 @@ not modelled; outside the claims and the wildcard-only operations, any resource 
 
 from __future__ import annotations
 
-import ast
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 from typing import Any
+
+from tests.infra.code_walk import (
+    POWERTOOLS_CALLS,
+    ModuleCalls,
+    code_calls,
+    module_file,
+)
+from tests.infra.iam_model import (
+    AWS_MANAGED_POLICIES,
+    allowed,
+    granted_somewhere,
+    iam_actions,
+    operations,
+    sdk_call_actions,
+    waiters,
+)
 
 #: The account every ``AWS::AccountId`` resolves to (any fixed value: both sides resolve alike).
 ACCOUNT = "123456789012"
 PARTITION = "aws"
 URL_SUFFIX = "amazonaws.com"
-
-#: IAM actions whose name is not ``<prefix>:<Operation>`` (Service Authorization Reference).
-IAM_ACTION_EXCEPTIONS: dict[str, tuple[str, ...]] = {
-    "lambda:Invoke": ("lambda:InvokeFunction",),
-    "s3:ListObjectsV2": ("s3:ListBucket",),
-    "s3:ListObjects": ("s3:ListBucket",),
-    "s3:HeadBucket": ("s3:ListBucket",),
-    "s3:HeadObject": ("s3:GetObject",),
-    "s3:DeleteObjects": ("s3:DeleteObject",),
-    "s3:CopyObject": ("s3:GetObject", "s3:PutObject"),
-    "s3:CreateMultipartUpload": ("s3:PutObject",),
-    "s3:UploadPart": ("s3:PutObject",),
-    "s3:CompleteMultipartUpload": ("s3:PutObject",),
-    "s3:AbortMultipartUpload": ("s3:AbortMultipartUpload",),
-    "sqs:SendMessageBatch": ("sqs:SendMessage",),
-    "sqs:DeleteMessageBatch": ("sqs:DeleteMessage",),
-    "sqs:ChangeMessageVisibilityBatch": ("sqs:ChangeMessageVisibility",),
-    # Needs no permission (it answers who the caller is, even when everything else is denied).
-    "sts:GetCallerIdentity": (),
-}
-#: Signing names that are not the IAM prefix.
-IAM_PREFIX_EXCEPTIONS = {"monitoring": "cloudwatch"}
 
 #: Actions IAM authorizes only against a wildcard resource: the resource (``{region}``/``{account}`` filled in) a
 #: statement must cover. Scoping them to one resource is a deploy-time AccessDenied that moto never shows.
@@ -86,83 +80,6 @@ UNSCOPED_RESOURCES: dict[str, str] = {
     "ec2:DescribeNetworkInterfaces": "*",
 }
 
-#: Powertools utilities that call AWS: the callable's name -> the IAM actions it needs.
-POWERTOOLS_CALLS: dict[str, tuple[str, ...]] = {
-    "get_secret": ("secretsmanager:GetSecretValue",),
-    "get_secrets_by_name": ("secretsmanager:BatchGetSecretValue",),
-    "get_parameter": ("ssm:GetParameter",),
-    "get_parameters": ("ssm:GetParametersByPath",),
-    "get_parameters_by_name": ("ssm:GetParameters", "ssm:GetParameter"),
-    "get_app_config": ("appconfig:StartConfigurationSession", "appconfig:GetLatestConfiguration"),
-    "DynamoDBPersistenceLayer": ("dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem"),
-    "SecretsProvider": ("secretsmanager:GetSecretValue",),
-    "SSMProvider": ("ssm:GetParameter", "ssm:GetParametersByPath"),
-    "DynamoDBProvider": ("dynamodb:GetItem", "dynamodb:Query"),
-    "AppConfigProvider": ("appconfig:StartConfigurationSession", "appconfig:GetLatestConfiguration"),
-}
-#: Powertools classes whose mere use calls AWS (the rest of :data:`POWERTOOLS_CALLS` are functions called by name).
-POWERTOOLS_CLASSES = frozenset(
-    {"DynamoDBPersistenceLayer", "SecretsProvider", "SSMProvider", "DynamoDBProvider", "AppConfigProvider"}
-)
-
-#: What the AWS managed policies CDK attaches to functions' roles grant (their documents as published).
-AWS_MANAGED_POLICIES: dict[str, list[dict[str, Any]]] = {
-    "service-role/AWSLambdaBasicExecutionRole": [
-        {
-            "Effect": "Allow",
-            "Action": ["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents"],
-            "Resource": "*",
-        },
-    ],
-    "service-role/AWSLambdaVPCAccessExecutionRole": [
-        {
-            "Effect": "Allow",
-            "Resource": "*",
-            "Action": [
-                "logs:CreateLogGroup",
-                "logs:CreateLogStream",
-                "logs:PutLogEvents",
-                "ec2:CreateNetworkInterface",
-                "ec2:DescribeNetworkInterfaces",
-                "ec2:DescribeSubnets",
-                "ec2:DeleteNetworkInterface",
-                "ec2:AssignPrivateIpAddresses",
-                "ec2:UnassignPrivateIpAddresses",
-            ],
-        },
-    ],
-    "AmazonEC2ContainerRegistryPullOnly": [
-        {
-            "Effect": "Allow",
-            "Resource": "*",
-            "Action": [
-                "ecr:GetAuthorizationToken",
-                "ecr:BatchCheckLayerAvailability",
-                "ecr:GetDownloadUrlForLayer",
-                "ecr:BatchGetImage",
-                "ecr:BatchImportUpstreamImage",
-            ],
-        },
-    ],
-    "AmazonElasticContainerRegistryPublicReadOnly": [
-        {
-            "Effect": "Allow",
-            "Resource": "*",
-            "Action": [
-                "ecr-public:GetAuthorizationToken",
-                "sts:GetServiceBearerToken",
-                "ecr-public:BatchCheckLayerAvailability",
-                "ecr-public:GetRepositoryPolicy",
-                "ecr-public:DescribeRepositories",
-                "ecr-public:DescribeRegistries",
-                "ecr-public:DescribeImages",
-                "ecr-public:DescribeImageTags",
-                "ecr-public:GetRepositoryCatalogData",
-                "ecr-public:GetRegistryCatalogData",
-            ],
-        },
-    ],
-}
 
 #: Calls a module makes only when the function's environment names the resource: (module, action) -> the variable.
 #: The need is then on exactly that resource; without the variable the call never happens.
@@ -302,285 +219,7 @@ def role_statements(template: Mapping[str, Any], role: str, resolve: Resolver) -
     return [resolve(s) for s in found]
 
 
-# ----------------------------------------------------------------------------------------------------------- matching
-
-
-def _glob(pattern: str, *, ignore_case: bool) -> re.Pattern[str]:
-    body = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern)
-    return re.compile(f"^{body}$", re.IGNORECASE | re.DOTALL if ignore_case else re.DOTALL)
-
-
-def _matches(patterns: Any, value: str, *, ignore_case: bool) -> bool:
-    items = patterns if isinstance(patterns, list) else [patterns]
-    return any(isinstance(p, str) and _glob(p, ignore_case=ignore_case).match(value) for p in items)
-
-
-def _applies(statement: Mapping[str, Any], action: str, resource: str) -> bool:
-    if "Action" in statement:
-        if not _matches(statement["Action"], action, ignore_case=True):
-            return False
-    elif "NotAction" not in statement or _matches(statement["NotAction"], action, ignore_case=True):
-        return False
-    if "Resource" in statement:
-        return _matches(statement["Resource"], resource, ignore_case=False)
-    return "NotResource" in statement and not _matches(statement["NotResource"], resource, ignore_case=False)
-
-
-def allowed(statements: Iterable[Mapping[str, Any]], action: str, resource: str) -> bool:
-    """IAM's identity-policy decision for one action on one resource (``*`` in ``resource`` is literal)."""
-    listed = list(statements)
-    if any(s.get("Effect") == "Deny" and _applies(s, action, resource) for s in listed):
-        return False
-    return any(s.get("Effect") == "Allow" and _applies(s, action, resource) for s in listed)
-
-
-def granted_somewhere(statements: Iterable[Mapping[str, Any]], action: str) -> bool:
-    """Whether some ``Allow`` grants ``action`` on some resource (and no ``Deny`` of it on everything)."""
-    listed = list(statements)
-    if any(
-        s.get("Effect") == "Deny" and _applies(s, action, "*") and _matches(s.get("Resource"), "*", ignore_case=False)
-        for s in listed
-    ):
-        return False
-    for s in listed:
-        if s.get("Effect") != "Allow":
-            continue
-        if "Action" in s and not _matches(s["Action"], action, ignore_case=True):
-            continue
-        if "Action" not in s and ("NotAction" not in s or _matches(s["NotAction"], action, ignore_case=True)):
-            continue
-        if "Resource" in s and any(
-            isinstance(r, str) for r in (s["Resource"] if isinstance(s["Resource"], list) else [s["Resource"]])
-        ):
-            return True
-        if "NotResource" in s:
-            return True
-    return False
-
-
-# ------------------------------------------------------------------------------------------------------ botocore model
-
-
-@cache
-def _session() -> Any:
-    import botocore.session
-
-    return botocore.session.get_session()
-
-
-@cache
-def _services() -> frozenset[str]:
-    return frozenset(_session().get_available_services())
-
-
-@cache
-def _model(service: str) -> Any:
-    return _session().get_service_model(service)
-
-
-@cache
-def _operations(service: str) -> dict[str, str]:
-    """snake_case method name -> Operation name."""
-    from botocore import xform_name
-
-    return {xform_name(op): op for op in _model(service).operation_names}
-
-
-@cache
-def _waiters(service: str) -> dict[str, str]:
-    """snake_case waiter name -> the operation it polls."""
-    from botocore import xform_name
-
-    try:
-        model = _session().get_waiter_model(service)
-    except Exception:  # a service without waiters
-        return {}
-    return {xform_name(name): model.get_waiter(name).operation for name in model.waiter_names}
-
-
-def iam_prefix(service: str) -> str:
-    """The IAM action prefix of a botocore service (its signing name, with IAM's exceptions)."""
-    model = _model(service)
-    name = str(model.signing_name or model.endpoint_prefix)
-    return IAM_PREFIX_EXCEPTIONS.get(name, name)
-
-
-def iam_actions(service: str, operation: str) -> tuple[str, ...]:
-    """The IAM actions one API operation needs."""
-    action = f"{iam_prefix(service)}:{operation}"
-    return IAM_ACTION_EXCEPTIONS.get(action, (action,))
-
-
-@cache
-def _sdk_service_names() -> dict[str, str]:
-    """AWS SDK (JavaScript v2/v3) service names, lower case without spaces, -> botocore's service name."""
-    names: dict[str, str] = {}
-    for service in _services():
-        model = _model(service)
-        names[model.service_id.replace(" ", "").lower()] = service
-        names.setdefault(service.replace("-", "").lower(), service)
-    return names
-
-
-def sdk_call_actions(service: str, action: str) -> tuple[str, ...]:
-    """The IAM actions of an ``AwsCustomResource`` call (``{"service": "ECR", "action": "describeImages"}``)."""
-    key = service.removeprefix("@aws-sdk/client-").replace("-", "").replace(" ", "").lower()
-    direct = {name.replace("-", ""): name for name in _services()}  # most SDK names are botocore's (ECR, SSM)
-    botocore_name = direct.get(key) or _sdk_service_names().get(key)  # else by service id (CloudWatchLogs: logs)
-    if botocore_name is None:
-        raise KeyError(f"unknown SDK service {service!r}")
-    operation = action[0].upper() + action[1:]
-    if operation.endswith("Command"):
-        operation = operation.removesuffix("Command")
-    return iam_actions(botocore_name, operation)
-
-
 # ------------------------------------------------------------------------------------------------------ code analysis
-
-
-def _is_type_checking(node: ast.If) -> bool:
-    test = node.test
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
-
-
-def _walk(tree: ast.AST) -> Iterator[ast.AST]:
-    """Every node, skipping ``if TYPE_CHECKING:`` blocks (imports for the type checker only)."""
-    stack = [tree]
-    while stack:
-        node = stack.pop()
-        yield node
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If) and _is_type_checking(child):
-                stack.extend(child.orelse)
-                continue
-            stack.append(child)
-
-
-def _module_file(roots: Iterable[Path], dotted: str) -> Path | None:
-    parts = dotted.split(".")
-    for root in roots:
-        base = root.joinpath(*parts)
-        for candidate in (base.with_suffix(".py"), base / "__init__.py"):
-            if candidate.is_file():
-                return candidate
-    return None
-
-
-def _module_name(roots: Iterable[Path], path: Path) -> str:
-    for root in roots:
-        if path.is_relative_to(root):
-            rel = path.relative_to(root).with_suffix("")
-            parts = list(rel.parts)
-            if parts[-1] == "__init__":
-                parts.pop()
-            return ".".join(parts)
-    return path.stem
-
-
-@dataclass
-class ModuleCalls:
-    """What one module calls: the services it makes clients for and every name that may be an operation of them.
-
-    Operations are matched within the module that makes the client (the project's code keeps a client and its calls
-    together); a method name of another object that happens to equal an operation of a service this module does not
-    use is never counted.
-    """
-
-    name: str
-    services: set[str] = field(default_factory=set)
-    methods: dict[str, set[int]] = field(default_factory=dict)  # called attribute -> lines
-    strings: dict[str, set[int]] = field(default_factory=dict)  # string constants (getattr(client, "op")(...))
-    paginators: dict[str, set[int]] = field(default_factory=dict)
-    waiters: dict[str, set[int]] = field(default_factory=dict)
-    powertools: dict[str, set[int]] = field(default_factory=dict)
-
-
-def _callee(node: ast.Call) -> str | None:
-    if isinstance(node.func, ast.Attribute):
-        return node.func.attr
-    if isinstance(node.func, ast.Name):
-        return node.func.id
-    return None
-
-
-def _first_string(node: ast.Call, keyword: str) -> str | None:
-    if node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
-        return node.args[0].value
-    for kw in node.keywords:
-        if kw.arg == keyword and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str):
-            return kw.value.value
-    return None
-
-
-def _imports(node: ast.AST, module: str, is_package: bool) -> list[str]:
-    """The dotted names an import statement loads (``from a import b`` may load module ``a.b``)."""
-    if isinstance(node, ast.Import):
-        return [alias.name for alias in node.names]
-    if not isinstance(node, ast.ImportFrom):
-        return []
-    base = node.module or ""
-    if node.level:
-        package = module.split(".") if is_package else module.split(".")[:-1]
-        package = package[: len(package) - (node.level - 1)]
-        base = ".".join([*package, base] if base else package)
-    return [base, *(f"{base}.{alias.name}" for alias in node.names)]
-
-
-def read_module(path: Path, name: str) -> tuple[ModuleCalls, list[str]]:
-    """One module's calls and the dotted names it imports (type-checking imports excluded)."""
-    tree = ast.parse(path.read_text(), filename=str(path))
-    calls = ModuleCalls(name)
-    imported: list[str] = []
-    for node in _walk(tree):
-        imported.extend(_imports(node, name, path.name == "__init__.py"))
-        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
-            calls.strings.setdefault(node.value, set()).add(node.lineno)
-        if isinstance(node, ast.Name | ast.Attribute):
-            ref = node.id if isinstance(node, ast.Name) else node.attr
-            if ref in POWERTOOLS_CLASSES:
-                calls.powertools.setdefault(ref, set()).add(node.lineno)
-        if not isinstance(node, ast.Call) or (callee := _callee(node)) is None:
-            continue
-        if callee in ("client", "resource") or callee.endswith("_client"):
-            service = _first_string(node, "service_name")
-            if service in _services():
-                calls.services.add(service)
-        if callee == "get_paginator" and (operation := _first_string(node, "operation_name")):
-            calls.paginators.setdefault(operation, set()).add(node.lineno)
-        elif callee == "get_waiter" and (waiter := _first_string(node, "waiter_name")):
-            calls.waiters.setdefault(waiter, set()).add(node.lineno)
-        elif isinstance(node.func, ast.Attribute):
-            calls.methods.setdefault(callee, set()).add(node.lineno)
-        if callee in POWERTOOLS_CALLS and callee not in POWERTOOLS_CLASSES:
-            calls.powertools.setdefault(callee, set()).add(node.lineno)
-    if not any(i.startswith("aws_lambda_powertools.utilities") for i in imported):
-        calls.powertools.clear()
-    return calls, imported
-
-
-def code_calls(entry: Path, roots: list[Path]) -> list[ModuleCalls]:
-    """Every module ``entry`` loads among the function's own modules and :data:`OWN_PACKAGES`, with its calls."""
-    own_top = {p.stem for p in roots[0].glob("*.py")} | set(OWN_PACKAGES)
-    found: list[ModuleCalls] = []
-    queue, seen = [entry], set()
-    while queue:
-        path = queue.pop()
-        if path in seen:
-            continue
-        seen.add(path)
-        calls, imported = read_module(path, _module_name(roots, path))
-        found.append(calls)
-        for dotted in imported:
-            parts = dotted.split(".")
-            if not dotted or parts[0] not in own_top:
-                continue
-            for i in range(1, len(parts) + 1):  # a package's __init__ runs before its submodules
-                module = _module_file(roots, ".".join(parts[:i]))
-                if module is not None:
-                    queue.append(module)
-    return found
 
 
 def code_needs(modules: Iterable[ModuleCalls]) -> list[Need]:
@@ -589,12 +228,12 @@ def code_needs(modules: Iterable[ModuleCalls]) -> list[Need]:
     for calls in modules:
         used: dict[tuple[str, str], set[int]] = {}
         for service in calls.services:
-            operations, waiters = _operations(service), _waiters(service)
+            ops, polls = operations(service), waiters(service)
             for table, names in (
-                (calls.methods, operations),
-                (calls.strings, operations),
-                (calls.paginators, operations),
-                (calls.waiters, waiters),
+                (calls.methods, ops),
+                (calls.strings, ops),
+                (calls.paginators, ops),
+                (calls.waiters, polls),
             ):
                 for name, lines in table.items():
                     if name in names:
@@ -707,12 +346,12 @@ def function_needs(fn: Function, template: Mapping[str, Any], outdir: Path, reso
         return
     if runtime.startswith("python") and asset is not None:
         module = handler.rsplit(".", 1)[0]
-        entry = _module_file([asset], module)
+        entry = module_file([asset], module)
         if entry is None:
             fn.problems.append(f"handler module {module} not in the asset")
             return
         roots = [asset, *_layer_roots(props, template, outdir)]
-        for found in code_needs(code_calls(entry, roots)):
+        for found in code_needs(code_calls([entry], roots, OWN_PACKAGES)):
             if (handler, found.module, found.action) in NOT_REACHED or ("*", found.module, found.action) in NOT_REACHED:
                 continue
             need: Need = found

@@ -6,10 +6,11 @@ does its rollback: aws/aws-cdk#12608). For each synthesized app this check lists
 they call, and fails for each call no endpoint serves:
 
 - Lambda functions with a ``VpcConfig``: the project's Python functions from their deployed code (the function's
-  asset and the project's packages on its layers, following imports: every ``*client("<service>")`` call and the
-  Powertools parameters utility); CDK's provider framework (``framework.onEvent`` invokes its handler through the
-  Lambda API); CDK's kubectl handler (``aws eks update-kubeconfig``: EKS and STS); the Secrets Manager rotation
-  applications (Secrets Manager). A function in the VPC of no known kind is itself a finding.
+  asset and the project's packages on its layers, following imports: the clients it makes and the Powertools
+  utilities that call AWS, read by :mod:`tests.infra.code_walk`, the walker the permission check uses); CDK's
+  provider framework (``framework.onEvent`` invokes its handler through the Lambda API); CDK's kubectl handler
+  (``aws eks update-kubeconfig``: EKS and STS); the Secrets Manager rotation applications (Secrets Manager). A
+  function in the VPC of no known kind is itself a finding.
 - the ECS task definitions (Hindsight): image pulls from ECR (ECR API, ECR Docker, S3 for the layers), the awslogs
   driver, secrets injected from Secrets Manager or SSM, the inline ``boto3.client(...)`` of a container's command,
   Bedrock when it is the LLM or embeddings provider, and what the isolation extension's code calls;
@@ -29,10 +30,9 @@ uses it); calls through names computed at run time are not seen.
 
 from __future__ import annotations
 
-import ast
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -43,20 +43,12 @@ from aws_cdk import aws_ec2 as ec2
 
 from infra.config import ENDPOINT_NAMES, AppConfig
 from infra.constructs.network import INTERFACE_ENDPOINTS, ON_DEMAND_ENDPOINTS
+from tests.infra.code_walk import POWERTOOLS_CALLS, module_file
+from tests.infra.code_walk import code_calls as walk_code
 from tests.infra.intrinsics import pseudo_parameters, resolve
 
 #: The project's packages, followed into a function's layers (anything else on a layer is a dependency).
 PROJECT_PACKAGES: Final = frozenset({"memory_adapter", "hindsight_isolation"})
-#: Powertools' parameters utility: function -> the service it calls.
-POWERTOOLS_CALLS: Final = {
-    "get_parameter": "ssm",
-    "get_parameters": "ssm",
-    "get_parameters_by_name": "ssm",
-    "SSMProvider": "ssm",
-    "get_secret": "secretsmanager",
-    "get_secrets_by_name": "secretsmanager",
-    "SecretsProvider": "secretsmanager",
-}
 #: An endpoint prefix (botocore's ``endpointPrefix``) -> the VPC endpoint's service name where they differ.
 ENDPOINT_SERVICE: Final = {"api.ecr": "ecr.api"}
 KUBECTL_HANDLER: Final = "onEvent handler for EKS kubectl resource provider"
@@ -107,90 +99,14 @@ def _short(service_name: str) -> str:
 # -- code ---------------------------------------------------------------------------------------------------------
 
 
-def _vendored(root: Path) -> set[str]:
-    """Top-level names the dependencies bundled in root install (from their dist-info ``RECORD``)."""
-    names: set[str] = set()
-    for record in root.glob("*.dist-info/RECORD"):
-        for line in record.read_text().splitlines():
-            top = line.split(",", 1)[0].split("/", 1)[0]
-            names.add(top.removesuffix(".py"))
-    return names
-
-
-def _module_file(roots: Iterable[Path], module: str) -> Path | None:
-    parts = module.split(".")
-    for root in roots:
-        for candidate in (root.joinpath(*parts).with_suffix(".py"), root.joinpath(*parts, "__init__.py")):
-            if candidate.is_file():
-                return candidate
-    return None
-
-
-def _imports(tree: ast.AST, module: str, is_package: bool) -> Iterator[str]:
-    package = module if is_package else module.rpartition(".")[0]
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            yield from (alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")[: len(package.split(".")) - node.level + 1] if package else []
-                base = ".".join([*anchor, *([base] if base else [])])
-            yield base
-            yield from (f"{base}.{alias.name}" for alias in node.names)
-        elif _run_module(node):  # runpy.run_module("package") runs the package's __main__
-            assert isinstance(node, ast.Call)
-            assert isinstance(node.args[0], ast.Constant)
-            package = str(node.args[0].value)
-            yield from (package, f"{package}.__main__")
-
-
-def _run_module(node: ast.AST) -> bool:
-    return (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr == "run_module"
-        and bool(node.args)
-        and isinstance(node.args[0], ast.Constant)
-        and isinstance(node.args[0].value, str)
-    )
-
-
-def _calls(tree: ast.AST) -> Iterator[str]:
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
-        func = node.func
-        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-        if name.endswith("client") and node.args and isinstance(node.args[0], ast.Constant):
-            if isinstance(node.args[0].value, str):
-                yield endpoint_service(node.args[0].value)
-        elif name in POWERTOOLS_CALLS:
-            yield POWERTOOLS_CALLS[name]
-
-
 def code_calls(entry_modules: Iterable[str], asset: Path, layers: Iterable[Path]) -> set[str]:
-    """The endpoint services the code reachable from the entry modules calls."""
-    vendored = _vendored(asset)
-    local_roots, layer_roots = [asset], list(layers)
-    seen: set[str] = set()
-    todo = list(entry_modules)
+    """The endpoint services the code reachable from the entry modules calls (the walker permission_check uses)."""
+    roots = [asset, *layers]
+    entries = [path for module in entry_modules if (path := module_file(roots, module)) is not None]
     services: set[str] = set()
-    while todo:
-        module = todo.pop()
-        if module in seen or not module:
-            continue
-        seen.add(module)
-        top = module.split(".")[0]
-        if top in PROJECT_PACKAGES:
-            path = _module_file([*layer_roots, *local_roots], module)
-        else:
-            path = None if top in vendored else _module_file(local_roots, module)
-        if path is None:
-            continue
-        tree = ast.parse(path.read_text())
-        services |= set(_calls(tree))
-        todo += [m for m in _imports(tree, module, path.name == "__init__.py") if m.split(".")[0] != ""]
+    for calls in walk_code(entries, roots, PROJECT_PACKAGES):
+        services |= {endpoint_service(name) for name in calls.services}
+        services |= {action.split(":")[0] for name in calls.powertools for action in POWERTOOLS_CALLS[name]}
     return services
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from infra import build
+from memory_adapter.agentcore.project import DEFAULT_PROJECT_ENTRYPOINT, project_problems
 
 _OK_PLATFORM = ("any", "manylinux2014_aarch64", "manylinux_2_17_aarch64", "manylinux_2_28_aarch64", "linux_aarch64")
 
@@ -198,7 +199,7 @@ def test_the_example_project_bundle_is_arm64_with_its_entrypoint_and_the_wiring(
     integration, framework = EXAMPLES[example]
     root = _require(build.project_bundle_dir(build.ROOT / "examples" / example))  # make build AGENT=examples/<name>
     _assert_arm64_cp312(root)
-    assert (root / build.DEFAULT_PROJECT_ENTRYPOINT).is_file()
+    assert (root / DEFAULT_PROJECT_ENTRYPOINT).is_file()
     assert (root / "memory_adapter" / "agentcore" / "memory.py").is_file()
     assert (root / "memory_adapter" / "integrations" / integration).is_file()
     assert not (root / build.PROJECT_REQUIREMENTS).exists()
@@ -208,14 +209,14 @@ def test_the_example_project_bundle_is_arm64_with_its_entrypoint_and_the_wiring(
 
 
 def test_a_project_that_cannot_be_bundled_is_refused_with_the_reason(tmp_path: Path) -> None:
-    assert build.project_problems(EXAMPLE_PROJECT) == []
-    assert "is not a folder" in build.project_problems(tmp_path / "missing")[0]
-    assert "has no entrypoint 'agent.py'" in build.project_problems(tmp_path)[0]
+    assert project_problems(EXAMPLE_PROJECT) == []
+    assert "is not a folder" in project_problems(tmp_path / "missing")[0]
+    assert "has no entrypoint 'agent.py'" in project_problems(tmp_path)[0]
     (tmp_path / "agent.py").write_text("")
-    assert "inside the project" in build.project_problems(tmp_path, "../agent.py")[0]
-    assert "inside the project" in build.project_problems(tmp_path, "agent.txt")[0]
+    assert "inside the project" in project_problems(tmp_path, "../agent.py")[0]
+    assert "inside the project" in project_problems(tmp_path, "agent.txt")[0]
     (tmp_path / "memory_adapter").mkdir()
-    assert "must not contain a memory_adapter folder" in build.project_problems(tmp_path)[0]
+    assert "must not contain a memory_adapter folder" in project_problems(tmp_path)[0]
     with pytest.raises(build.BuildError, match="memory_adapter folder"):
         build.build_project(tmp_path)
     assert build.main(["project"]) == 2

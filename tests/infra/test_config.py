@@ -8,6 +8,7 @@ import pytest
 
 from infra.config import AuthMode, ConfigError, VpcMode, load_config_from_cdk_json
 from infra.config.__main__ import main
+from tests.infra.conftest import IMPORTED_NETWORK
 
 
 def _load(**overrides: str):
@@ -90,16 +91,6 @@ def test_cli_checks_offline(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bogus"]) == 2
 
 
-IMPORTED = {
-    "network.mode": "import",
-    "network.vpc_id": "vpc-0123456789abcdef0",
-    "network.vpc_cidr": "10.20.0.0/16",
-    "network.subnet_ids": "subnet-0aaaaaaaaaaaaaaa1,subnet-0bbbbbbbbbbbbbbb2",
-    "network.availability_zones": "us-east-1a,us-east-1b",
-    "network.route_table_ids": "rtb-0aaaaaaaaaaaaaaa1,rtb-0bbbbbbbbbbbbbbb2",
-}
-
-
 def test_az_ids_outside_agentcores_supported_zones_are_refused_before_synthesis() -> None:
     # GIVEN well-formed AZ ids that AgentCore does not support in us-east-1 (the stack would roll back)
     with pytest.raises(ConfigError) as err:
@@ -114,10 +105,10 @@ def test_az_ids_outside_agentcores_supported_zones_are_refused_before_synthesis(
 
 def test_imported_subnets_name_their_az_ids_and_are_checked_too() -> None:
     with pytest.raises(ConfigError, match="'use1-az6' is not an AgentCore-supported"):
-        _load(**IMPORTED, **{"network.az_ids": "use1-az1,use1-az6"})
+        _load(**IMPORTED_NETWORK, **{"network.az_ids": "use1-az1,use1-az6"})
     with pytest.raises(ConfigError, match="the AZ id of each subnet"):
-        _load(**IMPORTED, **{"network.az_ids": "use1-az1"})
-    assert _load(**IMPORTED).network.az_ids == ("use1-az1", "use1-az2")
+        _load(**IMPORTED_NETWORK, **{"network.az_ids": "use1-az1"})
+    assert _load(**IMPORTED_NETWORK).network.az_ids == ("use1-az1", "use1-az2")
 
 
 def test_a_region_missing_from_the_table_needs_an_explicit_override() -> None:
@@ -170,14 +161,14 @@ def test_prod_refuses_to_synthesize_without_tls_and_names_the_settings() -> None
 
 
 def test_endpoints_can_be_skipped_one_by_one_in_an_imported_vpc() -> None:
-    cfg = _load(**IMPORTED, **{"network.skip_endpoints": "Ssm,XRay"})
+    cfg = _load(**IMPORTED_NETWORK, **{"network.skip_endpoints": "Ssm,XRay"})
     assert cfg.network.skip_endpoints == ("Ssm", "XRay")
     with pytest.raises(ConfigError, match="'Nope' is not an endpoint"):
-        _load(**IMPORTED, **{"network.skip_endpoints": "Nope"})
+        _load(**IMPORTED_NETWORK, **{"network.skip_endpoints": "Nope"})
     with pytest.raises(ConfigError, match="applies to an imported VPC only"):
         _load(**{"network.skip_endpoints": "Ssm"})
     # Without the S3 gateway endpoint no route tables are needed.
-    no_rt = {k: v for k, v in IMPORTED.items() if k != "network.route_table_ids"}
+    no_rt = {k: v for k, v in IMPORTED_NETWORK.items() if k != "network.route_table_ids"}
     assert _load(**no_rt, **{"network.skip_endpoints": "S3"}).network.route_table_ids == ()
 
 

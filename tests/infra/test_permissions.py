@@ -12,7 +12,9 @@ from typing import Any
 import pytest
 
 from infra.constructs.functions import FUNCTIONS_DIR
+from tests.infra import iam_model
 from tests.infra import permission_check as check
+from tests.infra.code_walk import code_calls
 from tests.infra.conftest import VARIANTS, Synth
 
 CLAIM_FUNCTION = "ServiceLogGroupsFunction"
@@ -166,7 +168,7 @@ def test_a_function_the_check_cannot_read_is_a_finding(default: Synth) -> None:
 
 def test_the_claim_handlers_calls_are_read_from_its_code() -> None:
     source = FUNCTIONS_DIR / "log_groups"
-    needs = check.code_needs(check.code_calls(source / "index.py", [source]))
+    needs = check.code_needs(code_calls([source / "index.py"], [source]))
     assert {n.action for n in needs} == {
         "logs:CreateLogGroup",
         "logs:PutRetentionPolicy",
@@ -212,7 +214,7 @@ def test_waiters_dynamic_names_helpers_and_powertools_are_calls(tmp_path: Path) 
             """
         )
     )
-    needs = check.code_needs(check.code_calls(tmp_path / "index.py", [tmp_path]))
+    needs = check.code_needs(code_calls([tmp_path / "index.py"], [tmp_path]))
     assert {n.action for n in needs} == {
         "s3:GetObject",  # the ObjectExists waiter polls HeadObject, which IAM names s3:GetObject
         "secretsmanager:GetSecretValue",
@@ -221,12 +223,14 @@ def test_waiters_dynamic_names_helpers_and_powertools_are_calls(tmp_path: Path) 
 
 
 def test_sdk_calls_of_aws_custom_resources_map_to_iam_actions() -> None:
-    assert check.sdk_call_actions("ECR", "describeImages") == ("ecr:DescribeImages",)
-    assert check.sdk_call_actions("CloudWatchLogs", "putRetentionPolicy") == ("logs:PutRetentionPolicy",)
-    assert check.sdk_call_actions("@aws-sdk/client-cloudwatch", "PutMetricDataCommand") == ("cloudwatch:PutMetricData",)
-    assert check.sdk_call_actions("Lambda", "invoke") == ("lambda:InvokeFunction",)
+    assert iam_model.sdk_call_actions("ECR", "describeImages") == ("ecr:DescribeImages",)
+    assert iam_model.sdk_call_actions("CloudWatchLogs", "putRetentionPolicy") == ("logs:PutRetentionPolicy",)
+    assert iam_model.sdk_call_actions("@aws-sdk/client-cloudwatch", "PutMetricDataCommand") == (
+        "cloudwatch:PutMetricData",
+    )
+    assert iam_model.sdk_call_actions("Lambda", "invoke") == ("lambda:InvokeFunction",)
     with pytest.raises(KeyError):
-        check.sdk_call_actions("NoSuchService", "x")
+        iam_model.sdk_call_actions("NoSuchService", "x")
 
 
 # -- IAM's matching --------------------------------------------------------------------------------------------------
@@ -235,22 +239,22 @@ def test_sdk_calls_of_aws_custom_resources_map_to_iam_actions() -> None:
 def test_iam_matching() -> None:
     group = "arn:aws:logs:us-east-1:123456789012:log-group:/aws/x"
     scoped = {"Effect": "Allow", "Action": "logs:Describe*", "Resource": f"{group}*"}
-    assert check.allowed([scoped], "logs:DescribeLogGroups", group)
-    assert check.allowed([scoped], "LOGS:describeloggroups", group)  # actions are case-insensitive
-    assert not check.allowed([scoped], "logs:DescribeLogGroups", group.upper())  # resources are not
+    assert iam_model.allowed([scoped], "logs:DescribeLogGroups", group)
+    assert iam_model.allowed([scoped], "LOGS:describeloggroups", group)  # actions are case-insensitive
+    assert not iam_model.allowed([scoped], "logs:DescribeLogGroups", group.upper())  # resources are not
     # A statement's wildcard does not cover a request on every group ('*' in the request is literal).
-    assert not check.allowed([scoped], "logs:DescribeLogGroups", "arn:aws:logs:us-east-1:123456789012:log-group:*")
+    assert not iam_model.allowed([scoped], "logs:DescribeLogGroups", "arn:aws:logs:us-east-1:123456789012:log-group:*")
     everything_but_iam = {"Effect": "Allow", "NotAction": "iam:*", "Resource": "*"}
-    assert check.allowed([everything_but_iam], "logs:PutRetentionPolicy", group)
-    assert not check.allowed([everything_but_iam], "iam:PassRole", "*")
+    assert iam_model.allowed([everything_but_iam], "logs:PutRetentionPolicy", group)
+    assert not iam_model.allowed([everything_but_iam], "iam:PassRole", "*")
     deny = {"Effect": "Deny", "Action": "logs:*", "NotResource": f"{group}*"}
-    assert check.allowed([everything_but_iam, deny], "logs:PutRetentionPolicy", group)
-    assert not check.allowed([everything_but_iam, deny], "logs:PutRetentionPolicy", group.replace("/x", "/y"))
+    assert iam_model.allowed([everything_but_iam, deny], "logs:PutRetentionPolicy", group)
+    assert not iam_model.allowed([everything_but_iam, deny], "logs:PutRetentionPolicy", group.replace("/x", "/y"))
     single = {"Effect": "Allow", "Action": "ssm:GetParamete?", "Resource": "arn:aws:ssm:*:*:parameter/a"}
-    assert check.allowed([single], "ssm:GetParameter", "arn:aws:ssm:us-east-1:1:parameter/a")
-    assert not check.allowed([single], "ssm:GetParameters", "arn:aws:ssm:us-east-1:1:parameter/a")
+    assert iam_model.allowed([single], "ssm:GetParameter", "arn:aws:ssm:us-east-1:1:parameter/a")
+    assert not iam_model.allowed([single], "ssm:GetParameters", "arn:aws:ssm:us-east-1:1:parameter/a")
     conditional = {"Effect": "Allow", "Action": "logs:*", "Resource": {"Fn::If": ["C", "*", "x"]}}
-    assert not check.granted_somewhere([conditional], "logs:DescribeLogGroups")
+    assert not iam_model.granted_somewhere([conditional], "logs:DescribeLogGroups")
 
 
 # -- the claim's update and its rollback -----------------------------------------------------------------------------
@@ -306,14 +310,14 @@ def _refused(calls: list[tuple[str, dict[str, Any]]], statements: list[dict[str,
     """The recorded calls the role's statements do not allow (log-group actions on the group's ARN, either form)."""
     refused = []
     for operation, params in calls:
-        for action in check.iam_actions("logs", operation):
+        for action in iam_model.iam_actions("logs", operation):
             unscoped = check.UNSCOPED_RESOURCES.get(action)
             if unscoped is not None:
                 arns = [unscoped.format(region="us-east-1", account=account)]
             else:
                 arn = f"arn:aws:logs:us-east-1:{account}:log-group:{params['logGroupName']}"
                 arns = [arn, f"{arn}:*"]
-            if not any(check.allowed(statements, action, a) for a in arns):
+            if not any(iam_model.allowed(statements, action, a) for a in arns):
                 refused.append(f"{action} {params.get('logGroupName', '')}")
     return refused
 

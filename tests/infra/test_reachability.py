@@ -9,7 +9,7 @@ import pytest
 
 from infra.config import load_config_from_cdk_json
 from tests.infra import reach_check
-from tests.infra.conftest import ROOT, Synth, resources, synthesize
+from tests.infra.conftest import IMPORTED_NETWORK, ROOT, Synth, resources, synthesize
 from tests.infra.eks_variant import EKS_VARIANT
 
 KUBECTL_FRAMEWORK = "KubectlProvider.*ProviderframeworkonEvent"
@@ -75,16 +75,8 @@ def test_a_function_of_no_known_kind_in_the_vpc_is_a_finding(tmp_path: Path) -> 
 def test_endpoints_the_customer_has_serve_the_calls(tmp_path: Path) -> None:
     # GIVEN an imported VPC whose endpoints are the customer's (skipped, or none created at all)
     framework = {"Framework": _function("framework.onEvent")}
-    imported = {
-        "network.mode": "import",
-        "network.vpc_id": "vpc-0123456789abcdef0",
-        "network.vpc_cidr": "10.20.0.0/16",
-        "network.subnet_ids": "subnet-0aaaaaaaaaaaaaaa1,subnet-0bbbbbbbbbbbbbbb2",
-        "network.availability_zones": "us-east-1a,us-east-1b",
-        "network.route_table_ids": "rtb-0aaaaaaaaaaaaaaa1,rtb-0bbbbbbbbbbbbbbb2",
-    }
     # THEN what the docs require of it serves the calls, and a service they do not list (lambda) is still found
-    assert len(_findings(tmp_path, framework, **imported, **{"network.create_endpoints": "false"})) == 1
+    assert len(_findings(tmp_path, framework, **IMPORTED_NETWORK, **{"network.create_endpoints": "false"})) == 1
     sqs_task = {
         "Task": {
             "Type": "AWS::ECS::TaskDefinition",
@@ -94,7 +86,7 @@ def test_endpoints_the_customer_has_serve_the_calls(tmp_path: Path) -> None:
             },
         }
     }
-    assert _findings(tmp_path, sqs_task, **imported, **{"network.skip_endpoints": "Sqs"}) == []
+    assert _findings(tmp_path, sqs_task, **IMPORTED_NETWORK, **{"network.skip_endpoints": "Sqs"}) == []
 
 
 @pytest.mark.parametrize("variant", ["default", "jwt-import", "iam-aurora"])

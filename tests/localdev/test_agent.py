@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -20,6 +21,15 @@ def _stand_in_agent(agent: LocalAgent) -> subprocess.Popen[bytes]:
     agent.data_dir.mkdir(parents=True)
     agent.state_file.write_text(json.dumps({"pid": process.pid, "url": "http://127.0.0.1:1"}))
     return process
+
+
+def test_the_local_runner_loads_no_cdk_code() -> None:
+    # GIVEN the local agent runner (it checks a project you bring with the same rule the bundler uses)
+    code = "import sys, localdev.agent; print(sorted(m for m in sys.modules if m == 'infra' or m.startswith('infra.')))"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    # WHEN it is imported, THEN nothing of infra (the CDK app and its bundler) is
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert loaded.stdout.strip() == "[]"
 
 
 def test_cli_stop_stops_the_agent_of_the_given_data_dir(tmp_path: Path) -> None:

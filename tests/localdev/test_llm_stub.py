@@ -10,7 +10,9 @@ from typing import Any
 import httpx
 import pytest
 
-from localdev.llm_stub import LLMStub, chat_completion, extract_facts, hashed_embedding, minimal_instance
+from localdev.llm_stub import LLMStub
+from localdev.stub_answers import chat_completion, hashed_embedding, minimal_instance
+from localdev.stub_extraction import extract_facts
 
 SCHEMA_PROMPT = "You must respond with valid JSON matching this schema:\n"
 
@@ -265,7 +267,7 @@ def test_relative_dates_are_resolved_against_the_event_date_of_the_request():
 def test_other_relative_forms_resolve_to_the_days_meant():
     from datetime import datetime
 
-    from localdev.llm_stub import resolve_relative_date
+    from localdev.stub_extraction import resolve_relative_date
 
     thursday = datetime(2023, 5, 25, 9, 30)
     day = datetime

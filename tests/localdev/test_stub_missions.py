@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from localdev.llm_stub import chat_completion
+from localdev.stub_answers import chat_completion
 from localdev.stub_missions import keeps, mission_of
 from localdev.supervisor import REPO_ROOT
 

@@ -1,5 +1,5 @@
-"""The operator's forget-memory selects only what matches (the ``forget`` tool's rule) and never removes a memory the
-operator did not select, also when memories share a source turn; through ``run_action`` and through the CLI.
+"""The operator's forget-memory selects only what matches and removes only what was selected, by the ``forget`` tool's
+rule: other memories of the same source turn stay recallable; through ``run_action`` and through the CLI.
 
 Real local Hindsight; the LLM stand-in makes each statement a user makes one fact, so a turn of two statements is one
 source document holding two memories.
@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from memory_adapter.admin import AdminDeps, InvalidRequestError, run_action
+from memory_adapter.admin import AdminDeps, run_action
 from memory_adapter.admin.cli import main
 from tests.integration.admin.conftest import Users
 
@@ -74,12 +74,12 @@ def test_a_natural_description_finds_the_memory_it_means_and_only_that_goes(user
     _forget(deps, ida, query="peanut allergy", limit=1, confirm=preview["confirmation"])
     # WHEN it previews "my dog's name" and "where I live"
     for query, chosen, other in (("my dog's name", PIXEL, TEAL), ("where I live", BERLIN, JOB)):
-        preview = _forget(deps, ida, query=query, invalidate=True)
+        preview = _forget(deps, ida, query=query)
         # THEN the memory meant is selected, and the preview names what else its turn holds (kept)
         assert [m["text"] for m in preview["matched"]] == [chosen], query
         assert [[o["text"] for o in s["others"]] for s in preview["shared"]] == [[other]], query
         assert preview["documents"] == []
-        done = _forget(deps, ida, query=query, invalidate=True, confirm=preview["confirmation"])
+        done = _forget(deps, ida, query=query, confirm=preview["confirmation"])
         assert done["invalidated"] == 1
     # AND only the selected memories are gone: the others of the same sentences stay, and stay recallable
     assert _texts(deps, bank) == {TEAL, BLUEBIRD, PLATFORM, JOB}
@@ -88,7 +88,7 @@ def test_a_natural_description_finds_the_memory_it_means_and_only_that_goes(user
     assert BERLIN not in users.recall("ida", "Where do I live?")
 
 
-def test_a_memory_sharing_its_turn_is_never_taken_with_it(users: Users, deps: AdminDeps) -> None:
+def test_a_memory_sharing_its_turn_goes_alone_as_with_the_forget_tool(users: Users, deps: AdminDeps) -> None:
     # GIVEN one turn holding two memories (teal, Pixel) and an unrelated turn
     shared_doc = users.retain("jan", "My favourite colour is teal. My dog is called Pixel.")
     other_doc = users.retain("jan", BLUEBIRD)
@@ -96,25 +96,21 @@ def test_a_memory_sharing_its_turn_is_never_taken_with_it(users: Users, deps: Ad
     (teal,) = [m for m in deps.client.memories(bank) if "teal" in m["text"]]
     # WHEN the operator previews forgetting the dog
     preview = _forget(deps, jan, query="dog Pixel")
-    # THEN the preview names the memory that shares the turn, deletes no document, and says it would refuse
+    # THEN the preview invalidates the dog memory only, deletes no document, and names the memory that stays
     assert [m["text"] for m in preview["matched"]] == ["My dog is called Pixel."]
+    assert [i["text"] for i in preview["invalidations"]] == ["My dog is called Pixel."]
     assert preview["documents"] == []
     assert [(s["document_id"], [o["id"] for o in s["others"]]) for s in preview["shared"]] == [
         (shared_doc, [teal["id"]])
     ]
-    assert "REFUSED" in preview["summary"]
-    assert teal["id"] in preview["summary"]
-    # WHEN it is confirmed anyway, THEN it is refused, naming the other memory, and nothing is removed
-    with pytest.raises(InvalidRequestError, match=teal["id"]):
-        _forget(deps, jan, query="dog Pixel", confirm=preview["confirmation"])
-    assert _texts(deps, bank) == {"My favourite colour is teal.", "My dog is called Pixel.", BLUEBIRD}
-    # WHEN the operator asks to invalidate instead, THEN only the dog memory leaves; teal and the turn stay
-    invalidating = _forget(deps, jan, query="dog Pixel", invalidate=True)
-    assert [i["text"] for i in invalidating["invalidations"]] == ["My dog is called Pixel."]
-    done = _forget(deps, jan, query="dog Pixel", invalidate=True, confirm=invalidating["confirmation"])
+    assert "1 other memory(ies) of the same source turn(s) stay" in preview["summary"]
+    # WHEN it is confirmed (no extra flag: the rule the model's forget tool follows)
+    done = _forget(deps, jan, query="dog Pixel", confirm=preview["confirmation"])
+    # THEN only the dog memory leaves; teal stays recallable, and both turns stay
     assert done["invalidated"] == 1
     assert _texts(deps, bank) == {"My favourite colour is teal.", BLUEBIRD}
     assert not any("Pixel" in text for text in users.recall("jan", "dog Pixel"))
+    assert "My favourite colour is teal." in users.recall("jan", "favourite colour")
     assert deps.client.document(bank, shared_doc) is not None
     assert deps.client.document(bank, other_doc) is not None
 

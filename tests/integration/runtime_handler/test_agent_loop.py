@@ -18,7 +18,6 @@ import pytest
 
 from localdev.token_issuer import LOCAL_CLIENT_ID, TokenIssuer
 from memory_adapter.adapter import HindsightRuntimeAdapter
-from memory_adapter.formatting import format_memories_as_bullets
 from memory_adapter.identity import format_bank_id
 from memory_adapter.identity.caller import Caller
 from memory_adapter.identity.settings import JwtSettings
@@ -52,11 +51,11 @@ def _settings(hindsight_url: str, issuer: TokenIssuer | None, **env: str) -> Set
 
 
 def _memory(settings: Settings, spool: Path) -> HindsightRuntimeAdapter:
-    """The adapter as the agent builds it (its settings, sanitised bullets), with a test spool and quick retries."""
+    """The adapter as the agent builds it (its settings, the default block), with a test spool and quick retries."""
     memory = dataclasses.replace(
         settings.memory, spool_dir=str(spool), max_retries=1, retry_base_delay=0.05, timeout=3.0
     )
-    return HindsightRuntimeAdapter(settings.agent_name, settings=memory, formatter=format_memories_as_bullets)
+    return HindsightRuntimeAdapter(settings.agent_name, settings=memory)
 
 
 class Client:

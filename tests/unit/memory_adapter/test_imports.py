@@ -49,6 +49,13 @@ def test_the_identity_contract_and_the_settings_need_only_the_standard_library(m
     assert not [m for m in (*HEAVY, "cryptography", "asyncio") if m in loaded]
 
 
+@pytest.mark.parametrize("module", ["memory_adapter.missions", "hindsight_isolation.route"])
+def test_the_missions_value_loads_no_wire(module: str):
+    # Hindsight's isolation extension reads the missions (the value) without the adapter's HTTP client (the applier).
+    loaded = _loaded_after(f"import {module}")
+    assert not [m for m in ("memory_adapter._hindsight_api", "memory_adapter.transport", "http.client") if m in loaded]
+
+
 def test_the_verifier_loads_pyjwt_but_not_boto3():
     loaded = _loaded_after("import memory_adapter.identity.verifier")
     assert "jwt" in loaded

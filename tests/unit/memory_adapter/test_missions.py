@@ -8,9 +8,10 @@ from typing import Any
 import pytest
 
 from memory_adapter._hindsight_api import HindsightApi
+from memory_adapter.bank_missions import BankMissions
 from memory_adapter.exceptions import HindsightUnavailableError
 from memory_adapter.identity import format_bank_id
-from memory_adapter.missions import BankMissions, Mission, Missions, MissionsError
+from memory_adapter.missions import Mission, Missions, MissionsError
 from memory_adapter.observability import Observer
 from memory_adapter.transport import HttpResponse
 

@@ -17,7 +17,6 @@ from memory_adapter.agentcore.memory import AgentCoreMemory, MemoryTurn
 from memory_adapter.agentcore.request import RequestFacts
 from memory_adapter.agentcore.settings import AgentMemorySettings
 from memory_adapter.delivery import RetainHandle, RetainOutcome
-from memory_adapter.formatting import format_memories_as_bullets
 from memory_adapter.identity.bank_ids import BankOwner, parse_bank_id
 from memory_adapter.identity.caller import Caller
 from memory_adapter.testing import FakeHindsight
@@ -59,7 +58,8 @@ class HoldableHindsight(FakeHindsight):
 
 
 def memory_on(fake: FakeHindsight, spool_dir: Path, **options: Any) -> HindsightRuntimeAdapter:
-    """The adapter as the agent builds it (sanitised bullets), on ``fake``, with fast retries and a short exit flush."""
+    """The adapter as the agent builds it (the default ``<recalled_memories>`` block), on ``fake``, with fast
+    retries and a short exit flush."""
     settings: dict[str, Any] = {
         "hindsight_api_url": "http://hindsight.test",
         "spool_dir": str(spool_dir),
@@ -69,7 +69,7 @@ def memory_on(fake: FakeHindsight, spool_dir: Path, **options: Any) -> Hindsight
         "auto_replay": False,
     }
     settings.update(options)
-    return HindsightRuntimeAdapter("support", transport=fake, formatter=format_memories_as_bullets, **settings)
+    return HindsightRuntimeAdapter("support", transport=fake, **settings)
 
 
 def owners(fake: FakeHindsight) -> list[BankOwner]:

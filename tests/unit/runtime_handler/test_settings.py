@@ -116,7 +116,7 @@ def test_all_env_vars_lists_what_is_read() -> None:
 
 def test_the_memory_tools_can_go_through_the_gateway_with_the_callers_token() -> None:
     from memory_adapter.tools import GatewayTools
-    from runtime_handler.main import _default_tools
+    from runtime_handler.main import create_app
 
     # GIVEN the stack's setting (the URL's SSM parameter and the target name)
     settings = Settings.from_env(
@@ -124,8 +124,20 @@ def test_the_memory_tools_can_go_through_the_gateway_with_the_callers_token() ->
     )
     assert settings.tools_via_gateway
     # THEN the model's tools run through the gateway (the parameter is read on first use, not at start-up)
-    assert isinstance(_default_tools(settings), GatewayTools)
+    assert isinstance(create_app(settings).state.agent.deps.tools, GatewayTools)
     assert not Settings.from_env(JWT).tools_via_gateway
+
+
+def test_the_model_gets_the_wirings_tools_unless_memory_tools_are_off() -> None:
+    from memory_adapter.tools import MemoryTools
+    from runtime_handler.main import create_app
+
+    # GIVEN the default settings, THEN the model's tools are the wiring's (the ones an agent you bring gets)
+    agent = create_app(Settings.from_env(JWT)).state.agent
+    assert isinstance(agent.deps.tools, MemoryTools)
+    assert agent.deps.tools is agent.wiring.tools
+    # GIVEN MEMORY_TOOLS=false, THEN the model gets none
+    assert create_app(Settings.from_env(JWT | {"MEMORY_TOOLS": "false"})).state.agent.deps.tools is None
 
 
 def test_gateway_settings_that_cannot_work_are_refused() -> None:

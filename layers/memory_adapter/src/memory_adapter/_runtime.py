@@ -14,11 +14,12 @@ import time
 from typing import Final
 
 from memory_adapter._hindsight_api import HindsightApi
+from memory_adapter.bank_missions import BankMissions
 from memory_adapter.breaker import BreakerState, CircuitBreaker
 from memory_adapter.config import HindsightAgentCoreConfig
 from memory_adapter.delivery import RetainDelivery
 from memory_adapter.exceptions import HindsightUnavailableError
-from memory_adapter.missions import BankMissions, Missions
+from memory_adapter.missions import Missions
 from memory_adapter.observability import Metric, Observer, logger
 from memory_adapter.policies import RetryPolicy
 from memory_adapter.spool import DirectorySpool, Spool

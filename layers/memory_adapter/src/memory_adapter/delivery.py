@@ -81,7 +81,7 @@ class RetainDelivery:
         on_short_circuit: Called when the open breaker stops a delivery (the adapter starts a probe).
         on_delivered: Called after each delivery (the adapter may start an automatic replay).
         prepare_bank: Called with the bank id and bearer before each attempt (the adapter applies the bank's mission,
-            :class:`~memory_adapter.missions.BankMissions`; it must not raise).
+            :class:`~memory_adapter.bank_missions.BankMissions`; it must not raise).
         auto_replay: Request a replay when something is spooled while the breaker is closed again (a retain that
             was spooled during an outage but written just after recovery would otherwise wait for the next event).
     """

@@ -9,7 +9,7 @@ and arguments are refused before anything runs (:class:`~memory_adapter.admin.er
 | ``banks`` | ``user`` and/or ``tenant`` | the subject's banks (every agent) with their counts |
 | ``export`` | ``user`` and/or ``tenant`` | JSONL of everything the subject's banks hold, to the store |
 | ``forget-user`` | ``user``, ``tenant``, ``confirm`` (the user id again), ``reason`` | delete, verify, receipt |
-| ``forget-memory`` | ``user``, ``tenant``, ``memory_ids``/``query``, ``limit``, ``invalidate``, ``confirm`` | forget |
+| ``forget-memory`` | ``user``, ``tenant``, ``memory_ids``/``query``, ``limit``, ``confirm`` | forget |
 | ``expire`` | ``dry_run``, ``batch_size`` | delete what is past its kind's retention |
 | ``backup`` | ``banks`` (default: all) | every bank's transfer archive and a manifest, to the store |
 """
@@ -43,9 +43,7 @@ ACTIONS: Final[Mapping[str, frozenset[str]]] = {
     "banks": frozenset({"user", "tenant"}),
     "export": frozenset({"user", "tenant"}),
     "forget-user": frozenset({"user", "tenant", "confirm", "reason"}),
-    "forget-memory": frozenset(
-        {"user", "tenant", "memory_id", "memory_ids", "query", "limit", "invalidate", "confirm"}
-    ),
+    "forget-memory": frozenset({"user", "tenant", "memory_id", "memory_ids", "query", "limit", "confirm"}),
     "expire": frozenset({"dry_run", "batch_size"}),
     "backup": frozenset({"banks"}),
 }
@@ -139,7 +137,6 @@ def _dispatch(action: str, request: Mapping[str, Any], deps: AdminDeps, principa
             memory_ids=_ids(request),
             query=_text(request, "query"),
             limit=_count(request, "limit", 5, most=50),
-            invalidate=_flag(request, "invalidate"),
         )
     if action == "expire":
         batch = _count(request, "batch_size", deps.expiry_batch_size, most=10_000)

@@ -109,11 +109,6 @@ def _parser() -> argparse.ArgumentParser:
         "--query", help="a description: the memories holding every significant word of it (as the forget tool)"
     )
     fm.add_argument("--limit", type=int, help="most memories a --query selects (default 5)")
-    fm.add_argument(
-        "--invalidate",
-        action="store_true",
-        help="a selected memory whose source turn holds others: take it out of recall instead of refusing",
-    )
     fm.add_argument("--confirm", help="the preview's confirmation digest: required to forget")
     ex = action("expire", "delete what is past its kind's retention")
     ex.add_argument("--dry-run", action="store_true")
@@ -128,7 +123,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _request(args: argparse.Namespace) -> dict[str, Any]:
     names = (
-        *("user", "tenant", "confirm", "reason", "memory_ids", "query", "limit", "invalidate"),
+        *("user", "tenant", "confirm", "reason", "memory_ids", "query", "limit"),
         *("dry_run", "batch_size", "banks"),
     )
     request: dict[str, Any] = {"action": args.action}
@@ -189,8 +184,8 @@ def _audit_to_file(out: Path) -> Iterator[None]:
 
 
 def _confirm_command(argv: list[str], result: dict[str, Any]) -> str | None:
-    """The command that carries out a ``forget-memory`` preview exactly (``None``: nothing to confirm, or refused)."""
-    if not result.get("preview") or not result.get("matched") or "REFUSED" in str(result.get("summary", "")):
+    """The command that carries out a ``forget-memory`` preview exactly (``None``: nothing to confirm)."""
+    if not result.get("preview") or not result.get("matched"):
         return None
     python = os.path.relpath(sys.executable)
     shown = python if not python.startswith("..") else sys.executable

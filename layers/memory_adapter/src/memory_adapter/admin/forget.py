@@ -8,14 +8,14 @@ memories answer "no such bank", recalls of the deleted documents' own text retur
 unless ``confirm`` repeats the user id; running it again finds nothing and writes a receipt saying so.
 
 **Memories.** By id (one or more), or the memories a description selects by the model-facing ``forget`` tool's own
-rule (:mod:`memory_adapter.tools.forgetting`: every significant word of the description must appear in the memory;
-a description that matches nothing selects nothing), in the user's banks only. Removal follows the tool's plan too:
-a source turn every live memory of which is selected is deleted (text, chunks, facts; Hindsight sweeps the
-observations built on them); a selected memory whose turn also holds memories that were not selected is never
-deleted with it: the preview names those others, and carrying it out is refused unless the operator selects them
-too, or asks to ``invalidate`` the selected ones (out of recall; Hindsight 1.1.0 cannot delete one memory unit).
-The preview lists exactly what would go and a confirmation digest; the deletion runs only with that digest, and only
-if the plan is still exactly what was previewed.
+rule (:mod:`memory_adapter.tools.forgetting`: words matched by stem and the recall's similarity; a description that
+matches nothing selects nothing), in the user's banks only. Removal is the tool's, one rule for both
+(:func:`~memory_adapter.tools.forgetting.plan_removal`): only the selected facts go, other facts of the same source
+turn stay recallable. A source turn every live memory of which is selected is deleted (text, chunks, facts;
+Hindsight sweeps the observations built on them); a selected memory whose turn also holds memories that were not
+selected is invalidated (out of recall; Hindsight 1.1.0 cannot delete one memory unit), and the preview names those
+others, which stay. The preview lists exactly what would go and a confirmation digest; the removal runs only with
+that digest, and only if the plan is still exactly what was previewed.
 """
 
 from __future__ import annotations
@@ -147,40 +147,20 @@ def _remaining(client: OperatorClient, subject: Subject, banks: list[str], probe
 @dataclass(frozen=True, slots=True)
 class ForgetPlan:
     """What forgetting the selected memories does, exactly: ``documents`` are deleted whole (every live fact of each is
-    selected), ``invalidations`` are taken out of recall (a selected fact without a document, or, with
-    ``invalidate``, one whose source also holds memories not selected), ``shared`` names those sources and the
-    memories in them that were *not* selected (they are never removed). ``confirmation`` is the digest to pass back."""
+    selected), ``invalidations`` are taken out of recall (a selected fact without a document, or one whose source
+    also holds memories not selected), ``shared`` names those sources and the memories in them that were *not*
+    selected (they stay). ``confirmation`` is the digest to pass back."""
 
     matched: list[dict[str, Any]]
     documents: list[dict[str, Any]]
     invalidations: list[dict[str, Any]]
     shared: list[dict[str, Any]]
-    invalidate: bool
     more_matched: int = 0
 
     @property
     def confirmation(self) -> str:
         return canonical_digest(
-            {
-                "documents": self.documents,
-                "invalidations": self.invalidations,
-                "shared": self.shared,
-                "invalidate": self.invalidate,
-            }
-        )
-
-    @property
-    def refusal(self) -> str | None:
-        """Why carrying this plan out is refused (a selected memory shares its source with unselected ones and
-        ``invalidate`` was not asked for), or ``None``."""
-        if not self.shared or self.invalidate:
-            return None
-        others = [f"{o['id']} {o['text']!r}" for doc in self.shared for o in doc["others"]]
-        return (
-            f"{sum(len(d['selected']) for d in self.shared)} selected memory(ies) share a source turn with "
-            f"memories you did not select ({'; '.join(others)}); Hindsight 1.1.0 deletes only whole source turns, "
-            "so select those too (--memory-id, repeated) to delete the turn, or pass --invalidate to take only the "
-            "selected ones out of recall (their text stays in the turn and Hindsight's archive); nothing was deleted"
+            {"documents": self.documents, "invalidations": self.invalidations, "shared": self.shared}
         )
 
     @property
@@ -194,9 +174,12 @@ class ForgetPlan:
             f"({sum(len(d['facts']) for d in self.documents)} memory(ies))",
             f"{len(self.invalidations)} memory(ies) invalidated",
         ]
+        if self.shared:
+            kept = sum(len(d["others"]) for d in self.shared)
+            parts.append(f"{kept} other memory(ies) of the same source turn(s) stay (listed in shared)")
         if self.more_matched:
             parts.append(f"{self.more_matched} more matched beyond the limit (raise --limit to include them)")
-        return "; ".join(parts) + (f"; REFUSED: {self.refusal}" if self.refusal else "")
+        return "; ".join(parts)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -205,7 +188,6 @@ class ForgetPlan:
             "documents": self.documents,
             "invalidations": self.invalidations,
             "shared": self.shared,
-            "invalidate": self.invalidate,
             "more_matched": self.more_matched,
             "confirmation": self.confirmation,
         }
@@ -226,7 +208,6 @@ def plan_forget_memories(
     memory_ids: Sequence[str] = (),
     query: str | None = None,
     limit: int = 5,
-    invalidate: bool = False,
 ) -> ForgetPlan:
     """What forgetting the memories ``memory_ids`` names, or the (at most ``limit``) memories ``query`` selects by
     the ``forget`` tool's rule (:func:`memory_adapter.tools.forgetting.select`), would remove, in the subject's
@@ -274,17 +255,12 @@ def plan_forget_memories(
                     "others": sorted((_shown(bank_id, f) for f in others), key=str),
                 }
             )
-        invalidations += [
-            {"bank_id": bank_id, "memory_id": f.id, "text": f.text}
-            for f in removal.invalidate
-            if f.document_id is None or invalidate
-        ]
+        invalidations += [{"bank_id": bank_id, "memory_id": f.id, "text": f.text} for f in removal.invalidate]
     return ForgetPlan(
         matched=[_shown(b, f) for b, f in selected],
         documents=documents,
         invalidations=sorted(invalidations, key=str),
         shared=shared,
-        invalidate=invalidate,
         more_matched=more,
     )
 
@@ -297,11 +273,10 @@ def forget_memories(
     memory_ids: Sequence[str] = (),
     query: str | None = None,
     limit: int = 5,
-    invalidate: bool = False,
 ) -> dict[str, Any]:
     """Preview (``confirm`` ``None``) or carry out (``confirm`` = the preview's digest) a forget of memories; a memory
-    that was not selected is never removed (a plan that would need it is refused: :attr:`ForgetPlan.refusal`)."""
-    plan = plan_forget_memories(client, subject, memory_ids=memory_ids, query=query, limit=limit, invalidate=invalidate)
+    that was not selected is never removed (it stays recallable, also when it shares the selected one's turn)."""
+    plan = plan_forget_memories(client, subject, memory_ids=memory_ids, query=query, limit=limit)
     if confirm is None:
         return {"preview": True, **plan.as_dict()}
     if confirm != plan.confirmation:
@@ -309,8 +284,6 @@ def forget_memories(
             "the confirmation does not match what would be deleted now (it changed since the preview, or the "
             "digest is wrong): run the preview again and confirm its digest (nothing was deleted)"
         )
-    if plan.refusal:
-        raise InvalidRequestError(plan.refusal)
     deleted = 0
     for doc in plan.documents:
         deleted += client.delete_document(doc["bank_id"], doc["document_id"]) or 0

@@ -14,6 +14,7 @@ Module              Job
 ``hooks``           :class:`InvocationHooks`: what the wiring reports about each invocation (an agent's metrics)
 ``memory``          :class:`AgentCoreMemory` (all of the above for one process) and :class:`MemoryTurn`
 ``errors``          :class:`AuthError`, :class:`PayloadError`
+``project``         :func:`project_problems`: what an agent project you bring must look like (bundled or run locally)
 ==================  ========================================================================================
 
 Names are exported lazily: ``import memory_adapter.agentcore`` loads nothing, and ``settings`` needs only the

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
     from memory_adapter.adapter import Recollection
     from memory_adapter.delivery import RetainHandle
     from memory_adapter.observability import MetricsSink
-    from memory_adapter.tools.memory_tools import MemoryTools
+    from memory_adapter.tools.memory_tools import ToolRunner
 
 __all__ = [
     "MEMORY_TURN_KEY",
@@ -145,7 +145,7 @@ class AgentCoreMemory:
         verifier: TokenVerifier | None = None,
         agent_key: AgentKey | None = None,
         metrics: MetricsSink | None = None,
-        tools: MemoryTools | None = None,
+        tools: ToolRunner | None = None,
         hooks: InvocationHooks | None = None,
         logger: Any = None,
     ) -> None:
@@ -164,7 +164,7 @@ class AgentCoreMemory:
         self.app: BedrockAgentCoreApp | None = None
 
     @property
-    def tools(self) -> MemoryTools:
+    def tools(self) -> ToolRunner:
         """The memory tools (``memory_adapter.tools``), for the verified caller of each call."""
         if self._tools is None:
             from memory_adapter.tools.memory_tools import MemoryTools
