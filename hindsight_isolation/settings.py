@@ -40,6 +40,7 @@ __all__ = [
     "ConfigError",
     "IsolationSettings",
     "server_env",
+    "tenant_env",
 ]
 
 #: Hindsight reads these three variables to load our classes.
@@ -108,6 +109,14 @@ class ConfigError(ValueError):
     def __init__(self, problems: list[str]) -> None:
         super().__init__("hindsight_isolation: invalid configuration: " + "; ".join(problems))
         self.problems = problems
+
+
+def tenant_env(key: str) -> str:
+    """The server's environment variable of the extension's setting ``key`` (a field of :class:`IsolationSettings`,
+    or a ``jwt_`` key); a key the extension does not read raises ``KeyError``."""
+    if key not in IsolationSettings.known_keys():
+        raise KeyError(f"the isolation extension reads no setting {key!r}")
+    return ENV_TENANT_PREFIX + key.upper()
 
 
 def _missions(get: SettingsReader, key: str) -> Missions:
@@ -192,6 +201,16 @@ class IsolationSettings:
         }
 
     @classmethod
+    def known_keys(cls) -> frozenset[str]:
+        """Every key of the loader's dict these settings are read from."""
+        return _JWT_KEYS | frozenset(env_names(cls)) | frozenset(_FADING_KEYS)
+
+    @classmethod
+    def env_names(cls) -> tuple[str, ...]:
+        """Every variable of the server's environment the extension's slots and settings are read from."""
+        return (*SERVER_REQUIRED_ENV, *sorted(ENV_TENANT_PREFIX + key.upper() for key in cls.known_keys()))
+
+    @classmethod
     def from_env(cls, env: Mapping[str, str]) -> IsolationSettings:
         """What the extension reads from the server's environment: the loader's dict of every
         ``HINDSIGHT_API_TENANT_*`` variable but the slot itself, prefix stripped and lowercased
@@ -213,7 +232,7 @@ class IsolationSettings:
                 f"every user's bank is what this extension removes; set {get.name('operator_key')} for "
                 f"administration (never give it to the agent)"
             )
-        unknown = get.unknown(_JWT_KEYS | set(env_names(cls)) | set(_FADING_KEYS) | {_GLOBAL_KEY})
+        unknown = get.unknown(cls.known_keys() | {_GLOBAL_KEY})
         if unknown:
             get.problem("unknown settings: " + ", ".join(unknown))
         values = read_declared(cls, get)
