@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ class GatewayStack(PartAwareStack):
 
     Args:
         agent_name: Whose banks the tools act on (the runtime agent's).
+        recall_settings: The agent's recall budget and block size (``AgentConfig.recall_settings``).
         url_parameter_name: The SSM name publishing the MCP URL.
         private_access: Create the VPC endpoint the agent reaches the gateway through (``agent.tools_via_gateway``).
     """
@@ -33,6 +35,7 @@ class GatewayStack(PartAwareStack):
         *,
         config: GatewayConfig,
         agent_name: str,
+        recall_settings: Mapping[str, Any],
         url_parameter_name: str,
         private_access: bool,
         foundation: Foundation,
@@ -47,6 +50,7 @@ class GatewayStack(PartAwareStack):
             "MemoryGateway",
             config=config,
             agent_name=agent_name,
+            recall_settings=recall_settings,
             url_parameter_name=url_parameter_name,
             private_access=private_access,
             network=foundation.network,

@@ -26,7 +26,6 @@ from memory_adapter.missions import Missions
 from memory_adapter.queue_replay import ReplaySettings
 from memory_adapter.settings_reader import env_text
 from runtime_handler.settings import ModelProvider, Settings
-from runtime_handler.working_memory import WorkingMemoryLimits
 
 URL = "https://memory.internal.example.com"
 QUEUE = "https://sqs.us-east-1.amazonaws.com/111122223333/retains"
@@ -77,7 +76,9 @@ def _agent() -> Settings:
         model_id="amazon.nova-lite-v1:0",
         model_max_tokens=2048,
         max_prompt_chars=9000,
-        working_memory=WorkingMemoryLimits(max_turns=5, max_chars=5000, max_sessions=50),
+        working_memory_max_turns=5,
+        working_memory_max_chars=5000,
+        working_memory_max_sessions=50,
         tool_rounds=2,
         gateway_url_parameter="/HindsightMemory/dev/gateway/url",
         gateway_target="memory",
@@ -113,7 +114,7 @@ PROCESSES = {
     ),
     "admin": (
         FunctionSettings(
-            hindsight_url=URL,
+            hindsight_api_url=URL,
             operator_key_secret_arn=SECRET,
             bucket="admin-bucket",
             bucket_key_arn="arn:aws:kms:us-east-1:111122223333:key/k",
