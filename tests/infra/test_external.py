@@ -129,7 +129,8 @@ def test_every_client_reads_the_external_url_and_the_private_ca(iam_synth: tuple
     synth, ca_pem = iam_synth
     url = EXTERNAL_IAM["hindsight.external_url"]
     clients = {key: env for key, env in _function_envs(synth).items() if "HINDSIGHT_API_URL" in env}
-    assert len(clients) == 3  # the replay function, the admin function and the expiry (no gateway with IAM)
+    # the replay function, the admin function, the expiry and the isolation probe (no gateway with IAM)
+    assert len(clients) == 4, sorted(clients)
     for key, env in clients.items():
         assert env["HINDSIGHT_API_URL"] == url, key
         assert env[CA_BUNDLE_ENV] == ca_pem.strip() + "\n", key
