@@ -56,6 +56,8 @@ def _with_mission(env: str) -> dict[str, Any]:
     envs = json.loads(CDK_JSON.read_text())["context"]["envs"]
     overlay = {**envs[env], "missions": {"assistant": {"retain_mission": MISSION}}}
     return {"envs": {**envs, env: overlay}}
+
+
 IAM_CHANGED = {**VARIANTS["iam-aurora"], "auth.tenant_id": "globex"}
 
 #: A process's settings, read from its environment.

@@ -126,8 +126,8 @@ class HindsightAgentCoreConfig:
     (:mod:`memory_adapter.missions`). Empty: banks keep their own settings."""
     log_hash_salt: str = field(default="", repr=False)
     """Salt of the short hashes that stand for bank ids in logs. Environment only (no argument): every process's logs
-    read it there (:func:`memory_adapter.observability.short_hash`, :data:`~memory_adapter.constants.LOG_HASH_SALT_ENV`);
-    a field so that it is listed, written and checked with the other settings."""
+    read it there (:func:`memory_adapter.observability.short_hash`); a field so that it is listed, written and
+    checked with the other settings."""
 
     def to_env(self) -> dict[str, str]:
         """The environment :func:`resolve_settings` reads back as these settings: the URL, the key when set, and
