@@ -4,21 +4,23 @@ Hindsight's extension loader (``hindsight_api/extensions/loader.py``) collects e
 variable except ``..._EXTENSION``, strips the prefix and lowercases the rest, and passes the result to the tenant
 extension's constructor. The token checks are the identity contract's
 (:class:`memory_adapter.identity.settings.JwtSettings`, read under ``jwt_`` keys, so the agent and this extension
-accept the same tokens by construction); this module names the other keys (the ``KEY_*`` constants; the environment
-variable is ``HINDSIGHT_API_TENANT_`` + the key upper-cased) and reports every problem in one error. Standard library
+accept the same tokens by construction); every other setting is a field naming its key, default and bounds
+(:func:`~memory_adapter.settings_fields.setting`; the environment variable is ``HINDSIGHT_API_TENANT_`` + the key
+upper-cased), and every problem is reported in one error. Standard library
 only, so the stack and the local server manager can import :func:`server_env` without pulling in Hindsight or PyJWT.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
 from hindsight_isolation.fading import DEFAULT_FLOOR, FadingRules, parse_instant
 from memory_adapter.identity.settings import JwtSettings
 from memory_adapter.missions import Missions
+from memory_adapter.settings_fields import env_names, env_of, read_declared, setting
 from memory_adapter.settings_reader import Naming, SettingsReader, env_dict
 
 __all__ = [
@@ -38,6 +40,7 @@ __all__ = [
     "ConfigError",
     "IsolationSettings",
     "server_env",
+    "tenant_env",
 ]
 
 #: Hindsight reads these three variables to load our classes.
@@ -69,75 +72,26 @@ ENV_TENANT_PREFIX = "HINDSIGHT_API_TENANT_"
 #: How this extension spells the identity contract's settings: ``jwt_leeway_s``, shown as the variable users set.
 JWT_NAMING = Naming(prefix="jwt_", seconds="_s", shown_prefix=ENV_TENANT_PREFIX, shown_upper=True)
 
-# Issuer (the same fields the agent verifies with; every JwtSettings field is accepted under JWT_NAMING).
-KEY_DISCOVERY_URL = JWT_NAMING.key("discovery_url")
-KEY_ISSUER = JWT_NAMING.key("issuer")
-KEY_JWKS_URL = JWT_NAMING.key("jwks_url")
-KEY_STATIC_JWKS = JWT_NAMING.key("static_jwks")
-KEY_ALLOWED_CLIENTS = JWT_NAMING.key("allowed_clients")
-KEY_ALLOWED_AUDIENCE = JWT_NAMING.key("allowed_audience")
-KEY_TOKEN_USE = JWT_NAMING.key("token_use")
-KEY_USER_CLAIM = JWT_NAMING.key("user_claim")
-KEY_TENANT_CLAIM = JWT_NAMING.key("tenant_claim")
-KEY_ALGORITHMS = JWT_NAMING.key("algorithms")
-KEY_LEEWAY_S = JWT_NAMING.key("leeway_s")
-KEY_JWKS_CACHE_TTL_S = JWT_NAMING.key("jwks_cache_ttl_s")
-# Re-delivery of spooled retains.
-KEY_EXPIRY_GRACE_S = "expiry_grace_s"
-# Credentials that are not user tokens.
-KEY_OPERATOR_KEY = "operator_key"
-KEY_AGENT_KEY = "agent_key"
-KEY_AGENT_NAME = "agent_name"
-KEY_AGENT_TENANT = "agent_tenant"
-#: ``AGENT_TENANT`` value meaning "the agent's banks in every tenant" (IAM runtimes taking the tenant from a header).
-ANY_TENANT = "*"
-# Tuning.
-KEY_TOKEN_CACHE_TTL_S = "token_cache_ttl_s"  # noqa: S105 - a setting name
-KEY_TOKEN_CACHE_SIZE = "token_cache_size"  # noqa: S105 - a setting name
-KEY_SCHEMA = "schema"
-# Memory events (hindsight_isolation/events.py, docs/events.md): one sink at most; off when neither is set.
-KEY_EVENTS_FILE = "events_file"
-KEY_EVENTS_QUEUE_URL = "events_queue_url"
-KEY_EVENTS_INCLUDE_TEXT = "events_include_text"
-# Fading and reinforcement (hindsight_isolation/fading.py, docs/memory.md): off unless FADING is on.
-KEY_FADING = "fading"
-KEY_FADING_HALF_LIFE_DAYS = "fading_half_life_days"
-KEY_FADING_FLOOR = "fading_floor"
-#: Tests and local runs only (the stack never sets them): a fixed "now", or "now" per request from a header.
-KEY_FADING_CLOCK = "fading_clock"
-KEY_FADING_CLOCK_HEADER = "fading_clock_header"
-#: What memory keeps, per agent (JSON agent name -> mission, as the agent's HINDSIGHT_ADAPTER_MISSIONS): the server
-#: applies it to each bank of that agent before a caller's retain (hindsight_isolation/missions.py).
-KEY_MISSIONS = "missions"
-# Admission control of recalls (hindsight_isolation/admission.py): recalls served at once (0: no admission control)
-# and the longest expected queueing of a recall that states a deadline.
-KEY_RECALL_CONCURRENCY = "recall_concurrency"
-KEY_RECALL_MAX_WAIT_MS = "recall_max_wait_ms"
-
 _JWT_KEYS = JwtSettings.setting_keys(JWT_NAMING)
-_KNOWN_KEYS = _JWT_KEYS | {v for name, v in dict(globals()).items() if name.startswith("KEY_") and isinstance(v, str)}
 #: The stock single global key: refused (see :meth:`IsolationSettings.from_config`).
 _GLOBAL_KEY = "api_key"
-
+#: ``AGENT_TENANT`` value meaning "the agent's banks in every tenant" (IAM runtimes taking the tenant from a header).
+ANY_TENANT = "*"
 #: How long after ``exp`` a user token may still retain (and only retain) into its own banks, in seconds: the one
 #: default, locally and deployed (``auth.retain_grace_seconds`` null in cdk.json means this).
 DEFAULT_EXPIRY_GRACE_S = 3600.0
 #: Hard upper bound on the grace window: a day-old stolen token must not write anywhere.
 MAX_EXPIRY_GRACE_S = 24 * 3600.0
-#: Seconds a verified token's result is reused, and how many results are kept.
-DEFAULT_TOKEN_CACHE_TTL_S = 60.0
-DEFAULT_TOKEN_CACHE_SIZE = 10_000
 #: Recalls served at once per server process. Small on purpose: the slots' throughput is the CPU's (a recall is
 #: ~10-20 ms of CPU), and each extra slot only lengthens every recall it shares the CPU with.
 DEFAULT_RECALL_CONCURRENCY: Final = 4
 #: The longest a recall with a deadline is expected to queue before it is shed, whatever its deadline allows.
 DEFAULT_RECALL_MAX_WAIT_S: Final = 0.2
-#: Upper bound of ``RECALL_MAX_WAIT_MS``.
-MAX_RECALL_MAX_WAIT_MS = 60_000
-#: Upper bound of ``RECALL_CONCURRENCY`` (Hindsight's own recall lane admits 16 per core: more is no gate at all).
-MAX_RECALL_CONCURRENCY = 256
 #: Minimum length of the operator and agent keys: they are bearer secrets compared verbatim.
 MIN_KEY_LENGTH = 32
+# Fading and reinforcement (hindsight_isolation/fading.py, docs/memory.md): off unless FADING is on; read together
+# (:func:`_fading`), the clock ones by tests and local runs only (the stack never sets them).
+_FADING_KEYS = ("fading", "fading_half_life_days", "fading_floor", "fading_clock", "fading_clock_header")
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,11 +103,6 @@ class AdmissionConfig:
     max_wait_s: float = DEFAULT_RECALL_MAX_WAIT_S
 
 
-def _unless(value: float, default: float) -> float | None:
-    """``value``, or ``None`` (not written) when it is the default."""
-    return None if value == default else value
-
-
 class ConfigError(ValueError):
     """The extension's configuration is unusable; ``problems`` lists every reason (so does the message)."""
 
@@ -162,31 +111,75 @@ class ConfigError(ValueError):
         self.problems = problems
 
 
-@dataclass(frozen=True, slots=True)
+def tenant_env(key: str) -> str:
+    """The server's environment variable of the extension's setting ``key`` (a field of :class:`IsolationSettings`,
+    or a ``jwt_`` key); a key the extension does not read raises ``KeyError``."""
+    if key not in IsolationSettings.known_keys():
+        raise KeyError(f"the isolation extension reads no setting {key!r}")
+    return ENV_TENANT_PREFIX + key.upper()
+
+
+def _missions(get: SettingsReader, key: str) -> Missions:
+    missions, problems = Missions.checked(
+        get.json_object(key, what="a JSON object of agent name -> mission"), shown_prefix=get.name(key) + "."
+    )
+    for problem in problems:
+        get.problem(problem)
+    return missions
+
+
+def _events_queue(get: SettingsReader, key: str) -> str | None:
+    queue = get.text(key)
+    if queue is not None and not (queue.startswith("https://") and queue.endswith(".fifo")):
+        get.problem(
+            f"{get.name(key)} must be an https:// SQS FIFO queue URL ending in .fifo (events of one bank stay in "
+            "order only on a FIFO queue)"
+        )
+    return queue
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class IsolationSettings:
-    """Everything the tenant extension needs, parsed and checked.
+    """Everything the tenant extension needs, parsed and checked; each setting a field naming its key.
 
     ``jwt`` is ``None`` when no token setting is configured (an IAM-only deployment: the agent key and the operator
     key authenticate, every user token is refused).
     """
 
     jwt: JwtSettings | None = None
-    expiry_grace_s: float = DEFAULT_EXPIRY_GRACE_S
-    operator_key: str | None = field(default=None, repr=False)
-    agent_key: str | None = field(default=None, repr=False)
-    agent_name: str | None = None
-    agent_tenant: str | None = None
-    token_cache_ttl_s: float = DEFAULT_TOKEN_CACHE_TTL_S
-    token_cache_size: int = DEFAULT_TOKEN_CACHE_SIZE
-    schema: str | None = None
-    events_file: str | None = None
-    events_queue_url: str | None = None
-    events_include_text: bool = False
+    expiry_grace_s: float = setting(
+        "expiry_grace_s", DEFAULT_EXPIRY_GRACE_S, low=0, high=MAX_EXPIRY_GRACE_S, always=True
+    )
+    """Always stated: the retain queue's retry window is its length."""
+    operator_key: str | None = setting("operator_key", repr=False)
+    agent_key: str | None = setting("agent_key", repr=False)
+    agent_name: str | None = setting("agent_name")
+    agent_tenant: str | None = setting("agent_tenant")
+    token_cache_ttl_s: float = setting("token_cache_ttl_s", 60.0, low=0)
+    """Seconds a verified token's result is reused ..."""
+    token_cache_size: int = setting("token_cache_size", 10_000, low=0)
+    """... and how many results are kept."""
+    schema: str | None = setting("schema")
+    events_file: str | None = setting("events_file")
+    """Memory events (hindsight_isolation/events.py, docs/events.md): one sink at most; off when neither is set."""
+    events_queue_url: str | None = setting("events_queue_url", parse=_events_queue)
+    events_include_text: bool = setting("events_include_text", False)
     fading: FadingRules | None = None
     fading_clock: datetime | None = None
     fading_clock_header: bool = False
-    missions: Missions = field(default_factory=Missions)
-    admission: AdmissionConfig = field(default_factory=AdmissionConfig)
+    missions: Missions = setting("missions", Missions(), parse=_missions, write=Missions.to_json)
+    """What memory keeps, per agent (JSON agent name -> mission, as the agent's HINDSIGHT_ADAPTER_MISSIONS): the
+    server applies it to each bank of that agent before a caller's retain (hindsight_isolation/missions.py)."""
+    recall_concurrency: int = setting("recall_concurrency", DEFAULT_RECALL_CONCURRENCY, low=0, high=256)
+    """Admission control of recalls (hindsight_isolation/admission.py): recalls served at once (0: no admission
+    control; more than Hindsight's own recall lane, 16 per core, is no gate at all) ..."""
+    recall_max_wait_ms: float = setting("recall_max_wait_ms", DEFAULT_RECALL_MAX_WAIT_S * 1000, low=0, high=60_000)
+    """... and the longest expected queueing of a recall that states a deadline."""
+
+    @property
+    def admission(self) -> AdmissionConfig:
+        """How admission control of recalls runs."""
+        return AdmissionConfig(concurrency=self.recall_concurrency, max_wait_s=self.recall_max_wait_ms / 1000)
 
     @property
     def verifier(self) -> Mapping[str, Any]:
@@ -197,33 +190,25 @@ class IsolationSettings:
         """The server environment that loads the extension's three slots with these settings, read back by
         :meth:`from_env` (what the stack and the local server start Hindsight with).
 
-        The grace window is always stated (the retain queue's retry window is its length); secrets are included
-        when set (in the stack they come from Secrets Manager as ECS secrets, so it leaves them ``None``).
+        Secrets are included when set (in the stack they come from Secrets Manager as ECS secrets, so it leaves them
+        ``None``).
         """
-        values: dict[str, object] = {
-            KEY_EXPIRY_GRACE_S: self.expiry_grace_s,
-            KEY_AGENT_NAME: self.agent_name,
-            KEY_AGENT_TENANT: self.agent_tenant,
-            KEY_OPERATOR_KEY: self.operator_key,
-            KEY_AGENT_KEY: self.agent_key,
-            KEY_TOKEN_CACHE_TTL_S: _unless(self.token_cache_ttl_s, DEFAULT_TOKEN_CACHE_TTL_S),
-            KEY_TOKEN_CACHE_SIZE: _unless(self.token_cache_size, DEFAULT_TOKEN_CACHE_SIZE),
-            KEY_SCHEMA: self.schema,
-            KEY_EVENTS_FILE: self.events_file,
-            KEY_EVENTS_QUEUE_URL: self.events_queue_url,
-            KEY_EVENTS_INCLUDE_TEXT: self.events_include_text or None,
-            **_fading_values(self.fading, self.fading_clock, self.fading_clock_header),
-            KEY_MISSIONS: self.missions.to_json() if self.missions.by_agent else None,
-            KEY_RECALL_CONCURRENCY: _unless(self.admission.concurrency, DEFAULT_RECALL_CONCURRENCY),
-            KEY_RECALL_MAX_WAIT_MS: _unless(self.admission.max_wait_s * 1000, DEFAULT_RECALL_MAX_WAIT_S * 1000),
-        }
-        tenant = {ENV_TENANT_PREFIX + key.upper(): value for key, value in env_dict(values).items()}
+        values = {**env_of(self), **env_dict(_fading_values(self.fading, self.fading_clock, self.fading_clock_header))}
         jwt = self.jwt.to_env(JWT_NAMING) if self.jwt is not None else {}
         return {
             **SERVER_REQUIRED_ENV,
-            **tenant,
-            **{ENV_TENANT_PREFIX + key.upper(): value for key, value in jwt.items()},
+            **{ENV_TENANT_PREFIX + key.upper(): value for key, value in {**values, **jwt}.items()},
         }
+
+    @classmethod
+    def known_keys(cls) -> frozenset[str]:
+        """Every key of the loader's dict these settings are read from."""
+        return _JWT_KEYS | frozenset(env_names(cls)) | frozenset(_FADING_KEYS)
+
+    @classmethod
+    def env_names(cls) -> tuple[str, ...]:
+        """Every variable of the server's environment the extension's slots and settings are read from."""
+        return (*SERVER_REQUIRED_ENV, *sorted(ENV_TENANT_PREFIX + key.upper() for key in cls.known_keys()))
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> IsolationSettings:
@@ -244,86 +229,45 @@ class IsolationSettings:
         if _GLOBAL_KEY in config:
             get.problem(
                 f"{get.name(_GLOBAL_KEY)} is the stock single global key and is not accepted: a key that opens "
-                f"every user's bank is what this extension removes; set {get.name(KEY_OPERATOR_KEY)} for "
+                f"every user's bank is what this extension removes; set {get.name('operator_key')} for "
                 f"administration (never give it to the agent)"
             )
-        unknown = get.unknown(_KNOWN_KEYS | {_GLOBAL_KEY})
+        unknown = get.unknown(cls.known_keys() | {_GLOBAL_KEY})
         if unknown:
             get.problem("unknown settings: " + ", ".join(unknown))
-
-        jwt = JwtSettings.read(get) if any(get.given(key) for key in _JWT_KEYS) else None
-        grace = get.number(KEY_EXPIRY_GRACE_S, DEFAULT_EXPIRY_GRACE_S, low=0, high=MAX_EXPIRY_GRACE_S)
-        operator_key, agent_key = get.text(KEY_OPERATOR_KEY), get.text(KEY_AGENT_KEY)
-        agent_name, agent_tenant = get.text(KEY_AGENT_NAME), get.text(KEY_AGENT_TENANT)
-        for key, value in ((KEY_OPERATOR_KEY, operator_key), (KEY_AGENT_KEY, agent_key)):
-            if value is not None and len(value) < MIN_KEY_LENGTH:
-                get.problem(f"{get.name(key)} must be at least {MIN_KEY_LENGTH} characters")
-        if agent_key is not None and agent_name is None:
-            get.problem(
-                f"{get.name(KEY_AGENT_KEY)} needs {get.name(KEY_AGENT_NAME)}: the agent credential is limited to one "
-                "agent's banks"
-            )
-        if agent_key is None and (agent_name is not None or agent_tenant is not None):
-            get.problem(
-                f"{get.name(KEY_AGENT_NAME)}/{get.name(KEY_AGENT_TENANT)} are set but {get.name(KEY_AGENT_KEY)} is not"
-            )
-        if operator_key is not None and operator_key == agent_key:
-            get.problem("the operator key and the agent key must differ")
-        if jwt is None and operator_key is None and agent_key is None:
-            get.problem(
-                f"nothing could ever authenticate: configure a token issuer ({get.name(KEY_DISCOVERY_URL)} or "
-                f"{get.name(KEY_ISSUER)}), an agent key or an operator key"
-            )
-        events_file, events_queue = get.text(KEY_EVENTS_FILE), get.text(KEY_EVENTS_QUEUE_URL)
-        if events_file is not None and events_queue is not None:
-            get.problem(f"set {get.name(KEY_EVENTS_FILE)} or {get.name(KEY_EVENTS_QUEUE_URL)}, not both")
-        if events_queue is not None and not (events_queue.startswith("https://") and events_queue.endswith(".fifo")):
-            get.problem(
-                f"{get.name(KEY_EVENTS_QUEUE_URL)} must be an https:// SQS FIFO queue URL ending in .fifo (events "
-                "of one bank stay in order only on a FIFO queue)"
-            )
-        events_text = get.flag(KEY_EVENTS_INCLUDE_TEXT)
-        if events_text and events_file is None and events_queue is None:
-            get.problem(f"{get.name(KEY_EVENTS_INCLUDE_TEXT)} is set but no events sink is")
-        fading, fading_clock, fading_clock_header = _fading(get)
-        missions, mission_problems = Missions.checked(
-            get.json_object(KEY_MISSIONS, what="a JSON object of agent name -> mission"),
-            shown_prefix=get.name(KEY_MISSIONS) + ".",
-        )
-        for problem in mission_problems:
-            get.problem(problem)
-        cache_ttl = get.number(KEY_TOKEN_CACHE_TTL_S, DEFAULT_TOKEN_CACHE_TTL_S, low=0)
-        cache_size = get.integer(KEY_TOKEN_CACHE_SIZE, DEFAULT_TOKEN_CACHE_SIZE, low=0)
-        admission = AdmissionConfig(
-            concurrency=get.integer(
-                KEY_RECALL_CONCURRENCY, DEFAULT_RECALL_CONCURRENCY, low=0, high=MAX_RECALL_CONCURRENCY
-            ),
-            max_wait_s=get.number(
-                KEY_RECALL_MAX_WAIT_MS, DEFAULT_RECALL_MAX_WAIT_S * 1000, low=0, high=MAX_RECALL_MAX_WAIT_MS
-            )
-            / 1000,
-        )
+        values = read_declared(cls, get)
+        values["jwt"] = JwtSettings.read(get) if any(get.given(key) for key in _JWT_KEYS) else None
+        values["fading"], values["fading_clock"], values["fading_clock_header"] = _fading(get)
+        _check(values, get)
         if get.problems:
             raise ConfigError(get.problems)
-        return cls(
-            jwt=jwt,
-            expiry_grace_s=grace,
-            operator_key=operator_key,
-            agent_key=agent_key,
-            agent_name=agent_name,
-            agent_tenant=agent_tenant,
-            token_cache_ttl_s=cache_ttl,
-            token_cache_size=cache_size,
-            schema=get.text(KEY_SCHEMA),
-            events_file=events_file,
-            events_queue_url=events_queue,
-            events_include_text=events_text,
-            fading=fading,
-            fading_clock=fading_clock,
-            fading_clock_header=fading_clock_header,
-            missions=missions,
-            admission=admission,
+        return cls(**values)
+
+
+def _check(values: Mapping[str, Any], get: SettingsReader) -> None:
+    """The rules between settings."""
+    operator_key, agent_key = values["operator_key"], values["agent_key"]
+    for key in ("operator_key", "agent_key"):
+        if values[key] is not None and len(values[key]) < MIN_KEY_LENGTH:
+            get.problem(f"{get.name(key)} must be at least {MIN_KEY_LENGTH} characters")
+    if agent_key is not None and values["agent_name"] is None:
+        get.problem(
+            f"{get.name('agent_key')} needs {get.name('agent_name')}: the agent credential is limited to one agent's "
+            "banks"
         )
+    if agent_key is None and (values["agent_name"] is not None or values["agent_tenant"] is not None):
+        get.problem(f"{get.name('agent_name')}/{get.name('agent_tenant')} are set but {get.name('agent_key')} is not")
+    if operator_key is not None and operator_key == agent_key:
+        get.problem("the operator key and the agent key must differ")
+    if values["jwt"] is None and operator_key is None and agent_key is None:
+        get.problem(
+            f"nothing could ever authenticate: configure a token issuer ({get.name(JWT_NAMING.key('discovery_url'))} "
+            f"or {get.name(JWT_NAMING.key('issuer'))}), an agent key or an operator key"
+        )
+    if values["events_file"] is not None and values["events_queue_url"] is not None:
+        get.problem(f"set {get.name('events_file')} or {get.name('events_queue_url')}, not both")
+    if values["events_include_text"] and values["events_file"] is None and values["events_queue_url"] is None:
+        get.problem(f"{get.name('events_include_text')} is set but no events sink is")
 
 
 def _fading_values(rules: FadingRules | None, clock: datetime | None, clock_header: bool) -> dict[str, object]:
@@ -331,35 +275,35 @@ def _fading_values(rules: FadingRules | None, clock: datetime | None, clock_head
     if rules is None:
         return {}
     return {
-        KEY_FADING: True,
-        KEY_FADING_HALF_LIFE_DAYS: {kind.value: days for kind, days in rules.half_life_days.items()},
-        KEY_FADING_FLOOR: _unless(rules.floor, DEFAULT_FLOOR),
-        KEY_FADING_CLOCK: clock.isoformat() if clock is not None else None,
-        KEY_FADING_CLOCK_HEADER: clock_header or None,
+        "fading": True,
+        "fading_half_life_days": {kind.value: days for kind, days in rules.half_life_days.items()},
+        "fading_floor": None if rules.floor == DEFAULT_FLOOR else rules.floor,
+        "fading_clock": clock.isoformat() if clock is not None else None,
+        "fading_clock_header": clock_header or None,
     }
 
 
 def _fading(get: SettingsReader) -> tuple[FadingRules | None, datetime | None, bool]:
     """The fading settings: the rules (``None``: off), the fixed clock and whether the clock header is honoured."""
-    on = get.flag(KEY_FADING)
-    floor = get.number(KEY_FADING_FLOOR, DEFAULT_FLOOR, low=0, high=0.99)
-    half_lives = get.json_object(KEY_FADING_HALF_LIFE_DAYS, what="a JSON object of memory kind -> half-life days")
-    rules, problems = FadingRules.checked(half_lives, floor=floor, shown=get.name(KEY_FADING_HALF_LIFE_DAYS))
+    on = get.flag("fading")
+    floor = get.number("fading_floor", DEFAULT_FLOOR, low=0, high=0.99)
+    half_lives = get.json_object("fading_half_life_days", what="a JSON object of memory kind -> half-life days")
+    rules, problems = FadingRules.checked(half_lives, floor=floor, shown=get.name("fading_half_life_days"))
     for problem in problems:
         get.problem(problem)
     clock: datetime | None = None
-    raw_clock = get.text(KEY_FADING_CLOCK)
+    raw_clock = get.text("fading_clock")
     if raw_clock is not None:
         try:
             clock = parse_instant(raw_clock)
         except ValueError as exc:
-            get.problem(f"{get.name(KEY_FADING_CLOCK)}: {exc}")
-    header = get.flag(KEY_FADING_CLOCK_HEADER)
-    tuned = [key for key in (KEY_FADING_HALF_LIFE_DAYS, KEY_FADING_FLOOR, KEY_FADING_CLOCK) if get.given(key)]
+            get.problem(f"{get.name('fading_clock')}: {exc}")
+    header = get.flag("fading_clock_header")
+    tuned = [key for key in ("fading_half_life_days", "fading_floor", "fading_clock") if get.given(key)]
     if not on and (tuned or header):
         get.problem(
-            f"{', '.join(get.name(k) for k in tuned + ([KEY_FADING_CLOCK_HEADER] if header else []))} set but "
-            f"{get.name(KEY_FADING)} is off: set {get.name(KEY_FADING)}=true to use fading"
+            f"{', '.join(get.name(k) for k in tuned + (['fading_clock_header'] if header else []))} set but "
+            f"{get.name('fading')} is off: set {get.name('fading')}=true to use fading"
         )
     return (rules if on else None), clock, header
 

@@ -174,6 +174,7 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
         gateway_props = MemoryGatewayProps(
             config=config.gateway,
             agent_name=config.agent.name,
+            recall_settings=config.agent.recall_settings,
             url_parameter_name=gateway_url_parameter,
             private_access=config.agent.tools_via_gateway,
             foundation=foundation,
@@ -197,6 +198,7 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
         removal=config.removal,
         bucket_name=bucket_name,
         agent_name=config.agent.name,
+        recall_settings=config.agent.recall_settings,
         dashboard_name=prefix,
         foundation=foundation,
         database=data.database if data is not None else None,

@@ -19,15 +19,11 @@ if TYPE_CHECKING:
     from infra.constructs.identity import Identity
 
 
-def _env(key: str) -> str:
-    return iso.ENV_TENANT_PREFIX + key.upper()
-
-
 #: Environment variable names the stack sets for the extension (secrets included), for tests and docs.
-ENV_OPERATOR_KEY = _env(iso.KEY_OPERATOR_KEY)
-ENV_AGENT_KEY = _env(iso.KEY_AGENT_KEY)
-ENV_STATIC_JWKS = _env(iso.KEY_STATIC_JWKS)
-ENV_ISSUER = _env(iso.KEY_ISSUER)
+ENV_OPERATOR_KEY = iso.tenant_env("operator_key")
+ENV_AGENT_KEY = iso.tenant_env("agent_key")
+ENV_STATIC_JWKS = iso.tenant_env(iso.JWT_NAMING.key("static_jwks"))
+ENV_ISSUER = iso.tenant_env(iso.JWT_NAMING.key("issuer"))
 #: Hindsight's own switch for document import, bank restore and clone (``hindsight_api.config``).
 ENV_ENABLE_DOCUMENT_IMPORT_API = iso.ENV_ENABLE_DOCUMENT_IMPORT_API
 

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.env import BenchEnv
-from hindsight_isolation.settings import ENV_TENANT_PREFIX, KEY_MISSIONS
+from hindsight_isolation.settings import tenant_env
 from memory_adapter import HindsightRuntimeAdapter, RetainOutcome, TurnContext
 from memory_adapter._hindsight_api import bank_path
 from memory_adapter.config import resolve_settings
@@ -245,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     customers = scenario(customers=args.customers, seed=args.seed)
     turns = sum(len(s) for c in customers for s in c.sessions)
     # The server applies the mission (as every deployed Hindsight task does), the agent sends its users' tokens.
-    with BenchEnv(server_env={ENV_TENANT_PREFIX + KEY_MISSIONS.upper(): _mission_json()}) as env:
+    with BenchEnv(server_env={tenant_env("missions"): _mission_json()}) as env:
         report = asyncio.run(run(env, customers))
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "eval-missions.json").write_text(json.dumps(report, indent=2, sort_keys=True) + "\n")

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from hindsight_isolation.settings import ENV_TENANT_PREFIX, KEY_RECALL_CONCURRENCY
+from hindsight_isolation.settings import tenant_env
 from localdev.supervisor import REPO_ROOT
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
@@ -111,7 +111,7 @@ def _shapes() -> dict[str, Any]:
             workers=1,
             api_cpus=deployed.api_cpus,
             worker_cpus=deployed.worker_cpus,
-            env={ENV_TENANT_PREFIX + KEY_RECALL_CONCURRENCY.upper(): "0"},
+            env={tenant_env("recall_concurrency"): "0"},
         ),
         "deployed_pool": Shape(
             "split",

@@ -47,6 +47,12 @@ class AgentConfig:
         return {name: value for name, value in given.items() if value is not None}
 
     @property
+    def recall_settings(self) -> dict[str, Any]:
+        """The recall budget and block size given, as ``RecallClientSettings`` fields: the memory tools and the
+        operator's recall use the agent's."""
+        return {name: value for name, value in self.memory_settings.items() if name != "recall_timeout"}
+
+    @property
     def code(self) -> AgentCode:
         """The folder the runtime deploys and the file AgentCore runs from its root."""
         return agent_code(bundle_path=self.bundle_path, project=self.project, entrypoint=self.entrypoint)

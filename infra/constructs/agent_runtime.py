@@ -211,6 +211,7 @@ def agent_settings(
         # so no discovery URL is given (the agent would otherwise fetch the issuer's JWKS over the internet).
         jwt=None if identity is None or iam else identity.verifier_settings(scope),
         hindsight_api_key_secret_arn=memory.agent_key_secret_arn if iam else None,
+        ca_bundle=memory.ca_bundle,
         tenant_id=auth.tenant_id if iam else None,
         allow_anonymous=config.allow_anonymous,
         model_provider=rs.ModelProvider.BEDROCK,
@@ -232,7 +233,7 @@ def agent_environment(
     mission: Mission | None = None,
 ) -> dict[str, str]:
     """:func:`agent_settings` written by ``Settings.to_env`` (exactly what ``Settings.from_env`` reads), plus
-    Powertools' own variables and the Hindsight client's CA bundle (read by ``memory_adapter.tls``)."""
+    Powertools' own variables."""
     settings = agent_settings(
         config,
         auth,
@@ -247,7 +248,6 @@ def agent_environment(
         **settings.to_env(),
         SERVICE_NAME_ENV: config.name,
         METRICS_NAMESPACE_ENV: METRICS_NAMESPACE,
-        **memory.client_environment,
     }
 
 

@@ -41,11 +41,12 @@ from infra.constructs.eks_manifests import (
     hindsight_manifests,
 )
 from infra.constructs.eks_preflight import CniPreflight
-from infra.constructs.functions import FUNCTIONS_DIR, own_helper_function_logs, python_function
+from infra.constructs.functions import FUNCTIONS_DIR, own_helper_function_logs, python_function, settings_code
 from infra.constructs.hindsight_task import WORKER_HTTP_PORT, bedrock_models, extension_read_statement
 from infra.constructs.network import Network
 from infra.constructs.redeploy_on_rotation import RestartTrigger
 from infra.constructs.secret_source import SecretSource
+from infra.functions.eks_restart.index import RestartSettings
 from infra.permissions import EKS_DESCRIBE_ACTIONS, grant_bedrock_invoke
 
 #: The DNS port CoreDNS answers on (pods with their own security group reach it through the cluster's group).
@@ -256,12 +257,13 @@ class HindsightOnEks(Construct):
             vpc=network.vpc,
             vpc_subnets=network.subnets,
             security_groups=[group],
-            environment={
-                "EKS_CLUSTER_NAME": self.cluster.cluster_name,
-                "EKS_NAMESPACE": eks_config.namespace,
-                "EKS_WORKLOADS": f"deployments/{API_NAME},statefulsets/{WORKER_NAME}",
-                "RESTART_ANNOTATION": RESTARTED_AT_ANNOTATION,
-            },
+            code=settings_code(FUNCTIONS_DIR / "eks_restart"),
+            environment=RestartSettings(
+                cluster_name=self.cluster.cluster_name,
+                namespace=eks_config.namespace,
+                workloads=(f"deployments/{API_NAME}", f"statefulsets/{WORKER_NAME}"),
+                annotation=RESTARTED_AT_ANNOTATION,
+            ).to_env(),
         )
         role = self.restart_function.role
         assert role is not None

@@ -1,7 +1,7 @@
 """ExternalMemory: the customer's own Hindsight (``hindsight.mode=external``), used exactly as :class:`MemoryService`.
 
 The agent, the gateway target, the retain replay function and the memory admin functions reach Hindsight only
-through ``url_in(scope)``, ``client_environment``, ``allow_from(peer)``, the two key ARNs and the two grants
+through ``url_in(scope)``, ``ca_bundle``, ``allow_from(peer)``, the two key ARNs and the two grants
 (:class:`~infra.constructs.memory_endpoint.MemoryEndpoint`); this construct answers them for a server this app does
 not build: the configured URL (known at synthesis, so no handoff), the given secrets (grants on exactly those ARNs,
 and decrypt on their key only through Secrets Manager), and egress to the endpoint's CIDRs on its port.
@@ -34,7 +34,6 @@ from infra.constructs.memory_props import ExternalMemoryProps
 from infra.functions.isolation_probe import index as probe_index
 from infra.permissions import SECRET_READ_ACTIONS
 from memory_adapter import isolation_probe
-from memory_adapter.constants import CA_BUNDLE_ENV
 
 PROBE_DIR = FUNCTIONS_DIR / "isolation_probe"
 #: The port each scheme implies when the URL names none.
@@ -63,11 +62,11 @@ class ExternalMemory(Construct):
         return self.url
 
     @property
-    def client_environment(self) -> dict[str, str]:
-        """``HINDSIGHT_CA_BUNDLE`` with ``hindsight.ca_bundle`` (the server's private CA), or nothing."""
-        if self.config.ca_bundle is None:
-            return {}
-        return {CA_BUNDLE_ENV: self.config.ca_bundle.read_text(encoding="ascii").strip() + "\n"}
+    def ca_bundle(self) -> str | None:
+        """The PEM of ``hindsight.ca_bundle`` (the server's private CA) every client trusts, or None."""
+        return (
+            None if self.config.ca_bundle is None else self.config.ca_bundle.read_text(encoding="ascii").strip() + "\n"
+        )
 
     def allow_from(self, peer: ConnectableConstruct) -> None:
         """Let peer reach the endpoint's port at its CIDRs (workload groups already reach 443 anywhere)."""
@@ -111,16 +110,15 @@ class IsolationProbe(Construct):
         network, logs_key, alerts = props.foundation.network, props.foundation.logs_key, props.foundation.alerts
         #: What the probe checks: the resource's properties, and its environment for ``python -m smoke``'s direct
         #: invocation (``RequestType: Probe``).
-        settings = {
-            probe_index.PROP_URL: memory.url,
-            probe_index.PROP_OPERATOR_KEY_ARN: memory.operator_key_secret_arn,
-            probe_index.PROP_ON_LEAK: config.external_probe.value,
-            probe_index.PROP_AGENT_NAME: agent_name,
-        }
-        if memory.agent_key_secret_arn is not None:
-            settings[probe_index.PROP_AGENT_KEY_ARN] = memory.agent_key_secret_arn
-        if auth.tenant_id:
-            settings[probe_index.PROP_TENANT] = auth.tenant_id
+        settings = probe_index.ProbeSettings(
+            hindsight_api_url=memory.url,
+            ca_bundle=memory.ca_bundle,
+            operator_key_secret_arn=memory.operator_key_secret_arn,
+            agent_key_secret_arn=memory.agent_key_secret_arn,
+            agent_name=agent_name,
+            tenant_id=auth.tenant_id or None,
+            on_leak=config.external_probe.value,
+        ).to_env()
         self.security_group = network.workload_security_group(
             self, "SecurityGroup", description="Isolation probe: to the external Hindsight and AWS endpoints only"
         )
@@ -138,7 +136,7 @@ class IsolationProbe(Construct):
             memory_size=256,
             logs_key=logs_key,
             json_logs=True,
-            environment={**settings, **memory.client_environment},
+            environment=settings,
             vpc=network.vpc,
             vpc_subnets=network.subnets,
             security_groups=[self.security_group],

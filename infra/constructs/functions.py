@@ -4,10 +4,23 @@ own KMS-encrypted log group kept three months."""
 from __future__ import annotations
 
 import hashlib
+import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
-from aws_cdk import CfnResource, Duration, Names, RemovalPolicy, Stack
+import jsii
+from aws_cdk import (
+    AssetHashType,
+    BundlingOptions,
+    CfnResource,
+    DockerImage,
+    Duration,
+    ILocalBundling,
+    Names,
+    RemovalPolicy,
+    Stack,
+)
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
@@ -19,6 +32,38 @@ FUNCTIONS_DIR = Path(__file__).resolve().parent.parent / "functions"
 RUNTIME = lambda_.Runtime.PYTHON_3_14
 ARCHITECTURE = lambda_.Architecture.ARM_64
 LOG_RETENTION = logs.RetentionDays.THREE_MONTHS
+#: The settings machinery (standard library only), copied beside the functions that run without the memory adapter
+#: layer so that they declare their settings like every other process (``memory_adapter.settings_fields``).
+SETTINGS_PACKAGE = Path(__file__).resolve().parents[2] / "layers" / "memory_adapter" / "src" / "memory_adapter"
+SETTINGS_MODULES = ("constants.py", "settings_reader.py", "settings_fields.py")
+
+
+@jsii.implements(ILocalBundling)
+class _WithSettings:
+    """Local bundling (no Docker): the function's source plus :data:`SETTINGS_MODULES` as ``memory_adapter``."""
+
+    def __init__(self, source: Path) -> None:
+        self._source = source
+
+    def try_bundle(self, output_dir: str, *options: Any, **named: Any) -> bool:
+        del options, named  # jsii passes the bundling options; nothing in them applies
+        out = Path(output_dir)
+        shutil.copytree(self._source, out, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__"))
+        package = out / "memory_adapter"
+        package.mkdir(exist_ok=True)
+        (package / "__init__.py").write_text('"""The memory adapter\'s settings machinery only."""\n')
+        for name in SETTINGS_MODULES:
+            shutil.copyfile(SETTINGS_PACKAGE / name, package / name)
+        return True
+
+
+def settings_code(source: Path) -> lambda_.Code:
+    """``source`` with the settings machinery, for a function without the memory adapter layer."""
+    return lambda_.Code.from_asset(
+        str(source),
+        asset_hash_type=AssetHashType.OUTPUT,
+        bundling=BundlingOptions(image=DockerImage.from_registry("unused-local-bundling"), local=_WithSettings(source)),
+    )
 
 
 def python_function(
@@ -41,11 +86,13 @@ def python_function(
     runtime: lambda_.Runtime = RUNTIME,
     layers: Sequence[lambda_.ILayerVersion] | None = None,
     log_retention: logs.RetentionDays = LOG_RETENTION,
+    code: lambda_.Code | None = None,
 ) -> lambda_.Function:
     """A function running ``handler`` (default ``index.handler``) from ``source``, logging to ``log_group_id`` (in
     ``log_scope``, default ``scope``) kept ``log_retention``; inside the VPC when ``vpc`` is given. Functions on a
     layer take the layer's ``runtime`` (its compiled wheels are built for one Python). ``json_logs`` makes Lambda
-    write JSON log records (with ``level``), which metric filters can count."""
+    write JSON log records (with ``level``), which metric filters can count. ``code`` replaces ``source``'s plain
+    asset (:func:`settings_code`)."""
     log_group = logs.LogGroup(
         log_scope or scope,
         log_group_id,
@@ -60,7 +107,7 @@ def python_function(
         runtime=runtime,
         architecture=ARCHITECTURE,
         handler=handler,
-        code=lambda_.Code.from_asset(str(source)),
+        code=code or lambda_.Code.from_asset(str(source)),
         timeout=timeout,
         memory_size=memory_size,
         log_group=log_group,

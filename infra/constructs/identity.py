@@ -15,9 +15,10 @@ from constructs import Construct
 
 from infra.config import AuthConfig, AuthMode
 from infra.constructs.alerts import Alerts
-from infra.constructs.functions import FUNCTIONS_DIR, handler_sha256, python_function
+from infra.constructs.functions import FUNCTIONS_DIR, handler_sha256, python_function, settings_code
 from infra.constructs.handoff import Handoff
 from infra.constructs.secret_source import SecretSource
+from infra.functions.jwks_mirror.index import MirrorSettings
 from infra.permissions import SSM_WRITE_ACTIONS
 from memory_adapter.identity.settings import DISCOVERY_SUFFIX, JwtSettings
 
@@ -167,7 +168,8 @@ class Identity(Construct):
             description="Owns the mirrored public signing keys of the token issuer (SSM) for workloads without egress",
             timeout=Duration.seconds(60),
             logs_key=logs_key,
-            environment={"DISCOVERY_URL": self.discovery_url, "PARAMETER_NAME": self._parameter_name},
+            code=settings_code(MIRROR_DIR),
+            environment=MirrorSettings(discovery_url=self.discovery_url, parameter_name=self._parameter_name).to_env(),
         )
         # By the configured name, not the custom resource's attribute: the policy must exist before the resource.
         parameter_arn = Stack.of(self).format_arn(

@@ -22,7 +22,9 @@ backup failing, and an expiry that falls behind (every run for a day left due me
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -67,6 +69,7 @@ class MemoryAdmin(Construct):
         *,
         config: OperationsConfig,
         retention_rules: RetentionRules,
+        recall_settings: Mapping[str, Any],
         layer_path: Path,
         network: Network,
         memory: MemoryEndpoint,
@@ -90,16 +93,17 @@ class MemoryAdmin(Construct):
         #: Exactly the variables ``index.FunctionSettings`` reads, plus Powertools' namespace.
         self.environment = {
             **index.FunctionSettings(
-                hindsight_url=memory.url_in(self),
+                hindsight_api_url=memory.url_in(self),
+                ca_bundle=memory.ca_bundle,
                 operator_key_secret_arn=memory.operator_key_secret_arn,
                 bucket=bucket.bucket_name,
                 bucket_key_arn=bucket.key.key_arn,
                 rules=retention_rules,
                 expiry_batch_size=config.expiry_batch_size,
                 expiry_dry_run=config.expiry_dry_run,
+                **recall_settings,
             ).to_env(),
             METRICS_NAMESPACE_ENV: metrics_namespace,
-            **memory.client_environment,  # the private CA of Hindsight's certificate, if any
         }
 
         def function(construct_id: str, handler: str, description: str, memory_size: int) -> lambda_.Function:

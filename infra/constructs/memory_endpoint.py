@@ -26,8 +26,9 @@ class MemoryEndpoint(Protocol):
     """Hindsight as its clients see it."""
 
     @property
-    def client_environment(self) -> dict[str, str]:
-        """What every client adds to its environment (``HINDSIGHT_CA_BUNDLE``, or nothing)."""
+    def ca_bundle(self) -> str | None:
+        """The PEM of the private CA every client trusts besides the default store (each client's settings field
+        ``ca_bundle``, ``HINDSIGHT_CA_BUNDLE``), or None."""
 
     @property
     def operator_key_secret_arn(self) -> str:

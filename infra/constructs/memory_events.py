@@ -65,13 +65,9 @@ PIPE_TIME = "$.body.detail.time"
 AUDIT_RULE_NAME = "memory-events-audit"
 
 
-def _env(key: str) -> str:
-    return iso.ENV_TENANT_PREFIX + key.upper()
-
-
 #: The extension's settings this construct sets in the Hindsight tasks (hindsight_isolation.settings names them).
-ENV_EVENTS_QUEUE_URL = _env(iso.KEY_EVENTS_QUEUE_URL)
-ENV_EVENTS_INCLUDE_TEXT = _env(iso.KEY_EVENTS_INCLUDE_TEXT)
+ENV_EVENTS_QUEUE_URL = iso.tenant_env("events_queue_url")
+ENV_EVENTS_INCLUDE_TEXT = iso.tenant_env("events_include_text")
 
 
 @jsii.implements(events.IRuleTarget)

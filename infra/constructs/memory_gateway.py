@@ -120,6 +120,8 @@ class MemoryGatewayProps:
     Args:
         agent_name: Whose banks the tools act on: the runtime agent's, so an MCP client shares the user's memory
             with the agent.
+        recall_settings: The agent's recall budget and block size (``AgentConfig.recall_settings``): the tools recall
+            as the agent does.
         url_parameter_name: The SSM name publishing the MCP URL (the agent's stack, deployed earlier, reads it by
             that name).
         private_access: Create the VPC endpoint through which workloads in the VPC (the agent) reach the gateway.
@@ -128,6 +130,7 @@ class MemoryGatewayProps:
 
     config: GatewayConfig
     agent_name: str
+    recall_settings: Mapping[str, Any]
     url_parameter_name: str
     private_access: bool
     foundation: Foundation
@@ -148,6 +151,7 @@ class MemoryGateway(Construct):
     def __init__(self, scope: Construct, construct_id: str, props: MemoryGatewayProps) -> None:
         super().__init__(scope, construct_id)
         config, agent_name, url_parameter_name = props.config, props.agent_name, props.url_parameter_name
+        recall_settings = props.recall_settings
         memory, identity = props.memory, props.identity
         network, logs_key, alerts = props.foundation.network, props.foundation.logs_key, props.foundation.alerts
         longest = prefixed_tool_name(config.target_name, max((spec.name for spec in TOOL_SPECS), key=len))
@@ -197,10 +201,13 @@ class MemoryGateway(Construct):
             logs_key=logs_key,
             log_group_id="TargetLogs",
             json_logs=True,
-            environment={
-                **TargetSettings(agent_name=agent_name, hindsight_api_url=memory.url_in(self), jwt=checks).to_env(),
-                **memory.client_environment,
-            },
+            environment=TargetSettings(
+                agent_name=agent_name,
+                hindsight_api_url=memory.url_in(self),
+                ca_bundle=memory.ca_bundle,
+                jwt=checks,
+                **recall_settings,
+            ).to_env(),
             vpc=network.vpc,
             vpc_subnets=network.subnets,
             security_groups=[self.security_group],

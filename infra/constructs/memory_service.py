@@ -59,7 +59,7 @@ from infra.permissions import (
     PASS_ROLE_ACTION,
     grant_bedrock_invoke,
 )
-from memory_adapter.constants import CA_BUNDLE_ENV
+from memory_adapter.missions import Mission
 
 
 def _restart_triggers(database: VectorDatabase, identity: Identity | None) -> list[RestartTrigger]:
@@ -418,12 +418,12 @@ class MemoryService(Construct):
         return [handoff.value_in(scope) for handoff in self._worker_names]
 
     @property
-    def client_environment(self) -> dict[str, str]:
-        """What every client of :attr:`url` adds to its environment: ``HINDSIGHT_CA_BUNDLE`` (the PEM of
-        ``hindsight.ca_bundle``, the private CA of the load balancer's certificate), or nothing (public ACM, HTTP)."""
-        if self.config.ca_bundle is None:
-            return {}
-        return {CA_BUNDLE_ENV: self.config.ca_bundle.read_text(encoding="ascii").strip() + "\n"}
+    def ca_bundle(self) -> str | None:
+        """The PEM of ``hindsight.ca_bundle`` (the private CA of the load balancer's certificate) every client of
+        :attr:`url` trusts, or None (public ACM, HTTP)."""
+        return (
+            None if self.config.ca_bundle is None else self.config.ca_bundle.read_text(encoding="ascii").strip() + "\n"
+        )
 
     @property
     def operator_key_secret_arn(self) -> str:

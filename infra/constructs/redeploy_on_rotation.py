@@ -20,9 +20,10 @@ from aws_cdk import aws_kms as kms
 from constructs import Construct
 
 from infra.constructs.alerts import Alerts
-from infra.constructs.functions import FUNCTIONS_DIR, python_function
+from infra.constructs.functions import FUNCTIONS_DIR, python_function, settings_code
 from infra.constructs.part import HIDDEN_ID, Part
 from infra.constructs.props import raise_if_invalid
+from infra.functions.redeploy_on_rotation.index import RedeploySettings
 from infra.permissions import ECS_REDEPLOY_ACTIONS
 
 
@@ -78,10 +79,10 @@ class RedeployOnRotation(Construct):
             description="Restarts the Hindsight services after their database secret rotated",
             timeout=Duration.seconds(30),
             logs_key=logs_key,
-            environment={
-                "CLUSTER_ARN": cluster.cluster_arn,
-                "SERVICE_ARNS": ",".join(s.service_arn for s in services),
-            },
+            code=settings_code(FUNCTIONS_DIR / "redeploy_on_rotation"),
+            environment=RedeploySettings(
+                cluster_arn=cluster.cluster_arn, service_arns=tuple(s.service_arn for s in services)
+            ).to_env(),
         )
         self.function.add_to_role_policy(
             iam.PolicyStatement(actions=list(ECS_REDEPLOY_ACTIONS), resources=[s.service_arn for s in services])

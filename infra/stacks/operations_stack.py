@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from aws_cdk import CfnOutput
@@ -42,6 +42,8 @@ class OperationsStack(PartAwareStack):
         bucket_name: The administration bucket's name (:func:`~infra.constructs.admin_bucket.admin_bucket_name`;
             the network's S3 gateway admits it by that name).
         agent_name: The agent whose metrics the dashboard and the alarms read.
+        recall_settings: The agent's recall budget and block size (``AgentConfig.recall_settings``): the operator's
+            recall uses them too.
         dashboard_name: The dashboard's name.
         retain_queue, retain_replay: The agent's retain queue and its replay function (the dashboard's retains
             row; their alarms join the others).
@@ -60,6 +62,7 @@ class OperationsStack(PartAwareStack):
         removal: DataRemoval,
         bucket_name: str,
         agent_name: str,
+        recall_settings: Mapping[str, Any],
         dashboard_name: str,
         foundation: Foundation,
         database: VectorDatabase | None,
@@ -87,6 +90,7 @@ class OperationsStack(PartAwareStack):
             "MemoryAdmin",
             config=config,
             retention_rules=retention.rules,
+            recall_settings=recall_settings,
             layer_path=layer.path,
             network=foundation.network,
             memory=memory,

@@ -14,9 +14,6 @@ from memory_adapter.constants import CA_BUNDLE_ENV
 from tests.infra.conftest import VARIANTS, resources, synthesize
 from tests.unit.private_ca import make_private_ca
 
-#: How each client names Hindsight's URL in its environment.
-_HINDSIGHT_URL_VARS = ("HINDSIGHT_API_URL", "HINDSIGHT_URL")
-
 
 def test_every_client_of_hindsight_gets_the_private_ca(tmp_path: Path) -> None:
     ca = make_private_ca(tmp_path)
@@ -25,7 +22,7 @@ def test_every_client_of_hindsight_gets_the_private_ca(tmp_path: Path) -> None:
     for stack, template in synth.templates.items():
         for logical_id, function in resources(template, "AWS::Lambda::Function").items():
             env = function["Properties"].get("Environment", {}).get("Variables", {})
-            if any(name in env for name in _HINDSIGHT_URL_VARS):
+            if "HINDSIGHT_API_URL" in env:
                 clients.append((f"{stack}/{logical_id}", env))
         for logical_id, runtime in resources(template, "AWS::BedrockAgentCore::Runtime").items():
             clients.append((f"{stack}/{logical_id}", runtime["Properties"]["EnvironmentVariables"]))

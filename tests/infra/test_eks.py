@@ -617,7 +617,7 @@ def test_the_pod_identity_variant_associates_the_roles(tmp_path: Path) -> None:
 
 def test_every_client_gets_the_private_ca_as_on_ecs(tmp_path: Path) -> None:
     """``hindsight.ca_bundle`` reaches the agent and the functions that call Hindsight on EKS too (the same load
-    balancer and certificate): MemoryService.client_environment serves both platforms."""
+    balancer and certificate): MemoryService.ca_bundle serves both platforms."""
     from memory_adapter.constants import CA_BUNDLE_ENV
     from tests.unit.private_ca import make_private_ca
 
@@ -627,7 +627,7 @@ def test_every_client_gets_the_private_ca_as_on_ecs(tmp_path: Path) -> None:
     for stack, template in synth.templates.items():
         for logical_id, function in resources(template, "AWS::Lambda::Function").items():
             env = function["Properties"].get("Environment", {}).get("Variables", {})
-            if "HINDSIGHT_API_URL" in env or "HINDSIGHT_URL" in env:
+            if "HINDSIGHT_API_URL" in env:
                 clients[f"{stack}/{logical_id}"] = env
         for logical_id, runtime in resources(template, "AWS::BedrockAgentCore::Runtime").items():
             clients[f"{stack}/{logical_id}"] = runtime["Properties"]["EnvironmentVariables"]

@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from infra.config import ConfigError, load_config_from_cdk_json
-from infra.functions.isolation_probe import index as probe
 from memory_adapter.constants import CA_BUNDLE_ENV
 from tests.infra.conftest import Synth, resources, synthesize
 from tests.infra.external_variant import (
@@ -129,12 +128,11 @@ def stack_name(synth: Synth, suffix: str) -> str:
 def test_every_client_reads_the_external_url_and_the_private_ca(iam_synth: tuple[Synth, str]) -> None:
     synth, ca_pem = iam_synth
     url = EXTERNAL_IAM["hindsight.external_url"]
-    clients = {
-        key: env for key, env in _function_envs(synth).items() if "HINDSIGHT_URL" in env or "HINDSIGHT_API_URL" in env
-    }
-    assert len(clients) == 3  # the replay function, the admin function and the expiry (no gateway with IAM)
+    clients = {key: env for key, env in _function_envs(synth).items() if "HINDSIGHT_API_URL" in env}
+    # the replay function, the admin function, the expiry and the isolation probe (no gateway with IAM)
+    assert len(clients) == 4, sorted(clients)
     for key, env in clients.items():
-        assert env.get("HINDSIGHT_URL", env.get("HINDSIGHT_API_URL")) == url, key
+        assert env["HINDSIGHT_API_URL"] == url, key
         assert env[CA_BUNDLE_ENV] == ca_pem.strip() + "\n", key
     runtime = next(iter(resources(synth.template("-Agent"), "AWS::BedrockAgentCore::Runtime").values()))
     env = runtime["Properties"]["EnvironmentVariables"]
@@ -167,11 +165,11 @@ def test_the_probe_runs_in_the_vpc_with_the_given_settings(iam_synth: tuple[Synt
     template = synth.template("-ExternalMemory")
     (resource,) = resources(template, "Custom::HindsightIsolationProbe").values()
     props = resource["Properties"]
-    assert props[probe.PROP_URL] == EXTERNAL_IAM["hindsight.external_url"]
-    assert props[probe.PROP_OPERATOR_KEY_ARN] == OPERATOR_KEY_ARN
-    assert props[probe.PROP_AGENT_KEY_ARN] == AGENT_KEY_ARN
-    assert props[probe.PROP_ON_LEAK] == "fail"
-    assert props[probe.PROP_AGENT_NAME] == "assistant"
+    assert props["HINDSIGHT_API_URL"] == EXTERNAL_IAM["hindsight.external_url"]
+    assert props["OPERATOR_KEY_SECRET_ARN"] == OPERATOR_KEY_ARN
+    assert props["HINDSIGHT_API_KEY_SECRET_ARN"] == AGENT_KEY_ARN
+    assert props["ON_LEAK"] == "fail"
+    assert props["AGENT_NAME"] == "assistant"
     handlers = [f for f in resources(template, "AWS::Lambda::Function").values() if "VpcConfig" in f["Properties"]]
     assert len(handlers) == 1  # the probe inside the VPC; the provider framework's function outside it
     assert "IsolationProbeResult" in "".join(template["Outputs"])
@@ -180,8 +178,8 @@ def test_the_probe_runs_in_the_vpc_with_the_given_settings(iam_synth: tuple[Synt
         stack = next(s for s in synth.stacks.all() if s.stack_name.endswith(suffix))
         assert synth.stacks.external in stack.dependencies
     (cognito_probe,) = resources(cognito_synth.template("-ExternalMemory"), "Custom::HindsightIsolationProbe").values()
-    assert cognito_probe["Properties"][probe.PROP_ON_LEAK] == "warn"
-    assert probe.PROP_AGENT_KEY_ARN not in cognito_probe["Properties"]  # user tokens: no agent key
+    assert cognito_probe["Properties"]["ON_LEAK"] == "warn"
+    assert "HINDSIGHT_API_KEY_SECRET_ARN" not in cognito_probe["Properties"]  # user tokens: no agent key
 
 
 def test_operations_keep_export_forget_expiry_but_no_backup(iam_synth: tuple[Synth, str]) -> None:

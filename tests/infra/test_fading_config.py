@@ -13,12 +13,12 @@ from infra.config import ConfigError, load_config_from_cdk_json
 from memory_adapter.kinds import MemoryKind
 from tests.infra.conftest import Synth, resources, synthesize
 
-FADING = iso.ENV_TENANT_PREFIX + iso.KEY_FADING.upper()
-HALF_LIVES = iso.ENV_TENANT_PREFIX + iso.KEY_FADING_HALF_LIFE_DAYS.upper()
-FLOOR = iso.ENV_TENANT_PREFIX + iso.KEY_FADING_FLOOR.upper()
+FADING = iso.tenant_env("fading")
+HALF_LIVES = iso.tenant_env("fading_half_life_days")
+FLOOR = iso.tenant_env("fading_floor")
 CLOCKS = (
-    iso.ENV_TENANT_PREFIX + iso.KEY_FADING_CLOCK.upper(),
-    iso.ENV_TENANT_PREFIX + iso.KEY_FADING_CLOCK_HEADER.upper(),
+    iso.tenant_env("fading_clock"),
+    iso.tenant_env("fading_clock_header"),
 )
 
 

@@ -9,6 +9,7 @@ import pytest
 
 from infra.functions.jwks_mirror import index as mirror
 from infra.functions.redeploy_on_rotation import index as redeploy
+from tests.infra.conftest import resources
 
 ISSUER = "https://issuer.example.com/pool"
 DISCOVERY = ISSUER + "/.well-known/openid-configuration"
@@ -210,3 +211,30 @@ def test_a_failed_bundle_download_fails_the_deploy_with_its_reason(ssm: Any) -> 
     event = {**_event("Create"), "ResourceProperties": {"BundleUrl": "http://x", "ParameterName": "/p/dev/ca"}}
     assert rds_ca.handler(event, None, ssm=ssm, respond=lambda _u, b: responses.append(b)) == {"status": "FAILED"}
     assert "non-https" in responses[0]["Reason"]
+
+
+def test_the_functions_without_the_layer_carry_the_settings_modules(default: Any) -> None:
+    # GIVEN the synthesized assets of the functions that run without the memory adapter layer
+    import subprocess
+    import sys
+
+    from infra.constructs.functions import SETTINGS_MODULES
+
+    handlers = {}
+    for template in default.templates.values():
+        for function in resources(template, "AWS::Lambda::Function").values():
+            variables = function["Properties"].get("Environment", {}).get("Variables", {})
+            for name, marker in (("redeploy", "SERVICE_ARNS"), ("mirror", "PARAMETER_NAME")):
+                if marker in variables:
+                    key = function["Properties"]["Code"]["S3Key"]
+                    handlers[name] = "asset." + key.removesuffix(".zip")
+    assert set(handlers) == {"redeploy", "mirror"}, handlers
+    for name, asset in handlers.items():
+        folder = default.outdir / asset
+        assert {p.name for p in (folder / "memory_adapter").iterdir()} >= set(SETTINGS_MODULES), name
+        # WHEN the handler module is imported from its asset alone (the stub package first on the path)
+        code = f"import sys; sys.path.insert(0, {str(folder)!r}); import index, memory_adapter as m; print(m.__file__)"
+        run = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, check=False)
+        # THEN it imports, with the settings machinery from the asset
+        assert run.returncode == 0, run.stderr
+        assert run.stdout.strip().startswith(str(folder)), run.stdout

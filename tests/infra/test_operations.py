@@ -16,6 +16,7 @@ from infra.constructs.system_alarms import SHED_PER_PERIOD
 from infra.functions.memory_admin import index
 from memory_adapter.kinds import MemoryKind, RetentionRules
 from memory_adapter.observability import Metric
+from memory_adapter.settings_fields import env_names
 from tests.infra.conftest import ROOT, VARIANTS, Synth, resources
 
 ALL = list(VARIANTS)
@@ -221,12 +222,12 @@ def test_the_admin_functions_run_on_the_layer_in_the_vpc_with_exactly_their_sett
         assert fn["Timeout"] == 900
         assert len(fn["VpcConfig"]["SecurityGroupIds"]) == 1
         env = fn["Environment"]["Variables"]
-        assert set(env) == {*index.ENV_NAMES, "POWERTOOLS_METRICS_NAMESPACE"}
-        assert RetentionRules.from_json(env[index.ENV_RETENTION]) == synth.config.retention.rules
-        assert env[index.ENV_EXPIRY_BATCH_SIZE] == str(synth.config.operations.expiry_batch_size)
-        assert env[index.ENV_EXPIRY_DRY_RUN] == str(synth.config.operations.expiry_dry_run).lower()
-        assert "OperatorKey" in _render(env[index.ENV_OPERATOR_KEY_SECRET_ARN])
-        assert "AdminBucket" in _render(env[index.ENV_BUCKET])
+        assert set(env) <= {*env_names(index.FunctionSettings), "POWERTOOLS_METRICS_NAMESPACE"}
+        assert RetentionRules.from_json(env["MEMORY_RETENTION_DAYS"]) == synth.config.retention.rules
+        assert env["EXPIRY_BATCH_SIZE"] == str(synth.config.operations.expiry_batch_size)
+        assert env["EXPIRY_DRY_RUN"] == str(synth.config.operations.expiry_dry_run).lower()
+        assert "OperatorKey" in _render(env["OPERATOR_KEY_SECRET_ARN"])
+        assert "AdminBucket" in _render(env["ADMIN_BUCKET"])
     assert handlers == {
         "Function": "index.handler",
         "Expiry": "index.expire_handler",
@@ -528,10 +529,10 @@ def test_retention_and_dry_run_settings_reach_the_functions(synths: dict[str, Sy
     assert len(functions) == 3
     for fn in functions:
         env = fn["Environment"]["Variables"]
-        rules = RetentionRules.from_json(env[index.ENV_RETENTION])
+        rules = RetentionRules.from_json(env["MEMORY_RETENTION_DAYS"])
         days = (rules.days_for(MemoryKind.PLAN), rules.days_for(MemoryKind.TURN), rules.days_for(MemoryKind.PROBLEM))
         assert days == (7, None, 90)
-        assert env[index.ENV_EXPIRY_DRY_RUN] == "true"
+        assert env["EXPIRY_DRY_RUN"] == "true"
     (rule,) = [r for k, r in resources(template, "AWS::Events::Rule").items() if k.startswith("MemoryAdminExpiry")]
     assert rule["Properties"]["ScheduleExpression"] == "rate(6 hours)"
 

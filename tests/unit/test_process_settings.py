@@ -15,9 +15,13 @@ import pytest
 from hindsight_isolation.fading import FadingRules
 from hindsight_isolation.settings import DEFAULT_EXPIRY_GRACE_S, IsolationSettings, server_env
 from infra.config import load_config_from_cdk_json
+from infra.functions.eks_restart.index import RestartSettings
+from infra.functions.isolation_probe.index import ProbeSettings
+from infra.functions.jwks_mirror.index import MirrorSettings
 from infra.functions.memory_admin.index import FunctionSettings
 from infra.functions.memory_gateway.interceptor import InterceptorSettings
 from infra.functions.memory_gateway.target import TargetSettings
+from infra.functions.redeploy_on_rotation.index import RedeploySettings
 from memory_adapter.agentcore.settings import AgentMemorySettings, IdentitySource
 from memory_adapter.config import HindsightAgentCoreConfig
 from memory_adapter.identity.settings import JwtSettings
@@ -26,11 +30,11 @@ from memory_adapter.missions import Missions
 from memory_adapter.queue_replay import ReplaySettings
 from memory_adapter.settings_reader import env_text
 from runtime_handler.settings import ModelProvider, Settings
-from runtime_handler.working_memory import WorkingMemoryLimits
 
 URL = "https://memory.internal.example.com"
 QUEUE = "https://sqs.us-east-1.amazonaws.com/111122223333/retains"
 SECRET = "arn:aws:secretsmanager:us-east-1:111122223333:secret:agent-key"
+CA = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----"
 JWKS = {"keys": [{"kty": "RSA", "kid": "k1", "n": "AQAB", "e": "AQAB"}]}
 
 
@@ -62,6 +66,7 @@ def _memory() -> HindsightAgentCoreConfig:
         retain_workers=2,
         auto_replay=False,
         missions=Missions.from_mapping({"support": {"retain_mission": "Keep preferences."}}).to_json(),
+        log_hash_salt="pepper",
     )
 
 
@@ -72,12 +77,15 @@ def _agent() -> Settings:
         memory=_memory(),
         jwt=_checks(),
         allow_anonymous=True,
+        ca_bundle=CA,
         retain_wait_s=12.0,
         model_provider=ModelProvider.BEDROCK,
         model_id="amazon.nova-lite-v1:0",
         model_max_tokens=2048,
         max_prompt_chars=9000,
-        working_memory=WorkingMemoryLimits(max_turns=5, max_chars=5000, max_sessions=50),
+        working_memory_max_turns=5,
+        working_memory_max_chars=5000,
+        working_memory_max_sessions=50,
         tool_rounds=2,
         gateway_url_parameter="/HindsightMemory/dev/gateway/url",
         gateway_target="memory",
@@ -98,7 +106,14 @@ PROCESSES = {
         AgentMemorySettings.from_env,
     ),
     "memory tools target": (
-        TargetSettings(agent_name="support", hindsight_api_url=URL, jwt=_checks()),
+        TargetSettings(
+            agent_name="support",
+            hindsight_api_url=URL,
+            ca_bundle=CA,
+            recall_budget="low",
+            recall_max_tokens=700,
+            jwt=_checks(),
+        ),
         TargetSettings.from_env,
     ),
     "interceptor": (InterceptorSettings(jwt=_checks()), InterceptorSettings.from_env),
@@ -113,13 +128,15 @@ PROCESSES = {
     ),
     "admin": (
         FunctionSettings(
-            hindsight_url=URL,
+            hindsight_api_url=URL,
             operator_key_secret_arn=SECRET,
             bucket="admin-bucket",
             bucket_key_arn="arn:aws:kms:us-east-1:111122223333:key/k",
             rules=RetentionRules.from_mapping({"plan": 7, "turn": None}),
             expiry_batch_size=50,
             expiry_dry_run=True,
+            recall_budget="high",
+            recall_max_tokens=900,
         ),
         FunctionSettings.from_env,
     ),
@@ -138,6 +155,35 @@ PROCESSES = {
             fading_clock_header=True,
         ),
         IsolationSettings.from_env,
+    ),
+    "isolation probe": (
+        ProbeSettings(
+            hindsight_api_url=URL,
+            ca_bundle=CA,
+            operator_key_secret_arn=SECRET + "-operator",
+            agent_key_secret_arn=SECRET,
+            agent_name="support",
+            tenant_id="acme",
+            on_leak="warn",
+        ),
+        ProbeSettings.from_env,
+    ),
+    "jwks mirror": (
+        MirrorSettings(discovery_url=URL + "/.well-known/openid-configuration", parameter_name="/keys"),
+        MirrorSettings.from_env,
+    ),
+    "rotation redeploy": (
+        RedeploySettings(cluster_arn="arn:aws:ecs:c", service_arns=("arn:aws:ecs:s1", "arn:aws:ecs:s2")),
+        RedeploySettings.from_env,
+    ),
+    "eks restart": (
+        RestartSettings(
+            cluster_name="memory",
+            namespace="hindsight",
+            workloads=("deployments/api", "statefulsets/worker"),
+            annotation="example.com/restartedAt",
+        ),
+        RestartSettings.from_env,
     ),
 }
 

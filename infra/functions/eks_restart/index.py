@@ -16,14 +16,27 @@ import os
 import ssl
 import tempfile
 import urllib.request
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import boto3
 from botocore.signers import RequestSigner
 
+from memory_adapter.settings_fields import DeclaredSettings, setting
+
 #: How long the presigned token is valid; EKS accepts at most 15 minutes.
 TOKEN_SECONDS = 60
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RestartSettings(DeclaredSettings):
+    """Which workloads of which cluster to restart, and the pod template annotation that does it."""
+
+    cluster_name: str = setting("EKS_CLUSTER_NAME", required="the EKS cluster")
+    namespace: str = setting("EKS_NAMESPACE", required="the workloads' namespace")
+    workloads: tuple[str, ...] = setting("EKS_WORKLOADS", kind=tuple, required="<kind>/<name> of each workload")
+    annotation: str = setting("RESTART_ANNOTATION", required="the pod template annotation stamped with the time")
 
 
 def cluster_token(cluster_name: str, region: str, session: Any = None) -> str:
@@ -57,15 +70,15 @@ def restart_patch(annotation: str, now: datetime) -> bytes:
 def handler(event: Any, context: Any) -> dict[str, Any]:
     """EventBridge target: the rotation (or key change) event."""
     del context
-    cluster_name, region = os.environ["EKS_CLUSTER_NAME"], os.environ["AWS_REGION"]
+    settings = RestartSettings.from_env(os.environ)
+    cluster_name, region = settings.cluster_name, os.environ["AWS_REGION"]  # Lambda's own variable
     cluster = boto3.client("eks").describe_cluster(name=cluster_name)["cluster"]
     with tempfile.NamedTemporaryFile("wb", suffix=".pem", delete=False) as ca:
         ca.write(base64.b64decode(cluster["certificateAuthority"]["data"]))
     tls = ssl.create_default_context(cafile=ca.name)
     token = cluster_token(cluster_name, region)
-    body = restart_patch(os.environ["RESTART_ANNOTATION"], datetime.now(UTC))
-    namespace = os.environ["EKS_NAMESPACE"]
-    workloads = [w for w in os.environ["EKS_WORKLOADS"].split(",") if w]
+    body = restart_patch(settings.annotation, datetime.now(UTC))
+    namespace, workloads = settings.namespace, settings.workloads
     for workload in workloads:
         kind, name = workload.split("/")
         request = urllib.request.Request(  # noqa: S310 (the cluster's https endpoint from describe-cluster)

@@ -3,7 +3,7 @@
 On create and update it reads the operator key (and, in IAM mode, the agent key) from the given secrets and runs
 ``memory_adapter.isolation_probe.run_probe`` (on the memory adapter layer) from inside the isolated subnets, so it
 also proves the endpoint is reachable from where the agent runs. A leak, or a probe that cannot run, fails the
-deploy with the probe's one-line reason; with ``OnLeak=warn`` the deploy goes on, the function logs an ERROR line,
+deploy with the probe's one-line reason; with ``ON_LEAK=warn`` the deploy goes on, the function logs an ERROR line,
 puts a metric its alarm watches, and the verdict becomes the stack's output. Delete does nothing (the probe leaves
 no bank behind).
 
@@ -19,14 +19,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Literal
 
-PROP_URL = "Url"
-PROP_OPERATOR_KEY_ARN = "OperatorKeySecretArn"
-PROP_AGENT_KEY_ARN = "AgentKeySecretArn"
-PROP_AGENT_NAME = "AgentName"
-PROP_TENANT = "Tenant"
-PROP_ON_LEAK = "OnLeak"
+from memory_adapter.constants import HINDSIGHT_API_KEY_SECRET_ARN_ENV
+from memory_adapter.settings_fields import HindsightClientSettings, setting
+from memory_adapter.settings_reader import SettingsReader
+
 ATTR_RESULT = "Result"
 METRICS_NAMESPACE = "HindsightMemory/IsolationProbe"
 METRIC_LEAKS = "IdentitiesThatReadAnotherBank"
@@ -37,6 +37,25 @@ METRIC_LEAKS = "IdentitiesThatReadAnotherBank"
 REQUEST_PROBE = "Probe"
 #: The verdict of a rollback to settings an earlier deploy proved (not probed again).
 ROLLED_BACK = "isolation probe not run again: rolled back to settings that passed at an earlier deploy"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProbeSettings(HindsightClientSettings):
+    """What the probe checks: the custom resource's properties, and the function's environment for ``python -m
+    smoke``'s direct invocation (the same keys)."""
+
+    operator_key_secret_arn: str = setting("OPERATOR_KEY_SECRET_ARN", required="the operator key's secret")
+    agent_key_secret_arn: str | None = setting(HINDSIGHT_API_KEY_SECRET_ARN_ENV)
+    agent_name: str = setting("AGENT_NAME", required="the agent whose banks are probed")
+    tenant_id: str | None = setting("TENANT_ID")
+    on_leak: str = setting("ON_LEAK", "fail", always=True)
+    """``fail`` the deploy on a leak, or ``warn`` and go on."""
+
+    @classmethod
+    def check(cls, values: Mapping[str, Any], reader: SettingsReader) -> None:
+        """``on_leak`` is ``fail`` or ``warn``."""
+        if values["on_leak"] not in ("fail", "warn"):
+            reader.problem(f"ON_LEAK must be fail or warn, got {values['on_leak']!r}")
 
 
 def handler(event: dict[str, Any], context: Any, *, secrets: Any = None, cloudwatch: Any = None) -> dict[str, Any]:
@@ -52,15 +71,16 @@ def handler(event: dict[str, Any], context: Any, *, secrets: Any = None, cloudwa
 
     smoke = request == REQUEST_PROBE
     props = dict(os.environ) if smoke else event["ResourceProperties"]
-    warn_only = smoke or props.get(PROP_ON_LEAK) == "warn"
+    settings = ProbeSettings.from_env(props)
+    warn_only = smoke or settings.on_leak == "warn"
     secrets = secrets or _client("secretsmanager")
-    agent_key_arn = props.get(PROP_AGENT_KEY_ARN)
+    agent_key_arn = settings.agent_key_secret_arn
     target = ProbeTarget(
-        props[PROP_URL],
-        operator_key=_secret(secrets, props[PROP_OPERATOR_KEY_ARN]),
+        settings.hindsight_api_url,
+        operator_key=_secret(secrets, settings.operator_key_secret_arn),
         agent_key=_secret(secrets, agent_key_arn) if agent_key_arn else None,
-        agent_name=props[PROP_AGENT_NAME],
-        tenant=props.get(PROP_TENANT) or None,
+        agent_name=settings.agent_name,
+        tenant=settings.tenant_id,
         user_token=event.get("UserToken") if smoke else None,
     )
     try:

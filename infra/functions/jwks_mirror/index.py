@@ -25,6 +25,8 @@ from typing import Any
 
 import boto3
 
+from memory_adapter.settings_fields import DeclaredSettings, setting
+
 DISCOVERY_SUFFIX = "/.well-known/openid-configuration"  # memory_adapter.identity.settings's (no layer here)
 MAX_DOCUMENT_BYTES = 64 * 1024
 MAX_PARAMETER_BYTES = 8 * 1024  # SSM advanced tier
@@ -43,6 +45,14 @@ class Mirrored:
 
     issuer: str
     jwks: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MirrorSettings(DeclaredSettings):
+    """What the scheduled refresh mirrors: the issuer's discovery document, into which SSM parameter."""
+
+    discovery_url: str = setting("DISCOVERY_URL", required="the issuer's OIDC discovery document")
+    parameter_name: str = setting("PARAMETER_NAME", required="the SSM parameter holding the mirrored keys")
 
 
 def fetch_json(url: str, *, timeout: float = 10.0) -> Any:
@@ -155,7 +165,8 @@ def handler(
         # Answered, not raised: a raise would make Lambda retry the event; the failed deploy is the signal.
         respond(event["ResponseURL"], body)
         return {"status": body["Status"]}
-    name = os.environ["PARAMETER_NAME"]
-    _, changed = refresh(client, name, os.environ["DISCOVERY_URL"], fetch=fetch)
+    settings = MirrorSettings.from_env(os.environ)
+    name = settings.parameter_name
+    _, changed = refresh(client, name, settings.discovery_url, fetch=fetch)
     print(json.dumps({"message": "jwks mirrored", "parameter": name, "changed": changed}))
     return {"changed": changed}

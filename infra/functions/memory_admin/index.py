@@ -9,9 +9,7 @@ Three entry points over one module, all running :func:`memory_adapter.admin.run_
 * ``index.expire_handler``: the scheduled expiry (EventBridge); emits ``MemoriesExpired`` per kind.
 * ``index.backup_handler``: the scheduled logical export of every bank (EventBridge); emits ``BanksBackedUp``.
 
-Settings (environment, read once per cold start with the shared settings reader): ``HINDSIGHT_API_URL``,
-``OPERATOR_KEY_SECRET_ARN``, ``ADMIN_BUCKET``, ``ADMIN_BUCKET_KEY_ARN``, ``MEMORY_RETENTION_DAYS`` (JSON, kind ->
-days or null), ``EXPIRY_BATCH_SIZE``, ``EXPIRY_DRY_RUN``.
+Settings (environment, read once per cold start): :class:`FunctionSettings`, each field naming its variable.
 """
 
 from __future__ import annotations
@@ -28,28 +26,11 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from memory_adapter.admin import AdminDeps, AdminError, OperatorClient, S3Store, run_action
 from memory_adapter.admin.errors import ConfirmationError, InvalidRequestError, VerificationError
-from memory_adapter.constants import HINDSIGHT_API_URL_ENV
 from memory_adapter.exceptions import HindsightRequestError, HindsightUnavailableError
 from memory_adapter.kinds import RetentionRules, RetentionRulesError
-from memory_adapter.settings_reader import SettingsReader, env_dict
+from memory_adapter.settings_fields import RecallClientSettings, setting
+from memory_adapter.settings_reader import SettingsReader
 
-ENV_HINDSIGHT_URL: Final = HINDSIGHT_API_URL_ENV
-ENV_OPERATOR_KEY_SECRET_ARN: Final = "OPERATOR_KEY_SECRET_ARN"  # noqa: S105 - a variable name
-ENV_BUCKET: Final = "ADMIN_BUCKET"
-ENV_BUCKET_KEY_ARN: Final = "ADMIN_BUCKET_KEY_ARN"
-ENV_RETENTION: Final = "MEMORY_RETENTION_DAYS"
-ENV_EXPIRY_BATCH_SIZE: Final = "EXPIRY_BATCH_SIZE"
-ENV_EXPIRY_DRY_RUN: Final = "EXPIRY_DRY_RUN"
-#: Every variable the functions read (the stack sets exactly these; an infra test compares).
-ENV_NAMES: Final = (
-    ENV_HINDSIGHT_URL,
-    ENV_OPERATOR_KEY_SECRET_ARN,
-    ENV_BUCKET,
-    ENV_BUCKET_KEY_ARN,
-    ENV_RETENTION,
-    ENV_EXPIRY_BATCH_SIZE,
-    ENV_EXPIRY_DRY_RUN,
-)
 #: Banks' memories expired per scheduled run when ``EXPIRY_BATCH_SIZE`` is unset.
 DEFAULT_EXPIRY_BATCH_SIZE: Final = 500
 _MAX_BODY: Final = 64 * 1024
@@ -65,59 +46,26 @@ logger = Logger(service=SERVICE)
 metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "HindsightMemory"), service=SERVICE)
 
 
-@dataclass(frozen=True, slots=True)
-class FunctionSettings:
-    """The functions' settings, parsed once."""
+def _retention(reader: SettingsReader, env: str) -> RetentionRules:
+    try:
+        return RetentionRules.from_json(reader.text(env))
+    except RetentionRulesError as exc:
+        reader.problem(f"{env}: {exc}")
+        return RetentionRules()
 
-    hindsight_url: str
-    operator_key_secret_arn: str
-    bucket: str
-    bucket_key_arn: str | None
-    rules: RetentionRules
-    expiry_batch_size: int
-    expiry_dry_run: bool
 
-    def to_env(self) -> dict[str, str]:
-        """The environment :meth:`from_env` reads back as these settings (the stack states every one)."""
-        return env_dict(
-            {
-                ENV_HINDSIGHT_URL: self.hindsight_url,
-                ENV_OPERATOR_KEY_SECRET_ARN: self.operator_key_secret_arn,
-                ENV_BUCKET: self.bucket,
-                ENV_BUCKET_KEY_ARN: self.bucket_key_arn,
-                ENV_RETENTION: self.rules.to_json(),
-                ENV_EXPIRY_BATCH_SIZE: self.expiry_batch_size,
-                ENV_EXPIRY_DRY_RUN: self.expiry_dry_run,
-            }
-        )
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FunctionSettings(RecallClientSettings):
+    """The functions' settings, parsed once: each field names its variable (the stack states every one)."""
 
-    @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> FunctionSettings:
-        """Parse ``env``; raise ``ValueError`` listing every problem."""
-        reader = SettingsReader(env)
-        url = reader.url(ENV_HINDSIGHT_URL)
-        required = {name: reader.text(name) for name in (ENV_OPERATOR_KEY_SECRET_ARN, ENV_BUCKET)}
-        for name, value in required.items():
-            if value is None:
-                reader.problem(f"{name} is required")
-        try:
-            rules = RetentionRules.from_json(reader.text(ENV_RETENTION))
-        except RetentionRulesError as exc:
-            reader.problem(f"{ENV_RETENTION}: {exc}")
-            rules = RetentionRules()
-        batch = reader.integer(ENV_EXPIRY_BATCH_SIZE, DEFAULT_EXPIRY_BATCH_SIZE, low=1, high=10_000)
-        dry_run = reader.flag(ENV_EXPIRY_DRY_RUN, False)
-        if reader.problems:
-            raise ValueError("memory admin: invalid configuration: " + "; ".join(reader.problems))
-        return cls(
-            hindsight_url=url,
-            operator_key_secret_arn=str(required[ENV_OPERATOR_KEY_SECRET_ARN]),
-            bucket=str(required[ENV_BUCKET]),
-            bucket_key_arn=reader.text(ENV_BUCKET_KEY_ARN),
-            rules=rules,
-            expiry_batch_size=batch,
-            expiry_dry_run=dry_run,
-        )
+    operator_key_secret_arn: str = setting("OPERATOR_KEY_SECRET_ARN", required="the operator key's secret")
+    bucket: str = setting("ADMIN_BUCKET", required="the administration bucket")
+    bucket_key_arn: str | None = setting("ADMIN_BUCKET_KEY_ARN")
+    rules: RetentionRules = setting(
+        "MEMORY_RETENTION_DAYS", RetentionRules(), parse=_retention, write=RetentionRules.to_json, always=True
+    )
+    expiry_batch_size: int = setting("EXPIRY_BATCH_SIZE", DEFAULT_EXPIRY_BATCH_SIZE, low=1, high=10_000, always=True)
+    expiry_dry_run: bool = setting("EXPIRY_DRY_RUN", False, always=True)
 
 
 @cache
@@ -127,7 +75,7 @@ def _deps() -> AdminDeps:
 
     settings = FunctionSettings.from_env(os.environ)
     key = parameters.get_secret(settings.operator_key_secret_arn, max_age=300)
-    client = OperatorClient(settings.hindsight_url, str(key), timeout=60)
+    client = OperatorClient(settings.hindsight_api_url, str(key), timeout=60, recall_budget=settings.recall_budget)
     store = S3Store(settings.bucket, kms_key_id=settings.bucket_key_arn)
     return AdminDeps(client, store, settings.rules, expiry_batch_size=settings.expiry_batch_size)
 

@@ -42,6 +42,11 @@ class InterceptorSettings:
         return self.jwt.to_env(ENV_NAMING)
 
     @classmethod
+    def env_names(cls) -> tuple[str, ...]:
+        """Every variable :meth:`from_env` reads."""
+        return tuple(sorted(JwtSettings.setting_keys(ENV_NAMING)))
+
+    @classmethod
     def from_env(cls, env: Mapping[str, str]) -> InterceptorSettings:
         """Read and check the ``JWT_*`` variables; raise ``IdentityConfigError`` listing every problem."""
         return cls(jwt=JwtSettings.from_mapping(env, ENV_NAMING))

@@ -5,9 +5,9 @@ only the tool's arguments (``event``) and, in ``context.client_context.custom``,
 (``<target>___<tool>``) and the headers the target allowlists. The caller's identity comes only from
 :data:`memory_adapter.gateway.CALLER_TOKEN_HEADER`, which the interceptor sets; it is verified again here with the
 identity contract (a missing, forged, expired or machine token is refused) and then presented to Hindsight as the
-credential, so Hindsight's isolation serves that user's bank and nothing else. Settings: ``AGENT_NAME`` (whose banks:
-the runtime agent's, so both share the user's memory), ``HINDSIGHT_API_URL`` and the ``JWT_*`` variables (named here
-and by the identity contract; the stack imports these names).
+credential, so Hindsight's isolation serves that user's bank and nothing else. Settings
+(:class:`TargetSettings`): ``AGENT_NAME`` (whose banks: the runtime agent's, so both share the user's memory),
+Hindsight's URL, CA and recall budget (the agent's), and the ``JWT_*`` variables of the identity contract.
 """
 
 from __future__ import annotations
@@ -18,21 +18,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from memory_adapter.constants import HINDSIGHT_API_URL_ENV
 from memory_adapter.exceptions import ConfigurationError
 from memory_adapter.gateway import CALLER_TOKEN_HEADER, UNAUTHORIZED_ANSWER, propagated_header, tool_name
 from memory_adapter.identity.caller import Caller
 from memory_adapter.identity.errors import IdentityError
 from memory_adapter.identity.settings import ENV_NAMING, JwtSettings
 from memory_adapter.identity.verifier import JwtVerifier
-from memory_adapter.settings_reader import SettingsReader, env_dict
+from memory_adapter.settings_fields import RecallClientSettings, env_names, env_of, read_declared, setting
+from memory_adapter.settings_reader import SettingsReader
 from memory_adapter.tools.memory_tools import MemoryTools, ToolRunner
 from memory_adapter.transport import HttpTransport
 
-__all__ = ["ENV_AGENT_NAME", "ENV_HINDSIGHT_API_URL", "TOOL_TIMEOUT_S", "TargetSettings", "handler", "run_tool"]
+__all__ = ["TOOL_TIMEOUT_S", "TargetSettings", "handler", "run_tool"]
 
-ENV_AGENT_NAME: Final = "AGENT_NAME"
-ENV_HINDSIGHT_API_URL: Final = HINDSIGHT_API_URL_ENV
 #: Seconds per Hindsight request; the function's own timeout (set by the stack) leaves room above it.
 TOOL_TIMEOUT_S: Final = 20.0
 
@@ -42,40 +40,44 @@ logger.setLevel(logging.INFO)
 _deps: tuple[JwtVerifier, MemoryTools, str] | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class TargetSettings:
-    """The target's settings: whose banks (``AGENT_NAME``), Hindsight's URL and the token checks (``JWT_*``)."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TargetSettings(RecallClientSettings):
+    """The target's settings: whose banks (``AGENT_NAME``), Hindsight's URL, CA and recall budget, and the token
+    checks (``JWT_*``)."""
 
-    agent_name: str
-    hindsight_api_url: str
+    agent_name: str = setting("AGENT_NAME", required="the runtime agent whose banks the tools serve")
     jwt: JwtSettings
 
     def to_env(self) -> dict[str, str]:
         """The environment :meth:`from_env` reads back as these settings (what the stack gives the function)."""
-        return {
-            **env_dict({ENV_AGENT_NAME: self.agent_name, ENV_HINDSIGHT_API_URL: self.hindsight_api_url}),
-            **self.jwt.to_env(ENV_NAMING),
-        }
+        return {**env_of(self), **self.jwt.to_env(ENV_NAMING)}
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> TargetSettings:
+    def env_names(cls) -> tuple[str, ...]:
+        """Every variable :meth:`from_env` reads: the declared fields' and the token checks'."""
+        return (*env_names(cls), *sorted(JwtSettings.setting_keys(ENV_NAMING)))
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, object]) -> TargetSettings:
         """Read and check every variable; raise :class:`ConfigurationError` listing every problem."""
         get = SettingsReader(env, ENV_NAMING)
-        agent = get.text(ENV_AGENT_NAME)
-        if agent is None:
-            get.problem(f"{ENV_AGENT_NAME} is required (the runtime agent whose banks the tools serve)")
-        url = get.url(ENV_HINDSIGHT_API_URL)
+        values = read_declared(cls, get)
         jwt = JwtSettings.read(get)
         if get.problems:
             raise ConfigurationError(get.problems, subject="memory gateway target")
-        return cls(agent_name=str(agent), hindsight_api_url=url, jwt=jwt)
+        return cls(**values, jwt=jwt)
 
 
 def _default_deps() -> tuple[JwtVerifier, MemoryTools, str]:
     global _deps
     if _deps is None:
         settings = TargetSettings.from_env(os.environ)
-        tools = MemoryTools(HttpTransport(settings.hindsight_api_url), timeout=TOOL_TIMEOUT_S)
+        tools = MemoryTools(
+            HttpTransport(settings.hindsight_api_url),
+            timeout=TOOL_TIMEOUT_S,
+            recall_budget=settings.recall_budget,
+            recall_max_tokens=settings.recall_max_tokens,
+        )
         _deps = (JwtVerifier(settings.jwt), tools, settings.agent_name)
     return _deps
 

@@ -8,19 +8,30 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import dataclass
 from typing import Any
 
 import boto3
+
+from memory_adapter.settings_fields import DeclaredSettings, setting
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RedeploySettings(DeclaredSettings):
+    """Which services to replace."""
+
+    cluster_arn: str = setting("CLUSTER_ARN", required="the ECS cluster of the services")
+    service_arns: tuple[str, ...] = setting("SERVICE_ARNS", kind=tuple, required="the services to redeploy")
 
 
 def handler(event: Any, context: Any, *, ecs: Any = None) -> dict[str, Any]:
     """EventBridge target for Secrets Manager's RotationSucceeded event."""
     del context
     client = ecs or boto3.client("ecs")
-    cluster = os.environ["CLUSTER_ARN"]
-    services = [s for s in os.environ["SERVICE_ARNS"].split(",") if s]
+    settings = RedeploySettings.from_env(os.environ)
+    services = settings.service_arns
     for service in services:
-        client.update_service(cluster=cluster, service=service, forceNewDeployment=True)
+        client.update_service(cluster=settings.cluster_arn, service=service, forceNewDeployment=True)
     print(
         json.dumps(
             {

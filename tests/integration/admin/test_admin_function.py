@@ -39,11 +39,11 @@ def aws(local_hindsight: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
         boto3.client("s3").create_bucket(Bucket="memory-admin")
         secret = boto3.client("secretsmanager").create_secret(Name="op", SecretString=local_hindsight.operator_key)
         env = {
-            index.ENV_HINDSIGHT_URL: local_hindsight.url,
-            index.ENV_OPERATOR_KEY_SECRET_ARN: secret["ARN"],
-            index.ENV_BUCKET: "memory-admin",
-            index.ENV_BUCKET_KEY_ARN: key,
-            index.ENV_RETENTION: json.dumps({"plan": 30}),
+            "HINDSIGHT_API_URL": local_hindsight.url,
+            "OPERATOR_KEY_SECRET_ARN": secret["ARN"],
+            "ADMIN_BUCKET": "memory-admin",
+            "ADMIN_BUCKET_KEY_ARN": key,
+            "MEMORY_RETENTION_DAYS": json.dumps({"plan": 30}),
         }
         for name, value in env.items():
             monkeypatch.setenv(name, value)
@@ -102,6 +102,6 @@ def test_scheduled_expiry_and_backup(aws: Any, users: Users, capsys: pytest.Capt
 
 def test_bad_settings_are_reported_at_once() -> None:
     with pytest.raises(ValueError, match="HINDSIGHT_API_URL is required") as err:
-        index.FunctionSettings.from_env({index.ENV_RETENTION: '{"plans": 3}', index.ENV_EXPIRY_BATCH_SIZE: "0"})
+        index.FunctionSettings.from_env({"MEMORY_RETENTION_DAYS": '{"plans": 3}', "EXPIRY_BATCH_SIZE": "0"})
     for part in ("OPERATOR_KEY_SECRET_ARN", "ADMIN_BUCKET", "unknown kind 'plans'", "EXPIRY_BATCH_SIZE"):
         assert part in str(err.value)

@@ -1,6 +1,6 @@
 """The deploy-time probe function (``infra/functions/isolation_probe``) as CloudFormation's provider framework and
 ``python -m smoke`` call it: keys from Secrets Manager (moto), the verdict against real servers with and without the
-isolation extension, the deploy failed or warned by ``OnLeak``."""
+isolation extension, the deploy failed or warned by ``ON_LEAK``."""
 
 from __future__ import annotations
 
@@ -40,13 +40,13 @@ def make_event(moto_server: MotoServer) -> Callable[..., dict[str, Any]]:
 
     def make(url: str, operator_key: str, agent_key: str | None, agent_name: str, on_leak: str) -> dict[str, Any]:
         props = {
-            index.PROP_URL: url,
-            index.PROP_OPERATOR_KEY_ARN: secret(operator_key),
-            index.PROP_AGENT_NAME: agent_name,
-            index.PROP_ON_LEAK: on_leak,
+            "HINDSIGHT_API_URL": url,
+            "OPERATOR_KEY_SECRET_ARN": secret(operator_key),
+            "AGENT_NAME": agent_name,
+            "ON_LEAK": on_leak,
         }
         if agent_key is not None:
-            props[index.PROP_AGENT_KEY_ARN] = secret(agent_key)
+            props["HINDSIGHT_API_KEY_SECRET_ARN"] = secret(agent_key)
         return {"RequestType": "Create", "ResourceProperties": props}
 
     return make
@@ -112,9 +112,9 @@ def test_a_failed_update_rolls_back_without_probing_again(
     old = event["ResourceProperties"]
     assert created["PhysicalResourceId"] == index.proved_id(old)
     # AND then the operator key in Secrets Manager went stale (the server no longer takes it)
-    _client(moto_server, "secretsmanager").put_secret_value(SecretId=old[index.PROP_OPERATOR_KEY_ARN], SecretString="x")
+    _client(moto_server, "secretsmanager").put_secret_value(SecretId=old["OPERATOR_KEY_SECRET_ARN"], SecretString="x")
     # WHEN an update changes a setting, its probe fails the deploy
-    new = {**old, index.PROP_AGENT_NAME: "billing"}
+    new = {**old, "AGENT_NAME": "billing"}
     assert new != old
     update = {"RequestType": "Update", "PhysicalResourceId": created["PhysicalResourceId"]}
     with pytest.raises(Exception, match="operator key"):
@@ -143,10 +143,10 @@ def test_smoke_invokes_the_function_with_a_user_token(
     # GIVEN the function's environment (what the stack sets) and a Lambda client that runs the handler in-process
     secrets = _client(moto_server, "secretsmanager")
     arn = secrets.create_secret(Name="smoke-op", SecretString=local_hindsight.operator_key)["ARN"]
-    monkeypatch.setenv(index.PROP_URL, local_hindsight.url)
-    monkeypatch.setenv(index.PROP_OPERATOR_KEY_ARN, arn)
-    monkeypatch.setenv(index.PROP_AGENT_NAME, "assistant")
-    monkeypatch.setenv(index.PROP_ON_LEAK, "fail")
+    monkeypatch.setenv("HINDSIGHT_API_URL", local_hindsight.url)
+    monkeypatch.setenv("OPERATOR_KEY_SECRET_ARN", arn)
+    monkeypatch.setenv("AGENT_NAME", "assistant")
+    monkeypatch.setenv("ON_LEAK", "fail")
 
     class InProcessLambda:
         def invoke(self, *, FunctionName: str, Payload: bytes) -> dict[str, Any]:

@@ -21,7 +21,7 @@ import httpx
 import pytest
 
 from hindsight_isolation.admission import SHED_LOG
-from hindsight_isolation.settings import ENV_TENANT_PREFIX, KEY_RECALL_CONCURRENCY
+from hindsight_isolation.settings import tenant_env
 from localdev.hindsight import LocalHindsight, LocalHindsightConfig
 from localdev.token_issuer import TokenIssuer
 from memory_adapter import HindsightRuntimeAdapter, TurnContext
@@ -72,7 +72,7 @@ def narrow(token_issuer: TokenIssuer) -> Iterator[LocalHindsight]:
     """A dedicated Hindsight serving one recall at a time, with a few memories in the bank."""
     config = LocalHindsightConfig.ephemeral(
         issuer_discovery_url=token_issuer.discovery_url,
-        extra_env={ENV_TENANT_PREFIX + KEY_RECALL_CONCURRENCY.upper(): "1"},
+        extra_env={tenant_env("recall_concurrency"): "1"},
     )
     hindsight = LocalHindsight(config)
     hindsight.start()

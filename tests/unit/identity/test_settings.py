@@ -6,8 +6,8 @@ import pytest
 
 from hindsight_isolation.settings import JWT_NAMING, IsolationSettings
 from memory_adapter.identity import IdentityConfigError, JwtSettings, jwt_settings_problems
+from memory_adapter.identity.settings import ENV_NAMING as JWT_ENV
 from memory_adapter.settings_reader import Naming
-from runtime_handler.settings import JWT_ENV
 
 DISCOVERY = "https://idp.example/pool/.well-known/openid-configuration"
 INFRA = Naming(seconds="_seconds", shown_prefix="auth.")

@@ -84,6 +84,7 @@ def test_every_setting_reads_its_environment_variable(monkeypatch, tmp_path):
         "exit_flush_timeout": ("1", 1.0),
         "auto_replay": ("off", False),
         "missions": ('{"support": {"retain_mission": "m"}}', '{"support": {"retain_mission": "m"}}'),
+        "log_hash_salt": ("pepper", "pepper"),
     }
     assert set(values) == set(ENV_VARS)
     for name, (raw, _) in values.items():
@@ -93,10 +94,11 @@ def test_every_setting_reads_its_environment_variable(monkeypatch, tmp_path):
         assert getattr(settings, name) == expected, name
 
 
-def test_the_queue_variable_is_the_one_the_constants_name():
-    from memory_adapter.constants import SPOOL_QUEUE_URL_ENV
+def test_the_queue_and_salt_variables_are_the_ones_the_constants_name():
+    from memory_adapter.constants import LOG_HASH_SALT_ENV, SPOOL_QUEUE_URL_ENV
 
     assert ENV_VARS["spool_queue_url"] == SPOOL_QUEUE_URL_ENV
+    assert ENV_VARS["log_hash_salt"] == LOG_HASH_SALT_ENV
 
 
 def test_a_queue_url_must_be_a_url(monkeypatch):

@@ -8,7 +8,7 @@ say how each ``HINDSIGHT_ADAPTER_<NAME>`` variable is parsed (:data:`ENV_VARS`, 
 Precedence for every setting: adapter constructor argument > ``configure()`` > environment variable > default.
 ``configure()`` resolves the environment itself for the URL, the key and every setting it is not given (the new
 settings default to ``None`` there), so the effective order is the same whether or not ``configure()`` is called.
-The prior-art parameters of ``configure()`` keep their concrete defaults (``recall_budget="mid"``, ...) for
+The prior-art parameters of ``configure()`` keep their concrete defaults (``recall_budget``, ...) for
 compatibility; once ``configure()`` is called, those values are explicit and their environment variables are not read.
 
 There is no default URL: with none given anywhere, constructing an adapter raises :class:`ConfigurationError`
@@ -26,9 +26,12 @@ from typing import Any, Final
 
 from memory_adapter.constants import (
     ADAPTER_ENV_PREFIX,
+    DEFAULT_RECALL_BUDGET,
+    DEFAULT_RECALL_MAX_TOKENS,
     HINDSIGHT_API_KEY_ENV,
     HINDSIGHT_API_TOKEN_ENV,
     HINDSIGHT_API_URL_ENV,
+    RECALL_BUDGETS,
 )
 from memory_adapter.exceptions import ConfigurationError
 from memory_adapter.missions import Missions, MissionsError
@@ -73,9 +76,9 @@ class HindsightAgentCoreConfig:
     """Hindsight server URL. Empty means "not configured" (there is deliberately no SaaS default)."""
     api_key: str | None = field(default=None, repr=False)
     """Bearer credential used when a turn carries none of its own (kept out of ``repr``)."""
-    recall_budget: str = "mid"
+    recall_budget: str = DEFAULT_RECALL_BUDGET
     """Recall search depth: 'low', 'mid', or 'high'."""
-    recall_max_tokens: int = 1500
+    recall_max_tokens: int = DEFAULT_RECALL_MAX_TOKENS
     """Maximum tokens in the recalled memory block."""
     retain_async: bool = True
     """If True, ``after_turn`` returns at once; if False it waits until the retain is delivered or spooled."""
@@ -121,6 +124,10 @@ class HindsightAgentCoreConfig:
     missions: str = ""
     """JSON of agent name -> extraction mission (``cdk.json`` ``missions``), applied to each bank of that agent
     (:mod:`memory_adapter.missions`). Empty: banks keep their own settings."""
+    log_hash_salt: str = field(default="", repr=False)
+    """Salt of the short hashes that stand for bank ids in logs. Environment only (no argument): every process's logs
+    read it there (:func:`memory_adapter.observability.short_hash`); a field so that it is listed, written and
+    checked with the other settings."""
 
     def to_env(self) -> dict[str, str]:
         """The environment :func:`resolve_settings` reads back as these settings: the URL, the key when set, and
@@ -146,7 +153,6 @@ SETTING_NAMES: Final = tuple(f.name for f in dataclasses.fields(HindsightAgentCo
 ENV_VARS: Final[Mapping[str, str]] = {
     name: ADAPTER_ENV_PREFIX + name.upper() for name in SETTING_NAMES if name not in _CONNECTION
 }
-_BUDGETS: Final = ("low", "mid", "high")
 #: Accepted values (see :func:`~memory_adapter.settings_reader.out_of_range`); durations are seconds.
 _BOUNDS: Final[Mapping[str, Mapping[str, float]]] = {
     "recall_max_tokens": {"low": 1},
@@ -210,8 +216,8 @@ def read_settings(
             problem = f"{source} must be a number, got {value!r}"
         if problem is not None:
             reader.problem(problem)
-    if values["recall_budget"] not in _BUDGETS:
-        reader.problem(f"recall_budget must be one of {', '.join(_BUDGETS)}, got {values['recall_budget']!r}")
+    if values["recall_budget"] not in RECALL_BUDGETS:
+        reader.problem(f"recall_budget must be one of {', '.join(RECALL_BUDGETS)}, got {values['recall_budget']!r}")
     if values["retry_max_delay"] < values["retry_base_delay"]:
         reader.problem("retry_max_delay must be at least retry_base_delay")
     if not values["spool_dir"]:
@@ -267,8 +273,8 @@ def resolve_settings(
 def configure(
     hindsight_api_url: str | None = None,
     api_key: str | None = None,
-    recall_budget: str = "mid",
-    recall_max_tokens: int = 1500,
+    recall_budget: str = DEFAULT_RECALL_BUDGET,
+    recall_max_tokens: int = DEFAULT_RECALL_MAX_TOKENS,
     retain_async: bool = True,
     timeout: float = 15.0,
     tags: list[str] | None = None,

@@ -14,12 +14,15 @@ from typing import Final
 __all__ = [
     "ADAPTER_ENV_PREFIX",
     "CA_BUNDLE_ENV",
+    "DEFAULT_RECALL_BUDGET",
+    "DEFAULT_RECALL_MAX_TOKENS",
     "HINDSIGHT_API_KEY_ENV",
     "HINDSIGHT_API_KEY_SECRET_ARN_ENV",
     "HINDSIGHT_API_TOKEN_ENV",
     "HINDSIGHT_API_URL_ENV",
     "HINDSIGHT_OPERATOR_KEY_ENV",
     "LOG_HASH_SALT_ENV",
+    "RECALL_BUDGETS",
     "RECALL_SERVER_SETTINGS",
     "RETAIN_DEAD_LETTER_QUEUE_URL_ENV",
     "RETAIN_DELIVERY_TIMEOUT_ENV",
@@ -53,6 +56,13 @@ RETAIN_DEAD_LETTER_QUEUE_URL_ENV: Final = "RETAIN_DEAD_LETTER_QUEUE_URL"
 RETAIN_DELIVERY_TIMEOUT_ENV: Final = "RETAIN_DELIVERY_TIMEOUT_SECONDS"
 #: The redrive command's operator credential, when not read from Secrets Manager (never the agent's).
 HINDSIGHT_OPERATOR_KEY_ENV: Final = "HINDSIGHT_OPERATOR_KEY"
+
+#: Hindsight's recall search depths, and the one every recall path uses unless configured
+#: (``HINDSIGHT_ADAPTER_RECALL_BUDGET``: the agent's recall, the memory tools, the operator's recall).
+RECALL_BUDGETS: Final = ("low", "mid", "high")
+DEFAULT_RECALL_BUDGET: Final = "mid"
+#: Most tokens of memories one recall returns unless configured (``HINDSIGHT_ADAPTER_RECALL_MAX_TOKENS``).
+DEFAULT_RECALL_MAX_TOKENS: Final = 1500
 
 #: Largest SQS message (body and attributes): 1 MiB since 2025 (it was 256 KiB); the queue is created with it.
 SQS_MAX_MESSAGE_BYTES: Final = 1_048_576

@@ -33,12 +33,11 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Final, NoReturn, Protocol
+from typing import Any, Final, NoReturn, Protocol
 
 from memory_adapter._hindsight_api import post_retain
 from memory_adapter.constants import (
     HINDSIGHT_API_KEY_SECRET_ARN_ENV,
-    HINDSIGHT_API_URL_ENV,
     RETAIN_DEAD_LETTER_QUEUE_URL_ENV,
     RETAIN_DELIVERY_TIMEOUT_ENV,
 )
@@ -52,7 +51,8 @@ from memory_adapter.exceptions import (
     SpoolError,
 )
 from memory_adapter.observability import Metric, MetricsSink, Observer, short_hash
-from memory_adapter.settings_reader import SettingsReader, env_dict
+from memory_adapter.settings_fields import HindsightClientSettings, setting
+from memory_adapter.settings_reader import SettingsReader
 from memory_adapter.sqs_codec import QueueMessage, decode_record
 from memory_adapter.sqs_spool import SqsSpool
 from memory_adapter.transport import HttpTransport, Transport
@@ -97,46 +97,36 @@ class DeadLetters(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
-class ReplaySettings:
-    """The replay function's configuration (environment variables; names in :mod:`memory_adapter.constants`)."""
+def _queue_url(get: SettingsReader, env: str) -> str:
+    dead = get.text(env) or ""
+    if not dead.startswith(("http://", "https://")):
+        get.problem(f"{env} must be the dead-letter queue's URL, got {dead!r}")
+    return dead
 
-    hindsight_api_url: str
-    dead_letter_queue_url: str
-    delivery_timeout_s: float = DEFAULT_DELIVERY_TIMEOUT_S
-    agent_key_secret_arn: str | None = None
 
-    def to_env(self) -> dict[str, str]:
-        """The environment :meth:`from_env` reads back as these settings (the stack's; the deadline always)."""
-        return env_dict(
-            {
-                HINDSIGHT_API_URL_ENV: self.hindsight_api_url,
-                RETAIN_DEAD_LETTER_QUEUE_URL_ENV: self.dead_letter_queue_url,
-                RETAIN_DELIVERY_TIMEOUT_ENV: self.delivery_timeout_s,
-                HINDSIGHT_API_KEY_SECRET_ARN_ENV: self.agent_key_secret_arn,
-            }
-        )
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReplaySettings(HindsightClientSettings):
+    """The replay function's configuration (environment variables, each named by its field)."""
+
+    dead_letter_queue_url: str = setting(
+        RETAIN_DEAD_LETTER_QUEUE_URL_ENV, required="the dead-letter queue's URL", parse=_queue_url
+    )
+    delivery_timeout_s: float = setting(
+        RETAIN_DELIVERY_TIMEOUT_ENV, DEFAULT_DELIVERY_TIMEOUT_S, above=0, high=120, always=True
+    )
+    agent_key_secret_arn: str | None = setting(HINDSIGHT_API_KEY_SECRET_ARN_ENV)
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str]) -> ReplaySettings:
-        """Read and check every variable; raise :class:`ConfigurationError` listing every problem."""
-        get = SettingsReader(env)
-        url = get.url(HINDSIGHT_API_URL_ENV)
-        dead = get.text(RETAIN_DEAD_LETTER_QUEUE_URL_ENV) or ""
-        if not dead.startswith(("http://", "https://")):
-            get.problem(f"{RETAIN_DEAD_LETTER_QUEUE_URL_ENV} must be the dead-letter queue's URL, got {dead!r}")
-        timeout = get.number(RETAIN_DELIVERY_TIMEOUT_ENV, DEFAULT_DELIVERY_TIMEOUT_S, above=0, high=120)
-        secret_arn = get.text(HINDSIGHT_API_KEY_SECRET_ARN_ENV)
+    def check(cls, values: Mapping[str, Any], reader: SettingsReader) -> None:
+        """The agent key's secret is an ARN."""
+        secret_arn = values["agent_key_secret_arn"]
         if secret_arn is not None and not secret_arn.startswith("arn:"):
-            get.problem(f"{HINDSIGHT_API_KEY_SECRET_ARN_ENV} must be a Secrets Manager ARN, got {secret_arn[:80]!r}")
-        if get.problems:
-            raise ConfigurationError(get.problems, subject="retain replay")
-        return cls(
-            hindsight_api_url=url,
-            dead_letter_queue_url=dead,
-            delivery_timeout_s=timeout,
-            agent_key_secret_arn=secret_arn,
-        )
+            reader.problem(f"{HINDSIGHT_API_KEY_SECRET_ARN_ENV} must be a Secrets Manager ARN, got {secret_arn[:80]!r}")
+
+    @classmethod
+    def error(cls, problems: list[str]) -> Exception:
+        """A :class:`ConfigurationError` naming the replay function."""
+        return ConfigurationError(problems, subject="retain replay")
 
 
 class QueueReplayer:

@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from typing import Any, Final
 
 from memory_adapter._hindsight_api import HindsightApi
-from memory_adapter.constants import MEMORY_ACTOR_HEADER
+from memory_adapter.constants import DEFAULT_RECALL_BUDGET, MEMORY_ACTOR_HEADER
 from memory_adapter.exceptions import HindsightRequestError, HindsightUnavailableError
 from memory_adapter.transport import HttpTransport, Transport
 
@@ -33,15 +33,23 @@ class OperatorClient:
         operator_key: The operator credential (``HINDSIGHT_API_TENANT_OPERATOR_KEY`` of the server).
         timeout: Seconds per request.
         transport: A custom transport (tests).
+        recall_budget: Hindsight's search depth for :meth:`recall` (the deployment's configured budget).
 
     :meth:`acting_as` gives a client that names who acts (``x-memory-actor``), so the memory events the server
     emits for its changes say which operator principal or schedule caused them.
     """
 
     def __init__(
-        self, url: str, operator_key: str, *, timeout: float = 30.0, transport: Transport | None = None
+        self,
+        url: str,
+        operator_key: str,
+        *,
+        timeout: float = 30.0,
+        transport: Transport | None = None,
+        recall_budget: str = DEFAULT_RECALL_BUDGET,
     ) -> None:
         self.url = url.rstrip("/")
+        self._recall_budget = recall_budget
         self._api = HindsightApi(transport or HttpTransport(self.url), timeout=timeout, bearer=operator_key)
 
     def acting_as(self, actor: str) -> OperatorClient:
@@ -105,7 +113,7 @@ class OperatorClient:
 
     def recall(self, bank_id: str, query: str, *, max_tokens: int = 4096) -> list[dict[str, Any]]:
         """What a recall of ``query`` returns (empty when the bank does not exist)."""
-        return self._api.recall(bank_id, query, budget="mid", max_tokens=max_tokens)
+        return self._api.recall(bank_id, query, budget=self._recall_budget, max_tokens=max_tokens)
 
     # ------------------------------------------------------------------ transfer archives
 

@@ -18,7 +18,7 @@ Module              Job
 ==================  ========================================================================================
 
 Names are exported lazily: ``import memory_adapter.agentcore`` loads nothing, and ``settings`` needs only the
-standard library (the CDK app imports its ``ENV_*`` names).
+standard library (the CDK app builds its settings to write the agent's environment).
 
 Example:
     >>> from memory_adapter.agentcore import AgentCoreMemory

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from memory_adapter._hindsight_api import ABSENT_STATUSES, HindsightApi
+from memory_adapter.constants import DEFAULT_RECALL_BUDGET, DEFAULT_RECALL_MAX_TOKENS
 from memory_adapter.exceptions import HindsightRequestError, HindsightUnavailableError
 from memory_adapter.formatting import sanitize_text
 from memory_adapter.identity.caller import Caller
@@ -122,8 +123,8 @@ class MemoryTools:
         transport: Transport,
         *,
         timeout: float = 20.0,
-        recall_budget: str = "mid",
-        recall_max_tokens: int = 2048,
+        recall_budget: str = DEFAULT_RECALL_BUDGET,
+        recall_max_tokens: int = DEFAULT_RECALL_MAX_TOKENS,
         settle_s: float = 5.0,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
