@@ -59,7 +59,6 @@ from infra.permissions import (
     PASS_ROLE_ACTION,
     grant_bedrock_invoke,
 )
-from memory_adapter.missions import Mission
 
 
 def _restart_triggers(database: VectorDatabase, identity: Identity | None) -> list[RestartTrigger]:
