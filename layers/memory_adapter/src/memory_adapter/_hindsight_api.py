@@ -340,6 +340,10 @@ class HindsightApi:
         """Set ``updates`` on the bank's settings (creates the bank when it does not exist)."""
         self.call("PATCH", bank_path(bank_id, "/config"), {"updates": dict(updates)}, bearer=bearer)
 
+    def reset_bank_config(self, bank_id: str, *, bearer: str | None = None) -> None:
+        """``DELETE .../config``: drop the bank's own settings (back to the server's defaults)."""
+        self.call("DELETE", bank_path(bank_id, "/config"), bearer=bearer)
+
     def operations(self, bank_id: str, *, limit: int, bearer: str | None = None) -> list[dict[str, Any]]:
         """The bank's latest operations (``status``: pending, processing, completed, ...); none for an unknown bank."""
         path = bank_path(bank_id, "/operations?" + urllib.parse.urlencode({"limit": limit}))
