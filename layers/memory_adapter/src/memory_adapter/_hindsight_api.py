@@ -350,6 +350,12 @@ class HindsightApi:
         operations = _field(self.call("GET", path, bearer=bearer, missing_ok=True), "operations")
         return [op for op in operations or () if isinstance(op, dict)]
 
+    def operation_count(self, bank_id: str, status: str, *, bearer: str | None = None) -> int:
+        """How many of the bank's operations have ``status`` (0 for an unknown bank)."""
+        path = bank_path(bank_id, "/operations?" + urllib.parse.urlencode({"status": status, "limit": 1}))
+        total = _field(self.call("GET", path, bearer=bearer, missing_ok=True), "total")
+        return total if isinstance(total, int) else 0
+
     def operation(self, bank_id: str, operation_id: str, *, bearer: str | None = None) -> dict[str, Any]:
         """``GET .../operations/{id}``: its ``status`` (pending, processing, completed, failed, cancelled) and
         ``result_metadata``."""
