@@ -15,7 +15,8 @@ from memory_adapter.transport import HttpTransport
 
 __all__ = ["SEED_FACTS", "BankAdmin"]
 
-_TERMINAL = frozenset({"completed", "failed", "cancelled", "canceled", "error"})
+#: The statuses of an operation still to run.
+_UNFINISHED = ("pending", "processing")
 
 #: What the benchmark user "said" in earlier sessions: recall has real memories to find and rank.
 SEED_FACTS: tuple[str, ...] = (
@@ -98,8 +99,8 @@ class BankAdmin:
         return removed
 
     def unfinished_operations(self, bank_id: str) -> int:
-        """Queued or running operations of the bank (retains, consolidation), among its latest 1,000."""
-        return sum(1 for op in self._api.operations(bank_id, limit=1000) if str(op.get("status")) not in _TERMINAL)
+        """Queued or running operations of the bank (retains, consolidation)."""
+        return sum(self._api.operation_count(bank_id, status) for status in _UNFINISHED)
 
     def wait_settled(self, banks: Iterable[str], timeout: float = 300.0) -> float:
         """Wait until no operation of ``banks`` is queued or running; return the seconds waited (capped)."""

@@ -15,11 +15,11 @@ import inspect
 import re
 import typing
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from memory_adapter.testing import RecordedRequest
 from memory_adapter.transport import HttpResponse
@@ -34,7 +34,8 @@ class ClientRoute:
     name: str
     method: str
     template: str
-    query: frozenset[str]
+    query: Mapping[str, Any]
+    """Each query parameter's annotation (its type and bounds)."""
     body: type[BaseModel] | None
     answer: type[BaseModel] | None
 
@@ -69,9 +70,16 @@ class ClientSchema:
         """What of ``request``'s query and body the client's route and body model do not accept."""
         where = f"{request.method} {route.template}"
         query = urllib.parse.parse_qs(urllib.parse.urlsplit(request.path).query)
-        problems = [
-            f"{where}: query parameter {key!r} unknown to the client" for key in query if key not in route.query
-        ]
+        problems = []
+        for key, values in query.items():
+            if key not in route.query:
+                problems.append(f"{where}: query parameter {key!r} unknown to the client")
+                continue
+            taken = [_scalar(v) for v in values]  # one value may be a list of one
+            candidates = [taken] if len(taken) > 1 else [taken[0], taken]
+            refusals = [_refusal(route.query[key], candidate) for candidate in candidates]
+            if all(refusals):
+                problems.append(f"{where}: query parameter {key}={values} refused: {refusals[0]}")
         if request.body is not None:
             if route.body is None:
                 problems.append(f"{where}: sends a body the client's route does not take")
@@ -104,10 +112,30 @@ def _routes(api: type) -> Iterator[ClientRoute]:
             name=name,
             method=http_method[1],
             template=template[1],
-            query=frozenset(re.findall(r"_query_params\.append\(\('(\w+)'", source)),
+            query={
+                key: signature.parameters[key].annotation
+                for key in re.findall(r"_query_params\.append\(\('(\w+)'", source)
+                if key in signature.parameters
+            },
             body=body,
             answer=model_in(signature.return_annotation),
         )
+
+
+def _refusal(annotation: Any, value: Any) -> str | None:
+    try:
+        TypeAdapter(annotation).validate_python(value)
+    except ValidationError as exc:
+        return str(exc.errors()[0]["msg"])
+    return None
+
+
+def _scalar(text: str) -> Any:
+    """A query string's value as the client's method would have taken it (a number as a number)."""
+    try:
+        return int(text)
+    except ValueError:
+        return text
 
 
 def model_in(annotation: Any) -> type[BaseModel] | None:

@@ -55,13 +55,19 @@ def test_a_field_or_value_the_client_does_not_know_is_a_problem(schema: ClientSc
 
 def test_a_route_or_query_parameter_the_client_does_not_have_is_found(schema: ClientSchema) -> None:
     assert schema.route(RecordedRequest("GET", f"/v1/default/banks/{BANK}/memories/all/of/them", None, None, 1)) is None
-    listing = RecordedRequest("GET", f"/v1/default/banks/{BANK}/memories/list?limit=5&sort=new", None, None, 1)
+    query = "limit=5&tags=kind:fact&tags_match=any_strict&sort=new"
+    listing = RecordedRequest("GET", f"/v1/default/banks/{BANK}/memories/list?{query}", None, None, 1)
     route = schema.route(listing)
     assert route is not None
     assert route.name == "list_memories"  # the literal route, not /memories/{memory_id}
     assert schema.request_problems(route, listing) == [
         "GET /v1/default/banks/{bank_id}/memories/list: query parameter 'sort' unknown to the client"
     ]
+    operations = RecordedRequest("GET", f"/v1/default/banks/{BANK}/operations?limit=1000", None, None, 1)
+    route = schema.route(operations)
+    assert route is not None
+    (problem,) = schema.request_problems(route, operations)
+    assert problem.startswith("GET /v1/default/banks/{bank_id}/operations: query parameter limit=['1000'] refused")
 
 
 def test_the_parser_reads_only_fields_the_clients_memory_models_have(schema: ClientSchema) -> None:
