@@ -1,21 +1,22 @@
 """Operator-side access to Hindsight for the benchmark: seed a bank, count its documents, wait for queued work.
 
-Standard library HTTP with the operator key, outside every side being measured.
+The package's own wire (``HindsightApi`` over ``HttpTransport``) with the operator key, outside every side being
+measured.
 """
 
 from __future__ import annotations
 
-import json
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+from memory_adapter._hindsight_api import HindsightApi
+from memory_adapter.transport import HttpTransport
+
 __all__ = ["SEED_FACTS", "BankAdmin"]
 
-_TERMINAL = frozenset({"completed", "failed", "cancelled", "canceled", "error"})
+#: The statuses of an operation still to run.
+_UNFINISHED = ("pending", "processing")
 
 #: What the benchmark user "said" in earlier sessions: recall has real memories to find and rank.
 SEED_FACTS: tuple[str, ...] = (
@@ -51,27 +52,12 @@ RECALL_QUERIES: tuple[str, ...] = (
 
 
 class BankAdmin:
-    """The operator's view of the local Hindsight (never a contender)."""
+    """The operator's view of the local Hindsight (never a contender), through the package's wire."""
 
     def __init__(self, url: str, key: str | None) -> None:
         self.url = url.rstrip("/")
         self.key = key
-
-    def _call(self, method: str, path: str, body: Any | None = None, timeout: float = 120.0) -> Any:
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(f"{self.url}{path}", data=data, method=method)  # noqa: S310 - loopback
-        request.add_header("Accept", "application/json")
-        if data is not None:
-            request.add_header("Content-Type", "application/json")
-        if self.key:
-            request.add_header("Authorization", f"Bearer {self.key}")
-        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - loopback http
-            raw = response.read()
-        return json.loads(raw) if raw else None
-
-    @staticmethod
-    def _bank(bank_id: str) -> str:
-        return f"/v1/default/banks/{urllib.parse.quote(bank_id, safe='@:.-_~')}"
+        self._api = HindsightApi(HttpTransport(self.url), timeout=120.0, bearer=key)
 
     def seed(self, bank_id: str, facts: Sequence[str] = SEED_FACTS) -> None:
         """Retain ``facts`` (one document each) and wait until Hindsight has extracted them."""
@@ -79,34 +65,28 @@ class BankAdmin:
             {"content": f"User: {fact}\nAssistant: Noted.", "document_id": f"seed-{n}", "context": "bench seed"}
             for n, fact in enumerate(facts)
         ]
-        self._call("POST", f"{self._bank(bank_id)}/memories", {"items": items, "async": False}, timeout=600)
+        self._api.retain(bank_id, items, wait=True, timeout=600.0)
         self.wait_settled([bank_id])
 
     def recall_count(self, bank_id: str, query: str) -> int:
         """How many memories a recall finds (to check the seeded bank answers)."""
-        body = {"query": query, "budget": "mid", "max_tokens": 1500}
-        found = self._call("POST", f"{self._bank(bank_id)}/memories/recall", body)
-        return len(found.get("results") or [])
-
-    def _paged(self, bank_id: str, resource: str, items_key: str, limit: int) -> Iterator[dict[str, Any]]:
-        """Every item of a paged bank listing (`{items_key: [...], "total": n}`); none when the bank is absent."""
-        offset = 0
-        while True:
-            try:
-                page = self._call("GET", f"{self._bank(bank_id)}/{resource}?limit={limit}&offset={offset}")
-            except urllib.error.HTTPError as exc:
-                if exc.code == 404:
-                    return
-                raise
-            items = page.get(items_key) or []
-            yield from items
-            offset += len(items)
-            if not items or offset >= int(page.get("total") or 0):
-                return
+        return len(self._api.recall(bank_id, query, budget="mid", max_tokens=1500))
 
     def documents(self, bank_id: str) -> list[dict[str, Any]]:
         """Every document of the bank (paged); empty when the bank does not exist."""
-        return list(self._paged(bank_id, "documents", "items", limit=500))
+        return list(self._api.documents(bank_id))
+
+    def memories(self, bank_id: str) -> Iterator[dict[str, Any]]:
+        """Every memory unit of the bank (paged); none when the bank does not exist."""
+        yield from self._api.memories(bank_id)
+
+    def configure(self, bank_id: str, updates: dict[str, Any]) -> None:
+        """Set ``updates`` on the bank's own settings."""
+        self._api.update_bank_config(bank_id, updates)
+
+    def reset_config(self, bank_id: str) -> None:
+        """Drop the bank's own settings."""
+        self._api.reset_bank_config(bank_id)
 
     def prune(self, bank_id: str, keep_prefix: str = "seed-") -> int:
         """Delete every document whose id does not start with ``keep_prefix`` (with its memories); return how many."""
@@ -114,14 +94,13 @@ class BankAdmin:
         for doc in self.documents(bank_id):
             doc_id = str(doc.get("id"))
             if not doc_id.startswith(keep_prefix):
-                self._call("DELETE", f"{self._bank(bank_id)}/documents/{urllib.parse.quote(doc_id, safe='')}")
+                self._api.delete_document(bank_id, doc_id)
                 removed += 1
         return removed
 
     def unfinished_operations(self, bank_id: str) -> int:
         """Queued or running operations of the bank (retains, consolidation)."""
-        operations = self._paged(bank_id, "operations", "operations", limit=100)
-        return sum(1 for op in operations if str(op.get("status")) not in _TERMINAL)
+        return sum(self._api.operation_count(bank_id, status) for status in _UNFINISHED)
 
     def wait_settled(self, banks: Iterable[str], timeout: float = 300.0) -> float:
         """Wait until no operation of ``banks`` is queued or running; return the seconds waited (capped)."""

@@ -42,8 +42,11 @@ from localdev.mcp_server import default_server as default_mcp_server
 from localdev.supervisor import StartError, require_free_port, try_start
 from localdev.token_issuer import background as issuer_background
 from localdev.token_issuer import default_data_dir, ensure_running, load_or_create_key, mint_token, stop_background
+from memory_adapter._hindsight_api import HindsightApi
+from memory_adapter.exceptions import HindsightAgentCoreError
 from memory_adapter.identity import format_bank_id
 from memory_adapter.identity.settings import discovery_url_for
+from memory_adapter.transport import HttpTransport
 
 if TYPE_CHECKING:
     from memory_adapter import TurnContext
@@ -133,16 +136,9 @@ class ClientMemory:
 
 def reset_bank(url: str, operator_key: str | None) -> None:
     """Forget what earlier demo runs stored for the demo's own user (never anyone else's), so session 2 can only
-    recall session 1."""
-    bank = urllib.parse.quote(format_bank_id(user=USER, agent=AGENT), safe="")
-    request = urllib.request.Request(f"{url}/v1/default/banks/{bank}", method="DELETE")  # noqa: S310 - loopback
-    if operator_key:
-        request.add_header("Authorization", f"Bearer {operator_key}")
-    try:
-        urllib.request.urlopen(request, timeout=30).close()  # noqa: S310 - loopback http
-    except urllib.error.HTTPError as err:
-        if err.code != 404:
-            raise
+    recall session 1 (deleting a bank that is not there is a no-op)."""
+    api = HindsightApi(HttpTransport(url), timeout=30.0, bearer=operator_key)
+    api.delete_bank(format_bank_id(user=USER, agent=AGENT))
 
 
 def _say(who: str, text: str) -> None:
@@ -215,16 +211,12 @@ def _wait_until_idle(agent_url: str, deadline_s: float) -> None:
 
 def _wait_until_recallable(hindsight_url: str, token: str, deadline_s: float) -> None:
     """Hindsight extracts facts asynchronously after accepting a retain: wait until recall finds them."""
-    bank = urllib.parse.quote(format_bank_id(user=USER, agent=AGENT), safe="")
+    api = HindsightApi(HttpTransport(hindsight_url), timeout=60.0, bearer=token)
+    bank = format_bank_id(user=USER, agent=AGENT)
     end = time.monotonic() + deadline_s
     while time.monotonic() < end:
-        with contextlib.suppress(urllib.error.URLError, ValueError):
-            found = _post_json(
-                f"{hindsight_url}/v1/default/banks/{bank}/memories/recall",
-                {"query": SESSION_2_PROMPT, "max_tokens": 1024},
-                {"Authorization": f"Bearer {token}"},
-            )
-            if found.get("results"):
+        with contextlib.suppress(HindsightAgentCoreError):
+            if api.recall(bank, SESSION_2_PROMPT, budget="mid", max_tokens=1024):
                 return
         time.sleep(0.5)
 

@@ -10,14 +10,16 @@ Hindsight's own), prints a table, and removes everything. The numbers in docs/lo
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import time
-import urllib.request
 import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from localdev.hindsight import EmbeddingsMode, LocalHindsight, LocalHindsightConfig
+from memory_adapter._hindsight_api import HindsightApi
+from memory_adapter.transport import HttpTransport
 
 _SENTENCES = [
     "Alex prefers email over phone calls.",
@@ -29,15 +31,15 @@ _SENTENCES = [
 _QUERIES = ["How should we contact Alex?", "Which food should the pet avoid?", "Where is the finance meeting held?"]
 
 
-def _post(url: str, body: object, timeout: float = 120.0) -> float:
-    """POST JSON; return the wall time in milliseconds."""
-    request = urllib.request.Request(  # noqa: S310 - loopback http only
-        url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}, method="POST"
-    )
+def _timed(call: Callable[..., object], *args: Any, **kwargs: Any) -> float:
+    """Run one request; return its wall time in milliseconds."""
     started = time.perf_counter()
-    with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - loopback http only
-        response.read()
+    call(*args, **kwargs)
     return (time.perf_counter() - started) * 1000
+
+
+def _note(i: int) -> str:
+    return _SENTENCES[i % len(_SENTENCES)] + f" (note {i})"
 
 
 def _mem_mb(pid: int, field: str = "Rss") -> float:
@@ -91,14 +93,10 @@ def main(argv: list[str] | None = None) -> int:
         warm = time.monotonic() - started
 
         bank = f"measure-{uuid.uuid4().hex[:8]}"
-        base = f"{hs.url}/v1/default/banks/{bank}"
-        retains = [
-            _post(f"{base}/memories", {"items": [{"content": _SENTENCES[i % len(_SENTENCES)] + f" (note {i})"}]})
-            for i in range(args.retains)
-        ]
-        recalls = [
-            _post(f"{base}/memories/recall", {"query": _QUERIES[i % len(_QUERIES)]}) for i in range(args.recalls)
-        ]
+        api = HindsightApi(HttpTransport(hs.url), timeout=120.0)
+        retains = [_timed(api.retain, bank, [{"content": _note(i)}], wait=True) for i in range(args.retains)]
+        queries = [_QUERIES[i % len(_QUERIES)] for i in range(args.recalls)]
+        recalls = [_timed(api.recall, bank, query, budget="mid", max_tokens=4096) for query in queries]
 
         pids = hs.pids()
         api_rss = _mem_mb(pids["hindsight-api"])

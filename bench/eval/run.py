@@ -259,7 +259,7 @@ class Evaluation:
     def memory_turns(self, bank_id: str) -> dict[str, str]:
         """Every memory of the bank: id -> source turn, and text -> source turn (for the prior art's text block)."""
         mapping: dict[str, str] = {}
-        for item in self.admin._paged(bank_id, "memories/list", "items", limit=500):
+        for item in self.admin.memories(bank_id):
             turn = _turn_of(item.get("document_id"))
             if turn:
                 mapping[str(item.get("id"))] = turn
@@ -311,11 +311,10 @@ class Evaluation:
 
     async def ask_variants(self, caller: Any, questions: Sequence[Question]) -> None:
         """Our recall under each variant's settings (bank config patched, then reset), scored as ``ours@name``."""
-        path = f"{self.admin._bank(caller.bank_id)}/config"
         for variant in self.variants:
             adapter = self._adapter({**self.target.recall_settings, **variant.adapter})
             if variant.bank:
-                self.admin._call("PATCH", path, {"updates": variant.bank})
+                self.admin.configure(caller.bank_id, variant.bank)
                 await asyncio.sleep(_BANK_CONFIG_CACHE_S)
             try:
                 for q in questions:
@@ -327,7 +326,7 @@ class Evaluation:
             finally:
                 await adapter.aclose()
                 if variant.bank:
-                    self.admin._call("DELETE", path)
+                    self.admin.reset_config(caller.bank_id)
                     await asyncio.sleep(_BANK_CONFIG_CACHE_S)
             self.log(f"    variant {variant.name}: {len(questions)} questions asked")
 

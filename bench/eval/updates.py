@@ -177,7 +177,7 @@ async def run(env: BenchEnv, users: list[User], log: Any = print) -> dict[str, A
                 max_tokens=settings.recall_max_tokens,
                 bearer=tokens[u.user],
             )
-            theirs = judge([str(r["text"]) for r in raw[: max(recollection.count, 1)]], change)
+            theirs = judge([r.text for r in raw[: max(recollection.count, 1)]], change)
             for system, verdict in (("ours", ours), ("hindsight", theirs)):
                 cell = rows[system].setdefault(change.kind, {"questions": 0} | dict.fromkeys(verdict, 0))
                 cell["questions"] += 1

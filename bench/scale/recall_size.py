@@ -66,7 +66,7 @@ def recall_latency(
         if n >= warmup:
             samples.append(elapsed)
             hits.append(len(found))
-            texts.append([str(r.get("text")) for r in found[:10]])
+            texts.append([r.text for r in found[:10]])
     result: dict[str, Any] = {
         **summarize(samples),
         "memories_returned_mean": round(sum(hits) / max(len(hits), 1), 1),
@@ -75,7 +75,7 @@ def recall_latency(
     }
     if needles:
         pairs = corpus_needles(needle_range, needles)
-        found_top10 = sum(1 for q, text in pairs if text in [str(r.get("text")) for r in client.recall(bank, q)[:10]])
+        found_top10 = sum(1 for q, text in pairs if text in [r.text for r in client.recall(bank, q)[:10]])
         result["needles_found_top10"] = f"{found_top10}/{len(pairs)}"
     return result
 
@@ -160,7 +160,7 @@ def _spot_check(client: HindsightClient, db: Database, bank: str, *, turns: int)
         client.retain(bank, [{"content": fact, "document_id": f"spot-{marker}-{n}", "context": "conversation"}])
         found = False
         while time.monotonic() - began < 120:
-            texts = [str(r.get("text")) for r in client.recall(bank, f"What language does {word} speak?")]
+            texts = [r.text for r in client.recall(bank, f"What language does {word} speak?")]
             if any(word in t for t in texts):
                 found = True
                 break

@@ -46,7 +46,7 @@ def _marker_turn(client: HindsightClient, bank: str) -> float:
     began = time.monotonic()
     client.retain(bank, [_item(turn_content(f"My parrot {word} speaks fluent Klingon."), f"marker-{word}")])
     while time.monotonic() - began < 300:
-        if any(word in str(r.get("text")) for r in client.recall(bank, f"What language does {word} speak?")):
+        if any(word in r.text for r in client.recall(bank, f"What language does {word} speak?")):
             return time.monotonic() - began
         time.sleep(0.2)
     return float("inf")

@@ -33,7 +33,7 @@ from infra.constructs.memory_layer import adapter_layer_version
 from infra.constructs.memory_props import ExternalMemoryProps
 from infra.functions.isolation_probe import index as probe_index
 from infra.permissions import SECRET_READ_ACTIONS
-from memory_adapter import isolation_probe
+from memory_adapter import _hindsight_api, isolation_probe, transport
 
 PROBE_DIR = FUNCTIONS_DIR / "isolation_probe"
 #: The port each scheme implies when the URL names none.
@@ -155,11 +155,13 @@ class IsolationProbe(Construct):
                 removal_policy=RemovalPolicy.DESTROY,
             ),
         )
-        # Changed settings or probe code (the handler, or the probe on the layer) run it again at the next deploy.
+        # Changed settings or probe code (the handler, or the probe and the wire it speaks on the layer) run it
+        # again at the next deploy.
+        probe_code = b"".join(Path(str(m.__file__)).read_bytes() for m in (isolation_probe, _hindsight_api, transport))
         properties = {
             **settings,
             "HandlerSha256": handler_sha256(PROBE_DIR),
-            "ProbeSha256": hashlib.sha256(Path(isolation_probe.__file__).read_bytes()).hexdigest(),
+            "ProbeSha256": hashlib.sha256(probe_code).hexdigest(),
         }
         self.resource = CustomResource(
             self,

@@ -45,7 +45,7 @@ def test_a_bulk_seeded_bank_answers_recall_like_a_retained_one(
     assert database.sizes()["memory_units"] == before["memory_units"] + 40
     # WHEN recall asks about one of them
     target = fact(7).text
-    found = [str(r.get("text")) for r in client.recall(bank, target)]
+    found = [r.text for r in client.recall(bank, target)]
     # THEN that fact is recalled, and only corpus facts come back
     corpus = {fact(i).text for i in range(40)}
     assert target in found
@@ -54,7 +54,7 @@ def test_a_bulk_seeded_bank_answers_recall_like_a_retained_one(
     word = f"Zorb{uuid.uuid4().hex[:6]}"
     client.retain(bank, [{"content": f"My parrot {word} speaks fluent Klingon.", "document_id": "spot"}])
     client.wait_settled([bank], timeout=120)
-    assert any(word in str(r.get("text")) for r in client.recall(bank, f"What language does {word} speak?"))
+    assert any(word in r.text for r in client.recall(bank, f"What language does {word} speak?"))
     # AND the statements of one recall can be captured from the server log and explained
     statements = database.capture(lambda: client.recall(bank, target))
     arms = [s for s in statements if s.name == "semantic+bm25"]
@@ -82,5 +82,5 @@ def test_a_clone_copies_every_row_under_new_ids(
         f"SELECT bank_id, count(*) FROM memory_links WHERE bank_id IN ('{source}', '{copy}') GROUP BY 1"  # noqa: S608
     )
     assert len({line.split("|")[1] for line in counts.splitlines()}) == 1
-    assert fact(3).text in [str(r.get("text")) for r in client.recall(copy, fact(3).text)]
+    assert fact(3).text in [r.text for r in client.recall(copy, fact(3).text)]
     client.close()

@@ -14,10 +14,7 @@ pytestmark = pytest.mark.integration
 
 
 def _memories(run: Evaluation, bank_id: str) -> set[tuple[str | None, str]]:
-    return {
-        (_turn_of(item.get("document_id")), str(item.get("text")))
-        for item in run.admin._paged(bank_id, "memories/list", "items", limit=500)
-    }
+    return {(_turn_of(item.get("document_id")), str(item.get("text"))) for item in run.admin.memories(bank_id)}
 
 
 async def test_bulk_ingest_stores_what_the_turn_by_turn_ingest_stores(local_hindsight: Any) -> None:

@@ -13,7 +13,7 @@ from memory_adapter.exceptions import HindsightUnavailableError
 from memory_adapter.queue_replay import QueueReplayer
 from memory_adapter.spool import RetainRecord
 from memory_adapter.sqs_codec import QueueMessage, encode_record
-from memory_adapter.testing import FakeHindsight
+from memory_adapter.testing import FakeHindsight, MockTransport, RecordedRequest
 from memory_adapter.transport import HttpResponse
 
 
@@ -37,17 +37,15 @@ class DeadLetterList:
         self.letters.append((message.message_id, reason))
 
 
-class FailsFor(FakeHindsight):
-    """The fake Hindsight, unreachable for requests naming ``unreachable_bank`` (an outage starting mid-batch)."""
+def fails_for(fake: FakeHindsight, unreachable_bank: str) -> MockTransport:
+    """``fake``, unreachable for requests naming ``unreachable_bank`` (an outage starting mid-batch)."""
 
-    def __init__(self, unreachable_bank: str) -> None:
-        super().__init__()
-        self.unreachable_bank = unreachable_bank
-
-    def request(self, method: str, path: str, **kwargs: Any) -> HttpResponse:
-        if self.unreachable_bank in path:
+    def handler(request: RecordedRequest) -> HttpResponse:
+        if unreachable_bank in request.path:
             raise HindsightUnavailableError("cannot reach Hindsight: ConnectionRefusedError")
-        return super().request(method, path, **kwargs)
+        return request.send(fake)
+
+    return MockTransport(handler)
 
 
 def sqs_record(message_id: str, body: str, attributes: dict[str, str]) -> dict[str, Any]:
@@ -70,11 +68,12 @@ def retain(message_id: str, bank: str, credential: str = "token") -> dict[str, A
 
 
 def test_only_the_messages_not_processed_are_batch_item_failures() -> None:
-    fake = FailsFor("user:down:")
+    fake = FakeHindsight()
     fake.deny.add(("token", "user:mallory-target:agent:a"))
     dead = DeadLetterList()
+    transport = fails_for(fake, "user:down:")
     handler = index.make_handler(
-        lambda: QueueReplayer(transport=fake, dead_letters=dead, timeout=1.0, metrics=index.metrics)
+        lambda: QueueReplayer(transport=transport, dead_letters=dead, timeout=1.0, metrics=index.metrics)
     )
     bomb = base64.b64encode(zlib.compress(b"0" * 20 * 2**20)).decode()
     event = {
@@ -95,9 +94,9 @@ def test_only_the_messages_not_processed_are_batch_item_failures() -> None:
 
 
 def test_a_batch_that_fails_entirely_is_reported_not_raised() -> None:
-    fake = FailsFor("user:")
+    transport = fails_for(FakeHindsight(), "user:")
     handler = index.make_handler(
-        lambda: QueueReplayer(transport=fake, dead_letters=DeadLetterList(), timeout=1.0, metrics=index.metrics)
+        lambda: QueueReplayer(transport=transport, dead_letters=DeadLetterList(), timeout=1.0, metrics=index.metrics)
     )
     response = handler({"Records": [retain("a", "user:u:agent:a"), retain("b", "user:u:agent:a")]}, LambdaContext())
     assert response == {"batchItemFailures": [{"itemIdentifier": "a"}, {"itemIdentifier": "b"}]}

@@ -145,7 +145,7 @@ def test_the_target_acts_for_the_verified_caller_only(issuer: LoopbackIssuer, ve
     answer = target.run_tool({"query": "email"}, _custom("recall", token), verifier, tools, "support")
     assert answer["memories"][0]["text"] == "I prefer email over phone."
     bank = Caller.of(user="user-alex", agent="support").bank_id
-    assert {(r[1].split("/")[4], r[3]) for r in hindsight.requests} == {(bank, token)}
+    assert {(r.path.split("/")[4], r.bearer) for r in hindsight.requests} == {(bank, token)}
 
 
 @pytest.mark.parametrize("case", ["missing", "forged", "expired", "machine", *non_numeric_time_claims()])

@@ -50,7 +50,7 @@ class Users:
         api = HindsightApi(HttpTransport(self.url), timeout=30)
         bearer = self.mint(self.name(user), ttl=900)
         results = api.recall(self.bank(user, agent), query, budget="mid", max_tokens=4096, bearer=bearer)
-        return [r["text"] for r in results]
+        return [r.text for r in results]
 
 
 def extraction_requests(llm_base_url: str | None) -> list[Any]:

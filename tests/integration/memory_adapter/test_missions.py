@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -16,7 +15,8 @@ from memory_adapter import RetainOutcome, TurnContext
 from memory_adapter._hindsight_api import bank_path
 from memory_adapter.identity import format_bank_id
 from memory_adapter.missions import MISSIONS_ENV
-from memory_adapter.transport import HttpResponse, HttpTransport
+from memory_adapter.testing import MockTransport
+from memory_adapter.transport import HttpTransport
 from tests.conftest import TEST_SERVER_MISSIONS
 
 pytestmark = pytest.mark.integration
@@ -31,28 +31,14 @@ TURN = (
 )
 
 
-class CountingTransport(HttpTransport):
-    """The real HTTP transport, remembering every request's method and path."""
+def recorded(url: str) -> MockTransport:
+    """The real HTTP transport to ``url``, behind one that records every request."""
+    real = HttpTransport(url)
+    return MockTransport(lambda request: request.send(real))
 
-    def __init__(self, base_url: str) -> None:
-        super().__init__(base_url)
-        self.calls: list[tuple[str, str]] = []
 
-    def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        body: Any | None = None,
-        bearer: str | None = None,
-        timeout: float,
-        headers: Mapping[str, str] | None = None,
-    ) -> HttpResponse:
-        self.calls.append((method, path))
-        return super().request(method, path, body=body, bearer=bearer, timeout=timeout, headers=headers)
-
-    def to(self, suffix: str, method: str) -> int:
-        return sum(1 for m, p in self.calls if m == method and p.endswith(suffix))
+def sent(transport: MockTransport) -> list[tuple[str, str]]:
+    return [(r.method, r.path) for r in transport.requests]
 
 
 def _agent_ctx(user: str, session: str, **kwargs: Any) -> TurnContext:
@@ -129,21 +115,21 @@ async def test_a_changed_mission_is_reapplied_and_an_unchanged_one_costs_one_rea
     await turn(_agent_adapter(make_adapter, local_hindsight), 1)
     assert _overrides(bank, bank_id)["retain_mission"] == "Keep preferences."
     # WHEN a later process (same setting) retains twice: one read, no write
-    same = CountingTransport(local_hindsight.url)
+    same = recorded(local_hindsight.url)
     adapter = _agent_adapter(make_adapter, local_hindsight, transport=same)
     await turn(adapter, 2)
     await turn(adapter, 3)
-    assert (same.to("/config", "GET"), same.to("/config", "PATCH")) == (1, 0)
+    assert (len(same.calls("/config", "GET")), len(same.calls("/config", "PATCH"))) == (1, 0)
     # WHEN the setting changes (a redeploy with a new mission and mode)
     monkeypatch.setenv(MISSIONS_ENV, _missions("Keep preferences and decisions.", mode="verbose"))
-    changed = CountingTransport(local_hindsight.url)
+    changed = recorded(local_hindsight.url)
     adapter = _agent_adapter(make_adapter, local_hindsight, transport=changed)
     await turn(adapter, 4)
     await turn(adapter, 5)
     # THEN it is written once, before that process's first retain there
-    assert (changed.to("/config", "GET"), changed.to("/config", "PATCH")) == (1, 1)
-    first_patch = changed.calls.index(("PATCH", bank_path(bank_id, "/config")))
-    assert first_patch < changed.calls.index(("POST", bank_path(bank_id, "/memories")))
+    assert (len(changed.calls("/config", "GET")), len(changed.calls("/config", "PATCH"))) == (1, 1)
+    first_patch = sent(changed).index(("PATCH", bank_path(bank_id, "/config")))
+    assert first_patch < sent(changed).index(("POST", bank_path(bank_id, "/memories")))
     overrides = _overrides(bank, bank_id)
     assert (overrides["retain_mission"], overrides["retain_extraction_mode"]) == (
         "Keep preferences and decisions.",
@@ -153,11 +139,11 @@ async def test_a_changed_mission_is_reapplied_and_an_unchanged_one_costs_one_rea
 
 async def test_an_agent_without_a_mission_leaves_its_banks_alone(local_hindsight, make_adapter, run_id, monkeypatch):
     monkeypatch.setenv(MISSIONS_ENV, json.dumps({"sales": {"retain_mission": "Keep leads."}}))
-    counting = CountingTransport(local_hindsight.url)
+    counting = recorded(local_hindsight.url)
     adapter = _agent_adapter(make_adapter, local_hindsight, transport=counting)  # "support": no mission of its own
     ctx = _agent_ctx(f"nomission-{run_id}", "s")
     assert await adapter.retain_for_turn(ctx, result="Noted.", query="I like tea.") is RetainOutcome.DELIVERED
-    assert counting.to("/config", "GET") + counting.to("/config", "PATCH") == 0
+    assert len(counting.calls("/config", "GET")) + len(counting.calls("/config", "PATCH")) == 0
 
 
 async def test_with_a_users_token_the_server_applies_the_configured_mission_itself(
@@ -169,7 +155,7 @@ async def test_with_a_users_token_the_server_applies_the_configured_mission_itse
     assert mission is not None
     assert mission.retain_mission is not None
     monkeypatch.setenv(MISSIONS_ENV, TEST_SERVER_MISSIONS.to_json())
-    counting = CountingTransport(local_hindsight.url)
+    counting = recorded(local_hindsight.url)
     adapter = make_adapter(local_hindsight.url, transport=counting, agent_name="steered")
     user = f"jwt-{run_id}"
     ctx = TurnContext(
@@ -182,7 +168,7 @@ async def test_with_a_users_token_the_server_applies_the_configured_mission_itse
     # WHEN it retains a support turn into the user's new bank
     assert await adapter.retain_for_turn(ctx, result="Noted.", query=TURN) is RetainOutcome.DELIVERED
     # THEN the agent asked for no bank setting (a user's token may set none) ...
-    assert counting.to("/config", "GET") + counting.to("/config", "PATCH") == 0
+    assert len(counting.calls("/config", "GET")) + len(counting.calls("/config", "PATCH")) == 0
     # ... and the server had put the mission in place before that first retain was extracted
     bank_id = format_bank_id(user=user, agent="steered")
     assert _overrides(bank, bank_id).get("retain_mission") == mission.retain_mission

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from memory_adapter.formatting import format_memories_as_data
 from memory_adapter.identity.caller import Caller
 from memory_adapter.testing import FakeHindsight
 from memory_adapter.tools.memory_tools import MemoryTools, ToolResult
-from tests.unit.runtime_handler.fakes import HoldableHindsight
+from tests.unit.runtime_handler.fakes import holding_retains
 
 IAM_ENV = {
     "AGENT_NAME": "support",
@@ -29,23 +30,32 @@ def turn_of(user: str, session: str = "session-0123456789-0123456789-0123456789"
 
 
 @pytest.fixture
-def fake() -> Iterator[HoldableHindsight]:
-    hindsight = HoldableHindsight()
-    yield hindsight
-    hindsight.release_retains()
+def fake() -> FakeHindsight:
+    return FakeHindsight()
 
 
 @pytest.fixture
-def make_memory(fake: HoldableHindsight, tmp_path: Path) -> Iterator[Callable[..., AgentCoreMemory]]:
+def flowing() -> Iterator[threading.Event]:
+    """Set while retains reach the fake; clear it to hold them (``/ping`` while a retain is in flight)."""
+    event = threading.Event()
+    event.set()
+    yield event
+    event.set()
+
+
+@pytest.fixture
+def make_memory(
+    fake: FakeHindsight, flowing: threading.Event, tmp_path: Path
+) -> Iterator[Callable[..., AgentCoreMemory]]:
     """``make_memory(**env)``: an IAM-mode ``AgentCoreMemory`` whose adapter talks to ``fake`` (the data-block
-    formatter, as the wiring's default adapter has)."""
+    formatter, as the wiring's default adapter has), retains held while ``flowing`` is clear."""
     made: list[HindsightRuntimeAdapter] = []
 
     def make(env: Mapping[str, str] | None = None, **kwargs: Any) -> AgentCoreMemory:
         settings = AgentMemorySettings.from_env({**IAM_ENV, **(env or {})})
         adapter = HindsightRuntimeAdapter(
             "support",
-            transport=fake,
+            transport=holding_retains(fake, flowing),
             formatter=format_memories_as_data,
             hindsight_api_url="http://hindsight.test",
             spool_dir=str(tmp_path / f"spool-{len(made)}"),
@@ -58,7 +68,7 @@ def make_memory(fake: HoldableHindsight, tmp_path: Path) -> Iterator[Callable[..
         return AgentCoreMemory(settings, memory=kwargs.pop("memory", adapter), **kwargs)
 
     yield make
-    fake.release_retains()
+    flowing.set()
 
 
 class RecordingTools(MemoryTools):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Callable
 from types import SimpleNamespace
@@ -25,8 +26,8 @@ from memory_adapter.agentcore.identity import TokenVerifier, default_verifier
 from memory_adapter.agentcore.settings import AgentMemorySettings
 from memory_adapter.identity.caller import Caller
 from memory_adapter.identity.verifier import VerifiedIdentity
+from memory_adapter.testing import FakeHindsight
 from tests.unit.issuers import CLIENT_ID, LoopbackIssuer
-from tests.unit.runtime_handler.fakes import HoldableHindsight
 from tests.unit.runtime_handler.serving import serve
 
 from .conftest import IAM_ENV, turn_of
@@ -66,7 +67,7 @@ async def test_no_identity_is_refused_unless_anonymous_is_allowed(make_memory: C
 
 
 async def test_an_unreadable_agent_key_means_a_turn_without_memory(
-    make_memory: Callable[..., AgentCoreMemory], fake: HoldableHindsight
+    make_memory: Callable[..., AgentCoreMemory], fake: FakeHindsight
 ) -> None:
     def fetch(arn: str) -> str:
         raise RuntimeError("secrets manager unreachable")
@@ -81,7 +82,7 @@ async def test_an_unreadable_agent_key_means_a_turn_without_memory(
 
 
 async def test_recall_and_retain_without_a_turn_do_nothing(
-    make_memory: Callable[..., AgentCoreMemory], fake: HoldableHindsight
+    make_memory: Callable[..., AgentCoreMemory], fake: FakeHindsight
 ) -> None:
     memory = make_memory()
     assert await memory.recall(None, "anything") == Recollection("", 0, False)
@@ -114,7 +115,7 @@ def test_entrypoint_needs_an_app(make_memory: Callable[..., AgentCoreMemory]) ->
 
 
 def test_the_app_refuses_unverified_callers_and_stays_busy_while_a_retain_is_pending(
-    make_memory: Callable[..., AgentCoreMemory], fake: HoldableHindsight, loopback_issuer: LoopbackIssuer
+    make_memory: Callable[..., AgentCoreMemory], flowing: threading.Event, loopback_issuer: LoopbackIssuer
 ) -> None:
     jwt_env = {"AUTH_MODE": "jwt", "JWT_DISCOVERY_URL": loopback_issuer.discovery_url, "JWT_ALLOWED_CLIENTS": CLIENT_ID}
     memory = make_memory({**jwt_env, "HINDSIGHT_API_KEY": ""})
@@ -153,14 +154,14 @@ def test_the_app_refuses_unverified_callers_and_stays_busy_while_a_retain_is_pen
         assert http.post("/invocations", content=oversized, headers=authorized).json()["code"] == "payload_too_large"
         assert seen == []  # nothing reached the handler so far
 
-        fake.hold_retains()
+        flowing.clear()
         answer = http.post(
             "/invocations", json={"prompt": "hi"}, headers={**headers, "Authorization": f"Bearer {token}"}
         )
         assert answer.status_code == 200
         assert answer.json() == {"output": "noted"}
         assert http.get("/ping").json()["status"] == "HealthyBusy"
-        fake.release_retains()
+        flowing.set()
         deadline = time.monotonic() + 10
         while http.get("/ping").json()["status"] == "HealthyBusy":
             assert time.monotonic() < deadline, "the retain never completed"

@@ -13,7 +13,7 @@ from memory_adapter.agentcore import AgentCoreMemory
 from memory_adapter.formatting import MEMORY_BLOCK_OPEN
 from memory_adapter.integrations.langgraph import EchoChatModel, HindsightMemoryHooks, memory_report, memory_tools
 from memory_adapter.integrations.tools import NO_VERIFIED_CALLER
-from tests.unit.runtime_handler.fakes import HoldableHindsight
+from memory_adapter.testing import FakeHindsight
 
 from .conftest import RecordingTools, turn_of
 
@@ -30,7 +30,7 @@ def react_agent(memory: AgentCoreMemory, tools: list[Any]) -> Any:
 
 
 async def test_the_model_sees_the_memories_the_state_does_not(
-    make_memory: Callable[..., AgentCoreMemory], fake: HoldableHindsight
+    make_memory: Callable[..., AgentCoreMemory], fake: FakeHindsight
 ) -> None:
     memory = make_memory()
     handle = memory.retain(turn_of("user-alex"), query="I prefer email over phone", result="ok")
@@ -51,7 +51,7 @@ async def test_the_model_sees_the_memories_the_state_does_not(
 
 
 async def test_a_tool_loop_recalls_once_tools_get_the_turn_and_a_forget_is_not_retained(
-    make_memory: Callable[..., AgentCoreMemory], fake: HoldableHindsight
+    make_memory: Callable[..., AgentCoreMemory], fake: FakeHindsight
 ) -> None:
     recording = RecordingTools()
     memory = make_memory(tools=recording)
@@ -66,9 +66,7 @@ async def test_a_tool_loop_recalls_once_tools_get_the_turn_and_a_forget_is_not_r
     assert fake.calls("/memories") == []  # the tool wrote memory: the run is not retained on top
 
 
-async def test_without_a_turn_tools_refuse(
-    make_memory: Callable[..., AgentCoreMemory], fake: HoldableHindsight
-) -> None:
+async def test_without_a_turn_tools_refuse(make_memory: Callable[..., AgentCoreMemory], fake: FakeHindsight) -> None:
     recording = RecordingTools()
     memory = make_memory(tools=recording)
     graph = react_agent(memory, memory_tools(memory))

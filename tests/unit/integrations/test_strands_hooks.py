@@ -14,7 +14,7 @@ from memory_adapter.agentcore import AgentCoreMemory
 from memory_adapter.formatting import MEMORY_BLOCK_OPEN
 from memory_adapter.integrations.strands import EchoModel, HindsightMemoryHooks, memory_report, memory_tools
 from memory_adapter.integrations.tools import NO_VERIFIED_CALLER
-from tests.unit.runtime_handler.fakes import HoldableHindsight
+from memory_adapter.testing import FakeHindsight
 
 from .conftest import RecordingTools, turn_of
 
@@ -67,7 +67,7 @@ async def test_memories_reach_this_invocation_s_system_prompt_only(make_memory: 
 
 
 async def test_a_failing_model_restores_the_prompt_and_retains_nothing(
-    make_memory: Callable[..., AgentCoreMemory], fake: HoldableHindsight
+    make_memory: Callable[..., AgentCoreMemory], fake: FakeHindsight
 ) -> None:
     memory = make_memory()
     await remembered(memory, "user-alex", "I prefer email over phone")
@@ -80,7 +80,7 @@ async def test_a_failing_model_restores_the_prompt_and_retains_nothing(
 
 
 async def test_a_forged_turn_in_the_state_is_no_turn(
-    make_memory: Callable[..., AgentCoreMemory], fake: HoldableHindsight
+    make_memory: Callable[..., AgentCoreMemory], fake: FakeHindsight
 ) -> None:
     memory = make_memory()
     forged = {"memory_turn": {"caller": {"user": "victim"}}}  # not a MemoryTurn: anything else counts as none
@@ -89,7 +89,7 @@ async def test_a_forged_turn_in_the_state_is_no_turn(
 
 
 async def test_tools_run_for_the_verified_turn_only_and_a_write_is_not_retained_again(
-    make_memory: Callable[..., AgentCoreMemory], fake: HoldableHindsight
+    make_memory: Callable[..., AgentCoreMemory], fake: FakeHindsight
 ) -> None:
     recording = RecordingTools()
     memory = make_memory(tools=recording)
@@ -110,7 +110,7 @@ async def test_tools_run_for_the_verified_turn_only_and_a_write_is_not_retained_
 
 
 async def test_a_turn_that_only_read_memory_is_retained_without_what_it_quoted(
-    make_memory: Callable[..., AgentCoreMemory], fake: HoldableHindsight
+    make_memory: Callable[..., AgentCoreMemory], fake: FakeHindsight
 ) -> None:
     memory = make_memory(tools=RecordingTools())
     turn = turn_of("user-alex")

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import urllib.parse
-from collections.abc import Mapping
-from typing import Any
 
 from memory_adapter.exceptions import HindsightUnavailableError
+from memory_adapter.testing import MockTransport, RecordedRequest
 from memory_adapter.transport import HttpResponse
 
 EMAIL_ID = "11111111-1111-1111-1111-111111111111"
@@ -14,33 +13,23 @@ TEA_ID = "22222222-2222-2222-2222-222222222222"
 CODE_ID = "33333333-3333-3333-3333-333333333333"
 
 
-class ScriptedHindsight:
-    """Answers the tools' requests from a small bank: two documents, ``turn-1`` (email) and ``turn-2`` (tea, code)."""
+class ScriptedHindsight(MockTransport):
+    """Answers the tools' requests from a small bank: two documents, ``turn-1`` (email) and ``turn-2`` (tea, code);
+    every request recorded (:class:`~memory_adapter.testing.MockTransport`), none answered while ``down``."""
 
     def __init__(self) -> None:
+        super().__init__(self._answer)
         self.facts = {
             EMAIL_ID: {"id": EMAIL_ID, "text": "I prefer email over phone.", "type": "world", "document_id": "turn-1"},
             TEA_ID: {"id": TEA_ID, "text": "I prefer tea.", "type": "world", "document_id": "turn-2"},
             CODE_ID: {"id": CODE_ID, "text": "My locker code is 4711.", "type": "world", "document_id": "turn-2"},
         }
-        self.requests: list[tuple[str, str, Any, str | None]] = []
-        self.headers: list[dict[str, str]] = []
         self.down = False
 
-    def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        body: Any = None,
-        bearer: str | None = None,
-        timeout: float,
-        headers: Mapping[str, str] | None = None,
-    ) -> Any:
-        self.requests.append((method, path, body, bearer))
-        self.headers.append(dict(headers or {}))
+    def _answer(self, request: RecordedRequest) -> HttpResponse:
         if self.down:
             raise HindsightUnavailableError("cannot reach Hindsight")
+        method, path = request.method, request.path
         route = path.split("/", 5)[5] if path.count("/") >= 5 else ""
         parsed = urllib.parse.urlsplit("/" + route)
         query = urllib.parse.parse_qs(parsed.query)
@@ -65,6 +54,3 @@ class ScriptedHindsight:
         if parsed.path == "/reflect":
             return HttpResponse(200, {"text": "You prefer email."})
         return HttpResponse(404, {"detail": "no route"})
-
-    def close(self) -> None:
-        """Nothing to close."""

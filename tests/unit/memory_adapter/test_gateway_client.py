@@ -57,7 +57,7 @@ def test_a_tool_runs_through_the_gateway_for_the_callers_own_token(
     assert custom["bedrockAgentCoreToolName"] == "memory___recall"
     assert list(custom["bedrockAgentCorePropagatedHeaders"].values()) == [alex.credential]
     # AND Hindsight saw alex's bank and alex's token, nothing else
-    assert {(r[1].split("/")[4], r[3]) for r in hindsight.requests} == {(alex.bank_id, alex.credential)}
+    assert {(r.path.split("/")[4], r.bearer) for r in hindsight.requests} == {(alex.bank_id, alex.credential)}
 
 
 def test_forget_through_the_gateway_says_what_was_forgotten(

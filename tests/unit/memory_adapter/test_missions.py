@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -13,38 +12,28 @@ from memory_adapter.exceptions import HindsightUnavailableError
 from memory_adapter.identity import format_bank_id
 from memory_adapter.missions import Mission, Missions, MissionsError
 from memory_adapter.observability import Observer
+from memory_adapter.testing import MockTransport, RecordedRequest
 from memory_adapter.transport import HttpResponse
 
 BANK = format_bank_id(user="u1", agent="support")
 
 
-class Scripted:
+def scripted(get: list[int | None], patch: int = 200, overrides: dict[str, Any] | None = None) -> MockTransport:
     """Answers GET/PATCH of a bank's config from a script of statuses (``None``: unreachable)."""
 
-    def __init__(self, get: list[int | None], patch: int = 200, overrides: dict[str, Any] | None = None) -> None:
-        self.get, self.patch, self.overrides = list(get), patch, overrides or {}
-        self.calls: list[tuple[str, Any]] = []
-
-    def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        body: Any = None,
-        bearer: str | None = None,
-        timeout: float,
-        headers: Mapping[str, str] | None = None,
-    ) -> Any:
-        self.calls.append((method, body))
-        if method == "GET":
-            status = self.get.pop(0) if self.get else 200
+    def handler(request: RecordedRequest) -> HttpResponse:
+        if request.method == "GET":
+            status = get.pop(0) if get else 200
             if status is None:
                 raise HindsightUnavailableError("cannot reach Hindsight")
-            return HttpResponse(status, {"overrides": self.overrides} if status == 200 else {"detail": "x"})
-        return HttpResponse(self.patch, {} if self.patch == 200 else {"detail": "forbidden"})
+            return HttpResponse(status, {"overrides": overrides or {}} if status == 200 else {"detail": "x"})
+        return HttpResponse(patch, {} if patch == 200 else {"detail": "forbidden"})
 
-    def close(self) -> None:
-        """Nothing to close."""
+    return MockTransport(handler)
+
+
+def calls(transport: MockTransport) -> list[tuple[str, Any]]:
+    return [(r.method, r.body) for r in transport.requests]
 
 
 def _missions(**mission: str) -> Missions:
@@ -54,7 +43,7 @@ def _missions(**mission: str) -> Missions:
 AGENT_KEY = "agent-key-" + "k" * 32
 
 
-def _applier(transport: Scripted, missions: Missions) -> BankMissions:
+def _applier(transport: MockTransport, missions: Missions) -> BankMissions:
     api = HindsightApi(transport, timeout=1.0)
     return BankMissions(api=api, missions=missions, observer=Observer(None, verbose=False))
 
@@ -89,44 +78,44 @@ def test_an_empty_mission_is_managed_and_a_null_one_is_not() -> None:
 
 
 def test_an_unreachable_hindsight_defers_the_mission_to_the_banks_next_retain() -> None:
-    transport = Scripted(get=[None, 404])
+    transport = scripted(get=[None, 404])
     applier = _applier(transport, _missions(retain_mission="Keep decisions."))
     applier.prepare(BANK, AGENT_KEY)  # never raises: the retain that follows goes on
-    assert transport.calls == [("GET", None)]
+    assert calls(transport) == [("GET", None)]
     applier.prepare(BANK, AGENT_KEY)  # the next retain tries again: no bank yet, so it is created with its mission
-    assert transport.calls[1:] == [("GET", None), ("PATCH", {"updates": {"retain_mission": "Keep decisions."}})]
+    assert calls(transport)[1:] == [("GET", None), ("PATCH", {"updates": {"retain_mission": "Keep decisions."}})]
     applier.prepare(BANK, AGENT_KEY)  # settled for this process
-    assert len(transport.calls) == 3
+    assert len(calls(transport)) == 3
 
 
 def test_a_refused_mission_is_not_retried_for_every_turn() -> None:
-    transport = Scripted(get=[200], patch=403)
+    transport = scripted(get=[200], patch=403)
     applier = _applier(transport, _missions(retain_mission="Keep decisions."))
     applier.prepare(BANK, AGENT_KEY)
     applier.prepare(BANK, AGENT_KEY)
-    assert [method for method, _ in transport.calls] == ["GET", "PATCH"]
+    assert [method for method, _ in calls(transport)] == ["GET", "PATCH"]
 
 
 def test_only_what_differs_is_written() -> None:
-    transport = Scripted(
+    transport = scripted(
         get=[200], overrides={"retain_mission": "Keep decisions.", "retain_extraction_mode": "concise"}
     )
     applier = _applier(transport, _missions(retain_mission="Keep decisions.", retain_extraction_mode="verbose"))
     applier.prepare(BANK, AGENT_KEY)
-    assert transport.calls[1] == ("PATCH", {"updates": {"retain_extraction_mode": "verbose"}})
+    assert calls(transport)[1] == ("PATCH", {"updates": {"retain_extraction_mode": "verbose"}})
 
 
 def test_banks_outside_the_per_user_scheme_are_left_alone() -> None:
-    transport = Scripted(get=[])
+    transport = scripted(get=[])
     _applier(transport, _missions(retain_mission="Keep decisions.")).prepare("default", AGENT_KEY)
-    assert transport.calls == []
+    assert calls(transport) == []
 
 
 @pytest.mark.parametrize("bearer", ["eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJhIn0.c2ln", None])
 def test_a_retain_sent_with_a_users_token_or_none_sets_no_mission(bearer: str | None) -> None:
     # GIVEN a retain carrying a user's token (a JWT), or no credential at all
-    transport = Scripted(get=[404])
+    transport = scripted(get=[404])
     applier = _applier(transport, _missions(retain_mission="Keep decisions."))
     # WHEN it is prepared: THEN no bank setting is read or written (Hindsight applies the mission itself)
     applier.prepare(BANK, bearer)
-    assert transport.calls == []
+    assert calls(transport) == []

@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
+from memory_adapter.formatting import RecalledMemory
 from memory_adapter.identity.caller import Caller
 from memory_adapter.tools import TOOL_NAMES, TOOL_SPECS, MemoryTools, ToolInputError, matches, parse_arguments
-from memory_adapter.tools.forgetting import Fact, select
+from memory_adapter.tools.forgetting import select
 
 from .scripted_hindsight import CODE_ID, EMAIL_ID, TEA_ID, ScriptedHindsight
 
@@ -68,8 +69,8 @@ def test_forget_descriptions_select_conservatively() -> None:
     assert not matches("that I", "I prefer tea.")  # nothing significant: selects nothing
 
 
-def _fact(text: str, similarity: float | None) -> Fact:
-    return Fact(id=text, text=text, type="world", document_id=None, similarity=similarity)
+def _fact(text: str, similarity: float | None) -> RecalledMemory:
+    return RecalledMemory(id=text, text=text, type="world", document_id=None, similarity=similarity)
 
 
 def test_forget_selects_the_memory_a_description_means_by_words_and_similarity() -> None:
@@ -96,7 +97,8 @@ def test_forget_deletes_a_document_wholly_forgotten(tools: MemoryTools, hindsigh
     result = tools.call(ALEX, "forget", {"query": "that I prefer email"})
     assert result.data == {"forgotten": [{"id": EMAIL_ID, "text": "I prefer email over phone.", "how": "deleted"}]}
     assert result.text == 'Forgot 1 memory:\n- "I prefer email over phone." (deleted with its source)'
-    assert ("DELETE", f"/v1/default/banks/{ALEX.bank_id}/documents/turn-1", None, "token-a") in hindsight.requests
+    deleted = [(r.path, r.body, r.bearer) for r in hindsight.calls("/documents/turn-1", "DELETE")]
+    assert deleted == [(f"/v1/default/banks/{ALEX.bank_id}/documents/turn-1", None, "token-a")]
     assert set(hindsight.facts) == {TEA_ID, CODE_ID}
 
 
@@ -105,10 +107,10 @@ def test_forget_invalidates_a_fact_whose_document_keeps_others(
 ) -> None:
     result = tools.call(ALEX, "forget", {"query": "locker code"})
     assert [f["how"] for f in result.data["forgotten"]] == ["invalidated"]
-    patch = next(r for r in hindsight.requests if r[0] == "PATCH")
-    assert patch[1].endswith(f"/memories/{CODE_ID}")
-    assert patch[2] == {"state": "invalidated", "reason": "forgotten at the user's request"}
-    assert not any(r[0] == "DELETE" for r in hindsight.requests)
+    patch = next(r for r in hindsight.requests if r.method == "PATCH")
+    assert patch.path.endswith(f"/memories/{CODE_ID}")
+    assert patch.body == {"state": "invalidated", "reason": "forgotten at the user's request"}
+    assert not any(r.method == "DELETE" for r in hindsight.requests)
 
 
 def test_forget_by_unknown_id_forgets_nothing_and_says_so(tools: MemoryTools) -> None:
@@ -128,9 +130,9 @@ def test_every_request_is_the_callers_bank_with_the_callers_credential(
         ("forget", {"query": "green tea"}),
     ]:
         assert not tools.call(ALEX, name, arguments).is_error, name
-    assert {r[3] for r in hindsight.requests} == {"token-a"}
-    assert all(r[1].startswith(f"/v1/default/banks/{ALEX.bank_id}/") for r in hindsight.requests)
-    remembered = next(r[2] for r in hindsight.requests if r[0] == "POST" and r[1].endswith("/memories"))
+    assert {r.bearer for r in hindsight.requests} == {"token-a"}
+    assert all(r.path.startswith(f"/v1/default/banks/{ALEX.bank_id}/") for r in hindsight.requests)
+    remembered = next(r.body for r in hindsight.requests if r.method == "POST" and r.path.endswith("/memories"))
     assert remembered["items"][0]["tags"][:3] == ["user:user-alex", "agent:support", "kind:preference"]
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import threading
 import urllib.parse
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,45 +18,23 @@ from memory_adapter.agentcore.settings import AgentMemorySettings
 from memory_adapter.delivery import RetainHandle, RetainOutcome
 from memory_adapter.identity.bank_ids import BankOwner, parse_bank_id
 from memory_adapter.identity.caller import Caller
-from memory_adapter.testing import FakeHindsight
-from memory_adapter.transport import HttpResponse
+from memory_adapter.testing import FakeHindsight, MockTransport, RecordedRequest
+from memory_adapter.transport import HttpResponse, Transport
 
 
-class HoldableHindsight(FakeHindsight):
-    """The fake, with retains that wait while ``hold`` is set (to watch ``/ping`` while a retain is in flight)."""
+def holding_retains(fake: FakeHindsight, flowing: threading.Event) -> MockTransport:
+    """``fake`` behind a transport whose retains wait while ``flowing`` is clear (to watch ``/ping`` while a retain
+    is in flight); every request reaches ``fake`` and its record."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.hold = threading.Event()
-        self._go = threading.Event()
-        self._go.set()
+    def handler(request: RecordedRequest) -> HttpResponse:
+        if request.method == "POST" and request.path.endswith("/memories"):
+            flowing.wait(request.timeout)
+        return request.send(fake)
 
-    def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        body: Any | None = None,
-        bearer: str | None = None,
-        timeout: float,
-        headers: Mapping[str, str] | None = None,
-    ) -> HttpResponse:
-        if method == "POST" and path.endswith("/memories"):
-            self._go.wait(timeout)
-        return super().request(method, path, body=body, bearer=bearer, timeout=timeout, headers=headers)
-
-    def hold_retains(self) -> None:
-        self._go.clear()
-
-    def release_retains(self) -> None:
-        self._go.set()
-
-    def reset(self) -> None:
-        super().reset()
-        self.release_retains()
+    return MockTransport(handler)
 
 
-def memory_on(fake: FakeHindsight, spool_dir: Path, **options: Any) -> HindsightRuntimeAdapter:
+def memory_on(fake: Transport, spool_dir: Path, **options: Any) -> HindsightRuntimeAdapter:
     """The adapter as the agent builds it (the default ``<recalled_memories>`` block), on ``fake``, with fast
     retries and a short exit flush."""
     settings: dict[str, Any] = {

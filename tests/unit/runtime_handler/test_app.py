@@ -11,6 +11,7 @@ import contextlib
 import hashlib
 import hmac
 import json
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,13 +21,13 @@ import httpx
 import pytest
 from cryptography.hazmat.primitives import serialization
 
-from memory_adapter.testing import Fault
+from memory_adapter.testing import FakeHindsight, Fault
 from runtime_handler.main import create_app
 from runtime_handler.model import EchoModel, ModelTurn
 from runtime_handler.settings import Settings
 from tests.unit.issuers import LoopbackIssuer
 
-from .fakes import HoldableHindsight, bearers, memory_on, owners
+from .fakes import bearers, holding_retains, memory_on, owners
 from .serving import serve
 
 UNAUTHORIZED = {"error": "unauthorized", "code": "unauthorized"}
@@ -43,11 +44,13 @@ def _settings(issuer: LoopbackIssuer | None = None, **env: str) -> Settings:
 
 
 class Agent:
-    """A running app plus the fake Hindsight behind its memory, and a small client."""
+    """A running app plus the fake Hindsight behind its memory (its retains wait while ``flowing`` is clear), and a
+    small client."""
 
-    def __init__(self, url: str, hindsight: HoldableHindsight) -> None:
+    def __init__(self, url: str, hindsight: FakeHindsight, flowing: threading.Event) -> None:
         self.url = url
         self.hindsight = hindsight
+        self.flowing = flowing
         self.http = httpx.Client(base_url=url, timeout=10)
 
     def settle(self) -> None:
@@ -71,12 +74,14 @@ class Agent:
 
 @contextlib.contextmanager
 def running(settings: Settings, spool: Path, **memory_options: Any) -> Iterator[Agent]:
-    hindsight = HoldableHindsight()
-    memory = memory_on(hindsight, spool, **memory_options)
+    hindsight, flowing = FakeHindsight(), threading.Event()
+    flowing.set()
+    memory = memory_on(holding_retains(hindsight, flowing), spool, **memory_options)
     try:
         with serve(create_app(settings, memory=memory, model=EchoModel())) as url:
-            yield Agent(url, hindsight)
+            yield Agent(url, hindsight, flowing)
     finally:
+        flowing.set()
         hindsight.release()  # hung requests fail now (the app has closed its adapter)
 
 
@@ -273,12 +278,12 @@ def test_streaming_answers_server_sent_events(agent: Agent, loopback_issuer: Loo
 
 
 def test_ping_is_busy_until_the_retain_is_delivered(agent: Agent, loopback_issuer: LoopbackIssuer) -> None:
-    agent.hindsight.hold_retains()
+    agent.flowing.clear()
     assert agent.http.get("/ping").json()["status"] == "Healthy"
     response = agent.invoke({"prompt": "remember this"}, token=loopback_issuer.mint("user-alex"))
     assert response.status_code == 200  # the answer did not wait for the retain
     assert agent.http.get("/ping").json()["status"] == "HealthyBusy"
-    agent.hindsight.release_retains()
+    agent.flowing.set()
     deadline = time.monotonic() + 10
     while agent.http.get("/ping").json()["status"] != "Healthy":
         assert time.monotonic() < deadline
@@ -290,11 +295,11 @@ def test_ping_stays_busy_past_the_retain_wait_until_the_turn_is_safe(
 ) -> None:
     # A turn counts as safe once delivered or spooled; MEMORY_RETAIN_WAIT_SECONDS only says when to warn.
     with running(_settings(loopback_issuer, MEMORY_RETAIN_WAIT_SECONDS="0.1"), tmp_path) as agent:
-        agent.hindsight.hold_retains()
+        agent.flowing.clear()
         assert agent.invoke({"prompt": "remember this"}, token=loopback_issuer.mint("user-alex")).status_code == 200
         time.sleep(0.5)
         assert agent.http.get("/ping").json()["status"] == "HealthyBusy"
-        agent.hindsight.release_retains()
+        agent.flowing.set()
         agent.settle()
         assert agent.hindsight.calls("/memories")
     assert "/ping stays HealthyBusy until it is" in caplog.text
@@ -359,9 +364,9 @@ def test_model_failure_answers_502(loopback_issuer: LoopbackIssuer, tmp_path: Pa
 
             raise ModelError("throttled")
 
-    hindsight = HoldableHindsight()
+    hindsight, flowing = FakeHindsight(), threading.Event()
     app = create_app(_settings(loopback_issuer), memory=memory_on(hindsight, tmp_path), model=Broken())
     with serve(app) as url:
-        response = Agent(url, hindsight).invoke({"prompt": "hi"}, token=loopback_issuer.mint())
+        response = Agent(url, hindsight, flowing).invoke({"prompt": "hi"}, token=loopback_issuer.mint())
     assert response.status_code == 502
     assert response.json() == {"error": "the model is unavailable", "code": "model_unavailable"}

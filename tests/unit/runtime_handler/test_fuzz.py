@@ -11,12 +11,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from memory_adapter.testing import FakeHindsight
 from runtime_handler.main import create_app
 from runtime_handler.model import EchoModel
 from runtime_handler.settings import Settings
 from tests.unit.issuers import LoopbackIssuer
 
-from .fakes import HoldableHindsight, memory_on
+from .fakes import memory_on
 from .serving import serve
 
 _json_leaf = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=50)
@@ -64,7 +65,7 @@ def fuzz_url(loopback_issuer: LoopbackIssuer, tmp_path_factory: pytest.TempPathF
         "JWT_DISCOVERY_URL": loopback_issuer.discovery_url,
         "JWT_ALLOWED_CLIENTS": "client-app",
     }
-    memory = memory_on(HoldableHindsight(), tmp_path_factory.mktemp("spool"))
+    memory = memory_on(FakeHindsight(), tmp_path_factory.mktemp("spool"))
     app = create_app(Settings.from_env(env), memory=memory, model=EchoModel())
     with serve(app) as url:
         yield url

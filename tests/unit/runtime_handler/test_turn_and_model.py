@@ -16,24 +16,24 @@ from memory_adapter.adapter import HindsightRuntimeAdapter
 from memory_adapter.agentcore.payload import parse_turn
 from memory_adapter.formatting import MEMORY_BLOCK_CLOSE, MEMORY_BLOCK_NOTICE, MEMORY_BLOCK_OPEN
 from memory_adapter.identity import Caller
-from memory_adapter.testing import Fault
+from memory_adapter.testing import FakeHindsight, Fault
 from runtime_handler.errors import ModelError, PayloadError
 from runtime_handler.model import BedrockModel, EchoModel, ModelTurn, system_prompt
 from runtime_handler.turn import TurnDeps, TurnRequest, run_turn
 
-from .fakes import HoldableHindsight, bearers, facts, memory_on, turn_of, wiring
+from .fakes import bearers, facts, memory_on, turn_of, wiring
 
 META = facts("s" * 40)
 ALEX = turn_of(Caller.of(user="user-alex", agent="support", credential="token-a"), META)
 
 
 @pytest.fixture
-def hindsight() -> HoldableHindsight:
-    return HoldableHindsight()
+def hindsight() -> FakeHindsight:
+    return FakeHindsight()
 
 
 @pytest.fixture
-def memory(hindsight: HoldableHindsight, tmp_path: Path) -> Iterator[HindsightRuntimeAdapter]:
+def memory(hindsight: FakeHindsight, tmp_path: Path) -> Iterator[HindsightRuntimeAdapter]:
     adapter = memory_on(hindsight, tmp_path, recall_timeout=0.2)
     yield adapter
     hindsight.release()
@@ -57,7 +57,7 @@ def test_parse_turn_accepts() -> None:
     assert parse_turn({"prompt": "hi", "stream": True}, max_prompt_chars=10) == TurnRequest("hi", True)
 
 
-async def test_turn_recalls_answers_and_retains(memory: HindsightRuntimeAdapter, hindsight: HoldableHindsight) -> None:
+async def test_turn_recalls_answers_and_retains(memory: HindsightRuntimeAdapter, hindsight: FakeHindsight) -> None:
     first = await run_turn(TurnRequest("I like tea."), META, ALEX, _deps(memory))
     assert (first.recalled, first.degraded, first.session_id) == (0, False, META.session_id)
     assert first.retain is not None
@@ -69,7 +69,7 @@ async def test_turn_recalls_answers_and_retains(memory: HindsightRuntimeAdapter,
     assert set(hindsight.banks) == {ALEX.caller.bank_id}  # the bank the caller came with, as is
 
 
-async def test_anonymous_turns_touch_no_memory(memory: HindsightRuntimeAdapter, hindsight: HoldableHindsight) -> None:
+async def test_anonymous_turns_touch_no_memory(memory: HindsightRuntimeAdapter, hindsight: FakeHindsight) -> None:
     result = await run_turn(TurnRequest("hi"), META, None, _deps(memory))
     assert (result.recalled, result.degraded, result.retain) == (0, False, None)
     assert hindsight.requests == []
@@ -82,7 +82,7 @@ async def test_memory_marked_unavailable_degrades_the_turn() -> None:
 
 @pytest.mark.parametrize("fault", [Fault.DOWN, Fault.HANG])
 async def test_memory_failures_degrade_but_answer(
-    memory: HindsightRuntimeAdapter, hindsight: HoldableHindsight, fault: Fault
+    memory: HindsightRuntimeAdapter, hindsight: FakeHindsight, fault: Fault
 ) -> None:
     hindsight.fault = fault
     result = await run_turn(TurnRequest("hi"), META, ALEX, _deps(memory))

@@ -1,8 +1,9 @@
 """Hindsight 1.1.0's HTTP API as this package speaks it: routes, request bodies, response parsing, status to error.
 
 The one place that knows the wire. The adapter (recall, reflect, retain, health), the memory tools, the operator's
-client, background delivery and the queue's replay all call :class:`HindsightApi`, so a request body or a route
-changes in this file only. Private: users reach Hindsight through the adapter, the tools or ``OperatorClient``.
+client, background delivery, the queue's replay and the isolation probe all call :class:`HindsightApi`, so a request
+body, a route or the parsing of a memory unit (:func:`memory_from`) changes in this file only. Private: users reach
+Hindsight through the adapter, the tools or ``OperatorClient``.
 
 Statuses map onto two exceptions (as httpx's ``map_exceptions`` does): :class:`HindsightUnavailableError` for
 anything worth retrying (408/425/429/5xx; the transport raises it too when no answer came; its
@@ -18,6 +19,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from memory_adapter.exceptions import HindsightOverloadedError, HindsightRequestError, HindsightUnavailableError
+from memory_adapter.formatting import RecalledMemory
+from memory_adapter.kinds import kind_of
 from memory_adapter.recall_deadline import DEADLINE_HEADER, OVERLOADED, REASON_FIELD
 from memory_adapter.transport import HttpResponse, Transport
 
@@ -32,6 +35,8 @@ __all__ = [
     "bank_path",
     "checked",
     "is_transient_status",
+    "memories_from",
+    "memory_from",
     "post_retain",
 ]
 
@@ -81,6 +86,37 @@ def checked(response: HttpResponse) -> HttpResponse:
 
 def _field(body: Any, key: str) -> Any:
     return body.get(key) if isinstance(body, dict) else None
+
+
+def memory_from(raw: Any) -> RecalledMemory | None:
+    """The one parser of a memory unit (a recall result, a listing item, a lookup): ``None`` without text."""
+    if not isinstance(raw, Mapping) or not isinstance(raw.get("text"), str):
+        return None
+
+    def text(key: str) -> str | None:
+        value = raw.get(key)
+        return value if isinstance(value, str) and value else None
+
+    tags, metadata, scores = raw.get("tags"), raw.get("metadata"), raw.get("scores")
+    sources = raw.get("source_fact_ids") or raw.get("source_memory_ids")
+    similarity = scores.get("semantic") if isinstance(scores, Mapping) else None
+    return RecalledMemory(
+        text=raw["text"],
+        type=text("type") or text("fact_type"),
+        mentioned_at=text("mentioned_at"),
+        id=text("id"),
+        document_id=text("document_id"),
+        kind=kind_of(
+            tags if isinstance(tags, list) else None, metadata if isinstance(metadata, Mapping) else None
+        ).value,
+        sources=tuple(s for s in sources if isinstance(s, str)) if isinstance(sources, list) else (),
+        similarity=float(similarity) if isinstance(similarity, int | float) else None,
+    )
+
+
+def memories_from(raw: Any) -> list[RecalledMemory]:
+    """Every memory unit of a list (an answer's ``results`` or ``items``) that parses."""
+    return [m for m in map(memory_from, raw if isinstance(raw, list) else ()) if m is not None]
 
 
 class HindsightApi:
@@ -192,9 +228,9 @@ class HindsightApi:
         bearer: str | None = None,
         timeout: float | None = None,
         deadline_ms: float | None = None,
-    ) -> list[dict[str, Any]]:
-        """``POST .../memories/recall``: the results that carry text (nothing for an unknown bank or unsearchable
-        query). Entities, chunks and source facts are not asked for: only the memories are used.
+    ) -> list[RecalledMemory]:
+        """``POST .../memories/recall``: the memories found (nothing for an unknown bank or unsearchable query).
+        Entities, chunks and source facts are not asked for: only the memories are used.
 
         ``deadline_ms``: how long the caller will wait for the answer, told to the server (which may shed the recall:
         :class:`HindsightOverloadedError`); ``None`` states no deadline."""
@@ -207,8 +243,9 @@ class HindsightApi:
             "tags_match": "any",
         }
         headers = {DEADLINE_HEADER: str(max(0, round(deadline_ms)))} if deadline_ms is not None else None
-        results = _field(self._search(bank_id, "/memories/recall", body, bearer, timeout, headers), "results")
-        return [r for r in results or () if isinstance(r, dict) and isinstance(r.get("text"), str)]
+        return memories_from(
+            _field(self._search(bank_id, "/memories/recall", body, bearer, timeout, headers), "results")
+        )
 
     def reflect(
         self,
@@ -280,6 +317,10 @@ class HindsightApi:
         count = _field(body, "memory_units_deleted")
         return count if isinstance(count, int) else 0
 
+    def create_bank(self, bank_id: str, settings: Mapping[str, Any], *, bearer: str | None = None) -> None:
+        """``PUT .../banks/{id}``: create the bank with ``settings`` (e.g. ``retain_mission``), or update them."""
+        self.call("PUT", bank_path(bank_id), dict(settings), bearer=bearer)
+
     def delete_bank(self, bank_id: str, *, bearer: str | None = None) -> dict[str, Any]:
         """``DELETE .../banks/{id}``: the bank and everything in it; deleting a missing bank is a no-op."""
         body = self.call("DELETE", bank_path(bank_id), bearer=bearer)
@@ -299,11 +340,21 @@ class HindsightApi:
         """Set ``updates`` on the bank's settings (creates the bank when it does not exist)."""
         self.call("PATCH", bank_path(bank_id, "/config"), {"updates": dict(updates)}, bearer=bearer)
 
+    def reset_bank_config(self, bank_id: str, *, bearer: str | None = None) -> None:
+        """``DELETE .../config``: drop the bank's own settings (back to the server's defaults)."""
+        self.call("DELETE", bank_path(bank_id, "/config"), bearer=bearer)
+
     def operations(self, bank_id: str, *, limit: int, bearer: str | None = None) -> list[dict[str, Any]]:
         """The bank's latest operations (``status``: pending, processing, completed, ...); none for an unknown bank."""
         path = bank_path(bank_id, "/operations?" + urllib.parse.urlencode({"limit": limit}))
         operations = _field(self.call("GET", path, bearer=bearer, missing_ok=True), "operations")
         return [op for op in operations or () if isinstance(op, dict)]
+
+    def operation_count(self, bank_id: str, status: str, *, bearer: str | None = None) -> int:
+        """How many of the bank's operations have ``status`` (0 for an unknown bank)."""
+        path = bank_path(bank_id, "/operations?" + urllib.parse.urlencode({"status": status, "limit": 1}))
+        total = _field(self.call("GET", path, bearer=bearer, missing_ok=True), "total")
+        return total if isinstance(total, int) else 0
 
     def operation(self, bank_id: str, operation_id: str, *, bearer: str | None = None) -> dict[str, Any]:
         """``GET .../operations/{id}``: its ``status`` (pending, processing, completed, failed, cancelled) and

@@ -136,10 +136,9 @@ def recall_blocking(
     def left_ms() -> float | None:
         return None if deadline_at is None else (deadline_at - time.perf_counter()) * 1000
 
-    results = api.recall(
+    memories = api.recall(
         bank_id, query, budget=budget, max_tokens=max_tokens, bearer=bearer, timeout=timeout, deadline_ms=left_ms()
     )
-    memories = [_memory(r) for r in results]
     # Later statements of a relation said in other words (memory_adapter.currency), searched while at most half of
     # the deadline is spent; best effort: the first search's memories are the turn's either way.
     deadline = timeout - RECALL_MARGIN_S
@@ -159,7 +158,7 @@ def recall_blocking(
             )
         except (HindsightUnavailableError, HindsightRequestError):
             break
-        memories = with_later(memories, [_memory(r) for r in more])
+        memories = with_later(memories, more)
     return memories
 
 
@@ -202,17 +201,3 @@ def degraded(
     bank = short_hash(bank_id) if bank_id else None
     observer.event(level, "memory recall skipped", event="recall.degraded", reason=reason, bank=bank, **fields)
     return Recollection("", 0, True, reason, latency)
-
-
-def _memory(raw: dict[str, Any]) -> RecalledMemory:
-    def opt(key: str) -> str | None:
-        value = raw.get(key)
-        return value if isinstance(value, str) and value else None
-
-    return RecalledMemory(
-        text=raw["text"],
-        type=opt("type"),
-        mentioned_at=opt("mentioned_at"),
-        id=opt("id"),
-        document_id=opt("document_id"),
-    )

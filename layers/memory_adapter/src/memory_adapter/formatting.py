@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Protocol
 
+from memory_adapter.kinds import MemoryKind
+
 __all__ = [
     "MEMORY_BLOCK_CLOSE",
     "MEMORY_BLOCK_NOTICE",
@@ -49,7 +51,8 @@ _SPACES = re.compile(r" {2,}")
 
 @dataclass(frozen=True, slots=True)
 class RecalledMemory:
-    """One recalled memory, as Hindsight returned it (text unsanitised)."""
+    """One memory unit as Hindsight returned it (a fact or an observation; text unsanitised): what a recall, a
+    listing or a lookup gives, parsed once (``memory_adapter._hindsight_api.memory_from``)."""
 
     text: str
     type: str | None = None
@@ -58,6 +61,12 @@ class RecalledMemory:
     document_id: str | None = None
     #: The day a later statement superseded this one (:mod:`memory_adapter.currency`), else ``None``.
     superseded_on: str | None = None
+    #: Its :class:`~memory_adapter.kinds.MemoryKind` value (from its ``kind:`` tag or metadata; ``turn`` without).
+    kind: str = MemoryKind.TURN.value
+    #: An observation's source facts (what forgetting it removes).
+    sources: tuple[str, ...] = ()
+    #: The recall's cosine similarity to the query (``None``: not a recall, or not found by meaning).
+    similarity: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

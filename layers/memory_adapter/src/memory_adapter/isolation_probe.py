@@ -16,8 +16,9 @@ whether a foreign identity can read a bank it does not own:
 
 What it cannot show: with the agent key, one user's bank from another's of the *same* agent (the agent key reaches
 them all by design, docs/isolation.md "The agent credential"); the user-id header AgentCore adds in IAM mode is not
-seen by Hindsight at all. Standard library only (plus :mod:`memory_adapter.tls` for a private CA), so the deploy-time
-function and ``python -m smoke`` share it.
+seen by Hindsight at all. It speaks Hindsight through the package's one wire (``HindsightApi`` over ``HttpTransport``,
+trusting ``HINDSIGHT_CA_BUNDLE``), standard library only, so the deploy-time function (on the memory adapter layer)
+and ``python -m smoke`` share it.
 
 Example:
     >>> report = run_probe(ProbeTarget(url, operator_key=op, agent_key=ak, agent_name="assistant"))
@@ -28,20 +29,19 @@ Example:
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import hmac
 import json
 import secrets
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
-from memory_adapter.exceptions import HindsightAgentCoreError
+from memory_adapter._hindsight_api import HindsightApi
+from memory_adapter.exceptions import HindsightAgentCoreError, HindsightRequestError, HindsightUnavailableError
 from memory_adapter.identity.bank_ids import format_bank_id
-from memory_adapter.tls import ssl_context
+from memory_adapter.transport import HttpTransport, Transport
 
 __all__ = ["ProbeError", "ProbeReport", "ProbeTarget", "run_probe"]
 
@@ -51,7 +51,6 @@ PROBE_AGENT = "isolation-probe-agent"
 PROBE_OTHER_USER = "isolation-probe-reader"
 #: Seconds per request; the probe makes about a dozen.
 TIMEOUT_S = 10.0
-_BANKS = "/v1/default/banks"
 
 
 class ProbeError(HindsightAgentCoreError):
@@ -70,7 +69,6 @@ class ProbeTarget:
         tenant: The tenant in this deployment's bank ids (None: single-tenant ids).
         user_token: A real user's token (``make smoke``), or None; the canary then belongs to another user of
             ``agent_name``, which that token must not read.
-        ca_env: Where ``HINDSIGHT_CA_BUNDLE`` is read (default: the process environment).
     """
 
     url: str
@@ -79,7 +77,6 @@ class ProbeTarget:
     agent_name: str = PROBE_AGENT
     tenant: str | None = None
     user_token: str | None = None
-    ca_env: Mapping[str, str] | None = None
 
 
 @dataclass
@@ -106,61 +103,84 @@ class ProbeReport:
         )
 
 
-def run_probe(target: ProbeTarget) -> ProbeReport:
+def run_probe(target: ProbeTarget, *, transport: Transport | None = None) -> ProbeReport:
     """Write the canary, try it with every foreign identity, delete it (see the module docstring).
+
+    ``transport``: how to reach the server (default: :class:`~memory_adapter.transport.HttpTransport` to
+    ``target.url``, trusting ``HINDSIGHT_CA_BUNDLE``).
 
     Raises:
         ProbeError: The server cannot be reached or refuses the operator key.
     """
-    client = _Client(target)
+    api = HindsightApi(transport or HttpTransport(target.url), timeout=TIMEOUT_S)
     marker = f"isolation-probe-{secrets.token_hex(8)}"
     if target.user_token is not None:  # a real user's token: the canary is another user's bank of the same agent
         bank = format_bank_id(user=PROBE_OTHER_USER, agent=target.agent_name, tenant=target.tenant)
     else:  # deploy time: another agent's bank, which the agent key must not reach either
         bank = format_bank_id(user=PROBE_USER, agent=PROBE_AGENT, tenant=target.tenant)
     report = ProbeReport(canary_bank=bank)
-    status, _ = client.call("GET", _BANKS, bearer=target.operator_key)
-    if status != 200:
-        raise ProbeError(
-            f"the operator key got {status} listing banks at {target.url}: give the ARN of the secret holding the "
-            "server's HINDSIGHT_API_TENANT_OPERATOR_KEY"
-        )
-    path = _bank_path(bank)
-    status, _ = client.call("PUT", path, bearer=target.operator_key, body={"retain_mission": marker})
-    if status not in (200, 201):
-        raise ProbeError(f"the operator key could not create the probe's bank ({status}) at {target.url}")
-    try:
-        identities: dict[str, str | None] = {
-            "no credential": None,
-            "an unsigned token (alg=none)": _forged_token("none", bank),
-            "a token signed with a key of our own (HS256)": _forged_token("HS256", bank),
-        }
-        if target.agent_key is not None:
-            identities["the agent key"] = target.agent_key
-        if target.user_token is not None:
-            identities["another user's token"] = target.user_token
-        for name, bearer in identities.items():
-            report.checks[name] = _try_read(client, bank, bearer, marker)
-            if report.checks[name] != "refused":
-                report.leaks.append(name)
-    finally:
-        client.call("DELETE", path, bearer=target.operator_key)
+    with _reaching(target.url):
+        try:
+            api.bank_ids(bearer=target.operator_key)
+        except HindsightRequestError as exc:
+            raise ProbeError(
+                f"the operator key got {exc.status} listing banks at {target.url}: give the ARN of the secret holding "
+                "the server's HINDSIGHT_API_TENANT_OPERATOR_KEY"
+            ) from exc
+        try:
+            api.create_bank(bank, {"retain_mission": marker}, bearer=target.operator_key)
+        except HindsightRequestError as exc:
+            raise ProbeError(
+                f"the operator key could not create the probe's bank ({exc.status}) at {target.url}"
+            ) from exc
+        try:
+            identities: dict[str, str | None] = {
+                "no credential": None,
+                "an unsigned token (alg=none)": _forged_token("none", bank),
+                "a token signed with a key of our own (HS256)": _forged_token("HS256", bank),
+            }
+            if target.agent_key is not None:
+                identities["the agent key"] = target.agent_key
+            if target.user_token is not None:
+                identities["another user's token"] = target.user_token
+            for name, bearer in identities.items():
+                report.checks[name] = _try_read(api, bank, bearer, marker)
+                if report.checks[name] != "refused":
+                    report.leaks.append(name)
+        finally:
+            api.delete_bank(bank, bearer=target.operator_key)
     return report
 
 
-def _try_read(client: _Client, bank: str, bearer: str | None, marker: str) -> str:
-    """``refused``, or what the identity could see of the canary (its configuration, or its name in a list)."""
-    status, body = client.call("GET", f"{_bank_path(bank)}/config", bearer=bearer)
-    if status == 200 or marker in body:
-        return f"read the bank's configuration ({status})"
-    status, body = client.call("GET", _BANKS, bearer=bearer)
-    if status == 200 and bank in body:
-        return "saw the bank in its bank list"
+def _try_read(api: HindsightApi, bank: str, bearer: str | None, marker: str) -> str:
+    """``refused``, or what the identity could see of the canary (its configuration, or its name in a list).
+
+    Any refusal or failure is no read (unless its detail tells the marker); a server gone for good fails the
+    canary's deletion after the reads, which the caller reports as a :class:`ProbeError`."""
+    try:
+        if api.bank_config_overrides(bank, bearer=bearer) is not None:
+            return "read the bank's configuration (200)"
+    except (HindsightRequestError, HindsightUnavailableError) as exc:
+        if marker in str(exc):
+            return f"read the bank's configuration (in its refusal: {str(exc)[:60]})"
+    try:
+        if bank in api.bank_ids(bearer=bearer):
+            return "saw the bank in its bank list"
+    except (HindsightRequestError, HindsightUnavailableError):
+        pass
     return "refused"
 
 
-def _bank_path(bank: str) -> str:
-    return f"{_BANKS}/{urllib.parse.quote(bank, safe='')}"
+@contextlib.contextmanager
+def _reaching(url: str) -> Iterator[None]:
+    """Turn "no answer" into the probe's error, with what to check."""
+    try:
+        yield
+    except HindsightUnavailableError as exc:
+        raise ProbeError(
+            f"cannot reach Hindsight at {url} ({exc}): the endpoint must be reachable from the isolated subnets "
+            "(peering, PrivateLink or an egress path, and hindsight.external_egress_cidrs)"
+        ) from exc
 
 
 def _forged_token(alg: str, bank: str) -> str:
@@ -176,34 +196,3 @@ def _forged_token(alg: str, bank: str) -> str:
         return head + "."
     signature = hmac.new(secrets.token_bytes(32), head.encode(), hashlib.sha256).digest()
     return head + "." + base64.urlsafe_b64encode(signature).decode().rstrip("=")
-
-
-class _Client:
-    """A minimal JSON client: answers are (status, body text), never exceptions for HTTP errors."""
-
-    def __init__(self, target: ProbeTarget) -> None:
-        self._base = target.url.rstrip("/")
-        self._context = ssl_context(target.ca_env) if self._base.startswith("https://") else None
-
-    def call(
-        self, method: str, path: str, *, bearer: str | None, body: Mapping[str, object] | None = None
-    ) -> tuple[int, str]:
-        headers = {"Accept": "application/json"}
-        if bearer is not None:
-            headers["Authorization"] = f"Bearer {bearer}"
-        data = None
-        if body is not None:
-            data = json.dumps(body).encode()
-            headers["Content-Type"] = "application/json"
-        request = urllib.request.Request(self._base + path, data=data, headers=headers, method=method)  # noqa: S310
-        try:
-            with urllib.request.urlopen(request, timeout=TIMEOUT_S, context=self._context) as response:  # noqa: S310
-                return response.status, response.read(1 << 20).decode("utf-8", "replace")
-        except urllib.error.HTTPError as exc:
-            return exc.code, exc.read(1 << 16).decode("utf-8", "replace")
-        except (urllib.error.URLError, OSError) as exc:
-            raise ProbeError(
-                f"cannot reach Hindsight at {self._base} ({type(exc).__name__}: {exc}): the endpoint must be "
-                "reachable from the isolated subnets (peering, PrivateLink or an egress path, and "
-                "hindsight.external_egress_cidrs)"
-            ) from exc

@@ -1,4 +1,12 @@
-"""An in-process fake Hindsight for **unit** tests (yours and ours): a :class:`~memory_adapter.transport.Transport`.
+"""Test transports for **unit** tests (yours and ours): :class:`MockTransport` answers with a function of each
+request (as httpx's ``MockTransport``), and :class:`FakeHindsight` is one with an in-process Hindsight behind it.
+
+``MockTransport(handler)`` records every request and returns what ``handler(request)`` returns; a handler that
+raises :class:`~memory_adapter.exceptions.HindsightUnavailableError` is a server that did not answer. A handler may
+hand a request on with :meth:`RecordedRequest.send` (to a :class:`FakeHindsight`, which records it too, or to a real
+transport), so a test changes one behaviour of a fake, or counts what reaches a real server, without writing a
+transport.
+
 
 It keeps the server behaviours the adapter relies on: async retain deduplicated by ``operation_id`` (a replay of a
 known id is a no-op), documents replaced by ``document_id``, 404 for a recall on an unknown bank, 422 for a query
@@ -11,6 +19,11 @@ Example:
     >>> adapter = HindsightRuntimeAdapter(hindsight_api_url="http://fake", transport=fake, spool_dir=tmp)
     >>> fake.fault = Fault.DOWN            # the next calls fail as if nothing listened
     >>> [r.path for r in fake.requests]    # what reached "Hindsight", bearer included
+    >>> def slow_retains(request):         # one behaviour changed, the rest served by the fake
+    ...     if request.path.endswith("/memories"):
+    ...         time.sleep(0.1)
+    ...     return request.send(fake)
+    >>> transport = MockTransport(slow_retains)
 """
 
 from __future__ import annotations
@@ -18,16 +31,16 @@ from __future__ import annotations
 import re
 import threading
 import urllib.parse
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
 from memory_adapter.exceptions import HindsightUnavailableError
 from memory_adapter.recall_deadline import OVERLOADED, REASON_FIELD
-from memory_adapter.transport import HttpResponse
+from memory_adapter.transport import HttpResponse, Transport
 
-__all__ = ["FakeHindsight", "Fault", "RecordedRequest"]
+__all__ = ["FakeHindsight", "Fault", "Handler", "MockTransport", "RecordedRequest"]
 
 _WORD = re.compile(r"\w+")
 _BANK_ROUTE = re.compile(r"^/v1/default/banks/(?P<bank>[^/]+)(?P<rest>/.*)$")
@@ -59,20 +72,64 @@ class RecordedRequest:
     timeout: float
     headers: Mapping[str, str] = field(default_factory=dict)
 
+    def send(self, transport: Transport) -> HttpResponse:
+        """This request, sent again through ``transport`` (a handler forwarding to a real server)."""
+        return transport.request(
+            self.method, self.path, body=self.body, bearer=self.bearer, timeout=self.timeout, headers=self.headers
+        )
 
-class FakeHindsight:
-    """The fake server. Thread-safe; its state is public for assertions."""
+
+#: What a :class:`MockTransport` asks for each request's answer.
+Handler = Callable[[RecordedRequest], HttpResponse]
+
+
+class MockTransport:
+    """A :class:`~memory_adapter.transport.Transport` answering with ``handler(request)``; thread-safe, every request
+    recorded (bearer included) in :attr:`requests`."""
+
+    def __init__(self, handler: Handler) -> None:
+        self.handler = handler
+        self.requests: list[RecordedRequest] = []
+        self._lock = threading.Lock()
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: Any | None = None,
+        bearer: str | None = None,
+        timeout: float,
+        headers: Mapping[str, str] | None = None,
+    ) -> HttpResponse:
+        """Record the request, then answer what the handler returns (or raise what it raises)."""
+        recorded = RecordedRequest(method, path, body, bearer, timeout, dict(headers or {}))
+        with self._lock:
+            self.requests.append(recorded)
+        return self.handler(recorded)
+
+    def calls(self, suffix: str, method: str | None = None) -> list[RecordedRequest]:
+        """Recorded requests whose path ends with ``suffix`` (and of ``method``, when given)."""
+        with self._lock:
+            return [r for r in self.requests if r.path.endswith(suffix) and method in (None, r.method)]
+
+    def close(self) -> None:
+        """Nothing to close."""
+
+
+class FakeHindsight(MockTransport):
+    """The fake server: a :class:`MockTransport` whose handler is :meth:`serve`. Thread-safe; its state is public for
+    assertions."""
 
     def __init__(self) -> None:
+        super().__init__(self.serve)
         self.fault = Fault.NONE
         self.fault_status = 503
         self.banks: dict[str, dict[str, dict[str, Any]]] = {}
         self.operations: dict[str, str] = {}
-        self.requests: list[RecordedRequest] = []
         self.reflect_answer = "reflected answer"
         self.deny: set[tuple[str | None, str]] = set()
         """(bearer, bank_id) pairs answered with 403."""
-        self._lock = threading.Lock()
         self._released = threading.Event()
 
     # -- assertions helpers
@@ -81,11 +138,6 @@ class FakeHindsight:
         """Stored items of ``bank_id`` by document id."""
         with self._lock:
             return dict(self.banks.get(bank_id, {}))
-
-    def calls(self, suffix: str) -> list[RecordedRequest]:
-        """Recorded requests whose path ends with ``suffix``."""
-        with self._lock:
-            return [r for r in self.requests if r.path.endswith(suffix)]
 
     def release(self) -> None:
         """Let hung requests fail now."""
@@ -100,21 +152,19 @@ class FakeHindsight:
             self.deny.clear()
             self.fault = Fault.NONE
 
-    # -- Transport
+    # -- the server
 
-    def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        body: Any | None = None,
-        bearer: str | None = None,
-        timeout: float,
-        headers: Mapping[str, str] | None = None,
-    ) -> HttpResponse:
-        """Serve one request (``headers``, such as the operator's actor, are accepted and not interpreted)."""
+    def serve(self, request: RecordedRequest) -> HttpResponse:
+        """The handler: answer one request as Hindsight would (``headers``, such as the operator's actor, are not
+        interpreted)."""
+        method, path, body, bearer, timeout = (
+            request.method,
+            request.path,
+            request.body,
+            request.bearer,
+            request.timeout,
+        )
         with self._lock:
-            self.requests.append(RecordedRequest(method, path, body, bearer, timeout, dict(headers or {})))
             fault = self.fault
         if fault is Fault.DOWN:
             raise HindsightUnavailableError("cannot reach Hindsight: ConnectionRefusedError")
@@ -142,9 +192,6 @@ class FakeHindsight:
         if method == "POST" and rest == "/reflect":
             return HttpResponse(200, {"text": self.reflect_answer})
         return HttpResponse(404, {"detail": "Not Found"})
-
-    def close(self) -> None:
-        """Nothing to close."""
 
     # -- routes
 

@@ -6,9 +6,9 @@ would wait. ``HINDSIGHT_CA_BUNDLE`` names the CA's certificates, as a PEM file's
 (what the stack sets, from ``cdk.json``'s ``hindsight.ca_bundle``). They are trusted *in addition to* the default
 store, so a publicly trusted certificate keeps working.
 
-Every client of Hindsight uses it: :class:`~memory_adapter.transport.HttpTransport` (the agent's turns, the replay
-function, the gateway target, the admin functions, the redrive command) and the ``hindsight_client`` the adapter's
-``make_client`` builds. Standard library only; ``ssl`` is imported on the first HTTPS connection.
+Every client of Hindsight uses it: :class:`~memory_adapter.transport.HttpTransport`, the one transport (the agent's
+turns, the replay function, the gateway target, the admin functions, the redrive command, the isolation probe).
+Standard library only; ``ssl`` is imported on the first HTTPS connection.
 
 Example:
     >>> os.environ["HINDSIGHT_CA_BUNDLE"] = "/etc/ssl/private-ca.pem"

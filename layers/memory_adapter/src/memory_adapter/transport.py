@@ -4,7 +4,8 @@ Why not ``hindsight_client`` here: importing it costs ~1 s (it builds ~200 pydan
 is bound to the event loop that first used it, which breaks code that calls ``asyncio.run`` per turn. This transport
 uses the standard library's ``http.client`` (~30 ms to import) with one keep-alive connection per thread, sends
 exactly the JSON ``hindsight_client`` 1.1.0 sends for these endpoints, and is called from the adapter's own worker
-threads, so it belongs to no event loop. ``hindsight_client`` stays the dependency for everything else.
+threads, so it belongs to no event loop. ``hindsight_client``'s models are the schema the wire is held to, in a
+test (``tests/integration/memory_adapter/test_wire_schema.py``).
 
 A request that got no HTTP answer (connect/read failure, timeout, untrusted certificate) raises
 :class:`HindsightUnavailableError`; what an answer's status means is :func:`memory_adapter._hindsight_api.checked`'s.

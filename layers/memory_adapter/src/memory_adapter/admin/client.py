@@ -18,6 +18,7 @@ from typing import Any, Final
 from memory_adapter._hindsight_api import HindsightApi
 from memory_adapter.constants import DEFAULT_RECALL_BUDGET, MEMORY_ACTOR_HEADER
 from memory_adapter.exceptions import HindsightRequestError, HindsightUnavailableError
+from memory_adapter.formatting import RecalledMemory
 from memory_adapter.transport import HttpTransport, Transport
 
 __all__ = ["OperatorClient"]
@@ -111,7 +112,7 @@ class OperatorClient:
         """Mental models of the bank."""
         yield from self._api.mental_models(bank_id)
 
-    def recall(self, bank_id: str, query: str, *, max_tokens: int = 4096) -> list[dict[str, Any]]:
+    def recall(self, bank_id: str, query: str, *, max_tokens: int = 4096) -> list[RecalledMemory]:
         """What a recall of ``query`` returns (empty when the bank does not exist)."""
         return self._api.recall(bank_id, query, budget=self._recall_budget, max_tokens=max_tokens)
 

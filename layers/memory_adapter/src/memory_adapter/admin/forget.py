@@ -25,10 +25,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
+from memory_adapter._hindsight_api import memory_from
 from memory_adapter.admin.errors import ConfirmationError, InvalidRequestError, VerificationError
 from memory_adapter.admin.inventory import Subject, bank_summary, subject_banks
 from memory_adapter.admin.receipts import canonical_digest, seal
-from memory_adapter.tools.forgetting import Fact, fact_from, plan_removal, select, usable
+from memory_adapter.tools.forgetting import identified, plan_removal, select
 from memory_adapter.tools.matching import significant_words
 
 if TYPE_CHECKING:
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 
     from memory_adapter.admin.client import OperatorClient
     from memory_adapter.admin.store import ArtifactStore
+    from memory_adapter.formatting import RecalledMemory
 
 __all__ = ["ForgetPlan", "forget_memories", "forget_user", "plan_forget_memories"]
 
@@ -193,11 +195,11 @@ class ForgetPlan:
         }
 
 
-def _facts(raw: Iterable[dict[str, Any]]) -> list[Fact]:
-    return [fact_from(m) for m in raw if usable(m)]
+def _facts(raw: Iterable[Any]) -> list[RecalledMemory]:
+    return identified(map(memory_from, raw))
 
 
-def _shown(bank_id: str, fact: Fact) -> dict[str, Any]:
+def _shown(bank_id: str, fact: RecalledMemory) -> dict[str, Any]:
     return {"bank_id": bank_id, "id": fact.id, "text": fact.text, "type": fact.type}
 
 
@@ -218,14 +220,14 @@ def plan_forget_memories(
         raise InvalidRequestError("forget memories: give exactly one of memory ids or a description to match")
     if query is not None and not significant_words(query):
         raise InvalidRequestError(f"forget memories: {query!r} has no significant word to match; describe the memory")
-    selected: list[tuple[str, Fact]] = []
+    selected: list[tuple[str, RecalledMemory]] = []
     for bank_id in subject_banks(client, subject):
         if memory_ids:
             found = (client.memory(bank_id, memory_id) for memory_id in dict.fromkeys(memory_ids))
-            selected += [(bank_id, fact) for fact in _facts(m for m in found if m is not None)]
+            selected += [(bank_id, fact) for fact in _facts(found)]
         else:
             assert query is not None
-            selected += [(bank_id, fact) for fact in select(query, _facts(client.recall(bank_id, query)))]
+            selected += [(bank_id, fact) for fact in select(query, identified(client.recall(bank_id, query)))]
     more = max(len(selected) - limit, 0) if query is not None else 0
     if query is not None:
         selected = selected[:limit]
@@ -234,11 +236,11 @@ def plan_forget_memories(
     shared: list[dict[str, Any]] = []
     for bank_id in sorted({b for b, _ in selected}):
 
-        def lookup(memory_id: str, bank_id: str = bank_id) -> Fact | None:
-            found = client.memory(bank_id, memory_id)
-            return fact_from(found) if found is not None and usable(found) else None
+        def lookup(memory_id: str, bank_id: str = bank_id) -> RecalledMemory | None:
+            found = _facts([client.memory(bank_id, memory_id)])
+            return found[0] if found else None
 
-        def live(document_id: str, bank_id: str = bank_id) -> list[Fact]:
+        def live(document_id: str, bank_id: str = bank_id) -> list[RecalledMemory]:
             return _facts(client.memories(bank_id, document_id=document_id))
 
         removal = plan_removal([f for b, f in selected if b == bank_id], lookup=lookup, live_facts=live)

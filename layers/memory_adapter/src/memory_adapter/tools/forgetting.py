@@ -24,17 +24,17 @@ document, with every fact extracted from it):
   curation archive, and the source text stays): deleting its document would take the others with it.
   :attr:`Removal.shared` names those others, so a caller can say exactly what a source also holds.
 
-Standard library only; the callers do the HTTP.
+The memories are :class:`~memory_adapter.formatting.RecalledMemory` (parsed once, by the wire module); standard
+library only; the callers do the HTTP.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Final
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Final
 
-from memory_adapter.formatting import sanitize_text
-from memory_adapter.kinds import MemoryKind, kind_of
+from memory_adapter.formatting import RecalledMemory
 from memory_adapter.tools.matching import coverage
 
 __all__ = [
@@ -42,12 +42,10 @@ __all__ = [
     "NEAREST_MARGIN",
     "SIMILAR_ALONE",
     "SIMILAR_WITH_WORDS",
-    "Fact",
     "Removal",
-    "fact_from",
+    "identified",
     "plan_removal",
     "select",
-    "usable",
 ]
 
 #: The memory types Hindsight lets a caller curate (invalidate) and that documents hold; observations are derived.
@@ -60,62 +58,14 @@ SIMILAR_ALONE: Final = 0.6
 NEAREST_MARGIN: Final = 0.05
 
 
-@dataclass
-class Fact:
-    """One memory unit as Hindsight returned it (a fact or an observation), the fields forgetting needs."""
-
-    id: str
-    text: str
-    type: str | None
-    document_id: str | None
-    mentioned_at: str | None = None
-    kind: str = MemoryKind.TURN.value
-    sources: list[str] = field(default_factory=list)
-    similarity: float | None = None
-
-    def public(self) -> dict[str, Any]:
-        """What a caller is shown of it (the text sanitized)."""
-        return {
-            "id": self.id,
-            "text": sanitize_text(self.text),
-            "type": self.type,
-            "kind": self.kind,
-            "mentioned_at": self.mentioned_at,
-        }
+def identified(memories: Iterable[RecalledMemory | None]) -> list[RecalledMemory]:
+    """The memories that carry the id forgetting needs (a unit without one cannot be removed)."""
+    return [m for m in memories if m is not None and m.id is not None]
 
 
-def usable(raw: Mapping[str, Any]) -> bool:
-    """Whether a memory unit from Hindsight has the id and text a fact needs."""
-    return isinstance(raw.get("id"), str) and isinstance(raw.get("text"), str)
-
-
-def fact_from(raw: Mapping[str, Any]) -> Fact:
-    """A :class:`Fact` from a recall result, a listing item or a memory unit (check :func:`usable` first)."""
-
-    def text(key: str) -> str | None:
-        value = raw.get(key)
-        return value if isinstance(value, str) and value else None
-
-    tags = raw.get("tags")
-    metadata = raw.get("metadata")
-    sources = raw.get("source_fact_ids") or raw.get("source_memory_ids") or []
-    scores = raw.get("scores")
-    similarity = scores.get("semantic") if isinstance(scores, dict) else None
-    return Fact(
-        id=raw["id"],
-        text=raw["text"],
-        type=text("type") or text("fact_type"),
-        document_id=text("document_id"),
-        mentioned_at=text("mentioned_at"),
-        kind=kind_of(tags if isinstance(tags, list) else None, metadata if isinstance(metadata, dict) else None).value,
-        sources=[s for s in sources if isinstance(s, str)] if isinstance(sources, list) else [],
-        similarity=float(similarity) if isinstance(similarity, int | float) else None,
-    )
-
-
-def select(description: str, candidates: Iterable[Fact]) -> list[Fact]:
+def select(description: str, candidates: Iterable[RecalledMemory]) -> list[RecalledMemory]:
     """The candidates (in their order) that ``description`` selects (see the module docstring)."""
-    eligible: list[tuple[float, float, Fact]] = []
+    eligible: list[tuple[float, float, RecalledMemory]] = []
     for fact in candidates:
         share = coverage(description, fact.text)
         near = fact.similarity or 0.0
@@ -137,16 +87,16 @@ class Removal:
     document with an invalidated fact (deleting that document would remove them).
     """
 
-    delete: dict[str, list[Fact]]
-    invalidate: list[Fact]
-    shared: dict[str, list[Fact]]
+    delete: dict[str, list[RecalledMemory]]
+    invalidate: list[RecalledMemory]
+    shared: dict[str, list[RecalledMemory]]
 
 
 def plan_removal(
-    chosen: Iterable[Fact],
+    chosen: Iterable[RecalledMemory],
     *,
-    lookup: Callable[[str], Fact | None],
-    live_facts: Callable[[str], Iterable[Fact]],
+    lookup: Callable[[str], RecalledMemory | None],
+    live_facts: Callable[[str], Iterable[RecalledMemory]],
 ) -> Removal:
     """Plan the removal of ``chosen`` (see the module docstring).
 
@@ -155,7 +105,7 @@ def plan_removal(
         lookup: A memory unit by id (an observation's sources), or ``None``.
         live_facts: Every live (not invalidated) fact of a document.
     """
-    facts: dict[str, Fact] = {}
+    facts: dict[str | None, RecalledMemory] = {}
     for fact in chosen:
         if fact.type in CURATABLE:
             facts[fact.id] = fact
@@ -163,12 +113,12 @@ def plan_removal(
             found = lookup(source)
             if found is not None and found.type in CURATABLE:
                 facts[found.id] = found
-    by_document: dict[str | None, list[Fact]] = {}
+    by_document: dict[str | None, list[RecalledMemory]] = {}
     for fact in facts.values():
         by_document.setdefault(fact.document_id, []).append(fact)
-    delete: dict[str, list[Fact]] = {}
-    invalidate: list[Fact] = []
-    shared: dict[str, list[Fact]] = {}
+    delete: dict[str, list[RecalledMemory]] = {}
+    invalidate: list[RecalledMemory] = []
+    shared: dict[str, list[RecalledMemory]] = {}
     for document_id, group in by_document.items():
         if document_id is None:
             invalidate += group

@@ -36,15 +36,15 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
-from memory_adapter._hindsight_api import ABSENT_STATUSES, HindsightApi
+from memory_adapter._hindsight_api import ABSENT_STATUSES, HindsightApi, memories_from, memory_from
 from memory_adapter.constants import DEFAULT_RECALL_BUDGET, DEFAULT_RECALL_MAX_TOKENS
 from memory_adapter.exceptions import HindsightRequestError, HindsightUnavailableError
-from memory_adapter.formatting import sanitize_text
+from memory_adapter.formatting import RecalledMemory, sanitize_text
 from memory_adapter.identity.caller import Caller
 from memory_adapter.kinds import KIND_METADATA_KEY, MemoryKind, kind_tag
 from memory_adapter.observability import short_hash
 from memory_adapter.tools.errors import ToolError, ToolInputError, ToolRefusedError, ToolUnavailableError
-from memory_adapter.tools.forgetting import Fact, fact_from, plan_removal, select, usable
+from memory_adapter.tools.forgetting import identified, plan_removal, select
 from memory_adapter.tools.matching import significant_words
 from memory_adapter.tools.specs import FORGET, LIST_RECENT, RECALL, REFLECT, REMEMBER, parse_arguments
 from memory_adapter.transport import Transport
@@ -103,6 +103,17 @@ class Forgotten:
     id: str
     text: str
     how: str
+
+
+def _public(memory: RecalledMemory) -> dict[str, Any]:
+    """What the model is shown of a memory (the text sanitized)."""
+    return {
+        "id": memory.id,
+        "text": sanitize_text(memory.text),
+        "type": memory.type,
+        "kind": memory.kind,
+        "mentioned_at": memory.mentioned_at,
+    }
 
 
 class MemoryTools:
@@ -176,7 +187,7 @@ class MemoryTools:
 
     def _recall(self, caller: Caller, args: dict[str, Any]) -> ToolResult:
         facts = self._search(caller, args["query"])[: args.get("max_results", 5)]
-        memories = [fact.public() for fact in facts]
+        memories = [_public(fact) for fact in facts]
         if not memories:
             return ToolResult(RECALL, {"memories": []}, "No memories matched.")
         lines = [f"- {m['text']} (id {m['id']})" for m in memories]
@@ -222,7 +233,7 @@ class MemoryTools:
         if "kind" in args:
             params |= {"tags": kind_tag(args["kind"]), "tags_match": "any_strict"}
         items = self._list(caller, params)
-        memories = [fact.public() for fact in items]
+        memories = [_public(fact) for fact in items]
         if not memories:
             return ToolResult(LIST_RECENT, {"memories": []}, "No memories yet.")
         lines = [f"- {m['text']} [{m['kind']}] ({m['mentioned_at'] or 'undated'}, id {m['id']})" for m in memories]
@@ -259,7 +270,7 @@ class MemoryTools:
                 return pending
             self._sleep(0.25)
 
-    def _remove(self, caller: Caller, chosen: Sequence[Fact]) -> list[Forgotten]:
+    def _remove(self, caller: Caller, chosen: Sequence[RecalledMemory]) -> list[Forgotten]:
         """Remove ``chosen`` as :func:`~memory_adapter.tools.forgetting.plan_removal` plans: delete the documents
         every remaining fact of which is chosen, invalidate the other chosen facts."""
         plan = plan_removal(
@@ -271,35 +282,39 @@ class MemoryTools:
         for document_id, group in plan.delete.items():
             with self._hindsight(missing_ok=True):
                 if self._api.delete_document(caller.bank_id, document_id, bearer=caller.credential) is not None:
-                    forgotten += [Forgotten(fact.id, fact.text, "deleted") for fact in group]
+                    forgotten += [Forgotten(str(fact.id), fact.text, "deleted") for fact in group]
         for fact in plan.invalidate:
             with self._hindsight(missing_ok=True):
                 bearer = caller.credential
-                if self._api.invalidate_memory(caller.bank_id, fact.id, _FORGET_REASON, bearer=bearer, missing_ok=True):
-                    forgotten.append(Forgotten(fact.id, fact.text, "invalidated"))
+                memory_id = str(fact.id)  # every chosen memory has one (identified)
+                if self._api.invalidate_memory(
+                    caller.bank_id, memory_id, _FORGET_REASON, bearer=bearer, missing_ok=True
+                ):
+                    forgotten.append(Forgotten(memory_id, fact.text, "invalidated"))
         return forgotten
 
     # -- reading ---------------------------------------------------------------------------------------------------
 
-    def _search(self, caller: Caller, query: str) -> list[Fact]:
-        results: list[dict[str, Any]] = []
+    def _search(self, caller: Caller, query: str) -> list[RecalledMemory]:
+        results: list[RecalledMemory] = []
         with self._hindsight(missing_ok=True):
             results = self._api.recall(
                 caller.bank_id, query, budget=self._budget, max_tokens=self._max_tokens, bearer=caller.credential
             )
-        return [fact_from(r) for r in results if usable(r)]
+        return identified(results)
 
-    def _list(self, caller: Caller, params: Mapping[str, Any]) -> list[Fact]:
+    def _list(self, caller: Caller, params: Mapping[str, Any]) -> list[RecalledMemory]:
         items: list[Any] = []
         with self._hindsight(missing_ok=True):
             items = self._api.list_memories(caller.bank_id, params, bearer=caller.credential)
-        return [fact_from(item) for item in items if isinstance(item, dict) and usable(item)]
+        return identified(memories_from(items))
 
-    def _get(self, caller: Caller, memory_id: str) -> Fact | None:
+    def _get(self, caller: Caller, memory_id: str) -> RecalledMemory | None:
         body = None
         with self._hindsight(missing_ok=True):
             body = self._api.memory(caller.bank_id, memory_id, bearer=caller.credential)
-        return fact_from(body) if body is not None and usable(body) else None
+        found = identified([memory_from(body)])
+        return found[0] if found else None
 
     @staticmethod
     @contextlib.contextmanager
