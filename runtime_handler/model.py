@@ -17,11 +17,12 @@ import json
 import threading
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Protocol, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from memory_adapter.integrations.echo import recalled_memories
 from memory_adapter.tools.echo import echo_answer, echo_tool_answer, echo_tool_call
 from runtime_handler.errors import ModelError
+from runtime_handler.settings import DEFAULT_TOOL_ROUNDS
 from runtime_handler.working_memory import Exchange
 
 if TYPE_CHECKING:
@@ -42,7 +43,6 @@ __all__ = [
 ]
 
 BASE_SYSTEM_PROMPT = "You are a helpful assistant. Answer the user's message concisely."
-DEFAULT_TOOL_ROUNDS: Final = 4
 
 
 class Toolbox(Protocol):

@@ -22,12 +22,12 @@ import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Final
 
 from memory_adapter.agentcore.settings import AgentMemorySettings, IdentitySource, SettingsError
 from memory_adapter.identity.settings import ENV_NAMING
 from memory_adapter.settings_fields import env_name, setting
 from memory_adapter.settings_reader import SettingsReader
-from runtime_handler.model import DEFAULT_TOOL_ROUNDS
 from runtime_handler.working_memory import DEFAULT_LIMITS, WorkingMemoryLimits
 
 __all__ = ["IdentitySource", "ModelProvider", "Settings", "SettingsError"]
@@ -41,6 +41,10 @@ def _secure_url(url: str) -> bool:
     """https, or http to this machine (local runs): the caller's token travels to this URL."""
     parts = urllib.parse.urlsplit(url)
     return parts.scheme == "https" or (parts.scheme == "http" and parts.hostname in _LOOPBACK)
+
+
+#: How many tool-use rounds the model may take in one turn (``MEMORY_TOOL_ROUNDS``).
+DEFAULT_TOOL_ROUNDS: Final = 4
 
 
 class ModelProvider(StrEnum):
