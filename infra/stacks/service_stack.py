@@ -13,7 +13,7 @@ from infra.constructs.database import VectorDatabase
 from infra.constructs.eks_workloads import HindsightOnEks
 from infra.constructs.identity import Identity
 from infra.constructs.memory_events import MemoryEvents
-from infra.constructs.memory_service import MemoryService
+from infra.constructs.memory_service import MemoryService, MemoryServiceProps
 from infra.constructs.part import PartAwareStack
 from infra.stacks.network_stack import Foundation
 from memory_adapter.missions import Mission
@@ -53,19 +53,21 @@ class MemoryServiceStack(PartAwareStack):
         self.memory = MemoryService(
             self,
             "Memory",
-            config=config,
-            auth=auth,
-            network=foundation.network,
-            database=database,
-            identity=identity,
-            agent_name=agent_name,
-            logs_key=foundation.logs_key,
-            alerts=foundation.alerts,
-            parameter_prefix=parameter_prefix,
-            eks_config=eks,
-            events=events,
-            fading=fading,
-            mission=mission,
+            MemoryServiceProps(
+                config=config,
+                auth=auth,
+                network=foundation.network,
+                database=database,
+                identity=identity,
+                agent_name=agent_name,
+                logs_key=foundation.logs_key,
+                alerts=foundation.alerts,
+                parameter_prefix=parameter_prefix,
+                eks_config=eks,
+                events=events,
+                fading=fading,
+                mission=mission,
+            ),
         )
         CfnOutput(self, "HindsightUrl", value=self.memory.url, description="Hindsight API (inside the VPC)")
         CfnOutput(
