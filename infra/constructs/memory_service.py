@@ -21,6 +21,8 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from aws_cdk import Stack
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
@@ -120,6 +122,36 @@ class MemoryService(Construct):
         )
         self.listener_port = self.load_balancing.listener_port
         self.connections: ec2.Connections = self.load_balancing.load_balancer.connections
+        self._hand_off_platform_values(props.parameter_prefix)
+
+    def _hand_off_platform_values(self, prefix: str) -> None:
+        """What the -Operations stack reads of one platform only, by parameter (never an export, which would block
+        the -MemoryService update that switches ``hindsight.platform``): the maintenance role, the restart alarm and,
+        on ECS, the cluster's and the API service's names. The same parameter names on both platforms."""
+        values = {"maintenance-role-arn": self.maintenance_role.role_arn}
+        if self.eks is not None:
+            values["restart-alarm-arn"] = self.eks.restart_failing_alarm.alarm_arn
+            kept = [self.eks.maintenance_role.role_arn, self.eks.restart_failing_alarm.alarm_arn]
+        else:
+            assert self.redeploy is not None
+            values["restart-alarm-arn"] = self.redeploy.failing_alarm.alarm_arn
+            values["ecs-cluster-name"] = self.cluster.cluster_name
+            values["ecs-api-service-name"] = self.api_service.service_name
+            kept = [*values.values()]
+        self._platform = {
+            name: Handoff(
+                self,
+                "".join(word.title() for word in name.split("-")) + "Handoff",
+                parameter_name=f"{prefix}/memory/{name}",
+                value=value,
+                description=f"Hindsight's {name} ({self.config.platform.value}), for the -Operations stack",
+            )
+            for name, value in values.items()
+        }
+        # Deployments made before these handoffs import the same values as exports: kept (same export names) so that
+        # their first update is not refused; remove once every deployment has been updated with this version.
+        for value in kept:
+            Stack.of(self).export_value(value)
 
     # -- what both halves build with ---------------------------------------------------------------------------------
 
@@ -195,6 +227,21 @@ class MemoryService(Construct):
     def url_in(self, scope: Construct) -> str:
         """Hindsight's URL as scope's stack reads it (an SSM handoff; scope's stack deploys after this one)."""
         return self._url.value_in(scope)
+
+    def maintenance_role_in(self, scope: Construct) -> iam.IRole:
+        """The maintenance task's or pods' role as scope's stack reads it (a handoff: the platform may change)."""
+        arn = self._platform["maintenance-role-arn"].value_in(scope)
+        return iam.Role.from_role_arn(scope, "HindsightMaintenanceRole", arn, mutable=False)
+
+    def restart_alarm_in(self, scope: Construct) -> cloudwatch.IAlarm:
+        """The alarm of the restarts after a rotation or a key change, as scope's stack reads it (a handoff)."""
+        arn = self._platform["restart-alarm-arn"].value_in(scope)
+        return cloudwatch.Alarm.from_alarm_arn(scope, "HindsightRestartAlarm", arn)
+
+    def ecs_names_in(self, scope: Construct) -> tuple[str, str]:
+        """The ECS cluster's and the API service's names as scope's stack reads them (handoffs; ECS only)."""
+        names = self._platform["ecs-cluster-name"], self._platform["ecs-api-service-name"]
+        return names[0].value_in(scope), names[1].value_in(scope)
 
     def worker_service_names_in(self, scope: Construct) -> list[str]:
         """The worker services' names, worker-1 first, as scope's stack reads them (SSM handoffs)."""

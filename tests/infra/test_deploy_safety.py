@@ -11,7 +11,8 @@ import pytest
 
 from infra.constructs.database import LOGIN_ROTATION_WINDOW, MASTER_ROTATION_HOUR, master_rotation_schedule
 from tests.infra.conftest import ROOT, VARIANTS, Synth, resources, synthesize
-from tests.infra.exports import blocking_exports
+from tests.infra.eks_variant import EKS_VARIANT
+from tests.infra.exports import blocking_exports, exports, imports
 from tests.infra.updates import NAME_PROPERTIES, Collision, name_collisions, retained_types
 
 ALL = list(VARIANTS)
@@ -41,6 +42,16 @@ def tls_to_tasks(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     """``jwt-import`` with TLS from the load balancer to the tasks too (no nag packs)."""
     overrides = {**VARIANTS["jwt-import"], "hindsight.tls_to_tasks": "true"}
     return synthesize(tmp_path_factory.mktemp("cdk-tls-to-tasks"), overrides, nag=False)
+
+
+@pytest.fixture(scope="module")
+def platforms(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Synth]:
+    """The EKS variant and the same deployment on ECS (no nag packs), for ``hindsight.platform`` switched."""
+    on_ecs = {k: v for k, v in EKS_VARIANT.items() if not k.startswith("eks.") and k != "hindsight.platform"}
+    return {
+        name: synthesize(tmp_path_factory.mktemp(f"cdk-platform-{name}"), overrides, nag=False)
+        for name, overrides in (("ecs", on_ecs), ("eks", EKS_VARIANT))
+    }
 
 
 def _all_resources(synth: Synth, type_name: str) -> list[tuple[str, str, dict[str, Any]]]:
@@ -97,6 +108,40 @@ def test_tls_to_the_tasks_can_be_turned_on_and_off(synths: dict[str, Synth], tls
     assert blocking_exports(before, after) == {}
     assert blocking_exports(after, before) == {}
     assert name_collisions([before, after, before, after]) == []
+
+
+def test_the_platform_can_be_switched_both_ways(platforms: dict[str, Synth]) -> None:
+    # The -Operations stack reads what only one platform has (the ECS cluster and API service, the maintenance role,
+    # the restart alarm) through handoffs: the -MemoryService stack may drop them when hindsight.platform changes.
+    ecs, eks = platforms["ecs"].templates, platforms["eks"].templates
+    assert blocking_exports(ecs, eks) == {}
+    assert blocking_exports(eks, ecs) == {}
+    assert name_collisions([ecs, eks, ecs, eks]) == []
+
+
+#: What the -Operations stack of a deployment made before the platform handoffs imports from -MemoryService, per
+#: platform: the first update with this version must still export them (else CloudFormation refuses it).
+IMPORTED_BEFORE_THE_HANDOFFS = {
+    "ecs": {
+        "ExportsOutputFnGetAttMemoryApiServiceA340C545NameCE84F3D8",
+        "ExportsOutputFnGetAttMemoryMaintenanceTaskTaskRole6BF12801Arn7A1B16EB",
+        "ExportsOutputFnGetAttMemoryRedeployFailing2FDBEDB5Arn8EE8E99A",
+        "ExportsOutputRefMemoryClusterEF01D7252ABB9375",
+    },
+    "eks": {
+        "ExportsOutputFnGetAttMemoryEksMaintenanceRoleD6052A7FArnD7A2CBE9",
+        "ExportsOutputFnGetAttMemoryEksRestartFailingF295C053Arn37D2B155",
+    },
+}
+
+
+def test_deployments_made_before_the_platform_handoffs_can_be_updated(platforms: dict[str, Synth]) -> None:
+    for platform, names in IMPORTED_BEFORE_THE_HANDOFFS.items():
+        templates = platforms[platform].templates
+        (stack,) = [name for name in templates if name.endswith("-MemoryService")]
+        assert {f"{stack}:{name}" for name in names} <= set(exports(templates)), platform
+        # ... and nothing imports them any more: the platform switch may drop them.
+        assert not {f"{stack}:{name}" for name in names} & set(imports(templates)), platform
 
 
 def test_events_can_be_turned_on_off_and_on_again(default: Synth, with_text: Synth) -> None:
