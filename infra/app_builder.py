@@ -237,14 +237,10 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
 
 
 def memory_alarms(memory: MemoryService | ExternalMemory, data: DataStack | None) -> list[cloudwatch.IAlarm]:
-    """The alarms of Hindsight's own stacks, shown on the dashboard: the backup plan's, the load balancer's and the
-    restarts' where this app runs it; the isolation probe's with an external server."""
+    """The alarms of Hindsight's own stacks, shown on the dashboard: the backup plan's and the load balancer's where
+    this app runs it; the isolation probe's with an external server."""
     if isinstance(memory, ExternalMemory):
         return [memory.probe.alarm]
     assert data is not None
-    alarms: list[cloudwatch.IAlarm] = [data.backup_plan.failed_alarm, memory.load_balancing.unhealthy_alarm]
-    if memory.redeploy is not None:
-        alarms.append(memory.redeploy.failing_alarm)
-    if memory.eks is not None:
-        alarms.append(memory.eks.restart_failing_alarm)
-    return alarms
+    # The restarts' alarm differs by platform: -Operations reads it by handoff (MemoryService.restart_alarm_in).
+    return [data.backup_plan.failed_alarm, memory.load_balancing.unhealthy_alarm]

@@ -162,7 +162,7 @@ class SystemDashboard(Construct):
             else:
                 # The workers by their handed-off names: a lower hindsight.worker_count removes services graphed here.
                 workers = memory.worker_service_names_in(self)
-                cluster, api = memory.cluster.cluster_name, memory.api_service.service_name
+                cluster, api = memory.ecs_names_in(self)
                 self.dashboard.add_widgets(
                     self._graph("api_usage", self._usage(cluster, api, "API")),
                     self._graph("api_tasks", self._tasks(cluster, api, "API")),

@@ -13,9 +13,12 @@ parameter stores that line with an ``AllowedPattern`` of the required values (:f
 that does not match, the deploy stops at that parameter and its error shows the line read next to the one required.
 
 The read happens when the check is created; its construct id carries the digest of everything it reads and requires
-(the cluster, the kubectl role, the JSONPath, the pattern), so a changed requirement (``eks.pod_identity``) checks
-again, and a failed check (which the rollback deletes) runs again at the next deploy. Neither resource is ever
-updated: the rollback of a failed Update would read again and fail the same way (UPDATE_ROLLBACK_FAILED).
+(the cluster, the kubectl role, the JSONPath, the pattern) and of the pods' manifests, so a changed requirement
+(``eks.pod_identity``) checks again, and so does every deploy that changes the pods (new image, settings, secrets,
+extension: each starts new pods, which a CNI changed since the last check would leave without credentials or
+readiness); a failed check (which the rollback deletes) runs again at the next deploy. A deploy that leaves the pods
+as they are does not read again: running pods keep what they started with. Neither resource is ever updated: the
+rollback of a failed Update would read again and fail the same way (UPDATE_ROLLBACK_FAILED).
 """
 
 from __future__ import annotations
@@ -81,14 +84,17 @@ def cni_pattern(settings: list[CniSetting]) -> str:
 
 class CniPreflight(Construct):
     """Reads the CNI settings (``value``: a ``KubernetesObjectValue``) and checks them (``check``: the SSM parameter
-    whose pattern they must match); the manifests depend on ``check``."""
+    whose pattern they must match); the manifests depend on ``check``. ``pods``: the manifests, resolved (a change
+    checks again)."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, cluster: eks.ICluster, pod_identity: bool) -> None:
+    def __init__(
+        self, scope: Construct, construct_id: str, *, cluster: eks.ICluster, pod_identity: bool, pods: str
+    ) -> None:
         super().__init__(scope, construct_id)
         settings = cni_settings(pod_identity=pod_identity)
         pattern = cni_pattern(settings)
         assert cluster.kubectl_role is not None
-        reads = [cluster.cluster_name, cluster.kubectl_role.role_arn, cni_json_path(settings), pattern]
+        reads = [cluster.cluster_name, cluster.kubectl_role.role_arn, cni_json_path(settings), pattern, pods]
         assert not any(Token.is_unresolved(r) for r in reads)  # the imported cluster's attributes are settings
         digest = hashlib.sha256("\n".join(reads).encode()).hexdigest()[:8]
         self.value = eks.KubernetesObjectValue(

@@ -12,9 +12,10 @@ nodes' (their role and log agent), as on any EKS cluster.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 
-from aws_cdk import Aws, Duration, Stack
+from aws_cdk import Aws, CfnResource, Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks as eks
@@ -171,31 +172,36 @@ class HindsightOnEks(Construct):
                 )
             ]
         )
-        self.preflight = CniPreflight(self, "Preflight", cluster=self.cluster, pod_identity=not irsa)
-        self.manifest = self.cluster.add_manifest(
-            "Hindsight",
-            *hindsight_manifests(
-                config,
-                eks_config,
-                ManifestInputs(
-                    image=image,
-                    environment=environment,
-                    secret_environment=secret_environment,
-                    extension_environment={
-                        "EXT_BUCKET": extension.s3_bucket_name,
-                        "EXT_KEY": extension.s3_object_key,
-                        "EXT_SHA256": extension_sha256,
-                        "AWS_REGION": Aws.REGION,
-                    },
-                    workload_role_arn=self.workload_role.role_arn if irsa else None,
-                    maintenance_role_arn=self.maintenance_role.role_arn if irsa else None,
-                    pod_security_group_id=security_group.security_group_id,
-                    target_group_arn=target_group_arn,
-                    api_command=api_command,
-                    worker_command=worker_command,
-                ),
+        manifests = hindsight_manifests(
+            config,
+            eks_config,
+            ManifestInputs(
+                image=image,
+                environment=environment,
+                secret_environment=secret_environment,
+                extension_environment={
+                    "EXT_BUCKET": extension.s3_bucket_name,
+                    "EXT_KEY": extension.s3_object_key,
+                    "EXT_SHA256": extension_sha256,
+                    "AWS_REGION": Aws.REGION,
+                },
+                workload_role_arn=self.workload_role.role_arn if irsa else None,
+                maintenance_role_arn=self.maintenance_role.role_arn if irsa else None,
+                pod_security_group_id=security_group.security_group_id,
+                target_group_arn=target_group_arn,
+                api_command=api_command,
+                worker_command=worker_command,
             ),
         )
+        # Every deploy that changes the pods starts new ones: it reads the CNI's settings again first.
+        pods = json.dumps(Stack.of(self).resolve(manifests), sort_keys=True)
+        self.preflight = CniPreflight(self, "Preflight", cluster=self.cluster, pod_identity=not irsa, pods=pods)
+        self.manifest = self.cluster.add_manifest("Hindsight", *manifests)
+        # Created with kubectl apply, not create (KubernetesManifest's overwrite, which add_manifest does not take):
+        # objects a failed delete left behind (a platform switched to ECS and back, a rollback) are taken over.
+        cfn = self.manifest.node.default_child
+        assert isinstance(cfn, CfnResource)
+        cfn.add_property_override("Overwrite", True)
         for dependency in self.kubectl_path:
             self.preflight.value.node.add_dependency(dependency)
             self.manifest.node.add_dependency(dependency)

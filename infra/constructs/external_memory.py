@@ -14,10 +14,11 @@ deploy (``hindsight.external_probe=fail``) or warns (``warn``: an ERROR log line
 from __future__ import annotations
 
 import hashlib
+import json
 import urllib.parse
 from pathlib import Path
 
-from aws_cdk import CfnOutput, CustomResource, Duration, RemovalPolicy, Stack
+from aws_cdk import CfnOutput, CustomResource, Duration, RemovalPolicy, Stack, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
@@ -155,17 +156,21 @@ class IsolationProbe(Construct):
                 removal_policy=RemovalPolicy.DESTROY,
             ),
         )
-        # Changed settings or probe code (the handler, or the probe and the wire it speaks on the layer) run it
-        # again at the next deploy.
+        # Changed settings or probe code (the handler, or the probe and the wire it speaks on the layer) run it again
+        # at the next deploy, as a new resource (its id ends in their digest): a probe that fails is a failed Create,
+        # which the rollback deletes (a no-op), never an Update, whose rollback would probe the same server again and
+        # fail the same way (UPDATE_ROLLBACK_FAILED). The probe of the last deploy is deleted once the update succeeded.
         probe_code = b"".join(Path(str(m.__file__)).read_bytes() for m in (isolation_probe, _hindsight_api, transport))
         properties = {
             **settings,
             "HandlerSha256": handler_sha256(PROBE_DIR),
             "ProbeSha256": hashlib.sha256(probe_code).hexdigest(),
         }
+        assert not any(Token.is_unresolved(v) for v in properties.values())  # settings, known at synthesis
+        digest = hashlib.sha256(json.dumps(properties, sort_keys=True).encode()).hexdigest()[:8]
         self.resource = CustomResource(
             self,
-            "Probe",
+            f"Probe{digest}",
             service_token=provider.service_token,
             resource_type="Custom::HindsightIsolationProbe",
             properties=properties,

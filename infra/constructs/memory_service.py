@@ -1,13 +1,14 @@
-"""MemoryService: the stock Hindsight image on ECS Fargate (ARM64), with our isolation extension loaded into it.
+"""MemoryService: the stock Hindsight image with our isolation extension loaded into it, on ECS Fargate (ARM64) or on
+the customer's EKS cluster (``hindsight.platform``).
 
-It composes one construct per job and owns what ties them together (the cluster, the log group, the two security
-groups and the services):
+This module holds what both platforms share and what the other stacks see; each platform's half builds the rest into
+the same construct (:mod:`infra.constructs.memory_service_ecs`, :mod:`infra.constructs.memory_service_eks`):
 
 - :class:`~infra.constructs.hindsight_secrets.HindsightSecrets`: operator, agent and LLM keys under one KMS key;
-- :func:`~infra.constructs.image_mirror.hindsight_image`: the image (mirrored into ECR, or pulled);
-- :class:`~infra.constructs.hindsight_task.HindsightTaskDefinition`: each task (three containers, the extension);
-- :class:`~infra.constructs.memory_load_balancer.MemoryLoadBalancer`: the internal ALB, its logs, alarm and DNS;
-- :class:`~infra.constructs.redeploy_on_rotation.RedeployOnRotation`: restarts after a rotation or a key change.
+- the isolation extension (an S3 asset) and every process's environment (:meth:`MemoryService.environment`);
+- the workload security group and :class:`~infra.constructs.memory_load_balancer.MemoryLoadBalancer` (the internal
+  ALB, its logs, alarm and DNS);
+- the handoffs (:mod:`infra.constructs.handoff`) through which later stacks read what changes with a setting.
 
 Other constructs use it only through ``url``, ``connections``, ``allow_from(peer)``, ``agent_key_secret_arn``,
 ``grant_agent_key_read(grantee)`` and ``grant_operator_key_read(grantee)`` (the administration functions); it uses the
@@ -18,399 +19,193 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Protocol
 
-from aws_cdk import Duration, RemovalPolicy, Stack
+from aws_cdk import Stack
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
-from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
-from infra.config import AuthConfig, EksConfig, HindsightConfig, Platform
-from infra.constructs.alerts import Alerts
-from infra.constructs.database import VectorDatabase
+from infra.config import Platform
 from infra.constructs.eks_workloads import HindsightOnEks
 from infra.constructs.handoff import Handoff
 from infra.constructs.hindsight_secrets import HindsightSecrets
-from infra.constructs.hindsight_task import (
-    API_COMMAND,
-    API_TLS_COMMAND,
-    MAINTENANCE_COMMAND,
-    MAINTENANCE_DEFAULT_ARGUMENTS,
-    WORKER_COMMAND,
-    HindsightTaskDefinition,
-    HindsightTaskParts,
-    hindsight_environment,
-)
-from infra.constructs.identity import Identity
-from infra.constructs.image_mirror import hindsight_image, hindsight_image_uri
-from infra.constructs.log_retention import retention
+from infra.constructs.hindsight_task import API_COMMAND, API_TLS_COMMAND, hindsight_environment
+from infra.constructs.image_mirror import ImageMirror
+from infra.constructs.memory_endpoint import ConnectableConstruct
 from infra.constructs.memory_load_balancer import MemoryLoadBalancer
 from infra.constructs.memory_props import MemoryServiceProps
+from infra.constructs.memory_service_ecs import HindsightOnEcs
+from infra.constructs.memory_service_eks import hindsight_on_eks
 from infra.constructs.network import Network
 from infra.constructs.redeploy_on_rotation import RedeployOnRotation, RestartTrigger
-from infra.isolation_env import ENV_STATIC_JWKS, isolation_environment
-from infra.permissions import (
-    MAINTENANCE_FOLLOW_ACTIONS,
-    MAINTENANCE_RUN_ACTIONS,
-    PASS_ROLE_ACTION,
-    grant_bedrock_invoke,
-)
-
-
-def _restart_triggers(database: VectorDatabase, identity: Identity | None) -> list[RestartTrigger]:
-    """What restarts Hindsight on either platform: a rotated database login, and new signing keys in the mirror."""
-    triggers = [
-        RestartTrigger(
-            "DatabaseSecretRotated",
-            "Secrets Manager rotated the Hindsight database secret",
-            database.login_rotation_pattern(),
-        )
-    ]
-    if identity is not None:
-        triggers.append(
-            RestartTrigger(
-                "SigningKeysChanged", "The mirrored JWKS of the token issuer changed", identity.keys_change_pattern()
-            )
-        )
-    return triggers
-
-
-def _sha256_of(path: Path) -> str:
-    """The extension file's digest: a new extension restarts the tasks or pods that load it."""
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def _api_command(config: HindsightConfig) -> str:
-    """The API's command: HTTPS with the task's own certificate when ``hindsight.tls_to_tasks``, else HTTP."""
-    return API_TLS_COMMAND if config.tls_to_tasks else API_COMMAND
-
-
-class ConnectableConstruct(Protocol):
-    """A construct with security groups (the agent runtime)."""
-
-    @property
-    def connections(self) -> ec2.Connections:
-        """The construct's security groups."""
+from infra.isolation_env import isolation_environment
 
 
 class MemoryService(Construct):
     """Hindsight API behind an internal load balancer plus stable-id workers; exposes ``url``, ``connections``,
-    ``listener_port``, ``secrets``, ``mirror``, ``load_balancing``, ``api_task``, ``api_service``,
-    ``worker_services``, ``maintenance_task`` (restore and re-embedding, run on demand) and ``redeploy``."""
+    ``listener_port``, ``secrets``, ``mirror``, ``load_balancing``, ``security_group``, ``maintenance_role``, ``eks``
+    (the pods, on EKS) and, on ECS, ``cluster``, ``log_group``, ``api_task``, ``api_service``, ``worker_services``,
+    ``maintenance_task`` (restore and re-embedding, run on demand), ``maintenance_policy`` and ``redeploy``."""
 
     def __init__(self, scope: Construct, construct_id: str, props: MemoryServiceProps) -> None:
         super().__init__(scope, construct_id)
-        config, auth, agent_name, parameter_prefix = props.config, props.auth, props.agent_name, props.parameter_prefix
-        network, logs_key, alerts = props.foundation.network, props.foundation.logs_key, props.foundation.alerts
-        database, identity, eks_config, events = props.database, props.identity, props.eks, props.events
-        self.config = config
-        self._fading = props.fading  # fading.enabled: every task's extension re-ranks recalls (docs/operating.md)
-        self._mission = props.mission  # the agent's: every task's extension applies it to the agent's banks
-        # Memory events (events.enabled): the extension in every task sends them to the events queue.
-        events_env = events.environment_in(self) if events is not None else {}
-        if config.platform is Platform.EKS:
-            assert eks_config is not None
-            self._on_eks(
-                config=config,
-                auth=auth,
-                eks_config=eks_config,
-                network=network,
-                database=database,
-                identity=identity,
-                agent_name=agent_name,
-                logs_key=logs_key,
-                alerts=alerts,
-                parameter_prefix=parameter_prefix,
-                events_env=events_env,
-            )
-            assert self.eks is not None
-            if events is not None:
-                for role in (self.eks.workload_role, self.eks.maintenance_role):
-                    events.grant_send(role)
-            return
+        config = self.config = props.config
+        # Memory events (events.enabled): the extension in every process sends them to the events queue.
+        events_env = props.events.environment_in(self) if props.events is not None else {}
+        self.secrets = HindsightSecrets(self, "Secrets", config=config, auth_mode=props.auth.mode)
+        self.extension = s3_assets.Asset(self, "IsolationExtension", path=str(config.extension_path))
+        # A new extension restarts the tasks or pods that load it.
+        self.extension_sha256 = hashlib.sha256(Path(config.extension_path).read_bytes()).hexdigest()
+        self.mirror: ImageMirror | None = None
+        self.redeploy: RedeployOnRotation | None = None
         self.eks: HindsightOnEks | None = None
-        self.secrets = HindsightSecrets(self, "Secrets", config=config, auth_mode=auth.mode)
-        image, self.mirror = hindsight_image(self, config, key=self.secrets.key)
-        extension = s3_assets.Asset(self, "IsolationExtension", path=str(config.extension_path))
-        self.cluster = ecs.Cluster(
-            self, "Cluster", vpc=network.vpc, container_insights_v2=ecs.ContainerInsights.ENHANCED
-        )
-        self.log_group = logs.LogGroup(
-            self,
-            "Logs",
-            retention=retention(config.log_retention_days),
-            encryption_key=logs_key,
-            removal_policy=RemovalPolicy.DESTROY,
-        )
-        self.security_group = network.workload_security_group(
-            self,
-            "SecurityGroup",
-            description="Hindsight tasks: from the load balancer; to the database and AWS endpoints",
-        )
-        database.allow_from(self, self.security_group, description="Hindsight tasks to PostgreSQL")
-        secrets = {**database.container_secrets(self), **self.secrets.credential_secrets()}
-        if identity is not None:
-            secrets[ENV_STATIC_JWKS] = identity.keys_container_secret()
-        secrets.update(self.secrets.llm_secrets())
-        parts = HindsightTaskParts(
-            config=config,
-            image=image,
-            extension=extension,
-            extension_sha256=_sha256_of(config.extension_path),
-            environment=self._environment(config, auth, identity, database, agent_name, events_env),
-            secrets=secrets,
-            log_group=self.log_group,
-            execution_grants=(database.grant_connect, *([self.mirror.grant_task_pull] if self.mirror else [])),
-        )
-        self.api_task = HindsightTaskDefinition(
-            self,
-            "ApiTask",
-            parts=parts,
-            command=_api_command(config),
-            log_prefix="api",
-            serve_tls=config.tls_to_tasks,
-        )
-        # The operator's restore and re-embedding: run on demand (docs/operating.md), never as a service. Its own
-        # role reads backups only where the administration bucket allows it (grant_read in the -Operations stack).
-        self.maintenance_task = HindsightTaskDefinition(
-            self,
-            "MaintenanceTask",
-            parts=parts,
-            command=MAINTENANCE_COMMAND,
-            log_prefix="maintenance",
-            arguments=MAINTENANCE_DEFAULT_ARGUMENTS,
-        )
-        if config.maintenance_embeddings_model is not None:  # the model a re-embedding moves to
-            grant_bedrock_invoke(
-                self,
-                self.maintenance_task.task_role,
-                [config.maintenance_embeddings_model.removeprefix("bedrock/")],
-            )
-        self.maintenance_policy = self._maintenance_policy()
-        self.api_service = self._service("Api", self.api_task, desired_count=config.api_min_count, network=network)
-        scaling = self.api_service.auto_scale_task_count(
-            min_capacity=config.api_min_count, max_capacity=config.api_max_count
-        )
-        scaling.scale_on_cpu_utilization("Cpu", target_utilization_percent=config.cpu_target_percent)
-        # One service per worker id, never two tasks at once (max 100 %): work a dead task had claimed is
-        # reclaimed only by a worker with the same id, so ids must survive task replacement.
-        self.worker_services = [
-            self._service(
-                f"Worker{i}",
-                HindsightTaskDefinition(
-                    self,
-                    f"Worker{i}Task",
-                    parts=parts,
-                    command=WORKER_COMMAND,
-                    log_prefix=f"worker{i}",
-                    worker_id=f"worker-{i}",
-                ),
-                desired_count=1,
-                network=network,
-                worker=True,
-            )
-            for i in range(1, config.worker_count + 1)
-        ]
-        if self.mirror is not None:
-            for service in [self.api_service, *self.worker_services]:
-                service.node.add_dependency(self.mirror.lookup)
-        if events is not None:
-            for task in [self.api_task, self.maintenance_task, *(w.task_definition for w in self.worker_services)]:
-                events.grant_send(task.task_role)
-        self._balance_load(config, network, alerts, api_service=self.api_service)
+        self._worker_names: list[Handoff] = []
+        if config.platform is Platform.EKS:
+            self.eks = hindsight_on_eks(self, props, events_env)
+            self.maintenance_role: iam.IRole = self.eks.maintenance_role
+        else:
+            on_ecs = HindsightOnEcs(self, props, events_env)
+            self.mirror, self.redeploy = on_ecs.mirror, on_ecs.redeploy
+            self.cluster, self.log_group, self.api_service = on_ecs.cluster, on_ecs.log_group, on_ecs.api_service
+            self.api_task, self.maintenance_task = on_ecs.api_task, on_ecs.maintenance_task
+            self.worker_services, self.maintenance_policy = on_ecs.worker_services, on_ecs.maintenance_policy
+            self.maintenance_role = on_ecs.maintenance_task.task_role
+            # One StatefulSet on EKS, not one service per worker: the dashboard graphs its pods (no names handed off).
+            self._worker_names = on_ecs.worker_names
         #: The URL in this stack; later stacks read it with :meth:`url_in` (HTTPS on or off changes it).
         self.url = self.load_balancing.url
-        self._url = self._url_handoff(parameter_prefix)
-        # The worker services come and go with hindsight.worker_count: later stacks read their names by parameter.
-        self._worker_names = [
-            Handoff(
-                self,
-                f"Worker{i}NameHandoff",
-                parameter_name=f"{parameter_prefix}/memory/worker-{i}/service-name",
-                value=service.service_name,
-                description=f"The ECS service name of Hindsight's worker-{i}, for the later stacks",
-            )
-            for i, service in enumerate(self.worker_services, 1)
-        ]
+        self._url = Handoff(
+            self,
+            "UrlHandoff",
+            parameter_name=f"{props.parameter_prefix}/memory/url",
+            value=self.url,
+            description="Hindsight's URL inside the VPC, for the later stacks",
+        )
         self.listener_port = self.load_balancing.listener_port
         self.connections: ec2.Connections = self.load_balancing.load_balancer.connections
-        triggers = _restart_triggers(database, identity)
-        self.maintenance_role: iam.IRole = self.maintenance_task.task_role
-        self.redeploy: RedeployOnRotation | None = RedeployOnRotation(
-            self,
-            "RedeployOnRotation",
-            cluster=self.cluster,
-            services=[self.api_service, *self.worker_services],
-            triggers=triggers,
-            logs_key=logs_key,
-            alerts=alerts,
-        )
+        self._hand_off_platform_values(props.parameter_prefix)
 
-    def _on_eks(
-        self,
-        *,
-        config: HindsightConfig,
-        auth: AuthConfig,
-        eks_config: EksConfig,
-        network: Network,
-        database: VectorDatabase,
-        identity: Identity | None,
-        agent_name: str,
-        logs_key: kms.IKey,
-        alerts: Alerts,
-        parameter_prefix: str,
-        events_env: dict[str, str],
-    ) -> None:
-        """The same service on the customer's EKS cluster: the same secrets, image, environment, commands and load
-        balancer; pods instead of tasks (:class:`~infra.constructs.eks_workloads.HindsightOnEks`)."""
-        self.secrets = HindsightSecrets(self, "Secrets", config=config, auth_mode=auth.mode)
-        image, self.mirror = hindsight_image_uri(self, config, key=self.secrets.key)
-        extension = s3_assets.Asset(self, "IsolationExtension", path=str(config.extension_path))
-        self.security_group = network.workload_security_group(
-            self,
-            "SecurityGroup",
-            description="Hindsight pods: from the load balancer and the kubelet; to the database, DNS and endpoints",
-        )
-        database.allow_from(self, self.security_group, description="Hindsight pods to PostgreSQL")
-        sources = {**database.secret_sources(self), **self.secrets.credential_sources()}
-        if identity is not None:
-            sources[ENV_STATIC_JWKS] = identity.keys_source()
-        sources.update(self.secrets.llm_sources())
-        self._balance_load(config, network, alerts, api_service=None)
-        self.load_balancer_security_group.connections.allow_to(
-            self.security_group, ec2.Port.tcp(config.port), "Load balancer to the Hindsight API pods"
-        )
-        triggers = _restart_triggers(database, identity)
-        self.eks = HindsightOnEks(
-            self,
-            "Eks",
-            config=config,
-            eks_config=eks_config,
-            network=network,
-            database=database,
-            image=image,
-            environment=self._environment(config, auth, identity, database, agent_name, events_env),
-            secrets=sources,
-            extension=extension,
-            extension_sha256=_sha256_of(config.extension_path),
-            security_group=self.security_group,
-            target_group_arn=self.load_balancing.target_group.target_group_arn,
-            api_command=_api_command(config),
-            worker_command=WORKER_COMMAND,
-            restart_triggers=triggers,
-            logs_key=logs_key,
-            alerts=alerts,
-        )
-        if self.mirror is not None:
-            self.eks.manifest.node.add_dependency(self.mirror.lookup)
-        self.maintenance_role = self.eks.maintenance_role
-        self.url = self.load_balancing.url
-        self._url = self._url_handoff(parameter_prefix)
-        # One StatefulSet, not one service per worker: the dashboard graphs its pods (no names handed off).
-        self._worker_names = []
-        self.listener_port = self.load_balancing.listener_port
-        self.connections = self.load_balancing.load_balancer.connections
-        self.redeploy = None
+    def _hand_off_platform_values(self, prefix: str) -> None:
+        """What the -Operations stack reads of one platform only, by parameter (never an export, which would block
+        the -MemoryService update that switches ``hindsight.platform``): the maintenance role, the restart alarm and,
+        on ECS, the cluster's and the API service's names. The same parameter names on both platforms."""
+        values = {"maintenance-role-arn": self.maintenance_role.role_arn}
+        if self.eks is not None:
+            values["restart-alarm-arn"] = self.eks.restart_failing_alarm.alarm_arn
+            kept = [self.eks.maintenance_role.role_arn, self.eks.restart_failing_alarm.alarm_arn]
+        else:
+            assert self.redeploy is not None
+            values["restart-alarm-arn"] = self.redeploy.failing_alarm.alarm_arn
+            values["ecs-cluster-name"] = self.cluster.cluster_name
+            values["ecs-api-service-name"] = self.api_service.service_name
+            kept = [*values.values()]
+        self._platform = {
+            name: Handoff(
+                self,
+                "".join(word.title() for word in name.split("-")) + "Handoff",
+                parameter_name=f"{prefix}/memory/{name}",
+                value=value,
+                description=f"Hindsight's {name} ({self.config.platform.value}), for the -Operations stack",
+            )
+            for name, value in values.items()
+        }
+        # Deployments made before these handoffs import the same values as exports: kept (same export names) so that
+        # their first update is not refused; remove once every deployment has been updated with this version.
+        for value in kept:
+            Stack.of(self).export_value(value)
 
-    def _environment(
-        self,
-        config: HindsightConfig,
-        auth: AuthConfig,
-        identity: Identity | None,
-        database: VectorDatabase,
-        agent_name: str,
-        events_env: dict[str, str],
-    ) -> dict[str, str]:
+    # -- what both halves build with ---------------------------------------------------------------------------------
+
+    @property
+    def api_command(self) -> str:
+        """The API's command: HTTPS with the task's own certificate when ``hindsight.tls_to_tasks``, else HTTP."""
+        return API_TLS_COMMAND if self.config.tls_to_tasks else API_COMMAND
+
+    def workload_security_group(self, network: Network, description: str) -> ec2.SecurityGroup:
+        """The tasks' or pods' group (``security_group``), which the database and the load balancer admit."""
+        self.security_group = network.workload_security_group(self, "SecurityGroup", description=description)
+        return self.security_group
+
+    def restart_triggers(self, props: MemoryServiceProps) -> list[RestartTrigger]:
+        """What restarts Hindsight on either platform: a rotated database login, new signing keys in the mirror."""
+        triggers = [
+            RestartTrigger(
+                "DatabaseSecretRotated",
+                "Secrets Manager rotated the Hindsight database secret",
+                props.database.login_rotation_pattern(),
+            )
+        ]
+        if props.identity is not None:
+            triggers.append(
+                RestartTrigger(
+                    "SigningKeysChanged",
+                    "The mirrored JWKS of the token issuer changed",
+                    props.identity.keys_change_pattern(),
+                )
+            )
+        return triggers
+
+    def environment(self, props: MemoryServiceProps, events_env: dict[str, str]) -> dict[str, str]:
         """Every Hindsight process's plain environment, the same on both platforms: the server's settings, the
         isolation extension's and, with memory events, the events queue."""
         return {
-            **hindsight_environment(config, database=database.container_environment()),
+            **hindsight_environment(props.config, database=props.database.container_environment()),
             **isolation_environment(
-                auth,
-                identity,
+                props.auth,
+                props.identity,
                 scope=self,
-                agent_name=agent_name,
-                expiry_grace_s=auth.grace_seconds,
-                fading=self._fading,
-                mission=self._mission,
+                agent_name=props.agent_name,
+                expiry_grace_s=props.auth.grace_seconds,
+                fading=props.fading,
+                mission=props.mission,
             ),
             **events_env,
         }
 
-    def _balance_load(
-        self,
-        config: HindsightConfig,
-        network: Network,
-        alerts: Alerts,
-        *,
-        api_service: ecs.FargateService | None,
-    ) -> None:
+    def balance_load(self, props: MemoryServiceProps, *, api_service: ecs.FargateService | None) -> MemoryLoadBalancer:
         """The internal load balancer in front of the API (its Fargate service, or on EKS the pods a
         TargetGroupBinding registers: ``api_service=None``), reachable from the agent only."""
         self.load_balancer_security_group = ec2.SecurityGroup(
             self,
             "LoadBalancerSecurityGroup",
-            vpc=network.vpc,
+            vpc=props.foundation.network.vpc,
             description="Hindsight internal load balancer: from the agent only",
             allow_all_outbound=False,
         )
         self.load_balancing = MemoryLoadBalancer(
             self,
             "LoadBalancing",
-            config=config,
-            network=network,
+            config=props.config,
+            network=props.foundation.network,
             security_group=self.load_balancer_security_group,
             api_service=api_service,
-            alerts=alerts,
+            alerts=props.foundation.alerts,
         )
+        return self.load_balancing
 
-    def _url_handoff(self, parameter_prefix: str) -> Handoff:
-        """Publish :attr:`url` for the later stacks (ECS and EKS alike; they read it with :meth:`url_in`)."""
-        return Handoff(
-            self,
-            "UrlHandoff",
-            parameter_name=f"{parameter_prefix}/memory/url",
-            value=self.url,
-            description="Hindsight's URL inside the VPC, for the later stacks",
-        )
-
-    def _maintenance_policy(self) -> iam.ManagedPolicy:
-        """What an operator needs to run the maintenance task (restore, re-embedding) and follow it: run-task on
-        its family in this cluster, pass its two roles to ECS tasks only, describe and stop the tasks it started."""
-        stack = Stack.of(self)
-        task = self.maintenance_task
-        family_arn = stack.format_arn(service="ecs", resource="task-definition", resource_name=f"{task.family}:*")
-        cluster_tasks = stack.format_arn(service="ecs", resource="task", resource_name=f"{self.cluster.cluster_name}/*")
-        return iam.ManagedPolicy(
-            self,
-            "MaintenancePolicy",
-            description="Run Hindsight's maintenance task (restore, re-embedding) in its cluster",
-            statements=[
-                iam.PolicyStatement(
-                    actions=list(MAINTENANCE_RUN_ACTIONS),
-                    resources=[family_arn],
-                    conditions={"ArnEquals": {"ecs:cluster": self.cluster.cluster_arn}},
-                ),
-                iam.PolicyStatement(
-                    actions=list(MAINTENANCE_FOLLOW_ACTIONS),
-                    resources=[cluster_tasks],
-                    conditions={"ArnEquals": {"ecs:cluster": self.cluster.cluster_arn}},
-                ),
-                iam.PolicyStatement(
-                    actions=[PASS_ROLE_ACTION],
-                    resources=[task.task_role.role_arn, task.obtain_execution_role().role_arn],
-                    conditions={"StringEquals": {"iam:PassedToService": "ecs-tasks.amazonaws.com"}},
-                ),
-            ],
-        )
+    # -- what the other stacks use -----------------------------------------------------------------------------------
 
     def url_in(self, scope: Construct) -> str:
         """Hindsight's URL as scope's stack reads it (an SSM handoff; scope's stack deploys after this one)."""
         return self._url.value_in(scope)
+
+    def maintenance_role_in(self, scope: Construct) -> iam.IRole:
+        """The maintenance task's or pods' role as scope's stack reads it (a handoff: the platform may change)."""
+        arn = self._platform["maintenance-role-arn"].value_in(scope)
+        return iam.Role.from_role_arn(scope, "HindsightMaintenanceRole", arn, mutable=False)
+
+    def restart_alarm_in(self, scope: Construct) -> cloudwatch.IAlarm:
+        """The alarm of the restarts after a rotation or a key change, as scope's stack reads it (a handoff)."""
+        arn = self._platform["restart-alarm-arn"].value_in(scope)
+        return cloudwatch.Alarm.from_alarm_arn(scope, "HindsightRestartAlarm", arn)
+
+    def ecs_names_in(self, scope: Construct) -> tuple[str, str]:
+        """The ECS cluster's and the API service's names as scope's stack reads them (handoffs; ECS only)."""
+        names = self._platform["ecs-cluster-name"], self._platform["ecs-api-service-name"]
+        return names[0].value_in(scope), names[1].value_in(scope)
 
     def worker_service_names_in(self, scope: Construct) -> list[str]:
         """The worker services' names, worker-1 first, as scope's stack reads them (SSM handoffs)."""
@@ -457,27 +252,3 @@ class MemoryService(Construct):
     def grant_operator_key_read(self, grantee: iam.IGrantable) -> None:
         """Let grantee (the memory admin functions, never the agent) read the operator key."""
         self.secrets.grant_operator_key_read(grantee)
-
-    def _service(
-        self,
-        construct_id: str,
-        task: ecs.FargateTaskDefinition,
-        *,
-        desired_count: int,
-        network: Network,
-        worker: bool = False,
-    ) -> ecs.FargateService:
-        return ecs.FargateService(
-            self,
-            construct_id,
-            cluster=self.cluster,
-            task_definition=task,
-            desired_count=desired_count,
-            security_groups=[self.security_group],
-            vpc_subnets=network.subnets,
-            circuit_breaker=ecs.DeploymentCircuitBreaker(enable=True, rollback=True),
-            min_healthy_percent=0 if worker else 100,
-            max_healthy_percent=100 if worker else 200,
-            health_check_grace_period=None if worker else Duration.minutes(5),
-            platform_version=ecs.FargatePlatformVersion.VERSION1_4,
-        )

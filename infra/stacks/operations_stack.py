@@ -84,7 +84,7 @@ class OperationsStack(PartAwareStack):
         )
         managed = isinstance(memory, MemoryService)  # hindsight.mode=external: no maintenance task, no backup
         if isinstance(memory, MemoryService):
-            self.bucket.grant_read(memory.maintenance_role)
+            self.bucket.grant_read(memory.maintenance_role_in(self))
         self.admin = MemoryAdmin(
             self,
             "MemoryAdmin",
@@ -120,6 +120,7 @@ class OperationsStack(PartAwareStack):
                 retain_queue.oldest_message_alarm,
                 retain_replay.errors_alarm,
                 *other_alarms,
+                *([memory.restart_alarm_in(self)] if isinstance(memory, MemoryService) else []),
                 *(memory_events.alarms_in(self) if memory_events is not None else []),
             ],
         )

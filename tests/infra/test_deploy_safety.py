@@ -11,8 +11,10 @@ import pytest
 
 from infra.constructs.database import LOGIN_ROTATION_WINDOW, MASTER_ROTATION_HOUR, master_rotation_schedule
 from tests.infra.conftest import ROOT, VARIANTS, Synth, resources, synthesize
-from tests.infra.exports import blocking_exports
-from tests.infra.updates import NAME_PROPERTIES, Collision, name_collisions, retained_types
+from tests.infra.eks_variant import EKS_VARIANT
+from tests.infra.exports import blocking_exports, exports, imports
+from tests.infra.external_variant import EXTERNAL_COGNITO
+from tests.infra.updates import NAME_PROPERTIES, Collision, name_collisions, retained_types, updated_in_place
 
 ALL = list(VARIANTS)
 #: The ordinary setting changes that used to block ``cdk deploy --all``, applied together to ``jwt-import`` (HTTPS
@@ -41,6 +43,34 @@ def tls_to_tasks(tmp_path_factory: pytest.TempPathFactory) -> Synth:
     """``jwt-import`` with TLS from the load balancer to the tasks too (no nag packs)."""
     overrides = {**VARIANTS["jwt-import"], "hindsight.tls_to_tasks": "true"}
     return synthesize(tmp_path_factory.mktemp("cdk-tls-to-tasks"), overrides, nag=False)
+
+
+@pytest.fixture(scope="module")
+def platforms(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Synth]:
+    """The EKS variant and the same deployment on ECS (no nag packs), for ``hindsight.platform`` switched."""
+    on_ecs = {k: v for k, v in EKS_VARIANT.items() if not k.startswith("eks.") and k != "hindsight.platform"}
+    return {
+        name: synthesize(tmp_path_factory.mktemp(f"cdk-platform-{name}"), overrides, nag=False)
+        for name, overrides in (("ecs", on_ecs), ("eks", EKS_VARIANT))
+    }
+
+
+PROBE = "hindsight.external_probe"
+
+
+@pytest.fixture(scope="module")
+def probe_modes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Synth]:
+    """An external-mode deployment whose isolation probe warns, and the same one failing the deploy (no nag packs)."""
+    return {
+        mode: synthesize(tmp_path_factory.mktemp(f"cdk-probe-{mode}"), {**EXTERNAL_COGNITO, PROBE: mode}, nag=False)
+        for mode in ("warn", "fail")
+    }
+
+
+#: Custom resources whose answer depends on something outside the templates (a server, a cluster): never updated in
+#: place. A changed one is a new resource (its logical id names what it checks), so a failed check is a failed Create,
+#: which the rollback deletes; an Update's rollback would check the same outside thing again and fail the same way.
+CHECKS_OUTSIDE = {"Custom::HindsightIsolationProbe", "Custom::AWSCDK-EKS-KubernetesObjectValue"}
 
 
 def _all_resources(synth: Synth, type_name: str) -> list[tuple[str, str, dict[str, Any]]]:
@@ -99,6 +129,83 @@ def test_tls_to_the_tasks_can_be_turned_on_and_off(synths: dict[str, Synth], tls
     assert name_collisions([before, after, before, after]) == []
 
 
+def test_the_platform_can_be_switched_both_ways(platforms: dict[str, Synth]) -> None:
+    # The -Operations stack reads what only one platform has (the ECS cluster and API service, the maintenance role,
+    # the restart alarm) through handoffs: the -MemoryService stack may drop them when hindsight.platform changes.
+    ecs, eks = platforms["ecs"].templates, platforms["eks"].templates
+    # Back on EKS, the manifests are applied, not created: what the last delete left is taken over, not refused.
+    applied = resources(platforms["eks"].template("-MemoryService"), "Custom::AWSCDK-EKS-KubernetesResource")
+    (manifest,) = applied.values()
+    assert manifest["Properties"]["Overwrite"] is True
+    assert blocking_exports(ecs, eks) == {}
+    assert blocking_exports(eks, ecs) == {}
+    assert name_collisions([ecs, eks, ecs, eks]) == []
+
+
+def test_the_probe_mode_can_be_switched_both_ways(probe_modes: dict[str, Synth]) -> None:
+    warn, fail = probe_modes["warn"].templates, probe_modes["fail"].templates
+    assert blocking_exports(warn, fail) == blocking_exports(fail, warn) == {}
+    assert name_collisions([warn, fail, warn, fail]) == []
+    # warn -> fail probes again, and a leak fails the deploy: that probe is a Create, its rollback a no-op Delete.
+    for before, after in ((warn, fail), (fail, warn)):
+        assert {t for *_, t in updated_in_place(before, after)} & CHECKS_OUTSIDE == set()
+
+
+def test_the_in_place_check_finds_a_changed_custom_resource() -> None:
+    probe = {"Type": "Custom::HindsightIsolationProbe", "Properties": {"OnLeak": "fail"}}
+    before: dict[str, dict[str, Any]] = {"S": {"Resources": {"Probe": probe}}}
+    after = {"S": {"Resources": {"Probe": {**probe, "Properties": {"OnLeak": "warn"}}}}}
+    assert updated_in_place(before, after) == {("S", "Probe", "Custom::HindsightIsolationProbe")}
+    assert updated_in_place(before, before) == set()
+    assert updated_in_place(before, {"S": {"Resources": {"Probe2": after["S"]["Resources"]["Probe"]}}}) == set()
+
+
+@pytest.mark.parametrize("sequence", ["changed", "tls_to_tasks", "events", "platforms"])
+def test_no_outside_check_is_updated_in_place(
+    synths: dict[str, Synth],
+    changed: Synth,
+    tls_to_tasks: Synth,
+    default: Synth,
+    with_text: Synth,
+    platforms: dict[str, Synth],
+    sequence: str,
+) -> None:
+    pairs = {
+        "changed": (synths["jwt-import"], changed),
+        "tls_to_tasks": (synths["jwt-import"], tls_to_tasks),
+        "events": (default, with_text),
+        "platforms": (platforms["ecs"], platforms["eks"]),
+    }
+    one, other = (s.templates for s in pairs[sequence])
+    for before, after in ((one, other), (other, one)):
+        assert {t for *_, t in updated_in_place(before, after)} & CHECKS_OUTSIDE == set()
+
+
+#: What the -Operations stack of a deployment made before the platform handoffs imports from -MemoryService, per
+#: platform: the first update with this version must still export them (else CloudFormation refuses it).
+IMPORTED_BEFORE_THE_HANDOFFS = {
+    "ecs": {
+        "ExportsOutputFnGetAttMemoryApiServiceA340C545NameCE84F3D8",
+        "ExportsOutputFnGetAttMemoryMaintenanceTaskTaskRole6BF12801Arn7A1B16EB",
+        "ExportsOutputFnGetAttMemoryRedeployFailing2FDBEDB5Arn8EE8E99A",
+        "ExportsOutputRefMemoryClusterEF01D7252ABB9375",
+    },
+    "eks": {
+        "ExportsOutputFnGetAttMemoryEksMaintenanceRoleD6052A7FArnD7A2CBE9",
+        "ExportsOutputFnGetAttMemoryEksRestartFailingF295C053Arn37D2B155",
+    },
+}
+
+
+def test_deployments_made_before_the_platform_handoffs_can_be_updated(platforms: dict[str, Synth]) -> None:
+    for platform, names in IMPORTED_BEFORE_THE_HANDOFFS.items():
+        templates = platforms[platform].templates
+        (stack,) = [name for name in templates if name.endswith("-MemoryService")]
+        assert {f"{stack}:{name}" for name in names} <= set(exports(templates)), platform
+        # ... and nothing imports them any more: the platform switch may drop them.
+        assert not {f"{stack}:{name}" for name in names} & set(imports(templates)), platform
+
+
 def test_events_can_be_turned_on_off_and_on_again(default: Synth, with_text: Synth) -> None:
     # Turning events off keeps the bus, its archive and the audit log (removal=retain); on again must not meet them.
     on, off = with_text.templates, default.templates
@@ -146,7 +253,8 @@ def test_the_name_check_finds_a_kept_name_created_again_a_renamed_id_and_a_named
 #: Every custom resource type the stacks deploy, and why its Update survives CloudFormation's rollback (another Update,
 #: with the previous properties): a handler whose Update can fail must not fail the same way when rolled back.
 ROLLBACK_SAFE = {
-    "Custom::HindsightIsolationProbe": "a rollback Update to the properties its physical id proved answers without "
+    "Custom::HindsightIsolationProbe": "changed settings are a new resource (CHECKS_OUTSIDE): a failed probe is a "
+    "failed Create; an Update (the service token only) to the properties its physical id proved answers without "
     "probing again (tests/integration/external/test_probe_function.py::"
     "test_a_failed_update_rolls_back_without_probing_again)",
     "Custom::ServiceLogGroup": "create-if-missing, then retention and key, as Create does: the old ones are set again "
@@ -160,6 +268,11 @@ ROLLBACK_SAFE = {
     "again (infra/constructs/image_mirror.py)",
     "Custom::AWS": "the image digest lookup: a read (ecr:DescribeImages) of the tag the rollback re-pushed",
     "Custom::VpcRestrictDefaultSG": "CDK's: revokes the default group's rules, ignoring rules already gone",
+    "Custom::AWSCDK-EKS-KubernetesResource": "CDK's kubectl apply: the rollback applies the manifests the cluster "
+    "took at the last deploy again (client-side apply, idempotent); its provider framework runs outside the VPC, so "
+    "neither hangs (infra/constructs/eks_workloads.py)",
+    "Custom::AWSCDK-EKS-KubernetesObjectValue": "the CNI preflight's read: never updated (CHECKS_OUTSIDE), a changed "
+    "read is a new resource; its Delete reads nothing",
 }
 
 
@@ -172,9 +285,16 @@ def _custom_types(templates: dict[str, dict[str, Any]]) -> set[str]:
     }
 
 
-@pytest.mark.parametrize("variant", [*ALL, "with_text"])
-def test_every_custom_resource_is_rollback_safe(synths: dict[str, Synth], with_text: Synth, variant: str) -> None:
-    templates = with_text.templates if variant == "with_text" else synths[variant].templates
+@pytest.mark.parametrize("variant", [*ALL, "with_text", "eks", "external"])
+def test_every_custom_resource_is_rollback_safe(
+    synths: dict[str, Synth],
+    with_text: Synth,
+    platforms: dict[str, Synth],
+    probe_modes: dict[str, Synth],
+    variant: str,
+) -> None:
+    others = {"with_text": with_text, "eks": platforms["eks"], "external": probe_modes["fail"]}
+    templates = others[variant].templates if variant in others else synths[variant].templates
     assert _custom_types(templates) <= set(ROLLBACK_SAFE)
     # Every type this app declares, whichever variant deploys it (the external probe, the EKS ones).
     declared = set(

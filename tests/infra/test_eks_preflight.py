@@ -140,7 +140,7 @@ def test_no_pod_enis_or_early_demux_is_refused_in_either_mode(
         assert not _accepted(line, pod_identity=pod_identity), line
 
 
-def _check_ids(*, role_arn: str, pod_identity: bool) -> set[str]:
+def _check_ids(*, role_arn: str, pod_identity: bool, pods: str = "[]") -> set[str]:
     """The logical ids of the preflight's read and check in a stack of their own."""
     from aws_cdk import App, Stack
     from aws_cdk import aws_eks as eks
@@ -152,7 +152,7 @@ def _check_ids(*, role_arn: str, pod_identity: bool) -> set[str]:
     cluster = eks.Cluster.from_cluster_attributes(
         stack, "Cluster", cluster_name="platform-prod", kubectl_role_arn=role_arn
     )
-    CniPreflight(stack, "Preflight", cluster=cluster, pod_identity=pod_identity)
+    CniPreflight(stack, "Preflight", cluster=cluster, pod_identity=pod_identity, pods=pods)
     template = Template.from_stack(stack).to_json()
     return {
         k
@@ -169,3 +169,9 @@ def test_a_changed_requirement_or_reader_is_a_new_check_never_an_update() -> Non
     assert _check_ids(role_arn=role, pod_identity=False) == irsa  # stable across syntheses
     assert not _check_ids(role_arn=role, pod_identity=True) & irsa
     assert not _check_ids(role_arn=role + "-2", pod_identity=False) & irsa
+    # AND new pods (changed manifests) are checked again before they start; the same manifests are not
+    pods = '[{"kind": "Deployment", "spec": {"image": "hindsight:1"}}]'
+    assert not _check_ids(role_arn=role, pod_identity=False, pods=pods) & irsa
+    assert _check_ids(role_arn=role, pod_identity=False, pods=pods) == _check_ids(
+        role_arn=role, pod_identity=False, pods=pods
+    )

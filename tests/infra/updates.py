@@ -247,3 +247,18 @@ class _Lazy(dict[str, dict[str, Any]]):
 
 def _text(value: Any) -> str:
     return json.dumps(value, sort_keys=True)
+
+
+def updated_in_place(before: Templates, after: Templates) -> set[tuple[str, str, str]]:
+    """The custom resources an update from ``before`` to ``after`` sends an Update (stack, logical id, type): same
+    logical id, other properties. Its rollback is another Update, with the old properties."""
+    found: set[tuple[str, str, str]] = set()
+    for stack, template in after.items():
+        old = before.get(stack, {}).get("Resources", {})
+        for logical_id, resource in template.get("Resources", {}).items():
+            kind = resource["Type"]
+            custom = kind.startswith("Custom::") or kind == "AWS::CloudFormation::CustomResource"
+            was = old.get(logical_id)
+            if custom and was is not None and _text(was.get("Properties")) != _text(resource.get("Properties")):
+                found.add((stack, logical_id, resource["Type"]))
+    return found

@@ -7,11 +7,12 @@ deploy with the probe's one-line reason; with ``ON_LEAK=warn`` the deploy goes o
 puts a metric its alarm watches, and the verdict becomes the stack's output. Delete does nothing (the probe leaves
 no bank behind).
 
-Rollback-safe: each answer's physical id names the settings it proved (:func:`proved_id`). When an update fails (the
-probe's own verdict, or any other resource), CloudFormation's rollback sends an Update with the resource's previous
-properties and its current physical id; when that id is the one those very properties earned, they passed at an
-earlier deploy and nothing new is to be proved, so the handler answers at once instead of probing again (a second
-probe of the same unhealthy server would fail the rollback too: UPDATE_ROLLBACK_FAILED).
+Rollback-safe: the stack gives the probe a new logical id whenever its properties change
+(:class:`infra.constructs.external_memory.IsolationProbe`), so a probe that fails is a failed Create, which the
+rollback deletes (Delete does nothing). An Update reaches it only when nothing it checks changed (the provider's
+service token did); each answer's physical id names the settings it proved (:func:`proved_id`), and an Update
+carrying those settings with that id (such an update, or CloudFormation's rollback of it) answers at once instead of
+probing again (a second probe of the same unhealthy server would fail the rollback too: UPDATE_ROLLBACK_FAILED).
 """
 
 from __future__ import annotations
