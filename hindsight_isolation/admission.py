@@ -227,13 +227,14 @@ def _header(scope: Scope, name: bytes) -> bytes | None:
 async def serve(kind: RequestKind, app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
     """Serve one request: a REST recall through the gate, anything else as it is."""
     current = _gate
+    arrived = time.monotonic()
     if kind is not RequestKind.RECALL or current is None or not await _accepted(scope):
         await app(scope, receive, send)  # not gated: Hindsight answers (a 401 for a credential it does not accept)
         return
     shed = await current.acquire(stated_deadline(scope))
     if shed is not None:
         current.shed += 1
-        await _answer_shed(scope, send, shed)
+        await _answer_shed(scope, send, shed, time.monotonic() - arrived)
         return
     started = current.clock()
     status = 0
@@ -255,10 +256,12 @@ async def _accepted(scope: Scope) -> bool:
     return _identify is None or await _identify(credential(scope)) is not None
 
 
-async def _answer_shed(scope: Scope, send: Send, shed: _Shed) -> None:
+async def _answer_shed(scope: Scope, send: Send, shed: _Shed, took_s: float) -> None:
+    """The 503; ``took_s``: from the request reaching the gate (body read) to this answer (where a shed's time goes)."""
     retry_after = max(1, math.ceil(shed.wait_s))
     logger.warning(
-        "%s status=503 stage=%s path=%r deadline_ms=%.0f expected_wait_ms=%.0f service_ms=%.0f queued=%d",
+        "%s status=503 stage=%s path=%r deadline_ms=%.0f expected_wait_ms=%.0f service_ms=%.0f queued=%d "
+        "answered_in_ms=%.1f",
         SHED_LOG,
         shed.stage,
         str(scope.get("path", ""))[:200],
@@ -266,6 +269,7 @@ async def _answer_shed(scope: Scope, send: Send, shed: _Shed) -> None:
         shed.wait_s * 1000,
         shed.service_s * 1000,
         shed.queued,
+        took_s * 1000,
     )
     payload = {
         "detail": (
