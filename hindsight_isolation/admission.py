@@ -25,6 +25,9 @@ How it decides (one gate per server process, in the request guard, REST recalls 
   admitted, and an admitted recall is served: it is never shed after queueing, so a shed costs its caller one round
   trip and nothing more. (One exception cleans up after a bad estimate: a recall still queued when its whole stated
   deadline has passed is answered 503 then; its caller stopped waiting at that moment, so nothing is lost.)
+* Before the first served recall of the process (no estimate yet), a recall that states a deadline and finds every
+  slot busy is shed (stage ``unmeasured``): a new process that starts into a burst (a task autoscaling added to a
+  saturated service) would otherwise queue the whole burst on no estimate at all and have it time out.
 * Without a deadline (header absent or not a number) a recall is never shed: it queues as before. Retains, reflects,
   MCP and everything else never pass through the gate.
 * Only authenticated callers take part (:func:`configure`'s ``identify``: the tenant extension's own
@@ -99,7 +102,8 @@ class _Shed:
     service_s: float
     deadline_s: float
     queued: int
-    stage: str  # "arrival" (the decision) or "expired" (admitted, still queued when its caller gave up)
+    stage: str  # "arrival" (the decision), "unmeasured" (slots busy, no recall time yet) or "expired" (admitted,
+    # still queued when its caller gave up)
 
 
 @dataclass(slots=True)
@@ -126,8 +130,10 @@ class RecallGate:
     def _verdict(self, deadline: float | None) -> _Shed | None:
         """A shed, or ``None``: admitted."""
         service = self.service_s()
-        if deadline is None or service is None or (self.running < self.config.concurrency and not self.waiters):
+        if deadline is None or (self.running < self.config.concurrency and not self.waiters):
             return None
+        if service is None:  # nothing measured yet (a new process in a burst): queue nothing on a guess
+            return _Shed(0.0, 0.0, deadline, len(self.waiters), "unmeasured")
         wait = self.expected_wait_s(service)
         if wait + service > deadline or wait > max(self.config.max_wait_s, service):
             return _Shed(wait, service, deadline, len(self.waiters), "arrival")

@@ -288,6 +288,17 @@ async def test_the_first_recall_and_a_free_slot_are_always_admitted(gate: Recall
     assert gate.shed == 0
 
 
+async def test_before_any_estimate_only_free_slots_are_taken(gate: RecallGate, clock: Clock) -> None:
+    app = HeldApp()
+    burst = [_start(app, "2000") for _ in range(5)]  # a new process, a burst: nothing measured yet
+    patient = _start(app)  # no deadline: queues as ever
+    await _settle()
+    assert len(app.started) == 2  # the two slots
+    assert [c.status for c in burst[2:]] == [503, 503, 503]  # at once, not queued on a guess
+    assert not patient.task.done()
+    assert gate.shed == 3
+
+
 async def test_refused_recalls_do_not_make_the_estimate(gate: RecallGate, clock: Clock) -> None:
     app = HeldApp()
     await _serve_one(app, clock, 0.2)
