@@ -76,7 +76,9 @@ def test_the_report_puts_admission_on_and_off_side_by_side() -> None:
     text = "\n".join(report._admission({"deployed": on, "deployed_admission_off": off}))
     rows = [line for line in text.splitlines() if line.startswith("| 8 x 1")]
     assert len(rows) == 2
-    assert rows[0].startswith("| 8 x 1 | on | 110.0 / 119.8 | 40.0 / 40.0 | 8 / 1,961 | 1 / 1 | 3/6 (shed 2, timeout 1) | 1.0 | 1.0 | yes |")
+    assert rows[0] == (
+        "| 8 x 1 | on | 110.0 / 119.8 | 40.0 / 40.0 | 8 / 1,961 | 1 / 1 | 3/6 (shed 2, timeout 1) | 1.0 | 1.0 | yes |"
+    )
     assert rows[1].startswith("| 8 x 1 | off | n/a / n/a | n/a / n/a | 2,001 / 2,001 | 0 / 0 | 1/1 (timeout 1)")
     assert report._admission({"deployed": on}) == []  # a run without the comparison has no table
 

@@ -10,6 +10,7 @@ the server's own account (a shed decided on arrival), and the adapter's turns ar
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import threading
 import time
@@ -156,7 +157,10 @@ async def test_the_adapter_turns_a_shed_into_an_immediate_degraded_turn(
         assert {(r.degraded, r.reason) for r in recollections} == {(True, "shed")}
         assert all(r.latency_ms < DEADLINE_MS for r in recollections), [r.latency_ms for r in recollections]
         assert adapter.breaker_state == "closed"
-        # the load gone, the next turn gets its memories
+        # the load gone and the shed's Retry-After over (until then the user's recalls are skipped without asking),
+        # the next turn gets its memories
+        windows = adapter._recaller.windows
+        await asyncio.sleep(max(0.0, max(windows.until.values(), default=0.0) - windows.clock()))
         served = await adapter.recall_for_turn(turn, "what do I like?")
         assert (served.degraded, served.count > 0) == (False, True)
     finally:

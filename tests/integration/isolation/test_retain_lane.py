@@ -40,7 +40,8 @@ def _retain_lane(env: dict[str, str]) -> dict[str, float]:
     out = subprocess.run(
         [str(python), "-c", _RESOLVE], env={**clean, **env}, capture_output=True, text=True, timeout=120, check=True
     )
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    lane: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
+    return lane
 
 
 def test_retains_queue_in_hindsights_lane_and_are_not_refused_for_load() -> None:
