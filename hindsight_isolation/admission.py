@@ -18,10 +18,8 @@ How it decides (one gate per server process, in the request guard, REST recalls 
   deadline, not from a fixed queue length.
 * A new recall with ``q`` recalls queued ahead of it expects to wait ``wait = (q + 1) * service / concurrency`` for a
   slot. With a stated deadline ``d`` it is shed when ``wait + service > d`` (it would miss its deadline) or
-  ``wait > max(max_wait, service)`` (it would make it, but only by queueing longer than a recall should: past that,
-  serving late only delays everyone behind it; this is what keeps the served recalls fast past saturation). The
-  bound is at least one recall's time, so the depth follows the machine: a slow or CPU-starved server (recalls of
-  400 ms) still queues a recall or two per slot instead of shedding behind a single one. Otherwise it is
+  ``wait > max_wait`` (it would make it, but only by queueing longer than a recall should: past that, serving late
+  only delays everyone behind it; this is what keeps the served recalls fast past saturation). Otherwise it is
   admitted, and an admitted recall is served: it is never shed after queueing, so a shed costs its caller one round
   trip and nothing more. (One exception cleans up after a bad estimate: a recall still queued when its whole stated
   deadline has passed is answered 503 then; its caller stopped waiting at that moment, so nothing is lost.)
@@ -135,7 +133,7 @@ class RecallGate:
         if service is None:  # nothing measured yet (a new process in a burst): queue nothing on a guess
             return _Shed(0.0, 0.0, deadline, len(self.waiters), "unmeasured")
         wait = self.expected_wait_s(service)
-        if wait + service > deadline or wait > max(self.config.max_wait_s, service):
+        if wait + service > deadline or wait > self.config.max_wait_s:
             return _Shed(wait, service, deadline, len(self.waiters), "arrival")
         return None
 

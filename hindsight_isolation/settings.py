@@ -130,8 +130,7 @@ DEFAULT_TOKEN_CACHE_SIZE = 10_000
 #: Recalls served at once per server process. Small on purpose: the slots' throughput is the CPU's (a recall is
 #: ~10-20 ms of CPU), and each extra slot only lengthens every recall it shares the CPU with.
 DEFAULT_RECALL_CONCURRENCY: Final = 4
-#: The longest a recall with a deadline is expected to queue before it is shed, whatever its deadline allows (or
-#: one recall's time, when that is longer: hindsight_isolation.admission).
+#: The longest a recall with a deadline is expected to queue before it is shed, whatever its deadline allows.
 DEFAULT_RECALL_MAX_WAIT_S: Final = 0.2
 #: Upper bound of ``RECALL_MAX_WAIT_MS``.
 MAX_RECALL_MAX_WAIT_MS = 60_000
