@@ -38,7 +38,8 @@ class Recollection:
             unresolvable bank): the turn ran without memory it might have had.
         reason: Why it degraded (``breaker_open``, ``shed``, ``timeout``, ``unavailable``, ``rejected``,
             ``bank_resolution``, ``error``), else ``None``. ``shed``: Hindsight answered at once that it could not
-            serve the recall within its deadline (overloaded); not a failure, the breaker does not count it.
+            serve the recall within its deadline (overloaded), or did so for this bank within its ``Retry-After``
+            (skipped without asking); not a failure, the breaker does not count it.
         latency_ms: Time the recall took, as the turn saw it.
         memories: The recalled memories (text unsanitised; use ``text`` for prompts). In reflect mode, one
             :class:`~memory_adapter.formatting.ReflectAnswer`: the answer exactly as Hindsight returned it.
