@@ -7,21 +7,33 @@ nothing (issue 34: turns paid the full 2 s and got no memory anyway). The gate h
 ``503`` + ``Retry-After`` and a JSON body naming the reason (:data:`~memory_adapter.recall_deadline.OVERLOADED`), a
 *shed* recall, and starts no work for it.
 
-How it decides (one gate per server process, in the request guard, REST recalls only):
+How it decides (one gate per server process, in the request guard, REST recalls only), **at once, on arrival**:
 
 * At most ``concurrency`` recalls run at once; the others wait in one FIFO queue. A recall that finds a free slot and
   nobody waiting always starts (so the estimate below keeps learning, even when it says "too slow").
 * ``service`` is the median of the last :data:`WINDOW` served recalls' times (slot taken to answer sent, 200 only: a
   flood of refused requests must not make recalls look fast). Because those times are measured at the concurrency the
-  gate allows, ``concurrency / service`` is the rate at which slots free up (Little's law), whatever the machine.
+  gate allows, ``concurrency / service`` is the rate at which slots free up (Little's law), whatever the machine: the
+  gate's depth (how many recalls it holds, running and queued) follows from the measured service time and the
+  deadline, not from a fixed queue length.
 * A new recall with ``q`` recalls queued ahead of it expects to wait ``wait = (q + 1) * service / concurrency`` for a
   slot. With a stated deadline ``d`` it is shed when ``wait + service > d`` (it would miss its deadline) or
   ``wait > max_wait`` (it would make it, but only by queueing longer than a recall should: past that, serving late
-  only delays everyone behind it; this is what keeps the served recalls fast past saturation).
-* An admitted recall that is still queued when ``d - service`` has passed is shed then: its answer could no longer
-  arrive in time.
+  only delays everyone behind it; this is what keeps the served recalls fast past saturation). Otherwise it is
+  admitted, and an admitted recall is served: it is never shed after queueing, so a shed costs its caller one round
+  trip and nothing more. (One exception cleans up after a bad estimate: a recall still queued when its whole stated
+  deadline has passed is answered 503 then; its caller stopped waiting at that moment, so nothing is lost.)
+* Before the first served recall of the process (no estimate yet), a recall that states a deadline and finds every
+  slot busy is shed (stage ``unmeasured``): a new process that starts into a burst (a task autoscaling added to a
+  saturated service) would otherwise queue the whole burst on no estimate at all and have it time out.
 * Without a deadline (header absent or not a number) a recall is never shed: it queues as before. Retains, reflects,
   MCP and everything else never pass through the gate.
+* Only authenticated callers take part (:func:`configure`'s ``identify``: the tenant extension's own
+  authentication, the same keys and the same cache of verified tokens, so a recall's credential is verified once
+  either way). A recall whose credential does not authenticate passes the gate untouched and Hindsight refuses it as
+  before: the same ``401`` it always got, never a shed answer (so it learns nothing about the load), and it never
+  holds a slot, joins the queue or adds to the estimate (so it cannot make others shed). What it can still cost is
+  one failed verification, as before the gate existed.
 
 The stated deadline is clamped to ``[MIN_DEADLINE_S, MAX_DEADLINE_S]``. It only decides whether *this* request waits
 or is answered at once; it never reorders the queue and never counts towards the estimate (only served recalls do),
@@ -45,7 +57,7 @@ import math
 import statistics
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -62,6 +74,7 @@ __all__ = [
     "WINDOW",
     "RecallGate",
     "configure",
+    "credential",
     "gate",
     "serve",
     "stated_deadline",
@@ -87,7 +100,8 @@ class _Shed:
     service_s: float
     deadline_s: float
     queued: int
-    stage: str  # "arrival" (estimated) or "queued" (waited until it could no longer finish in time)
+    stage: str  # "arrival" (the decision), "unmeasured" (slots busy, no recall time yet) or "expired" (admitted,
+    # still queued when its caller gave up)
 
 
 @dataclass(slots=True)
@@ -114,8 +128,10 @@ class RecallGate:
     def _verdict(self, deadline: float | None) -> _Shed | None:
         """A shed, or ``None``: admitted."""
         service = self.service_s()
-        if deadline is None or service is None or (self.running < self.config.concurrency and not self.waiters):
+        if deadline is None or (self.running < self.config.concurrency and not self.waiters):
             return None
+        if service is None:  # nothing measured yet (a new process in a burst): queue nothing on a guess
+            return _Shed(0.0, 0.0, deadline, len(self.waiters), "unmeasured")
         wait = self.expected_wait_s(service)
         if wait + service > deadline or wait > self.config.max_wait_s:
             return _Shed(wait, service, deadline, len(self.waiters), "arrival")
@@ -133,19 +149,18 @@ class RecallGate:
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.waiters.append(waiter)
         service = self.service_s() or 0.0
-        timeout = None if deadline is None else max(0.0, deadline - service)
         try:
-            await asyncio.wait((waiter,), timeout=timeout)
+            await asyncio.wait((waiter,), timeout=deadline)  # admitted: served, unless its caller has given up
         except BaseException:  # cancelled while queued (client gone, shutdown)
             if waiter.done() and not waiter.cancelled():
                 self.release()  # the slot was handed over just as this request was cancelled: pass it on
             else:
                 self._drop(waiter)
             raise
-        if not waiter.done():  # its deadline came first
+        if not waiter.done():  # the estimate was wrong and its caller stopped waiting: answer, start nothing
             self._drop(waiter)
             assert deadline is not None  # only a deadline times out
-            return _Shed(self.clock() - started, service, deadline, len(self.waiters), "queued")
+            return _Shed(self.clock() - started, service, deadline, len(self.waiters), "expired")
         return None  # release() handed this waiter its slot (``running`` unchanged)
 
     def _drop(self, waiter: asyncio.Future[None]) -> None:
@@ -164,13 +179,20 @@ class RecallGate:
         self.running -= 1
 
 
+#: Who a bearer credential is (``None``: nobody this server accepts): the tenant extension's authentication.
+Identify = Callable[[str | None], Awaitable[object | None]]
+
 _gate: RecallGate | None = RecallGate(AdmissionConfig())
+_identify: Identify | None = None
 
 
-def configure(config: AdmissionConfig) -> None:
-    """Set how the gate runs (called once by the tenant extension at start-up); ``concurrency`` 0: no gate."""
-    global _gate
+def configure(config: AdmissionConfig, identify: Identify | None = None) -> None:
+    """Set how the gate runs (called once by the tenant extension at start-up); ``concurrency`` 0: no gate.
+
+    ``identify``: which callers take part (the tenant extension's authentication); ``None``: every caller (tests)."""
+    global _gate, _identify
     _gate = RecallGate(config) if config.concurrency > 0 else None
+    _identify = identify
 
 
 def gate() -> RecallGate | None:
@@ -180,28 +202,45 @@ def gate() -> RecallGate | None:
 
 def stated_deadline(scope: Scope) -> float | None:
     """The deadline the request states, in seconds, clamped; ``None`` when absent or not a finite number."""
-    for name, value in scope.get("headers", []):
-        if name.lower() == _HEADER:
-            try:
-                milliseconds = float(bytes(value).decode("ascii"))
-            except (UnicodeDecodeError, ValueError):
-                return None
-            if not math.isfinite(milliseconds):
-                return None
-            return min(MAX_DEADLINE_S, max(MIN_DEADLINE_S, milliseconds / 1000))
+    raw = _header(scope, _HEADER)
+    if raw is None:
+        return None
+    try:
+        milliseconds = float(raw.decode("ascii"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    if not math.isfinite(milliseconds):
+        return None
+    return min(MAX_DEADLINE_S, max(MIN_DEADLINE_S, milliseconds / 1000))
+
+
+def credential(scope: Scope) -> str | None:
+    """The request's credential as Hindsight reads it (``Authorization``: ``Bearer <key>`` or the bare key)."""
+    raw = _header(scope, b"authorization")
+    if not raw:
+        return None
+    value = raw.decode("latin-1")
+    return value[7:].strip() if value.lower().startswith("bearer ") else value.strip()
+
+
+def _header(scope: Scope, name: bytes) -> bytes | None:
+    for key, value in scope.get("headers", []):
+        if key.lower() == name:
+            return bytes(value)
     return None
 
 
 async def serve(kind: RequestKind, app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
     """Serve one request: a REST recall through the gate, anything else as it is."""
     current = _gate
-    if kind is not RequestKind.RECALL or current is None:
-        await app(scope, receive, send)
+    arrived = time.monotonic()
+    if kind is not RequestKind.RECALL or current is None or not await _accepted(scope):
+        await app(scope, receive, send)  # not gated: Hindsight answers (a 401 for a credential it does not accept)
         return
     shed = await current.acquire(stated_deadline(scope))
     if shed is not None:
         current.shed += 1
-        await _answer_shed(scope, send, shed)
+        await _answer_shed(scope, send, shed, time.monotonic() - arrived)
         return
     started = current.clock()
     status = 0
@@ -218,10 +257,17 @@ async def serve(kind: RequestKind, app: ASGIApp, scope: Scope, receive: Receive,
         current.release(current.clock() - started if status == 200 else None)
 
 
-async def _answer_shed(scope: Scope, send: Send, shed: _Shed) -> None:
+async def _accepted(scope: Scope) -> bool:
+    """Whether the request's credential authenticates (always, without an ``identify``)."""
+    return _identify is None or await _identify(credential(scope)) is not None
+
+
+async def _answer_shed(scope: Scope, send: Send, shed: _Shed, took_s: float) -> None:
+    """The 503; ``took_s``: from the request reaching the gate (body read) to this answer (where a shed's time goes)."""
     retry_after = max(1, math.ceil(shed.wait_s))
     logger.warning(
-        "%s status=503 stage=%s path=%r deadline_ms=%.0f expected_wait_ms=%.0f service_ms=%.0f queued=%d",
+        "%s status=503 stage=%s path=%r deadline_ms=%.0f expected_wait_ms=%.0f service_ms=%.0f queued=%d "
+        "answered_in_ms=%.1f",
         SHED_LOG,
         shed.stage,
         str(scope.get("path", ""))[:200],
@@ -229,6 +275,7 @@ async def _answer_shed(scope: Scope, send: Send, shed: _Shed) -> None:
         shed.wait_s * 1000,
         shed.service_s * 1000,
         shed.queued,
+        took_s * 1000,
     )
     payload = {
         "detail": (

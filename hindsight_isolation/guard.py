@@ -10,8 +10,9 @@ For every HTTP request it
    one id space for every bank and answers 409 to an id another bank used, which tells whether that id exists;
 4. replaces the body of any 500 with a fixed message (Hindsight puts the exception's text, a database driver's
    included, in the body; the log keeps it);
-5. passes recalls through admission control (:mod:`hindsight_isolation.admission`): a recall that would miss the
-   deadline its caller states is answered 503 at once.
+5. passes recalls through admission control (:mod:`hindsight_isolation.admission`): an authenticated recall that
+   would miss the deadline its caller states is answered 503 at once (one that does not authenticate is left to
+   Hindsight's 401).
 
 Pure ASGI (no Starlette ``BaseHTTPMiddleware``: no extra task per request, and disconnects still reach the app).
 Installed by :class:`hindsight_isolation.http.RequestGuardExtension`.

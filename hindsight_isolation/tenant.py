@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -78,6 +79,10 @@ def _events_sink(settings: IsolationSettings) -> events.EventSink | None:
     return None
 
 
+#: Threads that verify tokens (a cache miss: a signature check, at worst a key fetch), apart from the default executor.
+_AUTH_THREADS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="hindsight-isolation-auth")
+
+
 class IsolationTenantExtension(TenantExtension):  # type: ignore[misc]  # hindsight_api is untyped here
     """Authenticates operator key, agent key or user JWT; one database schema for everyone."""
 
@@ -96,7 +101,7 @@ class IsolationTenantExtension(TenantExtension):  # type: ignore[misc]  # hindsi
             )
         )
         missions.configure(self.settings.missions)
-        admission.configure(self.settings.admission)
+        admission.configure(self.settings.admission, identify=self._identify)
 
     async def on_startup(self) -> None:
         """Warm the issuer's keys; an unreachable issuer is logged loudly but does not stop the server."""
@@ -132,8 +137,19 @@ class IsolationTenantExtension(TenantExtension):  # type: ignore[misc]  # hindsi
         known = self.authenticator.cached(credential)
         if known is not None:
             return known
-        # Signature checks are fast, but a cache miss may fetch keys: keep that off the event loop.
-        return await asyncio.to_thread(self.authenticator.authenticate, credential)
+        # Signature checks are fast, but a cache miss may fetch keys: keep that off the event loop, on threads of
+        # its own (Hindsight's embeddings fill the default executor under load; a shed must not wait behind them).
+        return await asyncio.get_running_loop().run_in_executor(
+            _AUTH_THREADS, self.authenticator.authenticate, credential
+        )
+
+    async def _identify(self, credential: str | None) -> Principal | None:
+        """The principal, or ``None`` (admission control gates authenticated recalls only; the refusal itself is
+        left to :meth:`authenticate`, which logs it)."""
+        try:
+            return await self.principal_for(credential)
+        except UnauthenticatedError:
+            return None
 
     async def authenticate(self, context: RequestContext) -> TenantContext:
         """Identify the caller and record the principal on ``context.tenant_id``; 401 otherwise."""

@@ -82,6 +82,7 @@ class AgentPool:
                     "HINDSIGHT_ADAPTER_SPOOL_DIR": str(spool),
                     "POWERTOOLS_METRICS_NAMESPACE": "BenchScale",
                     "POWERTOOLS_LOG_LEVEL": "INFO",
+                    "HINDSIGHT_ADAPTER_VERBOSE": "true",  # every recall's latency in the log (recall_figures)
                 },
                 adapter=True,
             )
@@ -123,18 +124,22 @@ class AgentPool:
         """Retains left in the agents' spools (undelivered, kept on disk for a later replay)."""
         return sum(len(list(d.glob("pending/*.json"))) for d in self._spools)
 
-    def degraded_reasons(self) -> dict[str, int]:
-        """Why recall degraded, from the agents' logs (the adapter's ``recall.degraded`` events)."""
-        reasons: Counter[str] = Counter()
+    def recall_events(self) -> list[dict[str, Any]]:
+        """Every recall as the adapter logged it (``recall.ok``, ``recall.degraded``: reason, ``latency_ms`` as the
+        turn saw it, ``local`` for a shed window's skip), from the agents' logs; an unparsable line is
+        ``{"reason": "unparsed"}``."""
+        events: list[dict[str, Any]] = []
         for log in self.logs:
             for line in log.read_text(errors="replace").splitlines():
-                if "recall.degraded" not in line:
+                if "recall.degraded" not in line and "recall.ok" not in line:
                     continue
                 try:
-                    reasons[str(json.loads(line[line.index("{") :]).get("reason"))] += 1
+                    event = json.loads(line[line.index("{") :])
                 except (ValueError, json.JSONDecodeError):
-                    reasons["unparsed"] += 1
-        return dict(reasons)
+                    event = {"reason": "unparsed"}
+                if isinstance(event, dict):
+                    events.append(event)
+        return events
 
 
 _ROOT = Path(__file__).resolve().parents[2]
@@ -246,6 +251,27 @@ def _verify(server: ScaleServer, db: Database, tag: str, sent: Sequence[dict[str
     }
 
 
+def recall_figures(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """What memory itself cost the turns (the adapter's recall latency as each turn saw it, not the whole turn):
+    served recalls, sheds answered by Hindsight (one round trip), sheds skipped in a ``Retry-After`` window (no
+    round trip), and the reasons recall degraded."""
+
+    def ms(selected: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        return summarize([float(e["latency_ms"]) for e in selected if isinstance(e.get("latency_ms"), (int, float))])
+
+    degraded = [e for e in events if e.get("reason") is not None]
+    served = [e for e in events if e.get("reason") is None]
+    shed = [e for e in degraded if e.get("reason") == "shed"]
+    return {
+        "degraded_reasons": dict(Counter(str(e.get("reason")) for e in degraded)),
+        "recall_served_ms": ms(served),
+        "recall_shed_ms": ms(shed),
+        "recall_shed_round_trip_ms": ms([e for e in shed if not e.get("local")]),
+        "shed_local": sum(1 for e in shed if e.get("local")),
+        "recall_without_memory_ms": ms(degraded),
+    }
+
+
 def admission_figures(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """What admission control changes, from one level's turns: the latency of the turns that got memory (served),
     of those whose recall Hindsight shed (the memory's cost to a turn without it: the model stand-ins answer in
@@ -306,7 +332,7 @@ def run_level(
         delivered = pool.wait_idle()  # every retain handed to Hindsight (or spooled) before the agents stop
         arrived = _wait_documents(db, tag, len(records))
         drain = db.wait_drained()
-        reasons = pool.degraded_reasons()
+        recalls = recall_figures(pool.recall_events())
     spooled = pool.spooled()
     ok = [r["ms"] for r in records if "error" not in r]
     latency = summarize(ok)
@@ -321,7 +347,7 @@ def run_level(
         "turns_per_s": round(len(records) / wall, 2),
         "latency": latency,
         "degraded": sum(1 for r in records if r.get("degraded")),
-        "degraded_reasons": reasons,
+        **recalls,
         "errors": sum(1 for r in records if "error" in r),
         "error_kinds": dict(Counter(r["error"] for r in records if "error" in r)),
         "recalled_something": sum(1 for r in records if r.get("recalled", 0) > 0),

@@ -273,27 +273,34 @@ def _admission(conc: dict[str, Any]) -> list[str]:
         "",
         "### Admission control of recalls on and off (deployed layout)",
         "",
-        "Served: turns that got their memories. Shed: turns whose recall Hindsight answered at once as overloaded "
-        "(their whole latency is what memory cost them: the model stand-in answers at once). Without memory: every "
-        "degraded turn, by the reason the agent gave.",
+        "Served: turns that got their memories (whole turn, and the recall inside it). Without memory: every degraded "
+        "turn; memory's cost to it is the adapter's recall latency as the turn saw it (the rest of such a turn is "
+        "the agent's own work). Shed: answered at once by Hindsight (a round trip) or skipped by the adapter inside "
+        "a shed's Retry-After window (no round trip). Served/s: recalls that returned memories per second.",
         "",
-        "| sessions x turns | admission | served p50 / p99 ms | shed turns: p50 / p99 ms | turns without memory "
-        "(reasons) | turns/s | every turn once, own bank |",
-        "|---|---|---|---|---|---|---|",
+        "| sessions x turns | admission | served turns p50 / p99 ms | their recall p50 / p99 ms | without memory: "
+        "memory's cost p50 / p99 ms | shed: round trips / skipped | turns without memory (reasons) | turns/s | "
+        "served/s | every turn once, own bank |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for level_on in on.get("levels", []):
         level_off = by_sessions.get(level_on["sessions"])
         for label, level in (("on", level_on), ("off", level_off)):
             if level is None or "served_latency" not in level:
                 continue
-            served, shed = level["served_latency"], level["shed_latency"]
+            served, recall = level["served_latency"], level.get("recall_served_ms", {})
+            cost = level.get("recall_without_memory_ms", {})
+            local = level.get("shed_local", 0)
             reasons = ", ".join(f"{k} {v}" for k, v in sorted(level["without_memory_reasons"].items()))
+            wall = level.get("wall_s") or 0
+            rate = f"{served.get('n', 0) / wall:.1f}" if wall else "n/a"
             lines.append(
                 f"| {level['sessions']} x {level['turns_per_session']} | {label} | "
                 f"{_ms(served.get('p50_ms'))} / {_ms(served.get('p99_ms'))} | "
-                f"{_ms(shed.get('p50_ms'))} / {_ms(shed.get('p99_ms'))} ({level['shed']}) | "
+                f"{_ms(recall.get('p50_ms'))} / {_ms(recall.get('p99_ms'))} | "
+                f"{_ms(cost.get('p50_ms'))} / {_ms(cost.get('p99_ms'))} | {level['shed'] - local} / {local} | "
                 f"{level['without_memory']}/{level['turns']}{f' ({reasons})' if reasons else ''} | "
-                f"{level['turns_per_s']} | {'yes' if level['check']['ok'] else 'NO'} |"
+                f"{level['turns_per_s']} | {rate} | {'yes' if level['check']['ok'] else 'NO'} |"
             )
     return lines
 

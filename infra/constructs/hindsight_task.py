@@ -34,7 +34,7 @@ from infra.constructs.database import (
 )
 from infra.constructs.rds_ca_bundle import CA_FILE
 from infra.permissions import grant_bedrock_invoke
-from memory_adapter.constants import RECALL_SERVER_SETTINGS
+from memory_adapter.constants import RECALL_SERVER_SETTINGS, RETAIN_SERVER_SETTINGS
 
 #: The stock image's user (``hindsight``), set explicitly so the task never runs as root.
 CONTAINER_USER = "1000:1000"
@@ -174,6 +174,7 @@ def hindsight_environment(config: HindsightConfig, *, database: Mapping[str, str
         "HINDSIGHT_API_EMBEDDINGS_LITELLM_SDK_MODEL": config.embeddings_model,
         "HINDSIGHT_API_RERANKER_PROVIDER": "rrf",  # the slim image ships no local models
         **RECALL_SERVER_SETTINGS,  # recall defaults chosen by make eval (memory_adapter.constants)
+        **RETAIN_SERVER_SETTINGS,  # retains queue in Hindsight's retain lane, never refused for load
         "HINDSIGHT_API_LOG_LEVEL": "info",
         # Scaling (docs/capacity.md, measured with make bench-scale). Per-process pool (Hindsight's default is
         # 100): (api_max_count + worker_count) x pool must fit the database's connections.

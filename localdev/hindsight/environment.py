@@ -24,7 +24,7 @@ from localdev.hindsight.projected_model import projected_model_dir
 from localdev.hindsight.venv import HindsightVenv
 from localdev.supervisor import repo_pythonpath
 from localdev.token_issuer import LOCAL_CLIENT_ID, running_issuer_url
-from memory_adapter.constants import RECALL_SERVER_SETTINGS
+from memory_adapter.constants import RECALL_SERVER_SETTINGS, RETAIN_SERVER_SETTINGS
 from memory_adapter.identity.settings import discovery_url_for
 from memory_adapter.missions import Missions
 
@@ -51,6 +51,7 @@ def server_env(config: LocalHindsightConfig, endpoints: Endpoints, keys: ServerK
             "HINDSIGHT_API_WORKER_ID": "local",
             "HINDSIGHT_API_RERANKER_PROVIDER": "rrf",
             **RECALL_SERVER_SETTINGS,  # as deployed: what make eval measured best
+            **RETAIN_SERVER_SETTINGS,  # as deployed: retains queue, never refused for load
             "HINDSIGHT_API_LOG_LEVEL": "info",
             "HF_HUB_OFFLINE": "1",
             "TRANSFORMERS_OFFLINE": "1",

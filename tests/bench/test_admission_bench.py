@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from bench.scale import report
-from bench.scale.concurrency import admission_figures
+from bench.scale.concurrency import admission_figures, recall_figures
 
 
 def _records() -> list[dict[str, Any]]:
@@ -31,7 +31,27 @@ def test_served_and_shed_turns_are_counted_apart() -> None:
     assert figures["without_memory_reasons"] == {"shed": 2, "timeout": 1}
 
 
-def _level(sessions: int, records: list[dict[str, Any]]) -> dict[str, Any]:
+def _events() -> list[dict[str, Any]]:
+    """The adapter's recall events as the agents log them."""
+    return [
+        {"memory_event": "recall.ok", "latency_ms": 40.0},
+        {"memory_event": "recall.degraded", "reason": "shed", "latency_ms": 8.0},
+        {"memory_event": "recall.degraded", "reason": "shed", "latency_ms": 0.0, "local": True},
+        {"memory_event": "recall.degraded", "reason": "timeout", "latency_ms": 2001.0},
+        {"reason": "unparsed"},
+    ]
+
+
+def test_memorys_own_cost_is_counted_per_kind_of_recall() -> None:
+    figures = recall_figures(_events())
+    assert figures["recall_served_ms"]["max_ms"] == 40.0
+    assert (figures["recall_shed_ms"]["n"], figures["shed_local"]) == (2, 1)
+    assert figures["recall_shed_round_trip_ms"]["max_ms"] == 8.0  # the local skip is not a round trip
+    assert figures["recall_without_memory_ms"]["n"] == 3
+    assert figures["degraded_reasons"] == {"shed": 2, "timeout": 1, "unparsed": 1}
+
+
+def _level(sessions: int, records: list[dict[str, Any]], events: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "sessions": sessions,
         "turns_per_session": 1,
@@ -42,19 +62,24 @@ def _level(sessions: int, records: list[dict[str, Any]]) -> dict[str, Any]:
         "degraded_reasons": {},
         "errors": 0,
         "turns_per_s": 1.0,
+        "wall_s": 2.0,
         "check": {"ok": True},
         **admission_figures(records),
+        **recall_figures(events),
     }
 
 
 def test_the_report_puts_admission_on_and_off_side_by_side() -> None:
-    on = {"levels": [_level(8, _records())]}
-    off = {"levels": [_level(8, [{"ms": 2010.0, "degraded": True, "reason": "timeout"}])]}
+    on = {"levels": [_level(8, _records(), _events())]}
+    timeout = {"memory_event": "recall.degraded", "reason": "timeout", "latency_ms": 2001.0}
+    off = {"levels": [_level(8, [{"ms": 2010.0, "degraded": True, "reason": "timeout"}], [timeout])]}
     text = "\n".join(report._admission({"deployed": on, "deployed_admission_off": off}))
     rows = [line for line in text.splitlines() if line.startswith("| 8 x 1")]
     assert len(rows) == 2
-    assert rows[0].startswith("| 8 x 1 | on | 110.0 / 119.8 | 10.0 / 11.0 (2) | 3/6 (shed 2, timeout 1) |")
-    assert rows[1].startswith("| 8 x 1 | off | n/a / n/a | n/a / n/a (0) | 1/1 (timeout 1)")
+    assert rows[0] == (
+        "| 8 x 1 | on | 110.0 / 119.8 | 40.0 / 40.0 | 8 / 1,961 | 1 / 1 | 3/6 (shed 2, timeout 1) | 1.0 | 1.0 | yes |"
+    )
+    assert rows[1].startswith("| 8 x 1 | off | n/a / n/a | n/a / n/a | 2,001 / 2,001 | 0 / 0 | 1/1 (timeout 1)")
     assert report._admission({"deployed": on}) == []  # a run without the comparison has no table
 
 

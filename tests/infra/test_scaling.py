@@ -45,6 +45,8 @@ def test_every_hindsight_task_gets_the_pool_slots_and_index_threshold(synths: di
         assert env["HINDSIGHT_API_VECTOR_INDEX_MIN_ROWS"] == str(VECTOR_INDEX_MIN_ROWS), name
         # and recalls as make eval measured best (RRF with the graph arm lost to the semantic arm alone)
         assert env["HINDSIGHT_API_ENABLE_GRAPH_RETRIEVAL"] == "false", name
+        # and retains queued in Hindsight's retain lane, never refused for load
+        assert env["HINDSIGHT_API_ADMISSION_RETAIN_MAX_WAIT_MS"] == "600000", name
 
 
 @pytest.mark.parametrize("env_name", ["dev", "prod"])

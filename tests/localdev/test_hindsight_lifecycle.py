@@ -203,6 +203,7 @@ def test_server_env_is_offline_and_points_at_the_bundled_model(tmp_path):
     assert Path(env["HINDSIGHT_API_EMBEDDINGS_LOCAL_MODEL"]).joinpath("model.safetensors").exists()
     assert env["HINDSIGHT_API_RERANKER_PROVIDER"] == "rrf"
     assert env["HINDSIGHT_API_ENABLE_GRAPH_RETRIEVAL"] == "false"  # make eval: RRF with the graph arm lost
+    assert env["HINDSIGHT_API_ADMISSION_RETAIN_MAX_WAIT_MS"] == "600000"  # as deployed: retains queue
     assert env["HINDSIGHT_API_HOST"] == "127.0.0.1"
     assert env["HINDSIGHT_API_DATABASE_URL"].startswith("postgresql://postgres@127.0.0.1:2/")
     assert env["HINDSIGHT_API_LLM_BASE_URL"] == "http://127.0.0.1:3/v1"

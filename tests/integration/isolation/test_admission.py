@@ -4,12 +4,13 @@ shed into an immediate degraded turn without opening its breaker.
 
 The server here serves one recall at a time (``RECALL_CONCURRENCY=1``) and a pool of threads keeps it busy with
 recalls that state no deadline (never shed, so the queue stays long): every recall that states a deadline then finds
-an expected wait of a dozen recalls, above the 200 ms a recall may queue. The only timing asserted is "answered
-well before its deadline", with the deadline itself as the bound.
+an expected wait of a dozen recalls, above the 200 ms a recall may queue. Nothing here is timed: "at once" is
+the server's own account (a shed decided on arrival), and the adapter's turns are checked against their deadline.
 """
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import threading
 import time
@@ -101,9 +102,7 @@ def test_an_overloaded_server_sheds_a_recall_with_a_deadline_at_once(
     narrow: LocalHindsight, client: httpx.Client, token_issuer: TokenIssuer
 ) -> None:
     with Busy(narrow.url, token_issuer.mint(USER, ttl=900)) as busy:
-        started = time.perf_counter()
         shed = recall(client, "what do I like?", deadline_ms=DEADLINE_MS)
-        elapsed_ms = (time.perf_counter() - started) * 1000
         # AND one that states no deadline waits its turn and is served
         patient = recall(client, "what do I like?")
         # AND a retain is never shed, whatever it states
@@ -116,7 +115,8 @@ def test_an_overloaded_server_sheds_a_recall_with_a_deadline_at_once(
     assert shed.json()[REASON_FIELD] == OVERLOADED
     assert "overloaded" in shed.json()["detail"]
     assert int(shed.headers["retry-after"]) >= 1
-    assert elapsed_ms < DEADLINE_MS, "the shed answer came at once, well before the deadline it could not meet"
+    # decided on arrival (no queueing; not a timed check: this machine may be slow)
+    assert f"{SHED_LOG} status=503 stage=arrival" in narrow.server_log.read_text(errors="replace")
     assert patient.status_code == 200, patient.text
     assert retain.status_code == 200, retain.text
     assert set(busy.statuses) == {200}, "recalls without a deadline are never shed"
@@ -157,7 +157,10 @@ async def test_the_adapter_turns_a_shed_into_an_immediate_degraded_turn(
         assert {(r.degraded, r.reason) for r in recollections} == {(True, "shed")}
         assert all(r.latency_ms < DEADLINE_MS for r in recollections), [r.latency_ms for r in recollections]
         assert adapter.breaker_state == "closed"
-        # the load gone, the next turn gets its memories
+        # the load gone and the shed's Retry-After over (until then the user's recalls are skipped without asking),
+        # the next turn gets its memories
+        windows = adapter._recaller.windows
+        await asyncio.sleep(max(0.0, max(windows.until.values(), default=0.0) - windows.clock()))
         served = await adapter.recall_for_turn(turn, "what do I like?")
         assert (served.degraded, served.count > 0) == (False, True)
     finally:

@@ -64,8 +64,11 @@ class Call:
         return dict(start["headers"])
 
 
-def _start(app: HeldApp, deadline_ms: str | None = None, kind: RequestKind = RequestKind.RECALL) -> Call:
+def _start(
+    app: HeldApp, deadline_ms: str | None = None, kind: RequestKind = RequestKind.RECALL, credential: str = "known"
+) -> Call:
     headers = [] if deadline_ms is None else [(DEADLINE_HEADER.encode(), deadline_ms.encode())]
+    headers.append((b"authorization", f"Bearer {credential}".encode()))
     scope: Scope = {"type": "http", "method": "POST", "path": "/v1/default/banks/b/memories/recall", "headers": headers}
     sent: list[Message] = []
 
@@ -186,16 +189,75 @@ async def test_queueing_past_max_wait_is_shed_even_when_the_deadline_allows_it(g
     assert shed.status == 503
 
 
-async def test_a_queued_recall_is_shed_when_it_can_no_longer_finish_in_time(gate: RecallGate, clock: Clock) -> None:
+async def test_an_admitted_recall_is_served_however_long_it_queues(gate: RecallGate, clock: Clock) -> None:
     app = HeldApp()
     await _serve_one(app, clock, 0.01)  # 10 ms recalls: the estimate admits it
-    await _saturate(app, 3)
-    call = _start(app, "50")  # waits at most 50 - 10 ms for a slot
+    busy = await _saturate(app, 3)
+    call = _start(app, "2000")
     await _settle()
     assert not call.task.done()
-    await asyncio.wait_for(call.task, timeout=5)  # the running recalls never finish: its wait runs out
+    clock.now += 1.99  # the running recalls take far longer than estimated: it is not shed for that
+    await _settle()
+    assert not call.task.done()
+    while not call.task.done():
+        for future in app.started:
+            if not future.done():
+                future.set_result(200)
+        await _settle()
+    await asyncio.gather(*(c.task for c in busy))
+    assert call.status == 200
+    assert gate.shed == 0
+
+
+async def test_a_recall_still_queued_when_its_caller_gave_up_is_answered(gate: RecallGate, clock: Clock) -> None:
+    app = HeldApp()
+    await _serve_one(app, clock, 0.001)  # 1 ms recalls: a 10 ms deadline is admitted
+    await _saturate(app, 3)
+    call = _start(app, "10")
+    await asyncio.wait_for(call.task, timeout=30)  # the running recalls never finish; its caller stops waiting
     assert call.status == 503
+    assert len(app.started) == 3  # no work was started for it
     assert len(gate.waiters) == 1  # the one queued before it is still waiting; this one is gone
+
+
+async def test_callers_that_do_not_authenticate_pass_the_gate_untouched(clock: Clock) -> None:
+    """A credential that does not authenticate never holds a slot, never queues and never gets a shed answer
+    (Hindsight answers it: a 401)."""
+
+    async def identify(credential: str | None) -> object | None:
+        return object() if credential == "known" else None
+
+    admission.configure(AdmissionConfig(concurrency=2, max_wait_s=0.5), identify=identify)
+    current = admission.gate()
+    assert current is not None
+    current.clock = clock
+    try:
+        app = HeldApp()
+        await _serve_one(app, clock, 0.1)
+        await _saturate(app, 4)  # 2 running, 2 queued: a known caller stating 200 ms is shed
+        shed = _start(app, "200")
+        strangers = [_start(app, "200", credential=c) for c in ("forged", "", "known-not")]
+        await _settle()
+        assert shed.status == 503
+        assert not any(c.task.done() for c in strangers)  # handed to the app at once: no shed answer
+        assert len(app.started) == 3 + 3
+        assert (current.running, len(current.waiters), current.shed) == (2, 2, 1)  # they took no place
+        for future in app.started[-3:]:
+            future.set_result(401)
+        await asyncio.gather(*(c.task for c in strangers))
+        assert {c.status for c in strangers} == {401}
+        assert current.service_s() == pytest.approx(0.1)  # and taught the estimate nothing
+    finally:
+        admission.configure(AdmissionConfig())
+
+
+@pytest.mark.parametrize(
+    ("header", "expected"),
+    [(b"Bearer abc", "abc"), (b"bearer  abc ", "abc"), (b"abc", "abc"), (b"", None)],
+)
+def test_the_credential_is_read_as_hindsight_reads_it(header: bytes, expected: str | None) -> None:
+    assert admission.credential({"headers": [(b"Authorization", header)]}) == expected
+    assert admission.credential({"headers": []}) is None
 
 
 async def test_the_first_recall_and_a_free_slot_are_always_admitted(gate: RecallGate, clock: Clock) -> None:
@@ -212,6 +274,17 @@ async def test_the_first_recall_and_a_free_slot_are_always_admitted(gate: Recall
     app.started[1].set_result(200)
     await second.task
     assert gate.shed == 0
+
+
+async def test_before_any_estimate_only_free_slots_are_taken(gate: RecallGate, clock: Clock) -> None:
+    app = HeldApp()
+    burst = [_start(app, "2000") for _ in range(5)]  # a new process, a burst: nothing measured yet
+    patient = _start(app)  # no deadline: queues as ever
+    await _settle()
+    assert len(app.started) == 2  # the two slots
+    assert [c.status for c in burst[2:]] == [503, 503, 503]  # at once, not queued on a guess
+    assert not patient.task.done()
+    assert gate.shed == 3
 
 
 async def test_refused_recalls_do_not_make_the_estimate(gate: RecallGate, clock: Clock) -> None:

@@ -94,16 +94,40 @@ async def test_a_hung_hindsight_costs_at_most_the_recall_deadline(make_adapter, 
     assert (recollection.degraded, recollection.reason) == (True, "timeout")
 
 
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
 async def test_a_shed_recall_degrades_at_once_and_leaves_the_breaker_closed(make_adapter, fake, metrics):
-    fake.fault = Fault.SHED
+    fake.fault = Fault.SHED  # 503 overloaded, Retry-After 1 s
     adapter = make_adapter(breaker_failure_threshold=1)
+    clock = Clock()
+    adapter._recaller.windows.clock = clock
     for _ in range(10):
         recollection = await adapter.recall_for_turn(ctx(), "hello")
         assert (recollection.text, recollection.degraded, recollection.reason) == ("", True, "shed")
+        clock.now += 0.5  # a turn every half second: Retry-After (1 s) covers every other one
     assert adapter.breaker_state == "closed"  # Hindsight answered: it is up, only busy
     assert metrics.total(Metric.RECALL_SHED) == 10
     assert metrics.total(Metric.DEGRADED_TURNS) == 10
-    assert len(fake.calls("/memories/recall")) == 10  # every turn asked again (no breaker skip)
+    assert len(fake.calls("/memories/recall")) == 5  # asked again only after each Retry-After (no breaker skip)
+
+
+async def test_a_shed_window_holds_one_bank_only(make_adapter, fake):
+    fake.fault = Fault.SHED
+    adapter = make_adapter()
+    adapter._recaller.windows.clock = Clock()  # time stands still: alice's window never ends
+    await adapter.recall_for_turn(ctx("alice"), "hello")
+    fake.fault = Fault.NONE
+    skipped = await adapter.recall_for_turn(ctx("alice"), "hello")
+    served = await adapter.recall_for_turn(ctx("bob"), "hello")
+    assert (skipped.degraded, skipped.reason) == (True, "shed")
+    assert not served.degraded  # another user of the same process still asks
+    assert len(fake.calls("/memories/recall")) == 2
 
 
 async def test_a_plain_503_still_counts_against_the_breaker(make_adapter, fake):

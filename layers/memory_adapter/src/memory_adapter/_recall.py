@@ -9,8 +9,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memory_adapter._hindsight_api import HindsightApi
@@ -24,7 +24,7 @@ from memory_adapter.recall_deadline import RECALL_MARGIN_S, recall_socket_timeou
 if TYPE_CHECKING:
     from memory_adapter._runtime import AdapterRuntime
 
-__all__ = ["Recaller", "Recollection", "degraded", "recall_blocking", "recalled"]
+__all__ = ["MAX_SHED_WINDOW_S", "Recaller", "Recollection", "ShedWindows", "degraded", "recall_blocking", "recalled"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +38,8 @@ class Recollection:
             unresolvable bank): the turn ran without memory it might have had.
         reason: Why it degraded (``breaker_open``, ``shed``, ``timeout``, ``unavailable``, ``rejected``,
             ``bank_resolution``, ``error``), else ``None``. ``shed``: Hindsight answered at once that it could not
-            serve the recall within its deadline (overloaded); not a failure, the breaker does not count it.
+            serve the recall within its deadline (overloaded), or did so for this bank within its ``Retry-After``
+            (skipped without asking); not a failure, the breaker does not count it.
         latency_ms: Time the recall took, as the turn saw it.
         memories: The recalled memories (text unsanitised; use ``text`` for prompts). In reflect mode, one
             :class:`~memory_adapter.formatting.ReflectAnswer`: the answer exactly as Hindsight returned it.
@@ -52,6 +53,40 @@ class Recollection:
     memories: tuple[RecalledMemory, ...] = ()
 
 
+#: Longest a shed's ``Retry-After`` keeps a bank's recalls local (a server's hint beyond this is not trusted).
+MAX_SHED_WINDOW_S = 30.0
+#: Banks remembered in a shed window at most (expired ones are dropped first).
+_MAX_WINDOWS = 1024
+
+
+@dataclass(slots=True)
+class ShedWindows:
+    """Per bank, until when a shed's ``Retry-After`` holds: a recall of that bank in the window degrades at once
+    (reason ``shed``) without a round trip the server already said it would refuse.
+
+    Per bank, not per process: a process serving several users (local runs) must not stop the others' recalls for
+    one user's shed. On AgentCore each session has its own microVM, so this is one user's next turns only."""
+
+    until: dict[str, float] = field(default_factory=dict)
+    clock: Callable[[], float] = time.monotonic
+
+    def holds(self, bank_id: str) -> bool:
+        """Whether ``bank_id``'s recalls are still to be skipped."""
+        return self.until.get(bank_id, 0.0) > self.clock()
+
+    def hold(self, bank_id: str, retry_after: float | None) -> None:
+        """Start a window of ``retry_after`` seconds (none without one)."""
+        if retry_after is None or retry_after <= 0:
+            return
+        now = self.clock()
+        if len(self.until) >= _MAX_WINDOWS:
+            for bank in [b for b, t in self.until.items() if t <= now]:
+                del self.until[bank]
+            if len(self.until) >= _MAX_WINDOWS:
+                self.until.pop(next(iter(self.until)))
+        self.until[bank_id] = now + min(retry_after, MAX_SHED_WINDOW_S)
+
+
 @dataclass(frozen=True, slots=True)
 class Recaller:
     """An adapter's recall: its mode, budget, deadline and formatter, fixed when the adapter is made."""
@@ -62,12 +97,16 @@ class Recaller:
     deadline: float
     formatter: MemoryFormatter
     observer: Observer
+    windows: ShedWindows = field(default_factory=ShedWindows)
 
     async def recall(
         self, rt: AdapterRuntime, bank_id: str, query: str, bearer: str | None, started: float
     ) -> Recollection:
         """Recall from ``bank_id`` within ``deadline`` s; while the breaker is open, a degraded recollection at once
         (no network) and at most one background probe."""
+        if self.windows.holds(bank_id):
+            self.observer.count(Metric.RECALL_SHED)
+            return degraded("shed", started, self.observer, bank_id, local=True)
         if not rt.breaker.allow():
             rt.maybe_probe()
             return degraded("breaker_open", started, self.observer, bank_id)
@@ -89,9 +128,10 @@ class Recaller:
         except TimeoutError:
             rt.breaker.record_miss()
             return degraded("timeout", started, self.observer, bank_id)
-        except HindsightOverloadedError:
+        except HindsightOverloadedError as exc:
             # Hindsight is up and said at once it could not answer in time: no memory for this turn, nothing for
-            # the breaker (which stays for a server that is gone or hung).
+            # the breaker (which stays for a server that is gone or hung); this bank asks again after Retry-After.
+            self.windows.hold(bank_id, exc.retry_after)
             self.observer.count(Metric.RECALL_SHED)
             return degraded("shed", started, self.observer, bank_id)
         except HindsightUnavailableError as exc:
@@ -199,5 +239,13 @@ def degraded(
     observer.count(Metric.DEGRADED_TURNS)
     level = logging.INFO if reason == "breaker_open" else logging.WARNING
     bank = short_hash(bank_id) if bank_id else None
-    observer.event(level, "memory recall skipped", event="recall.degraded", reason=reason, bank=bank, **fields)
+    observer.event(
+        level,
+        "memory recall skipped",
+        event="recall.degraded",
+        reason=reason,
+        bank=bank,
+        latency_ms=round(latency, 1),
+        **fields,
+    )
     return Recollection("", 0, True, reason, latency)

@@ -26,6 +26,7 @@ __all__ = [
     "RECALL_SERVER_SETTINGS",
     "RETAIN_DEAD_LETTER_QUEUE_URL_ENV",
     "RETAIN_DELIVERY_TIMEOUT_ENV",
+    "RETAIN_SERVER_SETTINGS",
     "SPOOL_QUEUE_URL_ENV",
     "SQS_MAX_MESSAGE_BYTES",
 ]
@@ -73,6 +74,15 @@ SQS_MAX_MESSAGE_BYTES: Final = 1_048_576
 #: semantic hits: on LoCoMo dev the injected block's evidence recall@10 was 0.42 with it and 0.58 without
 #: (semantic arm alone 0.62, naive MiniLM RAG 0.50), in every category, at lower latency (p50 189 -> 142 ms).
 RECALL_SERVER_SETTINGS: Final[Mapping[str, str]] = MappingProxyType({"HINDSIGHT_API_ENABLE_GRAPH_RETRIEVAL": "false"})
+#: Hindsight 1.1.0's own retain lane (``hindsight_api.api.admission``), locally and deployed: retains are queued,
+#: never refused for load (they have their own durable path; a 503 would only send them round the adapter's retries
+#: and spool). Its bound on retains in flight stays (derived: 32 per core), so a burst of retains cannot take every
+#: pooled connection the recalls need; its wait (2 s by default, then 503) is lifted above any caller's retain
+#: timeout (the adapter's 15 s, the Python client's 300 s). A queued retain whose caller hangs up leaves the queue at
+#: once (Hindsight's disconnect token), so the long wait holds no work nobody waits for.
+RETAIN_SERVER_SETTINGS: Final[Mapping[str, str]] = MappingProxyType(
+    {"HINDSIGHT_API_ADMISSION_RETAIN_MAX_WAIT_MS": "600000"}
+)
 
 #: The header the operator's tools send to say who (an operator principal) or what (``schedule:<rule>``) changes
 #: memory; the isolation extension names it in the memory events it emits (honoured on operator requests only).
