@@ -17,16 +17,14 @@ import hashlib
 import urllib.parse
 from pathlib import Path
 
-from aws_cdk import CfnOutput, CustomResource, Duration, RemovalPolicy, Stack
+from aws_cdk import CfnOutput, CustomResource, Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_logs as logs
-from aws_cdk import custom_resources as cr
 from constructs import Construct
 
 from infra.config import AuthMode
-from infra.constructs.functions import FUNCTIONS_DIR, handler_sha256, python_function
+from infra.constructs.functions import FUNCTIONS_DIR, handler_sha256, provider_framework, python_function
 from infra.constructs.memory_endpoint import ConnectableConstruct
 from infra.constructs.memory_layer import RUNTIME as LAYER_RUNTIME
 from infra.constructs.memory_layer import adapter_layer_version
@@ -145,18 +143,7 @@ class IsolationProbe(Construct):
         )
         memory.grant_operator_key_read(self.function)
         memory.grant_agent_key_read(self.function)
-        self.provider = provider = cr.Provider(
-            self,
-            "Provider",
-            on_event_handler=self.function,
-            log_group=logs.LogGroup(
-                self,
-                "ProviderLogs",
-                retention=logs.RetentionDays.THREE_MONTHS,
-                encryption_key=logs_key,
-                removal_policy=RemovalPolicy.DESTROY,
-            ),
-        )
+        self.provider = provider_framework(self, "Provider", on_event_handler=self.function, logs_key=logs_key)
         # Changed settings or probe code (the handler, or the probe on the layer) run it again at the next deploy.
         properties = {
             **settings,
@@ -166,7 +153,7 @@ class IsolationProbe(Construct):
         self.resource = CustomResource(
             self,
             "Probe",
-            service_token=provider.service_token,
+            service_token=self.provider.service_token,
             resource_type="Custom::HindsightIsolationProbe",
             properties=properties,
         )
