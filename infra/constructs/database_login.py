@@ -19,7 +19,7 @@ from aws_cdk import aws_rds as rds
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
-from infra.config import DatabaseConfig
+from infra.constructs.database_props import DatabaseProps
 from infra.constructs.functions import FUNCTIONS_DIR, handler_sha256, provider_framework, python_function
 from infra.constructs.network import Network
 from infra.constructs.rds_ca_bundle import RdsCaBundle
@@ -44,9 +44,8 @@ class DatabaseLogin(Construct):
         self,
         scope: Construct,
         construct_id: str,
+        props: DatabaseProps,
         *,
-        config: DatabaseConfig,
-        network: Network,
         database: rds.DatabaseInstance | rds.DatabaseCluster,
         endpoint: rds.Endpoint,
         database_name: str,
@@ -54,9 +53,9 @@ class DatabaseLogin(Construct):
         master_secret: secretsmanager.ISecret,
         key: kms.IKey,
         ca_bundle: RdsCaBundle,
-        logs_key: kms.IKey,
     ) -> None:
         super().__init__(scope, construct_id)
+        config, network, logs_key = props.config, props.foundation.network, props.foundation.logs_key
         app = rds.DatabaseSecret(
             self,
             "Secret",
