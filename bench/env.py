@@ -10,15 +10,12 @@ Our adapter's realistic per-user-token path (the server verifies a JWT per reque
 from __future__ import annotations
 
 import contextlib
-import shutil
-import tempfile
 import time
 import urllib.request
 from collections.abc import Callable
-from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
+from bench.world import World
 from localdev.faults import HungServer, RefusedPort
 from localdev.hindsight import LocalHindsight, LocalHindsightConfig
 from localdev.token_issuer import TokenIssuer
@@ -29,7 +26,7 @@ __all__ = ["AGENT", "BenchEnv"]
 AGENT = "bench"
 
 
-class BenchEnv:
+class BenchEnv(World):
     """Starts (and stops) everything a measurement needs. Use as a context manager.
 
     Attributes:
@@ -44,11 +41,9 @@ class BenchEnv:
     def __init__(
         self, *, log: Callable[[str], None] = print, keep: bool = False, server_env: dict[str, str] | None = None
     ) -> None:
+        super().__init__(prefix="bench-", keep=keep)
         self._log = log
         self._server_env = dict(server_env or {})
-        self._keep = keep
-        self.workdir = Path(tempfile.mkdtemp(prefix="bench-"))
-        self._stack = contextlib.ExitStack()
         self.url = ""
         self.operator_key = ""
         self.issuer: TokenIssuer | None = None
@@ -56,37 +51,21 @@ class BenchEnv:
         self.hung_url = ""
         self.refused_url = ""
 
-    def __enter__(self) -> Self:
-        try:
-            self.issuer = self._stack.enter_context(TokenIssuer())
-            config = LocalHindsightConfig.ephemeral(
-                base_dir=self.workdir, issuer_discovery_url=self.issuer.discovery_url, extra_env=self._server_env
-            )
-            self.hindsight = LocalHindsight(config, log=self._log)
-            started = time.monotonic()
-            self._log("starting the local Hindsight (embedded PostgreSQL + pgvector, MiniLM embeddings) ...")
-            self._stack.callback(self.hindsight.stop)
-            self.hindsight.start()
-            self._log(f"Hindsight ready at {self.hindsight.url} after {time.monotonic() - started:.1f} s")
-            self.url = self.hindsight.url
-            self.operator_key = self.hindsight.operator_key or ""
-            self.hung_url = self._stack.enter_context(HungServer()).url
-            self.refused_url = self._stack.enter_context(RefusedPort()).url
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Stop everything and delete the scratch directory (unless ``keep``)."""
-        self._stack.close()
-        if not self._keep:
-            shutil.rmtree(self.workdir, ignore_errors=True)
+    def _start(self) -> None:
+        self.issuer = self._stack.enter_context(TokenIssuer())
+        config = LocalHindsightConfig.ephemeral(
+            base_dir=self.workdir, issuer_discovery_url=self.issuer.discovery_url, extra_env=self._server_env
+        )
+        self.hindsight = LocalHindsight(config, log=self._log)
+        started = time.monotonic()
+        self._log("starting the local Hindsight (embedded PostgreSQL + pgvector, MiniLM embeddings) ...")
+        self._stack.callback(self.hindsight.stop)
+        self.hindsight.start()
+        self._log(f"Hindsight ready at {self.hindsight.url} after {time.monotonic() - started:.1f} s")
+        self.url = self.hindsight.url
+        self.operator_key = self.hindsight.operator_key or ""
+        self.hung_url = self._stack.enter_context(HungServer()).url
+        self.refused_url = self._stack.enter_context(RefusedPort()).url
 
     def mint(self, user: str) -> str:
         """A token for ``user`` from the issuer Hindsight trusts."""

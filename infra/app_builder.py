@@ -113,6 +113,7 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
             foundation=foundation,
             env=env,
         )
+    mission = config.missions.for_agent(config.agent.name)
     memory_stack: MemoryServiceStack | ExternalMemoryStack
     if data is not None:
         service_props = MemoryServiceProps(
@@ -126,7 +127,7 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
             parameter_prefix=config.parameter_prefix,
             events=data.events,
             fading=config.fading,
-            mission=config.missions.for_agent(config.agent.name),
+            mission=mission,
         )
         memory_stack = service = MemoryServiceStack(app, f"{prefix}-MemoryService", props=service_props, env=env)
         memory: MemoryService | ExternalMemory = service.memory
@@ -156,7 +157,7 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
         identity=identity.identity if identity else None,
         runtime_name=make_runtime_name(config.prefix, config.env_name, config.agent.name),
         gateway=gateway_access,
-        mission=config.missions.for_agent(config.agent.name),
+        mission=mission,
     )
     agent = AgentStack(
         app,

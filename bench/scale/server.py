@@ -14,21 +14,19 @@ command, should the benchmark be killed).
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 import shutil
 import sys
-import tempfile
 import time
 import urllib.parse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from bench.scale.database import Database
+from bench.world import World
 from localdev.hindsight import LocalHindsight, LocalHindsightConfig
 from localdev.hindsight.venv import HindsightVenv
 from localdev.supervisor import (
@@ -112,7 +110,7 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-class ScaleServer:
+class ScaleServer(World):
     """PostgreSQL + pgvector, the LLM stand-in, the local issuer and Hindsight laid out as a :class:`Shape`.
 
     Use as a context manager; everything stops (and the data is deleted) on exit, or, if this process is killed,
@@ -120,9 +118,8 @@ class ScaleServer:
     """
 
     def __init__(self, *, log: Callable[[str], None] = print, base_dir: Path | None = None) -> None:
+        super().__init__(prefix="bench-scale-", base_dir=base_dir)
         self._log = log
-        self.workdir = Path(tempfile.mkdtemp(prefix="bench-scale-", dir=base_dir))
-        self._stack = contextlib.ExitStack()
         self.hindsight: LocalHindsight | None = None
         self.issuer: TokenIssuer | None = None
         self.shape = Shape()
@@ -132,34 +129,19 @@ class ScaleServer:
 
     # --- lifecycle ----------------------------------------------------------------------------------------------
 
-    def __enter__(self) -> Self:
-        try:
-            self.issuer = self._stack.enter_context(TokenIssuer())
-            config = LocalHindsightConfig.ephemeral(  # no workers of its own: apply() lays the processes out
-                base_dir=self.workdir, issuer_discovery_url=self.issuer.discovery_url, workers=0
-            )
-            self.hindsight = LocalHindsight(config, log=self._log)
-            self._stack.callback(self.hindsight.destroy)
-            self._stack.callback(self._stop_workers)
-            started = time.monotonic()
-            self._log("starting the local Hindsight (embedded PostgreSQL + pgvector, MiniLM embeddings) ...")
-            self.hindsight.start()
-            self.hindsight.stop_when_gone(delete=True)
-            self._log(f"Hindsight ready at {self.url} after {time.monotonic() - started:.1f} s")
-        except BaseException:
-            self.close()
-            raise
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Stop everything and delete the data."""
-        self._stack.close()
-        shutil.rmtree(self.workdir, ignore_errors=True)
+    def _start(self) -> None:
+        self.issuer = self._stack.enter_context(TokenIssuer())
+        config = LocalHindsightConfig.ephemeral(  # no workers of its own: apply() lays the processes out
+            base_dir=self.workdir, issuer_discovery_url=self.issuer.discovery_url, workers=0
+        )
+        self.hindsight = LocalHindsight(config, log=self._log)
+        self._stack.callback(self.hindsight.destroy)
+        self._stack.callback(self._stop_workers)
+        started = time.monotonic()
+        self._log("starting the local Hindsight (embedded PostgreSQL + pgvector, MiniLM embeddings) ...")
+        self.hindsight.start()
+        self.hindsight.stop_when_gone(delete=True)
+        self._log(f"Hindsight ready at {self.url} after {time.monotonic() - started:.1f} s")
 
     # --- what callers need ---------------------------------------------------------------------------------------
 

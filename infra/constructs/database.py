@@ -20,8 +20,8 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from infra.config import DatabaseConfig, DatabaseEngine
-from infra.constructs.alerts import Alerts
 from infra.constructs.database_login import PASSWORD_EXCLUDED_CHARACTERS, DatabaseLogin, rotation_security_group
+from infra.constructs.database_props import DatabaseProps
 from infra.constructs.network import Network
 from infra.constructs.rds_ca_bundle import RdsCaBundle
 from infra.constructs.secret_source import SecretSource
@@ -81,19 +81,10 @@ class VectorDatabase(Construct):
     ``allocated_storage_gb``); the backup plan selects ``backup_resource()``.
     """
 
-    def __init__(
-        self,
-        scope: Construct,
-        construct_id: str,
-        *,
-        config: DatabaseConfig,
-        network: Network,
-        removal_policy: RemovalPolicy,
-        logs_key: kms.IKey,
-        parameter_prefix: str,
-        alerts: Alerts,
-    ) -> None:
+    def __init__(self, scope: Construct, construct_id: str, props: DatabaseProps) -> None:
         super().__init__(scope, construct_id)
+        config, removal_policy = props.config, props.removal_policy
+        network, logs_key, alerts = props.foundation.network, props.foundation.logs_key, props.foundation.alerts
         self.key = kms.Key(
             self,
             "Key",
@@ -137,13 +128,12 @@ class VectorDatabase(Construct):
         self.connections: ec2.Connections = self._resource.connections
         self.endpoint_address = self._endpoint.hostname
         self.ca_bundle = RdsCaBundle(
-            self, "CaBundle", parameter_name=f"{parameter_prefix}/database/rds-ca-bundle", logs_key=logs_key
+            self, "CaBundle", parameter_name=f"{props.parameter_prefix}/database/rds-ca-bundle", logs_key=logs_key
         )
         self.login = DatabaseLogin(
             self,
             "Login",
-            config=config,
-            network=network,
+            props,
             database=self._resource,
             endpoint=self._endpoint,
             database_name=DATABASE_NAME,
@@ -151,7 +141,6 @@ class VectorDatabase(Construct):
             master_secret=secret,
             key=self.key,
             ca_bundle=self.ca_bundle,
-            logs_key=logs_key,
         )
         master_rotation = self._resource.add_rotation_single_user(
             automatically_after=Duration.days(config.rotation_days),

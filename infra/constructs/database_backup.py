@@ -21,7 +21,7 @@ from constructs import Construct
 from infra.constructs.alerts import Alerts
 from infra.constructs.creation import creation_id
 from infra.constructs.database import VectorDatabase
-from infra.constructs.props import raise_if_invalid
+from infra.constructs.props import raise_if_any
 
 #: How soon a scheduled job must start, and finish, before AWS Backup gives up (it then counts as aborted/failed).
 START_WINDOW = Duration.hours(1)
@@ -44,16 +44,10 @@ class DatabaseBackupPlan(Construct):
         alerts: Alerts,
     ) -> None:
         super().__init__(scope, construct_id)
-        raise_if_invalid(
+        raise_if_any(
             self.node.path,
-            [
-                problem
-                for problem, bad in (
-                    (f"schedule must be a cron(...) expression, got {schedule!r}", not schedule.startswith("cron(")),
-                    (f"retention_days must be at least 1, got {retention_days}", retention_days < 1),
-                )
-                if bad
-            ],
+            (f"schedule must be a cron(...) expression, got {schedule!r}", not schedule.startswith("cron(")),
+            (f"retention_days must be at least 1, got {retention_days}", retention_days < 1),
         )
         self.key = kms.Key(
             self,

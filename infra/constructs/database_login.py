@@ -12,17 +12,15 @@ from __future__ import annotations
 
 import string
 
-from aws_cdk import CustomResource, Duration, RemovalPolicy
+from aws_cdk import CustomResource, Duration
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_kms as kms
-from aws_cdk import aws_logs as logs
 from aws_cdk import aws_rds as rds
 from aws_cdk import aws_secretsmanager as secretsmanager
-from aws_cdk import custom_resources as cr
 from constructs import Construct
 
-from infra.config import DatabaseConfig
-from infra.constructs.functions import FUNCTIONS_DIR, handler_sha256, python_function
+from infra.constructs.database_props import DatabaseProps
+from infra.constructs.functions import FUNCTIONS_DIR, handler_sha256, provider_framework, python_function
 from infra.constructs.network import Network
 from infra.constructs.rds_ca_bundle import RdsCaBundle
 
@@ -46,9 +44,8 @@ class DatabaseLogin(Construct):
         self,
         scope: Construct,
         construct_id: str,
+        props: DatabaseProps,
         *,
-        config: DatabaseConfig,
-        network: Network,
         database: rds.DatabaseInstance | rds.DatabaseCluster,
         endpoint: rds.Endpoint,
         database_name: str,
@@ -56,9 +53,9 @@ class DatabaseLogin(Construct):
         master_secret: secretsmanager.ISecret,
         key: kms.IKey,
         ca_bundle: RdsCaBundle,
-        logs_key: kms.IKey,
     ) -> None:
         super().__init__(scope, construct_id)
+        config, network, logs_key = props.config, props.foundation.network, props.foundation.logs_key
         app = rds.DatabaseSecret(
             self,
             "Secret",
@@ -92,18 +89,7 @@ class DatabaseLogin(Construct):
         key.grant_decrypt(function)
         ca_bundle.grant_read(function)
         self.function = function
-        self.provider = cr.Provider(
-            self,
-            "Provider",
-            on_event_handler=function,
-            log_group=logs.LogGroup(
-                self,
-                "ProviderLogs",
-                retention=logs.RetentionDays.THREE_MONTHS,
-                encryption_key=logs_key,
-                removal_policy=RemovalPolicy.DESTROY,
-            ),
-        )
+        self.provider = provider_framework(self, "Provider", on_event_handler=function, logs_key=logs_key)
         self.provisioning = CustomResource(
             self,
             "Provisioning",

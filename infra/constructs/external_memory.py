@@ -18,16 +18,14 @@ import json
 import urllib.parse
 from pathlib import Path
 
-from aws_cdk import CfnOutput, CustomResource, Duration, RemovalPolicy, Stack, Token
+from aws_cdk import CfnOutput, CustomResource, Duration, Stack, Token
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_logs as logs
-from aws_cdk import custom_resources as cr
 from constructs import Construct
 
 from infra.config import AuthMode
-from infra.constructs.functions import FUNCTIONS_DIR, handler_sha256, python_function
+from infra.constructs.functions import FUNCTIONS_DIR, handler_sha256, provider_framework, python_function
 from infra.constructs.memory_endpoint import ConnectableConstruct
 from infra.constructs.memory_layer import RUNTIME as LAYER_RUNTIME
 from infra.constructs.memory_layer import adapter_layer_version
@@ -144,18 +142,7 @@ class IsolationProbe(Construct):
         )
         memory.grant_operator_key_read(self.function)
         memory.grant_agent_key_read(self.function)
-        self.provider = provider = cr.Provider(
-            self,
-            "Provider",
-            on_event_handler=self.function,
-            log_group=logs.LogGroup(
-                self,
-                "ProviderLogs",
-                retention=logs.RetentionDays.THREE_MONTHS,
-                encryption_key=logs_key,
-                removal_policy=RemovalPolicy.DESTROY,
-            ),
-        )
+        self.provider = provider_framework(self, "Provider", on_event_handler=self.function, logs_key=logs_key)
         # Changed settings or probe code (the handler, or the probe and the wire it speaks on the layer) run it again
         # at the next deploy, as a new resource (its id ends in their digest): a probe that fails is a failed Create,
         # which the rollback deletes (a no-op), never an Update, whose rollback would probe the same server again and
@@ -171,7 +158,7 @@ class IsolationProbe(Construct):
         self.resource = CustomResource(
             self,
             f"Probe{digest}",
-            service_token=provider.service_token,
+            service_token=self.provider.service_token,
             resource_type="Custom::HindsightIsolationProbe",
             properties=properties,
         )

@@ -25,6 +25,7 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
+from aws_cdk import custom_resources as cr
 from constructs import Construct
 
 #: Where the functions' sources live (``make build`` bundles those with dependencies into ``build/``).
@@ -66,6 +67,15 @@ def settings_code(source: Path) -> lambda_.Code:
     )
 
 
+def function_log_group(
+    scope: Construct, construct_id: str, logs_key: kms.IKey, *, retention: logs.RetentionDays = LOG_RETENTION
+) -> logs.LogGroup:
+    """A function's log group: encrypted with the logs key, kept ``retention``, deleted with its function."""
+    return logs.LogGroup(
+        scope, construct_id, retention=retention, encryption_key=logs_key, removal_policy=RemovalPolicy.DESTROY
+    )
+
+
 def python_function(
     scope: Construct,
     construct_id: str,
@@ -93,13 +103,7 @@ def python_function(
     layer take the layer's ``runtime`` (its compiled wheels are built for one Python). ``json_logs`` makes Lambda
     write JSON log records (with ``level``), which metric filters can count. ``code`` replaces ``source``'s plain
     asset (:func:`settings_code`)."""
-    log_group = logs.LogGroup(
-        log_scope or scope,
-        log_group_id,
-        retention=log_retention,
-        encryption_key=logs_key,
-        removal_policy=RemovalPolicy.DESTROY,
-    )
+    log_group = function_log_group(log_scope or scope, log_group_id, logs_key, retention=log_retention)
     return lambda_.Function(
         scope,
         construct_id,
@@ -120,6 +124,15 @@ def python_function(
     )
 
 
+def provider_framework(
+    scope: Construct, construct_id: str, *, on_event_handler: lambda_.IFunction, logs_key: kms.IKey
+) -> cr.Provider:
+    """CDK's provider framework around ``on_event_handler`` (it answers CloudFormation from outside the VPC), its own
+    function logging to ``<construct_id>Logs`` in scope, kept :data:`LOG_RETENTION` with the logs key."""
+    log_group = function_log_group(scope, f"{construct_id}Logs", logs_key)
+    return cr.Provider(scope, construct_id, on_event_handler=on_event_handler, log_group=log_group)
+
+
 def own_helper_function_logs(stack: Stack, logs_key: kms.IKey) -> list[logs.LogGroup]:
     """Give each Lambda function in stack without a log group of its own one kept :data:`LOG_RETENTION` with the
     logs key, and point the function at it (``LoggingConfig.LogGroup``).
@@ -138,13 +151,7 @@ def own_helper_function_logs(stack: Stack, logs_key: kms.IKey) -> list[logs.LogG
             continue
         if isinstance(node, lambda_.CfnFunction) and _log_group_of(node) is not None:
             continue  # python_function's: it has its own group
-        group = logs.LogGroup(
-            stack,
-            f"{Names.unique_id(node)}Logs",
-            retention=LOG_RETENTION,
-            encryption_key=logs_key,
-            removal_policy=RemovalPolicy.DESTROY,
-        )
+        group = function_log_group(stack, f"{Names.unique_id(node)}Logs", logs_key)
         node.add_property_override("LoggingConfig.LogGroup", group.log_group_name)
         groups.append(group)
     return groups

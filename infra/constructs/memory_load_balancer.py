@@ -22,7 +22,7 @@ from infra.constructs.alerts import Alerts
 from infra.constructs.network import Network
 from infra.constructs.part import Part
 from infra.constructs.private_dns import PrivateDnsName
-from infra.constructs.props import raise_if_invalid
+from infra.constructs.props import raise_if_any
 
 HTTPS_PORT = 443
 HTTP_PORT = 80
@@ -50,22 +50,16 @@ class MemoryLoadBalancer(Part):
         alerts: Alerts,
     ) -> None:
         super().__init__(scope, construct_id)
-        raise_if_invalid(
+        raise_if_any(
             self.node.path,
-            [
-                problem
-                for problem, bad in (
-                    (
-                        "domain_name needs certificate_arn (the name is what the certificate covers), and only with it",
-                        (config.domain_name is None) != (config.certificate_arn is None),
-                    ),
-                    (
-                        "hosted_zone_id needs domain_name (the record it holds)",
-                        config.hosted_zone_id is not None and config.domain_name is None,
-                    ),
-                )
-                if bad
-            ],
+            (
+                "domain_name needs certificate_arn (the name is what the certificate covers), and only with it",
+                (config.domain_name is None) != (config.certificate_arn is None),
+            ),
+            (
+                "hosted_zone_id needs domain_name (the record it holds)",
+                config.hosted_zone_id is not None and config.domain_name is None,
+            ),
         )
         self.load_balancer = elbv2.ApplicationLoadBalancer(
             self,

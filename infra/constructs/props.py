@@ -17,3 +17,8 @@ def raise_if_invalid(construct_path: str, problems: Sequence[str]) -> None:
     """Raise :class:`PropsError` when ``problems`` is not empty."""
     if problems:
         raise PropsError(construct_path, problems)
+
+
+def raise_if_any(construct_path: str, *checks: tuple[str, bool]) -> None:
+    """Raise :class:`PropsError` naming the problem of each ``(problem, bad)`` check that is bad."""
+    raise_if_invalid(construct_path, [problem for problem, bad in checks if bad])

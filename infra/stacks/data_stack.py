@@ -12,6 +12,7 @@ from constructs import Construct
 from infra.config import DatabaseConfig, DataRemoval, EventsConfig
 from infra.constructs.database import VectorDatabase
 from infra.constructs.database_backup import DatabaseBackupPlan
+from infra.constructs.database_props import DatabaseProps
 from infra.constructs.foundation import Foundation
 from infra.constructs.memory_events import MemoryEvents
 from infra.constructs.part import PartAwareStack
@@ -34,16 +35,13 @@ class DataStack(PartAwareStack):
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
-        self.database = VectorDatabase(
-            self,
-            "Database",
+        database_props = DatabaseProps(
             config=config,
-            network=foundation.network,
+            foundation=foundation,
             removal_policy=removal_policy(removal),
-            logs_key=foundation.logs_key,
             parameter_prefix=parameter_prefix,
-            alerts=foundation.alerts,
         )
+        self.database = VectorDatabase(self, "Database", database_props)
         self.backup_plan = DatabaseBackupPlan(
             self,
             "BackupPlan",
