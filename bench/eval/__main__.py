@@ -72,6 +72,9 @@ def _parser() -> argparse.ArgumentParser:
         help="turns: each turn as the agent retains it (the per-turn pace); bulk: many per request, banks in parallel",
     )
     parser.add_argument(
+        "--runs", type=int, default=1, help="repeat on fresh banks; figures are the runs' mean, with their spread"
+    )
+    parser.add_argument(
         "--out", type=Path, help="output directory (default bench/results/eval/<data set>: one folder per data set)"
     )
     parser.add_argument("--name", default="eval", help="output file stem (default eval)")
@@ -152,7 +155,15 @@ async def _run(args: argparse.Namespace, data: DataSet) -> dict[str, Any]:
 
             judge = Judge(make_llm(args.judge, model=args.judge_model, base_url=args.judge_url))
         results = await evaluate(
-            data, target, helper, systems=systems, log=_log, variants=variants, judge=judge, bulk=args.ingest == "bulk"
+            data,
+            target,
+            helper,
+            systems=systems,
+            log=_log,
+            variants=variants,
+            judge=judge,
+            bulk=args.ingest == "bulk",
+            runs=args.runs,
         )
         results["hindsight"] = server
     return results

@@ -12,10 +12,11 @@ import math
 import re
 from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
 from bench.eval.data import Turn
 
-__all__ = ["BM25", "rag_block"]
+__all__ = ["BM25", "prior_art", "prior_text", "rag_block", "rag_line"]
 
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset(
@@ -65,3 +66,21 @@ def rag_line(turn: Turn) -> str:
 def rag_block(turns: Sequence[Turn]) -> str:
     """The block naive RAG hands the model: its turns, one line each, with the session date."""
     return "\n".join(rag_line(t) for t in turns)
+
+
+def prior_text(bullet: str) -> str:
+    """The memory text of one prior-art bullet ``- {text} [{type}] ({mentioned_at})``."""
+    text = bullet.strip().removeprefix("- ")
+    if text.endswith(")") and " (" in text:
+        text = text.rsplit(" (", 1)[0]
+    if text.endswith("]") and " [" in text:
+        text = text.rsplit(" [", 1)[0]
+    return text.strip()
+
+
+def prior_art() -> Any:
+    try:
+        import hindsight_agentcore  # type: ignore[import-not-found]
+    except ModuleNotFoundError:
+        return None
+    return hindsight_agentcore
