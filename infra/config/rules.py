@@ -501,6 +501,11 @@ def hindsight_problems(h: HindsightConfig) -> list[str]:
         "hindsight.maintenance_embeddings_model must be bedrock/<model id> (the model a re-embedding moves to), or "
         "null",
     )
+    _require(
+        errors,
+        h.reranker_model is None or h.reranker_model.startswith("bedrock/"),
+        "hindsight.reranker_model must be bedrock/<rerank model id> (e.g. bedrock/amazon.rerank-v1:0), or null",
+    )
     if h.llm_provider is LlmProvider.OPENAI:
         _require(
             errors,
