@@ -134,12 +134,13 @@ def _ingest(results: dict[str, Any]) -> list[str]:
         return []
     lines = [
         "",
-        "| Ingest | turns | wall s | ms per turn | server CPU ms per turn | turn's own time sent |",
-        "|---|---|---|---|---|---|",
+        "| Ingest | run | turns | wall s | ms per turn | server CPU ms per turn | turn's own time sent |",
+        "|---|---|---|---|---|---|---|",
     ]
     for row in rows:
-        cells = [row["conversation"], row["turns"], row["wall_s"], row["ms_per_turn"], row["server_cpu_ms_per_turn"]]
-        lines.append("| " + " | ".join(_f(c) for c in [*cells, row["turn_time_sent"]]) + " |")
+        cells = [row["conversation"], row.get("run", 1), row["turns"], row["wall_s"], row["ms_per_turn"]]
+        cells += [row["server_cpu_ms_per_turn"], row["turn_time_sent"]]
+        lines.append("| " + " | ".join(_f(c) for c in cells) + " |")
     return lines
 
 
