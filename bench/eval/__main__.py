@@ -74,6 +74,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--runs", type=int, default=2, help="runs on fresh banks (default 2): the runs' mean, with each figure's spread"
     )
+    parser.add_argument("--banks", help="ask again on the banks an earlier ingest left (its suffix, with --url)")
     parser.add_argument(
         "--out", type=Path, help="output directory (default bench/results/eval/<data set>: one folder per data set)"
     )
@@ -164,6 +165,7 @@ async def _run(args: argparse.Namespace, data: DataSet) -> dict[str, Any]:
             judge=judge,
             bulk=args.ingest == "bulk",
             runs=args.runs,
+            reuse=args.banks,
         )
         results["hindsight"] = server
     return results

@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.bank import BankAdmin
-from bench.eval.baselines import BM25, prior_art, prior_text, rag_block
+from bench.eval.baselines import BM25, LAYOUTS, prior_art, prior_text, rag_block
 from bench.eval.data import Conversation, DataSet, Question, Turn
 from bench.eval.helper import VenvHelper
 from bench.eval.ingest import cpu_seconds
@@ -51,23 +51,6 @@ _DOC_SEPARATOR = "|"
 _ACK = "Noted."
 #: Hindsight caches a bank's resolved config per process for 30 s: a changed setting applies after that.
 _BANK_CONFIG_CACHE_S = 31.0
-
-
-def _iso_time_block(memories: Sequence[Any]) -> str:
-    """The block as it was before times were shortened (full ISO stamps), for ``"layout": "iso-times"``."""
-    from memory_adapter.formatting import (
-        MEMORY_BLOCK_CLOSE,
-        MEMORY_BLOCK_NOTICE,
-        MEMORY_BLOCK_OPEN,
-        format_memories_as_bullets,
-    )
-
-    bullets = format_memories_as_bullets(memories)
-    return f"{MEMORY_BLOCK_OPEN}\n{MEMORY_BLOCK_NOTICE}\n{bullets}\n{MEMORY_BLOCK_CLOSE}" if bullets else ""
-
-
-#: Block layouts a variant can name (``{"adapter": {"layout": "iso-times"}}``) to compare against the default.
-LAYOUTS: dict[str, Callable[[Sequence[Any]], str]] = {"iso-times": _iso_time_block}
 
 
 @dataclass
@@ -217,17 +200,23 @@ class Evaluation:
         self.log(f"    {conv.sample_id}: ingested {len(conv.turns)} turns in {wall:.0f} s")
         return caller
 
+    def callers(self, conversations: Sequence[Conversation], suffix: str) -> list[Any]:
+        """The callers whose banks hold ``conversations`` for the ingest named ``suffix``."""
+        from memory_adapter.identity import Caller
+
+        credential = self.target.credential
+        return [
+            Caller.of(user=f"eval-{c.sample_id}-{suffix}", agent=EVAL_AGENT, credential=credential)
+            for c in conversations
+        ]
+
     def ingest_in_bulk(self, conversations: Sequence[Conversation], suffix: str) -> list[Any]:
         """Every conversation ingested at once, in bulk (:func:`bench.eval.ingest.bulk_ingest`); their callers."""
         from bench.eval.ingest import bulk_ingest
         from memory_adapter._hindsight_api import HindsightApi
-        from memory_adapter.identity import Caller
         from memory_adapter.transport import HttpTransport
 
-        pairs = [
-            (c, Caller.of(user=f"eval-{c.sample_id}-{suffix}", agent=EVAL_AGENT, credential=self.target.credential))
-            for c in conversations
-        ]
+        pairs = list(zip(conversations, self.callers(conversations, suffix), strict=True))
         api = HindsightApi(HttpTransport(self.target.url), timeout=120)
         self.ingest += bulk_ingest(
             self.adapter, api, self.admin, pairs, document_id=_document_id, ack=_ACK, log=self.log
@@ -366,19 +355,23 @@ class Evaluation:
 
 
 async def _run_once(
-    data: DataSet, run: Evaluation, *, bulk: bool, log: Callable[[str], None]
+    data: DataSet, run: Evaluation, *, bulk: bool, log: Callable[[str], None], reuse: str | None = None
 ) -> tuple[list[Question], list[int]]:
-    """One pass: fresh banks for every conversation, every question asked of every system (and variant)."""
+    """One pass: fresh banks for every conversation (or those an earlier ingest ``reuse`` left), every question
+    asked of every system (and variant)."""
     questions: list[Question] = []
     question_conv: list[int] = []
-    suffix = uuid.uuid4().hex[:6]
-    callers: list[Any] = run.ingest_in_bulk(data.conversations, suffix) if bulk else []
+    suffix = reuse or uuid.uuid4().hex[:6]
+    if reuse:
+        callers: list[Any] = run.callers(data.conversations, reuse)
+    else:
+        callers = run.ingest_in_bulk(data.conversations, suffix) if bulk else []
     for index, conv in enumerate(data.conversations):
         log(
             f"==> [{index + 1}/{len(data.conversations)}] {conv.sample_id}: {len(conv.turns)} turns, "
             f"{len(conv.questions)} questions"
         )
-        if not bulk:
+        if not bulk and not reuse:
             callers.append(await run.ingest_conversation(conv, f"eval-{conv.sample_id}-{suffix}"))
         started = time.perf_counter()
         await run.ask(conv, callers[index], conv.questions)
@@ -400,6 +393,7 @@ async def evaluate(
     judge: Judge | None = None,
     bulk: bool = False,
     runs: int = 1,
+    reuse: str | None = None,
 ) -> dict[str, Any]:
     """Ingest every conversation of ``data``, ask every question of every system (and variant), and score; with a
     ``judge``, our injected block is also answered from and the answer judged (LoCoMo's LLM-judge protocol). With
@@ -411,7 +405,7 @@ async def evaluate(
             log(f"=== run {number} of {runs}")
         run = Evaluation(target, helper, systems=systems, log=log, variants=variants, judge=judge)
         try:
-            questions, question_conv = await _run_once(data, run, bulk=bulk, log=log)
+            questions, question_conv = await _run_once(data, run, bulk=bulk, log=log, reuse=reuse)
         finally:
             await run.close()
         passes.append(
