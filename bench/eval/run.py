@@ -420,7 +420,9 @@ async def evaluate(
                     for v in run.variants
                 },
                 "ingest": run.ingest,
-                "temporal_arm_share": round(run.temporal_windows / max(run.traced_questions, 1), 3),
+                "temporal_arm_share": round(run.temporal_windows / run.traced_questions, 3)
+                if run.traced_questions
+                else None,
             }
         )
     return {
