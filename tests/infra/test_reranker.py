@@ -4,6 +4,8 @@ runs against the stand-in in tests/integration/test_bedrock_rerank.py)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from aws_cdk import App, Stack
 from aws_cdk import aws_iam as iam
@@ -13,14 +15,15 @@ from infra.config import ConfigError, load_config_from_cdk_json
 from infra.constructs.hindsight_task import RERANK_CANDIDATES, bedrock_models, grant_bedrock, reranker_environment
 
 
-def _statements(reranker: str | None) -> list[dict]:
+def _statements(reranker: str | None) -> list[dict[str, Any]]:
     overrides = {"hindsight.reranker_model": reranker} if reranker else {}
     config = load_config_from_cdk_json(overrides).hindsight
     stack = Stack(App(), "Grants")
     role = iam.Role(stack, "Task", assumed_by=iam.ServicePrincipal("ecs-tasks.amazonaws.com"))
     grant_bedrock(stack, role, config)
     (policy,) = Template.from_stack(stack).find_resources("AWS::IAM::Policy").values()
-    return policy["Properties"]["PolicyDocument"]["Statement"]
+    statements: list[dict[str, Any]] = policy["Properties"]["PolicyDocument"]["Statement"]
+    return statements
 
 
 def test_by_default_there_is_no_reranker_and_no_rerank_permission() -> None:
