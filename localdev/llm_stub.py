@@ -16,7 +16,8 @@ answers every request the same way every time, derived only from what it was sen
 
 ``/v1/embeddings`` serves *hashed* embeddings (bag of hashed words, L2-normalised): fast and
 deterministic but blind to paraphrases, for unit-level use only. The real local Hindsight uses
-all-MiniLM-L6-v2 instead (see ``localdev.hindsight``).
+all-MiniLM-L6-v2 instead (see ``localdev.hindsight``). ``/rerank`` answers Bedrock's Rerank API
+(``localdev.rerank_stub``), for the deployed reranker's path.
 
 This module is the server; what it answers is :mod:`localdev.stub_answers` (and fact extraction
 :mod:`localdev.stub_extraction`). Standard library only, so it runs in any interpreter: in a thread
@@ -34,6 +35,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from localdev._serving import BackgroundHTTPServer, serve_in_foreground
+from localdev.rerank_stub import rerank_response
 from localdev.stub_answers import chat_completion, classify, embeddings_response
 from localdev.stub_extraction import JSON
 
@@ -86,6 +88,10 @@ class _Handler(BaseHTTPRequestHandler):
         elif path.endswith("/embeddings"):
             response = embeddings_response(body)
             self.server.record("embeddings", "embeddings", {"count": len(response["data"])}, None)
+            self._reply(200, response)
+        elif path == "/rerank":  # Bedrock's Rerank (localdev.rerank_stub)
+            response = rerank_response(body)
+            self.server.record("rerank", "rerank", body, response)
             self._reply(200, response)
         else:
             self._reply(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})

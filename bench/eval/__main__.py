@@ -1,11 +1,11 @@
 """``python -m bench.eval`` (``make eval``): recall quality, side by side, on LoCoMo-format conversations.
 
 Examples:
-    make eval                                          # the dev set, 2 conversations (ingest is the slow part)
-    make eval EVAL_ARGS="--conversations 1 --questions 40"
+    make eval                          # every dev conversation, ingested in bulk, two runs on fresh banks (the figures)
+    make eval EVAL_ARGS="--ingest turns --conversations 1 --runs 1 --name pace"   # the per-turn pace, smaller
+    make eval EVAL_ARGS="--conversations 1 --questions 40 --runs 1"
     make eval EVAL_ARGS="--data synthetic"             # the generated set (what the tests run)
     make eval EVAL_ARGS="--data updates"               # knowledge updates: what is current first? (eval.updates)
-    make eval EVAL_ARGS="--conversations 0 --ingest bulk"   # all conversations, ingested in bulk (bench.eval.ingest)
     make eval EVAL_ARGS="--url https://hindsight.internal --token $TOKEN --judge bedrock"
 
 Writes ``<out>/<name>.json`` (aggregates only: no question, turn or answer text), ``<name>.md`` (the tables) and
@@ -43,7 +43,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bench.eval", description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", default=str(DEFAULT_DATA), help="a LoCoMo-format JSON file, 'synthetic' or 'updates'")
     parser.add_argument("--audit", help="evidence corrections (default: <data dir>/locomo-dev-audit-errors.json)")
-    parser.add_argument("--conversations", type=int, default=2, help="first N conversations (0: all; default 2)")
+    parser.add_argument("--conversations", type=int, default=0, help="first N conversations (0, the default: all)")
     parser.add_argument("--questions", type=int, default=0, help="first M questions per conversation (0: all)")
     parser.add_argument("--systems", default=",".join(SYSTEMS), help=f"comma-separated subset of {','.join(SYSTEMS)}")
     parser.add_argument("--url", help="a deployed Hindsight to evaluate instead of a local one")
@@ -68,9 +68,13 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--ingest",
         choices=("turns", "bulk"),
-        default="turns",
-        help="turns: each turn as the agent retains it (the per-turn pace); bulk: many per request, banks in parallel",
+        default="bulk",
+        help="bulk (default): many turns per request, banks in parallel; turns: one by one as the agent retains them",
     )
+    parser.add_argument(
+        "--runs", type=int, default=2, help="runs on fresh banks (default 2): the runs' mean, with each figure's spread"
+    )
+    parser.add_argument("--banks", help="ask again on the banks an earlier ingest left (its suffix, with --url)")
     parser.add_argument(
         "--out", type=Path, help="output directory (default bench/results/eval/<data set>: one folder per data set)"
     )
@@ -152,7 +156,16 @@ async def _run(args: argparse.Namespace, data: DataSet) -> dict[str, Any]:
 
             judge = Judge(make_llm(args.judge, model=args.judge_model, base_url=args.judge_url))
         results = await evaluate(
-            data, target, helper, systems=systems, log=_log, variants=variants, judge=judge, bulk=args.ingest == "bulk"
+            data,
+            target,
+            helper,
+            systems=systems,
+            log=_log,
+            variants=variants,
+            judge=judge,
+            bulk=args.ingest == "bulk",
+            runs=args.runs,
+            reuse=args.banks,
         )
         results["hindsight"] = server
     return results

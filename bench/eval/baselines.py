@@ -11,11 +11,12 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from bench.eval.data import Turn
 
-__all__ = ["BM25", "rag_block"]
+__all__ = ["BM25", "LAYOUTS", "prior_art", "prior_text", "rag_block", "rag_line"]
 
 _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset(
@@ -65,3 +66,38 @@ def rag_line(turn: Turn) -> str:
 def rag_block(turns: Sequence[Turn]) -> str:
     """The block naive RAG hands the model: its turns, one line each, with the session date."""
     return "\n".join(rag_line(t) for t in turns)
+
+
+def prior_text(bullet: str) -> str:
+    """The memory text of one prior-art bullet ``- {text} [{type}] ({mentioned_at})``."""
+    text = bullet.strip().removeprefix("- ")
+    if text.endswith(")") and " (" in text:
+        text = text.rsplit(" (", 1)[0]
+    if text.endswith("]") and " [" in text:
+        text = text.rsplit(" [", 1)[0]
+    return text.strip()
+
+
+def prior_art() -> Any:
+    try:
+        import hindsight_agentcore  # type: ignore[import-not-found]
+    except ModuleNotFoundError:
+        return None
+    return hindsight_agentcore
+
+
+def _iso_time_block(memories: Sequence[Any]) -> str:
+    """The block as it was before times were shortened (full ISO stamps), for ``"layout": "iso-times"``."""
+    from memory_adapter.formatting import (
+        MEMORY_BLOCK_CLOSE,
+        MEMORY_BLOCK_NOTICE,
+        MEMORY_BLOCK_OPEN,
+        format_memories_as_bullets,
+    )
+
+    bullets = format_memories_as_bullets(memories)
+    return f"{MEMORY_BLOCK_OPEN}\n{MEMORY_BLOCK_NOTICE}\n{bullets}\n{MEMORY_BLOCK_CLOSE}" if bullets else ""
+
+
+#: Block layouts a variant can name (``{"adapter": {"layout": "iso-times"}}``) to compare against the default.
+LAYOUTS: dict[str, Callable[[Sequence[Any]], str]] = {"iso-times": _iso_time_block}

@@ -10,14 +10,17 @@ The turn-by-turn ingest (``--ingest turns``, the default) stays the measure of t
 
 from __future__ import annotations
 
+import os
 import time
+from collections import defaultdict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any, Final
 
 from bench.eval.data import Conversation, Turn
 
-__all__ = ["BATCH", "PARALLEL", "bulk_ingest"]
+__all__ = ["BATCH", "PARALLEL", "bulk_ingest", "cpu_seconds"]
 
 #: Turns per retain request.
 BATCH: Final = 50
@@ -73,3 +76,29 @@ def bulk_ingest(
         }
         for (conv, _), send_s in zip(conversations, sent, strict=True)
     ]
+
+
+def cpu_seconds(pids: dict[str, int]) -> float:
+    """User + system CPU of these processes and their live descendants (Linux ``/proc``)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    children: dict[int, list[int]] = defaultdict(list)
+    stats: dict[int, list[str]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        stats[int(entry.name)] = fields
+        children[int(fields[1])].append(int(entry.name))
+    total, todo, seen = 0.0, list(pids.values()), set()
+    while todo:
+        pid = todo.pop()
+        if pid in seen or pid not in stats:
+            continue
+        seen.add(pid)
+        fields = stats[pid]
+        total += (int(fields[11]) + int(fields[12])) / tick
+        todo.extend(children.get(pid, ()))
+    return total

@@ -134,18 +134,69 @@ def _ingest(results: dict[str, Any]) -> list[str]:
         return []
     lines = [
         "",
-        "| Ingest | turns | wall s | ms per turn | server CPU ms per turn | turn's own time sent |",
-        "|---|---|---|---|---|---|",
+        "| Ingest | run | turns | wall s | ms per turn | server CPU ms per turn | turn's own time sent |",
+        "|---|---|---|---|---|---|---|",
     ]
     for row in rows:
-        cells = [row["conversation"], row["turns"], row["wall_s"], row["ms_per_turn"], row["server_cpu_ms_per_turn"]]
-        lines.append("| " + " | ".join(_f(c) for c in [*cells, row["turn_time_sent"]]) + " |")
+        cells = [row["conversation"], row.get("run", 1), row["turns"], row["wall_s"], row["ms_per_turn"]]
+        cells += [row["server_cpu_ms_per_turn"], row["turn_time_sent"]]
+        lines.append("| " + " | ".join(_f(c) for c in cells) + " |")
     return lines
+
+
+def _runs(results: dict[str, Any]) -> list[str]:
+    """How far apart the runs were: the spread (max - min) of r@10 / h@10 over all questions, per system."""
+    runs, spread = results.get("runs", 1), (results.get("spread") or {}).get("scores", {})
+    if runs < 2:
+        return []
+    every = {name: spread.get(name, {}).get("all", {}) for name in results["scores"]}
+    cells = [
+        f"{_LABELS.get(name, name)} {_f(row.get('recall@10', 0.0))} / {_f(row.get('hit@10', 0.0))}"
+        for name, row in every.items()
+    ]
+    return [
+        "",
+        f"Figures are the mean of {runs} runs on fresh banks; spread (max - min) of r@10 / h@10: "
+        + "; ".join(cells)
+        + ".",
+    ]
+
+
+def _per_conversation(results: dict[str, Any]) -> list[str]:
+    """r@10 / h@10 of the main systems per conversation, over all its questions."""
+    convs = results.get("per_conversation") or {}
+    names = [n for n in ("ours", "arm:semantic", "fused", "bm25", "rag") if n in results["scores"]]
+    if len(convs) < 2 or not names:
+        return []
+    lines = [
+        "",
+        "| Conversation (n) | " + " | ".join(_LABELS[n] for n in names) + " |",
+        "|---" * (len(names) + 1) + "|",
+    ]
+    for conv, systems in convs.items():
+        n = systems[names[0]].get("all", {}).get("n", 0)
+        cells = [_pair(systems.get(name, {}).get("all", {}), "recall@10", "hit@10") for name in names]
+        lines.append(f"| {conv} ({n}) | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _follow_ups(results: dict[str, Any]) -> list[str]:
+    every = results["scores"].get("ours", {}).get("all", {})
+    if "follow_up_share" not in every:
+        return []
+    return [
+        "",
+        f"Follow-up searches (`memory_adapter.currency`): {every['follow_up_share']:.0%} of our recalls made "
+        f"{_f(every['follow_up_recalls_mean'])} more on average, costing {_f(every['follow_up_ms_p50'])} ms at p50 "
+        f"and {_f(every['follow_up_ms_p99'])} ms at p99 (those recalls' p50: "
+        f"{_f(every['latency_with_follow_ups_p50_ms'])} ms, all recalls' {_f(every.get('latency_p50_ms'))} ms).",
+    ]
 
 
 def markdown(results: dict[str, Any]) -> str:
     """The tables of one run (aggregates only)."""
-    lines = [_summary(results), "", *_systems_table(results["scores"]), *_legend(results), *_equal_tokens(results)]
+    lines = [_summary(results), "", *_systems_table(results["scores"]), *_runs(results), *_legend(results)]
+    lines += [*_equal_tokens(results), *_per_conversation(results), *_follow_ups(results)]
     share = results.get("temporal_arm_share")
     if share is not None:
         lines.append(f"The temporal arm ran (a date window was read from the question) for {share:.0%} of questions.")

@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
-import statistics
 import time
 import uuid
 from collections import defaultdict
@@ -36,38 +35,22 @@ from pathlib import Path
 from typing import Any
 
 from bench.bank import BankAdmin
-from bench.eval.baselines import BM25, rag_block, rag_line
-from bench.eval.data import CATEGORIES, Conversation, DataSet, Question, Turn
+from bench.eval.baselines import BM25, LAYOUTS, prior_art, prior_text, rag_block
+from bench.eval.data import Conversation, DataSet, Question, Turn
 from bench.eval.helper import VenvHelper
+from bench.eval.ingest import cpu_seconds
 from bench.eval.judge import Judge
+from bench.eval.scoring import KS, Scored, combine_runs, equal_token_rag, per_conversation, score
 from memory_adapter.recall_query import recall_query
 
 __all__ = ["EVAL_AGENT", "KS", "SYSTEMS", "Target", "Variant", "evaluate"]
 
 EVAL_AGENT = "eval"
-KS = (5, 10, 25)
 SYSTEMS = ("ours", "ours+wm", "raw", "rag", "bm25", "prior")
 _DOC_SEPARATOR = "|"
 _ACK = "Noted."
 #: Hindsight caches a bank's resolved config per process for 30 s: a changed setting applies after that.
 _BANK_CONFIG_CACHE_S = 31.0
-
-
-def _iso_time_block(memories: Sequence[Any]) -> str:
-    """The block as it was before times were shortened (full ISO stamps), for ``"layout": "iso-times"``."""
-    from memory_adapter.formatting import (
-        MEMORY_BLOCK_CLOSE,
-        MEMORY_BLOCK_NOTICE,
-        MEMORY_BLOCK_OPEN,
-        format_memories_as_bullets,
-    )
-
-    bullets = format_memories_as_bullets(memories)
-    return f"{MEMORY_BLOCK_OPEN}\n{MEMORY_BLOCK_NOTICE}\n{bullets}\n{MEMORY_BLOCK_CLOSE}" if bullets else ""
-
-
-#: Block layouts a variant can name (``{"adapter": {"layout": "iso-times"}}``) to compare against the default.
-LAYOUTS: dict[str, Callable[[Sequence[Any]], str]] = {"iso-times": _iso_time_block}
 
 
 @dataclass
@@ -91,19 +74,6 @@ class Variant:
     adapter: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
-class Scored:
-    """One system's answer to one question."""
-
-    system: str
-    category: int
-    turns: list[str]  # distinct source turn ids, best first
-    block: str = ""
-    latency_ms: float | None = None
-    memories: int = 0
-    correct: bool | None = None  # the judge's label, when answers are judged
-
-
 def _document_id(conv: Conversation, turn: Turn) -> str:
     return f"eval{_DOC_SEPARATOR}{conv.sample_id}{_DOC_SEPARATOR}{turn.dia_id}"
 
@@ -116,32 +86,6 @@ def _turn_of(document_id: str | None) -> str | None:
 
 def _distinct(ids: Sequence[str | None]) -> list[str]:
     return list(dict.fromkeys(i for i in ids if i))
-
-
-def _cpu_seconds(pids: dict[str, int]) -> float:
-    """User + system CPU of these processes and their live descendants (Linux ``/proc``)."""
-    tick = os.sysconf("SC_CLK_TCK")
-    children: dict[int, list[int]] = defaultdict(list)
-    stats: dict[int, list[str]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        stats[int(entry.name)] = fields
-        children[int(fields[1])].append(int(entry.name))
-    total, todo, seen = 0.0, list(pids.values()), set()
-    while todo:
-        pid = todo.pop()
-        if pid in seen or pid not in stats:
-            continue
-        seen.add(pid)
-        fields = stats[pid]
-        total += (int(fields[11]) + int(fields[12])) / tick
-        todo.extend(children.get(pid, ()))
-    return total
 
 
 class Evaluation:
@@ -161,7 +105,7 @@ class Evaluation:
         self.judge = judge
         self.variants = list(variants)
         self.helper = helper
-        self.systems = [s for s in systems if s != "prior" or _prior_art() is not None]
+        self.systems = [s for s in systems if s != "prior" or prior_art() is not None]
         self.log = log
         self.admin = BankAdmin(target.url, target.credential)
         self.workdir = Path(os.environ.get("TMPDIR", "/tmp")) / f"eval-{uuid.uuid4().hex[:8]}"  # noqa: S108
@@ -169,6 +113,8 @@ class Evaluation:
         self.adapter = self._adapter(target.recall_settings)
         self.default_request = dict(self.recall_request)
         self.scored: list[Scored] = []
+        self.recall_ms: list[float] = []  # each Hindsight recall of our latest recall_for_turn (see _count_recalls)
+        self._count_recalls()
         self.ingest: list[dict[str, Any]] = []
         self.temporal_windows = 0
         self.traced_questions = 0
@@ -198,6 +144,21 @@ class Evaluation:
         }
         return adapter
 
+    def _count_recalls(self) -> None:
+        """Time every Hindsight recall our adapter makes: more than one for a question means
+        :mod:`memory_adapter.currency`'s follow-up searches ran, and their time is their latency cost."""
+        api = self.adapter._runtime().api
+        plain = api.recall
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return plain(*args, **kwargs)
+            finally:
+                self.recall_ms.append(1000 * (time.perf_counter() - started))
+
+        api.recall = timed
+
     # ------------------------------------------------------------------ ingest
 
     async def ingest_conversation(self, conv: Conversation, bank_user: str) -> Any:
@@ -206,7 +167,7 @@ class Evaluation:
 
         caller = Caller.of(user=bank_user, agent=EVAL_AGENT, credential=self.target.credential)
         dated = "occurred_at" in inspect.signature(self.adapter.retain_for_turn).parameters
-        cpu_before = _cpu_seconds(self.target.pids()) if self.target.pids else None
+        cpu_before = cpu_seconds(self.target.pids()) if self.target.pids else None
         started = time.perf_counter()
         for n, turn in enumerate(conv.turns, start=1):
             kwargs: dict[str, Any] = {"occurred_at": turn.at} if dated else {}
@@ -224,7 +185,7 @@ class Evaluation:
         await self.adapter.flush()
         settled_after = self.admin.wait_settled([caller.bank_id], timeout=3600.0)
         wall = time.perf_counter() - started
-        cpu = (_cpu_seconds(self.target.pids()) - cpu_before) if self.target.pids and cpu_before is not None else None
+        cpu = (cpu_seconds(self.target.pids()) - cpu_before) if self.target.pids and cpu_before is not None else None
         self.ingest.append(
             {
                 "conversation": conv.sample_id,
@@ -239,17 +200,23 @@ class Evaluation:
         self.log(f"    {conv.sample_id}: ingested {len(conv.turns)} turns in {wall:.0f} s")
         return caller
 
+    def callers(self, conversations: Sequence[Conversation], suffix: str) -> list[Any]:
+        """The callers whose banks hold ``conversations`` for the ingest named ``suffix``."""
+        from memory_adapter.identity import Caller
+
+        credential = self.target.credential
+        return [
+            Caller.of(user=f"eval-{c.sample_id}-{suffix}", agent=EVAL_AGENT, credential=credential)
+            for c in conversations
+        ]
+
     def ingest_in_bulk(self, conversations: Sequence[Conversation], suffix: str) -> list[Any]:
         """Every conversation ingested at once, in bulk (:func:`bench.eval.ingest.bulk_ingest`); their callers."""
         from bench.eval.ingest import bulk_ingest
         from memory_adapter._hindsight_api import HindsightApi
-        from memory_adapter.identity import Caller
         from memory_adapter.transport import HttpTransport
 
-        pairs = [
-            (c, Caller.of(user=f"eval-{c.sample_id}-{suffix}", agent=EVAL_AGENT, credential=self.target.credential))
-            for c in conversations
-        ]
+        pairs = list(zip(conversations, self.callers(conversations, suffix), strict=True))
         api = HindsightApi(HttpTransport(self.target.url), timeout=120)
         self.ingest += bulk_ingest(
             self.adapter, api, self.admin, pairs, document_id=_document_id, ack=_ACK, log=self.log
@@ -282,9 +249,11 @@ class Evaluation:
         prior = self._prior(caller) if "prior" in self.systems else None
         for index, q in enumerate(questions):
             if "ours" in self.systems:
+                self.recall_ms.clear()
                 got = await self.adapter.recall_for_turn(caller, q.question)
                 turns = _distinct([_turn_of(m.document_id) for m in got.memories])
                 answer = Scored("ours", q.category, turns, got.text, got.latency_ms, got.count)
+                answer.follow_up_ms = self.recall_ms[1:]
                 if self.judge is not None:
                     reply = await asyncio.to_thread(self.judge.answer, q.question, got.text)
                     answer.correct = await asyncio.to_thread(self.judge.correct, q.question, q.answer, reply)
@@ -306,29 +275,34 @@ class Evaluation:
                 started = time.perf_counter()
                 text = await prior[0].before_turn(prior[1], query=q.question)
                 latency = 1000 * (time.perf_counter() - started)
-                turns = _distinct([memory_turns.get("text:" + _prior_text(b)) for b in text.split("\n\n") if b])
+                turns = _distinct([memory_turns.get("text:" + prior_text(b)) for b in text.split("\n\n") if b])
                 self.scored.append(Scored("prior", q.category, turns, text, latency, text.count("\n\n") + bool(text)))
 
-    async def ask_variants(self, caller: Any, questions: Sequence[Question]) -> None:
-        """Our recall under each variant's settings (bank config patched, then reset), scored as ``ours@name``."""
+    async def ask_variants(self, banks: Sequence[tuple[Conversation, Any]]) -> None:
+        """Our recall under each variant's settings, every conversation's questions in order, scored as
+        ``ours@name``; a variant's bank config is patched on every bank at once (one wait for Hindsight's config
+        cache per variant, not per bank), then reset."""
         for variant in self.variants:
             adapter = self._adapter({**self.target.recall_settings, **variant.adapter})
-            if variant.bank:
+            for _, caller in banks if variant.bank else ():
                 self.admin.configure(caller.bank_id, variant.bank)
+            if variant.bank:
                 await asyncio.sleep(_BANK_CONFIG_CACHE_S)
             try:
-                for q in questions:
-                    got = await adapter.recall_for_turn(caller, q.question)
-                    turns = _distinct([_turn_of(m.document_id) for m in got.memories])
-                    self.scored.append(
-                        Scored(f"ours@{variant.name}", q.category, turns, got.text, got.latency_ms, got.count)
-                    )
+                for conv, caller in banks:
+                    for q in conv.questions:
+                        got = await adapter.recall_for_turn(caller, q.question)
+                        turns = _distinct([_turn_of(m.document_id) for m in got.memories])
+                        self.scored.append(
+                            Scored(f"ours@{variant.name}", q.category, turns, got.text, got.latency_ms, got.count)
+                        )
             finally:
                 await adapter.aclose()
-                if variant.bank:
+                for _, caller in banks if variant.bank else ():
                     self.admin.reset_config(caller.bank_id)
+                if variant.bank:
                     await asyncio.sleep(_BANK_CONFIG_CACHE_S)
-            self.log(f"    variant {variant.name}: {len(questions)} questions asked")
+            self.log(f"    variant {variant.name}: {sum(len(c.questions) for c, _ in banks)} questions asked")
 
     def _raw_client(self) -> Any:
         from hindsight_client import Hindsight
@@ -366,7 +340,7 @@ class Evaluation:
         self.scored.append(Scored("fused", q.category, _distinct(fused)))
 
     def _prior(self, caller: Any) -> tuple[Any, Any] | None:
-        prior = _prior_art()
+        prior = prior_art()
         if prior is None:
             return None
         prior.configure(hindsight_api_url=self.target.url, api_key=self.target.credential, timeout=30.0)
@@ -379,122 +353,32 @@ class Evaluation:
         await self.adapter.aclose()
 
 
-def _prior_text(bullet: str) -> str:
-    """The memory text of one prior-art bullet ``- {text} [{type}] ({mentioned_at})``."""
-    text = bullet.strip().removeprefix("- ")
-    if text.endswith(")") and " (" in text:
-        text = text.rsplit(" (", 1)[0]
-    if text.endswith("]") and " [" in text:
-        text = text.rsplit(" [", 1)[0]
-    return text.strip()
-
-
-def _prior_art() -> Any:
-    try:
-        import hindsight_agentcore  # type: ignore[import-not-found]
-    except ModuleNotFoundError:
-        return None
-    return hindsight_agentcore
-
-
-# --- scoring ---------------------------------------------------------------------------------------------------
-
-
-def _recall(turns: Sequence[str], evidence: Sequence[str], k: int | None) -> tuple[float, float]:
-    top = set(turns if k is None else turns[:k])
-    found = sum(1 for e in evidence if e in top)
-    return found / len(evidence), float(found > 0)
-
-
-def _mean(values: Sequence[float]) -> float | None:
-    return round(statistics.fmean(values), 3) if values else None
-
-
-def score(scored: Sequence[Scored], questions: Sequence[Question], helper: VenvHelper) -> dict[str, Any]:
-    """Aggregate per system and category: recall@k, hit@k, block recall and tokens, equal-token RAG, latency."""
-    systems = list(dict.fromkeys(s.system for s in scored))
-    per_system = {name: [s for s in scored if s.system == name] for name in systems}
-    blocks = [s.block for s in scored if s.block]
-    counts = iter(helper.count(blocks)) if blocks else iter(())
-    tokens = {id(s): next(counts) for s in scored if s.block}
-    out: dict[str, Any] = {}
-    for name, answers in per_system.items():
-        assert len(answers) == len(questions), (name, len(answers), len(questions))
-        rows: dict[str, Any] = {}
-        for category in [0, *CATEGORIES]:
-            pairs = [(a, q) for a, q in zip(answers, questions, strict=True) if category in (0, q.category)]
-            if not pairs:
-                continue
-            row: dict[str, Any] = {"n": len(pairs)}
-            for k in KS:
-                rec = [_recall(a.turns, q.evidence, k) for a, q in pairs]
-                row[f"recall@{k}"] = _mean([r for r, _ in rec])
-                row[f"hit@{k}"] = _mean([h for _, h in rec])
-            if name in ("ours", "ours+wm", "raw", "prior") or name.startswith("ours@"):
-                block = [_recall(a.turns, q.evidence, None) for a, q in pairs]
-                row["block_recall"] = _mean([r for r, _ in block])
-                row["block_hit"] = _mean([h for _, h in block])
-                row["memories"] = _mean([a.memories for a, _ in pairs])
-            with_tokens = [tokens[id(a)] for a, _ in pairs if id(a) in tokens]
-            if with_tokens:
-                row["tokens_mean"] = _mean([float(t) for t in with_tokens])
-                row["tokens_max"] = max(with_tokens)
-            judged = [float(a.correct) for a, _ in pairs if a.correct is not None]
-            if judged:
-                row["judge_accuracy"] = _mean(judged)
-            latencies = [a.latency_ms for a, _ in pairs if a.latency_ms is not None]
-            if latencies:
-                ordered = sorted(latencies)
-                row["latency_p50_ms"] = round(ordered[len(ordered) // 2], 1)
-                row["latency_p99_ms"] = round(ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))], 1)
-            rows["all" if category == 0 else CATEGORIES[category]] = row
-        out[name] = rows
-    return out
-
-
-def equal_token_rag(
-    scored: Sequence[Scored],
-    questions: Sequence[Question],
-    helper: VenvHelper,
-    conversations: Sequence[Conversation],
-    question_conv: Sequence[int],
-    system: str = "ours",
-) -> dict[str, Any]:
-    """Naive RAG given as many tokens as ``system``'s block had for the same question: its recall, per category."""
-    ours = [s for s in scored if s.system == system]
-    rag = [s for s in scored if s.system == "rag"]
-    if not ours or not rag:
-        return {}
-    our_tokens = helper.count([s.block for s in ours])
-    lines_tokens: dict[str, int] = {}
-    results: list[tuple[int, float, float]] = []
-    for o_tokens, r, q, conv_index in zip(our_tokens, rag, questions, question_conv, strict=True):
-        conv = conversations[conv_index]
-        by_id = {t.dia_id: t for t in conv.turns}
-        missing = [i for i in r.turns[:60] if f"{conv.sample_id}|{i}" not in lines_tokens]
-        if missing:
-            for i, n in zip(missing, helper.count([rag_line(by_id[i]) for i in missing]), strict=True):
-                lines_tokens[f"{conv.sample_id}|{i}"] = n + 1
-        taken: list[str] = []
-        used = 0
-        for i in r.turns[:60]:
-            cost = lines_tokens[f"{conv.sample_id}|{i}"]
-            if used + cost > o_tokens:
-                break
-            taken.append(i)
-            used += cost
-        rec, hit = _recall(taken, q.evidence, None)
-        results.append((q.category, rec, hit))
-    out: dict[str, Any] = {}
-    for category in [0, *CATEGORIES]:
-        rows = [(rec, hit) for c, rec, hit in results if category in (0, c)]
-        if rows:
-            out["all" if category == 0 else CATEGORIES[category]] = {
-                "n": len(rows),
-                "recall": _mean([r for r, _ in rows]),
-                "hit": _mean([h for _, h in rows]),
-            }
-    return out
+async def _run_once(
+    data: DataSet, run: Evaluation, *, bulk: bool, log: Callable[[str], None], reuse: str | None = None
+) -> tuple[list[Question], list[int]]:
+    """One pass: fresh banks for every conversation (or those an earlier ingest ``reuse`` left), every question
+    asked of every system (and variant)."""
+    questions: list[Question] = []
+    question_conv: list[int] = []
+    suffix = reuse or uuid.uuid4().hex[:6]
+    if reuse:
+        callers: list[Any] = run.callers(data.conversations, reuse)
+    else:
+        callers = run.ingest_in_bulk(data.conversations, suffix) if bulk else []
+    for index, conv in enumerate(data.conversations):
+        log(
+            f"==> [{index + 1}/{len(data.conversations)}] {conv.sample_id}: {len(conv.turns)} turns, "
+            f"{len(conv.questions)} questions"
+        )
+        if not bulk and not reuse:
+            callers.append(await run.ingest_conversation(conv, f"eval-{conv.sample_id}-{suffix}"))
+        started = time.perf_counter()
+        await run.ask(conv, callers[index], conv.questions)
+        questions.extend(conv.questions)
+        question_conv.extend([index] * len(conv.questions))
+        log(f"    {conv.sample_id}: {len(conv.questions)} questions asked in {time.perf_counter() - started:.0f} s")
+    await run.ask_variants(list(zip(data.conversations, callers, strict=True)))
+    return questions, question_conv
 
 
 async def evaluate(
@@ -507,32 +391,39 @@ async def evaluate(
     variants: Sequence[Variant] = (),
     judge: Judge | None = None,
     bulk: bool = False,
+    runs: int = 1,
+    reuse: str | None = None,
 ) -> dict[str, Any]:
     """Ingest every conversation of ``data``, ask every question of every system (and variant), and score; with a
     ``judge``, our injected block is also answered from and the answer judged (LoCoMo's LLM-judge protocol). With
-    ``bulk``, every conversation is ingested first, in bulk (:mod:`bench.eval.ingest`), instead of turn by turn."""
-    run = Evaluation(target, helper, systems=systems, log=log, variants=variants, judge=judge)
-    questions: list[Question] = []
-    question_conv: list[int] = []
-    suffix = uuid.uuid4().hex[:6]
-    callers: list[Any] = []
-    try:
-        if bulk:
-            callers = run.ingest_in_bulk(data.conversations, suffix)
-        for index, conv in enumerate(data.conversations):
-            log(
-                f"==> [{index + 1}/{len(data.conversations)}] {conv.sample_id}: {len(conv.turns)} turns, "
-                f"{len(conv.questions)} questions"
-            )
-            caller = callers[index] if bulk else await run.ingest_conversation(conv, f"eval-{conv.sample_id}-{suffix}")
-            started = time.perf_counter()
-            await run.ask(conv, caller, conv.questions)
-            await run.ask_variants(caller, conv.questions)
-            questions.extend(conv.questions)
-            question_conv.extend([index] * len(conv.questions))
-            log(f"    {conv.sample_id}: {len(conv.questions)} questions asked in {time.perf_counter() - started:.0f} s")
-    finally:
-        await run.close()
+    ``bulk``, every conversation is ingested first, in bulk (:mod:`bench.eval.ingest`), instead of turn by turn;
+    ``runs`` > 1 repeats it all on fresh banks: the runs' mean, with their spread (:func:`.scoring.combine_runs`)."""
+    passes: list[dict[str, Any]] = []
+    for number in range(1, runs + 1):
+        if runs > 1:
+            log(f"=== run {number} of {runs}")
+        run = Evaluation(target, helper, systems=systems, log=log, variants=variants, judge=judge)
+        try:
+            questions, question_conv = await _run_once(data, run, bulk=bulk, log=log, reuse=reuse)
+        finally:
+            await run.close()
+        passes.append(
+            {
+                "scores": score(run.scored, questions, helper),
+                "per_conversation": per_conversation(run.scored, questions, question_conv, data.conversations),
+                "rag_at_our_tokens": equal_token_rag(run.scored, questions, helper, data.conversations, question_conv),
+                "rag_at_variant_tokens": {
+                    v.name: equal_token_rag(
+                        run.scored, questions, helper, data.conversations, question_conv, system=f"ours@{v.name}"
+                    )
+                    for v in run.variants
+                },
+                "ingest": run.ingest,
+                "temporal_arm_share": round(run.temporal_windows / run.traced_questions, 3)
+                if run.traced_questions
+                else None,
+            }
+        )
     return {
         "data": {
             "name": data.name,
@@ -546,16 +437,7 @@ async def evaluate(
         "systems": run.systems,
         "judge": judge.llm.name if judge is not None else None,
         "variants": {v.name: {"bank": v.bank, "adapter": v.adapter} for v in run.variants},
-        "scores": score(run.scored, questions, helper),
-        "rag_at_our_tokens": equal_token_rag(run.scored, questions, helper, data.conversations, question_conv),
-        "rag_at_variant_tokens": {
-            v.name: equal_token_rag(
-                run.scored, questions, helper, data.conversations, question_conv, system=f"ours@{v.name}"
-            )
-            for v in run.variants
-        },
-        "ingest": run.ingest,
-        "temporal_arm_share": round(run.temporal_windows / run.traced_questions, 3) if run.traced_questions else None,
+        **combine_runs(passes),
         "adapter_settings": {
             "recall_budget": run.default_request["budget"],
             "recall_max_tokens": run.default_request["max_tokens"],

@@ -88,6 +88,9 @@ class HindsightConfig:
     log_retention_days: int
     database_schema: str
     maintenance_embeddings_model: str | None
+    #: ``bedrock/<rerank model id>`` (``amazon.rerank-v1:0``, ``cohere.rerank-v3-5:0``): Hindsight reranks its
+    #: candidates with it (``litellm-sdk``); null: no reranker (``rrf``, fused ranks; docs/deploying.md).
+    reranker_model: str | None = None
     #: ECS Fargate (default) or the customer's EKS cluster (the ``eks`` section); issue 25.
     platform: Platform = Platform.ECS
     #: ``external``: the customer's Hindsight at ``external_url`` (issue 24); the settings above then build nothing.
@@ -238,6 +241,11 @@ def hindsight_problems(h: HindsightConfig) -> list[str]:
         h.maintenance_embeddings_model is None or h.maintenance_embeddings_model.startswith("bedrock/"),
         "hindsight.maintenance_embeddings_model must be bedrock/<model id> (the model a re-embedding moves to), or "
         "null",
+    )
+    require(
+        errors,
+        h.reranker_model is None or h.reranker_model.startswith("bedrock/"),
+        "hindsight.reranker_model must be bedrock/<rerank model id> (e.g. bedrock/amazon.rerank-v1:0), or null",
     )
     if h.llm_provider is LlmProvider.OPENAI:
         require(

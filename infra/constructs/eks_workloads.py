@@ -5,9 +5,8 @@ VPC, through the cluster's security group and the EKS endpoint; its provider fra
 ``eks.kubectl_role_arn``, checks the VPC CNI's settings (:mod:`infra.constructs.eks_preflight`) and applies the
 manifests of :mod:`infra.constructs.eks_manifests`. The pods' AWS role (IRSA or EKS Pod Identity) gets exactly the
 grants a Fargate task's roles get for the same job: the extension object, the Bedrock models
-(:func:`infra.permissions.grant_bedrock_invoke` with :func:`~infra.constructs.hindsight_task.bedrock_models`), the
-secrets and parameters Hindsight reads at start, the login's decrypt. Pulling the image and shipping logs are the
-nodes' (their role and log agent), as on any EKS cluster.
+(:func:`~infra.constructs.hindsight_task.grant_bedrock`), the secrets and parameters Hindsight reads at start, the
+login's decrypt. Pulling the image and shipping logs are the nodes' (their role and log agent), as on any EKS cluster.
 """
 
 from __future__ import annotations
@@ -43,7 +42,7 @@ from infra.constructs.eks_manifests import (
 )
 from infra.constructs.eks_preflight import CniPreflight
 from infra.constructs.functions import FUNCTIONS_DIR, own_helper_function_logs, python_function, settings_code
-from infra.constructs.hindsight_task import WORKER_HTTP_PORT, bedrock_models, extension_read_statement
+from infra.constructs.hindsight_task import WORKER_HTTP_PORT, extension_read_statement, grant_bedrock
 from infra.constructs.network import Network
 from infra.constructs.redeploy_on_rotation import RestartTrigger
 from infra.constructs.secret_source import SecretSource
@@ -141,7 +140,7 @@ class HindsightOnEks(Construct):
         self.maintenance_role = self._role("MaintenanceRole", eks_config, MAINTENANCE_SERVICE_ACCOUNT, provider)
         for role in (self.workload_role, self.maintenance_role):
             role.add_to_principal_policy(extension_read_statement(extension))
-            grant_bedrock_invoke(self, role, bedrock_models(config))
+            grant_bedrock(self, role, config)
             for source in secrets.values():
                 source.grant_read(role)
             database.grant_login_decrypt(role)

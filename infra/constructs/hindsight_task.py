@@ -172,7 +172,7 @@ def hindsight_environment(config: HindsightConfig, *, database: Mapping[str, str
         "HINDSIGHT_API_SKIP_LLM_VERIFICATION": "true",  # the first deploy must not hinge on model access
         "HINDSIGHT_API_EMBEDDINGS_PROVIDER": "litellm-sdk",
         "HINDSIGHT_API_EMBEDDINGS_LITELLM_SDK_MODEL": config.embeddings_model,
-        "HINDSIGHT_API_RERANKER_PROVIDER": "rrf",  # the slim image ships no local models
+        **reranker_environment(config),
         **RECALL_SERVER_SETTINGS,  # recall defaults chosen by make eval (memory_adapter.constants)
         **RETAIN_SERVER_SETTINGS,  # retains queue in Hindsight's retain lane, never refused for load
         "HINDSIGHT_API_LOG_LEVEL": "info",
@@ -211,12 +211,43 @@ def extension_read_statement(extension: s3_assets.Asset) -> iam.PolicyStatement:
     )
 
 
+#: Candidates Hindsight hands the reranker per recall (its default is 300): Bedrock bills a rerank query per 100
+#: documents, and the fused list's top 100 held most of what its top 300 did (docs/deploying.md).
+RERANK_CANDIDATES = 100
+
+
+def reranker_environment(config: HindsightConfig) -> dict[str, str]:
+    """Hindsight's reranker: ``hindsight.reranker_model`` on Bedrock through LiteLLM (``litellm-sdk``, which sends the
+    model string after ``bedrock/`` as the model ARN), or none (``rrf``: the fused ranks; the slim image ships no
+    local models)."""
+    if config.reranker_model is None:
+        return {"HINDSIGHT_API_RERANKER_PROVIDER": "rrf"}
+    model = config.reranker_model.removeprefix("bedrock/")
+    return {
+        "HINDSIGHT_API_RERANKER_PROVIDER": "litellm-sdk",
+        "HINDSIGHT_API_RERANKER_LITELLM_SDK_MODEL": (
+            f"bedrock/arn:{Aws.PARTITION}:bedrock:{Aws.REGION}::foundation-model/{model}"
+        ),
+        "HINDSIGHT_API_RERANKER_MAX_CANDIDATES": str(RERANK_CANDIDATES),
+    }
+
+
 def bedrock_models(config: HindsightConfig) -> list[str]:
-    """The Bedrock models Hindsight calls: the embeddings model, and the LLM when it is Bedrock's."""
+    """The Bedrock models Hindsight calls: the embeddings model, the LLM when it is Bedrock's, the reranker if any."""
     models = [config.embeddings_model.removeprefix("bedrock/")]
     if config.llm_provider is LlmProvider.BEDROCK:
         models.append(config.llm_model)
+    if config.reranker_model is not None:
+        models.append(config.reranker_model.removeprefix("bedrock/"))
     return models
+
+
+def grant_bedrock(scope: Construct, grantee: iam.IGrantable, config: HindsightConfig) -> None:
+    """Invoke exactly :func:`bedrock_models`; with a reranker also ``bedrock:Rerank``, an action IAM cannot scope to a
+    resource (the model it calls is scoped by ``bedrock:InvokeModel``)."""
+    grant_bedrock_invoke(scope, grantee, bedrock_models(config))
+    if config.reranker_model is not None:
+        iam.Grant.add_to_principal(grantee=grantee, actions=["bedrock:Rerank"], resource_arns=["*"])
 
 
 class HindsightTaskDefinition(ecs.FargateTaskDefinition):
@@ -258,7 +289,7 @@ class HindsightTaskDefinition(ecs.FargateTaskDefinition):
         self.add_volume(name="extension")
         self.add_volume(name="tmp")
         self.add_to_task_role_policy(extension_read_statement(extension))
-        grant_bedrock_invoke(self, self.task_role, bedrock_models(config))
+        grant_bedrock(self, self.task_role, config)
         logging = ecs.LogDrivers.aws_logs(stream_prefix=log_prefix, log_group=parts.log_group)
         prepare = self.add_container(
             "PrepareVolumes",
