@@ -25,13 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from localdev.hindsight.config import LOCAL_AGENT_NAME, deployed_mission_json
+from localdev.local_server import LocalServer, service_command
 from localdev.supervisor import REPO_ROOT as REPO_ROOT  # re-exported: bench builds agent commands from it
 from localdev.supervisor import (
-    LocalServer,
     StartError,
     child_env,
     require_free_port,
-    service_command,
     spawn,
 )
 from localdev.supervisor import stop_when_gone as _stop_when_gone

@@ -29,12 +29,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from localdev.local_server import LocalServer, service_command
 from localdev.supervisor import (
     REPO_ROOT,
-    LocalServer,
     child_env,
     require_free_port,
-    service_command,
     spawn,
 )
 from localdev.token_issuer import LOCAL_CLIENT_ID, running_issuer_url
