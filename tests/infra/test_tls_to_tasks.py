@@ -31,9 +31,9 @@ from infra.constructs.hindsight_task import (
     liveness_command,
 )
 from tests.infra.conftest import ROOT, VARIANTS, Synth, resources, synthesize
+from tests.infra.eks_template import CONTROLLER_KINDS, manifests_of, objects_by_kind, pod_specs, target_group_ref
 from tests.infra.eks_variant import EKS_VARIANT
 from tests.infra.exports import blocking_exports
-from tests.infra.test_eks import CONTROLLER_KINDS, _by_kind, _manifests, _pod_specs, target_group_ref
 
 TLS_FLAGS = f"--ssl-keyfile {TLS_KEY_FILE} --ssl-certfile {TLS_CERT_FILE}"
 HINDSIGHT_PYTHON = ROOT / ".venv-hindsight" / "bin" / "python"
@@ -178,14 +178,14 @@ def test_cdk_nag_has_no_unacknowledged_findings(ecs_tls: Synth) -> None:
 
 @pytest.mark.parametrize("version", SUPPORTED_KUBERNETES_VERSIONS)
 def test_every_manifest_is_valid_for_each_supported_version(eks_tls: Synth, version: str) -> None:
-    for manifest in _manifests(eks_tls):
+    for manifest in manifests_of(eks_tls):
         if manifest["kind"] not in CONTROLLER_KINDS:
             kubernetes_validate.validate(manifest, f"{version}.0", strict=True)
 
 
 def test_the_api_pods_make_their_certificate_and_serve_https(eks_tls: Synth) -> None:
     assert (_target_group(eks_tls)["Protocol"], _target_group(eks_tls)["HealthCheckProtocol"]) == ("HTTPS", "HTTPS")
-    api = _pod_specs(eks_tls)[API_NAME]
+    api = pod_specs(eks_tls)[API_NAME]
     init = {c["name"]: c for c in api["initContainers"]}
     assert list(init) == ["fetch-secrets", "install-extension", "make-certificate"]
     make = init["make-certificate"]
@@ -203,7 +203,7 @@ def test_the_api_pods_make_their_certificate_and_serve_https(eks_tls: Synth) -> 
 
 
 def test_the_service_and_a_new_binding_point_at_the_https_port(eks_tls: Synth) -> None:
-    objects = _by_kind(eks_tls)
+    objects = objects_by_kind(eks_tls)
     assert objects[("Service", API_NAME)]["spec"]["ports"] == [
         {"name": "https", "port": 8888, "targetPort": "https", "protocol": "TCP"}
     ]
@@ -215,7 +215,7 @@ def test_the_service_and_a_new_binding_point_at_the_https_port(eks_tls: Synth) -
 
 
 def test_the_workers_pods_are_unchanged(eks_tls: Synth) -> None:
-    worker = _pod_specs(eks_tls)[WORKER_NAME]
+    worker = pod_specs(eks_tls)[WORKER_NAME]
     assert [c["name"] for c in worker["initContainers"]] == ["fetch-secrets", "install-extension"]
     main = worker["containers"][0]
     assert "--ssl-keyfile" not in main["command"][-1]
