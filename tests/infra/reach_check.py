@@ -188,10 +188,17 @@ def code_calls(entry_modules: Iterable[str], asset: Path, layers: Iterable[Path]
             path = None if top in vendored else _module_file(local_roots, module)
         if path is None:
             continue
-        tree = ast.parse(path.read_text())
-        services |= set(_calls(tree))
-        todo += [m for m in _imports(tree, module, path.name == "__init__.py") if m.split(".")[0] != ""]
+        calls, imported = _read_source(path.read_text(), module, path.name == "__init__.py")
+        services |= calls
+        todo += imported
     return services
+
+
+@cache
+def _read_source(text: str, module: str, is_package: bool) -> tuple[frozenset[str], tuple[str, ...]]:
+    """A module's endpoint services and imports, by its text: every synthesis bundles the same files (parsed once)."""
+    tree = ast.parse(text)
+    return frozenset(_calls(tree)), tuple(m for m in _imports(tree, module, is_package) if m.split(".")[0] != "")
 
 
 def _command_calls(text: str) -> set[str]:
