@@ -40,7 +40,6 @@ from localdev.hindsight import HindsightStartError, LocalHindsight, LocalHindsig
 from localdev.supervisor import free_port
 from localdev.token_issuer import TokenIssuer
 from memory_adapter.missions import Mission, Missions
-from tests.grouping import mark_groups
 
 ENV_TEST_URL = "LOCAL_HINDSIGHT_TEST_URL"
 #: The session server's agent key opens this agent's banks, in every tenant (IAM tests vary the tenant).
@@ -206,12 +205,6 @@ def moto_server() -> Iterator[MotoServer]:
         yield MotoServer(f"http://{host}:{port}")
     finally:
         server.stop()
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the marks
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under ``--dist loadgroup`` (``make test``), keep the tests that share a costly fixture on one worker."""
-    mark_groups(config, items)
 
 
 @pytest.hookimpl(wrapper=True)
