@@ -15,6 +15,8 @@ BENCH_ARGS ?=
 BENCH_SCALE_ARGS ?=
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
+# make test's pytest workers (pytest-xdist, --dist loadfile: a test module's tests and module fixtures stay on one).
+TEST_WORKERS ?= 2
 # An agent project to build, synthesize and run locally instead of the reference agent (e.g. examples/strands_agent).
 AGENT ?=
 
@@ -139,8 +141,8 @@ format: venv ## Apply ruff's formatting and safe fixes
 	$(BIN)/ruff format $(PY_SOURCES)
 
 .PHONY: test
-test: setup lint build build/.example-built checkov-venv ## Run every test (unit, integration against a real local Hindsight, infra)
-	$(BIN)/pytest $(PYTEST_ARGS)
+test: setup lint build build/.example-built checkov-venv ## Run every test (unit, integration against a real local Hindsight, infra; TEST_WORKERS=2 in parallel) and list the slowest 20
+	$(BIN)/pytest -n $(TEST_WORKERS) --dist loadfile --durations=20 $(PYTEST_ARGS)
 
 .PHONY: smoke
 SMOKE_ARGS ?=

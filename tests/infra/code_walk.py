@@ -166,11 +166,17 @@ def _imports(node: ast.AST, module: str, is_package: bool) -> list[str]:
 
 def read_module(path: Path, name: str) -> tuple[ModuleCalls, list[str]]:
     """One module's calls and the dotted names it imports (type-checking imports excluded)."""
-    tree = ast.parse(path.read_text(), filename=str(path))
+    return _read_source(path.read_text(), name, path.name == "__init__.py")
+
+
+@cache
+def _read_source(text: str, name: str, is_package: bool) -> tuple[ModuleCalls, list[str]]:
+    """:func:`read_module` by the module's text: every synthesis bundles the same files (parsed once a session)."""
+    tree = ast.parse(text, filename=name)
     calls = ModuleCalls(name)
     imported: list[str] = []
     for node in _walk(tree):
-        imported.extend(_imports(node, name, path.name == "__init__.py"))
+        imported.extend(_imports(node, name, is_package))
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
             calls.strings.setdefault(node.value, set()).add(node.lineno)
         if isinstance(node, ast.Name | ast.Attribute):

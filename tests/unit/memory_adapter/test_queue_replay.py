@@ -94,6 +94,7 @@ def test_a_token_expired_beyond_the_grace_window_is_dead_lettered_with_the_reaso
         (403, "token", "may not retain into this bank"),
         (422, "token", "HTTP 422"),
     ],
+    ids=["unexpired-jwt", "agent-key", "no-credential", "forbidden", "unprocessable"],  # the same in every process
 )
 def test_every_definitive_refusal_is_dead_lettered_once(replayer, fake, dead, status, credential, expected):
     fake.fault, fake.fault_status = Fault.STATUS, status
