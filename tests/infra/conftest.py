@@ -115,19 +115,19 @@ class Synth:
 
 #: Each synthesis of this session by its inputs: test files asking for the same variant share one (in the first
 #: caller's outdir). Only successful ones: a synthesis that raises is asked for again, and raises again.
-_SYNTHESIZED: dict[tuple[frozenset[tuple[str, str]], bool, bool], Synth] = {}
+_SYNTHESIZED: dict[tuple[str, bool, bool], Synth] = {}
 
 
-def synthesize(outdir: Path, overrides: dict[str, str], *, nag: bool = True, acknowledge: bool = True) -> Synth:
+def synthesize(outdir: Path, overrides: dict[str, Any], *, nag: bool = True, acknowledge: bool = True) -> Synth:
     """Build the app exactly as app.py does (config, stacks, acknowledgements, nag packs) and synthesize it; once per
-    session for the same overrides and packs."""
-    key = (frozenset({**asset_overrides(), **overrides}.items()), nag, acknowledge)
+    session for the same overrides and packs (a value may be a whole section: the key is their JSON)."""
+    key = (json.dumps({**asset_overrides(), **overrides}, sort_keys=True, default=str), nag, acknowledge)
     if key not in _SYNTHESIZED:
         _SYNTHESIZED[key] = _synthesize(outdir, overrides, nag=nag, acknowledge=acknowledge)
     return _SYNTHESIZED[key]
 
 
-def _synthesize(outdir: Path, overrides: dict[str, str], *, nag: bool, acknowledge: bool) -> Synth:
+def _synthesize(outdir: Path, overrides: dict[str, Any], *, nag: bool, acknowledge: bool) -> Synth:
     from aws_cdk import App, Validations
     from cdk_nag import AwsSolutionsChecks, NIST80053R5Checks
 
