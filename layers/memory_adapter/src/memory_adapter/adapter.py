@@ -273,8 +273,8 @@ class HindsightRuntimeAdapter:
             self._observer.event(logging.WARNING, "memory retain skipped: no bank", event="retain.bank_resolution")
             return RetainHandle.resolved(RetainOutcome.SKIPPED)
         # Only the inputs are queued here: a delivery thread builds the record (see RetainDelivery.submit).
-        build = functools.partial(self._queued_record, caller, session_id, request_id, result, query, stamp)
-        return self._runtime().delivery.submit(build)
+        build = functools.partial(self._record, caller, session_id, request_id, result, query, stamp)
+        return self._runtime().delivery.submit(functools.partial(self._queued_record, build, caller.bank_id))
 
     async def stream_turn(
         self,
@@ -418,18 +418,8 @@ class HindsightRuntimeAdapter:
             return context
         return self._with_default_agent(context).caller(self._bank_resolver)
 
-    def _queued_record(
-        self,
-        caller: Caller,
-        session_id: str,
-        request_id: str | None,
-        result: str,
-        query: str | None,
-        occurred_at: datetime,
-    ) -> RetainRecord:
-        """Runs on a delivery thread: the turn's record, and the log line that it is queued."""
-        record = self._record(caller, session_id, request_id, result, query, occurred_at)
-        self._observer.event(
-            logging.INFO, "memory retain queued", event="retain.queued", bank=short_hash(caller.bank_id)
-        )
+    def _queued_record(self, build: Callable[[], RetainRecord], bank_id: str) -> RetainRecord:
+        """Runs on a delivery thread: the turn's record (``build``), and the log line that it is queued."""
+        record = build()
+        self._observer.event(logging.INFO, "memory retain queued", event="retain.queued", bank=short_hash(bank_id))
         return record
