@@ -29,17 +29,7 @@ from typing import IO, Any
 from python_multipart.multipart import MultipartParser, parse_options_header
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from hindsight_isolation import admission, events, fading, route, usage
-from hindsight_isolation.bad_input import (
-    BadInputError,
-    NotJsonError,
-    check_form_fields,
-    check_headers,
-    check_json,
-    check_path,
-    check_query,
-    parse_json,
-)
+from hindsight_isolation import admission, bad_input, events, fading, route, usage
 from hindsight_isolation.route import RequestKind
 
 __all__ = ["INTERNAL_ERROR", "RequestGuard", "bank_operation_id"]
@@ -92,12 +82,12 @@ class RequestGuard:
             return
         kind = route.classify(scope.get("method", ""), scope.get("path", ""))
         try:
-            check_path(scope.get("path", ""))
-            check_query(scope.get("query_string", b""), self.integer_parameters)
-            check_headers(scope.get("headers", []))
+            bad_input.check_path(scope.get("path", ""))
+            bad_input.check_query(scope.get("query_string", b""), self.integer_parameters)
+            bad_input.check_headers(scope.get("headers", []))
             scope, receive, kind = await self._checked_body(scope, receive, kind)
             clock = usage.clock_from_header(_header(scope, fading.CLOCK_HEADER.encode()) or None)
-        except BadInputError as exc:
+        except bad_input.BadInputError as exc:
             await _refuse(scope, send, kind, str(exc))
             return
         except _ClientGoneError:
@@ -125,15 +115,15 @@ class RequestGuard:
         if not body:
             return scope, _replay(body, receive), kind
         if content_type == b"application/x-www-form-urlencoded":
-            check_form_fields(_urlencoded_fields(body))
+            bad_input.check_form_fields(_urlencoded_fields(body))
             return scope, _replay(body, receive), kind
         try:
-            parsed = parse_json(body)
-        except NotJsonError:
+            parsed = bad_input.parse_json(body)
+        except bad_input.NotJsonError:
             if not content_type or content_type.decode("latin-1").endswith(_JSON_TYPES):
                 raise
             return scope, _replay(body, receive), kind  # not JSON and not declared JSON: the route reads it as it is
-        check_json(parsed)
+        bad_input.check_json(parsed)
         kind = route.refine(kind, scope.get("method", ""), scope.get("path", ""), parsed)
         bank_id = route.retain_bank(scope.get("path", "")) if kind is RequestKind.RETAIN else None
         if bank_id is not None and isinstance(parsed, dict) and isinstance(parsed.get("operation_id"), str):
@@ -281,13 +271,15 @@ async def _read_multipart(receive: Receive, boundary: bytes) -> IO[bytes]:
             if not message.get("more_body", False):
                 break
         parser.finalize()
-        check_form_fields(fields)
-    except (BadInputError, _ClientGoneError):
+        bad_input.check_form_fields(fields)
+    except (bad_input.BadInputError, _ClientGoneError):
         spool.close()
         raise
     except Exception:  # the parser's own errors: Starlette, which uses the same parser, would refuse it too
         spool.close()
-        raise BadInputError("the multipart body is malformed: send multipart/form-data with its boundary") from None
+        raise bad_input.BadInputError(
+            "the multipart body is malformed: send multipart/form-data with its boundary"
+        ) from None
     return spool
 
 
