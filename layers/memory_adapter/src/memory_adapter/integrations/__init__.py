@@ -10,3 +10,15 @@ Both take the turn (:class:`memory_adapter.agentcore.MemoryTurn`) that
 run state (Strands' ``invocation_state``, LangGraph's run ``context``), never from the model or the payload.
 Importing this package loads no framework; each module imports its framework when it is imported.
 """
+
+from __future__ import annotations
+
+__all__ = ["missing_extra"]
+
+
+def missing_extra(module: str, framework: str, extra: str) -> ImportError:
+    """The error an integration raises when its framework is not installed: which extra installs it, and how."""
+    return ImportError(
+        f"memory_adapter.integrations.{module} needs {framework}: install this package with its [{extra}] extra: "
+        f"pip install -e 'layers/memory_adapter[{extra}]' from the repository root, or the wheel make wheel builds"
+    )

@@ -31,6 +31,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from memory_adapter.integrations import missing_extra
+
 try:
     from langchain_core.language_models.chat_models import BaseChatModel
     from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
@@ -39,19 +41,11 @@ try:
     from langchain_core.utils.function_calling import convert_to_openai_tool
     from langgraph.runtime import get_runtime
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
-    raise ImportError(
-        "memory_adapter.integrations.langgraph needs LangGraph: install this package with its [langgraph] extra: "
-        "pip install -e 'layers/memory_adapter[langgraph]' from the repository root, or the wheel make wheel builds"
-    ) from exc
+    raise missing_extra("langgraph", "LangGraph", "langgraph") from exc
 
+from memory_adapter.integrations import run_state
 from memory_adapter.integrations.echo import recalled_memories
-from memory_adapter.integrations.run_state import (
-    MEMORY_REPORT_KEY,
-    MemoryReport,
-    find_turn,
-    memory_report,
-    start_report,
-)
+from memory_adapter.integrations.run_state import MEMORY_REPORT_KEY, MemoryReport, memory_report
 from memory_adapter.integrations.tools import NO_VERIFIED_CALLER, turn_tools
 from memory_adapter.tools.echo import echo_answer, echo_tool_answer, echo_tool_call
 from memory_adapter.tools.specs import TOOL_SPECS, ToolSpec
@@ -96,12 +90,12 @@ class HindsightMemoryHooks:
 
     async def model_input(self, messages: Sequence[AnyMessage], context: object) -> list[AnyMessage]:
         """``messages`` with the caller's memories for the latest human message in front, as a system message."""
-        turn = find_turn(context)
+        turn = run_state.find_turn(context)
         human = _last_human(messages)
         if turn is None or human is None or not _text(human):
             return list(messages)
         recollection = await self._recall(turn, human)
-        report = memory_report(context) if _reported(context) else start_report(context)
+        report = memory_report(context) if _reported(context) else run_state.start_report(context)
         report.recall_done(recollection.count, recollection.degraded, recollection.reason)
         if not recollection.text:
             return list(messages)
@@ -109,7 +103,7 @@ class HindsightMemoryHooks:
 
     def retain_answer(self, messages: Sequence[AnyMessage], context: object) -> None:
         """Retain (latest human message, final answer) when the last message is an AI answer without tool calls."""
-        turn = find_turn(context)
+        turn = run_state.find_turn(context)
         last = messages[-1] if messages else None
         human = _last_human(messages)
         if turn is None or human is None or not isinstance(last, AIMessage) or last.tool_calls:

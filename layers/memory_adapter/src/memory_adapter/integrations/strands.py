@@ -31,6 +31,8 @@ from collections.abc import AsyncGenerator, AsyncIterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
+from memory_adapter.integrations import missing_extra
+
 try:
     from strands.hooks import AfterInvocationEvent, BeforeInvocationEvent, HookProvider, HookRegistry
     from strands.models.model import Model
@@ -38,19 +40,11 @@ try:
     from strands.types.events import ToolResultEvent
     from strands.types.tools import AgentTool, ToolGenerator, ToolUse
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
-    raise ImportError(
-        "memory_adapter.integrations.strands needs Strands Agents: install this package with its [strands] extra: "
-        "pip install -e 'layers/memory_adapter[strands]' from the repository root, or the wheel make wheel builds"
-    ) from exc
+    raise missing_extra("strands", "Strands Agents", "strands") from exc
 
+from memory_adapter.integrations import run_state
 from memory_adapter.integrations.echo import recalled_memories
-from memory_adapter.integrations.run_state import (
-    MEMORY_REPORT_KEY,
-    MemoryReport,
-    find_turn,
-    memory_report,
-    start_report,
-)
+from memory_adapter.integrations.run_state import MEMORY_REPORT_KEY, MemoryReport, memory_report
 from memory_adapter.integrations.tools import NO_VERIFIED_CALLER, TURN_TOOLS_KEY, start_turn_tools, turn_tools
 from memory_adapter.tools.echo import echo_answer, echo_tool_answer, echo_tool_call
 from memory_adapter.tools.specs import TOOL_SPECS, ToolSpec
@@ -95,8 +89,8 @@ class HindsightMemoryHooks(HookProvider):
     async def before_invocation(self, event: BeforeInvocationEvent) -> None:
         """Recall for the new user message and put the memories into this invocation's system prompt."""
         state = event.invocation_state
-        report = start_report(state)
-        turn = find_turn(state)
+        report = run_state.start_report(state)
+        turn = run_state.find_turn(state)
         query = _last_user_text(event.messages or [])
         if turn is None or not query:
             return
