@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import urllib.parse
 from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, NotRequired, TypedDict, Unpack
 
 from memory_adapter.exceptions import HindsightOverloadedError, HindsightRequestError, HindsightUnavailableError
 from memory_adapter.formatting import RecalledMemory
@@ -32,6 +32,7 @@ __all__ = [
     "EMPTY_RECALL_STATUSES",
     "HEALTH_PATH",
     "HindsightApi",
+    "SearchOptions",
     "bank_path",
     "checked",
     "is_transient_status",
@@ -51,6 +52,18 @@ EMPTY_RECALL_STATUSES: Final = frozenset({404, 422})
 #: Statuses a read with ``missing_ok`` takes for "not there": an unknown bank or id, or an id Hindsight cannot parse.
 ABSENT_STATUSES: Final = frozenset({400, 404, 422})
 _PAGE: Final = 200
+
+
+class SearchOptions(TypedDict):
+    """What a recall and a reflect both take besides the bank and the query."""
+
+    budget: str
+    """Hindsight's search effort (``low``, ``mid``, ``high``)."""
+    max_tokens: int
+    bearer: NotRequired[str | None]
+    """The credential shown for this call (default: the client's)."""
+    timeout: NotRequired[float | None]
+    """Seconds (default: the client's)."""
 
 
 def is_transient_status(status: int) -> bool:
@@ -201,8 +214,7 @@ class HindsightApi:
         bank_id: str,
         suffix: str,
         body: dict[str, Any],
-        bearer: str | None,
-        timeout: float | None,
+        search: SearchOptions,
         headers: Mapping[str, str] | None = None,
     ) -> Any:
         """A recall or reflect: nothing (``None``) for an unknown bank or a query Hindsight cannot search."""
@@ -211,23 +223,15 @@ class HindsightApi:
             "POST",
             path,
             body,
-            bearer=bearer,
-            timeout=timeout,
+            bearer=search.get("bearer"),
+            timeout=search.get("timeout"),
             missing_ok=True,
             absent=EMPTY_RECALL_STATUSES,
             headers=headers,
         )
 
     def recall(
-        self,
-        bank_id: str,
-        query: str,
-        *,
-        budget: str,
-        max_tokens: int,
-        bearer: str | None = None,
-        timeout: float | None = None,
-        deadline_ms: float | None = None,
+        self, bank_id: str, query: str, *, deadline_ms: float | None = None, **search: Unpack[SearchOptions]
     ) -> list[RecalledMemory]:
         """``POST .../memories/recall``: the memories found (nothing for an unknown bank or unsearchable query).
         Entities, chunks and source facts are not asked for: only the memories are used.
@@ -236,30 +240,19 @@ class HindsightApi:
         :class:`HindsightOverloadedError`); ``None`` states no deadline."""
         body = {
             "query": query,
-            "budget": budget,
-            "max_tokens": max_tokens,
+            "budget": search["budget"],
+            "max_tokens": search["max_tokens"],
             "trace": False,
             "include": {"entities": None, "chunks": None, "source_facts": None},
             "tags_match": "any",
         }
         headers = {DEADLINE_HEADER: str(max(0, round(deadline_ms)))} if deadline_ms is not None else None
-        return memories_from(
-            _field(self._search(bank_id, "/memories/recall", body, bearer, timeout, headers), "results")
-        )
+        return memories_from(_field(self._search(bank_id, "/memories/recall", body, search, headers), "results"))
 
-    def reflect(
-        self,
-        bank_id: str,
-        query: str,
-        *,
-        budget: str,
-        max_tokens: int,
-        bearer: str | None = None,
-        timeout: float | None = None,
-    ) -> str | None:
+    def reflect(self, bank_id: str, query: str, **search: Unpack[SearchOptions]) -> str | None:
         """``POST .../reflect``: the answer's text; ``None`` when blank, the bank unknown or the query unsearchable."""
-        body = {"query": query, "budget": budget, "max_tokens": max_tokens}
-        text = _field(self._search(bank_id, "/reflect", body, bearer, timeout), "text")
+        body = {"query": query, "budget": search["budget"], "max_tokens": search["max_tokens"]}
+        text = _field(self._search(bank_id, "/reflect", body, search), "text")
         return text if isinstance(text, str) and text.strip() else None
 
     def retain(
