@@ -27,7 +27,7 @@ from memory_adapter import HindsightRuntimeAdapter, TurnContext
 from memory_adapter._hindsight_api import bank_path
 from memory_adapter.config import HindsightAgentCoreConfig
 from memory_adapter.identity.bank_ids import format_bank_id
-from memory_adapter.transport import HttpTransport
+from memory_adapter.transport import HttpRequest, HttpTransport
 
 AGENT = "bench"
 USER = "bench-user"
@@ -97,7 +97,7 @@ async def _seed(url: str, key: str | None) -> str:
         if (await adapter.recall_for_turn(ctx, "Where does the user live?")).count >= 3:
             break
         await asyncio.sleep(0.5)
-    docs = transport.request("GET", bank_path(bank_id, "/documents"), bearer=key, timeout=10).body
+    docs = transport.send(HttpRequest("GET", bank_path(bank_id, "/documents"), bearer=key, timeout=10)).body
     print(f"seeded {len(docs['items']) if docs else 0} documents into {bank_id}", file=sys.stderr)
     await adapter.aclose()
     return bank_id

@@ -21,8 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from memory_adapter.testing import RecordedRequest
-from memory_adapter.transport import HttpResponse
+from memory_adapter.transport import HttpRequest, HttpResponse
 
 __all__ = ["ClientRoute", "ClientSchema", "model_in"]
 
@@ -60,13 +59,13 @@ class ClientSchema:
             for route in _routes(getattr(apis, name))
         ]
 
-    def route(self, request: RecordedRequest) -> ClientRoute | None:
+    def route(self, request: HttpRequest) -> ClientRoute | None:
         """The client's route for ``request`` (the most literal one when templates overlap), or ``None``."""
         path = urllib.parse.urlsplit(request.path).path
         found = [r for r in self.routes if r.method == request.method and r.pattern.match(path)]
         return min(found, key=lambda r: r.template.count("{"), default=None)
 
-    def request_problems(self, route: ClientRoute, request: RecordedRequest) -> list[str]:
+    def request_problems(self, route: ClientRoute, request: HttpRequest) -> list[str]:
         """What of ``request``'s query and body the client's route and body model do not accept."""
         where = f"{request.method} {route.template}"
         query = urllib.parse.parse_qs(urllib.parse.urlsplit(request.path).query)

@@ -38,7 +38,7 @@ from memory_adapter._hindsight_api import bank_path
 from memory_adapter.config import resolve_settings
 from memory_adapter.identity import format_bank_id
 from memory_adapter.missions import Missions
-from memory_adapter.transport import HttpTransport
+from memory_adapter.transport import HttpRequest, HttpTransport
 
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / "bench" / "results"
@@ -139,8 +139,8 @@ def _mission_json() -> str:
 
 
 def _stored(url: str, key: str, bank_id: str) -> list[str]:
-    response = HttpTransport(url).request(
-        "GET", bank_path(bank_id, "/memories/list?limit=1000"), bearer=key, timeout=30
+    response = HttpTransport(url).send(
+        HttpRequest("GET", bank_path(bank_id, "/memories/list?limit=1000"), bearer=key, timeout=30)
     )
     return [] if response.status == 404 else [item["text"] for item in response.body["items"]]
 
@@ -149,8 +149,8 @@ def _wait_processed(url: str, key: str, bank_ids: list[str], expected: dict[str,
     deadline = time.monotonic() + timeout
     for bank_id in bank_ids:
         while time.monotonic() < deadline:
-            response = HttpTransport(url).request(
-                "GET", bank_path(bank_id, "/documents?limit=1000"), bearer=key, timeout=30
+            response = HttpTransport(url).send(
+                HttpRequest("GET", bank_path(bank_id, "/documents?limit=1000"), bearer=key, timeout=30)
             )
             if response.status == 200 and len(response.body["items"]) >= expected[bank_id]:
                 break

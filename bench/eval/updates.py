@@ -33,7 +33,7 @@ from memory_adapter import HindsightRuntimeAdapter, RetainOutcome, TurnContext
 from memory_adapter._hindsight_api import HindsightApi, bank_path
 from memory_adapter.config import resolve_settings
 from memory_adapter.identity import format_bank_id
-from memory_adapter.transport import HttpTransport
+from memory_adapter.transport import HttpRequest, HttpTransport
 
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / "bench" / "results"
@@ -122,8 +122,8 @@ def _wait_processed(url: str, key: str, expected: dict[str, int], timeout: float
     deadline = time.monotonic() + timeout
     for bank_id, count in expected.items():
         while time.monotonic() < deadline:
-            response = HttpTransport(url).request(
-                "GET", bank_path(bank_id, "/documents?limit=1000"), bearer=key, timeout=30
+            response = HttpTransport(url).send(
+                HttpRequest("GET", bank_path(bank_id, "/documents?limit=1000"), bearer=key, timeout=30)
             )
             if response.status == 200 and len(response.body["items"]) >= count:
                 break

@@ -13,8 +13,8 @@ from memory_adapter.exceptions import HindsightUnavailableError
 from memory_adapter.queue_replay import QueueReplayer
 from memory_adapter.spool import RetainRecord
 from memory_adapter.sqs_codec import QueueMessage, encode_record
-from memory_adapter.testing import FakeHindsight, MockTransport, RecordedRequest
-from memory_adapter.transport import HttpResponse
+from memory_adapter.testing import FakeHindsight, MockTransport
+from memory_adapter.transport import HttpRequest, HttpResponse
 
 
 @dataclass
@@ -40,10 +40,10 @@ class DeadLetterList:
 def fails_for(fake: FakeHindsight, unreachable_bank: str) -> MockTransport:
     """``fake``, unreachable for requests naming ``unreachable_bank`` (an outage starting mid-batch)."""
 
-    def handler(request: RecordedRequest) -> HttpResponse:
+    def handler(request: HttpRequest) -> HttpResponse:
         if unreachable_bank in request.path:
             raise HindsightUnavailableError("cannot reach Hindsight: ConnectionRefusedError")
-        return request.send(fake)
+        return fake.send(request)
 
     return MockTransport(handler)
 

@@ -34,7 +34,7 @@ TURN = (
 def recorded(url: str) -> MockTransport:
     """The real HTTP transport to ``url``, behind one that records every request."""
     real = HttpTransport(url)
-    return MockTransport(lambda request: request.send(real))
+    return MockTransport(lambda request: real.send(request))
 
 
 def sent(transport: MockTransport) -> list[tuple[str, str]]:

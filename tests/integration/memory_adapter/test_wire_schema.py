@@ -19,9 +19,9 @@ from memory_adapter.admin.client import OperatorClient
 from memory_adapter.identity import format_bank_id
 from memory_adapter.identity.caller import Caller
 from memory_adapter.spool import RetainRecord
-from memory_adapter.testing import MockTransport, RecordedRequest
+from memory_adapter.testing import MockTransport
 from memory_adapter.tools.memory_tools import MemoryTools
-from memory_adapter.transport import HttpResponse, HttpTransport
+from memory_adapter.transport import HttpRequest, HttpResponse, HttpTransport
 from tests.wire_schema import ClientSchema
 
 pytestmark = pytest.mark.integration
@@ -63,8 +63,8 @@ class CheckedWire:
         self.spoken: set[str] = set()
         self.transport = MockTransport(self._handle)
 
-    def _handle(self, request: RecordedRequest) -> HttpResponse:
-        response = request.send(self.real)
+    def _handle(self, request: HttpRequest) -> HttpResponse:
+        response = self.real.send(request)
         if not request.path.startswith("/v1/"):
             return response  # /health: no model
         route = self.schema.route(request)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import urllib.parse
 
 from memory_adapter.exceptions import HindsightUnavailableError
-from memory_adapter.testing import MockTransport, RecordedRequest
-from memory_adapter.transport import HttpResponse
+from memory_adapter.testing import MockTransport
+from memory_adapter.transport import HttpRequest, HttpResponse
 
 EMAIL_ID = "11111111-1111-1111-1111-111111111111"
 TEA_ID = "22222222-2222-2222-2222-222222222222"
@@ -26,7 +26,7 @@ class ScriptedHindsight(MockTransport):
         }
         self.down = False
 
-    def _answer(self, request: RecordedRequest) -> HttpResponse:
+    def _answer(self, request: HttpRequest) -> HttpResponse:
         if self.down:
             raise HindsightUnavailableError("cannot reach Hindsight")
         method, path = request.method, request.path

@@ -11,17 +11,17 @@ import pytest
 from memory_adapter._hindsight_api import bank_path
 from memory_adapter.exceptions import HindsightUnavailableError
 from memory_adapter.isolation_probe import ProbeError, ProbeTarget, run_probe
-from memory_adapter.testing import MockTransport, RecordedRequest
-from memory_adapter.transport import HttpResponse
+from memory_adapter.testing import MockTransport
+from memory_adapter.transport import HttpRequest, HttpResponse
 
 OPERATOR = "operator-key-" + "o" * 20
 TARGET = ProbeTarget("http://hindsight.test", operator_key=OPERATOR, agent_key="agent-key", agent_name="support")
 
 
-def server(foreign: Callable[[RecordedRequest], HttpResponse]) -> MockTransport:
+def server(foreign: Callable[[HttpRequest], HttpResponse]) -> MockTransport:
     """The operator is served; every other identity's request is answered by ``foreign``."""
 
-    def handler(request: RecordedRequest) -> HttpResponse:
+    def handler(request: HttpRequest) -> HttpResponse:
         if request.bearer != OPERATOR:
             return foreign(request)
         if request.method == "GET" and request.path.startswith("/v1/default/banks?"):
@@ -41,7 +41,7 @@ def test_refusals_and_server_errors_are_no_read_and_the_canary_goes() -> None:
 
 
 def test_a_configuration_read_or_a_listed_canary_is_a_leak() -> None:
-    def foreign(request: RecordedRequest) -> HttpResponse:
+    def foreign(request: HttpRequest) -> HttpResponse:
         if request.bearer is None:
             return HttpResponse(200, {"overrides": {}})
         if request.bearer == "agent-key" and request.path.startswith("/v1/default/banks?"):
@@ -55,7 +55,7 @@ def test_a_configuration_read_or_a_listed_canary_is_a_leak() -> None:
 
 
 def test_an_unreachable_server_or_a_refused_operator_key_is_no_verdict() -> None:
-    def down(request: RecordedRequest) -> HttpResponse:
+    def down(request: HttpRequest) -> HttpResponse:
         raise HindsightUnavailableError("cannot reach Hindsight: ConnectionRefusedError")
 
     with pytest.raises(ProbeError, match=r"cannot reach Hindsight at http://hindsight\.test"):

@@ -12,8 +12,8 @@ from memory_adapter.exceptions import HindsightUnavailableError
 from memory_adapter.identity import format_bank_id
 from memory_adapter.missions import Mission, Missions, MissionsError
 from memory_adapter.observability import Observer
-from memory_adapter.testing import MockTransport, RecordedRequest
-from memory_adapter.transport import HttpResponse
+from memory_adapter.testing import MockTransport
+from memory_adapter.transport import HttpRequest, HttpResponse
 
 BANK = format_bank_id(user="u1", agent="support")
 
@@ -21,7 +21,7 @@ BANK = format_bank_id(user="u1", agent="support")
 def scripted(get: list[int | None], patch: int = 200, overrides: dict[str, Any] | None = None) -> MockTransport:
     """Answers GET/PATCH of a bank's config from a script of statuses (``None``: unreachable)."""
 
-    def handler(request: RecordedRequest) -> HttpResponse:
+    def handler(request: HttpRequest) -> HttpResponse:
         if request.method == "GET":
             status = get.pop(0) if get else 200
             if status is None:

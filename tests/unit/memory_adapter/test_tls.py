@@ -17,7 +17,7 @@ import pytest
 
 from memory_adapter._hindsight_api import checked
 from memory_adapter.exceptions import ConfigurationError, HindsightUnavailableError
-from memory_adapter.transport import HttpTransport
+from memory_adapter.transport import HttpRequest, HttpTransport
 from tests.unit.private_ca import make_private_ca
 
 LISTING = {"items": [], "total": 0, "limit": 100, "offset": 0}
@@ -67,7 +67,7 @@ def private_ca_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Priv
 def _get(url: str) -> Any:
     transport = HttpTransport(url)
     try:
-        return checked(transport.request("GET", "/v1/default/banks/b/memories/list", timeout=5)).body
+        return checked(transport.send(HttpRequest("GET", "/v1/default/banks/b/memories/list", timeout=5))).body
     finally:
         transport.close()
 

@@ -13,7 +13,7 @@ from werkzeug import Request, Response
 from memory_adapter import TurnContext
 from memory_adapter._hindsight_api import bank_path, checked, is_transient_status
 from memory_adapter.exceptions import HindsightRequestError, HindsightUnavailableError
-from memory_adapter.transport import HttpTransport
+from memory_adapter.transport import HttpRequest, HttpTransport
 
 
 def test_bank_path_encodes_slashes_but_keeps_scheme_characters():
@@ -33,8 +33,10 @@ def test_json_request_and_bearer_header(httpserver):
 
     httpserver.expect_request("/prefix/v1/default/banks/b/memories/recall", method="POST").respond_with_handler(handler)
     transport = HttpTransport(httpserver.url_for("/prefix"))
-    first = transport.request("POST", bank_path("b", "/memories/recall"), body={"q": "é"}, bearer="tok", timeout=5)
-    second = transport.request("POST", bank_path("b", "/memories/recall"), body={"q": 2}, timeout=5)
+    first = transport.send(
+        HttpRequest("POST", bank_path("b", "/memories/recall"), body={"q": "é"}, bearer="tok", timeout=5)
+    )
+    second = transport.send(HttpRequest("POST", bank_path("b", "/memories/recall"), body={"q": 2}, timeout=5))
     assert first.status == 200
     assert first.body == {"auth": "Bearer tok", "echo": {"q": "é"}}
     assert second.body["auth"] is None
@@ -45,13 +47,13 @@ def test_status_mapping(httpserver):
     httpserver.expect_request("/a").respond_with_json({"detail": "busy"}, status=503, headers={"Retry-After": "2"})
     httpserver.expect_request("/b").respond_with_json({"detail": "nope"}, status=403)
     transport = HttpTransport(httpserver.url_for("/"))
-    busy = transport.request("GET", "/a", timeout=5)
+    busy = transport.send(HttpRequest("GET", "/a", timeout=5))
     assert busy.retry_after == 2.0
     with pytest.raises(HindsightUnavailableError) as unavailable:
         checked(busy)
     assert unavailable.value.retry_after == 2.0
     with pytest.raises(HindsightRequestError) as refused:
-        checked(transport.request("GET", "/b", timeout=5))
+        checked(transport.send(HttpRequest("GET", "/b", timeout=5)))
     assert refused.value.status == 403
 
 
@@ -59,8 +61,8 @@ def test_non_json_and_empty_bodies(httpserver):
     httpserver.expect_request("/html").respond_with_data("<html>", status=502)
     httpserver.expect_request("/empty").respond_with_data("", status=204)
     transport = HttpTransport(httpserver.url_for("/"))
-    assert transport.request("GET", "/html", timeout=5).body is None
-    assert transport.request("GET", "/empty", timeout=5).status == 204
+    assert transport.send(HttpRequest("GET", "/html", timeout=5)).body is None
+    assert transport.send(HttpRequest("GET", "/empty", timeout=5)).status == 204
 
 
 @pytest.fixture
@@ -90,14 +92,14 @@ def silent_listener() -> Iterator[str]:
 
 def test_hung_server_times_out(silent_listener):
     with pytest.raises(HindsightUnavailableError, match="did not answer"):
-        HttpTransport(silent_listener).request("GET", "/health", timeout=0.2)
+        HttpTransport(silent_listener).send(HttpRequest("GET", "/health", timeout=0.2))
 
 
 def test_refused_connection():
     with socket.create_server(("127.0.0.1", 0)) as probe:
         port = probe.getsockname()[1]
     with pytest.raises(HindsightUnavailableError, match="cannot reach"):
-        HttpTransport(f"http://127.0.0.1:{port}").request("GET", "/health", timeout=1)
+        HttpTransport(f"http://127.0.0.1:{port}").send(HttpRequest("GET", "/health", timeout=1))
 
 
 def test_server_closing_an_idle_keep_alive_connection_is_retried_transparently():
@@ -115,8 +117,8 @@ def test_server_closing_an_idle_keep_alive_connection_is_retried_transparently()
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
     transport = HttpTransport(f"http://127.0.0.1:{port}")
-    assert transport.request("GET", "/x", timeout=2).status == 200
-    assert transport.request("GET", "/x", timeout=2).status == 200
+    assert transport.send(HttpRequest("GET", "/x", timeout=2)).status == 200
+    assert transport.send(HttpRequest("GET", "/x", timeout=2)).status == 200
     thread.join(2)
     server.close()
 

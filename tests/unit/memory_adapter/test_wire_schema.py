@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from memory_adapter._hindsight_api import HindsightApi
-from memory_adapter.testing import MockTransport, RecordedRequest
-from memory_adapter.transport import HttpResponse
+from memory_adapter.testing import MockTransport
+from memory_adapter.transport import HttpRequest, HttpResponse
 from tests.wire_schema import ClientSchema, model_in
 
 BANK = "user:alex:agent:support"
@@ -19,7 +19,7 @@ def schema() -> ClientSchema:
     return ClientSchema()
 
 
-def _recall_request() -> RecordedRequest:
+def _recall_request() -> HttpRequest:
     """The recall request the wire sends, as it sends it."""
     transport = MockTransport(lambda request: HttpResponse(200, {"results": []}))
     HindsightApi(transport, timeout=1.0).recall(BANK, "email?", budget="mid", max_tokens=1024, deadline_ms=500)
@@ -39,9 +39,11 @@ def test_a_field_or_value_the_client_does_not_know_is_a_problem(schema: ClientSc
     request = _recall_request()
     route = schema.route(request)
     assert route is not None
-    unknown = RecordedRequest(request.method, request.path, {**request.body, "bogus": 1}, None, 1.0)
-    retyped = RecordedRequest(request.method, request.path, {**request.body, "max_tokens": "many"}, None, 1.0)
-    nested = RecordedRequest(request.method, request.path, {**request.body, "include": {"entities": {"x": 1}}}, None, 1)
+    unknown = HttpRequest(request.method, request.path, body={**request.body, "bogus": 1}, timeout=1.0)
+    retyped = HttpRequest(request.method, request.path, body={**request.body, "max_tokens": "many"}, timeout=1.0)
+    nested = HttpRequest(
+        request.method, request.path, body={**request.body, "include": {"entities": {"x": 1}}}, timeout=1
+    )
     assert schema.request_problems(route, unknown) == [
         "POST /v1/default/banks/{bank_id}/memories/recall request: RecallRequest has no field 'bogus'"
     ]
@@ -54,16 +56,16 @@ def test_a_field_or_value_the_client_does_not_know_is_a_problem(schema: ClientSc
 
 
 def test_a_route_or_query_parameter_the_client_does_not_have_is_found(schema: ClientSchema) -> None:
-    assert schema.route(RecordedRequest("GET", f"/v1/default/banks/{BANK}/memories/all/of/them", None, None, 1)) is None
+    assert schema.route(HttpRequest("GET", f"/v1/default/banks/{BANK}/memories/all/of/them", timeout=1)) is None
     query = "limit=5&tags=kind:fact&tags_match=any_strict&sort=new"
-    listing = RecordedRequest("GET", f"/v1/default/banks/{BANK}/memories/list?{query}", None, None, 1)
+    listing = HttpRequest("GET", f"/v1/default/banks/{BANK}/memories/list?{query}", timeout=1)
     route = schema.route(listing)
     assert route is not None
     assert route.name == "list_memories"  # the literal route, not /memories/{memory_id}
     assert schema.request_problems(route, listing) == [
         "GET /v1/default/banks/{bank_id}/memories/list: query parameter 'sort' unknown to the client"
     ]
-    operations = RecordedRequest("GET", f"/v1/default/banks/{BANK}/operations?limit=1000", None, None, 1)
+    operations = HttpRequest("GET", f"/v1/default/banks/{BANK}/operations?limit=1000", timeout=1)
     route = schema.route(operations)
     assert route is not None
     (problem,) = schema.request_problems(route, operations)

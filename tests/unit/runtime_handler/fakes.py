@@ -18,18 +18,18 @@ from memory_adapter.agentcore.settings import AgentMemorySettings
 from memory_adapter.delivery import RetainHandle, RetainOutcome
 from memory_adapter.identity.bank_ids import BankOwner, parse_bank_id
 from memory_adapter.identity.caller import Caller
-from memory_adapter.testing import FakeHindsight, MockTransport, RecordedRequest
-from memory_adapter.transport import HttpResponse, Transport
+from memory_adapter.testing import FakeHindsight, MockTransport
+from memory_adapter.transport import HttpRequest, HttpResponse, Transport
 
 
 def holding_retains(fake: FakeHindsight, flowing: threading.Event) -> MockTransport:
     """``fake`` behind a transport whose retains wait while ``flowing`` is clear (to watch ``/ping`` while a retain
     is in flight); every request reaches ``fake`` and its record."""
 
-    def handler(request: RecordedRequest) -> HttpResponse:
+    def handler(request: HttpRequest) -> HttpResponse:
         if request.method == "POST" and request.path.endswith("/memories"):
             flowing.wait(request.timeout)
-        return request.send(fake)
+        return fake.send(request)
 
     return MockTransport(handler)
 

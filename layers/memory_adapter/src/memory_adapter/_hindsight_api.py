@@ -22,7 +22,7 @@ from memory_adapter.exceptions import HindsightOverloadedError, HindsightRequest
 from memory_adapter.formatting import RecalledMemory
 from memory_adapter.kinds import kind_of
 from memory_adapter.recall_deadline import DEADLINE_HEADER, OVERLOADED, REASON_FIELD
-from memory_adapter.transport import HttpResponse, Transport
+from memory_adapter.transport import HttpRequest, HttpResponse, Transport
 
 if TYPE_CHECKING:
     from memory_adapter.spool import RetainRecord
@@ -170,15 +170,15 @@ class HindsightApi:
         headers: Mapping[str, str] | None = None,
     ) -> Any:
         """One request; the JSON body of a 2xx answer, ``None`` for an ``absent`` status when ``missing_ok``."""
-        sent = {**self.headers, **(headers or {})}
-        extra = {"headers": sent} if sent else {}  # custom transports (tests) need not take headers
-        response = self.transport.request(
-            method,
-            path,
-            body=body,
-            bearer=bearer or self._bearer,
-            timeout=self._timeout if timeout is None else timeout,
-            **extra,
+        response = self.transport.send(
+            HttpRequest(
+                method,
+                path,
+                body=body,
+                bearer=bearer or self._bearer,
+                timeout=self._timeout if timeout is None else timeout,
+                headers={**self.headers, **(headers or {})},
+            )
         )
         if missing_ok and response.status in absent:
             return None
@@ -205,7 +205,7 @@ class HindsightApi:
 
     def healthy(self, *, timeout: float) -> bool:
         """``GET /health``: any answer below 500 means Hindsight is up; raises when no answer came in time."""
-        return self.transport.request("GET", HEALTH_PATH, timeout=timeout).status < 500
+        return self.transport.send(HttpRequest("GET", HEALTH_PATH, timeout=timeout)).status < 500
 
     # ------------------------------------------------------------------ recall, reflect, retain
 
@@ -371,12 +371,14 @@ class HindsightApi:
     def download(self, storage_key: str, *, bearer: str | None = None, timeout: float | None = None) -> bytes:
         """``GET /v1/default/files/download/{key}``: a file Hindsight stored (a transfer archive), as its bytes."""
         path = _DOWNLOAD + urllib.parse.quote(storage_key, safe="/")
-        response = self.transport.request(
-            "GET",
-            path,
-            bearer=bearer or self._bearer,
-            timeout=self._timeout if timeout is None else timeout,
-            **({"headers": self.headers} if self.headers else {}),
+        response = self.transport.send(
+            HttpRequest(
+                "GET",
+                path,
+                bearer=bearer or self._bearer,
+                timeout=self._timeout if timeout is None else timeout,
+                headers=self.headers,
+            )
         )
         return checked(response).content
 

@@ -1,11 +1,11 @@
 """Test transports for **unit** tests (yours and ours): :class:`MockTransport` answers with a function of each
 request (as httpx's ``MockTransport``), and :class:`FakeHindsight` is one with an in-process Hindsight behind it.
 
-``MockTransport(handler)`` records every request and returns what ``handler(request)`` returns; a handler that
-raises :class:`~memory_adapter.exceptions.HindsightUnavailableError` is a server that did not answer. A handler may
-hand a request on with :meth:`RecordedRequest.send` (to a :class:`FakeHindsight`, which records it too, or to a real
-transport), so a test changes one behaviour of a fake, or counts what reaches a real server, without writing a
-transport.
+``MockTransport(handler)`` records every request (a :class:`~memory_adapter.transport.HttpRequest`) and returns what
+``handler(request)`` returns; a handler that raises :class:`~memory_adapter.exceptions.HindsightUnavailableError` is a
+server that did not answer. A handler may hand a request on with ``transport.send(request)`` (to a
+:class:`FakeHindsight`, which records it too, or to a real transport), so a test changes one behaviour of a fake, or
+counts what reaches a real server, without writing a transport.
 
 
 It keeps the server behaviours the adapter relies on: async retain deduplicated by ``operation_id`` (a replay of a
@@ -22,7 +22,7 @@ Example:
     >>> def slow_retains(request):         # one behaviour changed, the rest served by the fake
     ...     if request.path.endswith("/memories"):
     ...         time.sleep(0.1)
-    ...     return request.send(fake)
+    ...     return fake.send(request)
     >>> transport = MockTransport(slow_retains)
 """
 
@@ -31,16 +31,15 @@ from __future__ import annotations
 import re
 import threading
 import urllib.parse
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from enum import StrEnum
 from typing import Any
 
 from memory_adapter.exceptions import HindsightUnavailableError
 from memory_adapter.recall_deadline import OVERLOADED, REASON_FIELD
-from memory_adapter.transport import HttpResponse, Transport
+from memory_adapter.transport import HttpRequest, HttpResponse
 
-__all__ = ["FakeHindsight", "Fault", "Handler", "MockTransport", "RecordedRequest"]
+__all__ = ["FakeHindsight", "Fault", "Handler", "MockTransport"]
 
 _WORD = re.compile(r"\w+")
 _BANK_ROUTE = re.compile(r"^/v1/default/banks/(?P<bank>[^/]+)(?P<rest>/.*)$")
@@ -61,26 +60,8 @@ class Fault(StrEnum):
     ``Retry-After`` and the ``overloaded`` reason; everything else is served."""
 
 
-@dataclass(frozen=True)
-class RecordedRequest:
-    """One request the fake received."""
-
-    method: str
-    path: str
-    body: Any
-    bearer: str | None = field(repr=False)
-    timeout: float
-    headers: Mapping[str, str] = field(default_factory=dict)
-
-    def send(self, transport: Transport) -> HttpResponse:
-        """This request, sent again through ``transport`` (a handler forwarding to a real server)."""
-        return transport.request(
-            self.method, self.path, body=self.body, bearer=self.bearer, timeout=self.timeout, headers=self.headers
-        )
-
-
 #: What a :class:`MockTransport` asks for each request's answer.
-Handler = Callable[[RecordedRequest], HttpResponse]
+Handler = Callable[[HttpRequest], HttpResponse]
 
 
 class MockTransport:
@@ -89,26 +70,16 @@ class MockTransport:
 
     def __init__(self, handler: Handler) -> None:
         self.handler = handler
-        self.requests: list[RecordedRequest] = []
+        self.requests: list[HttpRequest] = []
         self._lock = threading.Lock()
 
-    def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        body: Any | None = None,
-        bearer: str | None = None,
-        timeout: float,
-        headers: Mapping[str, str] | None = None,
-    ) -> HttpResponse:
+    def send(self, request: HttpRequest) -> HttpResponse:
         """Record the request, then answer what the handler returns (or raise what it raises)."""
-        recorded = RecordedRequest(method, path, body, bearer, timeout, dict(headers or {}))
         with self._lock:
-            self.requests.append(recorded)
-        return self.handler(recorded)
+            self.requests.append(request)
+        return self.handler(request)
 
-    def calls(self, suffix: str, method: str | None = None) -> list[RecordedRequest]:
+    def calls(self, suffix: str, method: str | None = None) -> list[HttpRequest]:
         """Recorded requests whose path ends with ``suffix`` (and of ``method``, when given)."""
         with self._lock:
             return [r for r in self.requests if r.path.endswith(suffix) and method in (None, r.method)]
@@ -154,7 +125,7 @@ class FakeHindsight(MockTransport):
 
     # -- the server
 
-    def serve(self, request: RecordedRequest) -> HttpResponse:
+    def serve(self, request: HttpRequest) -> HttpResponse:
         """The handler: answer one request as Hindsight would (``headers``, such as the operator's actor, are not
         interpreted)."""
         method, path, body, bearer, timeout = (

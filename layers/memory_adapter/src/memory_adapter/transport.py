@@ -19,7 +19,7 @@ import json
 import threading
 import urllib.parse
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from memory_adapter.constants import CA_BUNDLE_ENV
@@ -28,9 +28,23 @@ from memory_adapter.exceptions import ConfigurationError, HindsightUnavailableEr
 if TYPE_CHECKING:
     import ssl
 
-__all__ = ["HttpResponse", "HttpTransport", "Transport"]
+__all__ = ["HttpRequest", "HttpResponse", "HttpTransport", "Transport"]
 
 _USER_AGENT: Final = "memory-adapter/0.1 (hindsight-agentcore compatible)"
+
+
+@dataclass(frozen=True, slots=True)
+class HttpRequest:
+    """One JSON request to Hindsight, as every :class:`Transport` takes it (one value, as httpx's ``Request``):
+    method, path (below the base URL), JSON body, the bearer credential, the timeout in seconds and extra headers."""
+
+    method: str
+    path: str
+    _: KW_ONLY
+    body: Any = None
+    bearer: str | None = field(default=None, repr=False)
+    timeout: float
+    headers: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,16 +61,7 @@ class HttpResponse:
 class Transport(Protocol):
     """Blocking JSON-over-HTTP calls to Hindsight. Called from worker threads, never from an event loop."""
 
-    def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        body: Any | None = None,
-        bearer: str | None = None,
-        timeout: float,
-        headers: Mapping[str, str] | None = None,
-    ) -> HttpResponse:
+    def send(self, request: HttpRequest) -> HttpResponse:
         """Send one request; raise :class:`HindsightUnavailableError` when no HTTP response arrived in time."""
         ...
 
@@ -122,27 +127,19 @@ class HttpTransport:
         with self._lock:
             self._connections.discard(conn)
 
-    def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        body: Any | None = None,
-        bearer: str | None = None,
-        timeout: float,
-        headers: Mapping[str, str] | None = None,
-    ) -> HttpResponse:
+    def send(self, request: HttpRequest) -> HttpResponse:
         """Send one request. A keep-alive connection the server closed meanwhile is re-opened once, transparently."""
-        payload = None if body is None else json.dumps(body, ensure_ascii=False).encode("utf-8")
-        sent = {**(headers or {}), "Host": self._host_header, "Accept": "application/json", "User-Agent": _USER_AGENT}
+        timeout = request.timeout
+        payload = None if request.body is None else json.dumps(request.body, ensure_ascii=False).encode("utf-8")
+        sent = {**request.headers, "Host": self._host_header, "Accept": "application/json", "User-Agent": _USER_AGENT}
         if payload is not None:
             sent["Content-Type"] = "application/json"
-        if bearer:
-            sent["Authorization"] = f"Bearer {bearer}"
+        if request.bearer:
+            sent["Authorization"] = f"Bearer {request.bearer}"
         for _ in range(2):
             conn, reused = self._connection(timeout)
             try:
-                conn.request(method, self._prefix + path, body=payload, headers=sent)
+                conn.request(request.method, self._prefix + request.path, body=payload, headers=sent)
                 response = conn.getresponse()
                 raw = response.read()
             except TimeoutError as exc:
