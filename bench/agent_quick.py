@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -27,20 +26,16 @@ from typing import Any
 
 import httpx
 
+from bench.agent_process import wait_for_ping
 from localdev.agent import AGENT_NAME, REPO_ROOT, agent_env
+from localdev.supervisor import free_port
 from localdev.token_issuer import LOCAL_CLIENT_ID, default_data_dir, ensure_running, load_or_create_key, mint_token
 from memory_adapter.identity import JwtSettings, JwtVerifier, format_bank_id
 from memory_adapter.identity.settings import discovery_url_for
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _start_agent(hindsight_url: str, issuer_url: str, spool: Path) -> tuple[subprocess.Popen[bytes], str, float]:
-    port = _free_port()
+    port = free_port()
     env = dict(os.environ)
     env.update(agent_env(hindsight_url=hindsight_url, issuer_url=issuer_url, port=port, spool_dir=spool))
     env.update({"ALLOW_ANONYMOUS": "true", "POWERTOOLS_METRICS_DISABLED": "true", "POWERTOOLS_LOG_LEVEL": "WARNING"})
@@ -55,15 +50,7 @@ def _start_agent(hindsight_url: str, issuer_url: str, spool: Path) -> tuple[subp
         stderr=subprocess.DEVNULL,
     )
     url = f"http://127.0.0.1:{port}"
-    while True:
-        try:
-            if httpx.get(f"{url}/ping", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        if process.poll() is not None:
-            raise RuntimeError("the agent exited during start-up")
-        time.sleep(0.01)
+    wait_for_ping(url, process, poll_s=0.01)
     return process, url, time.perf_counter() - started
 
 

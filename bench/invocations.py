@@ -30,27 +30,21 @@ from typing import Any
 
 import httpx
 
+from bench.agent_process import wait_for_ping
 from bench.bank import BankAdmin
 from bench.env import AGENT
 from bench.stats import Timer, percentile, ratio, summarize
+from localdev.supervisor import free_port
 
 __all__ = ["measure"]
 
 SIDES = ("with_memory", "without_memory")
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _start(mode: str, env: Any, workdir: Any) -> tuple[subprocess.Popen[bytes], str, float]:
     from localdev.token_issuer import LOCAL_CLIENT_ID
 
-    port = _free_port()
+    port = free_port()
     child_env = {
         **os.environ,
         "PORT": str(port),
@@ -74,16 +68,10 @@ def _start(mode: str, env: Any, workdir: Any) -> tuple[subprocess.Popen[bytes], 
         stderr=open(workdir / f"agent-{mode}.log", "wb"),  # noqa: SIM115 - lives as long as the process
     )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if httpx.get(f"{url}/ping", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        if process.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError(f"the agent ({mode}) did not start; see {workdir / f'agent-{mode}.log'}")
-        time.sleep(0.05)
+    try:
+        wait_for_ping(url, process, poll_s=0.05, timeout_s=60)
+    except RuntimeError as exc:
+        raise RuntimeError(f"the agent ({mode}) did not start ({exc}); see {workdir / f'agent-{mode}.log'}") from None
     return process, url, (time.perf_counter() - started) * 1000
 
 
