@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -32,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.eval.data import DataSet, load_locomo, synthetic
-from bench.eval.run import SYSTEMS, Target, Variant, evaluate
+from bench.eval.run import SYSTEMS, Evaluation, Target, Variant, evaluate
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_DATA = REPO.parent / "shared" / "eval" / "data" / "locomo-dev.json"
@@ -157,12 +158,7 @@ async def _run(args: argparse.Namespace, data: DataSet) -> dict[str, Any]:
             judge = Judge(make_llm(args.judge, model=args.judge_model, base_url=args.judge_url))
         results = await evaluate(
             data,
-            target,
-            helper,
-            systems=systems,
-            log=_log,
-            variants=variants,
-            judge=judge,
+            functools.partial(Evaluation, target, helper, systems=systems, log=_log, variants=variants, judge=judge),
             bulk=args.ingest == "bulk",
             runs=args.runs,
             reuse=args.banks,

@@ -383,38 +383,37 @@ async def _run_once(
 
 async def evaluate(
     data: DataSet,
-    target: Target,
-    helper: VenvHelper,
+    new_run: Callable[[], Evaluation],
     *,
-    systems: Sequence[str],
-    log: Callable[[str], None],
-    variants: Sequence[Variant] = (),
-    judge: Judge | None = None,
     bulk: bool = False,
     runs: int = 1,
     reuse: str | None = None,
 ) -> dict[str, Any]:
-    """Ingest every conversation of ``data``, ask every question of every system (and variant), and score; with a
-    ``judge``, our injected block is also answered from and the answer judged (LoCoMo's LLM-judge protocol). With
-    ``bulk``, every conversation is ingested first, in bulk (:mod:`bench.eval.ingest`), instead of turn by turn;
+    """Ingest every conversation of ``data``, ask every question of every system (and variant), and score, in an
+    :class:`Evaluation` ``new_run()`` sets up (e.g. ``functools.partial(Evaluation, target, helper, systems=...)``);
+    with its ``judge``, our injected block is also answered from and the answer judged (LoCoMo's LLM-judge protocol).
+    With ``bulk``, every conversation is ingested first, in bulk (:mod:`bench.eval.ingest`), instead of turn by turn;
     ``runs`` > 1 repeats it all on fresh banks: the runs' mean, with their spread (:func:`.scoring.combine_runs`)."""
     passes: list[dict[str, Any]] = []
     for number in range(1, runs + 1):
+        run = new_run()
+        log = run.log
         if runs > 1:
             log(f"=== run {number} of {runs}")
-        run = Evaluation(target, helper, systems=systems, log=log, variants=variants, judge=judge)
         try:
             questions, question_conv = await _run_once(data, run, bulk=bulk, log=log, reuse=reuse)
         finally:
             await run.close()
         passes.append(
             {
-                "scores": score(run.scored, questions, helper),
+                "scores": score(run.scored, questions, run.helper),
                 "per_conversation": per_conversation(run.scored, questions, question_conv, data.conversations),
-                "rag_at_our_tokens": equal_token_rag(run.scored, questions, helper, data.conversations, question_conv),
+                "rag_at_our_tokens": equal_token_rag(
+                    run.scored, questions, run.helper, data.conversations, question_conv
+                ),
                 "rag_at_variant_tokens": {
                     v.name: equal_token_rag(
-                        run.scored, questions, helper, data.conversations, question_conv, system=f"ours@{v.name}"
+                        run.scored, questions, run.helper, data.conversations, question_conv, system=f"ours@{v.name}"
                     )
                     for v in run.variants
                 },
@@ -435,7 +434,7 @@ async def evaluate(
             "questions_without_evidence": data.questions_without_evidence,
         },
         "systems": run.systems,
-        "judge": judge.llm.name if judge is not None else None,
+        "judge": run.judge.llm.name if run.judge is not None else None,
         "variants": {v.name: {"bank": v.bank, "adapter": v.adapter} for v in run.variants},
         **combine_runs(passes),
         "adapter_settings": {

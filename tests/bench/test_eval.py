@@ -3,6 +3,7 @@ real local Hindsight (MiniLM and o200k from .venv-hindsight, the judge path thro
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import Counter
 from pathlib import Path
@@ -78,7 +79,7 @@ async def test_a_whole_run_on_the_generated_set_scores_every_system(local_hindsi
     from bench.eval.helper import VenvHelper
     from bench.eval.judge import Judge, OpenAICompatibleLLM
     from bench.eval.report import markdown
-    from bench.eval.run import Target, Variant, evaluate
+    from bench.eval.run import Evaluation, Target, Variant, evaluate
     from localdev.hindsight import LocalHindsightConfig
     from localdev.hindsight.venv import HindsightVenv
     from localdev.llm_stub import LLMStub
@@ -92,15 +93,18 @@ async def test_a_whole_run_on_the_generated_set_scores_every_system(local_hindsi
         # WHEN the harness runs end to end
         results = await evaluate(
             data,
-            target,
-            helper,
-            systems=["ours", "raw", "rag", "bm25"],
-            log=lambda _: None,
-            variants=[
-                Variant("low", adapter={"recall_budget": "low"}),
-                Variant("iso", adapter={"layout": "iso-times"}),
-            ],
-            judge=Judge(OpenAICompatibleLLM(stub.base_url)),
+            functools.partial(
+                Evaluation,
+                target,
+                helper,
+                systems=["ours", "raw", "rag", "bm25"],
+                log=lambda _: None,
+                variants=[
+                    Variant("low", adapter={"recall_budget": "low"}),
+                    Variant("iso", adapter={"layout": "iso-times"}),
+                ],
+                judge=Judge(OpenAICompatibleLLM(stub.base_url)),
+            ),
         )
     scores = results["scores"]
     # THEN every system and arm is scored on every question, memories map back to their source turns,
