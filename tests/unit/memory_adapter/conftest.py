@@ -82,3 +82,20 @@ def make_adapter(
     fake.release()
     for adapter in made:
         asyncio.run(adapter.aclose(timeout=1.0))
+
+
+@pytest.fixture
+def mocked_sqs(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """An SQS client on moto (fake credentials, no endpoint override): nothing reaches AWS."""
+    import boto3
+    from moto import mock_aws
+
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "t",
+        "AWS_SECRET_ACCESS_KEY": "t",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("AWS_ENDPOINT_URL_SQS", raising=False)
+    with mock_aws():
+        yield boto3.client("sqs", region_name="us-east-1")

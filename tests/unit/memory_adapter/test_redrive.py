@@ -6,12 +6,9 @@ from __future__ import annotations
 import base64
 import io
 import json
-from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
-from moto import mock_aws
 
 from memory_adapter.redrive import main, owner_check, redrive
 from memory_adapter.spool import RetainRecord
@@ -35,24 +32,14 @@ def record(op: str, bank: str, credential: str | None, *, agent_key: bool = Fals
 
 
 @pytest.fixture
-def spool(monkeypatch: pytest.MonkeyPatch) -> Iterator[SqsSpool]:
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "t",
-        "AWS_SECRET_ACCESS_KEY": "t",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.delenv("AWS_ENDPOINT_URL_SQS", raising=False)
-    with mock_aws():
-        dead = boto3.client("sqs", region_name="us-east-1").create_queue(QueueName="dlq")["QueueUrl"]
-        spool = SqsSpool(dead, dead_letter_queue_url=dead, wait_seconds=0)
-        spool.dead_letter(
-            record("alex-1", "user:alex:agent:a", token({"sub": "alex"})), "credential refused (HTTP 401)"
-        )
-        spool.dead_letter(record("steered", "user:grace:agent:a", token({"sub": "mallory"})), "refused (HTTP 403)")
-        iam = record("iam", "tenant:acme:user:bo:agent:a", "an-agent-key", agent_key=True)  # queued without the key
-        spool.dead_letter(iam, "credential refused (HTTP 401)")
-        yield spool
+def spool(mocked_sqs: Any) -> SqsSpool:
+    dead = mocked_sqs.create_queue(QueueName="dlq")["QueueUrl"]
+    spool = SqsSpool(dead, dead_letter_queue_url=dead, wait_seconds=0)
+    spool.dead_letter(record("alex-1", "user:alex:agent:a", token({"sub": "alex"})), "credential refused (HTTP 401)")
+    spool.dead_letter(record("steered", "user:grace:agent:a", token({"sub": "mallory"})), "refused (HTTP 403)")
+    iam = record("iam", "tenant:acme:user:bo:agent:a", "an-agent-key", agent_key=True)  # queued without the key
+    spool.dead_letter(iam, "credential refused (HTTP 401)")
+    return spool
 
 
 def ids(spool: SqsSpool) -> dict[str, str]:

@@ -7,12 +7,9 @@ from __future__ import annotations
 import base64
 import os
 import zlib
-from collections.abc import Iterator
 from typing import Any
 
-import boto3
 import pytest
-from moto import mock_aws
 
 from memory_adapter import HindsightRuntimeAdapter, RetainOutcome, TurnContext
 from memory_adapter.exceptions import MalformedMessageError, RecordTooLargeError
@@ -34,19 +31,10 @@ def record(op: str, content: str = "hello", **kw: Any) -> RetainRecord:
 
 
 @pytest.fixture
-def queues(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, str, str]]:
-    for name, value in {
-        "AWS_ACCESS_KEY_ID": "t",
-        "AWS_SECRET_ACCESS_KEY": "t",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.delenv("AWS_ENDPOINT_URL_SQS", raising=False)
-    with mock_aws():
-        client = boto3.client("sqs", region_name="us-east-1")
-        dead = client.create_queue(QueueName="retains-dlq")["QueueUrl"]
-        main = client.create_queue(QueueName="retains")["QueueUrl"]
-        yield client, main, dead
+def queues(mocked_sqs: Any) -> tuple[Any, str, str]:
+    dead = mocked_sqs.create_queue(QueueName="retains-dlq")["QueueUrl"]
+    main = mocked_sqs.create_queue(QueueName="retains")["QueueUrl"]
+    return mocked_sqs, main, dead
 
 
 def test_records_round_trip_with_their_credential(queues):
