@@ -17,6 +17,7 @@ from runtime_handler.settings import SettingsError  # (imported after the path f
 
 
 def main() -> int:
+    from memory_adapter.agentcore.app import serve
     from runtime_handler.main import app_from_env
 
     try:
@@ -24,8 +25,7 @@ def main() -> int:
     except SettingsError as exc:
         print(exc, file=sys.stderr)
         return 2
-    port = int(os.environ.get("PORT") or 8080)
-    app.run(port=port, host=os.environ.get("HOST") or None)
+    serve(app)
     return 0
 
 

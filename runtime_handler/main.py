@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from bedrock_agentcore.runtime import BedrockAgentCoreApp
 from starlette.responses import JSONResponse
 
-from memory_adapter.agentcore.app import error_response
+from memory_adapter.agentcore.answers import INTERNAL, MODEL_UNAVAILABLE
 from memory_adapter.agentcore.credentials import AgentKey
 from memory_adapter.agentcore.identity import TokenVerifier
 from memory_adapter.agentcore.memory import AgentCoreMemory, MemoryTurn, TurnMemory
@@ -79,11 +79,11 @@ class Agent:
         except ModelError as exc:
             self.obs.logger.error("model call failed", extra={"detail": str(exc)})
             self.obs.count("ModelErrors")
-            return error_response(502, "the model is unavailable", "model_unavailable")
+            return MODEL_UNAVAILABLE.response()
         except Exception:
             self.obs.logger.exception("unexpected failure in the invocation")
             self.obs.count("InternalErrors")
-            return error_response(500, "internal error", "internal")
+            return INTERNAL.response()
         finally:
             if not streaming:
                 self.obs.flush()
@@ -100,11 +100,11 @@ class Agent:
         except ModelError as exc:
             self.obs.logger.error("model call failed mid-stream", extra={"detail": str(exc)})
             self.obs.count("ModelErrors")
-            yield {"type": "error", "error": "the model is unavailable", "code": "model_unavailable"}
+            yield MODEL_UNAVAILABLE.event()
         except Exception:
             self.obs.logger.exception("unexpected failure mid-stream")
             self.obs.count("InternalErrors")
-            yield {"type": "error", "error": "internal error", "code": "internal"}
+            yield INTERNAL.event()
         finally:
             self.obs.flush()
 

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
+from memory_adapter.agentcore.answers import answer
 from memory_adapter.agentcore.memory import MemoryTurn
 from memory_adapter.agentcore.payload import TurnRequest
 from memory_adapter.agentcore.request import RequestFacts
@@ -62,7 +63,7 @@ class TurnResult:
             memory["reason"] = self.reason
         if self.tools:
             memory["tools"] = list(self.tools)
-        return {"output": self.output, "session_id": self.session_id, "memory": memory}
+        return answer(self.output, self.session_id, memory)
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,17 +31,16 @@ from langchain_core.messages import AIMessage, AIMessageChunk, AnyMessage, Human
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
-from starlette.responses import JSONResponse
 
 from memory_adapter.agentcore import AgentCoreMemory, MemoryTurn, RequestFacts, SettingsError
+from memory_adapter.agentcore.answers import BUSY, MODEL_UNAVAILABLE, answer
+from memory_adapter.agentcore.app import serve
 from memory_adapter.integrations.langgraph import EchoChatModel, HindsightMemoryHooks, memory_report, memory_tools
 
 SYSTEM_PROMPT = "You are a helpful assistant. Answer the user's message concisely."
 #: Conversations this process keeps (one AgentCore session is one process: its callers are few).
 MAX_CONVERSATIONS = 64
 logger = logging.getLogger("langgraph_agent")
-BUSY = ("your previous request is still being answered; retry when it is done", "busy")
-MODEL_UNAVAILABLE = ("the model is unavailable", "model_unavailable")
 
 
 def _model() -> BaseChatModel:
@@ -64,11 +63,12 @@ try:
 except SettingsError as exc:  # every problem at once, before anything is served
     sys.exit(str(exc))
 app = memory.create_app()
-hooks = HindsightMemoryHooks(memory)
-tools = memory_tools(memory)  # recall, reflect, remember, forget, list_recent: for the verified caller only
 
 
 def _build_graph() -> Any:
+    """recall (the memory hooks) -> model -> tools -> ... -> retain, one checkpointer thread per conversation."""
+    hooks = HindsightMemoryHooks(memory)
+    tools = memory_tools(memory)  # recall, reflect, remember, forget, list_recent: for the verified caller only
     model = _model().bind_tools(tools)
 
     async def call_model(state: State) -> dict[str, Any]:
@@ -112,14 +112,14 @@ def thread_for(turn: MemoryTurn | None) -> tuple[str, asyncio.Lock]:
 
 @memory.entrypoint
 async def invoke(payload: Any, turn: MemoryTurn | None, request: RequestFacts) -> Any:
-    """``{"prompt": "...", "stream": false}`` -> ``{"output", "session_id", "memory": {"recalled", "degraded"}}``, or
-    server-sent events with ``"stream": true``; the reference agent's answers: 400 for a bad payload (the wiring's
-    rule, ``memory.read_turn``), 409 while the caller's previous request still runs, 502 when the model fails."""
+    """One turn on the caller's thread, answered in the reference agent's words (``memory_adapter.agentcore.answers``:
+    its body, or server-sent events with ``"stream": true``): 400 for a bad payload (``memory.read_turn``), 409 while
+    the thread's lock is held by the caller's previous request, 502 when the graph fails."""
     ask = memory.read_turn(payload)
     state = turn.state() if turn is not None else {}
     thread, lock = thread_for(turn)
     if lock.locked():
-        return _error(409, *BUSY)
+        return BUSY.response()
     if ask.stream:
         return _stream(ask.prompt, state, thread, lock, request)
     async with lock:
@@ -127,7 +127,7 @@ async def invoke(payload: Any, turn: MemoryTurn | None, request: RequestFacts) -
             result = await graph.ainvoke(_input(ask.prompt), _config(thread), context=state)
         except Exception:
             logger.exception("the agent failed")
-            return _error(502, *MODEL_UNAVAILABLE)
+            return MODEL_UNAVAILABLE.response()
     return _answer(_text(result["messages"][-1]), state, request)
 
 
@@ -137,7 +137,7 @@ async def _stream(
     """The reference agent's events: ``{"type": "delta", "text"}`` pieces of the final answer, then
     ``{"type": "done", ...}`` (the answer's body) or ``{"type": "error", "error", "code"}``."""
     if lock.locked():
-        yield {"type": "error", "error": BUSY[0], "code": BUSY[1]}
+        yield BUSY.event()
         return
     async with lock:
         try:
@@ -151,7 +151,7 @@ async def _stream(
             final = (await graph.aget_state(_config(thread))).values["messages"][-1]
         except Exception:
             logger.exception("the agent failed mid-stream")
-            yield {"type": "error", "error": MODEL_UNAVAILABLE[0], "code": MODEL_UNAVAILABLE[1]}
+            yield MODEL_UNAVAILABLE.event()
             return
     yield {"type": "done", **_answer(_text(final), state, request)}
 
@@ -172,12 +172,8 @@ def _text(message: Any) -> str:
 
 
 def _answer(output: str, state: dict[str, Any], request: RequestFacts) -> dict[str, Any]:
-    return {"output": output.strip(), "session_id": request.session_id, "memory": memory_report(state).body()}
-
-
-def _error(status: int, error: str, code: str) -> JSONResponse:
-    return JSONResponse({"error": error, "code": code}, status_code=status)
+    return answer(output.strip(), request.session_id, memory_report(state).body())
 
 
 if __name__ == "__main__":
-    app.run(port=int(os.environ.get("PORT") or 8080), host=os.environ.get("HOST") or None)
+    serve(app)

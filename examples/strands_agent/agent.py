@@ -21,20 +21,19 @@ import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
-from starlette.responses import JSONResponse
 from strands import Agent
 from strands.models.model import Model
 from strands.types.exceptions import ConcurrencyException
 
 from memory_adapter.agentcore import AgentCoreMemory, MemoryTurn, RequestFacts, SettingsError
+from memory_adapter.agentcore.answers import BUSY, MODEL_UNAVAILABLE, answer
+from memory_adapter.agentcore.app import serve
 from memory_adapter.integrations.strands import EchoModel, HindsightMemoryHooks, memory_report, memory_tools
 
 SYSTEM_PROMPT = "You are a helpful assistant. Answer the user's message concisely."
 #: Conversations this process keeps (one AgentCore session is one process: its callers are few).
 MAX_CONVERSATIONS = 64
 logger = logging.getLogger("strands_agent")
-BUSY = ("your previous request is still being answered; retry when it is done", "busy")
-MODEL_UNAVAILABLE = ("the model is unavailable", "model_unavailable")
 
 
 def _model() -> Model:
@@ -75,9 +74,10 @@ def _new_agent() -> Agent:
 
 @memory.entrypoint
 async def invoke(payload: Any, turn: MemoryTurn | None, request: RequestFacts) -> Any:
-    """``{"prompt": "...", "stream": false}`` -> ``{"output", "session_id", "memory": {"recalled", "degraded"}}``, or
-    server-sent events with ``"stream": true``; the reference agent's answers: 400 for a bad payload (the wiring's
-    rule, ``memory.read_turn``), 409 while the caller's previous request still runs, 502 when the model fails."""
+    """One turn of the caller's agent, answered in the reference agent's words (``memory_adapter.agentcore.answers``:
+    its body, or server-sent events with ``"stream": true``): 400 for a bad payload (``memory.read_turn``), 409 while
+    the agent still answers the caller's previous request (Strands refuses a concurrent invocation), 502 when the model
+    fails."""
     ask = memory.read_turn(payload)
     state = turn.state() if turn is not None else {}
     agent = agent_for(turn)
@@ -86,10 +86,10 @@ async def invoke(payload: Any, turn: MemoryTurn | None, request: RequestFacts) -
     try:
         result = await agent.invoke_async(ask.prompt, invocation_state=state)
     except ConcurrencyException:
-        return _error(409, *BUSY)
+        return BUSY.response()
     except Exception:
         logger.exception("the agent failed")
-        return _error(502, *MODEL_UNAVAILABLE)
+        return MODEL_UNAVAILABLE.response()
     return _answer(str(result), state, request)
 
 
@@ -105,22 +105,18 @@ async def _stream(agent: Agent, prompt: str, state: dict[str, Any], request: Req
             elif isinstance(event, dict) and "result" in event:
                 result = event["result"]
     except ConcurrencyException:
-        yield {"type": "error", "error": BUSY[0], "code": BUSY[1]}
+        yield BUSY.event()
         return
     except Exception:
         logger.exception("the agent failed mid-stream")
-        yield {"type": "error", "error": MODEL_UNAVAILABLE[0], "code": MODEL_UNAVAILABLE[1]}
+        yield MODEL_UNAVAILABLE.event()
         return
     yield {"type": "done", **_answer(str(result), state, request)}
 
 
 def _answer(output: str, state: dict[str, Any], request: RequestFacts) -> dict[str, Any]:
-    return {"output": output.strip(), "session_id": request.session_id, "memory": memory_report(state).body()}
-
-
-def _error(status: int, error: str, code: str) -> JSONResponse:
-    return JSONResponse({"error": error, "code": code}, status_code=status)
+    return answer(output.strip(), request.session_id, memory_report(state).body())
 
 
 if __name__ == "__main__":
-    app.run(port=int(os.environ.get("PORT") or 8080), host=os.environ.get("HOST") or None)
+    serve(app)

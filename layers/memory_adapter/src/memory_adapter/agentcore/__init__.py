@@ -10,7 +10,8 @@ Module              Job
 ``busy``            :class:`RetainWatcher`: ``/ping`` ``HealthyBusy`` while a retain is pending
 ``request``         :class:`RequestFacts`: the headers parsed once, session and request ids (one duplicates rule)
 ``payload``         :class:`TurnRequest`: the ``{"prompt", "stream"}`` payload rule and the body limit
-``app``             the body guard and the 401/400 answers (Starlette)
+``app``             the body guard and the 401/400 answers (Starlette); ``serve`` on ``PORT``/``HOST``
+``answers``         the reference agent's turn body and its 409/502/500 answers, for any agent to give the same
 ``hooks``           :class:`InvocationHooks`: what the wiring reports about each invocation (an agent's metrics)
 ``memory``          :class:`AgentCoreMemory` (all of the above for one process) and :class:`MemoryTurn`
 ``errors``          :class:`AuthError`, :class:`PayloadError`

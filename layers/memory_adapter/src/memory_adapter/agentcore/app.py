@@ -7,12 +7,14 @@ bring answers oversized or malformed bodies and unverified callers exactly as th
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
 
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["UNAUTHORIZED", "BodyGuard", "Gate", "body_problem", "error_response", "unauthorized_response"]
+__all__ = ["UNAUTHORIZED", "BodyGuard", "Gate", "body_problem", "error_response", "serve", "unauthorized_response"]
 
 #: Checks an ``/invocations`` request (its ASGI scope: the raw headers) before its body is read: the answer to send
 #: instead (the uniform 401), or ``None`` to go on. So an unauthenticated caller learns nothing from the body checks
@@ -40,6 +42,12 @@ def body_problem(body: bytes) -> str | None:
     except ValueError as exc:
         return f"the request body is not JSON ({getattr(exc, 'msg', exc)}): send a JSON object"
     return None
+
+
+def serve(app: Any) -> None:
+    """Serve ``app`` (a ``BedrockAgentCoreApp``) on port ``PORT`` (default 8080) of address ``HOST`` (default: the
+    SDK's, ``0.0.0.0`` in a container as the Runtime contract requires, else ``127.0.0.1``), until stopped."""
+    app.run(port=int(os.environ.get("PORT") or 8080), host=os.environ.get("HOST") or None)
 
 
 def unauthorized_response(*, bearer: bool) -> JSONResponse:
