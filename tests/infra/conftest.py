@@ -195,3 +195,19 @@ def default(synths: dict[str, Synth]) -> Synth:
 def resources(template: dict[str, Any], type_name: str) -> dict[str, dict[str, Any]]:
     """Logical id -> resource, for one CloudFormation type."""
     return {k: v for k, v in template["Resources"].items() if v["Type"] == type_name}
+
+
+def role_policy_statements(template: dict[str, Any], role: str) -> list[dict[str, Any]]:
+    """Every statement of the inline policies (``AWS::IAM::Policy``) attached to the role whose logical id is
+    ``role``."""
+    found: list[dict[str, Any]] = []
+    for policy in resources(template, "AWS::IAM::Policy").values():
+        if {"Ref": role} in policy["Properties"]["Roles"]:
+            found += policy["Properties"]["PolicyDocument"]["Statement"]
+    return found
+
+
+def statement_actions(statement: dict[str, Any]) -> list[str]:
+    """A policy statement's ``Action``, as a list (CloudFormation allows one action as a string)."""
+    action = statement["Action"]
+    return action if isinstance(action, list) else [action]

@@ -24,7 +24,7 @@ from infra.constructs.memory_events import (
     PIPE_DETAIL_TYPE,
     PIPE_INPUT_TEMPLATE,
 )
-from tests.infra.conftest import Synth, resources, synthesize
+from tests.infra.conftest import Synth, resources, role_policy_statements, statement_actions, synthesize
 from tests.infra.eks_variant import EKS_VARIANT
 from tests.infra.test_lint import ALLOWED_CFN_LINT_WARNINGS, CHECKOV_SKIPS, _checkov
 
@@ -49,19 +49,6 @@ def _queues(template: dict[str, Any]) -> tuple[tuple[str, dict[str, Any]], tuple
     (queue,) = [(k, p) for k, p in fifo.items() if "RedrivePolicy" in p]
     (dead,) = [(k, p) for k, p in fifo.items() if "RedrivePolicy" not in p]
     return queue, dead
-
-
-def _statements_of(template: dict[str, Any], role: str) -> list[dict[str, Any]]:
-    found: list[dict[str, Any]] = []
-    for policy in resources(template, "AWS::IAM::Policy").values():
-        if {"Ref": role} in policy["Properties"]["Roles"]:
-            found += policy["Properties"]["PolicyDocument"]["Statement"]
-    return found
-
-
-def _actions(statement: dict[str, Any]) -> list[str]:
-    action = statement["Action"]
-    return action if isinstance(action, list) else [action]
 
 
 def _render(node: Any) -> str:
@@ -132,7 +119,7 @@ def test_pipe_moves_the_queue_to_the_bus_as_memory_events(with_text: Synth) -> N
     assert "FilterCriteria" not in pipe.get("SourceParameters", {})  # every event goes through
     # The pipe's role: consume this queue, put on this bus; nothing else.
     role = pipe["RoleArn"]["Fn::GetAtt"][0]
-    granted = {(a, json.dumps(s["Resource"])) for s in _statements_of(data, role) for a in _actions(s)}
+    granted = {(a, json.dumps(s["Resource"])) for s in role_policy_statements(data, role) for a in statement_actions(s)}
     assert ("events:PutEvents", json.dumps({"Fn::GetAtt": [bus_id, "Arn"]})) in granted
     assert {a for a, _ in granted} <= {
         "events:PutEvents",
@@ -192,10 +179,10 @@ def test_every_ecs_task_role_may_only_send_to_the_queue_and_carries_its_url(with
     }
     assert len(task_roles) >= 3  # api, maintenance, worker-1
     for role in task_roles:
-        statements = _statements_of(service, role)
-        sqs = [(a, s["Resource"]) for s in statements for a in _actions(s) if a.startswith("sqs:")]
+        statements = role_policy_statements(service, role)
+        sqs = [(a, s["Resource"]) for s in statements for a in statement_actions(s) if a.startswith("sqs:")]
         assert sqs == [("sqs:SendMessage", queue_arn)], role
-        kms = {a for s in statements if s["Resource"] == key_arn for a in _actions(s)}
+        kms = {a for s in statements if s["Resource"] == key_arn for a in statement_actions(s)}
         assert kms == {"kms:GenerateDataKey", "kms:Decrypt"}, role
     for definition in resources(service, "AWS::ECS::TaskDefinition").values():
         (hindsight,) = [c for c in definition["Properties"]["ContainerDefinitions"] if c["Essential"]]
@@ -211,7 +198,10 @@ def test_eks_pod_roles_may_only_send_to_the_queue_and_the_pods_carry_its_url(on_
     for role in (eks.workload_role, eks.maintenance_role):
         role_id = on_eks.stacks.memory.resolve(on_eks.stacks.memory.get_logical_id(role.node.default_child))
         sqs = [
-            (a, s["Resource"]) for s in _statements_of(service, role_id) for a in _actions(s) if a.startswith("sqs:")
+            (a, s["Resource"])
+            for s in role_policy_statements(service, role_id)
+            for a in statement_actions(s)
+            if a.startswith("sqs:")
         ]
         assert sqs == [("sqs:SendMessage", queue_arn)], role_id
     assert ENV_EVENTS_QUEUE_URL in json.dumps(service)

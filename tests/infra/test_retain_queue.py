@@ -17,7 +17,7 @@ from memory_adapter.constants import (
     RETAIN_DELIVERY_TIMEOUT_ENV,
     SQS_MAX_MESSAGE_BYTES,
 )
-from tests.infra.conftest import Synth, resources
+from tests.infra.conftest import Synth, resources, role_policy_statements, statement_actions
 
 
 @pytest.fixture(scope="module")
@@ -42,20 +42,6 @@ def retain(default: Synth) -> dict[str, Any]:
         "security_group": logical_id(replay.security_group),
         "max_receive_count": queue.max_receive_count,
     }
-
-
-def _statements(template: dict[str, Any], role: str) -> list[dict[str, Any]]:
-    """Every statement of the inline policies attached to ``role``."""
-    found = []
-    for policy in resources(template, "AWS::IAM::Policy").values():
-        if {"Ref": role} in policy["Properties"]["Roles"]:
-            found += policy["Properties"]["PolicyDocument"]["Statement"]
-    return found
-
-
-def _actions(statement: dict[str, Any]) -> list[str]:
-    action = statement["Action"]
-    return action if isinstance(action, list) else [action]
 
 
 def test_both_queues_use_the_customer_key_the_largest_messages_and_two_weeks_of_retention(retain):
@@ -138,24 +124,24 @@ def test_the_functions_logs_are_kept_and_encrypted(retain):
 def test_the_agent_may_only_send_to_the_queue(retain):
     sqs = [
         s
-        for s in _statements(retain["template"], retain["agent_role"])
-        if any(a.startswith("sqs:") for a in _actions(s))
+        for s in role_policy_statements(retain["template"], retain["agent_role"])
+        if any(a.startswith("sqs:") for a in statement_actions(s))
     ]
-    assert [(_actions(s), s["Resource"]) for s in sqs] == [
+    assert [(statement_actions(s), s["Resource"]) for s in sqs] == [
         (["sqs:SendMessage"], {"Fn::GetAtt": [retain["queue"], "Arn"]})
     ]
     key = [
         s
-        for s in _statements(retain["template"], retain["agent_role"])
+        for s in role_policy_statements(retain["template"], retain["agent_role"])
         if s.get("Resource") == {"Fn::GetAtt": [retain["key"], "Arn"]}
     ]
-    assert [sorted(_actions(s)) for s in key] == [["kms:Decrypt", "kms:GenerateDataKey"]]
+    assert [sorted(statement_actions(s)) for s in key] == [["kms:Decrypt", "kms:GenerateDataKey"]]
 
 
 def test_the_function_may_only_consume_the_queue_and_send_dead_letters(retain):
     by_resource: dict[str, set[str]] = {}
-    for statement in _statements(retain["template"], retain["function_role"]):
-        for action in _actions(statement):
+    for statement in role_policy_statements(retain["template"], retain["function_role"]):
+        for action in statement_actions(statement):
             if action.startswith("sqs:"):
                 by_resource.setdefault(json.dumps(statement["Resource"]), set()).add(action)
     assert by_resource == {
@@ -229,7 +215,11 @@ def test_in_iam_mode_the_function_may_read_the_agent_key_and_nothing_else_from_s
     function_id = agent.resolve(agent.get_logical_id(agent.retain_replay.function.node.default_child))
     role_id = agent.resolve(agent.get_logical_id(agent.retain_replay.function.role.node.default_child))
     env = template["Resources"][function_id]["Properties"]["Environment"]["Variables"]
-    secrets = [s for s in _statements(template, role_id) if any(a.startswith("secretsmanager:") for a in _actions(s))]
+    secrets = [
+        s
+        for s in role_policy_statements(template, role_id)
+        if any(a.startswith("secretsmanager:") for a in statement_actions(s))
+    ]
     if variant == "default":  # JWT modes: each message carries its caller's own token; no secret to read
         assert secrets == []
         assert HINDSIGHT_API_KEY_SECRET_ARN_ENV not in env
@@ -237,6 +227,6 @@ def test_in_iam_mode_the_function_may_read_the_agent_key_and_nothing_else_from_s
     # The very secret the agent reads (same reference), by ARN, read-only: the queue no longer carries the key
     agent_key = agent.resolve(agent.agent.environment[HINDSIGHT_API_KEY_SECRET_ARN_ENV])
     assert env[HINDSIGHT_API_KEY_SECRET_ARN_ENV] == agent_key
-    assert [(sorted(_actions(s)), s["Resource"], s["Effect"]) for s in secrets] == [
+    assert [(sorted(statement_actions(s)), s["Resource"], s["Effect"]) for s in secrets] == [
         (["secretsmanager:DescribeSecret", "secretsmanager:GetSecretValue"], agent_key, "Allow")
     ]
