@@ -26,6 +26,7 @@ When a test that used ``local_hindsight`` fails, the tail of the server log is a
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from collections.abc import Generator, Iterator
@@ -121,6 +122,23 @@ def _start_local_hindsight(token_issuer: TokenIssuer) -> LocalHindsight:
             if attempt == 2 or "in use" not in str(err):
                 raise
     raise AssertionError("unreachable")
+
+
+@contextlib.contextmanager
+def throwaway_hindsight(config: LocalHindsightConfig) -> Iterator[LocalHindsight]:
+    """Another real Hindsight beside the session's (``config``: its own ports and data dir), started, stopped even if
+    this session is killed, and deleted afterwards, also when it fails to start."""
+    hindsight = LocalHindsight(config)
+    try:
+        hindsight.start()
+    except HindsightStartError:
+        hindsight.destroy()
+        raise
+    hindsight.stop_when_gone(delete=True)
+    try:
+        yield hindsight
+    finally:
+        hindsight.destroy()
 
 
 def _external_operator_key() -> str | None:

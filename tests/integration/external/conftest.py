@@ -3,22 +3,16 @@ ports and data dir), beside the session's ``local_hindsight``, which runs with i
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 
 import pytest
 
 from localdev.hindsight import LocalHindsight, LocalHindsightConfig
+from tests.conftest import throwaway_hindsight
 
 
 @pytest.fixture(scope="session")
 def unisolated_hindsight() -> Iterator[LocalHindsight]:
     """Stock Hindsight: no tenant, validator or HTTP extension, so no authentication at all."""
-    hindsight = LocalHindsight(LocalHindsightConfig.ephemeral(isolation=False))
-    hindsight.start()
-    hindsight.stop_when_gone(delete=True)
-    try:
+    with throwaway_hindsight(LocalHindsightConfig.ephemeral(isolation=False)) as hindsight:
         yield hindsight
-    finally:
-        hindsight.stop()
-        shutil.rmtree(hindsight.data_dir, ignore_errors=True)

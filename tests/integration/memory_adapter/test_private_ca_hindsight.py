@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import io
-import shutil
 import time
 import zipfile
 from collections.abc import Callable, Iterator
@@ -19,7 +18,7 @@ from typing import Any
 import pytest
 from hindsight_client import Hindsight
 
-from localdev.hindsight import HindsightStartError, LocalHindsight, LocalHindsightConfig
+from localdev.hindsight import LocalHindsight, LocalHindsightConfig
 from localdev.hindsight.config import ServerTls
 from memory_adapter import HindsightRuntimeAdapter, RetainOutcome, TurnContext
 from memory_adapter._hindsight_api import HindsightApi
@@ -30,6 +29,7 @@ from memory_adapter.exceptions import HindsightUnavailableError
 from memory_adapter.identity import format_bank_id
 from memory_adapter.tls import ca_bundle_file
 from memory_adapter.transport import HttpTransport
+from tests.conftest import throwaway_hindsight
 from tests.unit.private_ca import PrivateCa, make_private_ca
 
 pytestmark = pytest.mark.integration
@@ -49,18 +49,8 @@ def tls_hindsight(private_ca: PrivateCa, token_issuer: Any) -> Iterator[LocalHin
         issuer_discovery_url=token_issuer.discovery_url,
         tls=ServerTls(certfile=private_ca.server_cert, keyfile=private_ca.server_key, cafile=private_ca.ca_file),
     )
-    hindsight = LocalHindsight(config)
-    try:
-        hindsight.start()
-    except HindsightStartError:
-        hindsight.destroy()
-        raise
-    hindsight.stop_when_gone(delete=True)
-    try:
+    with throwaway_hindsight(config) as hindsight:
         yield hindsight
-    finally:
-        hindsight.stop()
-        shutil.rmtree(hindsight.data_dir, ignore_errors=True)
 
 
 async def _recall_until(adapter: HindsightRuntimeAdapter, ctx: TurnContext, query: str, needle: str) -> Any:
