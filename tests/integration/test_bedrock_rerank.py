@@ -6,7 +6,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,6 +18,7 @@ from localdev.hindsight import LocalHindsight, LocalHindsightConfig
 from localdev.llm_stub import LLMStub
 from localdev.token_issuer import TokenIssuer
 from memory_adapter.identity.bank_ids import format_bank_id
+from tests.conftest import throwaway_hindsight
 
 pytestmark = pytest.mark.integration
 
@@ -58,10 +58,7 @@ def reranked(token_issuer: TokenIssuer) -> Iterator[tuple[LocalHindsight, LLMStu
             "AWS_REGION": REGION,
         }
         config = LocalHindsightConfig.ephemeral(issuer_discovery_url=token_issuer.discovery_url, extra_env=env)
-        hindsight = LocalHindsight(config)
-        hindsight.start()
-        hindsight.stop_when_gone(delete=True)
-        try:
+        with throwaway_hindsight(config) as hindsight:
             token = token_issuer.mint(USER, ttl=900)
             with httpx.Client(base_url=hindsight.url, headers={"Authorization": f"Bearer {token}"}, timeout=120) as c:
                 items = [
@@ -72,9 +69,6 @@ def reranked(token_issuer: TokenIssuer) -> Iterator[tuple[LocalHindsight, LLMStu
                 body = {"items": items, "async": False}
                 assert c.post(f"/v1/default/banks/{BANK}/memories", json=body).status_code == 200
             yield hindsight, bedrock
-        finally:
-            hindsight.stop()
-            shutil.rmtree(hindsight.data_dir, ignore_errors=True)
 
 
 def test_recall_is_ordered_by_the_bedrock_reranker_the_stack_configures(

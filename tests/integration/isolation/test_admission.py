@@ -11,7 +11,6 @@ the server's own account (a shed decided on arrival), and the adapter's turns ar
 from __future__ import annotations
 
 import asyncio
-import shutil
 import threading
 import time
 from collections.abc import Iterator
@@ -28,6 +27,7 @@ from localdev.token_issuer import TokenIssuer
 from memory_adapter import HindsightRuntimeAdapter, TurnContext
 from memory_adapter.identity.bank_ids import format_bank_id
 from memory_adapter.recall_deadline import DEADLINE_HEADER, OVERLOADED, REASON_FIELD
+from tests.conftest import throwaway_hindsight
 
 pytestmark = pytest.mark.integration
 
@@ -75,10 +75,7 @@ def narrow(token_issuer: TokenIssuer) -> Iterator[LocalHindsight]:
         issuer_discovery_url=token_issuer.discovery_url,
         extra_env={tenant_env("recall_concurrency"): "1"},
     )
-    hindsight = LocalHindsight(config)
-    hindsight.start()
-    hindsight.stop_when_gone(delete=True)
-    try:
+    with throwaway_hindsight(config) as hindsight:
         token = token_issuer.mint(USER, ttl=900)
         with httpx.Client(base_url=hindsight.url, headers={"Authorization": f"Bearer {token}"}, timeout=120) as c:
             items = [{"content": f"I like {thing}."} for thing in ("tea", "hiking", "jazz", "rain")]
@@ -86,9 +83,6 @@ def narrow(token_issuer: TokenIssuer) -> Iterator[LocalHindsight]:
             for _ in range(5):  # served recalls: what the server's estimate learns from
                 assert recall(c, "what do I like?").status_code == 200
         yield hindsight
-    finally:
-        hindsight.stop()
-        shutil.rmtree(hindsight.data_dir, ignore_errors=True)
 
 
 @pytest.fixture
