@@ -9,7 +9,6 @@ from __future__ import annotations
 import base64
 import json
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import anyio
@@ -19,21 +18,10 @@ import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from localdev.mcp_server import MCP_PATH, create_app
 from localdev.token_issuer import LOCAL_CLIENT_ID, TokenIssuer
 from tests.unit.issuers import non_numeric_time_claims
-from tests.unit.runtime_handler.serving import serve
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def mcp_url(local_hindsight: Any, token_issuer: TokenIssuer) -> Iterator[str]:
-    app = create_app(
-        hindsight_url=local_hindsight.url, discovery_url=token_issuer.discovery_url, public_url="http://127.0.0.1"
-    )
-    with serve(app) as url:
-        yield url + MCP_PATH
 
 
 def _session(url: str, token: str, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 from localdev.agent import LocalAgent
-from localdev.mcp_server import MCP_PATH, LocalMcpServer, create_app
+from localdev.mcp_server import LocalMcpServer
 from localdev.token_issuer import TokenIssuer
 from smoke.__main__ import main
-from tests.unit.runtime_handler.serving import free_port, serve
+from tests.unit.runtime_handler.serving import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -43,16 +43,6 @@ def local_agent(
 def agent_url(local_agent: LocalAgent) -> str:
     assert local_agent.url is not None
     return local_agent.url
-
-
-@pytest.fixture(scope="module")
-def mcp_url(local_hindsight: Any, token_issuer: TokenIssuer) -> Iterator[str]:
-    """The real local MCP server app (the one `make local` runs), on the same Hindsight and issuer as the agent."""
-    app = create_app(
-        hindsight_url=local_hindsight.url, discovery_url=token_issuer.discovery_url, public_url="http://127.0.0.1"
-    )
-    with serve(app) as url:
-        yield url + MCP_PATH
 
 
 def test_smoke_passes_through_the_agent_and_over_mcp_and_prints_each_step(
