@@ -62,12 +62,14 @@ def test_cdk_cli_synthesizes_every_stack_without_credentials(tmp_path: Path, var
     ]
 
 
-def test_prod_without_a_certificate_is_refused_with_the_settings_named(tmp_path: Path) -> None:
+def _refused_synth(tmp_path: Path, *settings: str) -> str:
+    """``cdk synth -c <setting> ...`` that the configuration refuses: its stderr (the problems, not a stack)."""
     cli = ROOT / "node_modules" / ".bin" / "cdk"
     if not cli.exists():
         pytest.skip("the CDK CLI is not installed: run `make node`")
+    context = [arg for setting in settings for arg in ("-c", setting)]
     result = subprocess.run(
-        [str(cli), "synth", "--quiet", "--output", str(tmp_path / "out"), "-c", "env=prod"],
+        [str(cli), "synth", "--quiet", "--output", str(tmp_path / "out"), *context],
         cwd=ROOT,
         env={**os.environ, "CDK_DISABLE_VERSION_CHECK": "true", "CDK_DISABLE_CLI_TELEMETRY": "true"},
         capture_output=True,
@@ -76,25 +78,16 @@ def test_prod_without_a_certificate_is_refused_with_the_settings_named(tmp_path:
         check=False,
     )
     assert result.returncode != 0
-    assert "hindsight.certificate_arn, hindsight.domain_name: required because hindsight.require_tls" in result.stderr
-    assert "Traceback" not in result.stderr  # the problems, not a stack
+    assert "Traceback" not in result.stderr
+    return result.stderr
+
+
+def test_prod_without_a_certificate_is_refused_with_the_settings_named(tmp_path: Path) -> None:
+    stderr = _refused_synth(tmp_path, "env=prod")
+    assert "hindsight.certificate_arn, hindsight.domain_name: required because hindsight.require_tls" in stderr
 
 
 def test_a_gateway_asked_for_without_user_tokens_is_refused_with_what_to_do(tmp_path: Path) -> None:
-    cli = ROOT / "node_modules" / ".bin" / "cdk"
-    if not cli.exists():
-        pytest.skip("the CDK CLI is not installed: run `make node`")
-    args = ["-c", "auth.mode=iam", "-c", "gateway.enabled=true"]
-    result = subprocess.run(
-        [str(cli), "synth", "--quiet", "--output", str(tmp_path / "out"), *args],
-        cwd=ROOT,
-        env={**os.environ, "CDK_DISABLE_VERSION_CHECK": "true", "CDK_DISABLE_CLI_TELEMETRY": "true"},
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert result.returncode != 0
-    assert "gateway.enabled=true: the gateway's tools act for the user a verified token names" in result.stderr
-    assert "leave gateway.enabled null (no gateway with iam)" in result.stderr
-    assert "Traceback" not in result.stderr
+    stderr = _refused_synth(tmp_path, "auth.mode=iam", "gateway.enabled=true")
+    assert "gateway.enabled=true: the gateway's tools act for the user a verified token names" in stderr
+    assert "leave gateway.enabled null (no gateway with iam)" in stderr
