@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 import pytest
 
 from hindsight_isolation.fading import FadingRules
-from hindsight_isolation.settings import DEFAULT_EXPIRY_GRACE_S, IsolationSettings, server_env
+from hindsight_isolation.settings import DEFAULT_EXPIRY_GRACE_S, IsolationSettings, fading_settings, server_env
 from infra.config import load_config_from_cdk_json
 from infra.functions.eks_restart.index import RestartSettings
 from infra.functions.isolation_probe.index import ProbeSettings
@@ -150,7 +150,7 @@ PROCESSES = {
             schema="emb_v2",
             events_queue_url=QUEUE + ".fifo",
             events_include_text=True,
-            fading=FadingRules.from_mapping({"plan": 3, "fact": 90}, floor=0.2),
+            **fading_settings(FadingRules.from_mapping({"plan": 3, "fact": 90}, floor=0.2)),
             fading_clock=datetime(2026, 3, 1, 12, tzinfo=UTC),
             fading_clock_header=True,
         ),

@@ -133,8 +133,20 @@ def test_configure_keeps_the_prior_art_signature_and_defaults():
     for name, default in prior_art.items():
         assert params[name].default == default
         assert params[name].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
-    for name in ("recall_timeout", "breaker_failure_threshold", "breaker_reset_timeout", "spool_dir", "max_retries"):
-        assert params[name].kind is inspect.Parameter.KEYWORD_ONLY
+    assert params["settings"].kind is inspect.Parameter.VAR_KEYWORD  # every other setting, by keyword only
+
+
+def test_configure_takes_every_other_setting_by_keyword_and_refuses_unknown_ones(monkeypatch, tmp_path):
+    monkeypatch.setenv("HINDSIGHT_ADAPTER_MAX_RETRIES", "5")
+    config = configure("http://h", recall_timeout=0.5, spool_dir=str(tmp_path), breaker_slow_ratio=0.5)
+    assert (config.recall_timeout, config.spool_dir, config.breaker_slow_ratio) == (0.5, str(tmp_path), 0.5)
+    assert config.max_retries == 5  # not given: its variable
+    with pytest.raises(TypeError, match="unexpected keyword argument 'recall_timeuot'"):
+        configure("http://h", recall_timeuot=0.5)
+    with pytest.raises(TypeError, match="'log_hash_salt'"):  # environment only
+        configure("http://h", log_hash_salt="pepper")
+    with pytest.raises(ConfigurationError, match="recall_timeout must be greater than 0, got -1.0"):
+        configure("http://h", recall_timeout=-1)
 
 
 def test_configure_get_and_reset():
