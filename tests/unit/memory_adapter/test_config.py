@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 
 import pytest
@@ -16,6 +17,8 @@ from memory_adapter.config import (
     resolve_settings,
 )
 from memory_adapter.exceptions import ConfigurationError
+from memory_adapter.settings_fields import read_declared, setting
+from memory_adapter.settings_reader import SettingsReader
 
 
 def test_no_url_anywhere_raises_a_clear_error():
@@ -145,7 +148,7 @@ def test_configure_takes_every_other_setting_by_keyword_and_refuses_unknown_ones
         configure("http://h", recall_timeuot=0.5)
     with pytest.raises(TypeError, match="'log_hash_salt'"):  # environment only
         configure("http://h", log_hash_salt="pepper")
-    with pytest.raises(ConfigurationError, match="recall_timeout must be greater than 0, got -1.0"):
+    with pytest.raises(ConfigurationError, match=r"recall_timeout must be greater than 0, got -1\.0"):
         configure("http://h", recall_timeout=-1)
 
 
@@ -172,3 +175,26 @@ def test_the_api_key_is_never_in_a_repr():
     adapter = HindsightRuntimeAdapter(hindsight_api_url="http://h", api_key="s3cret-key")
     assert "s3cret-key" not in repr(adapter.settings)
     assert "s3cret-key" not in repr(configure(hindsight_api_url="http://h", api_key="s3cret-key"))
+
+
+def test_a_field_added_with_bounds_is_read_checked_and_written_like_the_others():
+    # GIVEN the adapter's settings with one more field, declared with its variable, default and bounds only
+    extended = dataclasses.make_dataclass(
+        "Extended",
+        [("knob", int, setting("HINDSIGHT_ADAPTER_KNOB", 5, low=1, high=10))],
+        bases=(HindsightAgentCoreConfig,),
+    )
+    # WHEN its variable and one of the adapter's own are out of range
+    reader = SettingsReader({"HINDSIGHT_ADAPTER_KNOB": "11", "HINDSIGHT_ADAPTER_BREAKER_SLOW_RATIO": "1.5"})
+    values = read_declared(extended, reader)
+    # THEN both are refused, each naming its variable and the allowed range, and read as their defaults
+    assert reader.problems == [
+        "HINDSIGHT_ADAPTER_BREAKER_SLOW_RATIO must be between 0 and 1, got 1.5",
+        "HINDSIGHT_ADAPTER_KNOB must be between 1 and 10, got 11",
+    ]
+    assert (values["knob"], values["breaker_slow_ratio"]) == (5, 0.8)
+    # AND it is written back under its variable when changed, like every other setting
+    assert extended(knob=7, hindsight_api_url="http://h").to_env() == {
+        "HINDSIGHT_API_URL": "http://h",
+        "HINDSIGHT_ADAPTER_KNOB": "7",
+    }
