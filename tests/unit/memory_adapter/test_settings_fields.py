@@ -7,7 +7,16 @@ from enum import StrEnum
 
 import pytest
 
-from memory_adapter.settings_fields import DeclaredSettings, env_name, setting
+from memory_adapter.settings_fields import (
+    DeclaredSettings,
+    declared,
+    env_name,
+    env_names,
+    env_of,
+    read_declared,
+    setting,
+)
+from memory_adapter.settings_reader import Naming, SettingsReader
 
 
 class Mode(StrEnum):
@@ -80,3 +89,30 @@ def test_the_variables_are_listed_from_the_fields() -> None:
 def test_a_mutable_default_is_refused() -> None:
     with pytest.raises(TypeError, match="tuple"):
         setting("X", [])
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Shared:
+    """Settings each component reads under its own keys (the field name spelled by the reader's Naming)."""
+
+    leeway_s: float = setting(None, 30.0, low=0, high=300)
+    names: list[str] = setting(None, factory=list, kind=list)
+
+
+def test_a_setting_without_a_variable_is_read_and_written_under_each_components_spelling() -> None:
+    agent = Naming(prefix="JWT_", upper=True, seconds="_SECONDS")
+    stack = Naming(seconds="_seconds", shown_prefix="auth.")
+    assert env_names(Shared, agent) == ("JWT_LEEWAY_SECONDS", "JWT_NAMES")
+    reader = SettingsReader({"leeway_seconds": "301", "names": "a, b"}, stack)
+    assert read_declared(Shared, reader) == {"leeway_s": 30.0, "names": ["a", "b"]}
+    assert reader.problems == ["auth.leeway_seconds must be between 0 and 300, got 301.0"]
+    assert env_of(Shared(leeway_s=5, names=["x"]), agent) == {"JWT_LEEWAY_SECONDS": "5", "JWT_NAMES": "x"}
+    assert env_of(Shared()) == {}  # a factory's default is a default too
+    assert Shared().names is not Shared().names
+
+
+def test_a_value_given_in_code_is_checked_against_the_declared_bounds() -> None:
+    (_, leeway), _ = declared(Shared)
+    assert leeway.out_of_range("leeway_s", 301) == "leeway_s must be between 0 and 300, got 301.0"
+    assert leeway.out_of_range("leeway_s", "soon") == "leeway_s must be a number, got 'soon'"
+    assert leeway.out_of_range("leeway_s", 300) is None

@@ -254,20 +254,6 @@ class SettingsReader:
             return default
         return int(value)
 
-    def typed(self, key: str, default: Any) -> Any:
-        """The value of ``key`` parsed as the type of ``default`` (bool, int, float, list or tuple of names, text);
-        ``default`` when unset or invalid. For settings defined once as a dataclass with typed defaults."""
-        if isinstance(default, bool):
-            return self.flag(key, default)
-        if isinstance(default, int):
-            return self.integer(key, default)
-        if isinstance(default, float):
-            return self.number(key, default)
-        if isinstance(default, list | tuple):
-            return type(default)(self.csv(key)) or default
-        text = self.text(key)
-        return default if text is None else text
-
     def json_object(self, key: str, *, what: str = "a JSON object") -> dict[str, Any] | None:
         """A JSON object (given as a JSON string or as a mapping); ``None`` when not set or not an object.
 
