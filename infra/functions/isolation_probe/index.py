@@ -20,13 +20,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from memory_adapter.constants import HINDSIGHT_API_KEY_SECRET_ARN_ENV
 from memory_adapter.settings_fields import HindsightClientSettings, setting
-from memory_adapter.settings_reader import SettingsReader
 
 ATTR_RESULT = "Result"
 METRICS_NAMESPACE = "HindsightMemory/IsolationProbe"
@@ -49,14 +47,8 @@ class ProbeSettings(HindsightClientSettings):
     agent_key_secret_arn: str | None = setting(HINDSIGHT_API_KEY_SECRET_ARN_ENV)
     agent_name: str = setting("AGENT_NAME", required="the agent whose banks are probed")
     tenant_id: str | None = setting("TENANT_ID")
-    on_leak: str = setting("ON_LEAK", "fail", always=True)
+    on_leak: str = setting("ON_LEAK", "fail", choices=("fail", "warn"), always=True)
     """``fail`` the deploy on a leak, or ``warn`` and go on."""
-
-    @classmethod
-    def check(cls, values: Mapping[str, Any], reader: SettingsReader) -> None:
-        """``on_leak`` is ``fail`` or ``warn``."""
-        if values["on_leak"] not in ("fail", "warn"):
-            reader.problem(f"ON_LEAK must be fail or warn, got {values['on_leak']!r}")
 
 
 def handler(event: dict[str, Any], context: Any, *, secrets: Any = None, cloudwatch: Any = None) -> dict[str, Any]:

@@ -42,7 +42,7 @@ def test_from_mapping_raises_with_every_problem() -> None:
     with pytest.raises(IdentityConfigError) as info:
         JwtSettings.from_mapping({"jwt_token_use": "refresh", "jwt_user_claim": "  "}, JWT_NAMING)
     assert len(info.value.problems) == 3  # issuer source, client/audience, token_use (a blank claim means unset)
-    assert "HINDSIGHT_API_TENANT_JWT_TOKEN_USE must be 'access' or 'id'" in str(info.value)
+    assert "HINDSIGHT_API_TENANT_JWT_TOKEN_USE must be one of: access, id; got 'refresh'" in str(info.value)
 
 
 @pytest.mark.parametrize(

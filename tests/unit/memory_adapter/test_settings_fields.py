@@ -116,3 +116,24 @@ def test_a_value_given_in_code_is_checked_against_the_declared_bounds() -> None:
     assert leeway.out_of_range("leeway_s", 301) == "leeway_s must be between 0 and 300, got 301.0"
     assert leeway.out_of_range("leeway_s", "soon") == "leeway_s must be a number, got 'soon'"
     assert leeway.out_of_range("leeway_s", 300) is None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Chosen(DeclaredSettings):
+    depth: str = setting("EXAMPLE_DEPTH", "mid", choices=("low", "mid", "high"))
+    on_leak: str = setting("EXAMPLE_ON_LEAK", "fail", choices=("fail", "warn"), always=True)
+
+
+def test_a_text_setting_takes_only_its_declared_choices() -> None:
+    # GIVEN settings whose fields declare the values they may take
+    assert Chosen.from_env({"EXAMPLE_DEPTH": " high "}) == Chosen(depth="high")
+    assert Chosen.from_env({}).to_env() == {"EXAMPLE_ON_LEAK": "fail"}
+    # WHEN another value is given, THEN it is refused naming the variable and every allowed value (case matters)
+    with pytest.raises(ValueError, match="invalid configuration") as err:
+        Chosen.from_env({"EXAMPLE_DEPTH": "HIGH", "EXAMPLE_ON_LEAK": "ignore"})
+    assert "EXAMPLE_DEPTH must be one of: low, mid, high; got 'HIGH'" in str(err.value)
+    assert "EXAMPLE_ON_LEAK must be one of: fail, warn; got 'ignore'" in str(err.value)
+    # AND a value given in code is checked against the same choices
+    (_, depth), _ = declared(Chosen)
+    assert depth.out_of_range("depth", "huge") == "depth must be one of: low, mid, high; got 'huge'"
+    assert depth.out_of_range("depth", "low") is None

@@ -29,12 +29,12 @@ from memory_adapter.constants import (
     DEFAULT_RECALL_BUDGET,
     DEFAULT_RECALL_MAX_TOKENS,
     HINDSIGHT_API_KEY_ENV,
-    HINDSIGHT_API_TOKEN_ENV,
     HINDSIGHT_API_URL_ENV,
     LOG_HASH_SALT_ENV,
     RECALL_BUDGETS,
     SPOOL_QUEUE_URL_ENV,
 )
+from memory_adapter.compat import HINDSIGHT_API_TOKEN_ENV
 from memory_adapter.exceptions import ConfigurationError
 from memory_adapter.missions import Missions, MissionsError
 from memory_adapter.settings_fields import declared, env_of, read_declared, setting
@@ -82,9 +82,9 @@ class HindsightAgentCoreConfig:
     hindsight_api_url: str = setting(HINDSIGHT_API_URL_ENV, DEFAULT_HINDSIGHT_API_URL)
     """Hindsight server URL. Empty means "not configured" (there is deliberately no SaaS default)."""
     api_key: str | None = setting(HINDSIGHT_API_KEY_ENV, repr=False)
-    """Bearer credential used when a turn carries none of its own (kept out of ``repr``; ``HINDSIGHT_API_TOKEN`` is
-    read when ``HINDSIGHT_API_KEY`` is unset)."""
-    recall_budget: str = setting(_A + "RECALL_BUDGET", DEFAULT_RECALL_BUDGET)
+    """Bearer credential used when a turn carries none of its own (kept out of ``repr``; :func:`configure` and an
+    adapter also read the prior art's ``HINDSIGHT_API_TOKEN`` when no key is given otherwise)."""
+    recall_budget: str = setting(_A + "RECALL_BUDGET", DEFAULT_RECALL_BUDGET, choices=RECALL_BUDGETS)
     """Recall search depth: 'low', 'mid', or 'high'."""
     recall_max_tokens: int = setting(_A + "RECALL_MAX_TOKENS", DEFAULT_RECALL_MAX_TOKENS, low=1)
     """Maximum tokens in the recalled memory block."""
@@ -143,7 +143,7 @@ class HindsightAgentCoreConfig:
         return env_of(self)
 
 
-#: The connection: read with rules of their own (a fallback variable, a required URL).
+#: The connection: read with rules of their own (the prior art's fallback variable, a required URL).
 _CONNECTION: Final = ("hindsight_api_url", "api_key")
 _DECLARED: Final = {f.name: s for f, s in declared(HindsightAgentCoreConfig)}
 #: Every setting an adapter argument or ``configure()`` may give, in field order.
@@ -162,6 +162,7 @@ def read_settings(
     *,
     config: HindsightAgentCoreConfig | None = None,
     require_url: bool = True,
+    prior_art: bool = False,
 ) -> HindsightAgentCoreConfig:
     """Resolve every setting (argument > ``configure()`` > environment > default); problems go to ``reader``.
 
@@ -170,6 +171,8 @@ def read_settings(
         overrides: Arguments by setting name; ``None`` means "not given".
         config: The global config, when :func:`configure` was called.
         require_url: A missing URL is a problem (not for :func:`configure`, which may leave it unset).
+        prior_art: Read the key from ``HINDSIGHT_API_TOKEN`` (:mod:`memory_adapter.compat`) when no key is given
+            otherwise, as the prior art did: :func:`configure` and an adapter, not an agent's settings.
     """
     values: dict[str, Any] = {}
     unset = [name for name in ENV_VARS if config is None and overrides.get(name) is None]
@@ -182,8 +185,6 @@ def read_settings(
             problem = _DECLARED[name].out_of_range(name, value)
             if problem is not None:
                 reader.problem(problem)
-    if values["recall_budget"] not in RECALL_BUDGETS:
-        reader.problem(f"recall_budget must be one of {', '.join(RECALL_BUDGETS)}, got {values['recall_budget']!r}")
     if values["retry_max_delay"] < values["retry_base_delay"]:
         reader.problem("retry_max_delay must be at least retry_base_delay")
     if not values["spool_dir"]:
@@ -204,7 +205,7 @@ def read_settings(
         overrides.get("api_key")
         or (config.api_key if config is not None else None)
         or reader.text(HINDSIGHT_API_KEY_ENV)
-        or reader.text(HINDSIGHT_API_TOKEN_ENV)
+        or (reader.text(HINDSIGHT_API_TOKEN_ENV) if prior_art else None)
     )
     if not url and require_url:
         reader.problem(
@@ -230,7 +231,7 @@ def resolve_settings(
         ConfigurationError: No URL anywhere, or invalid values (every problem listed in one message).
     """
     reader = SettingsReader(os.environ if environ is None else environ)
-    settings = read_settings(reader, overrides, config=config)
+    settings = read_settings(reader, overrides, config=config, prior_art=True)
     if reader.problems:
         raise ConfigurationError(reader.problems)
     return settings
@@ -265,7 +266,7 @@ def configure(
     given = {name: value for name, value in locals().items() if name in SETTING_NAMES}
     given.update(settings, tags=list(tags or []))
     reader = SettingsReader(os.environ)
-    config = read_settings(reader, given, require_url=False)
+    config = read_settings(reader, given, require_url=False, prior_art=True)
     if reader.problems:
         raise ConfigurationError(reader.problems)
     _global_config = config

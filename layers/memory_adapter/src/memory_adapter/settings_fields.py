@@ -32,7 +32,7 @@ from memory_adapter.constants import (
     HINDSIGHT_API_URL_ENV,
     RECALL_BUDGETS,
 )
-from memory_adapter.settings_reader import Naming, SettingsReader, env_dict, out_of_range
+from memory_adapter.settings_reader import Naming, SettingsReader, env_dict, not_one_of, out_of_range
 
 __all__ = [
     "DeclaredSettings",
@@ -65,6 +65,7 @@ class Setting:
     always: bool = False
     parse: Callable[[SettingsReader, str], Any] | None = None
     write: Callable[[Any], object] | None = None
+    choices: tuple[str, ...] | None = None
 
     def key(self, field_name: str, naming: Naming) -> str:
         """The variable (or key) of the field ``field_name``: ``env``, else the field's name spelled by ``naming``."""
@@ -76,8 +77,11 @@ class Setting:
         return self.low is not None or self.high is not None or self.above is not None
 
     def out_of_range(self, name: str, value: object) -> str | None:
-        """The problem with ``value`` (named ``name`` in the message) for these bounds, or ``None``: for values given
-        other than through :func:`read_declared` (arguments, settings built in code), which checks what it reads."""
+        """The problem with ``value`` (named ``name`` in the message) for these bounds or choices, or ``None``: for
+        values given other than through :func:`read_declared` (arguments, settings built in code), which checks what
+        it reads."""
+        if self.choices is not None and value is not None and value not in self.choices:
+            return not_one_of(name, self.choices, value)
         if not self.bounded:
             return None
         try:
@@ -96,6 +100,7 @@ def setting(
     low: float | None = None,
     high: float | None = None,
     above: float | None = None,
+    choices: tuple[str, ...] | None = None,
     required: str | None = None,
     always: bool = False,
     parse: Callable[[SettingsReader, str], Any] | None = None,
@@ -115,13 +120,16 @@ def setting(
         low: Inclusive lower bound of a number.
         high: Inclusive upper bound of a number.
         above: Exclusive lower bound of a number.
+        choices: The values a text setting may take (any other is refused, naming the variable and these).
         required: Why the setting is required (the problem names it when the variable is unset).
         always: :func:`env_of` writes it even at its default (required and security-relevant settings).
         parse: Reads the value instead (``parse(reader, env)``), for values with their own syntax (JSON, URL).
         write: The value as :func:`~memory_adapter.settings_reader.env_text` writes it, when it is not plain.
         repr: Shown in the dataclass ``repr`` (``False`` for secrets).
     """
-    meta = {_KEY: Setting(env, kind, low, high, above, required, always or required is not None, parse, write)}
+    meta = {
+        _KEY: Setting(env, kind, low, high, above, required, always or required is not None, parse, write, choices)
+    }
     if isinstance(default, list | dict | set):
         raise TypeError("give a tuple or a frozen value as a setting's default (or a factory)")
     if required is not None:
@@ -179,6 +187,8 @@ def _read(f: dataclasses.Field[Any], s: Setting, reader: SettingsReader) -> Any:
         value = reader.number(key, default, low=s.low, high=s.high, above=s.above)
     elif kind is tuple or kind is list:
         value = kind(reader.csv(key)) or default
+    elif s.choices is not None:
+        value = reader.one_of(key, s.choices, default)
     else:
         text = reader.text(key)
         value = default if text is None else text
@@ -253,19 +263,10 @@ class HindsightClientSettings(DeclaredSettings):
     ca_bundle: str | None = setting(CA_BUNDLE_ENV)
 
 
-def _budget(reader: SettingsReader, env: str) -> str:
-    value = reader.text(env)
-    if value is None:
-        return DEFAULT_RECALL_BUDGET
-    if value not in RECALL_BUDGETS:
-        reader.problem(f"{reader.name(env)} must be one of {', '.join(RECALL_BUDGETS)}, got {value!r}")
-    return value
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RecallClientSettings(HindsightClientSettings):
     """A client that recalls (the memory tools' function, the operator's functions): the same budget and block size
     as the agent's memory adapter, under the adapter's variables."""
 
-    recall_budget: str = setting(ADAPTER_ENV_PREFIX + "RECALL_BUDGET", DEFAULT_RECALL_BUDGET, parse=_budget)
+    recall_budget: str = setting(ADAPTER_ENV_PREFIX + "RECALL_BUDGET", DEFAULT_RECALL_BUDGET, choices=RECALL_BUDGETS)
     recall_max_tokens: int = setting(ADAPTER_ENV_PREFIX + "RECALL_MAX_TOKENS", DEFAULT_RECALL_MAX_TOKENS, low=1)

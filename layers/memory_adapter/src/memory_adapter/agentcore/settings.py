@@ -25,14 +25,11 @@ from enum import StrEnum
 from typing import Any, Final
 
 from memory_adapter.agentcore.payload import DEFAULT_MAX_PROMPT_CHARS, MAX_MAX_PROMPT_CHARS, max_body_bytes
-from memory_adapter.config import ENV_VARS as ADAPTER_ENV_VARS
 from memory_adapter.config import HindsightAgentCoreConfig, read_settings
 from memory_adapter.constants import (
     CA_BUNDLE_ENV,
     HINDSIGHT_API_KEY_ENV,
     HINDSIGHT_API_KEY_SECRET_ARN_ENV,
-    HINDSIGHT_API_TOKEN_ENV,
-    HINDSIGHT_API_URL_ENV,
 )
 from memory_adapter.exceptions import ConfigurationError
 from memory_adapter.identity.settings import ENV_NAMING, JwtSettings
@@ -111,20 +108,8 @@ class AgentMemorySettings:
 
     @classmethod
     def env_names(cls) -> tuple[str, ...]:
-        """Every variable :meth:`from_env` reads: the declared fields', every ``JWT_*`` setting and the memory
-        adapter's."""
-        return tuple(
-            dict.fromkeys(
-                [
-                    *env_names(cls),
-                    HINDSIGHT_API_URL_ENV,
-                    HINDSIGHT_API_KEY_ENV,
-                    HINDSIGHT_API_TOKEN_ENV,
-                    *ADAPTER_ENV_VARS.values(),
-                    *sorted(_JWT_VARS),
-                ]
-            )
-        )
+        """Every variable :meth:`from_env` reads: the declared fields', the memory adapter's and the token checks'."""
+        return (*env_names(cls), *env_names(HindsightAgentCoreConfig), *env_names(JwtSettings, ENV_NAMING))
 
     def to_env(self) -> dict[str, str]:
         """The environment :meth:`from_env` reads back as these settings (what the stack and ``make dev`` give the

@@ -120,7 +120,7 @@ class JwtSettings:
     allowed_clients: tuple[str, ...] = setting(None, ())
     allowed_audience: tuple[str, ...] = setting(None, ())
     tenant_claim: str | None = setting(None)
-    token_use: str | None = setting(None)
+    token_use: str | None = setting(None, choices=TOKEN_USES)
     algorithms: tuple[str, ...] = setting(None, ("RS256",))
     leeway_s: float = setting(None, 30.0, low=0, high=300)  # more defeats the expiry check
     jwks_cache_ttl_s: float = setting(None, 300.0, above=0)
@@ -193,8 +193,6 @@ class JwtSettings:
             )
         if any(not isinstance(v, str) or not v.strip() for v in (*self.allowed_clients, *self.allowed_audience)):
             errors.append(f"{n('allowed_clients')} and {n('allowed_audience')} must hold non-blank names")
-        if self.token_use is not None and self.token_use not in TOKEN_USES:
-            errors.append(f"{n('token_use')} must be 'access' or 'id'")
         if not self.user_claim.strip():
             errors.append(f"{n('user_claim')} must not be blank")
         if self.tenant_claim is not None and not self.tenant_claim.strip():
