@@ -47,6 +47,29 @@ def test_api_key_env_wins_over_api_token_env(monkeypatch):
     assert configure(hindsight_api_url="http://h").api_key == "key"
 
 
+def test_the_prior_art_key_variable_is_read_by_its_api_only():
+    from memory_adapter.agentcore.settings import AgentMemorySettings
+    from memory_adapter.compat import HINDSIGHT_API_TOKEN_ENV
+    from memory_adapter.identity.settings import ENV_NAMING, JwtSettings
+    from memory_adapter.settings_fields import env_names
+
+    env = {"HINDSIGHT_API_URL": "http://h", HINDSIGHT_API_TOKEN_ENV: "token"}
+    # GIVEN the prior art's second key variable: configure() and an adapter read it, as 0.1.3's configure() did
+    assert resolve_settings({}, environ=env, config=None).api_key == "token"
+    # BUT an agent's settings, which the stack writes itself, neither read nor list it
+    agent = AgentMemorySettings.from_env({**env, "AGENT_NAME": "a", "AUTH_MODE": "iam"})
+    assert agent.hindsight_api_key is None
+    assert HINDSIGHT_API_TOKEN_ENV not in AgentMemorySettings.env_names()
+    # AND the variables an agent reads are its fields', the adapter's and the token checks', each once
+    names = AgentMemorySettings.env_names()
+    assert set(names) == {
+        *env_names(AgentMemorySettings),
+        *env_names(HindsightAgentCoreConfig),
+        *env_names(JwtSettings, ENV_NAMING),
+    }
+    assert len(names) == len(set(names))
+
+
 def test_precedence_argument_over_configure_over_env(monkeypatch):
     monkeypatch.setenv("HINDSIGHT_API_URL", "http://env")
     monkeypatch.setenv("HINDSIGHT_ADAPTER_RECALL_TIMEOUT", "1.5")
