@@ -14,6 +14,7 @@ from memory_adapter.settings_fields import (
     env_names,
     env_of,
     read_declared,
+    same_setting,
     setting,
 )
 from memory_adapter.settings_reader import Naming, SettingsReader
@@ -137,3 +138,24 @@ def test_a_text_setting_takes_only_its_declared_choices() -> None:
     (_, depth), _ = declared(Chosen)
     assert depth.out_of_range("depth", "huge") == "depth must be one of: low, mid, high; got 'huge'"
     assert depth.out_of_range("depth", "low") is None
+
+
+def test_a_setting_two_classes_read_is_declared_once() -> None:
+    from memory_adapter.config import HindsightAgentCoreConfig
+    from memory_adapter.settings_fields import RecallClientSettings
+
+    # GIVEN a class that reads a setting of another under the same variable
+    @dataclass(frozen=True, kw_only=True)
+    class Reuses(DeclaredSettings):
+        depth: str = same_setting(Chosen, "depth")
+
+    # THEN it has the one declaration: variable, default and choices
+    assert declared(Reuses)[0][1] is declared(Chosen)[0][1]
+    assert Reuses().depth == "mid"
+    with pytest.raises(ValueError, match="EXAMPLE_DEPTH must be one of: low, mid, high; got 'deep'"):
+        Reuses.from_env({"EXAMPLE_DEPTH": "deep"})
+    # AND the adapter's recall budget and block size are the recall clients' declarations
+    adapter = {f.name: s for f, s in declared(HindsightAgentCoreConfig)}
+    clients = {f.name: s for f, s in declared(RecallClientSettings)}
+    assert adapter["recall_budget"] is clients["recall_budget"]
+    assert adapter["recall_max_tokens"] is clients["recall_max_tokens"]

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from memory_adapter.compat import HINDSIGHT_API_TOKEN_ENV
 from memory_adapter.constants import (
     ADAPTER_ENV_PREFIX,
     DEFAULT_RECALL_BUDGET,
@@ -31,13 +32,11 @@ from memory_adapter.constants import (
     HINDSIGHT_API_KEY_ENV,
     HINDSIGHT_API_URL_ENV,
     LOG_HASH_SALT_ENV,
-    RECALL_BUDGETS,
     SPOOL_QUEUE_URL_ENV,
 )
-from memory_adapter.compat import HINDSIGHT_API_TOKEN_ENV
 from memory_adapter.exceptions import ConfigurationError
 from memory_adapter.missions import Missions, MissionsError
-from memory_adapter.settings_fields import declared, env_of, read_declared, setting
+from memory_adapter.settings_fields import RecallClientSettings, declared, env_of, read_declared, same_setting, setting
 from memory_adapter.settings_reader import SettingsReader
 
 __all__ = [
@@ -84,9 +83,9 @@ class HindsightAgentCoreConfig:
     api_key: str | None = setting(HINDSIGHT_API_KEY_ENV, repr=False)
     """Bearer credential used when a turn carries none of its own (kept out of ``repr``; :func:`configure` and an
     adapter also read the prior art's ``HINDSIGHT_API_TOKEN`` when no key is given otherwise)."""
-    recall_budget: str = setting(_A + "RECALL_BUDGET", DEFAULT_RECALL_BUDGET, choices=RECALL_BUDGETS)
+    recall_budget: str = same_setting(RecallClientSettings, "recall_budget")
     """Recall search depth: 'low', 'mid', or 'high'."""
-    recall_max_tokens: int = setting(_A + "RECALL_MAX_TOKENS", DEFAULT_RECALL_MAX_TOKENS, low=1)
+    recall_max_tokens: int = same_setting(RecallClientSettings, "recall_max_tokens")
     """Maximum tokens in the recalled memory block."""
     retain_async: bool = setting(_A + "RETAIN_ASYNC", True)
     """If True, ``after_turn`` returns at once; if False it waits until the retain is delivered or spooled."""

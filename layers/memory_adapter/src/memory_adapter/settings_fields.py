@@ -44,6 +44,7 @@ __all__ = [
     "env_names",
     "env_of",
     "read_declared",
+    "same_setting",
     "setting",
 ]
 
@@ -127,9 +128,7 @@ def setting(
         write: The value as :func:`~memory_adapter.settings_reader.env_text` writes it, when it is not plain.
         repr: Shown in the dataclass ``repr`` (``False`` for secrets).
     """
-    meta = {
-        _KEY: Setting(env, kind, low, high, above, required, always or required is not None, parse, write, choices)
-    }
+    meta = {_KEY: Setting(env, kind, low, high, above, required, always or required is not None, parse, write, choices)}
     if isinstance(default, list | dict | set):
         raise TypeError("give a tuple or a frozen value as a setting's default (or a factory)")
     if required is not None:
@@ -137,6 +136,13 @@ def setting(
     if factory is not None:
         return dataclasses.field(default_factory=factory, metadata=meta, repr=repr)
     return dataclasses.field(default=default, metadata=meta, repr=repr)
+
+
+def same_setting(cls: type, field_name: str) -> Any:
+    """A field declared as ``cls``'s ``field_name`` (variable, default, bounds, choices): a setting that two settings
+    classes read under one variable is declared once."""
+    f = next(f for f in dataclasses.fields(cls) if f.name == field_name)
+    return dataclasses.field(default=f.default, default_factory=f.default_factory, metadata=f.metadata, repr=f.repr)
 
 
 def declared(cls: type) -> list[tuple[dataclasses.Field[Any], Setting]]:
@@ -266,7 +272,8 @@ class HindsightClientSettings(DeclaredSettings):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RecallClientSettings(HindsightClientSettings):
     """A client that recalls (the memory tools' function, the operator's functions): the same budget and block size
-    as the agent's memory adapter, under the adapter's variables."""
+    as the agent's memory adapter, under the adapter's variables (the adapter's config declares them as these,
+    :func:`same_setting`)."""
 
     recall_budget: str = setting(ADAPTER_ENV_PREFIX + "RECALL_BUDGET", DEFAULT_RECALL_BUDGET, choices=RECALL_BUDGETS)
     recall_max_tokens: int = setting(ADAPTER_ENV_PREFIX + "RECALL_MAX_TOKENS", DEFAULT_RECALL_MAX_TOKENS, low=1)
