@@ -73,7 +73,7 @@ ENV_TENANT_PREFIX = "HINDSIGHT_API_TENANT_"
 #: How this extension spells the identity contract's settings: ``jwt_leeway_s``, shown as the variable users set.
 JWT_NAMING = Naming(prefix="jwt_", seconds="_s", shown_prefix=ENV_TENANT_PREFIX, shown_upper=True)
 
-_JWT_KEYS = JwtSettings.setting_keys(JWT_NAMING)
+_JWT_KEYS = frozenset(env_names(JwtSettings, JWT_NAMING))
 #: The stock single global key: refused (see :meth:`IsolationSettings.from_config`).
 _GLOBAL_KEY = "api_key"
 #: ``AGENT_TENANT`` value meaning "the agent's banks in every tenant" (IAM runtimes taking the tenant from a header).

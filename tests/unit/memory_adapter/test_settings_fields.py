@@ -159,3 +159,20 @@ def test_a_setting_two_classes_read_is_declared_once() -> None:
     clients = {f.name: s for f, s in declared(RecallClientSettings)}
     assert adapter["recall_budget"] is clients["recall_budget"]
     assert adapter["recall_max_tokens"] is clients["recall_max_tokens"]
+
+
+def test_a_secret_is_named_by_its_arn_in_every_process_that_reads_it() -> None:
+    from memory_adapter.agentcore.settings import AgentMemorySettings, SettingsError
+    from memory_adapter.queue_replay import ReplaySettings
+    from memory_adapter.settings_fields import secret_arn
+
+    # GIVEN the one rule, declared by the field of each process that reads the agent key's secret
+    for cls in (AgentMemorySettings, ReplaySettings):
+        (arn,) = [s for f, s in declared(cls) if s.env == "HINDSIGHT_API_KEY_SECRET_ARN"]
+        assert arn.parse is secret_arn
+    # THEN a name that is not an ARN is refused, naming the variable
+    env = {"AGENT_NAME": "a", "AUTH_MODE": "iam", "HINDSIGHT_API_URL": "http://h"}
+    with pytest.raises(SettingsError, match="HINDSIGHT_API_KEY_SECRET_ARN must be a Secrets Manager ARN, got 'k'"):
+        AgentMemorySettings.from_env({**env, "HINDSIGHT_API_KEY_SECRET_ARN": "k"})
+    arn_env = {**env, "HINDSIGHT_API_KEY_SECRET_ARN": "arn:aws:secretsmanager:us-east-1:1:secret:k"}
+    assert AgentMemorySettings.from_env(arn_env).hindsight_api_key_secret_arn == arn_env["HINDSIGHT_API_KEY_SECRET_ARN"]

@@ -45,6 +45,7 @@ __all__ = [
     "env_of",
     "read_declared",
     "same_setting",
+    "secret_arn",
     "setting",
 ]
 
@@ -258,6 +259,14 @@ class DeclaredSettings:
 
 def _url(reader: SettingsReader, env: str) -> str:
     return reader.url(env)
+
+
+def secret_arn(reader: SettingsReader, env: str) -> str | None:
+    """A ``parse`` for a Secrets Manager secret's ARN (``None`` when unset): a name alone would grant nothing."""
+    value = reader.text(env)
+    if value is not None and not value.startswith("arn:"):
+        reader.problem(f"{reader.name(env)} must be a Secrets Manager ARN, got {value[:80]!r}")
+    return value
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

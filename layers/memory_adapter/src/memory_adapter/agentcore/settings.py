@@ -33,7 +33,7 @@ from memory_adapter.constants import (
 )
 from memory_adapter.exceptions import ConfigurationError
 from memory_adapter.identity.settings import ENV_NAMING, JwtSettings
-from memory_adapter.settings_fields import env_name, env_names, env_of, read_declared, setting
+from memory_adapter.settings_fields import env_name, env_names, env_of, read_declared, secret_arn, setting
 from memory_adapter.settings_reader import SettingsReader
 
 __all__ = ["CUSTOM_HEADER_PREFIX", "AgentMemorySettings", "IdentitySource", "SettingsError"]
@@ -43,7 +43,7 @@ CUSTOM_HEADER_PREFIX: Final = "X-Amzn-Bedrock-AgentCore-Runtime-Custom-"
 
 _AGENT_NAME = re.compile(r"[A-Za-z0-9._@-]{1,128}")
 _HEADER_NAME = re.compile(r"[A-Za-z0-9-]{1,200}")
-_JWT_VARS: Final = JwtSettings.setting_keys(ENV_NAMING)
+_JWT_VARS: Final = env_names(JwtSettings, ENV_NAMING)
 
 
 class IdentitySource(StrEnum):
@@ -75,7 +75,7 @@ class AgentMemorySettings:
     )
     memory: HindsightAgentCoreConfig
     jwt: JwtSettings | None = None
-    hindsight_api_key_secret_arn: str | None = setting(HINDSIGHT_API_KEY_SECRET_ARN_ENV)
+    hindsight_api_key_secret_arn: str | None = setting(HINDSIGHT_API_KEY_SECRET_ARN_ENV, parse=secret_arn)
     ca_bundle: str | None = setting(CA_BUNDLE_ENV)
     """The private CA's certificates every HTTPS client of Hindsight trusts besides the default store (read by
     :mod:`memory_adapter.tls`)."""
@@ -109,7 +109,7 @@ class AgentMemorySettings:
     @classmethod
     def env_names(cls) -> tuple[str, ...]:
         """Every variable :meth:`from_env` reads: the declared fields', the memory adapter's and the token checks'."""
-        return (*env_names(cls), *env_names(HindsightAgentCoreConfig), *env_names(JwtSettings, ENV_NAMING))
+        return (*env_names(cls), *env_names(HindsightAgentCoreConfig), *_JWT_VARS)
 
     def to_env(self) -> dict[str, str]:
         """The environment :meth:`from_env` reads back as these settings (what the stack and ``make dev`` give the
@@ -140,11 +140,9 @@ class AgentMemorySettings:
         if values["agent_name"] is not None and not _AGENT_NAME.fullmatch(values["agent_name"]):
             get.problem(f"{agent} must be 1-128 characters from A-Z a-z 0-9 . _ @ -")
         memory = values["memory"] = read_settings(get, {})
-        secret_arn = values["hindsight_api_key_secret_arn"]
-        if memory.api_key and secret_arn:
+        key_arn = values["hindsight_api_key_secret_arn"]
+        if memory.api_key and key_arn:
             get.problem(f"set {HINDSIGHT_API_KEY_ENV} or {HINDSIGHT_API_KEY_SECRET_ARN_ENV}, not both")
-        if secret_arn and not secret_arn.startswith("arn:"):
-            get.problem(f"{HINDSIGHT_API_KEY_SECRET_ARN_ENV} must be a Secrets Manager ARN")
         tenant_id, tenant_header = values["tenant_id"], values["tenant_header"]
         values["jwt"] = None
         if values["auth_mode"] is IdentitySource.JWT:
@@ -154,7 +152,7 @@ class AgentMemorySettings:
                     f"{tenant_id_env}/{tenant_header_env} apply to {mode}=iam only; with jwt the tenant "
                     f"comes from the verified token ({ENV_NAMING.key('tenant_claim')})"
                 )
-            if memory.api_key or secret_arn:
+            if memory.api_key or key_arn:
                 get.problem(
                     f"{mode}=jwt sends each caller's own token to Hindsight: do not give the agent a "
                     f"Hindsight key ({HINDSIGHT_API_KEY_ENV}/{HINDSIGHT_API_KEY_SECRET_ARN_ENV})"

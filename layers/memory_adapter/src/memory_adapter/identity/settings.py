@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from memory_adapter.identity.errors import IdentityConfigError
-from memory_adapter.settings_fields import declared, env_names, env_of, read_declared, setting
+from memory_adapter.settings_fields import declared, env_of, read_declared, setting
 from memory_adapter.settings_reader import Naming, SettingsReader
 
 __all__ = [
@@ -226,11 +226,6 @@ class JwtSettings:
         """The variables (keys per ``naming``) that :meth:`read` turns back into these settings: every field that
         differs from its default, and the user claim always."""
         return env_of(self, naming)
-
-    @classmethod
-    def setting_keys(cls, naming: Naming) -> frozenset[str]:
-        """Every key these settings are read from under ``naming``."""
-        return frozenset(env_names(cls, naming))
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, object], naming: Naming = FIELD_NAMES) -> JwtSettings:
