@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from memory_adapter.constants import HINDSIGHT_API_KEY_SECRET_ARN_ENV
-from memory_adapter.settings_fields import HindsightClientSettings, setting
+from memory_adapter.settings_fields import HindsightClientSettings, secret_arn, setting
 
 ATTR_RESULT = "Result"
 METRICS_NAMESPACE = "HindsightMemory/IsolationProbe"
@@ -43,8 +43,10 @@ class ProbeSettings(HindsightClientSettings):
     """What the probe checks: the custom resource's properties, and the function's environment for ``python -m
     smoke``'s direct invocation (the same keys)."""
 
-    operator_key_secret_arn: str = setting("OPERATOR_KEY_SECRET_ARN", required="the operator key's secret")
-    agent_key_secret_arn: str | None = setting(HINDSIGHT_API_KEY_SECRET_ARN_ENV)
+    operator_key_secret_arn: str = setting(
+        "OPERATOR_KEY_SECRET_ARN", required="the operator key's secret", parse=secret_arn
+    )
+    agent_key_secret_arn: str | None = setting(HINDSIGHT_API_KEY_SECRET_ARN_ENV, parse=secret_arn)
     agent_name: str = setting("AGENT_NAME", required="the agent whose banks are probed")
     tenant_id: str | None = setting("TENANT_ID")
     on_leak: str = setting("ON_LEAK", "fail", choices=("fail", "warn"), always=True)

@@ -27,13 +27,21 @@ from typing import Any, Final
 from memory_adapter.agentcore.payload import DEFAULT_MAX_PROMPT_CHARS, MAX_MAX_PROMPT_CHARS, max_body_bytes
 from memory_adapter.config import HindsightAgentCoreConfig, read_settings
 from memory_adapter.constants import (
-    CA_BUNDLE_ENV,
     HINDSIGHT_API_KEY_ENV,
     HINDSIGHT_API_KEY_SECRET_ARN_ENV,
 )
 from memory_adapter.exceptions import ConfigurationError
 from memory_adapter.identity.settings import ENV_NAMING, JwtSettings
-from memory_adapter.settings_fields import env_name, env_names, env_of, read_declared, secret_arn, setting
+from memory_adapter.settings_fields import (
+    HindsightClientSettings,
+    env_name,
+    env_names,
+    env_of,
+    read_declared,
+    same_setting,
+    secret_arn,
+    setting,
+)
 from memory_adapter.settings_reader import SettingsReader
 
 __all__ = ["CUSTOM_HEADER_PREFIX", "AgentMemorySettings", "IdentitySource", "SettingsError"]
@@ -76,7 +84,7 @@ class AgentMemorySettings:
     memory: HindsightAgentCoreConfig
     jwt: JwtSettings | None = None
     hindsight_api_key_secret_arn: str | None = setting(HINDSIGHT_API_KEY_SECRET_ARN_ENV, parse=secret_arn)
-    ca_bundle: str | None = setting(CA_BUNDLE_ENV)
+    ca_bundle: str | None = same_setting(HindsightClientSettings, "ca_bundle")
     """The private CA's certificates every HTTPS client of Hindsight trusts besides the default store (read by
     :mod:`memory_adapter.tls`)."""
     tenant_id: str | None = setting("TENANT_ID")
