@@ -21,7 +21,7 @@ from hindsight_isolation.fading import DEFAULT_FLOOR, FadingRules, parse_instant
 from memory_adapter.identity.settings import JwtSettings
 from memory_adapter.missions import Missions
 from memory_adapter.settings_fields import env_names, env_of, read_declared, setting
-from memory_adapter.settings_reader import Naming, SettingsReader, env_dict
+from memory_adapter.settings_reader import Naming, SettingsReader
 
 __all__ = [
     "ANY_TENANT",
@@ -39,6 +39,7 @@ __all__ = [
     "TENANT_CLASS",
     "ConfigError",
     "IsolationSettings",
+    "fading_settings",
     "server_env",
     "tenant_env",
 ]
@@ -72,7 +73,7 @@ ENV_TENANT_PREFIX = "HINDSIGHT_API_TENANT_"
 #: How this extension spells the identity contract's settings: ``jwt_leeway_s``, shown as the variable users set.
 JWT_NAMING = Naming(prefix="jwt_", seconds="_s", shown_prefix=ENV_TENANT_PREFIX, shown_upper=True)
 
-_JWT_KEYS = JwtSettings.setting_keys(JWT_NAMING)
+_JWT_KEYS = frozenset(env_names(JwtSettings, JWT_NAMING))
 #: The stock single global key: refused (see :meth:`IsolationSettings.from_config`).
 _GLOBAL_KEY = "api_key"
 #: ``AGENT_TENANT`` value meaning "the agent's banks in every tenant" (IAM runtimes taking the tenant from a header).
@@ -89,9 +90,6 @@ DEFAULT_RECALL_CONCURRENCY: Final = 4
 DEFAULT_RECALL_MAX_WAIT_S: Final = 0.2
 #: Minimum length of the operator and agent keys: they are bearer secrets compared verbatim.
 MIN_KEY_LENGTH = 32
-# Fading and reinforcement (hindsight_isolation/fading.py, docs/memory.md): off unless FADING is on; read together
-# (:func:`_fading`), the clock ones by tests and local runs only (the stack never sets them).
-_FADING_KEYS = ("fading", "fading_half_life_days", "fading_floor", "fading_clock", "fading_clock_header")
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +124,39 @@ def _missions(get: SettingsReader, key: str) -> Missions:
     for problem in problems:
         get.problem(problem)
     return missions
+
+
+def _half_lives(get: SettingsReader, key: str) -> Mapping[str, float | None] | None:
+    """The half-lives given (kind -> days, ``None``: never fades), with the defaults of the kinds not given."""
+    given = get.json_object(key, what="a JSON object of memory kind -> half-life days")
+    if given is None:
+        return None
+    rules, problems = FadingRules.checked(given, shown=get.name(key))
+    for problem in problems:
+        get.problem(problem)
+    return _half_life_map(rules)
+
+
+def _half_life_map(rules: FadingRules) -> dict[str, float | None]:
+    return {kind.value: days for kind, days in rules.half_life_days.items()}
+
+
+def _instant(get: SettingsReader, key: str) -> datetime | None:
+    text = get.text(key)
+    if text is None:
+        return None
+    try:
+        return parse_instant(text)
+    except ValueError as exc:
+        get.problem(f"{get.name(key)}: {exc}")
+        return None
+
+
+def fading_settings(rules: FadingRules | None) -> dict[str, Any]:
+    """The fading fields of :class:`IsolationSettings` that apply ``rules`` (``None``: fading off)."""
+    if rules is None:
+        return {}
+    return {"fading_on": True, "fading_half_life_days": _half_life_map(rules), "fading_floor": rules.floor}
 
 
 def _events_queue(get: SettingsReader, key: str) -> str | None:
@@ -164,9 +195,6 @@ class IsolationSettings:
     """Memory events (hindsight_isolation/events.py, docs/events.md): one sink at most; off when neither is set."""
     events_queue_url: str | None = setting("events_queue_url", parse=_events_queue)
     events_include_text: bool = setting("events_include_text", False)
-    fading: FadingRules | None = None
-    fading_clock: datetime | None = None
-    fading_clock_header: bool = False
     missions: Missions = setting("missions", Missions(), parse=_missions, write=Missions.to_json)
     """What memory keeps, per agent (JSON agent name -> mission, as the agent's HINDSIGHT_ADAPTER_MISSIONS): the
     server applies it to each bank of that agent before a caller's retain (hindsight_isolation/missions.py)."""
@@ -175,6 +203,23 @@ class IsolationSettings:
     control; more than Hindsight's own recall lane, 16 per core, is no gate at all) ..."""
     recall_max_wait_ms: float = setting("recall_max_wait_ms", DEFAULT_RECALL_MAX_WAIT_S * 1000, low=0, high=60_000)
     """... and the longest expected queueing of a recall that states a deadline."""
+    fading_on: bool = setting("fading", False)
+    """Fading and reinforcement (hindsight_isolation/fading.py, docs/memory.md): off unless on (:attr:`fading`) ..."""
+    fading_half_life_days: Mapping[str, float | None] | None = setting("fading_half_life_days", parse=_half_lives)
+    """... the half-life in days of each memory kind (``None``: the defaults) ..."""
+    fading_floor: float = setting("fading_floor", DEFAULT_FLOOR, low=0, high=0.99)
+    """... and the strength below which a memory is left out."""
+    fading_clock: datetime | None = setting("fading_clock", kind=datetime, parse=_instant, write=datetime.isoformat)
+    """A fixed "now" for fading, and whether a request's clock header is honoured: tests and local runs only (the
+    stack never sets them)."""
+    fading_clock_header: bool = setting("fading_clock_header", False)
+
+    @property
+    def fading(self) -> FadingRules | None:
+        """The fading rules; ``None`` when fading is off."""
+        if not self.fading_on:
+            return None
+        return FadingRules.from_mapping(self.fading_half_life_days, floor=self.fading_floor)
 
     @property
     def admission(self) -> AdmissionConfig:
@@ -193,17 +238,16 @@ class IsolationSettings:
         Secrets are included when set (in the stack they come from Secrets Manager as ECS secrets, so it leaves them
         ``None``).
         """
-        values = {**env_of(self), **env_dict(_fading_values(self.fading, self.fading_clock, self.fading_clock_header))}
         jwt = self.jwt.to_env(JWT_NAMING) if self.jwt is not None else {}
         return {
             **SERVER_REQUIRED_ENV,
-            **{ENV_TENANT_PREFIX + key.upper(): value for key, value in {**values, **jwt}.items()},
+            **{ENV_TENANT_PREFIX + key.upper(): value for key, value in {**env_of(self), **jwt}.items()},
         }
 
     @classmethod
     def known_keys(cls) -> frozenset[str]:
         """Every key of the loader's dict these settings are read from."""
-        return _JWT_KEYS | frozenset(env_names(cls)) | frozenset(_FADING_KEYS)
+        return _JWT_KEYS | frozenset(env_names(cls))
 
     @classmethod
     def env_names(cls) -> tuple[str, ...]:
@@ -237,7 +281,6 @@ class IsolationSettings:
             get.problem("unknown settings: " + ", ".join(unknown))
         values = read_declared(cls, get)
         values["jwt"] = JwtSettings.read(get) if any(get.given(key) for key in _JWT_KEYS) else None
-        values["fading"], values["fading_clock"], values["fading_clock_header"] = _fading(get)
         _check(values, get)
         if get.problems:
             raise ConfigError(get.problems)
@@ -268,44 +311,13 @@ def _check(values: Mapping[str, Any], get: SettingsReader) -> None:
         get.problem(f"set {get.name('events_file')} or {get.name('events_queue_url')}, not both")
     if values["events_include_text"] and values["events_file"] is None and values["events_queue_url"] is None:
         get.problem(f"{get.name('events_include_text')} is set but no events sink is")
-
-
-def _fading_values(rules: FadingRules | None, clock: datetime | None, clock_header: bool) -> dict[str, object]:
-    """The fading settings as :meth:`IsolationSettings.to_env` writes them (the inverse of :func:`_fading`)."""
-    if rules is None:
-        return {}
-    return {
-        "fading": True,
-        "fading_half_life_days": {kind.value: days for kind, days in rules.half_life_days.items()},
-        "fading_floor": None if rules.floor == DEFAULT_FLOOR else rules.floor,
-        "fading_clock": clock.isoformat() if clock is not None else None,
-        "fading_clock_header": clock_header or None,
-    }
-
-
-def _fading(get: SettingsReader) -> tuple[FadingRules | None, datetime | None, bool]:
-    """The fading settings: the rules (``None``: off), the fixed clock and whether the clock header is honoured."""
-    on = get.flag("fading")
-    floor = get.number("fading_floor", DEFAULT_FLOOR, low=0, high=0.99)
-    half_lives = get.json_object("fading_half_life_days", what="a JSON object of memory kind -> half-life days")
-    rules, problems = FadingRules.checked(half_lives, floor=floor, shown=get.name("fading_half_life_days"))
-    for problem in problems:
-        get.problem(problem)
-    clock: datetime | None = None
-    raw_clock = get.text("fading_clock")
-    if raw_clock is not None:
-        try:
-            clock = parse_instant(raw_clock)
-        except ValueError as exc:
-            get.problem(f"{get.name('fading_clock')}: {exc}")
-    header = get.flag("fading_clock_header")
     tuned = [key for key in ("fading_half_life_days", "fading_floor", "fading_clock") if get.given(key)]
-    if not on and (tuned or header):
+    tuned += ["fading_clock_header"] if values["fading_clock_header"] else []
+    if not values["fading_on"] and tuned:
         get.problem(
-            f"{', '.join(get.name(k) for k in tuned + (['fading_clock_header'] if header else []))} set but "
-            f"{get.name('fading')} is off: set {get.name('fading')}=true to use fading"
+            f"{', '.join(get.name(key) for key in tuned)} set but {get.name('fading')} is off: set "
+            f"{get.name('fading')}=true to use fading"
         )
-    return (rules if on else None), clock, header
 
 
 def server_env(

@@ -49,7 +49,7 @@ def isolation_settings(
             expiry_grace_s=float(expiry_grace_s),
             agent_name=agent_name,
             agent_tenant=auth.tenant_id or None,
-            fading=rules,
+            **iso.fading_settings(rules),
             missions=missions,
         )
     assert identity is not None
@@ -59,7 +59,7 @@ def isolation_settings(
     return iso.IsolationSettings(
         jwt=dataclasses.replace(checks, jwks_parameter=None),
         expiry_grace_s=float(expiry_grace_s),
-        fading=rules,
+        **iso.fading_settings(rules),
         missions=missions,
     )
 

@@ -266,7 +266,7 @@ def test_bad_recall_settings_are_refused_with_their_cdk_json_names() -> None:
             {"agent.recall_budget": "huge", "agent.recall_max_tokens": "0", "agent.recall_timeout_seconds": "-1"}
         )
     message = str(err.value)
-    assert "agent.recall_budget must be one of low, mid, high, got 'huge'" in message
+    assert "agent.recall_budget must be one of: low, mid, high; got 'huge'" in message
     assert "agent.recall_max_tokens must be at least 1" in message
     assert "agent.recall_timeout_seconds must be greater than 0" in message
 

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 import pytest
 
 from hindsight_isolation.fading import FadingRules
-from hindsight_isolation.settings import DEFAULT_EXPIRY_GRACE_S, IsolationSettings, server_env
+from hindsight_isolation.settings import DEFAULT_EXPIRY_GRACE_S, IsolationSettings, fading_settings, server_env
 from infra.config import load_config_from_cdk_json
 from infra.functions.eks_restart.index import RestartSettings
 from infra.functions.isolation_probe.index import ProbeSettings
@@ -28,6 +28,7 @@ from memory_adapter.identity.settings import JwtSettings
 from memory_adapter.kinds import RetentionRules
 from memory_adapter.missions import Missions
 from memory_adapter.queue_replay import ReplaySettings
+from memory_adapter.settings_fields import declared, secret_arn
 from memory_adapter.settings_reader import env_text
 from runtime_handler.settings import ModelProvider, Settings
 
@@ -150,7 +151,7 @@ PROCESSES = {
             schema="emb_v2",
             events_queue_url=QUEUE + ".fifo",
             events_include_text=True,
-            fading=FadingRules.from_mapping({"plan": 3, "fact": 90}, floor=0.2),
+            **fading_settings(FadingRules.from_mapping({"plan": 3, "fact": 90}, floor=0.2)),
             fading_clock=datetime(2026, 3, 1, 12, tzinfo=UTC),
             fading_clock_header=True,
         ),
@@ -195,6 +196,19 @@ def test_each_process_reads_back_what_its_settings_write(process: str) -> None:
     env = settings.to_env()  # type: ignore[attr-defined]
     assert all(isinstance(value, str) for value in env.values())
     assert from_env(env) == settings
+
+
+def test_every_secret_a_process_reads_is_checked_as_an_arn() -> None:
+    # GIVEN every field of a process that names a Secrets Manager secret
+    secrets = [
+        (cls.__name__, f.name, s)
+        for cls in {type(settings) for settings, _ in PROCESSES.values()}
+        for f, s in declared(cls)
+        if (s.env or "").endswith("_SECRET_ARN")
+    ]
+    assert len(secrets) >= 5
+    # THEN each reads it with the one rule (a name that is not an ARN is refused, naming the variable)
+    assert [(cls, name) for cls, name, s in secrets if s.parse is not secret_arn] == []
 
 
 def test_an_agent_at_its_defaults_writes_only_what_it_must_state() -> None:

@@ -20,13 +20,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from memory_adapter.constants import HINDSIGHT_API_KEY_SECRET_ARN_ENV
-from memory_adapter.settings_fields import HindsightClientSettings, setting
-from memory_adapter.settings_reader import SettingsReader
+from memory_adapter.settings_fields import HindsightClientSettings, secret_arn, setting
 
 ATTR_RESULT = "Result"
 METRICS_NAMESPACE = "HindsightMemory/IsolationProbe"
@@ -45,18 +43,14 @@ class ProbeSettings(HindsightClientSettings):
     """What the probe checks: the custom resource's properties, and the function's environment for ``python -m
     smoke``'s direct invocation (the same keys)."""
 
-    operator_key_secret_arn: str = setting("OPERATOR_KEY_SECRET_ARN", required="the operator key's secret")
-    agent_key_secret_arn: str | None = setting(HINDSIGHT_API_KEY_SECRET_ARN_ENV)
+    operator_key_secret_arn: str = setting(
+        "OPERATOR_KEY_SECRET_ARN", required="the operator key's secret", parse=secret_arn
+    )
+    agent_key_secret_arn: str | None = setting(HINDSIGHT_API_KEY_SECRET_ARN_ENV, parse=secret_arn)
     agent_name: str = setting("AGENT_NAME", required="the agent whose banks are probed")
     tenant_id: str | None = setting("TENANT_ID")
-    on_leak: str = setting("ON_LEAK", "fail", always=True)
+    on_leak: str = setting("ON_LEAK", "fail", choices=("fail", "warn"), always=True)
     """``fail`` the deploy on a leak, or ``warn`` and go on."""
-
-    @classmethod
-    def check(cls, values: Mapping[str, Any], reader: SettingsReader) -> None:
-        """``on_leak`` is ``fail`` or ``warn``."""
-        if values["on_leak"] not in ("fail", "warn"):
-            reader.problem(f"ON_LEAK must be fail or warn, got {values['on_leak']!r}")
 
 
 def handler(event: dict[str, Any], context: Any, *, secrets: Any = None, cloudwatch: Any = None) -> dict[str, Any]:

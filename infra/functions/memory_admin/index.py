@@ -28,7 +28,7 @@ from memory_adapter.admin import AdminDeps, AdminError, OperatorClient, S3Store,
 from memory_adapter.admin.errors import ConfirmationError, InvalidRequestError, VerificationError
 from memory_adapter.exceptions import HindsightRequestError, HindsightUnavailableError
 from memory_adapter.kinds import RetentionRules, RetentionRulesError
-from memory_adapter.settings_fields import RecallClientSettings, setting
+from memory_adapter.settings_fields import RecallClientSettings, secret_arn, setting
 from memory_adapter.settings_reader import SettingsReader
 
 #: Banks' memories expired per scheduled run when ``EXPIRY_BATCH_SIZE`` is unset.
@@ -58,7 +58,9 @@ def _retention(reader: SettingsReader, env: str) -> RetentionRules:
 class FunctionSettings(RecallClientSettings):
     """The functions' settings, parsed once: each field names its variable (the stack states every one)."""
 
-    operator_key_secret_arn: str = setting("OPERATOR_KEY_SECRET_ARN", required="the operator key's secret")
+    operator_key_secret_arn: str = setting(
+        "OPERATOR_KEY_SECRET_ARN", required="the operator key's secret", parse=secret_arn
+    )
     bucket: str = setting("ADMIN_BUCKET", required="the administration bucket")
     bucket_key_arn: str | None = setting("ADMIN_BUCKET_KEY_ARN")
     rules: RetentionRules = setting(

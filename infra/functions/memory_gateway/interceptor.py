@@ -20,6 +20,7 @@ from memory_adapter.gateway import CALLER_TOKEN_HEADER
 from memory_adapter.identity.errors import IdentityError, RejectReason, TokenRejectedError
 from memory_adapter.identity.settings import ENV_NAMING, JwtSettings
 from memory_adapter.identity.verifier import JwtVerifier, bearer_token
+from memory_adapter.settings_fields import env_names
 
 __all__ = ["InterceptorSettings", "handler", "intercept"]
 
@@ -44,7 +45,7 @@ class InterceptorSettings:
     @classmethod
     def env_names(cls) -> tuple[str, ...]:
         """Every variable :meth:`from_env` reads."""
-        return tuple(sorted(JwtSettings.setting_keys(ENV_NAMING)))
+        return env_names(JwtSettings, ENV_NAMING)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> InterceptorSettings:

@@ -55,7 +55,7 @@ class TargetSettings(RecallClientSettings):
     @classmethod
     def env_names(cls) -> tuple[str, ...]:
         """Every variable :meth:`from_env` reads: the declared fields' and the token checks'."""
-        return (*env_names(cls), *sorted(JwtSettings.setting_keys(ENV_NAMING)))
+        return (*env_names(cls), *env_names(JwtSettings, ENV_NAMING))
 
     @classmethod
     def from_env(cls, env: Mapping[str, object]) -> TargetSettings:

@@ -33,7 +33,7 @@ def test_the_same_problems_named_per_component() -> None:
     assert [p.replace("JWT_", "").replace("auth.", "").lower() for p in agent] == [
         p.replace("auth.", "").lower() for p in stack
     ]
-    assert "auth.discovery_url is required" in stack[0]
+    assert any(p.startswith("auth.discovery_url is required") for p in stack)
     assert any(p.startswith("auth.leeway_seconds must be between 0 and 300") for p in stack)
     assert any("JWT_ALGORITHMS may list asymmetric algorithms only" in p for p in agent)
 
@@ -42,7 +42,7 @@ def test_from_mapping_raises_with_every_problem() -> None:
     with pytest.raises(IdentityConfigError) as info:
         JwtSettings.from_mapping({"jwt_token_use": "refresh", "jwt_user_claim": "  "}, JWT_NAMING)
     assert len(info.value.problems) == 3  # issuer source, client/audience, token_use (a blank claim means unset)
-    assert "HINDSIGHT_API_TENANT_JWT_TOKEN_USE must be 'access' or 'id'" in str(info.value)
+    assert "HINDSIGHT_API_TENANT_JWT_TOKEN_USE must be one of: access, id; got 'refresh'" in str(info.value)
 
 
 @pytest.mark.parametrize(

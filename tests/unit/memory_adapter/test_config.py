@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 
 import pytest
@@ -16,6 +17,8 @@ from memory_adapter.config import (
     resolve_settings,
 )
 from memory_adapter.exceptions import ConfigurationError
+from memory_adapter.settings_fields import read_declared, setting
+from memory_adapter.settings_reader import SettingsReader
 
 
 def test_no_url_anywhere_raises_a_clear_error():
@@ -42,6 +45,29 @@ def test_api_key_env_wins_over_api_token_env(monkeypatch):
     monkeypatch.setenv("HINDSIGHT_API_KEY", "key")
     monkeypatch.setenv("HINDSIGHT_API_TOKEN", "token")
     assert configure(hindsight_api_url="http://h").api_key == "key"
+
+
+def test_the_prior_art_key_variable_is_read_by_its_api_only():
+    from memory_adapter.agentcore.settings import AgentMemorySettings
+    from memory_adapter.compat import HINDSIGHT_API_TOKEN_ENV
+    from memory_adapter.identity.settings import ENV_NAMING, JwtSettings
+    from memory_adapter.settings_fields import env_names
+
+    env = {"HINDSIGHT_API_URL": "http://h", HINDSIGHT_API_TOKEN_ENV: "token"}
+    # GIVEN the prior art's second key variable: configure() and an adapter read it, as 0.1.3's configure() did
+    assert resolve_settings({}, environ=env, config=None).api_key == "token"
+    # BUT an agent's settings, which the stack writes itself, neither read nor list it
+    agent = AgentMemorySettings.from_env({**env, "AGENT_NAME": "a", "AUTH_MODE": "iam"})
+    assert agent.hindsight_api_key is None
+    assert HINDSIGHT_API_TOKEN_ENV not in AgentMemorySettings.env_names()
+    # AND the variables an agent reads are its fields', the adapter's and the token checks', each once
+    names = AgentMemorySettings.env_names()
+    assert set(names) == {
+        *env_names(AgentMemorySettings),
+        *env_names(HindsightAgentCoreConfig),
+        *env_names(JwtSettings, ENV_NAMING),
+    }
+    assert len(names) == len(set(names))
 
 
 def test_precedence_argument_over_configure_over_env(monkeypatch):
@@ -133,8 +159,20 @@ def test_configure_keeps_the_prior_art_signature_and_defaults():
     for name, default in prior_art.items():
         assert params[name].default == default
         assert params[name].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
-    for name in ("recall_timeout", "breaker_failure_threshold", "breaker_reset_timeout", "spool_dir", "max_retries"):
-        assert params[name].kind is inspect.Parameter.KEYWORD_ONLY
+    assert params["settings"].kind is inspect.Parameter.VAR_KEYWORD  # every other setting, by keyword only
+
+
+def test_configure_takes_every_other_setting_by_keyword_and_refuses_unknown_ones(monkeypatch, tmp_path):
+    monkeypatch.setenv("HINDSIGHT_ADAPTER_MAX_RETRIES", "5")
+    config = configure("http://h", recall_timeout=0.5, spool_dir=str(tmp_path), breaker_slow_ratio=0.5)
+    assert (config.recall_timeout, config.spool_dir, config.breaker_slow_ratio) == (0.5, str(tmp_path), 0.5)
+    assert config.max_retries == 5  # not given: its variable
+    with pytest.raises(TypeError, match="unexpected keyword argument 'recall_timeuot'"):
+        configure("http://h", recall_timeuot=0.5)
+    with pytest.raises(TypeError, match="'log_hash_salt'"):  # environment only
+        configure("http://h", log_hash_salt="pepper")
+    with pytest.raises(ConfigurationError, match=r"recall_timeout must be greater than 0, got -1\.0"):
+        configure("http://h", recall_timeout=-1)
 
 
 def test_configure_get_and_reset():
@@ -160,3 +198,26 @@ def test_the_api_key_is_never_in_a_repr():
     adapter = HindsightRuntimeAdapter(hindsight_api_url="http://h", api_key="s3cret-key")
     assert "s3cret-key" not in repr(adapter.settings)
     assert "s3cret-key" not in repr(configure(hindsight_api_url="http://h", api_key="s3cret-key"))
+
+
+def test_a_field_added_with_bounds_is_read_checked_and_written_like_the_others():
+    # GIVEN the adapter's settings with one more field, declared with its variable, default and bounds only
+    extended = dataclasses.make_dataclass(
+        "Extended",
+        [("knob", int, setting("HINDSIGHT_ADAPTER_KNOB", 5, low=1, high=10))],
+        bases=(HindsightAgentCoreConfig,),
+    )
+    # WHEN its variable and one of the adapter's own are out of range
+    reader = SettingsReader({"HINDSIGHT_ADAPTER_KNOB": "11", "HINDSIGHT_ADAPTER_BREAKER_SLOW_RATIO": "1.5"})
+    values = read_declared(extended, reader)
+    # THEN both are refused, each naming its variable and the allowed range, and read as their defaults
+    assert reader.problems == [
+        "HINDSIGHT_ADAPTER_BREAKER_SLOW_RATIO must be between 0 and 1, got 1.5",
+        "HINDSIGHT_ADAPTER_KNOB must be between 1 and 10, got 11",
+    ]
+    assert (values["knob"], values["breaker_slow_ratio"]) == (5, 0.8)
+    # AND it is written back under its variable when changed, like every other setting
+    assert extended(knob=7, hindsight_api_url="http://h").to_env() == {
+        "HINDSIGHT_API_URL": "http://h",
+        "HINDSIGHT_ADAPTER_KNOB": "7",
+    }

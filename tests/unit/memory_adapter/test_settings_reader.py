@@ -95,16 +95,3 @@ def test_out_of_range_names_the_bounds() -> None:
     assert out_of_range("x", -1, low=0) == "x must be at least 0, got -1"
     assert out_of_range("x", 0, above=0) == "x must be greater than 0, got 0"
     assert out_of_range("x", float("inf"), high=5) == "x must be at most 5, got inf"
-
-
-def test_typed_parses_as_the_default_and_keeps_it_when_unset() -> None:
-    get = SettingsReader({"b": "off", "i": "3", "f": "0.5", "l": "a,b", "t": "x,y", "s": " v "})
-    assert get.typed("b", True) is False
-    assert (get.typed("i", 1), get.typed("f", 1.0), get.typed("s", None)) == (3, 0.5, "v")
-    assert (get.typed("l", []), get.typed("t", ("z",))) == (["a", "b"], ("x", "y"))
-    assert (get.typed("missing", ("RS256",)), get.typed("missing", "sub"), get.typed("missing", None)) == (
-        ("RS256",),
-        "sub",
-        None,
-    )
-    assert get.problems == []

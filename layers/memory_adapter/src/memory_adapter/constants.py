@@ -18,7 +18,6 @@ __all__ = [
     "DEFAULT_RECALL_MAX_TOKENS",
     "HINDSIGHT_API_KEY_ENV",
     "HINDSIGHT_API_KEY_SECRET_ARN_ENV",
-    "HINDSIGHT_API_TOKEN_ENV",
     "HINDSIGHT_API_URL_ENV",
     "HINDSIGHT_OPERATOR_KEY_ENV",
     "LOG_HASH_SALT_ENV",
@@ -33,10 +32,9 @@ __all__ = [
 
 #: Hindsight's base URL (the prior art's name).
 HINDSIGHT_API_URL_ENV: Final = "HINDSIGHT_API_URL"
-#: Bearer credential for turns without one of their own (the prior art's name) ...
+#: Bearer credential for turns without one of their own (the prior art's name; its second name,
+#: ``HINDSIGHT_API_TOKEN``, lives in memory_adapter.compat).
 HINDSIGHT_API_KEY_ENV: Final = "HINDSIGHT_API_KEY"
-#: ... or this one, read when the former is unset (the prior art's fallback).
-HINDSIGHT_API_TOKEN_ENV: Final = "HINDSIGHT_API_TOKEN"  # noqa: S105 (a variable name)
 #: The Secrets Manager secret holding the IAM-mode agent key: the agent and the replay function read it (the queue
 #: never carries it).
 HINDSIGHT_API_KEY_SECRET_ARN_ENV: Final = "HINDSIGHT_API_KEY_SECRET_ARN"  # noqa: S105 (a variable name)

@@ -30,10 +30,10 @@ import binascii
 import json
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Final, NoReturn, Protocol
+from typing import Final, NoReturn, Protocol
 
 from memory_adapter._hindsight_api import post_retain
 from memory_adapter.constants import (
@@ -51,7 +51,7 @@ from memory_adapter.exceptions import (
     SpoolError,
 )
 from memory_adapter.observability import Metric, MetricsSink, Observer, short_hash
-from memory_adapter.settings_fields import HindsightClientSettings, setting
+from memory_adapter.settings_fields import HindsightClientSettings, secret_arn, setting
 from memory_adapter.settings_reader import SettingsReader
 from memory_adapter.sqs_codec import QueueMessage, decode_record
 from memory_adapter.sqs_spool import SqsSpool
@@ -114,14 +114,7 @@ class ReplaySettings(HindsightClientSettings):
     delivery_timeout_s: float = setting(
         RETAIN_DELIVERY_TIMEOUT_ENV, DEFAULT_DELIVERY_TIMEOUT_S, above=0, high=120, always=True
     )
-    agent_key_secret_arn: str | None = setting(HINDSIGHT_API_KEY_SECRET_ARN_ENV)
-
-    @classmethod
-    def check(cls, values: Mapping[str, Any], reader: SettingsReader) -> None:
-        """The agent key's secret is an ARN."""
-        secret_arn = values["agent_key_secret_arn"]
-        if secret_arn is not None and not secret_arn.startswith("arn:"):
-            reader.problem(f"{HINDSIGHT_API_KEY_SECRET_ARN_ENV} must be a Secrets Manager ARN, got {secret_arn[:80]!r}")
+    agent_key_secret_arn: str | None = setting(HINDSIGHT_API_KEY_SECRET_ARN_ENV, parse=secret_arn)
 
     @classmethod
     def error(cls, problems: list[str]) -> Exception:

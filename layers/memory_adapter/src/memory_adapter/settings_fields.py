@@ -19,7 +19,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import MISSING, dataclass
 from enum import StrEnum
 from typing import Any, Final, Self
@@ -32,28 +32,33 @@ from memory_adapter.constants import (
     HINDSIGHT_API_URL_ENV,
     RECALL_BUDGETS,
 )
-from memory_adapter.settings_reader import SettingsReader, env_dict
+from memory_adapter.settings_reader import Naming, SettingsReader, env_dict, not_one_of, out_of_range
 
 __all__ = [
     "DeclaredSettings",
     "HindsightClientSettings",
     "RecallClientSettings",
     "Setting",
+    "declared",
     "env_name",
     "env_names",
     "env_of",
     "read_declared",
+    "same_setting",
+    "secret_arn",
     "setting",
 ]
 
 _KEY: Final = "memory_adapter.setting"
+#: Names a setting declared without its variable after the field itself (see :func:`setting`).
+_FIELD_NAMES: Final = Naming()
 
 
 @dataclass(frozen=True, slots=True)
 class Setting:
     """How one field is read from, and written to, the environment (see :func:`setting`)."""
 
-    env: str
+    env: str | None
     kind: type | None = None
     low: float | None = None
     high: float | None = None
@@ -62,16 +67,42 @@ class Setting:
     always: bool = False
     parse: Callable[[SettingsReader, str], Any] | None = None
     write: Callable[[Any], object] | None = None
+    choices: tuple[str, ...] | None = None
+
+    def key(self, field_name: str, naming: Naming) -> str:
+        """The variable (or key) of the field ``field_name``: ``env``, else the field's name spelled by ``naming``."""
+        return self.env if self.env is not None else naming.key(field_name)
+
+    @property
+    def bounded(self) -> bool:
+        """Whether the setting is a number with bounds."""
+        return self.low is not None or self.high is not None or self.above is not None
+
+    def out_of_range(self, name: str, value: object) -> str | None:
+        """The problem with ``value`` (named ``name`` in the message) for these bounds or choices, or ``None``: for
+        values given other than through :func:`read_declared` (arguments, settings built in code), which checks what
+        it reads."""
+        if self.choices is not None and value is not None and value not in self.choices:
+            return not_one_of(name, self.choices, value)
+        if not self.bounded:
+            return None
+        try:
+            number = float(value)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            return f"{name} must be a number, got {value!r}"
+        return out_of_range(name, number, low=self.low, high=self.high, above=self.above)
 
 
 def setting(
-    env: str,
+    env: str | None,
     default: Any = None,
     *,
+    factory: Callable[[], Any] | None = None,
     kind: type | None = None,
     low: float | None = None,
     high: float | None = None,
     above: float | None = None,
+    choices: tuple[str, ...] | None = None,
     required: str | None = None,
     always: bool = False,
     parse: Callable[[SettingsReader, str], Any] | None = None,
@@ -81,82 +112,108 @@ def setting(
     """A dataclass field read from the variable ``env``.
 
     Args:
-        env: The environment variable.
+        env: The environment variable; ``None``: the field's name as the reader's
+            :class:`~memory_adapter.settings_reader.Naming` spells it (settings that several processes read under
+            their own keys, e.g. the identity contract's ``JWT_*``, ``jwt_*`` and ``auth.*``).
         default: The value when the variable is unset (its type says how the variable is parsed: bool, int, float,
-            tuple of names, text; ``kind`` for an enum or when the default is ``None``).
+            tuple or list of names, text; ``kind`` for an enum or when the default is ``None``).
+        factory: Makes the default instead (a list, or a value computed when the settings are built).
         kind: The value's type when the default does not tell (a ``StrEnum``, ``int``, ``float``).
         low: Inclusive lower bound of a number.
         high: Inclusive upper bound of a number.
         above: Exclusive lower bound of a number.
+        choices: The values a text setting may take (any other is refused, naming the variable and these).
         required: Why the setting is required (the problem names it when the variable is unset).
         always: :func:`env_of` writes it even at its default (required and security-relevant settings).
         parse: Reads the value instead (``parse(reader, env)``), for values with their own syntax (JSON, URL).
         write: The value as :func:`~memory_adapter.settings_reader.env_text` writes it, when it is not plain.
         repr: Shown in the dataclass ``repr`` (``False`` for secrets).
     """
-    meta = {_KEY: Setting(env, kind, low, high, above, required, always or required is not None, parse, write)}
+    meta = {_KEY: Setting(env, kind, low, high, above, required, always or required is not None, parse, write, choices)}
     if isinstance(default, list | dict | set):
-        raise TypeError("give a tuple or a frozen value as a setting's default")
+        raise TypeError("give a tuple or a frozen value as a setting's default (or a factory)")
     if required is not None:
         return dataclasses.field(metadata=meta, repr=repr)
+    if factory is not None:
+        return dataclasses.field(default_factory=factory, metadata=meta, repr=repr)
     return dataclasses.field(default=default, metadata=meta, repr=repr)
 
 
-def _declared(cls: type) -> list[tuple[dataclasses.Field[Any], Setting]]:
+def same_setting(cls: type, field_name: str) -> Any:
+    """A field declared as ``cls``'s ``field_name`` (variable, default, bounds, choices): a setting that two settings
+    classes read under one variable is declared once."""
+    f = next(f for f in dataclasses.fields(cls) if f.name == field_name)
+    return dataclasses.field(default=f.default, default_factory=f.default_factory, metadata=f.metadata, repr=f.repr)
+
+
+def declared(cls: type) -> list[tuple[dataclasses.Field[Any], Setting]]:
+    """Each field of ``cls`` made with :func:`setting`, with its declaration, in field order."""
     return [(f, f.metadata[_KEY]) for f in dataclasses.fields(cls) if _KEY in f.metadata]
 
 
 def _default(f: dataclasses.Field[Any]) -> Any:
+    if f.default_factory is not MISSING:
+        return f.default_factory()
     return None if f.default is MISSING else f.default
 
 
-def env_names(cls: type) -> tuple[str, ...]:
-    """Every variable the fields of ``cls`` are read from, in field order."""
-    return tuple(s.env for _, s in _declared(cls))
+def env_names(cls: type, naming: Naming = _FIELD_NAMES) -> tuple[str, ...]:
+    """Every variable the fields of ``cls`` are read from, in field order (``naming`` spells those declared without
+    one)."""
+    return tuple(s.key(f.name, naming) for f, s in declared(cls))
 
 
-def env_name(cls: type, field_name: str) -> str:
+def env_name(cls: type, field_name: str, naming: Naming = _FIELD_NAMES) -> str:
     """The variable the field ``field_name`` of ``cls`` is read from (for messages naming it)."""
-    return next(s.env for f, s in _declared(cls) if f.name == field_name)
+    return next(s.key(f.name, naming) for f, s in declared(cls) if f.name == field_name)
 
 
-def read_declared(cls: type, reader: SettingsReader) -> dict[str, Any]:
-    """Every declared field of ``cls`` by name, read from ``reader`` (problems go to ``reader.problems``; the values
-    are only valid without problems)."""
+def read_declared(cls: type, reader: SettingsReader, *, only: Collection[str] | None = None) -> dict[str, Any]:
+    """Every declared field of ``cls`` (or those named in ``only``) by name, read from ``reader`` and checked against
+    its bounds (problems go to ``reader.problems``; the values are only valid without problems)."""
     values: dict[str, Any] = {}
-    for f, s in _declared(cls):
-        default = _default(f)
-        kind = s.kind or (type(default) if default is not None else str)
-        if s.parse is not None:
-            value = s.parse(reader, s.env)
-        elif isinstance(kind, type) and issubclass(kind, StrEnum):
-            value = reader.choice(s.env, kind, default)
-        elif kind is bool:
-            value = reader.flag(s.env, bool(default))
-        elif kind is int:
-            value = reader.integer(s.env, default, low=_int(s.low), high=_int(s.high))
-        elif kind is float:
-            value = reader.number(s.env, default, low=s.low, high=s.high, above=s.above)
-        elif kind is tuple:
-            value = reader.csv(s.env) or default
-        else:
-            text = reader.text(s.env)
-            value = default if text is None else text
-        if value is None and s.required is not None and not reader.given(s.env):
-            reader.problem(f"{reader.name(s.env)} is required ({s.required})")
-        values[f.name] = value
+    for f, s in declared(cls):
+        if only is None or f.name in only:
+            values[f.name] = _read(f, s, reader)
     return values
 
 
-def env_of(settings: object) -> dict[str, str]:
+def _read(f: dataclasses.Field[Any], s: Setting, reader: SettingsReader) -> Any:
+    key = s.key(f.name, reader.naming)
+    default = _default(f)
+    kind = s.kind or (type(default) if default is not None else str)
+    if s.parse is not None:
+        value = s.parse(reader, key)
+    elif isinstance(kind, type) and issubclass(kind, StrEnum):
+        value = reader.choice(key, kind, default)
+    elif kind is bool:
+        value = reader.flag(key, bool(default))
+    elif kind is int:
+        value = reader.integer(key, default, low=_int(s.low), high=_int(s.high))
+    elif kind is float:
+        value = reader.number(key, default, low=s.low, high=s.high, above=s.above)
+    elif kind is tuple or kind is list:
+        value = kind(reader.csv(key)) or default
+    elif s.choices is not None:
+        value = reader.one_of(key, s.choices, default)
+    else:
+        text = reader.text(key)
+        value = default if text is None else text
+    if value is None and s.required is not None and not reader.given(key):
+        reader.problem(f"{reader.name(key)} is required ({s.required})")
+    return value
+
+
+def env_of(settings: object, naming: Naming = _FIELD_NAMES) -> dict[str, str]:
     """The environment :func:`read_declared` reads back as ``settings``' declared fields: each field that differs
-    from its default, and those declared ``always``."""
+    from its default, and those declared ``always`` (``naming`` spells the variables of those declared without
+    one)."""
     values: dict[str, object] = {}
-    for f, s in _declared(type(settings)):
+    for f, s in declared(type(settings)):
         value = getattr(settings, f.name)
         if not s.always and value == _default(f):
             continue
-        values[s.env] = s.write(value) if s.write is not None and value is not None else value
+        values[s.key(f.name, naming)] = s.write(value) if s.write is not None and value is not None else value
     return env_dict(values)
 
 
@@ -204,6 +261,14 @@ def _url(reader: SettingsReader, env: str) -> str:
     return reader.url(env)
 
 
+def secret_arn(reader: SettingsReader, env: str) -> str | None:
+    """A ``parse`` for a Secrets Manager secret's ARN (``None`` when unset): a name alone would grant nothing."""
+    value = reader.text(env)
+    if value is not None and not value.startswith("arn:"):
+        reader.problem(f"{reader.name(env)} must be a Secrets Manager ARN, got {value[:80]!r}")
+    return value
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HindsightClientSettings(DeclaredSettings):
     """What every process that calls Hindsight reads, under one name each: Hindsight's URL and the private CA its
@@ -213,19 +278,11 @@ class HindsightClientSettings(DeclaredSettings):
     ca_bundle: str | None = setting(CA_BUNDLE_ENV)
 
 
-def _budget(reader: SettingsReader, env: str) -> str:
-    value = reader.text(env)
-    if value is None:
-        return DEFAULT_RECALL_BUDGET
-    if value not in RECALL_BUDGETS:
-        reader.problem(f"{reader.name(env)} must be one of {', '.join(RECALL_BUDGETS)}, got {value!r}")
-    return value
-
-
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RecallClientSettings(HindsightClientSettings):
     """A client that recalls (the memory tools' function, the operator's functions): the same budget and block size
-    as the agent's memory adapter, under the adapter's variables."""
+    as the agent's memory adapter, under the adapter's variables (the adapter's config declares them as these,
+    :func:`same_setting`)."""
 
-    recall_budget: str = setting(ADAPTER_ENV_PREFIX + "RECALL_BUDGET", DEFAULT_RECALL_BUDGET, parse=_budget)
+    recall_budget: str = setting(ADAPTER_ENV_PREFIX + "RECALL_BUDGET", DEFAULT_RECALL_BUDGET, choices=RECALL_BUDGETS)
     recall_max_tokens: int = setting(ADAPTER_ENV_PREFIX + "RECALL_MAX_TOKENS", DEFAULT_RECALL_MAX_TOKENS, low=1)

@@ -21,12 +21,12 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, TypeVar
 
-__all__ = ["Naming", "SettingsReader", "env_dict", "env_text", "out_of_range"]
+__all__ = ["Naming", "SettingsReader", "env_dict", "env_text", "not_one_of", "out_of_range"]
 
 _E = TypeVar("_E", bound=StrEnum)
 _TRUE = frozenset({"1", "true", "yes", "on"})
@@ -129,6 +129,11 @@ def out_of_range(
     return f"{name} must be {wanted}, got {value!r}"
 
 
+def not_one_of(name: str, allowed: Iterable[str], value: object) -> str:
+    """The problem with ``value`` (named ``name``), which is none of the ``allowed`` values."""
+    return f"{name} must be one of: {', '.join(allowed)}; got {value!r}"
+
+
 @dataclass
 class SettingsReader:
     """Reads typed values from ``values``; each problem is appended to :attr:`problems` instead of raised.
@@ -220,9 +225,18 @@ class SettingsReader:
         try:
             return enum(value.lower())
         except ValueError:
-            allowed = ", ".join(member.value for member in enum)
-            self.problem(f"{self.name(key)} must be one of: {allowed}; got {value!r}")
+            self.problem(not_one_of(self.name(key), (member.value for member in enum), value))
             return default
+
+    def one_of(self, key: str, allowed: Collection[str], default: str | None) -> str | None:
+        """One of the ``allowed`` values, as written."""
+        value = self.text(key)
+        if value is None:
+            return default
+        if value not in allowed:
+            self.problem(not_one_of(self.name(key), allowed, value))
+            return default
+        return value
 
     def number(
         self,
@@ -253,20 +267,6 @@ class SettingsReader:
             self.problem(problem)
             return default
         return int(value)
-
-    def typed(self, key: str, default: Any) -> Any:
-        """The value of ``key`` parsed as the type of ``default`` (bool, int, float, list or tuple of names, text);
-        ``default`` when unset or invalid. For settings defined once as a dataclass with typed defaults."""
-        if isinstance(default, bool):
-            return self.flag(key, default)
-        if isinstance(default, int):
-            return self.integer(key, default)
-        if isinstance(default, float):
-            return self.number(key, default)
-        if isinstance(default, list | tuple):
-            return type(default)(self.csv(key)) or default
-        text = self.text(key)
-        return default if text is None else text
 
     def json_object(self, key: str, *, what: str = "a JSON object") -> dict[str, Any] | None:
         """A JSON object (given as a JSON string or as a mapping); ``None`` when not set or not an object.

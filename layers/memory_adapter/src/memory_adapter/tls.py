@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Final
 
 from memory_adapter.constants import CA_BUNDLE_ENV
 from memory_adapter.exceptions import ConfigurationError
+from memory_adapter.settings_fields import HindsightClientSettings, read_declared
+from memory_adapter.settings_reader import SettingsReader
 
 if TYPE_CHECKING:
     import ssl
@@ -41,7 +43,8 @@ def ca_bundle_file(env: Mapping[str, str] | None = None) -> str | None:
     Raises:
         ConfigurationError: The file does not exist, cannot be read or holds no PEM certificate.
     """
-    value = (os.environ if env is None else env).get(CA_BUNDLE_ENV, "").strip()
+    reader = SettingsReader(os.environ if env is None else env)
+    value = read_declared(HindsightClientSettings, reader, only=("ca_bundle",))["ca_bundle"]
     if not value:
         return None
     if value.startswith(_PEM_CERTIFICATE):

@@ -25,18 +25,23 @@ from enum import StrEnum
 from typing import Any, Final
 
 from memory_adapter.agentcore.payload import DEFAULT_MAX_PROMPT_CHARS, MAX_MAX_PROMPT_CHARS, max_body_bytes
-from memory_adapter.config import ENV_VARS as ADAPTER_ENV_VARS
 from memory_adapter.config import HindsightAgentCoreConfig, read_settings
 from memory_adapter.constants import (
-    CA_BUNDLE_ENV,
     HINDSIGHT_API_KEY_ENV,
     HINDSIGHT_API_KEY_SECRET_ARN_ENV,
-    HINDSIGHT_API_TOKEN_ENV,
-    HINDSIGHT_API_URL_ENV,
 )
 from memory_adapter.exceptions import ConfigurationError
 from memory_adapter.identity.settings import ENV_NAMING, JwtSettings
-from memory_adapter.settings_fields import env_name, env_names, env_of, read_declared, setting
+from memory_adapter.settings_fields import (
+    HindsightClientSettings,
+    env_name,
+    env_names,
+    env_of,
+    read_declared,
+    same_setting,
+    secret_arn,
+    setting,
+)
 from memory_adapter.settings_reader import SettingsReader
 
 __all__ = ["CUSTOM_HEADER_PREFIX", "AgentMemorySettings", "IdentitySource", "SettingsError"]
@@ -46,7 +51,7 @@ CUSTOM_HEADER_PREFIX: Final = "X-Amzn-Bedrock-AgentCore-Runtime-Custom-"
 
 _AGENT_NAME = re.compile(r"[A-Za-z0-9._@-]{1,128}")
 _HEADER_NAME = re.compile(r"[A-Za-z0-9-]{1,200}")
-_JWT_VARS: Final = JwtSettings.setting_keys(ENV_NAMING)
+_JWT_VARS: Final = env_names(JwtSettings, ENV_NAMING)
 
 
 class IdentitySource(StrEnum):
@@ -78,8 +83,8 @@ class AgentMemorySettings:
     )
     memory: HindsightAgentCoreConfig
     jwt: JwtSettings | None = None
-    hindsight_api_key_secret_arn: str | None = setting(HINDSIGHT_API_KEY_SECRET_ARN_ENV)
-    ca_bundle: str | None = setting(CA_BUNDLE_ENV)
+    hindsight_api_key_secret_arn: str | None = setting(HINDSIGHT_API_KEY_SECRET_ARN_ENV, parse=secret_arn)
+    ca_bundle: str | None = same_setting(HindsightClientSettings, "ca_bundle")
     """The private CA's certificates every HTTPS client of Hindsight trusts besides the default store (read by
     :mod:`memory_adapter.tls`)."""
     tenant_id: str | None = setting("TENANT_ID")
@@ -111,20 +116,8 @@ class AgentMemorySettings:
 
     @classmethod
     def env_names(cls) -> tuple[str, ...]:
-        """Every variable :meth:`from_env` reads: the declared fields', every ``JWT_*`` setting and the memory
-        adapter's."""
-        return tuple(
-            dict.fromkeys(
-                [
-                    *env_names(cls),
-                    HINDSIGHT_API_URL_ENV,
-                    HINDSIGHT_API_KEY_ENV,
-                    HINDSIGHT_API_TOKEN_ENV,
-                    *ADAPTER_ENV_VARS.values(),
-                    *sorted(_JWT_VARS),
-                ]
-            )
-        )
+        """Every variable :meth:`from_env` reads: the declared fields', the memory adapter's and the token checks'."""
+        return (*env_names(cls), *env_names(HindsightAgentCoreConfig), *_JWT_VARS)
 
     def to_env(self) -> dict[str, str]:
         """The environment :meth:`from_env` reads back as these settings (what the stack and ``make dev`` give the
@@ -155,11 +148,9 @@ class AgentMemorySettings:
         if values["agent_name"] is not None and not _AGENT_NAME.fullmatch(values["agent_name"]):
             get.problem(f"{agent} must be 1-128 characters from A-Z a-z 0-9 . _ @ -")
         memory = values["memory"] = read_settings(get, {})
-        secret_arn = values["hindsight_api_key_secret_arn"]
-        if memory.api_key and secret_arn:
+        key_arn = values["hindsight_api_key_secret_arn"]
+        if memory.api_key and key_arn:
             get.problem(f"set {HINDSIGHT_API_KEY_ENV} or {HINDSIGHT_API_KEY_SECRET_ARN_ENV}, not both")
-        if secret_arn and not secret_arn.startswith("arn:"):
-            get.problem(f"{HINDSIGHT_API_KEY_SECRET_ARN_ENV} must be a Secrets Manager ARN")
         tenant_id, tenant_header = values["tenant_id"], values["tenant_header"]
         values["jwt"] = None
         if values["auth_mode"] is IdentitySource.JWT:
@@ -169,7 +160,7 @@ class AgentMemorySettings:
                     f"{tenant_id_env}/{tenant_header_env} apply to {mode}=iam only; with jwt the tenant "
                     f"comes from the verified token ({ENV_NAMING.key('tenant_claim')})"
                 )
-            if memory.api_key or secret_arn:
+            if memory.api_key or key_arn:
                 get.problem(
                     f"{mode}=jwt sends each caller's own token to Hindsight: do not give the agent a "
                     f"Hindsight key ({HINDSIGHT_API_KEY_ENV}/{HINDSIGHT_API_KEY_SECRET_ARN_ENV})"

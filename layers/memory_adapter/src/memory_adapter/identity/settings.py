@@ -29,7 +29,8 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from memory_adapter.identity.errors import IdentityConfigError
-from memory_adapter.settings_reader import Naming, SettingsReader, env_dict, out_of_range
+from memory_adapter.settings_fields import declared, env_of, read_declared, setting
+from memory_adapter.settings_reader import Naming, SettingsReader
 
 __all__ = [
     "ASYMMETRIC_ALGORITHMS",
@@ -62,20 +63,6 @@ FIELD_NAMES: Final = Naming()
 ENV_NAMING: Final = Naming(prefix="JWT_", upper=True, seconds="_SECONDS")
 
 _HTTP = ("https://", "http://")
-#: The order :meth:`JwtSettings.to_env` writes variables in (the deployed templates' order; a container whose
-#: environment is reordered is a new task definition revision).
-_ENV_ORDER: Final = (
-    "discovery_url",
-    "issuer",
-    "jwks_url",
-    "static_jwks",
-    "jwks_parameter",
-    "user_claim",
-    "allowed_clients",
-    "allowed_audience",
-    "tenant_claim",
-    "token_use",
-)
 _JWKS_DOCUMENT = "a JWKS JSON object with 'keys'"
 
 
@@ -89,9 +76,19 @@ def issuer_of(discovery_url: str) -> str:
     return discovery_url.rstrip("/").removesuffix(DISCOVERY_SUFFIX)
 
 
-@dataclass(frozen=True, slots=True)
+def _jwks_document(reader: SettingsReader, key: str) -> Mapping[str, Any] | None:
+    return reader.json_object(key, what=_JWKS_DOCUMENT)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class JwtSettings:
     """What a token must satisfy. Durations are in seconds.
+
+    Each field is a setting without a variable of its own (:func:`~memory_adapter.settings_fields.setting`): each
+    component reads it under the key its :class:`~memory_adapter.settings_reader.Naming` spells from the field's name
+    (``leeway_s``: the agent's ``JWT_LEEWAY_SECONDS``, the extension's ``jwt_leeway_s``, ``cdk.json``'s
+    ``auth.leeway_seconds``); the fields are in the order :meth:`to_env` writes them (the deployed templates'
+    order: a container whose environment is reordered is a new task definition revision).
 
     Args:
         discovery_url: OIDC discovery document URL (``.../.well-known/openid-configuration``).
@@ -99,11 +96,11 @@ class JwtSettings:
         jwks_url: JWKS endpoint.
         static_jwks: A JWKS document (``{"keys": [...]}``); nothing is fetched.
         jwks_parameter: Name of an SSM parameter holding the JWKS document (read with boto3, cached like a JWKS).
+        user_claim: Claim holding the user id.
         allowed_clients: Client ids, matched against ``client_id`` (access tokens) or ``aud`` (ID tokens).
         allowed_audience: Audiences, matched against ``aud``. Both lists are enforced when both are set.
-        token_use: ``"access"`` or ``"id"`` to require that ``token_use``; ``None`` accepts either when present.
-        user_claim: Claim holding the user id.
         tenant_claim: Claim holding the tenant id; ``None`` for single-tenant deployments.
+        token_use: ``"access"`` or ``"id"`` to require that ``token_use``; ``None`` accepts either when present.
         algorithms: Accepted ``alg`` values, a subset of :data:`ASYMMETRIC_ALGORITHMS`.
         leeway_s: Clock skew tolerated on ``exp``, ``nbf`` and ``iat`` (at most 300).
         jwks_cache_ttl_s: How long fetched keys are reused.
@@ -114,23 +111,23 @@ class JwtSettings:
         max_token_bytes: Longer tokens are refused before any parsing.
     """
 
-    discovery_url: str | None = None
-    issuer: str | None = None
-    jwks_url: str | None = None
-    static_jwks: Mapping[str, Any] | None = None
-    jwks_parameter: str | None = None
-    allowed_clients: tuple[str, ...] = ()
-    allowed_audience: tuple[str, ...] = ()
-    token_use: str | None = None
-    user_claim: str = "sub"
-    tenant_claim: str | None = None
-    algorithms: tuple[str, ...] = ("RS256",)
-    leeway_s: float = 30.0
-    jwks_cache_ttl_s: float = 300.0
-    jwks_refetch_interval_s: float = 60.0
-    jwks_max_stale_s: float = 86400.0
-    http_timeout_s: float = 5.0
-    max_token_bytes: int = 8192
+    discovery_url: str | None = setting(None)
+    issuer: str | None = setting(None)
+    jwks_url: str | None = setting(None)
+    static_jwks: Mapping[str, Any] | None = setting(None, parse=_jwks_document)
+    jwks_parameter: str | None = setting(None)
+    user_claim: str = setting(None, "sub", always=True)  # a deployed environment states whose bank a token opens
+    allowed_clients: tuple[str, ...] = setting(None, ())
+    allowed_audience: tuple[str, ...] = setting(None, ())
+    tenant_claim: str | None = setting(None)
+    token_use: str | None = setting(None, choices=TOKEN_USES)
+    algorithms: tuple[str, ...] = setting(None, ("RS256",))
+    leeway_s: float = setting(None, 30.0, low=0, high=300)  # more defeats the expiry check
+    jwks_cache_ttl_s: float = setting(None, 300.0, above=0)
+    jwks_refetch_interval_s: float = setting(None, 60.0, above=0)
+    jwks_max_stale_s: float = setting(None, 86400.0, above=0)
+    http_timeout_s: float = setting(None, 5.0, above=0)
+    max_token_bytes: int = setting(None, 8192, low=256, high=65536)
 
     # -- derived facts ---------------------------------------------------------------------------------------------
 
@@ -196,8 +193,6 @@ class JwtSettings:
             )
         if any(not isinstance(v, str) or not v.strip() for v in (*self.allowed_clients, *self.allowed_audience)):
             errors.append(f"{n('allowed_clients')} and {n('allowed_audience')} must hold non-blank names")
-        if self.token_use is not None and self.token_use not in TOKEN_USES:
-            errors.append(f"{n('token_use')} must be 'access' or 'id'")
         if not self.user_claim.strip():
             errors.append(f"{n('user_claim')} must not be blank")
         if self.tenant_claim is not None and not self.tenant_claim.strip():
@@ -209,16 +204,8 @@ class JwtSettings:
             errors.append(
                 f"{n('algorithms')} may list asymmetric algorithms only (RS*, PS*, ES*, EdDSA), not {', '.join(unsafe)}"
             )
-        bounds: dict[str, dict[str, float]] = {
-            "leeway_s": {"low": 0, "high": 300},  # more defeats the expiry check
-            "jwks_cache_ttl_s": {"above": 0},
-            "jwks_refetch_interval_s": {"above": 0},
-            "jwks_max_stale_s": {"above": 0},
-            "http_timeout_s": {"above": 0},
-            "max_token_bytes": {"low": 256, "high": 65536},
-        }
-        for name, limits in bounds.items():
-            problem = out_of_range(n(name), float(getattr(self, name)), **limits)
+        for f, declaration in declared(type(self)):
+            problem = declaration.out_of_range(n(f.name), getattr(self, f.name))
             if problem is not None:
                 errors.append(problem)
         return errors
@@ -227,30 +214,18 @@ class JwtSettings:
 
     @classmethod
     def read(cls, reader: SettingsReader) -> JwtSettings:
-        """The settings under ``reader.naming``'s keys; every problem (types and rules) goes to ``reader.problems``."""
-        values: dict[str, Any] = {}
-        for f in dataclasses.fields(cls):
-            key = reader.naming.key(f.name)
-            if f.name == "static_jwks":
-                values[f.name] = reader.json_object(key, what=_JWKS_DOCUMENT)
-            else:
-                values[f.name] = reader.typed(key, f.default)
+        """The settings under ``reader.naming``'s keys; every problem (types, bounds and rules) goes to
+        ``reader.problems``."""
+        values = read_declared(cls, reader)
         settings = cls(**{name: value for name, value in values.items() if value is not None})
+        # Out-of-range values were read as their defaults, so the rules add no second problem for them.
         reader.problems.extend(settings.problems(reader.naming))
         return settings
 
     def to_env(self, naming: Naming) -> dict[str, str]:
         """The variables (keys per ``naming``) that :meth:`read` turns back into these settings: every field that
-        differs from its default, and the user claim always (a deployed environment states whose bank a token
-        opens)."""
-        given = {**self.given(), "user_claim": self.user_claim}
-        order = [*_ENV_ORDER, *(f.name for f in dataclasses.fields(self) if f.name not in _ENV_ORDER)]
-        return env_dict({naming.key(name): given[name] for name in order if name in given})
-
-    @classmethod
-    def setting_keys(cls, naming: Naming) -> frozenset[str]:
-        """Every key these settings are read from under ``naming``."""
-        return frozenset(naming.key(f.name) for f in dataclasses.fields(cls))
+        differs from its default, and the user claim always."""
+        return env_of(self, naming)
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, object], naming: Naming = FIELD_NAMES) -> JwtSettings:
