@@ -31,6 +31,8 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from hindsight_isolation import admission, events, fading, route, usage
 from hindsight_isolation.bad_input import (
+    INT32_MAX,
+    INT64_MAX,
     BadInputError,
     NotJsonError,
     check_form_fields,
@@ -38,6 +40,7 @@ from hindsight_isolation.bad_input import (
     check_json,
     check_path,
     check_query,
+    check_route_body,
     parse_json,
 )
 from hindsight_isolation.route import RequestKind
@@ -133,7 +136,10 @@ class RequestGuard:
             if not content_type or content_type.decode("latin-1").endswith(_JSON_TYPES):
                 raise
             return scope, _replay(body, receive), kind  # not JSON and not declared JSON: the route reads it as it is
-        check_json(parsed)
+        mcp = kind is RequestKind.MCP  # JSON-RPC ids may be any JSON number: 64 bits there
+        check_json(parsed, int_max=INT64_MAX if mcp else INT32_MAX)
+        if not mcp:
+            check_route_body(scope.get("method", ""), scope.get("path", ""), parsed)
         kind = route.refine(kind, scope.get("method", ""), scope.get("path", ""), parsed)
         bank_id = route.retain_bank(scope.get("path", "")) if kind is RequestKind.RETAIN else None
         if bank_id is not None and isinstance(parsed, dict) and isinstance(parsed.get("operation_id"), str):
