@@ -127,7 +127,7 @@ class AgentMemorySettings:
         )
 
     def to_env(self) -> dict[str, str]:
-        """The environment :meth:`from_env` reads back as these settings (what the stack and ``make dev`` give the
+        """The environment :meth:`from_env` reads back as these settings (what the stack and ``make local`` give the
         agent): the declared fields (required and security-relevant ones always, the others where they differ from
         their default), the memory adapter's and the token checks'."""
         return {
