@@ -5,9 +5,9 @@ character (U+0000) in any text that reaches a query (an id in the path, a query 
 lone UTF-16 surrogate (valid in a Python ``str``, not UTF-8), an integer beyond 64 bits (beyond 32 in a REST body,
 where the stored ones go to ``integer`` columns), a non-finite number, JSON nested deeply enough to exhaust the
 parser's recursion, a name longer than its ``varchar(256)`` column, a non-UUID id on the routes that hand it to a
-UUID column unchecked, and a webhook update's null ``http_config``. The request guard
-(:mod:`hindsight_isolation.guard`) runs these checks on every request, authenticated or not, and answers 400 with
-the :class:`BadInputError` message.
+UUID column unchecked, a webhook update's null for a field that must have a value, and a webhook deliveries cursor.
+The request guard (:mod:`hindsight_isolation.guard`) runs these checks on every request, authenticated or not, and
+answers 400 with the :class:`BadInputError` message.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ __all__ = [
     "check_path",
     "check_query",
     "check_route_body",
+    "check_route_query",
     "check_text",
     "integer_query_parameters",
     "parse_json",
@@ -62,6 +63,10 @@ _UUID_PATH_IDS = (
 _NAMED = re.compile(r"/banks/[^/]+/(?:directives|mental-models|knowledge-base)(?:/|$)")
 _TEMPLATE = re.compile(r"/banks/[^/]+/import/?$")
 _WEBHOOK = re.compile(r"/banks/[^/]+/webhooks/[^/]+/?$")
+#: A webhook's fields that are NOT NULL columns (or, ``http_config``, dereferenced): a PATCH may not null them.
+_WEBHOOK_REQUIRED = ("url", "event_types", "enabled", "http_config")
+#: Hindsight 1.1.0 hands a deliveries ``cursor`` to a timestamp parameter as text: every cursor fails (500).
+_DELIVERIES = re.compile(r"/banks/[^/]+/webhooks/[^/]+/deliveries/?$")
 
 
 class BadInputError(ValueError):
@@ -109,6 +114,17 @@ def check_query(query_string: bytes, integer_parameters: frozenset[str]) -> None
             number = int(value)
             if not INT64_MIN <= number <= INT64_MAX:
                 raise BadInputError(f"query parameter {name!r} is out of range: it must be at most {INT64_MAX}")
+
+
+def check_route_query(path: str, query_string: bytes) -> None:
+    """Query parameters a route cannot take at all: a webhook deliveries ``cursor``."""
+    if not query_string or not _DELIVERIES.search(path):
+        return
+    if "cursor" in {name for name, _ in parse_qsl(query_string.decode("latin-1"), keep_blank_values=True)}:
+        raise BadInputError(
+            "query parameter 'cursor' cannot be used here (Hindsight 1.1.0 fails on every deliveries cursor): "
+            "ask for more deliveries at once with 'limit'"
+        )
 
 
 def check_headers(headers: Iterable[tuple[bytes, bytes]]) -> None:
@@ -188,8 +204,12 @@ def check_route_body(method: str, path: str, body: Any) -> None:
     for where, name in names:
         if isinstance(name, str) and len(name) > MAX_NAME_CHARS:
             raise BadInputError(f"{where} is longer than {MAX_NAME_CHARS} characters: shorten it")
-    if method == "PATCH" and _WEBHOOK.search(path) and "http_config" in body and body["http_config"] is None:
-        raise BadInputError("http_config must be an object or left out (null is not accepted)")
+    if method == "PATCH" and _WEBHOOK.search(path):
+        nulls = sorted(key for key in _WEBHOOK_REQUIRED if key in body and body[key] is None)
+        if nulls:
+            raise BadInputError(
+                f"{', '.join(nulls)}: give a value or leave it out (only secret may be null: it clears it)"
+            )
 
 
 def check_form_fields(fields: Iterable[tuple[str, str]]) -> None:

@@ -41,6 +41,7 @@ from hindsight_isolation.bad_input import (
     check_path,
     check_query,
     check_route_body,
+    check_route_query,
     parse_json,
 )
 from hindsight_isolation.route import RequestKind
@@ -97,6 +98,7 @@ class RequestGuard:
         try:
             check_path(scope.get("path", ""))
             check_query(scope.get("query_string", b""), self.integer_parameters)
+            check_route_query(scope.get("path", ""), scope.get("query_string", b""))
             check_headers(scope.get("headers", []))
             scope, receive, kind = await self._checked_body(scope, receive, kind)
             clock = usage.clock_from_header(_header(scope, fading.CLOCK_HEADER.encode()) or None)

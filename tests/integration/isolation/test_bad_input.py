@@ -136,6 +136,20 @@ def _healthy(iso: Server) -> None:
             "http_config",
         ),
         (
+            "webhook update nulling a required field",
+            "PATCH",
+            "{base}/webhooks/00000000-0000-0000-0000-000000000000",
+            {"json": {"url": None}},
+            "url",
+        ),
+        (
+            "webhook deliveries cursor",
+            "GET",
+            "{base}/webhooks/00000000-0000-0000-0000-000000000000/deliveries",
+            {"params": {"cursor": "2026-12-07T18:39:00+00:00"}},
+            "cursor",
+        ),
+        (
             "infinite number",
             "POST",
             "{base}/memories/recall",

@@ -22,6 +22,7 @@ from hindsight_isolation.bad_input import (
     check_path,
     check_query,
     check_route_body,
+    check_route_query,
     integer_query_parameters,
     parse_json,
 )
@@ -72,12 +73,21 @@ def test_rest_bodies_take_32_bit_integers_and_json_rpc_64() -> None:
         ("POST", "/v1/default/banks/b/knowledge-base/pages", {"name": "n" * 257}, "name is longer than 256"),
         ("POST", "/v1/default/banks/b/import", {"directives": [{"name": "n" * 257}]}, "directives[0].name"),
         ("PATCH", "/v1/default/banks/b/webhooks/w", {"http_config": None}, "http_config"),
+        ("PATCH", "/v1/default/banks/b/webhooks/w", {"url": None, "enabled": None}, "enabled, url: give a value"),
     ],
 )
 def test_route_bodies_within_what_their_columns_hold(method: str, path: str, body: Any, fragment: str) -> None:
     assert fragment in _refused(check_route_body, method, path, body)
     check_route_body(method, path, {"name": "n" * 256, "http_config": {}})
     check_route_body("PUT", "/v1/default/banks/b", {"name": "n" * 1000})  # a bank's name is text
+    check_route_body("PATCH", "/v1/default/banks/b/webhooks/w", {"secret": None})  # null clears the secret
+
+
+def test_a_webhook_deliveries_cursor_is_refused() -> None:
+    path = "/v1/default/banks/b/webhooks/w/deliveries"
+    assert "'cursor' cannot be used" in _refused(check_route_query, path, b"limit=5&cursor=2026-12-07T18%3A39%3A00Z")
+    check_route_query(path, b"limit=5")
+    check_route_query("/v1/default/banks/b/memories/list", b"cursor=x")
 
 
 @pytest.mark.parametrize(
