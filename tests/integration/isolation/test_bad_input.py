@@ -305,8 +305,14 @@ def _out_of_range(
 
 def _with_param(template: str, filled: str, name: str, value: str) -> str:
     """``filled`` (``template`` with its parameters filled in) with parameter ``name`` set to ``value``."""
-    parts, values = template.split("/"), filled.split("/")
-    return "/".join(value if part == "{" + name + "}" else actual for part, actual in zip(parts, values, strict=True))
+    names = re.findall(r"\{([^}]+)\}", template)
+    pattern = re.escape(template)
+    for each in names:
+        pattern = pattern.replace(re.escape("{" + each + "}"), "(.+?)", 1)
+    found = re.fullmatch(pattern, filled)
+    assert found is not None, (template, filled)
+    values = dict(zip(names, found.groups(), strict=True)) | {name: value}
+    return re.sub(r"\{([^}]+)\}", lambda m: values[m.group(1)], template)
 
 
 def test_no_route_answers_a_500_to_values_out_of_range_on_a_bank_it_may_use(iso: Server) -> None:
