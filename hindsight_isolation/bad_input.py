@@ -2,9 +2,12 @@
 
 Hindsight 1.1.0 answers 500 (with the database driver's error text) to input that PostgreSQL refuses: a NUL
 character (U+0000) in any text that reaches a query (an id in the path, a query parameter, a tag, a JSON field), a
-lone UTF-16 surrogate (valid in a Python ``str``, not UTF-8), an integer beyond 64 bits, a non-finite number, and
-JSON nested deeply enough to exhaust the parser's recursion. The request guard (:mod:`hindsight_isolation.guard`)
-runs these checks on every request, authenticated or not, and answers 400 with the :class:`BadInputError` message.
+lone UTF-16 surrogate (valid in a Python ``str``, not UTF-8), an integer beyond 64 bits (beyond 32 in a REST body,
+where the stored ones go to ``integer`` columns), a non-finite number, JSON nested deeply enough to exhaust the
+parser's recursion, a name longer than its ``varchar(256)`` column, a non-UUID id on the routes that hand it to a
+UUID column unchecked, a webhook update's null for a field that must have a value, and a webhook deliveries cursor.
+The request guard (:mod:`hindsight_isolation.guard`) runs these checks on every request, authenticated or not, and
+answers 400 with the :class:`BadInputError` message.
 """
 
 from __future__ import annotations
@@ -17,9 +20,11 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 __all__ = [
+    "INT32_MAX",
     "INT64_MAX",
     "INT64_MIN",
     "MAX_JSON_DEPTH",
+    "MAX_NAME_CHARS",
     "BadInputError",
     "NotJsonError",
     "check_form_fields",
@@ -27,6 +32,8 @@ __all__ = [
     "check_json",
     "check_path",
     "check_query",
+    "check_route_body",
+    "check_route_query",
     "check_text",
     "integer_query_parameters",
     "parse_json",
@@ -34,12 +41,32 @@ __all__ = [
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
+#: Every integer a REST body of Hindsight 1.1.0 takes is a count, size, priority or duration; those it stores go to
+#: PostgreSQL ``integer`` columns (a directive's priority, a mental model's max_tokens), so 32 bits bound them all.
+INT32_MAX = 2**31 - 1
+#: Directive, mental-model and knowledge-page names are ``varchar(256)`` columns.
+MAX_NAME_CHARS = 256
 #: Deeper than any body Hindsight takes (tag filters nest a few levels); far below the parser's recursion limit.
 MAX_JSON_DEPTH = 64
 
 #: Characters PostgreSQL text and jsonb cannot hold: U+0000, and the surrogates UTF-8 cannot encode.
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 _INTEGER_LITERAL = re.compile(r"[+-]?\d+")
+#: What both ``uuid.UUID`` and asyncpg's UUID codec accept.
+_UUID = re.compile(r"[0-9A-Fa-f]{8}(?:-?[0-9A-Fa-f]{4}){3}-?[0-9A-Fa-f]{12}")
+#: Path ids Hindsight 1.1.0 hands to a UUID column without checking them (other routes answer 400 or 404 themselves).
+_UUID_PATH_IDS = (
+    ("directive_id", re.compile(r"/banks/[^/]+/directives/(?P<id>[^/]+)/?$")),
+    ("memory_id", re.compile(r"/banks/[^/]+/memories/(?P<id>[^/]+)/observations/?$")),
+)
+#: Routes whose body's ``name`` is stored in a ``varchar(256)`` column; a bank template names them in lists.
+_NAMED = re.compile(r"/banks/[^/]+/(?:directives|mental-models|knowledge-base)(?:/|$)")
+_TEMPLATE = re.compile(r"/banks/[^/]+/import/?$")
+_WEBHOOK = re.compile(r"/banks/[^/]+/webhooks/[^/]+/?$")
+#: A webhook's fields that are NOT NULL columns (or, ``http_config``, dereferenced): a PATCH may not null them.
+_WEBHOOK_REQUIRED = ("url", "event_types", "enabled", "http_config")
+#: Hindsight 1.1.0 hands a deliveries ``cursor`` to a timestamp parameter as text: every cursor fails (500).
+_DELIVERIES = re.compile(r"/banks/[^/]+/webhooks/[^/]+/deliveries/?$")
 
 
 class BadInputError(ValueError):
@@ -65,8 +92,12 @@ def check_text(text: str, where: str) -> None:
 
 
 def check_path(path: str) -> None:
-    """The decoded request path (ids travel in it)."""
+    """The decoded request path (ids travel in it): storable text, and a UUID where a UUID column takes it."""
     check_text(path, "the request path")
+    for name, pattern in _UUID_PATH_IDS:
+        found = pattern.search(path)
+        if found and not _UUID.fullmatch(found.group("id")):
+            raise BadInputError(f"{name} {found.group('id')[:80]!r} is not a UUID: use an id as the server listed it")
 
 
 def check_query(query_string: bytes, integer_parameters: frozenset[str]) -> None:
@@ -83,6 +114,17 @@ def check_query(query_string: bytes, integer_parameters: frozenset[str]) -> None
             number = int(value)
             if not INT64_MIN <= number <= INT64_MAX:
                 raise BadInputError(f"query parameter {name!r} is out of range: it must be at most {INT64_MAX}")
+
+
+def check_route_query(path: str, query_string: bytes) -> None:
+    """Query parameters a route cannot take at all: a webhook deliveries ``cursor``."""
+    if not query_string or not _DELIVERIES.search(path):
+        return
+    if "cursor" in {name for name, _ in parse_qsl(query_string.decode("latin-1"), keep_blank_values=True)}:
+        raise BadInputError(
+            "query parameter 'cursor' cannot be used here (Hindsight 1.1.0 fails on every deliveries cursor): "
+            "ask for more deliveries at once with 'limit'"
+        )
 
 
 def check_headers(headers: Iterable[tuple[bytes, bytes]]) -> None:
@@ -117,8 +159,10 @@ def parse_json(body: bytes) -> Any:
         raise BadInputError(f"the JSON body contains an integer that is out of range (at most {INT64_MAX})") from None
 
 
-def check_json(value: Any, where: str = "body") -> None:
-    """Every string (keys too) storable, every integer within 64 bits, every float finite, nesting bounded."""
+def check_json(value: Any, where: str = "body", *, int_max: int = INT64_MAX) -> None:
+    """Every string (keys too) storable, every integer within ``int_max`` (either sign), every float finite,
+    nesting bounded."""
+    bits = int_max.bit_length() + 1
     stack: list[tuple[Any, str, int]] = [(value, where, 0)]
     while stack:
         item, at, depth = stack.pop()
@@ -127,8 +171,8 @@ def check_json(value: Any, where: str = "body") -> None:
         elif isinstance(item, bool) or item is None:
             continue
         elif isinstance(item, int):
-            if not INT64_MIN <= item <= INT64_MAX:
-                raise BadInputError(f"{at} is out of range: integers must fit in 64 bits (at most {INT64_MAX})")
+            if not -int_max - 1 <= item <= int_max:
+                raise BadInputError(f"{at} is out of range: integers must fit in {bits} bits (at most {int_max})")
         elif isinstance(item, float):
             if not math.isfinite(item):
                 raise BadInputError(f"{at} is too large: numbers must be finite")
@@ -141,6 +185,31 @@ def check_json(value: Any, where: str = "body") -> None:
                     stack.append((child, f"{at}.{key}", depth + 1))
             else:
                 stack.extend((child, f"{at}[{index}]", depth + 1) for index, child in enumerate(item))
+
+
+def check_route_body(method: str, path: str, body: Any) -> None:
+    """What a route stores in bounded columns, and the one null Hindsight dereferences (a webhook's ``http_config``)."""
+    if not isinstance(body, dict):
+        return
+    names: list[tuple[str, Any]] = []
+    if _NAMED.search(path):
+        names.append(("name", body.get("name")))
+    if _TEMPLATE.search(path):
+        for key in ("mental_models", "directives"):
+            items = body.get(key)
+            if isinstance(items, list):
+                names += [
+                    (f"{key}[{i}].name", item.get("name")) for i, item in enumerate(items) if isinstance(item, dict)
+                ]
+    for where, name in names:
+        if isinstance(name, str) and len(name) > MAX_NAME_CHARS:
+            raise BadInputError(f"{where} is longer than {MAX_NAME_CHARS} characters: shorten it")
+    if method == "PATCH" and _WEBHOOK.search(path):
+        nulls = sorted(key for key in _WEBHOOK_REQUIRED if key in body and body[key] is None)
+        if nulls:
+            raise BadInputError(
+                f"{', '.join(nulls)}: give a value or leave it out (only secret may be null: it clears it)"
+            )
 
 
 def check_form_fields(fields: Iterable[tuple[str, str]]) -> None:

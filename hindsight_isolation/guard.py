@@ -84,6 +84,7 @@ class RequestGuard:
         try:
             bad_input.check_path(scope.get("path", ""))
             bad_input.check_query(scope.get("query_string", b""), self.integer_parameters)
+            bad_input.check_route_query(scope.get("path", ""), scope.get("query_string", b""))
             bad_input.check_headers(scope.get("headers", []))
             scope, receive, kind = await self._checked_body(scope, receive, kind)
             clock = usage.clock_from_header(_header(scope, fading.CLOCK_HEADER.encode()) or None)
@@ -123,7 +124,10 @@ class RequestGuard:
             if not content_type or content_type.decode("latin-1").endswith(_JSON_TYPES):
                 raise
             return scope, _replay(body, receive), kind  # not JSON and not declared JSON: the route reads it as it is
-        bad_input.check_json(parsed)
+        mcp = kind is RequestKind.MCP  # JSON-RPC ids may be any JSON number: 64 bits there
+        bad_input.check_json(parsed, int_max=bad_input.INT64_MAX if mcp else bad_input.INT32_MAX)
+        if not mcp:
+            bad_input.check_route_body(scope.get("method", ""), scope.get("path", ""), parsed)
         kind = route.refine(kind, scope.get("method", ""), scope.get("path", ""), parsed)
         bank_id = route.retain_bank(scope.get("path", "")) if kind is RequestKind.RETAIN else None
         if bank_id is not None and isinstance(parsed, dict) and isinstance(parsed.get("operation_id"), str):

@@ -130,13 +130,37 @@ def create_app(*, hindsight_url: str, discovery_url: str, public_url: str, agent
             "validate_token_resource": False,  # the identity contract checks the client and audience itself
         }
     )
-    return server.streamable_http_app(
-        streamable_http_path=MCP_PATH,
-        stateless_http=True,
-        json_response=True,
-        auth=auth,
-        token_verifier=UserTokens(),
+    return _without_standalone_stream(
+        server.streamable_http_app(
+            streamable_http_path=MCP_PATH,
+            stateless_http=True,
+            json_response=True,
+            auth=auth,
+            token_verifier=UserTokens(),
+        )
     )
+
+
+def _without_standalone_stream(app: Any) -> Any:
+    """``app`` answering ``GET /mcp`` with 405, the spec's other answer: the SDK opens a standalone event stream there,
+    which a stateless server never writes to, so the request hung for ever holding a connection."""
+    refusal = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {"code": -32600, "message": "Method Not Allowed: POST JSON-RPC requests"},
+        }
+    ).encode()
+
+    async def guarded(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["method"] == "GET" and scope["path"].rstrip("/") == MCP_PATH:
+            headers = [(b"content-type", b"application/json"), (b"allow", b"POST")]
+            await send({"type": "http.response.start", "status": 405, "headers": headers})
+            await send({"type": "http.response.body", "body": refusal})
+            return
+        await app(scope, receive, send)
+
+    return guarded
 
 
 @dataclass

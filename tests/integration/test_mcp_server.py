@@ -142,3 +142,13 @@ def test_no_forged_expired_or_machine_token_gets_in(mcp_url: str, token_issuer: 
         mcp_url, json=initialize, headers={**headers, "Authorization": f"Bearer {token_issuer.mint('u')}"}, timeout=30
     )
     assert good.status_code == 200, good.text
+
+
+def test_a_get_is_answered_at_once(mcp_url: str, token_issuer: TokenIssuer) -> None:
+    # A stateless server never sends on a standalone stream: a GET that opened one hung, holding a connection
+    headers = {"Accept": "text/event-stream", "Authorization": f"Bearer {token_issuer.mint('user-alex')}"}
+    response = httpx.get(mcp_url, headers=headers, timeout=15)
+    assert response.status_code == 405, response.text
+    assert response.headers["allow"] == "POST"
+    assert "POST" in response.json()["error"]["message"]
+    assert httpx.get(mcp_url, timeout=15).status_code == 405  # and without a token: it names no one's data

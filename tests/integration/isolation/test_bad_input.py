@@ -94,7 +94,60 @@ def _healthy(iso: Server) -> None:
             "POST",
             "{base}/memories/recall",
             {"content": b'{"query": "x", "max_tokens": 1' + b"0" * 30 + b"}", "headers": JSON},
-            "64 bits",
+            "32 bits",
+        ),
+        # Found by fuzzing the caller's own bank: Hindsight hands these to PostgreSQL unchecked and answered 500.
+        ("directive id not a UUID", "GET", "{base}/directives/not-a-uuid", {}, "UUID"),
+        ("directive id not a UUID (update)", "PATCH", "{base}/directives/1.5", {"json": {"name": "x"}}, "UUID"),
+        ("memory id not a UUID", "DELETE", "{base}/memories/not-a-uuid/observations", {}, "UUID"),
+        (
+            "integer beyond 32 bits in a stored field",
+            "POST",
+            "{base}/directives",
+            {"json": {"name": "tone", "content": "Be brief.", "priority": 2**31}},
+            "32 bits",
+        ),
+        (
+            "directive name longer than its column",
+            "POST",
+            "{base}/directives",
+            {"json": {"name": "n" * 257, "content": "Be brief."}},
+            "256",
+        ),
+        (
+            "mental model name longer than its column",
+            "POST",
+            "{base}/mental-models",
+            {"json": {"name": "n" * 257, "source_query": "x"}},
+            "256",
+        ),
+        (
+            "knowledge page name longer than its column",
+            "POST",
+            "{base}/knowledge-base/pages",
+            {"json": {"name": "n" * 257, "source_query": "x"}},
+            "256",
+        ),
+        (
+            "webhook update with a null http_config",
+            "PATCH",
+            "{base}/webhooks/00000000-0000-0000-0000-000000000000",
+            {"json": {"http_config": None}},
+            "http_config",
+        ),
+        (
+            "webhook update nulling a required field",
+            "PATCH",
+            "{base}/webhooks/00000000-0000-0000-0000-000000000000",
+            {"json": {"url": None}},
+            "url",
+        ),
+        (
+            "webhook deliveries cursor",
+            "GET",
+            "{base}/webhooks/00000000-0000-0000-0000-000000000000/deliveries",
+            {"params": {"cursor": "2026-12-07T18:39:00+00:00"}},
+            "cursor",
         ),
         (
             "infinite number",
@@ -223,6 +276,69 @@ def test_no_route_answers_malformed_input_with_a_500(iso: Server, victim: Victim
     assert attempts >= 400
     _healthy(iso)
     assert alice.api.texts(alice.bank, "bees") == ["Alice keeps bees."]  # and it still serves
+
+
+def _out_of_range(
+    method: str, path: str, op: dict[str, Any], request: dict[str, Any], spec: dict[str, Any]
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Well-formed values a column cannot hold, or a route does not expect: an id that is no UUID in each path
+    parameter but the bank, and in each top-level field of the JSON body an integer beyond 32 bits, a 300-character
+    string, or null."""
+    for name in re.findall(r"\{([^}]+)\}", path):
+        if name != "bank_id":
+            filled = {k: v for k, v in request.items() if k != "path"}
+            yield f"{name} not a UUID", {**filled, "path": _with_param(path, request["path"], name, "not-a-uuid")}
+    body = request.get("json")
+    schema = (op.get("requestBody") or {}).get("content", {}).get("application/json", {}).get("schema", {})
+    while "$ref" in schema:
+        schema = spec["components"]["schemas"][schema["$ref"].rsplit("/", 1)[-1]]
+    if not isinstance(body, dict):
+        return
+    for field, field_schema in schema.get("properties", {}).items():
+        kinds = {field_schema.get("type"), *(v.get("type") for v in field_schema.get("anyOf", []))}
+        if "integer" in kinds:
+            yield f"{field} beyond 32 bits", {**request, "json": {**body, field: 2**31}}
+        if "string" in kinds:
+            yield f"{field} of 300 characters", {**request, "json": {**body, field: "n" * 300}}
+        yield f"{field} null", {**request, "json": {**body, field: None}}
+
+
+def _with_param(template: str, filled: str, name: str, value: str) -> str:
+    """``filled`` (``template`` with its parameters filled in) with parameter ``name`` set to ``value``."""
+    names = re.findall(r"\{([^}]+)\}", template)
+    pattern = re.escape(template)
+    for each in names:
+        pattern = pattern.replace(re.escape("{" + each + "}"), "(.+?)", 1)
+    found = re.fullmatch(pattern, filled)
+    assert found is not None, (template, filled)
+    values = dict(zip(names, found.groups(), strict=True)) | {name: value}
+    return re.sub(r"\{([^}]+)\}", lambda m: values[m.group(1)], template)
+
+
+def test_no_route_answers_a_500_to_values_out_of_range_on_a_bank_it_may_use(iso: Server) -> None:
+    # GIVEN a bank with a memory and the operator key, which passes every authorization check (so each request
+    # reaches the route's own code; a user token reaches the same code on its own bank, or is refused before it)
+    user = f"carol-range-{uuid.uuid4().hex[:8]}"
+    bank = format_bank_id(user=user, agent="support")
+    operator = iso.api(iso.operator_key)
+    assert iso.api(iso.mint(user, ttl=3600)).retain(bank, "Carol grows figs.", document_id="c-1").status_code == 200
+    own = Victim(bank=bank, ids={"document_id": "c-1"})
+    spec, routes = openapi_routes(iso)
+    failures, attempts = [], 0
+    for method, path, op in routes:
+        if method == "DELETE" and path.endswith("/banks/{bank_id}"):
+            continue  # the bank must outlive the sweep
+        request = sweep_request(method, path, op, own, spec, caller=user)
+        for attack, variant in _out_of_range(method, path, op, request, spec):
+            # WHEN a value out of range is sent on a route
+            response = operator.call(**variant)
+            attempts += 1
+            # THEN a deliberate answer: a 2xx or a 4xx that leaks nothing, never a 500
+            if response.status_code >= 500 or INTERNAL.search(response.text):
+                failures.append(f"{method} {path} [{attack}] -> {response.status_code} {response.text[:150]}")
+    assert not failures, "\n".join(failures)
+    assert attempts >= 200
+    _healthy(iso)
 
 
 def test_no_request_got_a_500_or_went_unguarded(iso: Server) -> None:

@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from hindsight_isolation.bad_input import (
+    INT32_MAX,
     INT64_MAX,
     INT64_MIN,
     MAX_JSON_DEPTH,
@@ -20,6 +21,8 @@ from hindsight_isolation.bad_input import (
     check_json,
     check_path,
     check_query,
+    check_route_body,
+    check_route_query,
     integer_query_parameters,
     parse_json,
 )
@@ -38,6 +41,53 @@ def test_nul_in_the_path_is_refused_with_a_fix() -> None:
     assert "NUL" in message
     assert "remove it" in message
     check_path("/v1/default/banks/user:alice:agent:support/documents/d-1")
+
+
+@pytest.mark.parametrize(
+    ("path", "name"),
+    [
+        ("/v1/default/banks/b/directives/not-a-uuid", "directive_id"),
+        ("/v1/default/banks/b/directives/urn:uuid:12345678-1234-1234-1234-123456789abc", "directive_id"),
+        ("/v1/default/banks/b/memories/1.5/observations", "memory_id"),
+    ],
+)
+def test_an_id_a_uuid_column_takes_unchecked_must_be_a_uuid(path: str, name: str) -> None:
+    assert f"{name} " in _refused(check_path, path)
+    check_path("/v1/default/banks/b/directives/12345678-1234-1234-1234-123456789ABC")
+    check_path("/v1/default/banks/b/memories/123456781234123412341234567890ab/observations")
+    check_path("/v1/default/banks/b/memories/not-a-uuid")  # Hindsight checks this one itself (400)
+    check_path("/v1/default/banks/b/documents/not-a-uuid")  # document ids are text
+
+
+def test_rest_bodies_take_32_bit_integers_and_json_rpc_64() -> None:
+    check_json({"priority": INT32_MAX, "n": -INT32_MAX - 1}, int_max=INT32_MAX)
+    assert "fit in 32 bits" in _refused(lambda: check_json({"priority": INT32_MAX + 1}, int_max=INT32_MAX))
+    check_json({"jsonrpc": "2.0", "id": INT64_MAX})
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "fragment"),
+    [
+        ("POST", "/v1/default/banks/b/directives", {"name": "n" * 257}, "name is longer than 256"),
+        ("PATCH", "/v1/default/banks/b/mental-models/m", {"name": "n" * 257}, "name is longer than 256"),
+        ("POST", "/v1/default/banks/b/knowledge-base/pages", {"name": "n" * 257}, "name is longer than 256"),
+        ("POST", "/v1/default/banks/b/import", {"directives": [{"name": "n" * 257}]}, "directives[0].name"),
+        ("PATCH", "/v1/default/banks/b/webhooks/w", {"http_config": None}, "http_config"),
+        ("PATCH", "/v1/default/banks/b/webhooks/w", {"url": None, "enabled": None}, "enabled, url: give a value"),
+    ],
+)
+def test_route_bodies_within_what_their_columns_hold(method: str, path: str, body: Any, fragment: str) -> None:
+    assert fragment in _refused(check_route_body, method, path, body)
+    check_route_body(method, path, {"name": "n" * 256, "http_config": {}})
+    check_route_body("PUT", "/v1/default/banks/b", {"name": "n" * 1000})  # a bank's name is text
+    check_route_body("PATCH", "/v1/default/banks/b/webhooks/w", {"secret": None})  # null clears the secret
+
+
+def test_a_webhook_deliveries_cursor_is_refused() -> None:
+    path = "/v1/default/banks/b/webhooks/w/deliveries"
+    assert "'cursor' cannot be used" in _refused(check_route_query, path, b"limit=5&cursor=2026-12-07T18%3A39%3A00Z")
+    check_route_query(path, b"limit=5")
+    check_route_query("/v1/default/banks/b/memories/list", b"cursor=x")
 
 
 @pytest.mark.parametrize(

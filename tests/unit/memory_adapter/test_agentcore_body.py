@@ -22,3 +22,9 @@ def test_a_body_that_is_not_json_is_told_so() -> None:
 def test_json_text_passes_whatever_its_shape() -> None:
     assert body_problem('{"prompt": "café"}'.encode()) is None
     assert body_problem(b"[]") is None  # the payload rule refuses it, with its own message
+
+
+def test_a_number_too_long_to_read_is_told_so_without_the_interpreters_advice() -> None:
+    # json.loads raises a bare ValueError here, whose text advised the caller to call sys.set_int_max_str_digits()
+    message = body_problem(b'{"prompt": "hi", "n": 1' + b"0" * 5000 + b"}")
+    assert message == "the request body holds a number of more than 4300 digits: send a JSON object"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -39,8 +40,10 @@ def body_problem(body: bytes) -> str | None:
         json.loads(text)
     except RecursionError:
         return "the request body is nested too deeply: send a JSON object"
-    except ValueError as exc:
-        return f"the request body is not JSON ({getattr(exc, 'msg', exc)}): send a JSON object"
+    except json.JSONDecodeError as exc:
+        return f"the request body is not JSON ({exc.msg}): send a JSON object"
+    except ValueError:  # an integer literal longer than int() reads (its text advises a call of the interpreter's)
+        return f"the request body holds a number of more than {sys.get_int_max_str_digits()} digits: send a JSON object"
     return None
 
 

@@ -120,7 +120,7 @@ class AgentMemorySettings:
         return (*env_names(cls), *env_names(HindsightAgentCoreConfig), *_JWT_VARS)
 
     def to_env(self) -> dict[str, str]:
-        """The environment :meth:`from_env` reads back as these settings (what the stack and ``make dev`` give the
+        """The environment :meth:`from_env` reads back as these settings (what the stack and ``make local`` give the
         agent): the declared fields (required and security-relevant ones always, the others where they differ from
         their default), the memory adapter's and the token checks'."""
         return {
