@@ -9,14 +9,19 @@ nothing (issue 34: turns paid the full 2 s and got no memory anyway). The gate h
 
 How it decides (one gate per server process, in the request guard, REST recalls only), **at once, on arrival**:
 
-* At most ``concurrency`` recalls run at once; the others wait in one FIFO queue. A recall that finds a free slot and
-  nobody waiting always starts (so the estimate below keeps learning, even when it says "too slow").
+* At most ``slots`` recalls run at once; the others wait in one FIFO queue. A recall that finds a free slot and
+  nobody waiting always starts (so the estimates below keep learning, even when they say "too slow").
+* ``slots`` is an adaptive limit between 1 and ``concurrency`` (:meth:`RecallGate._adapt`): on one core, every
+  recall let in beside another only slows both, so once per round of ``slots`` served recalls the limit comes down
+  in proportion when the round's median ran over ``tolerance`` times a recall served *alone* (the baseline: recalls
+  no other ran beside, so a saturated process cannot talk itself into a slower baseline), and goes up by one when it
+  did not and the gate was full. What a process serves at once follows from its measured recall times, whatever the
+  machine; ``tolerance`` 0 keeps it at ``concurrency``.
 * ``service`` is the median of the last :data:`WINDOW` served recalls' times (slot taken to answer sent, 200 only: a
   flood of refused requests must not make recalls look fast). Because those times are measured at the concurrency the
-  gate allows, ``concurrency / service`` is the rate at which slots free up (Little's law), whatever the machine: the
-  gate's depth (how many recalls it holds, running and queued) follows from the measured service time and the
-  deadline, not from a fixed queue length.
-* A new recall with ``q`` recalls queued ahead of it expects to wait ``wait = (q + 1) * service / concurrency`` for a
+  gate allows, ``slots / service`` is the rate at which slots free up (Little's law): the gate's depth follows from
+  the measured service time and the deadline, not from a fixed queue length.
+* A new recall with ``q`` recalls queued ahead of it expects to wait ``wait = (q + 1) * service / slots`` for a
   slot. With a stated deadline ``d`` it is shed when ``wait + service > d`` (it would miss its deadline) or
   ``wait > max_wait`` (it would make it, but only by queueing longer than a recall should: past that, serving late
   only delays everyone behind it; this is what keeps the served recalls fast past saturation). Otherwise it is
@@ -40,9 +45,10 @@ or is answered at once; it never reorders the queue and never counts towards the
 so no caller can push others back or make the server shed theirs by what it states: a short deadline gets its own
 recall shed, a long one is held to ``max_wait`` like any other.
 
-``concurrency`` and ``max_wait`` (defaults: ``settings.DEFAULT_RECALL_CONCURRENCY``, ``DEFAULT_RECALL_MAX_WAIT_S``) are
-the tenant extension's settings (``HINDSIGHT_API_TENANT_RECALL_CONCURRENCY``,
-``HINDSIGHT_API_TENANT_RECALL_MAX_WAIT_MS``; :class:`hindsight_isolation.settings.IsolationSettings`), configured once
+``concurrency``, ``max_wait`` and ``tolerance`` (defaults: ``settings.DEFAULT_RECALL_CONCURRENCY``,
+``DEFAULT_RECALL_MAX_WAIT_S``, ``DEFAULT_RECALL_LATENCY_TOLERANCE``) are the tenant extension's settings
+(``HINDSIGHT_API_TENANT_RECALL_CONCURRENCY``, ``..._RECALL_MAX_WAIT_MS``, ``..._RECALL_LATENCY_TOLERANCE``;
+:class:`hindsight_isolation.settings.IsolationSettings`), configured once
 at start-up by :func:`configure`; ``RECALL_CONCURRENCY=0`` turns the gate off. Every shed is one ``WARNING`` line
 starting with :data:`SHED_LOG`; the adapter counts the sheds it receives (``MemoryRecallShed``), which the stack
 graphs and alarms on (``RecallsShed``).
@@ -85,7 +91,7 @@ logger = logging.getLogger("hindsight_isolation")
 #: Bounds of a stated deadline (anything longer is treated as this long; shorter, as this short).
 MIN_DEADLINE_S: Final = 0.01
 MAX_DEADLINE_S: Final = 60.0
-#: Served recalls whose times make the estimate.
+#: Served recalls whose times make the estimate (and recalls served alone, the baseline).
 WINDOW: Final = 64
 #: How every shed's log line starts (search the service's log group for it).
 SHED_LOG: Final = "hindsight_isolation shed a recall"
@@ -113,22 +119,42 @@ class RecallGate:
     running: int = 0
     waiters: deque[asyncio.Future[None]] = field(default_factory=deque)
     times: deque[float] = field(default_factory=lambda: deque(maxlen=WINDOW))
+    alone: deque[float] = field(default_factory=lambda: deque(maxlen=WINDOW))
+    limit: float = 0.0
+    round: list[float] = field(default_factory=list)
+    round_full: bool = False
+    starts: int = 0
     shed: int = 0
+
+    def __post_init__(self) -> None:
+        self.limit = float(self.config.concurrency)
+
+    def slots(self) -> int:
+        """Recalls let in at once now: the adaptive limit, whole (at least one)."""
+        return max(1, int(self.limit))
 
     def service_s(self) -> float | None:
         """The median of the recent served recalls' times; ``None`` before the first."""
         return statistics.median(self.times) if self.times else None
 
+    def baseline_s(self) -> float | None:
+        """What a recall takes served alone: the median of recent recalls that ran with no other (before any, the
+        fastest recent recall); ``None`` before the first. Never from recalls that shared the CPU, so a saturated
+        process cannot talk itself into a slower baseline."""
+        if self.alone:
+            return statistics.median(self.alone)
+        return min(self.times) if self.times else None
+
     def expected_wait_s(self, service: float) -> float:
         """How long a recall arriving now expects to wait for a slot."""
-        if self.running < self.config.concurrency and not self.waiters:
+        if self.running < self.slots() and not self.waiters:
             return 0.0
-        return (len(self.waiters) + 1) * service / self.config.concurrency
+        return (len(self.waiters) + 1) * service / self.slots()
 
     def _verdict(self, deadline: float | None) -> _Shed | None:
         """A shed, or ``None``: admitted."""
         service = self.service_s()
-        if deadline is None or (self.running < self.config.concurrency and not self.waiters):
+        if deadline is None or (self.running < self.slots() and not self.waiters):
             return None
         if service is None:  # nothing measured yet (a new process in a burst): queue nothing on a guess
             return _Shed(0.0, 0.0, deadline, len(self.waiters), "unmeasured")
@@ -143,7 +169,7 @@ class RecallGate:
         verdict = self._verdict(deadline)
         if verdict is not None:
             return verdict
-        if self.running < self.config.concurrency and not self.waiters:
+        if self.running < self.slots() and not self.waiters:
             self.running += 1
             return None
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -167,16 +193,43 @@ class RecallGate:
         waiter.cancel()
         self.waiters.remove(waiter)
 
-    def release(self, served_s: float | None = None) -> None:
-        """Give the slot back (to the first waiter, if any); ``served_s`` is a served recall's time."""
+    def release(self, served_s: float | None = None, *, alone: bool = False) -> None:
+        """Give the slot back (to the first waiter, if any); ``served_s`` is a served recall's time, ``alone``
+        whether no other recall ran beside it."""
         if served_s is not None:
+            full = self.running >= self.slots() or bool(self.waiters)
             self.times.append(served_s)
+            if alone:
+                self.alone.append(served_s)
+            self._adapt(served_s, full)
         while self.waiters:
+            if self.running > self.slots():  # the limit came down: this slot closes instead of passing on
+                break
             waiter = self.waiters.popleft()
             if not waiter.done():
                 waiter.set_result(None)
                 return
         self.running -= 1
+
+    def _adapt(self, served_s: float, full: bool) -> None:
+        """Move the limit once per ``slots()`` served recalls (a round, as TCP Vegas moves its window once per round
+        trip; Netflix's concurrency limits and Envoy's adaptive concurrency work in the same manner): down in
+        proportion when the round's median ran over ``tolerance`` times a recall served alone, up by one when it
+        did not and the gate was full (a gate that is not full is not what holds recalls back)."""
+        tolerance, baseline = self.config.tolerance, self.baseline_s()
+        if tolerance <= 0 or baseline is None:
+            return
+        self.round.append(served_s)
+        self.round_full = self.round_full or full
+        if len(self.round) < self.slots():
+            return
+        recent, target = statistics.median(self.round), tolerance * baseline
+        if recent > target:
+            self.limit = max(1.0, self.limit * max(0.5, target / recent))
+        elif self.round_full:
+            self.limit = min(float(self.config.concurrency), self.limit + 1)
+        self.round.clear()
+        self.round_full = False
 
 
 #: Who a bearer credential is (``None``: nobody this server accepts): the tenant extension's authentication.
@@ -243,6 +296,8 @@ async def serve(kind: RequestKind, app: ASGIApp, scope: Scope, receive: Receive,
         await _answer_shed(scope, send, shed, time.monotonic() - arrived)
         return
     started = current.clock()
+    current.starts += 1
+    start, first = current.starts, current.running == 1  # alone: nothing running when it started, nor started since
     status = 0
 
     async def watched(message: Message) -> None:
@@ -254,7 +309,7 @@ async def serve(kind: RequestKind, app: ASGIApp, scope: Scope, receive: Receive,
     try:
         await app(scope, receive, watched)
     finally:
-        current.release(current.clock() - started if status == 200 else None)
+        current.release(current.clock() - started if status == 200 else None, alone=first and current.starts == start)
 
 
 async def _accepted(scope: Scope) -> bool:
