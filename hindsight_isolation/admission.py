@@ -28,6 +28,9 @@ How it decides (one gate per server process, in the request guard, REST recalls 
   admitted, and an admitted recall is served: it is never shed after queueing, so a shed costs its caller one round
   trip and nothing more. (One exception cleans up after a bad estimate: a recall still queued when its whole stated
   deadline has passed is answered 503 then; its caller stopped waiting at that moment, so nothing is lost.)
+* One bank (one recall path: a user's bank of one agent, whoever's credential asks) holds at most half the slots,
+  one at least, running or queued: past that, a recall of that bank that states a deadline is shed at once (stage
+  ``share``), so one caller sending recalls in parallel cannot take every admitted place.
 * Before the first served recall of the process (no estimate yet), a recall that states a deadline and finds every
   slot busy is shed (stage ``unmeasured``): a new process that starts into a burst (a task autoscaling added to a
   saturated service) would otherwise queue the whole burst on no estimate at all and have it time out.
@@ -62,7 +65,7 @@ import logging
 import math
 import statistics
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Final
@@ -106,8 +109,8 @@ class _Shed:
     service_s: float
     deadline_s: float
     queued: int
-    stage: str  # "arrival" (the decision), "unmeasured" (slots busy, no recall time yet) or "expired" (admitted,
-    # still queued when its caller gave up)
+    stage: str  # "arrival" (the decision), "unmeasured" (slots busy, no recall time yet), "share" (its bank holds
+    # its share of the gate already) or "expired" (admitted, still queued when its caller gave up)
 
 
 @dataclass(slots=True)
@@ -124,6 +127,7 @@ class RecallGate:
     round: list[float] = field(default_factory=list)
     round_full: bool = False
     starts: int = 0
+    held: Counter[str] = field(default_factory=Counter)
     shed: int = 0
 
     def __post_init__(self) -> None:
@@ -144,6 +148,13 @@ class RecallGate:
         if self.alone:
             return statistics.median(self.alone)
         return min(self.times) if self.times else None
+
+    def over_share(self, bank: str, deadline: float | None) -> _Shed | None:
+        """A shed when ``bank`` (its recall path) already holds its share of the gate: half the slots, one at least,
+        running or queued (``held`` counts this recall too), so one caller cannot take every admitted place."""
+        if deadline is None or self.held[bank] <= max(1, self.slots() // 2):
+            return None
+        return _Shed(0.0, self.service_s() or 0.0, deadline, len(self.waiters), "share")
 
     def expected_wait_s(self, service: float) -> float:
         """How long a recall arriving now expects to wait for a slot."""
@@ -290,11 +301,23 @@ async def serve(kind: RequestKind, app: ASGIApp, scope: Scope, receive: Receive,
     if kind is not RequestKind.RECALL or current is None or not await _accepted(scope):
         await app(scope, receive, send)  # not gated: Hindsight answers (a 401 for a credential it does not accept)
         return
-    shed = await current.acquire(stated_deadline(scope))
-    if shed is not None:
-        current.shed += 1
-        await _answer_shed(scope, send, shed, time.monotonic() - arrived)
-        return
+    deadline, bank = stated_deadline(scope), str(scope.get("path", "")).rstrip("/")
+    try:
+        current.held[bank] += 1
+        shed = current.over_share(bank, deadline) or await current.acquire(deadline)
+        if shed is not None:
+            current.shed += 1
+            await _answer_shed(scope, send, shed, time.monotonic() - arrived)
+            return
+        await _served(current, app, scope, receive, send)
+    finally:
+        current.held[bank] -= 1
+        if current.held[bank] <= 0:
+            del current.held[bank]
+
+
+async def _served(current: RecallGate, app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
+    """An admitted recall: Hindsight serves it in its slot; its time teaches the gate."""
     started = current.clock()
     current.starts += 1
     start, first = current.starts, current.running == 1  # alone: nothing running when it started, nor started since

@@ -5,6 +5,7 @@ tests/integration/isolation/test_admission.py."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -64,12 +65,21 @@ class Call:
         return dict(start["headers"])
 
 
+_banks = itertools.count()
+
+
 def _start(
-    app: HeldApp, deadline_ms: str | None = None, kind: RequestKind = RequestKind.RECALL, credential: str = "known"
+    app: HeldApp,
+    deadline_ms: str | None = None,
+    kind: RequestKind = RequestKind.RECALL,
+    credential: str = "known",
+    bank: str | None = None,
 ) -> Call:
+    """One request, of its own bank unless ``bank`` is given."""
     headers = [] if deadline_ms is None else [(DEADLINE_HEADER.encode(), deadline_ms.encode())]
     headers.append((b"authorization", f"Bearer {credential}".encode()))
-    scope: Scope = {"type": "http", "method": "POST", "path": "/v1/default/banks/b/memories/recall", "headers": headers}
+    path = f"/v1/default/banks/{bank or f'b{next(_banks)}'}/memories/recall"
+    scope: Scope = {"type": "http", "method": "POST", "path": path, "headers": headers}
     sent: list[Message] = []
 
     async def receive() -> Message:
@@ -464,3 +474,24 @@ async def test_tolerance_zero_keeps_the_limit_fixed(clock: Clock) -> None:
         assert current.slots() == 4
     finally:
         admission.configure(AdmissionConfig())
+
+
+async def test_one_bank_cannot_take_every_place_in_the_gate(gate: RecallGate, clock: Clock) -> None:
+    app = HeldApp()
+    await _serve_one(app, clock, 0.01)
+    mine = _start(app, "2000", bank="greedy")  # its share of 2 slots: one place
+    await _settle()
+    again = _start(app, "2000", bank="greedy")  # a second at once: shed, though a slot is free
+    other = _start(app, "2000", bank="polite")  # another caller takes the free slot
+    patient = _start(app, bank="greedy")  # without a deadline never shed: it queues
+    await _settle()
+    assert again.status == 503
+    assert not other.task.done()
+    assert not patient.task.done()
+    assert gate.held == {"/v1/default/banks/greedy/memories/recall": 2, "/v1/default/banks/polite/memories/recall": 1}
+    for _ in range(3):
+        app.started[len([f for f in app.started if f.done()])].set_result(200)
+        await _settle()
+    await asyncio.gather(mine.task, other.task, patient.task)
+    assert {mine.status, other.status, patient.status} == {200}
+    assert not gate.held  # every place given back
