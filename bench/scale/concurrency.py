@@ -94,15 +94,15 @@ class AgentPool:
             )
             self._pids.append(pid)
             self.logs.append(log)
-            url = f"http://127.0.0.1:{port}"
+            self.urls.append(f"http://127.0.0.1:{port}")
+        for url, pid, log in zip(self.urls, self._pids, self.logs, strict=True):  # all start at once, then wait
             wait_until_ready(
                 functools.partial(_answers, f"{url}/ping"),
                 name="the agent",
                 pid=pid,
                 log_file=log,
-                timeout_s=90,
+                timeout_s=180,
             )
-            self.urls.append(url)
         return self
 
     def __exit__(self, *exc: object) -> None:
