@@ -92,7 +92,7 @@ def _concurrency_plan(plan: dict[str, Any], args: argparse.Namespace) -> dict[st
         **plan,
         "concurrency": closed,
         "layouts": [name.strip() for name in args.layouts.split(",") if name.strip()],
-        "open": {"rates": rates[:2] if args.quick else rates, "duration_s": 2.0 if args.quick else args.duration},
+        "open": {"rates": (2.0,) if args.quick else rates, "duration_s": 2.0 if args.quick else args.duration},
         "issue": None if args.no_issue else plan["issue"],
     }
 
