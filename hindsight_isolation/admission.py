@@ -307,7 +307,8 @@ async def serve(kind: RequestKind, app: ASGIApp, scope: Scope, receive: Receive,
         shed = current.over_share(bank, deadline) or await current.acquire(deadline)
         if shed is not None:
             current.shed += 1
-            await _answer_shed(scope, send, shed, time.monotonic() - arrived)
+            took = time.monotonic() - arrived
+            await _answer_shed(scope, send, shed, took, current.slots(), current.baseline_s())
             return
         await _served(current, app, scope, receive, send)
     finally:
@@ -340,12 +341,15 @@ async def _accepted(scope: Scope) -> bool:
     return _identify is None or await _identify(credential(scope)) is not None
 
 
-async def _answer_shed(scope: Scope, send: Send, shed: _Shed, took_s: float) -> None:
-    """The 503; ``took_s``: from the request reaching the gate (body read) to this answer (where a shed's time goes)."""
+async def _answer_shed(
+    scope: Scope, send: Send, shed: _Shed, took_s: float, slots: int, baseline: float | None
+) -> None:
+    """The 503; ``took_s``: from the request reaching the gate (body read) to this answer (where a shed's time goes);
+    ``slots`` and ``baseline``: the gate's limit and recall time alone then (logged)."""
     retry_after = max(1, math.ceil(shed.wait_s))
     logger.warning(
         "%s status=503 stage=%s path=%r deadline_ms=%.0f expected_wait_ms=%.0f service_ms=%.0f queued=%d "
-        "answered_in_ms=%.1f",
+        "slots=%d alone_ms=%.0f answered_in_ms=%.1f",
         SHED_LOG,
         shed.stage,
         str(scope.get("path", ""))[:200],
@@ -353,6 +357,8 @@ async def _answer_shed(scope: Scope, send: Send, shed: _Shed, took_s: float) -> 
         shed.wait_s * 1000,
         shed.service_s * 1000,
         shed.queued,
+        slots,
+        (baseline or 0.0) * 1000,
         took_s * 1000,
     )
     payload = {
