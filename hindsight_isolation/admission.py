@@ -24,7 +24,8 @@ How it decides (one gate per server process, in the request guard, REST recalls 
 * A new recall with ``q`` recalls queued ahead of it expects to wait ``wait = (q + 1) * service / slots`` for a
   slot. With a stated deadline ``d`` it is shed when ``wait + service > d`` (it would miss its deadline) or
   ``wait > max_wait`` (it would make it, but only by queueing longer than a recall should: past that, serving late
-  only delays everyone behind it; this is what keeps the served recalls fast past saturation). Otherwise it is
+  only delays everyone behind it; this is what keeps the served recalls fast past saturation). ``max_wait`` is the
+  setting or half a recall served alone, whichever is longer (:meth:`RecallGate.max_wait_s`). Otherwise it is
   admitted, and an admitted recall is served: it is never shed after queueing, so a shed costs its caller one round
   trip and nothing more. (One exception cleans up after a bad estimate: a recall still queued when its whole stated
   deadline has passed is answered 503 then; its caller stopped waiting at that moment, so nothing is lost.)
@@ -156,6 +157,12 @@ class RecallGate:
             return None
         return _Shed(0.0, self.service_s() or 0.0, deadline, len(self.waiters), "share")
 
+    def max_wait_s(self) -> float:
+        """The longest expected queueing admitted: ``max_wait_s``, or half a recall served alone where that is
+        longer (a slow machine's recall in its slot, at most ``tolerance`` 1.5 x alone, plus half of one stays
+        within 2x the unloaded recall, so the bound scales with the machine instead of shedding below saturation)."""
+        return max(self.config.max_wait_s, (self.baseline_s() or 0.0) / 2)
+
     def expected_wait_s(self, service: float) -> float:
         """How long a recall arriving now expects to wait for a slot."""
         if self.running < self.slots() and not self.waiters:
@@ -170,7 +177,7 @@ class RecallGate:
         if service is None:  # nothing measured yet (a new process in a burst): queue nothing on a guess
             return _Shed(0.0, 0.0, deadline, len(self.waiters), "unmeasured")
         wait = self.expected_wait_s(service)
-        if wait + service > deadline or wait > self.config.max_wait_s:
+        if wait + service > deadline or wait > self.max_wait_s():
             return _Shed(wait, service, deadline, len(self.waiters), "arrival")
         return None
 

@@ -495,3 +495,23 @@ async def test_one_bank_cannot_take_every_place_in_the_gate(gate: RecallGate, cl
     await asyncio.gather(mine.task, other.task, patient.task)
     assert {mine.status, other.status, patient.status} == {200}
     assert not gate.held  # every place given back
+
+
+async def test_a_slow_machine_may_queue_half_a_recall_served_alone(clock: Clock) -> None:
+    admission.configure(AdmissionConfig(concurrency=2, max_wait_s=0.05, tolerance=0.0))
+    current = admission.gate()
+    assert current is not None
+    current.clock = clock
+    try:
+        app = HeldApp()
+        await _serve_one(app, clock, 0.4)  # a recall alone takes 400 ms here: 50 ms of queueing would shed at once
+        await _saturate(app, 2)
+        queued = _start(app, "2000")  # expected wait 400 ms / 2 slots = 200 ms: half a recall alone, admitted
+        await _settle()
+        shed = _start(app, "2000")  # one more ahead: 400 ms, shed
+        await _settle()
+        assert queued.status is None
+        assert shed.status == 503
+        assert current.max_wait_s() == pytest.approx(0.2)
+    finally:
+        admission.configure(AdmissionConfig())
