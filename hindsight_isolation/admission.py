@@ -17,7 +17,7 @@ How it decides (one gate per server process, in the request guard, REST recalls 
   no other ran beside, so a saturated process cannot talk itself into a slower baseline), and goes up by one when it
   did not and the gate was full. What a process serves at once follows from its measured recall times, whatever the
   machine; ``tolerance`` 0 keeps it at ``concurrency``.
-* ``service`` is the median of the last :data:`WINDOW` served recalls' times (slot taken to answer sent, 200 only: a
+* ``service`` is the median of the last :data:`RECENT` served recalls' times (slot taken to answer sent, 200 only: a
   flood of refused requests must not make recalls look fast). Because those times are measured at the concurrency the
   gate allows, ``slots / service`` is the rate at which slots free up (Little's law): the gate's depth follows from
   the measured service time and the deadline, not from a fixed queue length.
@@ -80,6 +80,7 @@ from memory_adapter.recall_deadline import DEADLINE_HEADER, OVERLOADED, REASON_F
 __all__ = [
     "MAX_DEADLINE_S",
     "MIN_DEADLINE_S",
+    "RECENT",
     "SHED_LOG",
     "WINDOW",
     "RecallGate",
@@ -95,8 +96,11 @@ logger = logging.getLogger("hindsight_isolation")
 #: Bounds of a stated deadline (anything longer is treated as this long; shorter, as this short).
 MIN_DEADLINE_S: Final = 0.01
 MAX_DEADLINE_S: Final = 60.0
-#: Served recalls whose times make the estimate (and recalls served alone, the baseline).
+#: Recalls served alone whose times make the baseline.
 WINDOW: Final = 64
+#: Served recalls whose median is the service estimate: few, so it follows the limit (a recall's time at 4 at once is
+#: not its time at 1).
+RECENT: Final = 16
 #: How every shed's log line starts (search the service's log group for it).
 SHED_LOG: Final = "hindsight_isolation shed a recall"
 _HEADER: Final = DEADLINE_HEADER.encode("ascii")
@@ -122,7 +126,7 @@ class RecallGate:
     clock: Callable[[], float] = time.monotonic
     running: int = 0
     waiters: deque[asyncio.Future[None]] = field(default_factory=deque)
-    times: deque[float] = field(default_factory=lambda: deque(maxlen=WINDOW))
+    times: deque[float] = field(default_factory=lambda: deque(maxlen=RECENT))
     alone: deque[float] = field(default_factory=lambda: deque(maxlen=WINDOW))
     limit: float = 0.0
     round: list[float] = field(default_factory=list)
