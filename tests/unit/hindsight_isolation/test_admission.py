@@ -517,10 +517,16 @@ async def test_a_slow_machine_may_queue_half_a_recall_served_alone(clock: Clock)
         admission.configure(AdmissionConfig())
 
 
-async def test_the_service_estimate_follows_the_limit(adaptive: RecallGate, clock: Clock) -> None:
-    app = HeldApp()
-    await _serve_one(app, clock, 0.1)
-    await _rounds(app, clock, rounds=5, at_once=4, seconds=0.1)  # recalls that shared the CPU: up to 400 ms
-    for _ in range(16):
-        await _serve_one(app, clock, 0.1)  # then one at a time again
-    assert adaptive.service_s() == pytest.approx(0.1)  # the slow ones no longer make the expected wait
+async def test_the_service_estimate_follows_the_load(clock: Clock) -> None:
+    admission.configure(AdmissionConfig(concurrency=4, max_wait_s=0.0, tolerance=0.0))
+    current = admission.gate()
+    assert current is not None
+    current.clock = clock
+    try:
+        app = HeldApp()
+        await _rounds(app, clock, rounds=5, at_once=4, seconds=0.1)  # 20 recalls four at once: 400 ms each
+        for _ in range(17):
+            await _serve_one(app, clock, 0.1)  # then one at a time
+        assert current.service_s() == pytest.approx(0.1)  # the slow ones no longer make the expected wait
+    finally:
+        admission.configure(AdmissionConfig())
