@@ -9,20 +9,29 @@ nothing (issue 34: turns paid the full 2 s and got no memory anyway). The gate h
 
 How it decides (one gate per server process, in the request guard, REST recalls only), **at once, on arrival**:
 
-* At most ``concurrency`` recalls run at once; the others wait in one FIFO queue. A recall that finds a free slot and
-  nobody waiting always starts (so the estimate below keeps learning, even when it says "too slow").
-* ``service`` is the median of the last :data:`WINDOW` served recalls' times (slot taken to answer sent, 200 only: a
+* At most ``slots`` recalls run at once; the others wait in one FIFO queue. A recall that finds a free slot and
+  nobody waiting always starts (so the estimates below keep learning, even when they say "too slow").
+* ``slots`` is an adaptive limit between 1 and ``concurrency`` (:meth:`RecallGate._adapt`): on one core, every
+  recall let in beside another only slows both, so once per round of ``slots`` served recalls the limit comes down
+  in proportion when the round's median ran over ``tolerance`` times a recall served *alone* (the baseline: recalls
+  no other ran beside, so a saturated process cannot talk itself into a slower baseline), and goes up by one when it
+  did not and the gate was full. What a process serves at once follows from its measured recall times, whatever the
+  machine; ``tolerance`` 0 keeps it at ``concurrency``.
+* ``service`` is the median of the last :data:`RECENT` served recalls' times (slot taken to answer sent, 200 only: a
   flood of refused requests must not make recalls look fast). Because those times are measured at the concurrency the
-  gate allows, ``concurrency / service`` is the rate at which slots free up (Little's law), whatever the machine: the
-  gate's depth (how many recalls it holds, running and queued) follows from the measured service time and the
-  deadline, not from a fixed queue length.
-* A new recall with ``q`` recalls queued ahead of it expects to wait ``wait = (q + 1) * service / concurrency`` for a
+  gate allows, ``slots / service`` is the rate at which slots free up (Little's law): the gate's depth follows from
+  the measured service time and the deadline, not from a fixed queue length.
+* A new recall with ``q`` recalls queued ahead of it expects to wait ``wait = (q + 1) * service / slots`` for a
   slot. With a stated deadline ``d`` it is shed when ``wait + service > d`` (it would miss its deadline) or
   ``wait > max_wait`` (it would make it, but only by queueing longer than a recall should: past that, serving late
-  only delays everyone behind it; this is what keeps the served recalls fast past saturation). Otherwise it is
+  only delays everyone behind it; this is what keeps the served recalls fast past saturation). ``max_wait`` is the
+  setting or half a recall served alone, whichever is longer (:meth:`RecallGate.max_wait_s`). Otherwise it is
   admitted, and an admitted recall is served: it is never shed after queueing, so a shed costs its caller one round
   trip and nothing more. (One exception cleans up after a bad estimate: a recall still queued when its whole stated
   deadline has passed is answered 503 then; its caller stopped waiting at that moment, so nothing is lost.)
+* One bank (one recall path: a user's bank of one agent, whoever's credential asks) holds at most half the slots,
+  one at least, running or queued: past that, a recall of that bank that states a deadline is shed at once (stage
+  ``share``), so one caller sending recalls in parallel cannot take every admitted place.
 * Before the first served recall of the process (no estimate yet), a recall that states a deadline and finds every
   slot busy is shed (stage ``unmeasured``): a new process that starts into a burst (a task autoscaling added to a
   saturated service) would otherwise queue the whole burst on no estimate at all and have it time out.
@@ -40,9 +49,10 @@ or is answered at once; it never reorders the queue and never counts towards the
 so no caller can push others back or make the server shed theirs by what it states: a short deadline gets its own
 recall shed, a long one is held to ``max_wait`` like any other.
 
-``concurrency`` and ``max_wait`` (defaults: ``settings.DEFAULT_RECALL_CONCURRENCY``, ``DEFAULT_RECALL_MAX_WAIT_S``) are
-the tenant extension's settings (``HINDSIGHT_API_TENANT_RECALL_CONCURRENCY``,
-``HINDSIGHT_API_TENANT_RECALL_MAX_WAIT_MS``; :class:`hindsight_isolation.settings.IsolationSettings`), configured once
+``concurrency``, ``max_wait`` and ``tolerance`` (defaults: ``settings.DEFAULT_RECALL_CONCURRENCY``,
+``DEFAULT_RECALL_MAX_WAIT_S``, ``DEFAULT_RECALL_LATENCY_TOLERANCE``) are the tenant extension's settings
+(``HINDSIGHT_API_TENANT_RECALL_CONCURRENCY``, ``..._RECALL_MAX_WAIT_MS``, ``..._RECALL_LATENCY_TOLERANCE``;
+:class:`hindsight_isolation.settings.IsolationSettings`), configured once
 at start-up by :func:`configure`; ``RECALL_CONCURRENCY=0`` turns the gate off. Every shed is one ``WARNING`` line
 starting with :data:`SHED_LOG`; the adapter counts the sheds it receives (``MemoryRecallShed``), which the stack
 graphs and alarms on (``RecallsShed``).
@@ -56,7 +66,7 @@ import logging
 import math
 import statistics
 import time
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Final
@@ -70,6 +80,7 @@ from memory_adapter.recall_deadline import DEADLINE_HEADER, OVERLOADED, REASON_F
 __all__ = [
     "MAX_DEADLINE_S",
     "MIN_DEADLINE_S",
+    "RECENT",
     "SHED_LOG",
     "WINDOW",
     "RecallGate",
@@ -85,8 +96,11 @@ logger = logging.getLogger("hindsight_isolation")
 #: Bounds of a stated deadline (anything longer is treated as this long; shorter, as this short).
 MIN_DEADLINE_S: Final = 0.01
 MAX_DEADLINE_S: Final = 60.0
-#: Served recalls whose times make the estimate.
+#: Recalls served alone whose times make the baseline.
 WINDOW: Final = 64
+#: Served recalls whose median is the service estimate: few, so it follows the limit (a recall's time at 4 at once is
+#: not its time at 1).
+RECENT: Final = 16
 #: How every shed's log line starts (search the service's log group for it).
 SHED_LOG: Final = "hindsight_isolation shed a recall"
 _HEADER: Final = DEADLINE_HEADER.encode("ascii")
@@ -100,8 +114,8 @@ class _Shed:
     service_s: float
     deadline_s: float
     queued: int
-    stage: str  # "arrival" (the decision), "unmeasured" (slots busy, no recall time yet) or "expired" (admitted,
-    # still queued when its caller gave up)
+    stage: str  # "arrival" (the decision), "unmeasured" (slots busy, no recall time yet), "share" (its bank holds
+    # its share of the gate already) or "expired" (admitted, still queued when its caller gave up)
 
 
 @dataclass(slots=True)
@@ -112,28 +126,62 @@ class RecallGate:
     clock: Callable[[], float] = time.monotonic
     running: int = 0
     waiters: deque[asyncio.Future[None]] = field(default_factory=deque)
-    times: deque[float] = field(default_factory=lambda: deque(maxlen=WINDOW))
+    times: deque[float] = field(default_factory=lambda: deque(maxlen=RECENT))
+    alone: deque[float] = field(default_factory=lambda: deque(maxlen=WINDOW))
+    limit: float = 0.0
+    round: list[float] = field(default_factory=list)
+    round_full: bool = False
+    starts: int = 0
+    held: Counter[str] = field(default_factory=Counter)
     shed: int = 0
+
+    def __post_init__(self) -> None:
+        self.limit = float(self.config.concurrency)
+
+    def slots(self) -> int:
+        """Recalls let in at once now: the adaptive limit, whole (at least one)."""
+        return max(1, int(self.limit))
 
     def service_s(self) -> float | None:
         """The median of the recent served recalls' times; ``None`` before the first."""
         return statistics.median(self.times) if self.times else None
 
+    def baseline_s(self) -> float | None:
+        """What a recall takes served alone: the median of recent recalls that ran with no other (before any, the
+        fastest recent recall); ``None`` before the first. Never from recalls that shared the CPU, so a saturated
+        process cannot talk itself into a slower baseline."""
+        if self.alone:
+            return statistics.median(self.alone)
+        return min(self.times) if self.times else None
+
+    def over_share(self, bank: str, deadline: float | None) -> _Shed | None:
+        """A shed when ``bank`` (its recall path) already holds its share of the gate: half the slots, one at least,
+        running or queued (``held`` counts this recall too), so one caller cannot take every admitted place."""
+        if deadline is None or self.held[bank] <= max(1, self.slots() // 2):
+            return None
+        return _Shed(0.0, self.service_s() or 0.0, deadline, len(self.waiters), "share")
+
+    def max_wait_s(self) -> float:
+        """The longest expected queueing admitted: ``max_wait_s``, or half a recall served alone where that is
+        longer (a slow machine's recall in its slot, at most ``tolerance`` 1.5 x alone, plus half of one stays
+        within 2x the unloaded recall, so the bound scales with the machine instead of shedding below saturation)."""
+        return max(self.config.max_wait_s, (self.baseline_s() or 0.0) / 2)
+
     def expected_wait_s(self, service: float) -> float:
         """How long a recall arriving now expects to wait for a slot."""
-        if self.running < self.config.concurrency and not self.waiters:
+        if self.running < self.slots() and not self.waiters:
             return 0.0
-        return (len(self.waiters) + 1) * service / self.config.concurrency
+        return (len(self.waiters) + 1) * service / self.slots()
 
     def _verdict(self, deadline: float | None) -> _Shed | None:
         """A shed, or ``None``: admitted."""
         service = self.service_s()
-        if deadline is None or (self.running < self.config.concurrency and not self.waiters):
+        if deadline is None or (self.running < self.slots() and not self.waiters):
             return None
         if service is None:  # nothing measured yet (a new process in a burst): queue nothing on a guess
             return _Shed(0.0, 0.0, deadline, len(self.waiters), "unmeasured")
         wait = self.expected_wait_s(service)
-        if wait + service > deadline or wait > self.config.max_wait_s:
+        if wait + service > deadline or wait > self.max_wait_s():
             return _Shed(wait, service, deadline, len(self.waiters), "arrival")
         return None
 
@@ -143,7 +191,7 @@ class RecallGate:
         verdict = self._verdict(deadline)
         if verdict is not None:
             return verdict
-        if self.running < self.config.concurrency and not self.waiters:
+        if self.running < self.slots() and not self.waiters:
             self.running += 1
             return None
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -167,16 +215,43 @@ class RecallGate:
         waiter.cancel()
         self.waiters.remove(waiter)
 
-    def release(self, served_s: float | None = None) -> None:
-        """Give the slot back (to the first waiter, if any); ``served_s`` is a served recall's time."""
+    def release(self, served_s: float | None = None, *, alone: bool = False) -> None:
+        """Give the slot back (to the first waiter, if any); ``served_s`` is a served recall's time, ``alone``
+        whether no other recall ran beside it."""
         if served_s is not None:
+            full = self.running >= self.slots() or bool(self.waiters)
             self.times.append(served_s)
+            if alone:
+                self.alone.append(served_s)
+            self._adapt(served_s, full)
         while self.waiters:
+            if self.running > self.slots():  # the limit came down: this slot closes instead of passing on
+                break
             waiter = self.waiters.popleft()
             if not waiter.done():
                 waiter.set_result(None)
                 return
         self.running -= 1
+
+    def _adapt(self, served_s: float, full: bool) -> None:
+        """Move the limit once per ``slots()`` served recalls (a round, as TCP Vegas moves its window once per round
+        trip; Netflix's concurrency limits and Envoy's adaptive concurrency work in the same manner): down in
+        proportion when the round's median ran over ``tolerance`` times a recall served alone, up by one when it
+        did not and the gate was full (a gate that is not full is not what holds recalls back)."""
+        tolerance, baseline = self.config.tolerance, self.baseline_s()
+        if tolerance <= 0 or baseline is None:
+            return
+        self.round.append(served_s)
+        self.round_full = self.round_full or full
+        if len(self.round) < self.slots():
+            return
+        recent, target = statistics.median(self.round), tolerance * baseline
+        if recent > target:
+            self.limit = max(1.0, self.limit * max(0.5, target / recent))
+        elif self.round_full:
+            self.limit = min(float(self.config.concurrency), self.limit + 1)
+        self.round.clear()
+        self.round_full = False
 
 
 #: Who a bearer credential is (``None``: nobody this server accepts): the tenant extension's authentication.
@@ -237,12 +312,27 @@ async def serve(kind: RequestKind, app: ASGIApp, scope: Scope, receive: Receive,
     if kind is not RequestKind.RECALL or current is None or not await _accepted(scope):
         await app(scope, receive, send)  # not gated: Hindsight answers (a 401 for a credential it does not accept)
         return
-    shed = await current.acquire(stated_deadline(scope))
-    if shed is not None:
-        current.shed += 1
-        await _answer_shed(scope, send, shed, time.monotonic() - arrived)
-        return
+    deadline, bank = stated_deadline(scope), str(scope.get("path", "")).rstrip("/")
+    try:
+        current.held[bank] += 1
+        shed = current.over_share(bank, deadline) or await current.acquire(deadline)
+        if shed is not None:
+            current.shed += 1
+            took = time.monotonic() - arrived
+            await _answer_shed(scope, send, shed, took, current.slots(), current.baseline_s())
+            return
+        await _served(current, app, scope, receive, send)
+    finally:
+        current.held[bank] -= 1
+        if current.held[bank] <= 0:
+            del current.held[bank]
+
+
+async def _served(current: RecallGate, app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
+    """An admitted recall: Hindsight serves it in its slot; its time teaches the gate."""
     started = current.clock()
+    current.starts += 1
+    start, first = current.starts, current.running == 1  # alone: nothing running when it started, nor started since
     status = 0
 
     async def watched(message: Message) -> None:
@@ -254,7 +344,7 @@ async def serve(kind: RequestKind, app: ASGIApp, scope: Scope, receive: Receive,
     try:
         await app(scope, receive, watched)
     finally:
-        current.release(current.clock() - started if status == 200 else None)
+        current.release(current.clock() - started if status == 200 else None, alone=first and current.starts == start)
 
 
 async def _accepted(scope: Scope) -> bool:
@@ -262,12 +352,15 @@ async def _accepted(scope: Scope) -> bool:
     return _identify is None or await _identify(credential(scope)) is not None
 
 
-async def _answer_shed(scope: Scope, send: Send, shed: _Shed, took_s: float) -> None:
-    """The 503; ``took_s``: from the request reaching the gate (body read) to this answer (where a shed's time goes)."""
+async def _answer_shed(
+    scope: Scope, send: Send, shed: _Shed, took_s: float, slots: int, baseline: float | None
+) -> None:
+    """The 503; ``took_s``: from the request reaching the gate (body read) to this answer (where a shed's time goes);
+    ``slots`` and ``baseline``: the gate's limit and recall time alone then (logged)."""
     retry_after = max(1, math.ceil(shed.wait_s))
     logger.warning(
         "%s status=503 stage=%s path=%r deadline_ms=%.0f expected_wait_ms=%.0f service_ms=%.0f queued=%d "
-        "answered_in_ms=%.1f",
+        "slots=%d alone_ms=%.0f answered_in_ms=%.1f",
         SHED_LOG,
         shed.stage,
         str(scope.get("path", ""))[:200],
@@ -275,6 +368,8 @@ async def _answer_shed(scope: Scope, send: Send, shed: _Shed, took_s: float) -> 
         shed.wait_s * 1000,
         shed.service_s * 1000,
         shed.queued,
+        slots,
+        (baseline or 0.0) * 1000,
         took_s * 1000,
     )
     payload = {

@@ -83,22 +83,27 @@ ANY_TENANT = "*"
 DEFAULT_EXPIRY_GRACE_S = 3600.0
 #: Hard upper bound on the grace window: a day-old stolen token must not write anywhere.
 MAX_EXPIRY_GRACE_S = 24 * 3600.0
-#: Recalls served at once per server process. Small on purpose: the slots' throughput is the CPU's (a recall is
-#: ~10-20 ms of CPU), and each extra slot only lengthens every recall it shares the CPU with.
+#: Recalls served at once per server process at most (the adaptive limit's ceiling). Small on purpose: the slots'
+#: throughput is the CPU's, and each extra slot only lengthens every recall it shares the CPU with.
 DEFAULT_RECALL_CONCURRENCY: Final = 4
 #: The longest a recall with a deadline is expected to queue before it is shed, whatever its deadline allows.
-DEFAULT_RECALL_MAX_WAIT_S: Final = 0.2
+DEFAULT_RECALL_MAX_WAIT_S: Final = 0.05
+#: How much slower than a recall served alone the recent recalls may run before the limit comes down (0: a fixed
+#: limit of ``concurrency``).
+DEFAULT_RECALL_LATENCY_TOLERANCE: Final = 1.5
 #: Minimum length of the operator and agent keys: they are bearer secrets compared verbatim.
 MIN_KEY_LENGTH = 32
 
 
 @dataclass(frozen=True, slots=True)
 class AdmissionConfig:
-    """How admission control of recalls runs (:mod:`hindsight_isolation.admission`): ``concurrency`` slots (0: no
-    gate), ``max_wait_s`` of expected queueing at most for a recall that states a deadline."""
+    """How admission control of recalls runs (:mod:`hindsight_isolation.admission`): ``concurrency`` slots at most
+    (0: no gate), fewer while recent recalls run over ``tolerance`` times a recall served alone (0: always
+    ``concurrency``), ``max_wait_s`` of expected queueing at most for a recall that states a deadline."""
 
     concurrency: int = DEFAULT_RECALL_CONCURRENCY
     max_wait_s: float = DEFAULT_RECALL_MAX_WAIT_S
+    tolerance: float = DEFAULT_RECALL_LATENCY_TOLERANCE
 
 
 class ConfigError(ValueError):
@@ -199,10 +204,15 @@ class IsolationSettings:
     """What memory keeps, per agent (JSON agent name -> mission, as the agent's HINDSIGHT_ADAPTER_MISSIONS): the
     server applies it to each bank of that agent before a caller's retain (hindsight_isolation/missions.py)."""
     recall_concurrency: int = setting("recall_concurrency", DEFAULT_RECALL_CONCURRENCY, low=0, high=256)
-    """Admission control of recalls (hindsight_isolation/admission.py): recalls served at once (0: no admission
-    control; more than Hindsight's own recall lane, 16 per core, is no gate at all) ..."""
+    """Admission control of recalls (hindsight_isolation/admission.py): recalls served at once at most (0: no
+    admission control; more than Hindsight's own recall lane, 16 per core, is no gate at all) ..."""
     recall_max_wait_ms: float = setting("recall_max_wait_ms", DEFAULT_RECALL_MAX_WAIT_S * 1000, low=0, high=60_000)
-    """... and the longest expected queueing of a recall that states a deadline."""
+    """... the longest expected queueing of a recall that states a deadline ..."""
+    recall_latency_tolerance: float = setting(
+        "recall_latency_tolerance", DEFAULT_RECALL_LATENCY_TOLERANCE, low=0, high=100
+    )
+    """... and how much slower than a recall served alone recent recalls may run before fewer are let in at once
+    (0: always ``recall_concurrency``)."""
     fading_on: bool = setting("fading", False)
     """Fading and reinforcement (hindsight_isolation/fading.py, docs/memory.md): off unless on (:attr:`fading`) ..."""
     fading_half_life_days: Mapping[str, float | None] | None = setting("fading_half_life_days", parse=_half_lives)
@@ -224,7 +234,11 @@ class IsolationSettings:
     @property
     def admission(self) -> AdmissionConfig:
         """How admission control of recalls runs."""
-        return AdmissionConfig(concurrency=self.recall_concurrency, max_wait_s=self.recall_max_wait_ms / 1000)
+        return AdmissionConfig(
+            concurrency=self.recall_concurrency,
+            max_wait_s=self.recall_max_wait_ms / 1000,
+            tolerance=self.recall_latency_tolerance,
+        )
 
     @property
     def verifier(self) -> Mapping[str, Any]:

@@ -31,6 +31,12 @@ LLM_DELAY_S = 1.5
 POOL_MAX_SIZE = 20
 #: The deployed layout with admission control of recalls off, beside ``deployed`` (on, the default).
 ADMISSION_OFF = "deployed_admission_off"
+#: The layouts of the concurrency part (``deployed_pool``: the deployed one with a bounded connection pool).
+LAYOUTS = ("standalone", "deployed", ADMISSION_OFF, "deployed_pool")
+#: Open-loop arrival rates (turns/s) on the admission pair: the quiet 2-core VM saturates at ~16 turns/s (closed
+#: loop, admission off), so these are half, 1x, 2x and 4x saturation; and how long each rate runs.
+OPEN_RATES = (8.0, 16.0, 32.0, 64.0)
+OPEN_DURATION_S = 10.0
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -53,11 +59,42 @@ def _parser() -> argparse.ArgumentParser:
         help="update only the selected measurements in an existing <out>/scale.json (re-running one part)",
     )
     parser.add_argument("--render-only", action="store_true", help="rewrite scale.md and scale.png from scale.json")
+    parser.add_argument(
+        "--layouts",
+        default=",".join(LAYOUTS),
+        help=f"concurrency: comma-separated subset of the layouts {', '.join(LAYOUTS)}",
+    )
+    parser.add_argument("--levels", default=None, help="concurrency: closed-loop sessions per level (e.g. 1,8,32)")
+    parser.add_argument("--turns", type=int, default=None, help="concurrency: turns per session in the closed loop")
+    parser.add_argument(
+        "--rates",
+        default=",".join(str(r) for r in OPEN_RATES),
+        help="concurrency: open-loop arrival rates in turns/s, on the admission pair (empty: no open loop)",
+    )
+    parser.add_argument("--duration", type=float, default=OPEN_DURATION_S, help="concurrency: seconds per rate")
+    parser.add_argument("--no-issue", action="store_true", help="concurrency: skip the issue's 16 x 10 echo run")
     return parser
 
 
 def _log(message: str) -> None:
     print(message, flush=True)
+
+
+def _concurrency_plan(plan: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+    """The concurrency part's plan with the command line's choices (layouts, levels, turns, open-loop rates)."""
+    closed = dict(plan["concurrency"])
+    if args.levels:
+        closed["levels"] = tuple(int(n) for n in args.levels.split(",") if n.strip())
+    if args.turns:
+        closed["turns"] = lambda sessions: args.turns
+    rates = tuple(float(r) for r in args.rates.split(",") if r.strip())
+    return {
+        **plan,
+        "concurrency": closed,
+        "layouts": [name.strip() for name in args.layouts.split(",") if name.strip()],
+        "open": {"rates": (2.0,) if args.quick else rates, "duration_s": 2.0 if args.quick else args.duration},
+        "issue": None if args.no_issue else plan["issue"],
+    }
 
 
 def _plan(quick: bool) -> dict[str, Any]:
@@ -147,12 +184,13 @@ def _timed(results: dict[str, Any], name: str, run: Any) -> None:
     _log(f"    {name} took {results[name]['wall_s']} s")
 
 
-def _run(selected: set[str], quick: bool, cache_dir: Path, results: dict[str, Any]) -> None:
-    from bench.scale import concurrency, recall_size, write_path
+def _run(args: argparse.Namespace, selected: set[str], results: dict[str, Any]) -> None:
+    from bench.scale import concurrency, open_loop, recall_size, write_path
     from bench.scale.server import ScaleServer, Shape
     from bench.scale.slow_llm import SlowLLM
 
-    plan = _plan(quick)
+    quick, cache_dir = args.quick, args.cache_dir
+    plan = _concurrency_plan(_plan(quick), args)
     shapes = _shapes()
     results["shapes"] = {name: shape.describe() for name, shape in shapes.items()}
     with ScaleServer(log=_log) as server:
@@ -202,16 +240,23 @@ def _run(selected: set[str], quick: bool, cache_dir: Path, results: dict[str, An
             def sessions() -> dict[str, Any]:
                 out: dict[str, Any] = {}
                 for name in ("standalone", "deployed", ADMISSION_OFF):  # deployed: admission control on
+                    if name not in plan["layouts"]:
+                        continue
                     server.apply(shapes[name])
                     out[name] = concurrency.measure(server, db, log=_log, **plan["concurrency"])
                     issue = plan["issue"]
-                    _log(f"  the issue's reproduction: {issue['sessions']} users x {issue['turns']} turns, echo model")
-                    out[f"{name}_issue_echo"] = concurrency.run_level(
-                        server, db, sessions=issue["sessions"], turns=issue["turns"], model="echo", log=_log
-                    )
-                # The deployed shape with a bounded connection pool per process (Hindsight's default is 100).
-                server.apply(shapes["deployed_pool"])
-                out["deployed_pool"] = concurrency.measure(server, db, log=_log, **plan["concurrency_pool"])
+                    if issue is not None:
+                        _log(f"  the issue's run: {issue['sessions']} users x {issue['turns']} turns, echo model")
+                        out[f"{name}_issue_echo"] = concurrency.run_level(
+                            server, db, sessions=issue["sessions"], turns=issue["turns"], model="echo", log=_log
+                        )
+                    if name in ("deployed", ADMISSION_OFF) and plan["open"]["rates"]:
+                        _log(f"  open loop at {plan['open']['rates']} turns/s")
+                        out[f"{name}_open"] = open_loop.measure_open(server, db, log=_log, **plan["open"])
+                if "deployed_pool" in plan["layouts"]:
+                    # The deployed shape with a bounded connection pool per process (Hindsight's default is 100).
+                    server.apply(shapes["deployed_pool"])
+                    out["deployed_pool"] = concurrency.measure(server, db, log=_log, **plan["concurrency_pool"])
                 return out
 
             _timed(results, "concurrency", sessions)
@@ -266,7 +311,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "quick": args.quick,
         "selected": sorted(selected),
     }
-    _run(selected, args.quick, args.cache_dir, results)
+    _run(args, selected, results)
     results["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
     results["wall_s"] = round(time.perf_counter() - began, 1)
     results["load_average_end"] = [round(x, 2) for x in os.getloadavg()]

@@ -40,7 +40,7 @@ from bench.stats import summarize
 from localdev.supervisor import child_env, free_port, http_status, spawn, terminate, wait_until_ready
 from runtime_handler.main import REQUEST_ID_HEADER, SESSION_HEADER
 
-__all__ = ["SESSIONS_PER_AGENT", "admission_figures", "measure"]
+__all__ = ["SESSIONS_PER_AGENT", "admission_figures", "measure", "one_turn", "run_level"]
 
 #: Sessions served by one agent process (the adapter's recall threads: ``memory_adapter._runtime.RECALL_THREADS``).
 SESSIONS_PER_AGENT = 8
@@ -94,15 +94,15 @@ class AgentPool:
             )
             self._pids.append(pid)
             self.logs.append(log)
-            url = f"http://127.0.0.1:{port}"
+            self.urls.append(f"http://127.0.0.1:{port}")
+        for url, pid, log in zip(self.urls, self._pids, self.logs, strict=True):  # all start at once, then wait
             wait_until_ready(
                 functools.partial(_answers, f"{url}/ping"),
                 name="the agent",
                 pid=pid,
                 log_file=log,
-                timeout_s=90,
+                timeout_s=180,
             )
-            self.urls.append(url)
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -157,35 +157,40 @@ def _ping_status(url: str) -> str | None:
         return None
 
 
+async def one_turn(
+    client: httpx.AsyncClient, url: str, user: str, token: str, turn: int, tag: str, first: int
+) -> dict[str, Any]:
+    """One turn of ``user`` (its ``turn``-th), timed as the user sees it."""
+    session = f"bench-scale-{tag}-{user}-{'0' * 12}"
+    marker = f"ref {tag}x{user}x{turn}".lower()
+    text = fact(2_000_000 + first + turn).text
+    prompt = f"{text[:-1]} ({marker}). What do you remember about me?"
+    request_id = f"{tag}-{user}-{turn}"
+    headers = {"Authorization": f"Bearer {token}", SESSION_HEADER: session, REQUEST_ID_HEADER: request_id}
+    began = time.perf_counter()
+    record: dict[str, Any] = {"user": user, "request_id": request_id, "marker": marker}
+    try:
+        response = await client.post(f"{url}/invocations", json={"prompt": prompt}, headers=headers)
+        record["ms"] = (time.perf_counter() - began) * 1000
+        if response.status_code != 200:
+            record["error"] = f"HTTP {response.status_code}"
+        else:
+            memory = response.json().get("memory", {})
+            record["degraded"] = bool(memory.get("degraded"))
+            record["recalled"] = int(memory.get("recalled", 0))
+            if memory.get("reason"):
+                record["reason"] = str(memory["reason"])
+    except httpx.HTTPError as exc:
+        record["ms"] = (time.perf_counter() - began) * 1000
+        record["error"] = type(exc).__name__
+    return record
+
+
 async def _session(
     client: httpx.AsyncClient, url: str, user: str, token: str, turns: int, tag: str, first: int
 ) -> list[dict[str, Any]]:
-    session = f"bench-scale-{tag}-{user}-{'0' * 12}"
-    out = []
-    for turn in range(turns):
-        marker = f"ref {tag}x{user}x{turn}".lower()
-        text = fact(2_000_000 + first + turn).text
-        prompt = f"{text[:-1]} ({marker}). What do you remember about me?"
-        request_id = f"{tag}-{user}-{turn}"
-        headers = {"Authorization": f"Bearer {token}", SESSION_HEADER: session, REQUEST_ID_HEADER: request_id}
-        began = time.perf_counter()
-        record: dict[str, Any] = {"user": user, "request_id": request_id, "marker": marker}
-        try:
-            response = await client.post(f"{url}/invocations", json={"prompt": prompt}, headers=headers)
-            record["ms"] = (time.perf_counter() - began) * 1000
-            if response.status_code != 200:
-                record["error"] = f"HTTP {response.status_code}"
-            else:
-                memory = response.json().get("memory", {})
-                record["degraded"] = bool(memory.get("degraded"))
-                record["recalled"] = int(memory.get("recalled", 0))
-                if memory.get("reason"):
-                    record["reason"] = str(memory["reason"])
-        except httpx.HTTPError as exc:
-            record["ms"] = (time.perf_counter() - began) * 1000
-            record["error"] = type(exc).__name__
-        out.append(record)
-    return out
+    """A closed loop: ``turns`` turns back to back."""
+    return [await one_turn(client, url, user, token, turn, tag, first) for turn in range(turns)]
 
 
 def _wait_documents(db: Database, tag: str, expected: int, *, quiet_s: float = 30.0, timeout: float = 600.0) -> float:
@@ -294,8 +299,10 @@ def run_level(
     turns: int,
     model: str = "brief",
     log: Callable[[str], None] = print,
+    rate: float | None = None,
 ) -> dict[str, Any]:
-    """One level: ``sessions`` concurrent users x ``turns`` turns; latency, degraded turns, errors, then the check."""
+    """One level: ``sessions`` concurrent users x ``turns`` turns (back to back; with ``rate``, arriving at ``rate``
+    turns/s in an open loop); latency, degraded turns, errors, then the check."""
     tag = uuid.uuid4().hex[:6]
     users = [f"u{tag}-{n}" for n in range(sessions)]
     tokens = {u: server.mint(u) for u in users}
@@ -305,6 +312,10 @@ def run_level(
         async def drive() -> list[dict[str, Any]]:
             limits = httpx.Limits(max_connections=sessions + 4, max_keepalive_connections=sessions + 4)
             async with httpx.AsyncClient(timeout=120, limits=limits) as client:
+                if rate is not None:
+                    from bench.scale.open_loop import paced
+
+                    return await paced(client, pool.urls, users, tokens, turns, tag, rate)
                 runs = [
                     _session(client, pool.urls[n // SESSIONS_PER_AGENT], u, tokens[u], turns, tag, n * turns)
                     for n, u in enumerate(users)
@@ -340,6 +351,7 @@ def run_level(
     result: dict[str, Any] = {
         "sessions": sessions,
         "turns_per_session": turns,
+        "rate": rate,
         "model": model,
         "agent_processes": agents,
         "turns": len(records),
@@ -363,7 +375,8 @@ def run_level(
         "check": check,
     }
     log(
-        f"    {sessions} sessions x {turns}: p50 {latency.get('p50_ms')} ms, p99 {latency.get('p99_ms')} ms, degraded "
+        f"    {sessions} sessions x {turns}{f' at {rate}/s' if rate else ''}: p50 {latency.get('p50_ms')} ms, "
+        f"p99 {latency.get('p99_ms')} ms, degraded "
         f"{result['degraded']}/{len(records)} (shed {result['shed']}), errors {result['errors']}, "
         f"{result['turns_per_s']} turns/s, check ok: {check['ok']}"
     )

@@ -249,42 +249,60 @@ def _concurrency(r: dict[str, Any]) -> list[str]:
                 f"the agents' spools), {check['markers_in_another_bank']} in another bank"
             )
             lines.append(
-                f"| {name} | {level['model']} | {level['sessions']} x {level['turns_per_session']} | "
+                f"| {name} | {level['model']} | {_level_label(level)} | "
                 f"{_ms(level['latency'].get('p50_ms'))} | {_ms(level['latency'].get('p99_ms'))} | "
                 f"{level['degraded']}/{level['turns']}: {timed_out} / {level['degraded'] - timed_out}"
                 f"{f' ({other})' if other else ''} | {level['errors']} | {level['turns_per_s']} | "
                 f"{level.get('postgres_connections_max')} | {level.get('documents_arrived_after_s', 'n/a')} | "
                 f"{verdict} |"
             )
-    return lines + _admission(conc)
+    return lines + _admission(conc) + _admission(conc, open_loop=True)
+
+
+def _level_label(level: dict[str, Any]) -> str:
+    """``sessions x turns`` (closed loop) or ``rate/s: users x turns`` (open loop)."""
+    shape = f"{level['sessions']} x {level['turns_per_session']}"
+    return f"{level['rate']:g}/s: {shape}" if level.get("rate") else shape
 
 
 #: The layouts compared by :func:`_admission` (admission control of recalls on, the default, and off).
 ADMISSION_PAIR = ("deployed", "deployed_admission_off")
 
 
-def _admission(conc: dict[str, Any]) -> list[str]:
-    """Admission control on and off, side by side per level (runs recorded before it existed have no figures)."""
-    on, off = (conc.get(name) for name in ADMISSION_PAIR)
+def _admission(conc: dict[str, Any], *, open_loop: bool = False) -> list[str]:
+    """Admission control on and off, side by side per level (runs recorded before it existed have no figures); with
+    ``open_loop``, the open loop's rates."""
+    on, off = (conc.get(f"{name}_open" if open_loop else name) for name in ADMISSION_PAIR)
     if not (isinstance(on, dict) and isinstance(off, dict)):
         return []
-    by_sessions = {level["sessions"]: level for level in off.get("levels", [])}
+    key = "rate" if open_loop else "sessions"
+    by_key = {level[key]: level for level in off.get("levels", [])}
     lines = [
         "",
-        "### Admission control of recalls on and off (deployed layout)",
+        f"### Admission control of recalls on and off (deployed layout, {'open' if open_loop else 'closed'} loop)",
         "",
+        *(
+            [
+                "Open loop: turns arrive at the rate whatever the answers (users in turn, each user's turns 2.5 s "
+                "apart); rate/s: users x turns.",
+                "",
+            ]
+            if open_loop
+            else []
+        ),
         "Served: turns that got their memories (whole turn, and the recall inside it). Without memory: every degraded "
         "turn; memory's cost to it is the adapter's recall latency as the turn saw it (the rest of such a turn is "
         "the agent's own work). Shed: answered at once by Hindsight (a round trip) or skipped by the adapter inside "
         "a shed's Retry-After window (no round trip). Served/s: recalls that returned memories per second.",
         "",
-        "| sessions x turns | admission | served turns p50 / p99 ms | their recall p50 / p99 ms | without memory: "
+        f"| {'rate/s: users x turns' if open_loop else 'sessions x turns'} | admission | "
+        "served turns p50 / p99 ms | their recall p50 / p99 ms | without memory: "
         "memory's cost p50 / p99 ms | shed: round trips / skipped | turns without memory (reasons) | turns/s | "
         "served/s | every turn once, own bank |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for level_on in on.get("levels", []):
-        level_off = by_sessions.get(level_on["sessions"])
+        level_off = by_key.get(level_on[key])
         for label, level in (("on", level_on), ("off", level_off)):
             if level is None or "served_latency" not in level:
                 continue
@@ -295,7 +313,7 @@ def _admission(conc: dict[str, Any]) -> list[str]:
             wall = level.get("wall_s") or 0
             rate = f"{served.get('n', 0) / wall:.1f}" if wall else "n/a"
             lines.append(
-                f"| {level['sessions']} x {level['turns_per_session']} | {label} | "
+                f"| {_level_label(level)} | {label} | "
                 f"{_ms(served.get('p50_ms'))} / {_ms(served.get('p99_ms'))} | "
                 f"{_ms(recall.get('p50_ms'))} / {_ms(recall.get('p99_ms'))} | "
                 f"{_ms(cost.get('p50_ms'))} / {_ms(cost.get('p99_ms'))} | {level['shed'] - local} / {local} | "

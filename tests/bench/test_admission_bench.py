@@ -83,6 +83,40 @@ def test_the_report_puts_admission_on_and_off_side_by_side() -> None:
     assert report._admission({"deployed": on}) == []  # a run without the comparison has no table
 
 
+def test_the_open_loop_is_paired_by_rate() -> None:
+    on = {"levels": [{**_level(20, _records(), _events()), "rate": 8.0}]}
+    off = {"levels": [{**_level(20, _records(), _events()), "rate": 8.0}, {**_level(40, [], []), "rate": 16.0}]}
+    closed = {"levels": [_level(8, _records(), _events())]}
+    conc = {
+        "deployed": closed,
+        "deployed_admission_off": closed,
+        "deployed_open": on,
+        "deployed_admission_off_open": off,
+    }
+    text = "\n".join(report._admission(conc, open_loop=True))
+    assert "open loop" in text
+    assert [line.split(" | ")[1] for line in text.splitlines() if line.startswith("| 8/s: 20 x 1 |")] == ["on", "off"]
+    assert "| 16/s" not in text  # a rate run only without admission has nothing to stand beside
+    assert "| 8 x 1 |" not in text  # the closed loop has its own table
+
+
+def test_the_command_line_shortens_the_concurrency_part() -> None:
+    from bench.scale.__main__ import _concurrency_plan, _parser, _plan
+
+    args = _parser().parse_args(
+        ["--layouts", "deployed", "--levels", "1,8", "--turns", "3", "--rates", "", "--no-issue"]
+    )
+    plan = _concurrency_plan(_plan(False), args)
+    assert plan["layouts"] == ["deployed"]
+    assert plan["concurrency"]["levels"] == (1, 8)
+    assert plan["concurrency"]["turns"](8) == 3
+    assert plan["open"]["rates"] == ()
+    assert plan["issue"] is None
+    default = _concurrency_plan(_plan(False), _parser().parse_args([]))
+    assert default["open"]["rates"] == (8.0, 16.0, 32.0, 64.0)
+    assert default["issue"] == {"sessions": 16, "turns": 10}
+
+
 @pytest.mark.integration
 def test_a_tiny_run_of_both_layouts_records_the_comparison() -> None:
     from bench.scale.__main__ import ADMISSION_OFF, _shapes

@@ -3,9 +3,10 @@ recall that states a deadline at once, admits one that states none, never sheds 
 shed into an immediate degraded turn without opening its breaker.
 
 The server here serves one recall at a time (``RECALL_CONCURRENCY=1``) and a pool of threads keeps it busy with
-recalls that state no deadline (never shed, so the queue stays long): every recall that states a deadline then finds
-an expected wait of a dozen recalls, above the 200 ms a recall may queue. Nothing here is timed: "at once" is
-the server's own account (a shed decided on arrival), and the adapter's turns are checked against their deadline.
+another user's recalls that state no deadline (never shed, so the queue stays long): every recall that states a
+deadline then finds an expected wait of a dozen recalls, above the 50 ms a recall may queue. Nothing here is timed:
+"at once" is the server's own account (a shed decided on arrival), and the adapter's turns are checked against their
+deadline.
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ pytestmark = pytest.mark.integration
 
 USER = "admission-alice"
 BANK = format_bank_id(user=USER, agent="support")
+#: The user whose recalls keep the server busy (another bank: one bank may hold only its share of the gate).
+OTHER = "admission-bob"
 #: Threads sending recalls without a deadline, back to back: the queue in front of the one slot.
 FLOOD = 16
 DEADLINE_MS = 1500
@@ -43,6 +46,7 @@ class Busy:
 
     def __init__(self, url: str, token: str) -> None:
         self.url, self.token = url, token
+        self.bank = format_bank_id(user=OTHER, agent="support")
         self.statuses: list[int] = []
         self._stop = threading.Event()
         self._pool = ThreadPoolExecutor(FLOOD)
@@ -50,7 +54,7 @@ class Busy:
     def _loop(self) -> None:
         with httpx.Client(base_url=self.url, headers={"Authorization": f"Bearer {self.token}"}, timeout=120) as c:
             while not self._stop.is_set():
-                self.statuses.append(recall(c, "what do I like?").status_code)
+                self.statuses.append(recall(c, "what do I like?", bank=self.bank).status_code)
 
     def __enter__(self) -> Busy:
         for _ in range(FLOOD):
@@ -63,9 +67,9 @@ class Busy:
         self._pool.shutdown(wait=True)
 
 
-def recall(client: httpx.Client, query: str, deadline_ms: int | None = None) -> httpx.Response:
+def recall(client: httpx.Client, query: str, deadline_ms: int | None = None, bank: str = BANK) -> httpx.Response:
     headers = {DEADLINE_HEADER: str(deadline_ms)} if deadline_ms is not None else {}
-    return client.post(f"/v1/default/banks/{BANK}/memories/recall", json={"query": query}, headers=headers)
+    return client.post(f"/v1/default/banks/{bank}/memories/recall", json={"query": query}, headers=headers)
 
 
 @pytest.fixture(scope="module")
@@ -76,12 +80,14 @@ def narrow(token_issuer: TokenIssuer) -> Iterator[LocalHindsight]:
         extra_env={tenant_env("recall_concurrency"): "1"},
     )
     with throwaway_hindsight(config) as hindsight:
-        token = token_issuer.mint(USER, ttl=900)
-        with httpx.Client(base_url=hindsight.url, headers={"Authorization": f"Bearer {token}"}, timeout=120) as c:
-            items = [{"content": f"I like {thing}."} for thing in ("tea", "hiking", "jazz", "rain")]
-            assert c.post(f"/v1/default/banks/{BANK}/memories", json={"items": items}).status_code == 200
-            for _ in range(5):  # served recalls: what the server's estimate learns from
-                assert recall(c, "what do I like?").status_code == 200
+        items = [{"content": f"I like {thing}."} for thing in ("tea", "hiking", "jazz", "rain")]
+        for user in (USER, OTHER):
+            token = token_issuer.mint(user, ttl=900)
+            bank = format_bank_id(user=user, agent="support")
+            with httpx.Client(base_url=hindsight.url, headers={"Authorization": f"Bearer {token}"}, timeout=120) as c:
+                assert c.post(f"/v1/default/banks/{bank}/memories", json={"items": items}).status_code == 200
+                for _ in range(5):  # served recalls: what the server's estimate learns from
+                    assert recall(c, "what do I like?", bank=bank).status_code == 200
         yield hindsight
 
 
@@ -95,7 +101,7 @@ def client(narrow: LocalHindsight, token_issuer: TokenIssuer) -> Iterator[httpx.
 def test_an_overloaded_server_sheds_a_recall_with_a_deadline_at_once(
     narrow: LocalHindsight, client: httpx.Client, token_issuer: TokenIssuer
 ) -> None:
-    with Busy(narrow.url, token_issuer.mint(USER, ttl=900)) as busy:
+    with Busy(narrow.url, token_issuer.mint(OTHER, ttl=900)) as busy:
         shed = recall(client, "what do I like?", deadline_ms=DEADLINE_MS)
         # AND one that states no deadline waits its turn and is served
         patient = recall(client, "what do I like?")
@@ -146,7 +152,7 @@ async def test_the_adapter_turns_a_shed_into_an_immediate_degraded_turn(
         runtime_session_id="admission", user_id=USER, agent_name="support", credential=token_issuer.mint(USER)
     )
     try:
-        with Busy(narrow.url, token_issuer.mint(USER, ttl=900)):
+        with Busy(narrow.url, token_issuer.mint(OTHER, ttl=900)):
             recollections = [await adapter.recall_for_turn(turn, "what do I like?") for _ in range(5)]
         assert {(r.degraded, r.reason) for r in recollections} == {(True, "shed")}
         assert all(r.latency_ms < DEADLINE_MS for r in recollections), [r.latency_ms for r in recollections]
@@ -159,3 +165,15 @@ async def test_the_adapter_turns_a_shed_into_an_immediate_degraded_turn(
         assert (served.degraded, served.count > 0) == (False, True)
     finally:
         await adapter.aclose(timeout=5)
+
+
+def test_one_bank_cannot_take_every_place_in_the_gate(narrow: LocalHindsight, token_issuer: TokenIssuer) -> None:
+    # GIVEN another user's recalls holding the one slot and queueing behind it
+    with Busy(narrow.url, token_issuer.mint(OTHER, ttl=900)) as busy:
+        # WHEN that user also sends a recall stating a deadline it would make (a minute)
+        headers = {"Authorization": f"Bearer {busy.token}"}
+        with httpx.Client(base_url=narrow.url, headers=headers, timeout=120) as other:
+            greedy = recall(other, "what do I like?", deadline_ms=60_000, bank=busy.bank)
+    # THEN it is shed at once for its bank's share of the gate, not queued behind that user's own recalls
+    assert greedy.status_code == 503, greedy.text
+    assert f"{SHED_LOG} status=503 stage=share" in narrow.server_log.read_text(errors="replace")

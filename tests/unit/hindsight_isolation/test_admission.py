@@ -5,6 +5,7 @@ tests/integration/isolation/test_admission.py."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -64,12 +65,21 @@ class Call:
         return dict(start["headers"])
 
 
+_banks = itertools.count()
+
+
 def _start(
-    app: HeldApp, deadline_ms: str | None = None, kind: RequestKind = RequestKind.RECALL, credential: str = "known"
+    app: HeldApp,
+    deadline_ms: str | None = None,
+    kind: RequestKind = RequestKind.RECALL,
+    credential: str = "known",
+    bank: str | None = None,
 ) -> Call:
+    """One request, of its own bank unless ``bank`` is given."""
     headers = [] if deadline_ms is None else [(DEADLINE_HEADER.encode(), deadline_ms.encode())]
     headers.append((b"authorization", f"Bearer {credential}".encode()))
-    scope: Scope = {"type": "http", "method": "POST", "path": "/v1/default/banks/b/memories/recall", "headers": headers}
+    path = f"/v1/default/banks/{bank or f'b{next(_banks)}'}/memories/recall"
+    scope: Scope = {"type": "http", "method": "POST", "path": path, "headers": headers}
     sent: list[Message] = []
 
     async def receive() -> Message:
@@ -375,9 +385,148 @@ async def test_concurrency_zero_turns_the_gate_off() -> None:
 def test_settings_defaults_parse_and_round_trip() -> None:
     base = {"operator_key": "k" * 32}
     assert IsolationSettings.from_config(base).admission == AdmissionConfig()
-    tuned = IsolationSettings.from_config(base | {"recall_concurrency": "0", "recall_max_wait_ms": "350"})
-    assert tuned.admission == AdmissionConfig(concurrency=0, max_wait_s=0.35)
+    tuned = IsolationSettings.from_config(
+        base | {"recall_concurrency": "0", "recall_max_wait_ms": "350", "recall_latency_tolerance": "2.5"}
+    )
+    assert tuned.admission == AdmissionConfig(concurrency=0, max_wait_s=0.35, tolerance=2.5)
     assert IsolationSettings.from_env(tuned.to_env()).admission == tuned.admission
     assert "HINDSIGHT_API_TENANT_RECALL_CONCURRENCY" not in IsolationSettings.from_config(base).to_env()
     with pytest.raises(ConfigError, match="RECALL_CONCURRENCY"):
         IsolationSettings.from_config(base | {"recall_concurrency": "-1"})
+
+
+@pytest.fixture
+def adaptive(clock: Clock) -> Any:
+    """A gate of 4 slots at most that lets in fewer while recalls run over 1.5x a recall served alone; no queue."""
+    admission.configure(AdmissionConfig(concurrency=4, max_wait_s=0.0, tolerance=1.5))
+    current = admission.gate()
+    assert current is not None
+    current.clock = clock
+    yield current
+    admission.configure(AdmissionConfig())
+
+
+async def _rounds(app: HeldApp, clock: Clock, *, rounds: int, at_once: int, seconds: float) -> None:
+    """``rounds`` times: ``at_once`` recalls without a deadline arrive together; the ones the gate lets in share one
+    CPU (each takes ``seconds`` times as many as run together), the rest queue."""
+    for _ in range(rounds):
+        calls = await _saturate(app, at_once)
+        while not all(c.task.done() for c in calls):
+            running = [f for f in app.started if not f.done()]
+            clock.now += seconds * len(running)
+            for future in running:
+                future.set_result(200)
+            await _settle()
+
+
+async def test_the_limit_comes_down_while_recalls_run_slower_than_alone(adaptive: RecallGate, clock: Clock) -> None:
+    app = HeldApp()
+    await _serve_one(app, clock, 0.1)  # served alone: 100 ms
+    assert adaptive.slots() == 4
+    seen = []
+    for _ in range(8):  # four at once share the CPU: 400 ms each; two, 200 ms: both over 1.5 x 100 ms
+        await _rounds(app, clock, rounds=1, at_once=4, seconds=0.1)
+        seen.append(adaptive.slots())
+    assert seen[0] == 2  # down in proportion (1.5 x 100 ms / 400 ms, halved at most)
+    assert 1 in seen  # down to one at once ...
+    assert max(seen) < 4  # ... probing above it, never back to where recalls were slow
+    assert adaptive.baseline_s() == pytest.approx(0.1)  # slow recalls that shared the CPU do not move the baseline
+    running = [_start(app, "2000") for _ in range(adaptive.slots())]
+    await _settle()
+    shed = _start(app, "2000")  # one more waits for a slot, beyond a max wait of 0: shed at once
+    await _settle()
+    assert shed.status == 503
+    for future in app.started[-len(running) :]:
+        future.set_result(200)
+    await asyncio.gather(*(c.task for c in running))
+    assert {c.status for c in running} == {200}
+
+
+async def test_the_limit_climbs_back_while_a_full_gate_serves_fast_recalls(adaptive: RecallGate, clock: Clock) -> None:
+    app = HeldApp()
+    await _serve_one(app, clock, 0.1)
+    await _rounds(app, clock, rounds=6, at_once=4, seconds=0.1)
+    assert adaptive.slots() <= 2
+    await _rounds(app, clock, rounds=10, at_once=4, seconds=0.02)  # recalls got cheaper: four at once are fast
+    assert adaptive.slots() == 4  # back to the ceiling, never above it
+    assert adaptive.limit == pytest.approx(4.0)
+
+
+async def test_a_gate_that_is_not_full_does_not_raise_its_limit(adaptive: RecallGate, clock: Clock) -> None:
+    app = HeldApp()
+    await _serve_one(app, clock, 0.1)
+    await _rounds(app, clock, rounds=6, at_once=4, seconds=0.1)
+    limit = adaptive.limit
+    for _ in range(20):
+        await _serve_one(app, clock, 0.1)  # one at a time: the limit is not what holds recalls back
+    assert adaptive.limit == pytest.approx(limit)
+
+
+async def test_tolerance_zero_keeps_the_limit_fixed(clock: Clock) -> None:
+    admission.configure(AdmissionConfig(concurrency=4, max_wait_s=0.0, tolerance=0.0))
+    current = admission.gate()
+    assert current is not None
+    current.clock = clock
+    try:
+        app = HeldApp()
+        await _serve_one(app, clock, 0.1)
+        await _rounds(app, clock, rounds=6, at_once=4, seconds=0.1)
+        assert current.slots() == 4
+    finally:
+        admission.configure(AdmissionConfig())
+
+
+async def test_one_bank_cannot_take_every_place_in_the_gate(gate: RecallGate, clock: Clock) -> None:
+    app = HeldApp()
+    await _serve_one(app, clock, 0.01)
+    mine = _start(app, "2000", bank="greedy")  # its share of 2 slots: one place
+    await _settle()
+    again = _start(app, "2000", bank="greedy")  # a second at once: shed, though a slot is free
+    other = _start(app, "2000", bank="polite")  # another caller takes the free slot
+    patient = _start(app, bank="greedy")  # without a deadline never shed: it queues
+    await _settle()
+    assert again.status == 503
+    assert not other.task.done()
+    assert not patient.task.done()
+    assert gate.held == {"/v1/default/banks/greedy/memories/recall": 2, "/v1/default/banks/polite/memories/recall": 1}
+    for _ in range(3):
+        app.started[len([f for f in app.started if f.done()])].set_result(200)
+        await _settle()
+    await asyncio.gather(mine.task, other.task, patient.task)
+    assert {mine.status, other.status, patient.status} == {200}
+    assert not gate.held  # every place given back
+
+
+async def test_a_slow_machine_may_queue_half_a_recall_served_alone(clock: Clock) -> None:
+    admission.configure(AdmissionConfig(concurrency=2, max_wait_s=0.05, tolerance=0.0))
+    current = admission.gate()
+    assert current is not None
+    current.clock = clock
+    try:
+        app = HeldApp()
+        await _serve_one(app, clock, 0.4)  # a recall alone takes 400 ms here: 50 ms of queueing would shed at once
+        await _saturate(app, 2)
+        queued = _start(app, "2000")  # expected wait 400 ms / 2 slots = 200 ms: half a recall alone, admitted
+        await _settle()
+        shed = _start(app, "2000")  # one more ahead: 400 ms, shed
+        await _settle()
+        assert queued.status is None
+        assert shed.status == 503
+        assert current.max_wait_s() == pytest.approx(0.2)
+    finally:
+        admission.configure(AdmissionConfig())
+
+
+async def test_the_service_estimate_follows_the_load(clock: Clock) -> None:
+    admission.configure(AdmissionConfig(concurrency=4, max_wait_s=0.0, tolerance=0.0))
+    current = admission.gate()
+    assert current is not None
+    current.clock = clock
+    try:
+        app = HeldApp()
+        await _rounds(app, clock, rounds=5, at_once=4, seconds=0.1)  # 20 recalls four at once: 400 ms each
+        for _ in range(17):
+            await _serve_one(app, clock, 0.1)  # then one at a time
+        assert current.service_s() == pytest.approx(0.1)  # the slow ones no longer make the expected wait
+    finally:
+        admission.configure(AdmissionConfig())

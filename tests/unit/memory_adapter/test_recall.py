@@ -166,3 +166,26 @@ async def test_custom_formatter_replaces_the_default(make_adapter, fake):
     seed(fake, "user:alice:agent:support", "alice likes tea")
     adapter = make_adapter(formatter=lambda memories: "|".join(m.text for m in memories))
     assert await adapter.before_turn(ctx(), query="tea") == "alice likes tea"
+
+
+async def test_after_a_shed_the_process_sends_one_recall_at_a_time(make_adapter, fake):
+    import asyncio
+
+    fake.fault = Fault.SHED
+    adapter = make_adapter(recall_timeout=0.3)
+    adapter._recaller.windows.clock = Clock()  # time stands still: the window never ends
+    await adapter.recall_for_turn(ctx("alice"), "hello")  # shed: the server is overloaded
+    fake.fault = Fault.HANG
+    bob = asyncio.ensure_future(adapter.recall_for_turn(ctx("bob"), "hello"))  # asks (nothing else in flight)
+    await asyncio.sleep(0.05)
+    carol = await adapter.recall_for_turn(ctx("carol"), "hello")  # bob's still in flight: skipped, no round trip
+    assert (carol.degraded, carol.reason) == (True, "shed")
+    assert (await bob).reason == "timeout"
+    assert len(fake.calls("/memories/recall")) == 2  # alice's and bob's
+    fake.fault = Fault.NONE
+    dave = await adapter.recall_for_turn(ctx("dave"), "hello")  # nothing in flight: asks, and is served ...
+    erin = asyncio.ensure_future(adapter.recall_for_turn(ctx("erin"), "hello"))
+    frank = await adapter.recall_for_turn(ctx("frank"), "hello")  # ... which closes the window for everyone
+    assert not dave.degraded
+    assert not (await erin).degraded
+    assert not frank.degraded

@@ -64,15 +64,21 @@ class ShedWindows:
     """Per bank, until when a shed's ``Retry-After`` holds: a recall of that bank in the window degrades at once
     (reason ``shed``) without a round trip the server already said it would refuse.
 
-    Per bank, not per process: a process serving several users (local runs) must not stop the others' recalls for
-    one user's shed. On AgentCore each session has its own microVM, so this is one user's next turns only."""
+    Per bank first: a process serving several users (local runs) must not stop the others' recalls for one user's
+    shed. But a shed says the *server* is overloaded, so in the same window the process as a whole sends one recall
+    at a time (``in_flight``): the others skip at once instead of each paying a round trip to a server whose event
+    loop is starved, and the first recall served closes the window for all. On AgentCore each session has its own
+    microVM, so this is one user's next turns only."""
 
     until: dict[str, float] = field(default_factory=dict)
     clock: Callable[[], float] = time.monotonic
+    overloaded_until: float = 0.0
+    in_flight: int = 0
 
     def holds(self, bank_id: str) -> bool:
-        """Whether ``bank_id``'s recalls are still to be skipped."""
-        return self.until.get(bank_id, 0.0) > self.clock()
+        """Whether ``bank_id``'s recall is to be skipped now."""
+        now = self.clock()
+        return self.until.get(bank_id, 0.0) > now or (self.overloaded_until > now and self.in_flight > 0)
 
     def hold(self, bank_id: str, retry_after: float | None) -> None:
         """Start a window of ``retry_after`` seconds (none without one)."""
@@ -85,6 +91,11 @@ class ShedWindows:
             if len(self.until) >= _MAX_WINDOWS:
                 self.until.pop(next(iter(self.until)))
         self.until[bank_id] = now + min(retry_after, MAX_SHED_WINDOW_S)
+        self.overloaded_until = max(self.overloaded_until, self.until[bank_id])
+
+    def served(self) -> None:
+        """A recall was served: the server is not refusing this process now."""
+        self.overloaded_until = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +121,7 @@ class Recaller:
         if not rt.breaker.allow():
             rt.maybe_probe()
             return degraded("breaker_open", started, self.observer, bank_id)
+        self.windows.in_flight += 1
         try:
             deadline_at = time.perf_counter() + self.deadline
             future = rt.recall_pool.submit(
@@ -143,6 +155,9 @@ class Recaller:
         except Exception:
             logger.warning("memory recall failed", exc_info=True)
             return degraded("error", started, self.observer, bank_id)
+        finally:
+            self.windows.in_flight -= 1
+        self.windows.served()
         rt.breaker.record_success()
         recollection = recalled(
             memories, started, bank_id, formatter=self.formatter, max_tokens=self.max_tokens, observer=self.observer
