@@ -75,7 +75,7 @@ class VectorDatabase(Construct):
     """RDS PostgreSQL (or Aurora Serverless v2); exposes ``connections``, ``master_secret``, ``login`` (Hindsight's
     own login: ``login.secret``), ``ca_bundle``, ``port``, ``endpoint_address`` and ``database_name``.
 
-    Workloads in other stacks connect through ``allow_from``, ``container_environment``, ``container_secrets``
+    Workloads in other stacks connect through ``allow_from``, ``container_environment``, ``secret_sources``
     and ``grant_connect``; each writes what it needs into the workload's stack, so this stateful stack never
     references (or depends on) a stateless one. Monitoring reads ``metric(name)`` (with ``engine`` and
     ``allocated_storage_gb``); the backup plan selects ``backup_resource()``.
@@ -249,10 +249,6 @@ class VectorDatabase(Construct):
         """Where to connect: host, port and database name (plain values)."""
         return {ENV_DB_HOST: self.endpoint_address, ENV_DB_PORT: str(self.port), ENV_DB_NAME: self.database_name}
 
-    def container_secrets(self, scope: Construct) -> dict[str, ecs.Secret]:
-        """Hindsight's login and the RDS CA bundle as ECS secrets (the execution role is granted read by ECS)."""
-        return {name: source.ecs_secret() for name, source in self.secret_sources(scope).items()}
-
     def secret_sources(self, scope: Construct) -> dict[str, SecretSource]:
         """Hindsight's login and the RDS CA bundle, by the variable each becomes.
 
@@ -267,7 +263,7 @@ class VectorDatabase(Construct):
         }
 
     def grant_connect(self, task: ecs.TaskDefinition) -> None:
-        """Let task's execution role decrypt the login (with :meth:`container_secrets`, all a task needs)."""
+        """Let task's execution role decrypt the login (with :meth:`secret_sources`, all a task needs)."""
         self.grant_login_decrypt(task.obtain_execution_role())
 
     def grant_login_decrypt(self, grantee: iam.IGrantable) -> None:

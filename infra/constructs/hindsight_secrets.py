@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_secretsmanager as secretsmanager
@@ -27,8 +26,8 @@ ENV_LLM_API_KEY = "HINDSIGHT_API_LLM_API_KEY"
 
 
 class HindsightSecrets(Part):
-    """Exposes ``key``, ``operator_key``, ``agent_key`` and ``llm_api_key``; ``credential_secrets()`` and
-    ``llm_secrets()`` (the container's variables), ``grant_agent_key_read(grantee)``,
+    """Exposes ``key``, ``operator_key``, ``agent_key`` and ``llm_api_key``; ``credential_sources()`` and
+    ``llm_sources()`` (the processes' variables), ``grant_agent_key_read(grantee)``,
     ``grant_operator_key_read(grantee)``."""
 
     def __init__(self, scope: Construct, construct_id: str, *, config: HindsightConfig, auth_mode: AuthMode) -> None:
@@ -60,20 +59,12 @@ class HindsightSecrets(Part):
         """The agent key's ARN (what the agent's environment names), or None outside IAM mode."""
         return self.agent_key.secret_arn if self.agent_key is not None else None
 
-    def credential_secrets(self) -> dict[str, ecs.Secret]:
-        """The isolation extension's keys as container variables (ECS grants the execution role read)."""
-        return {name: source.ecs_secret() for name, source in self.credential_sources().items()}
-
     def credential_sources(self) -> dict[str, SecretSource]:
         """The isolation extension's keys, by the variable each becomes."""
         sources = {ENV_OPERATOR_KEY: SecretSource(secret=self.operator_key)}
         if self.agent_key is not None:
             sources[ENV_AGENT_KEY] = SecretSource(secret=self.agent_key)
         return sources
-
-    def llm_secrets(self) -> dict[str, ecs.Secret]:
-        """The external LLM's key as a container variable (none with Bedrock)."""
-        return {name: source.ecs_secret() for name, source in self.llm_sources().items()}
 
     def llm_sources(self) -> dict[str, SecretSource]:
         """The external LLM's key, by its variable (none with Bedrock)."""

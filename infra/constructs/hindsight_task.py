@@ -33,6 +33,7 @@ from infra.constructs.database import (
     ENV_DB_USERNAME,
 )
 from infra.constructs.rds_ca_bundle import CA_FILE
+from infra.constructs.secret_source import SecretSource
 from infra.permissions import grant_bedrock_invoke
 from memory_adapter.constants import RECALL_SERVER_SETTINGS, RETAIN_SERVER_SETTINGS
 
@@ -145,6 +146,7 @@ class HindsightTaskParts:
     the workers cannot drift apart.
 
     Args:
+        secrets: What each task reads at start, by variable (ECS injects each as a container secret).
         execution_grants: Grants each task's execution role needs beyond its secrets (the database key's decrypt,
             the mirrored image's pull), called with the task definition.
     """
@@ -154,7 +156,7 @@ class HindsightTaskParts:
     extension: s3_assets.Asset
     extension_sha256: str
     environment: Mapping[str, str]
-    secrets: Mapping[str, ecs.Secret]
+    secrets: Mapping[str, SecretSource]
     log_group: logs.ILogGroup
     execution_grants: tuple[Callable[[ecs.TaskDefinition], object], ...] = ()
 
@@ -361,7 +363,7 @@ class HindsightTaskDefinition(ecs.FargateTaskDefinition):
             entry_point=["/bin/bash", "-c", command, log_prefix] if one_off else ["/bin/bash", "-c"],
             command=list(arguments or ()) if one_off else [command],
             environment=env,
-            secrets=dict(parts.secrets),
+            secrets={name: source.ecs_secret() for name, source in parts.secrets.items()},
             port_mappings=[ecs.PortMapping(container_port=config.port)] if worker_id is None and not one_off else [],
             # Liveness: the process answers without touching the database. Readiness (/health, which checks the
             # database) is the load balancer's health check. A one-off task serves nothing to check.

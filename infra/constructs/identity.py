@@ -5,7 +5,6 @@ from __future__ import annotations
 from aws_cdk import CustomResource, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cognito as cognito
-from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
@@ -28,7 +27,7 @@ SSM_MIRROR_ACTIONS = ("ssm:GetParameter", "ssm:DeleteParameter", *SSM_WRITE_ACTI
 
 class Identity(Construct):
     """Exposes ``discovery_url``, ``issuer``, ``allowed_clients``, ``allowed_audience``, ``jwks_parameter`` and, in
-    Cognito mode, ``user_pool`` and ``client``; ``grant_read_keys(grantee)``, ``keys_container_secret()``,
+    Cognito mode, ``user_pool`` and ``client``; ``grant_read_keys(grantee)``, ``keys_source()``,
     ``keys_change_pattern()``.
 
     Signing keys in a VPC without egress: AgentCore verifies every token before the agent sees it, and the agent and
@@ -111,12 +110,8 @@ class Identity(Construct):
             token_use="access" if self._config.mode is AuthMode.COGNITO else None,
         )
 
-    def keys_container_secret(self) -> ecs.Secret:
-        """The mirrored keys as an ECS secret (read once at task start; see :meth:`keys_change_pattern`)."""
-        return self.keys_source().ecs_secret()
-
     def keys_source(self) -> SecretSource:
-        """The mirrored keys' parameter (read once at start, on either platform)."""
+        """The mirrored keys' parameter (read once at start, on either platform; see :meth:`keys_change_pattern`)."""
         return SecretSource(parameter=self.jwks_parameter)
 
     def keys_change_pattern(self) -> events.EventPattern:
