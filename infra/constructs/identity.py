@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from aws_cdk import CustomResource, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cognito as cognito
@@ -14,6 +16,7 @@ from constructs import Construct
 
 from infra.config import AuthConfig, AuthMode
 from infra.constructs.alerts import Alerts
+from infra.constructs.foundation import Foundation
 from infra.constructs.functions import FUNCTIONS_DIR, handler_sha256, python_function, settings_code
 from infra.constructs.handoff import Handoff
 from infra.constructs.secret_source import SecretSource
@@ -23,6 +26,24 @@ from memory_adapter.identity.settings import DISCOVERY_SUFFIX, JwtSettings
 
 MIRROR_DIR = FUNCTIONS_DIR / "jwks_mirror"
 SSM_MIRROR_ACTIONS = ("ssm:GetParameter", "ssm:DeleteParameter", *SSM_WRITE_ACTIONS)
+
+
+@dataclass(frozen=True)
+class IdentityProps:
+    """What the identity is built from.
+
+    Args:
+        config: The ``auth`` section (a user-token mode: cognito or jwt).
+        foundation: The mirror function's logs key and its alarm's topic.
+        removal_policy: What deleting the stack does to the user pool.
+        parameter_prefix: Where the mirrored keys (``<prefix>/identity/jwks``) and the issuer's handoff
+            (``<prefix>/identity/issuer``) are published.
+    """
+
+    config: AuthConfig
+    foundation: Foundation
+    removal_policy: RemovalPolicy
+    parameter_prefix: str
 
 
 class Identity(Construct):
@@ -40,19 +61,10 @@ class Identity(Construct):
     good keys stay in place.
     """
 
-    def __init__(
-        self,
-        scope: Construct,
-        construct_id: str,
-        *,
-        config: AuthConfig,
-        logs_key: kms.IKey,
-        removal_policy: RemovalPolicy,
-        parameter_name: str,
-        issuer_parameter_name: str,
-        alerts: Alerts,
-    ) -> None:
+    def __init__(self, scope: Construct, construct_id: str, props: IdentityProps) -> None:
         super().__init__(scope, construct_id)
+        config, removal_policy = props.config, props.removal_policy
+        parameter_name = f"{props.parameter_prefix}/identity/jwks"
         if config.mode is AuthMode.IAM:
             raise ValueError("Identity is for JWT modes; an IAM runtime has no token issuer")
         self.user_pool: cognito.UserPool | None = None
@@ -69,14 +81,14 @@ class Identity(Construct):
             self.allowed_audience = list(config.allowed_audience)
         self._config = config
         self._parameter_name = parameter_name
-        keys = self._mirror(config, logs_key, alerts)
+        keys = self._mirror(config, props.foundation.logs_key, props.foundation.alerts)
         #: The discovery document's ``issuer``, exactly as tokens carry it in ``iss`` (read at deploy time). Later
         #: stacks read it with :meth:`issuer_in`: a new discovery URL changes it, which an export would refuse.
         self.issuer = keys.get_att_string("Issuer")
         self._issuer = Handoff(
             self,
             "IssuerHandoff",
-            parameter_name=issuer_parameter_name,
+            parameter_name=f"{props.parameter_prefix}/identity/issuer",
             value=self.issuer,
             description="The token issuer's iss (from its discovery document), for the later stacks",
         )

@@ -20,6 +20,8 @@ visibility timeout, :data:`MAX_RECEIVE_COUNT` times, then waits in :attr:`dead_l
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import jsii
 from aws_cdk import ArnFormat, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -37,6 +39,7 @@ from hindsight_isolation.events import EVENT_SOURCE
 from infra.config import EventsConfig
 from infra.constructs.alerts import Alerts, watch_queue
 from infra.constructs.creation import instance_id
+from infra.constructs.foundation import Foundation
 from infra.constructs.handoff import Handoff
 from infra.constructs.log_retention import retention
 from infra.permissions import (
@@ -82,30 +85,31 @@ class _LogGroupTarget:
         return events.RuleTargetConfig(arn=self._arn)
 
 
-class MemoryEvents(Construct):
-    """Exposes ``key``, ``queue``, ``dead_letters``, ``bus``, ``archive``, ``pipe``, ``audit_log``, ``audit_rule``
-    and ``alarms`` (the dead letters', the stalled queue's).
+@dataclass(frozen=True)
+class MemoryEventsProps:
+    """What the memory event stream is built from.
 
     Args:
         config: The ``events`` section (``include_text``, the archive's and the audit log's retention).
+        foundation: The audit log's key and the alarms' topic.
+        removal_policy: What becomes of what holds events (key, queues, archive, audit log) when the stack is
+            deleted.
         parameter_prefix: Where the handoffs of the queue and key are published for later stacks.
-        removal: What becomes of what holds events (key, queues, archive, audit log) when the stack is deleted.
-        logs_key: The audit log's key.
-        alerts: Where the alarms notify.
     """
 
-    def __init__(
-        self,
-        scope: Construct,
-        construct_id: str,
-        *,
-        config: EventsConfig,
-        parameter_prefix: str,
-        removal: RemovalPolicy,
-        logs_key: kms.IKey,
-        alerts: Alerts,
-    ) -> None:
+    config: EventsConfig
+    foundation: Foundation
+    removal_policy: RemovalPolicy
+    parameter_prefix: str
+
+
+class MemoryEvents(Construct):
+    """Exposes ``key``, ``queue``, ``dead_letters``, ``bus``, ``archive``, ``pipe``, ``audit_log``, ``audit_rule``
+    and ``alarms`` (the dead letters', the stalled queue's)."""
+
+    def __init__(self, scope: Construct, construct_id: str, props: MemoryEventsProps) -> None:
         super().__init__(scope, construct_id)
+        config, removal, parameter_prefix = props.config, props.removal_policy, props.parameter_prefix
         stack = Stack.of(self)
         self.include_text = config.include_text
         self.key = kms.Key(
@@ -176,8 +180,8 @@ class MemoryEvents(Construct):
             cfn_archive.kms_key_identifier = self.key.key_arn
         self.archive.apply_removal_policy(removal)
         self.pipe = self._pipe()
-        self.audit_log, self.audit_rule = self._audit_rule(config, logs_key, removal)
-        self.alarms = self._alarms(alerts)
+        self.audit_log, self.audit_rule = self._audit_rule(config, props.foundation.logs_key, removal)
+        self.alarms = self._alarms(props.foundation.alerts)
         self._queue_url = Handoff(
             self,
             "QueueUrlHandoff",

@@ -9,7 +9,7 @@ from constructs import Construct
 
 from infra.config import AuthConfig, DataRemoval
 from infra.constructs.foundation import Foundation
-from infra.constructs.identity import Identity
+from infra.constructs.identity import Identity, IdentityProps
 from infra.constructs.part import PartAwareStack
 from infra.stacks.removal import removal_policy
 
@@ -29,16 +29,13 @@ class IdentityStack(PartAwareStack):
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
-        self.identity = Identity(
-            self,
-            "Identity",
+        props = IdentityProps(
             config=config,
-            logs_key=foundation.logs_key,
+            foundation=foundation,
             removal_policy=removal_policy(removal, snapshots=False),  # a user pool cannot be snapshotted
-            parameter_name=f"{parameter_prefix}/identity/jwks",
-            issuer_parameter_name=f"{parameter_prefix}/identity/issuer",
-            alerts=foundation.alerts,
+            parameter_prefix=parameter_prefix,
         )
+        self.identity = Identity(self, "Identity", props)
         CfnOutput(self, "DiscoveryUrl", value=self.identity.discovery_url, description="OIDC discovery URL")
         CfnOutput(
             self, "Issuer", value=self.identity.issuer, description="The issuer's iss, from its discovery document"
