@@ -15,7 +15,8 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
-from infra.config import AuthMode, HindsightConfig, LlmProvider
+from infra.config import AuthMode, LlmProvider
+from infra.constructs.memory_props import MemoryProps
 from infra.constructs.part import Part
 from infra.constructs.secret_source import SecretSource
 from infra.isolation_env import ENV_AGENT_KEY, ENV_OPERATOR_KEY
@@ -30,15 +31,17 @@ class HindsightSecrets(Part):
     ``llm_sources()`` (the processes' variables), ``grant_agent_key_read(grantee)``,
     ``grant_operator_key_read(grantee)``."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, config: HindsightConfig, auth_mode: AuthMode) -> None:
+    def __init__(self, scope: Construct, construct_id: str, props: MemoryProps) -> None:
+        """Built from its memory service's props: the LLM provider and its key (``hindsight``), the auth mode."""
         super().__init__(scope, construct_id)
+        config = props.config
         self.key = kms.Key(self, "Key", description="Hindsight service secrets", enable_key_rotation=True)
         self.operator_key = self._generated(
             "OperatorKey", "Hindsight operator credential: administers every bank; never the agent's"
         )
         self.agent_key: secretsmanager.Secret | None = (
             self._generated("AgentKey", "Per-deployment agent credential (IAM runtimes): this deployment's banks only")
-            if auth_mode is AuthMode.IAM
+            if props.auth.mode is AuthMode.IAM
             else None
         )
         self.llm_api_key: secretsmanager.ISecret | None = None

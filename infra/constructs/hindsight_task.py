@@ -161,6 +161,11 @@ class HindsightTaskParts:
     execution_grants: tuple[Callable[[ecs.TaskDefinition], object], ...] = ()
 
 
+def api_command(config: HindsightConfig) -> str:
+    """The API's command: HTTPS with the task's own certificate when ``hindsight.tls_to_tasks``, else HTTP."""
+    return API_TLS_COMMAND if config.tls_to_tasks else API_COMMAND
+
+
 def hindsight_environment(config: HindsightConfig, *, database: Mapping[str, str]) -> dict[str, str]:
     """The Hindsight server's plain settings, with ``database`` (where it connects; the extension's are added by
     the service)."""

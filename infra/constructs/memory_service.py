@@ -32,10 +32,10 @@ from infra.config import Platform
 from infra.constructs.eks_workloads import HindsightOnEks
 from infra.constructs.handoff import Handoff
 from infra.constructs.hindsight_secrets import HindsightSecrets
-from infra.constructs.hindsight_task import API_COMMAND, API_TLS_COMMAND, hindsight_environment
+from infra.constructs.hindsight_task import hindsight_environment
 from infra.constructs.image_mirror import ImageMirror
 from infra.constructs.memory_endpoint import ConnectableConstruct
-from infra.constructs.memory_load_balancer import MemoryLoadBalancer
+from infra.constructs.memory_load_balancer import MemoryLoadBalancer, MemoryLoadBalancerProps
 from infra.constructs.memory_props import MemoryServiceProps
 from infra.constructs.memory_service_ecs import HindsightOnEcs
 from infra.constructs.memory_service_eks import hindsight_on_eks
@@ -61,7 +61,7 @@ class MemoryService(Construct):
         config = self.config = props.config
         # Memory events (events.enabled): the extension in every process sends them to the events queue.
         events_env = props.events.environment_in(self) if props.events is not None else {}
-        self.secrets = HindsightSecrets(self, "Secrets", config=config, auth_mode=props.auth.mode)
+        self.secrets = HindsightSecrets(self, "Secrets", props)
         self.extension = s3_assets.Asset(self, "IsolationExtension", path=str(config.extension_path))
         # A new extension restarts the tasks or pods that load it.
         self.extension_sha256 = hashlib.sha256(Path(config.extension_path).read_bytes()).hexdigest()
@@ -125,11 +125,6 @@ class MemoryService(Construct):
 
     # -- what both halves build with ---------------------------------------------------------------------------------
 
-    @property
-    def api_command(self) -> str:
-        """The API's command: HTTPS with the task's own certificate when ``hindsight.tls_to_tasks``, else HTTP."""
-        return API_TLS_COMMAND if self.config.tls_to_tasks else API_COMMAND
-
     def workload_access(self, props: MemoryServiceProps) -> dict[str, SecretSource]:
         """The tasks' or pods' security group (``security_group``), which the database admits (and the load balancer
         reaches), and what every process reads at start, by the variable each becomes: the database's login and CA
@@ -186,11 +181,12 @@ class MemoryService(Construct):
         self.load_balancing = MemoryLoadBalancer(
             self,
             "LoadBalancing",
-            config=props.config,
-            network=props.foundation.network,
-            security_group=self.load_balancer_security_group,
-            api_service=api_service,
-            alerts=props.foundation.alerts,
+            MemoryLoadBalancerProps(
+                config=props.config,
+                foundation=props.foundation,
+                security_group=self.load_balancer_security_group,
+                api_service=api_service,
+            ),
         )
         return self.load_balancing
 

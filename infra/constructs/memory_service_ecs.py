@@ -25,11 +25,12 @@ from infra.constructs.hindsight_task import (
     WORKER_COMMAND,
     HindsightTaskDefinition,
     HindsightTaskParts,
+    api_command,
 )
 from infra.constructs.image_mirror import hindsight_image
 from infra.constructs.log_retention import retention
 from infra.constructs.network import Network
-from infra.constructs.redeploy_on_rotation import RedeployOnRotation
+from infra.constructs.redeploy_on_rotation import RedeployOnRotation, RedeployProps
 from infra.permissions import (
     MAINTENANCE_FOLLOW_ACTIONS,
     MAINTENANCE_RUN_ACTIONS,
@@ -76,7 +77,7 @@ class HindsightOnEcs:
             memory,
             "ApiTask",
             parts=parts,
-            command=memory.api_command,
+            command=api_command(config),
             log_prefix="api",
             serve_tls=config.tls_to_tasks,
         )
@@ -142,11 +143,13 @@ class HindsightOnEcs:
         self.redeploy = RedeployOnRotation(
             memory,
             "RedeployOnRotation",
-            cluster=self.cluster,
-            services=[self.api_service, *self.worker_services],
-            triggers=memory.restart_triggers(props),
-            logs_key=props.foundation.logs_key,
-            alerts=props.foundation.alerts,
+            RedeployProps(
+                cluster=self.cluster,
+                services=(self.api_service, *self.worker_services),
+                triggers=memory.restart_triggers(props),
+                logs_key=props.foundation.logs_key,
+                alerts=props.foundation.alerts,
+            ),
         )
 
     def _maintenance_policy(self) -> iam.ManagedPolicy:
