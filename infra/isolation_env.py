@@ -24,9 +24,6 @@ if TYPE_CHECKING:
 ENV_OPERATOR_KEY = iso.tenant_env("operator_key")
 ENV_AGENT_KEY = iso.tenant_env("agent_key")
 ENV_STATIC_JWKS = iso.tenant_env(iso.JWT_NAMING.key("static_jwks"))
-ENV_ISSUER = iso.tenant_env(iso.JWT_NAMING.key("issuer"))
-#: Hindsight's own switch for document import, bank restore and clone (``hindsight_api.config``).
-ENV_ENABLE_DOCUMENT_IMPORT_API = iso.ENV_ENABLE_DOCUMENT_IMPORT_API
 
 
 def isolation_settings(props: MemoryServiceProps, *, scope: Construct) -> iso.IsolationSettings:

@@ -41,10 +41,10 @@ from infra.permissions import (
     ADMIN_KEY_WRITE_ACTIONS,
 )
 
-#: The key prefixes memory administration writes (``memory_adapter.admin``: export, forget, backup).
+#: The key prefixes of what memory administration writes that expires (``memory_adapter.admin``: export, backup;
+#: forget's erasure receipts are kept, so no rule names their prefix).
 EXPORTS_PREFIX = "exports/"
 BACKUPS_PREFIX = "backups/"
-RECEIPTS_PREFIX = "erasure-receipts/"
 #: Days a replaced or expired object version is kept (an undo window for a mistaken delete, then gone).
 NONCURRENT_VERSION_DAYS = 7
 #: Server access logs are kept this long.
