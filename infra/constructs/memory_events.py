@@ -42,6 +42,7 @@ from infra.constructs.creation import instance_id
 from infra.constructs.foundation import Foundation
 from infra.constructs.handoff import Handoff
 from infra.constructs.log_retention import retention
+from infra.constructs.queues import encrypted_queue
 from infra.permissions import (
     EVENTS_KEY_SERVICE_ACTIONS,
     LOG_DELIVERY_ACTIONS,
@@ -51,8 +52,6 @@ from infra.permissions import (
 
 __all__ = ["AUDIT_RULE_NAME", "MAX_RECEIVE_COUNT", "VISIBILITY_TIMEOUT", "MemoryEvents"]
 
-#: SQS's longest retention: events and dead letters wait two weeks at most.
-RETENTION = Duration.days(14)
 #: How long a batch the pipe could not deliver stays hidden before the pipe tries again.
 VISIBILITY_TIMEOUT = Duration.minutes(5)
 #: Deliveries before a message goes to the dead letters: about an hour of retries (FIFO: the bank's later events
@@ -220,20 +219,17 @@ class MemoryEvents(Construct):
     ) -> sqs.Queue:
         """A FIFO queue under the events key; the sender sets each message's deduplication id (the event id), and
         throughput is per message group (per bank: high-throughput FIFO)."""
-        return sqs.Queue(
+        return encrypted_queue(
             self,
             construct_id,
+            key=self.key,
+            removal=removal,
             fifo=True,
             content_based_deduplication=False,
             deduplication_scope=sqs.DeduplicationScope.MESSAGE_GROUP,
             fifo_throughput_limit=sqs.FifoThroughputLimit.PER_MESSAGE_GROUP_ID,
-            encryption=sqs.QueueEncryption.KMS,
-            encryption_master_key=self.key,
-            enforce_ssl=True,
-            retention_period=RETENTION,
             visibility_timeout=VISIBILITY_TIMEOUT,
             dead_letter_queue=dead_letter_queue,
-            removal_policy=removal,
         )
 
     def _pipe(self) -> pipes.CfnPipe:

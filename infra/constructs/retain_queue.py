@@ -32,6 +32,7 @@ from infra.config import RetainQueueConfig
 from infra.constructs.alerts import watch_queue
 from infra.constructs.foundation import Foundation
 from infra.constructs.props import raise_if_invalid
+from infra.constructs.queues import encrypted_queue
 from infra.permissions import SQS_PRODUCER_KEY_ACTIONS, SQS_SEND_ACTIONS
 from memory_adapter.constants import SQS_MAX_MESSAGE_BYTES
 
@@ -44,8 +45,6 @@ __all__ = [
     "visibility_timeout",
 ]
 
-#: SQS's longest retention: dead letters stay reviewable for two weeks.
-RETENTION = Duration.days(14)
 #: Fewest receives before SQS gives up on a message, however short the grace window.
 MIN_RECEIVE_COUNT = 3
 #: AWS's advice for an SQS event source mapping: a visibility timeout of six times the function's timeout.
@@ -98,28 +97,18 @@ class RetainQueue(Construct):
             enable_key_rotation=True,
             removal_policy=removal,
         )
-        self.dead_letters = sqs.Queue(
-            self,
-            "DeadLetters",
-            encryption=sqs.QueueEncryption.KMS,
-            encryption_master_key=self.key,
-            enforce_ssl=True,
-            max_message_size_bytes=SQS_MAX_MESSAGE_BYTES,
-            retention_period=RETENTION,
-            removal_policy=removal,
+        self.dead_letters = encrypted_queue(
+            self, "DeadLetters", key=self.key, removal=removal, max_message_size_bytes=SQS_MAX_MESSAGE_BYTES
         )
         self.max_receive_count = max_receive_count(grace_seconds, visibility)
-        self.queue = sqs.Queue(
+        self.queue = encrypted_queue(
             self,
             "Queue",
-            encryption=sqs.QueueEncryption.KMS,
-            encryption_master_key=self.key,
-            enforce_ssl=True,
+            key=self.key,
+            removal=removal,
             max_message_size_bytes=SQS_MAX_MESSAGE_BYTES,
-            retention_period=RETENTION,
             visibility_timeout=Duration.seconds(visibility),
             dead_letter_queue=sqs.DeadLetterQueue(max_receive_count=self.max_receive_count, queue=self.dead_letters),
-            removal_policy=removal,
         )
         self.dead_letter_alarm, self.oldest_message_alarm = watch_queue(
             self,
