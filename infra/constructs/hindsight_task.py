@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from aws_cdk import Aws, Duration
 from aws_cdk import aws_ecs as ecs
@@ -298,27 +299,22 @@ class HindsightTaskDefinition(ecs.FargateTaskDefinition):
         self.add_to_task_role_policy(extension_read_statement(extension))
         grant_bedrock(self, self.task_role, config)
         logging = ecs.LogDrivers.aws_logs(stream_prefix=log_prefix, log_group=parts.log_group)
-        prepare = self.add_container(
+        prepare = self._step(
             "PrepareVolumes",
+            PREPARE_VOLUMES,
             image=image,
-            essential=False,
-            user=ROOT_USER,
-            readonly_root_filesystem=True,
-            entry_point=["/bin/sh", "-c"],
-            command=[PREPARE_VOLUMES],
-            linux_parameters=self._prepare_linux_parameters(),
             logging=logging,
+            user=ROOT_USER,
+            interpreter="/bin/sh",
+            linux_parameters=self._prepare_linux_parameters(),
         )
         _mount_volumes(prepare, extension_read_only=False)
-        prepared = ecs.ContainerDependency(container=prepare, condition=ecs.ContainerDependencyCondition.SUCCESS)
-        init = self.add_container(
+        prepared = _succeeded(prepare)
+        init = self._step(
             "InstallExtension",
+            INSTALL_EXTENSION,
             image=image,
-            essential=False,
-            user=CONTAINER_USER,
-            readonly_root_filesystem=True,
-            entry_point=[IMAGE_PYTHON, "-c"],
-            command=[INSTALL_EXTENSION],
+            logging=logging,
             environment={
                 "EXT_BUCKET": extension.s3_bucket_name,
                 "EXT_KEY": extension.s3_object_key,
@@ -326,31 +322,21 @@ class HindsightTaskDefinition(ecs.FargateTaskDefinition):
                 "AWS_REGION": Aws.REGION,
                 "HOME": "/tmp",  # noqa: S108
             },
-            logging=logging,
         )
         _mount_volumes(init, extension_read_only=False)
         init.add_container_dependencies(prepared)
-        before_main = [
-            prepared,
-            ecs.ContainerDependency(container=init, condition=ecs.ContainerDependencyCondition.SUCCESS),
-        ]
+        before_main = [prepared, _succeeded(init)]
         if serve_tls:
-            certificate = self.add_container(
+            certificate = self._step(
                 "MakeCertificate",
+                MAKE_TASK_CERTIFICATE,
                 image=image,
-                essential=False,
-                user=CONTAINER_USER,
-                readonly_root_filesystem=True,
-                entry_point=[IMAGE_PYTHON, "-c"],
-                command=[MAKE_TASK_CERTIFICATE],
-                linux_parameters=self._no_capabilities(),
                 logging=logging,
+                linux_parameters=self._no_capabilities(),
             )
             certificate.add_mount_points(_tmp_mount())
             certificate.add_container_dependencies(prepared)
-            before_main.append(
-                ecs.ContainerDependency(container=certificate, condition=ecs.ContainerDependencyCondition.SUCCESS)
-            )
+            before_main.append(_succeeded(certificate))
         env = dict(parts.environment)
         health_port = config.port
         if worker_id is not None:
@@ -389,6 +375,31 @@ class HindsightTaskDefinition(ecs.FargateTaskDefinition):
         for grant in parts.execution_grants:
             grant(self)
 
+    def _step(
+        self,
+        construct_id: str,
+        script: str,
+        *,
+        image: ecs.ContainerImage,
+        logging: ecs.LogDriver,
+        user: str = CONTAINER_USER,
+        interpreter: str = IMAGE_PYTHON,
+        **options: Any,
+    ) -> ecs.ContainerDefinition:
+        """A container that runs ``script`` once before Hindsight starts (non-essential, read-only root filesystem;
+        the image's Python unless ``interpreter`` says otherwise)."""
+        return self.add_container(
+            construct_id,
+            image=image,
+            essential=False,
+            user=user,
+            readonly_root_filesystem=True,
+            entry_point=[interpreter, "-c"],
+            command=[script],
+            logging=logging,
+            **options,
+        )
+
     def _no_capabilities(self) -> ecs.LinuxParameters:
         """No Linux capability at all (the certificate step only writes files it owns)."""
         parameters = ecs.LinuxParameters(self, "CertificateLinux")
@@ -407,6 +418,11 @@ def liveness_command(port: int, *, tls: bool) -> list[str]:
     if tls:
         return ["CMD", "curl", "-fsS", "--cacert", TLS_CERT_FILE, f"https://127.0.0.1:{port}/health/live"]
     return ["CMD", "curl", "-fsS", f"http://127.0.0.1:{port}/health/live"]
+
+
+def _succeeded(container: ecs.ContainerDefinition) -> ecs.ContainerDependency:
+    """Start only after ``container`` exited with success."""
+    return ecs.ContainerDependency(container=container, condition=ecs.ContainerDependencyCondition.SUCCESS)
 
 
 def _mount_volumes(container: ecs.ContainerDefinition, *, extension_read_only: bool) -> None:
