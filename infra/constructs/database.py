@@ -20,7 +20,12 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from infra.config import DatabaseConfig, DatabaseEngine
-from infra.constructs.database_login import PASSWORD_EXCLUDED_CHARACTERS, DatabaseLogin, rotation_security_group
+from infra.constructs.database_login import (
+    PASSWORD_EXCLUDED_CHARACTERS,
+    DatabaseLogin,
+    DatabaseLoginProps,
+    rotation_security_group,
+)
 from infra.constructs.database_props import DatabaseProps
 from infra.constructs.network import Network
 from infra.constructs.rds_ca_bundle import RdsCaBundle
@@ -133,14 +138,16 @@ class VectorDatabase(Construct):
         self.login = DatabaseLogin(
             self,
             "Login",
-            props,
-            database=self._resource,
-            endpoint=self._endpoint,
-            database_name=DATABASE_NAME,
-            database_security_group=self.security_group,
-            master_secret=secret,
-            key=self.key,
-            ca_bundle=self.ca_bundle,
+            DatabaseLoginProps(
+                database=props,
+                server=self._resource,
+                endpoint=self._endpoint,
+                database_name=DATABASE_NAME,
+                security_group=self.security_group,
+                master_secret=secret,
+                key=self.key,
+                ca_bundle=self.ca_bundle,
+            ),
         )
         master_rotation = self._resource.add_rotation_single_user(
             automatically_after=Duration.days(config.rotation_days),
