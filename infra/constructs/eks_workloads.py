@@ -47,6 +47,7 @@ from infra.constructs.hindsight_task import (
     WORKER_COMMAND,
     WORKER_HTTP_PORT,
     api_command,
+    extension_environment,
     extension_read_statement,
     grant_bedrock,
 )
@@ -190,12 +191,7 @@ class HindsightOnEks(Construct):
                 image=props.image,
                 environment=props.environment,
                 secret_environment=secret_environment,
-                extension_environment={
-                    "EXT_BUCKET": extension.s3_bucket_name,
-                    "EXT_KEY": extension.s3_object_key,
-                    "EXT_SHA256": props.extension_sha256,
-                    "AWS_REGION": Aws.REGION,
-                },
+                extension_environment=extension_environment(extension, props.extension_sha256),
                 workload_role_arn=self.workload_role.role_arn if irsa else None,
                 maintenance_role_arn=self.maintenance_role.role_arn if irsa else None,
                 pod_security_group_id=security_group.security_group_id,

@@ -211,6 +211,17 @@ def hindsight_environment(config: HindsightConfig, *, database: Mapping[str, str
     return env
 
 
+def extension_environment(extension: s3_assets.Asset, sha256: str) -> dict[str, str]:
+    """What the install step (:data:`INSTALL_EXTENSION`, in a task or a pod) reads: where the extension is, and the
+    digest it must have."""
+    return {
+        "EXT_BUCKET": extension.s3_bucket_name,
+        "EXT_KEY": extension.s3_object_key,
+        "EXT_SHA256": sha256,
+        "AWS_REGION": Aws.REGION,
+    }
+
+
 def extension_read_statement(extension: s3_assets.Asset) -> iam.PolicyStatement:
     """Exactly what the install step reads: one object of the asset bucket (CDK's grant_read adds List* and
     GetBucket* on the whole bootstrap bucket)."""
@@ -316,10 +327,7 @@ class HindsightTaskDefinition(ecs.FargateTaskDefinition):
             image=image,
             logging=logging,
             environment={
-                "EXT_BUCKET": extension.s3_bucket_name,
-                "EXT_KEY": extension.s3_object_key,
-                "EXT_SHA256": parts.extension_sha256,
-                "AWS_REGION": Aws.REGION,
+                **extension_environment(extension, parts.extension_sha256),
                 "HOME": "/tmp",  # noqa: S108
             },
         )
