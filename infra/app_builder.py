@@ -14,6 +14,7 @@ from infra.constructs.agent_runtime import AgentRuntimeProps, GatewayAccess, mak
 from infra.constructs.creation import creation_id
 from infra.constructs.external_memory import ExternalMemory
 from infra.constructs.functions import own_helper_function_logs
+from infra.constructs.identity import IdentityProps
 from infra.constructs.memory_gateway import MemoryGatewayProps
 from infra.constructs.memory_props import ExternalMemoryProps, MemoryServiceProps
 from infra.constructs.memory_service import MemoryService
@@ -25,6 +26,7 @@ from infra.stacks.gateway_stack import GatewayStack
 from infra.stacks.identity_stack import IdentityStack
 from infra.stacks.network_stack import NetworkStack
 from infra.stacks.operations_stack import OperationsStack
+from infra.stacks.removal import removal_policy
 from infra.stacks.service_stack import MemoryServiceStack
 
 AnyStack = (
@@ -104,15 +106,13 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
         )
     identity = None
     if config.auth.mode is not AuthMode.IAM:
-        identity = IdentityStack(
-            app,
-            f"{prefix}-Identity",
+        identity_props = IdentityProps(
             config=config.auth,
-            removal=config.removal,
-            parameter_prefix=config.parameter_prefix,
             foundation=foundation,
-            env=env,
+            removal_policy=removal_policy(config.removal, snapshots=False),  # a user pool cannot be snapshotted
+            parameter_prefix=config.parameter_prefix,
         )
+        identity = IdentityStack(app, f"{prefix}-Identity", props=identity_props, env=env)
     mission = config.missions.for_agent(config.agent.name)
     memory_stack: MemoryServiceStack | ExternalMemoryStack
     if data is not None:

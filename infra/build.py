@@ -43,7 +43,6 @@ PROVISIONING_DIR = BUILD / "db_provisioning"
 PROVISIONING_SRC = Path(__file__).resolve().parent / "functions" / "db_provisioning"
 #: The provisioning function's only dependency besides the Lambda runtime's boto3 (pure Python, any platform).
 PROVISIONING_REQUIREMENTS = ("pg8000>=1.31,<1.32",)
-PROVISIONING_PYTHON = "3.14"  # the function's Lambda runtime
 REPLAY_DIR = BUILD / "retain_replay"
 REPLAY_SRC = Path(__file__).resolve().parent / "functions" / "retain_replay"
 ADMIN_DIR = BUILD / "memory_admin"
@@ -59,7 +58,6 @@ WIRING_EXTRA = "agentcore"
 
 TARGET_PLATFORM = "manylinux2014_aarch64"
 TARGET_PYTHON = "3.12"  # AgentCore PYTHON_3_12 and the layer's lowest runtime
-EXTENSION_PYTHON = "3.11"  # the stock Hindsight image's interpreter
 
 #: Unzipped size budgets in MiB (AgentCore and Lambda limits are far higher: these catch dependency creep).
 AGENT_BUDGET_MIB = 120

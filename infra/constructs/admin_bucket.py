@@ -23,6 +23,7 @@ the key's resource policies, so that stack never depends on this one).
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_iam as iam
@@ -30,6 +31,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from infra.config import OperationsConfig
 from infra.constructs.access_logs import access_log_bucket
 from infra.constructs.props import raise_if_invalid
 from infra.permissions import (
@@ -39,10 +41,10 @@ from infra.permissions import (
     ADMIN_KEY_WRITE_ACTIONS,
 )
 
-#: The key prefixes memory administration writes (``memory_adapter.admin``: export, forget, backup).
+#: The key prefixes of what memory administration writes that expires (``memory_adapter.admin``: export, backup;
+#: forget's erasure receipts are kept, so no rule names their prefix).
 EXPORTS_PREFIX = "exports/"
 BACKUPS_PREFIX = "backups/"
-RECEIPTS_PREFIX = "erasure-receipts/"
 #: Days a replaced or expired object version is kept (an undo window for a mistaken delete, then gone).
 NONCURRENT_VERSION_DAYS = 7
 #: Server access logs are kept this long.
@@ -70,20 +72,29 @@ def _label(stack_prefix: str) -> str:
     return label
 
 
+@dataclass(frozen=True)
+class AdminBucketProps:
+    """What the administration bucket is built from.
+
+    Args:
+        config: The ``operations`` section (``export_retention_days``, ``logical_backup_retention_days``).
+        bucket_name: Its name (:func:`admin_bucket_name`).
+        removal_policy: What deleting the stack does to the bucket, its key and its access logs.
+    """
+
+    config: OperationsConfig
+    bucket_name: str
+    removal_policy: RemovalPolicy
+
+
 class AdminBucket(Construct):
     """Exposes ``bucket``, ``key`` and ``access_logs``; ``grant_write(grantee)``, ``grant_read(role)``."""
 
-    def __init__(
-        self,
-        scope: Construct,
-        construct_id: str,
-        *,
-        bucket_name: str,
-        export_retention_days: int,
-        backup_retention_days: int,
-        removal_policy: RemovalPolicy = RemovalPolicy.RETAIN,
-    ) -> None:
+    def __init__(self, scope: Construct, construct_id: str, props: AdminBucketProps) -> None:
         super().__init__(scope, construct_id)
+        export_retention_days = props.config.export_retention_days
+        backup_retention_days = props.config.logical_backup_retention_days
+        removal_policy = props.removal_policy
         raise_if_invalid(
             self.node.path,
             [
@@ -112,7 +123,7 @@ class AdminBucket(Construct):
         self.bucket = s3.Bucket(
             self,
             "Bucket",
-            bucket_name=bucket_name,
+            bucket_name=props.bucket_name,
             encryption=s3.BucketEncryption.KMS,
             encryption_key=self.key,
             bucket_key_enabled=True,

@@ -96,8 +96,7 @@ class AgentRuntime(Construct):
         self, scope: Construct, construct_id: str, props: AgentRuntimeProps, *, retain_queue: RetainQueue
     ) -> None:
         super().__init__(scope, construct_id)
-        config, auth, memory, identity = props.config, props.auth, props.memory, props.identity
-        gateway, mission = props.gateway, props.mission
+        config, auth, memory, identity, gateway = props.config, props.auth, props.memory, props.identity, props.gateway
         network, logs_key = props.foundation.network, props.foundation.logs_key
         self.security_group = network.workload_security_group(
             self, "SecurityGroup", description="Agent: to the Hindsight load balancer and AWS endpoints only"
@@ -112,16 +111,13 @@ class AgentRuntime(Construct):
         artifact = agentcore.AgentRuntimeArtifact.from_code_asset(
             path=str(code.path), runtime=agentcore.AgentCoreRuntime.PYTHON_3_12, entrypoint=list(code.entrypoint)
         )
-        self.environment = agent_environment(
-            config,
-            auth,
-            scope=self,
-            memory=memory,
-            identity=identity,
-            retain_queue_url=retain_queue.queue.queue_url,
-            gateway=gateway,
-            mission=mission,
-        )
+        #: :func:`agent_settings` written by ``Settings.to_env`` (exactly what ``Settings.from_env`` reads), plus
+        #: Powertools' own variables.
+        self.environment = {
+            **agent_settings(props, scope=self, retain_queue_url=retain_queue.queue.queue_url).to_env(),
+            SERVICE_NAME_ENV: config.name,
+            METRICS_NAMESPACE_ENV: METRICS_NAMESPACE,
+        }
         self.runtime = agentcore.Runtime(
             self,
             "Runtime",
@@ -178,19 +174,11 @@ class AgentRuntime(Construct):
         ]
 
 
-def agent_settings(
-    config: AgentConfig,
-    auth: AuthConfig,
-    *,
-    scope: Construct,
-    memory: MemoryEndpoint,
-    identity: Identity | None,
-    retain_queue_url: str,
-    gateway: GatewayAccess | None = None,
-    mission: Mission | None = None,
-) -> rs.Settings:
+def agent_settings(props: AgentRuntimeProps, *, scope: Construct, retain_queue_url: str) -> rs.Settings:
     """The agent's settings as deployed (``runtime_handler.settings.Settings``; an agent project you bring reads the
     same variables through ``AgentMemorySettings``), with deploy-time values as CDK tokens."""
+    config, auth, memory, identity = props.config, props.auth, props.memory, props.identity
+    gateway, mission = props.gateway, props.mission
     iam = auth.mode is AuthMode.IAM
     # This agent's entry only: another agent's mission change redeploys nothing.
     missions = Missions({config.name: mission}).to_json() if mission is not None and mission.updates() else ""
@@ -219,36 +207,6 @@ def agent_settings(
         gateway_url_parameter=gateway.url_parameter if gateway is not None else None,
         gateway_target=gateway.target_name if gateway is not None else None,
     )
-
-
-def agent_environment(
-    config: AgentConfig,
-    auth: AuthConfig,
-    *,
-    scope: Construct,
-    memory: MemoryEndpoint,
-    identity: Identity | None,
-    retain_queue_url: str,
-    gateway: GatewayAccess | None = None,
-    mission: Mission | None = None,
-) -> dict[str, str]:
-    """:func:`agent_settings` written by ``Settings.to_env`` (exactly what ``Settings.from_env`` reads), plus
-    Powertools' own variables."""
-    settings = agent_settings(
-        config,
-        auth,
-        scope=scope,
-        memory=memory,
-        identity=identity,
-        retain_queue_url=retain_queue_url,
-        gateway=gateway,
-        mission=mission,
-    )
-    return {
-        **settings.to_env(),
-        SERVICE_NAME_ENV: config.name,
-        METRICS_NAMESPACE_ENV: METRICS_NAMESPACE,
-    }
 
 
 def _authorizer(auth: AuthConfig, identity: Identity | None) -> agentcore.RuntimeAuthorizerConfiguration:

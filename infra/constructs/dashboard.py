@@ -20,6 +20,7 @@ everything else is AWS's own.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Final
 
 from aws_cdk import Duration
@@ -29,15 +30,14 @@ from constructs import Construct
 
 from infra.config import DatabaseEngine
 from infra.constructs.agent_runtime import METRICS_NAMESPACE, agent_metric
-from infra.constructs.database import VectorDatabase
 from infra.constructs.eks_manifests import API_NAME, WORKER_NAME
 from infra.constructs.eks_workloads import HindsightOnEks
-from infra.constructs.external_memory import ExternalMemory
 from infra.constructs.memory_admin import MemoryAdmin
 from infra.constructs.memory_service import MemoryService
 from infra.constructs.retain_queue import RetainQueue
 from infra.constructs.retain_replay import SERVICE_NAME as REPLAY_SERVICE
 from infra.constructs.retain_replay import RetainReplay
+from infra.constructs.system_alarms import WatchedSystem
 from infra.functions.memory_admin import index as admin
 from memory_adapter.observability import Metric
 
@@ -78,31 +78,35 @@ TITLES: Final = {
 CONTAINER_INSIGHTS = "ECS/ContainerInsights"
 
 
-class SystemDashboard(Construct):
-    """Exposes ``dashboard``.
+@dataclass(frozen=True)
+class DashboardProps:
+    """What the dashboard shows.
 
     Args:
+        name: The dashboard's name.
+        system: The agent, Hindsight and its database.
+        admin_functions: Memory administration (its row).
         retain_queue, retain_replay: The ``-Agent`` stack's retain queue and its replay function (the retains row).
             Props rather than a later ``add_*`` call: CloudWatch's ``Row.add_widget`` puts a widget below the row's
             first line, so a widget added after construction cannot join a row.
         alarms: Every alarm of the deployment (the alarm status widget).
     """
 
-    def __init__(
-        self,
-        scope: Construct,
-        construct_id: str,
-        *,
-        dashboard_name: str,
-        agent_name: str,
-        database: VectorDatabase | None,
-        memory: MemoryService | ExternalMemory,
-        admin_functions: MemoryAdmin,
-        retain_queue: RetainQueue,
-        retain_replay: RetainReplay,
-        alarms: Sequence[cloudwatch.IAlarm],
-    ) -> None:
+    name: str
+    system: WatchedSystem
+    admin_functions: MemoryAdmin
+    retain_queue: RetainQueue
+    retain_replay: RetainReplay
+    alarms: Sequence[cloudwatch.IAlarm]
+
+
+class SystemDashboard(Construct):
+    """Exposes ``dashboard``."""
+
+    def __init__(self, scope: Construct, construct_id: str, props: DashboardProps) -> None:
         super().__init__(scope, construct_id)
+        dashboard_name, agent_name = props.name, props.system.agent_name
+        database, memory, admin_functions = props.system.database, props.system.memory, props.admin_functions
         self.dashboard = cloudwatch.Dashboard(
             self, "Dashboard", dashboard_name=dashboard_name, default_interval=Duration.hours(3)
         )
@@ -118,7 +122,7 @@ class SystemDashboard(Construct):
                 width=24,
                 height=2,
             ),
-            cloudwatch.AlarmStatusWidget(title=TITLES["alarms"], alarms=list(alarms), width=24, height=4),
+            cloudwatch.AlarmStatusWidget(title=TITLES["alarms"], alarms=list(props.alarms), width=24, height=4),
         )
         self.dashboard.add_widgets(
             self._graph(
@@ -153,7 +157,7 @@ class SystemDashboard(Construct):
                     agent(Metric.RETAIN_REPLAYED, "Sum", "replayed"),
                 ],
             ),
-            *self._retain_queue_widgets(retain_queue, retain_replay),
+            *self._retain_queue_widgets(props.retain_queue, props.retain_replay),
         )
         # Hindsight's own rows: only where this app runs it (hindsight.mode=external brings a server it cannot see).
         if isinstance(memory, MemoryService) and database is not None:

@@ -20,7 +20,12 @@ from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
 from infra.config import DatabaseConfig, DatabaseEngine
-from infra.constructs.database_login import PASSWORD_EXCLUDED_CHARACTERS, DatabaseLogin, rotation_security_group
+from infra.constructs.database_login import (
+    PASSWORD_EXCLUDED_CHARACTERS,
+    DatabaseLogin,
+    DatabaseLoginProps,
+    rotation_security_group,
+)
 from infra.constructs.database_props import DatabaseProps
 from infra.constructs.network import Network
 from infra.constructs.rds_ca_bundle import RdsCaBundle
@@ -75,7 +80,7 @@ class VectorDatabase(Construct):
     """RDS PostgreSQL (or Aurora Serverless v2); exposes ``connections``, ``master_secret``, ``login`` (Hindsight's
     own login: ``login.secret``), ``ca_bundle``, ``port``, ``endpoint_address`` and ``database_name``.
 
-    Workloads in other stacks connect through ``allow_from``, ``container_environment``, ``container_secrets``
+    Workloads in other stacks connect through ``allow_from``, ``container_environment``, ``secret_sources``
     and ``grant_connect``; each writes what it needs into the workload's stack, so this stateful stack never
     references (or depends on) a stateless one. Monitoring reads ``metric(name)`` (with ``engine`` and
     ``allocated_storage_gb``); the backup plan selects ``backup_resource()``.
@@ -133,14 +138,16 @@ class VectorDatabase(Construct):
         self.login = DatabaseLogin(
             self,
             "Login",
-            props,
-            database=self._resource,
-            endpoint=self._endpoint,
-            database_name=DATABASE_NAME,
-            database_security_group=self.security_group,
-            master_secret=secret,
-            key=self.key,
-            ca_bundle=self.ca_bundle,
+            DatabaseLoginProps(
+                database=props,
+                server=self._resource,
+                endpoint=self._endpoint,
+                database_name=DATABASE_NAME,
+                security_group=self.security_group,
+                master_secret=secret,
+                key=self.key,
+                ca_bundle=self.ca_bundle,
+            ),
         )
         master_rotation = self._resource.add_rotation_single_user(
             automatically_after=Duration.days(config.rotation_days),
@@ -249,10 +256,6 @@ class VectorDatabase(Construct):
         """Where to connect: host, port and database name (plain values)."""
         return {ENV_DB_HOST: self.endpoint_address, ENV_DB_PORT: str(self.port), ENV_DB_NAME: self.database_name}
 
-    def container_secrets(self, scope: Construct) -> dict[str, ecs.Secret]:
-        """Hindsight's login and the RDS CA bundle as ECS secrets (the execution role is granted read by ECS)."""
-        return {name: source.ecs_secret() for name, source in self.secret_sources(scope).items()}
-
     def secret_sources(self, scope: Construct) -> dict[str, SecretSource]:
         """Hindsight's login and the RDS CA bundle, by the variable each becomes.
 
@@ -267,7 +270,7 @@ class VectorDatabase(Construct):
         }
 
     def grant_connect(self, task: ecs.TaskDefinition) -> None:
-        """Let task's execution role decrypt the login (with :meth:`container_secrets`, all a task needs)."""
+        """Let task's execution role decrypt the login (with :meth:`secret_sources`, all a task needs)."""
         self.grant_login_decrypt(task.obtain_execution_role())
 
     def grant_login_decrypt(self, grantee: iam.IGrantable) -> None:

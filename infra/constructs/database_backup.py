@@ -11,6 +11,8 @@ It lives in the ``-Data`` stack with the database it protects: the plan's lifecy
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_backup as backup
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -18,9 +20,10 @@ from aws_cdk import aws_events as events
 from aws_cdk import aws_kms as kms
 from constructs import Construct
 
-from infra.constructs.alerts import Alerts
+from infra.config import DatabaseConfig
 from infra.constructs.creation import creation_id
 from infra.constructs.database import VectorDatabase
+from infra.constructs.foundation import Foundation
 from infra.constructs.props import raise_if_any
 
 #: How soon a scheduled job must start, and finish, before AWS Backup gives up (it then counts as aborted/failed).
@@ -30,20 +33,22 @@ COMPLETION_WINDOW = Duration.hours(8)
 FAILED_JOBS_METRICS = ("NumberOfBackupJobsFailed", "NumberOfBackupJobsAborted")
 
 
+@dataclass(frozen=True)
+class DatabaseBackupProps:
+    """What the backup plan is built from: the database section (``backup_plan_schedule``,
+    ``backup_plan_retention_days``), the database it selects, and the foundation (its alarm's topic)."""
+
+    config: DatabaseConfig
+    database: VectorDatabase
+    foundation: Foundation
+
+
 class DatabaseBackupPlan(Construct):
     """Exposes ``key``, ``vault``, ``plan``, ``selection`` and ``failed_alarm``."""
 
-    def __init__(
-        self,
-        scope: Construct,
-        construct_id: str,
-        *,
-        database: VectorDatabase,
-        schedule: str,
-        retention_days: int,
-        alerts: Alerts,
-    ) -> None:
+    def __init__(self, scope: Construct, construct_id: str, props: DatabaseBackupProps) -> None:
         super().__init__(scope, construct_id)
+        schedule, retention_days = props.config.backup_plan_schedule, props.config.backup_plan_retention_days
         raise_if_any(
             self.node.path,
             (f"schedule must be a cron(...) expression, got {schedule!r}", not schedule.startswith("cron(")),
@@ -79,7 +84,7 @@ class DatabaseBackupPlan(Construct):
                 delete_after=Duration.days(retention_days),
             )
         )
-        self.selection = self.plan.add_selection("Database", resources=[database.backup_resource()])
+        self.selection = self.plan.add_selection("Database", resources=[props.database.backup_resource()])
         failed = cloudwatch.MathExpression(
             # FILL: AWS Backup publishes a metric only when it counts something; a sum with one side missing is
             # missing too (and missing data does not breach), so an unfilled sum would never fire.
@@ -97,7 +102,7 @@ class DatabaseBackupPlan(Construct):
             label="Failed or aborted backup jobs",
             period=Duration.hours(1),
         )
-        self.failed_alarm = alerts.alarm(
+        self.failed_alarm = props.foundation.alerts.alarm(
             self,
             "FailedAlarm",
             description="An AWS Backup job of the Hindsight database failed or could not start: check the "

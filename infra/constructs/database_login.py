@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import string
+from dataclasses import dataclass
 
 from aws_cdk import CustomResource, Duration
 from aws_cdk import aws_ec2 as ec2
@@ -33,6 +34,31 @@ PASSWORD_EXCLUDED_CHARACTERS = string.punctuation + " "
 APP_USERNAME = "hindsight_app"
 
 
+@dataclass(frozen=True)
+class DatabaseLoginProps:
+    """What the login is built from: the database's props and the server the database made for it.
+
+    Args:
+        database: The database's own props (its section: the port, the rotation's days, the provisioning bundle).
+        server: The instance or cluster the login is made on (and whose multi-user rotation it gets).
+        endpoint: Where the provisioning function connects.
+        database_name: The database the logins are made in.
+        security_group: The server's group, which admits the provisioning function.
+        master_secret: The master's login, which the provisioning function (and the rotation) uses.
+        key: The database's key, which encrypts the login's secret.
+        ca_bundle: The RDS CA bundle the provisioning function verifies the server against.
+    """
+
+    database: DatabaseProps
+    server: rds.DatabaseInstance | rds.DatabaseCluster
+    endpoint: rds.Endpoint
+    database_name: str
+    security_group: ec2.ISecurityGroup
+    master_secret: secretsmanager.ISecret
+    key: kms.IKey
+    ca_bundle: RdsCaBundle
+
+
 class DatabaseLogin(Construct):
     """Exposes ``secret`` (the login Hindsight uses), ``provisioning``, ``function`` and ``rotation``.
 
@@ -40,37 +66,25 @@ class DatabaseLogin(Construct):
     their roles into this stateful stack's key policy).
     """
 
-    def __init__(
-        self,
-        scope: Construct,
-        construct_id: str,
-        props: DatabaseProps,
-        *,
-        database: rds.DatabaseInstance | rds.DatabaseCluster,
-        endpoint: rds.Endpoint,
-        database_name: str,
-        database_security_group: ec2.ISecurityGroup,
-        master_secret: secretsmanager.ISecret,
-        key: kms.IKey,
-        ca_bundle: RdsCaBundle,
-    ) -> None:
+    def __init__(self, scope: Construct, construct_id: str, props: DatabaseLoginProps) -> None:
         super().__init__(scope, construct_id)
-        config, network, logs_key = props.config, props.foundation.network, props.foundation.logs_key
+        foundation, server, master_secret = props.database.foundation, props.server, props.master_secret
+        config, network, logs_key = props.database.config, foundation.network, foundation.logs_key
         app = rds.DatabaseSecret(
             self,
             "Secret",
             username=APP_USERNAME,
             master_secret=master_secret,
-            encryption_key=key,
+            encryption_key=props.key,
             exclude_characters=PASSWORD_EXCLUDED_CHARACTERS,
         )
-        self.secret: secretsmanager.ISecret = app.attach(database)
+        self.secret: secretsmanager.ISecret = app.attach(server)
         security_group = network.workload_security_group(
             self,
             "SecurityGroup",
             description="Database provisioning function: to PostgreSQL and the AWS endpoints only",
         )
-        security_group.connections.allow_to(database_security_group, ec2.Port.tcp(config.port), "Provisioning")
+        security_group.connections.allow_to(props.security_group, ec2.Port.tcp(config.port), "Provisioning")
         function = python_function(
             self,
             "Function",
@@ -86,8 +100,8 @@ class DatabaseLogin(Construct):
         )
         master_secret.grant_read(function)
         self.secret.grant_read(function)
-        key.grant_decrypt(function)
-        ca_bundle.grant_read(function)
+        props.key.grant_decrypt(function)
+        props.ca_bundle.grant_read(function)
         self.function = function
         self.provider = provider_framework(self, "Provider", on_event_handler=function, logs_key=logs_key)
         self.provisioning = CustomResource(
@@ -98,20 +112,20 @@ class DatabaseLogin(Construct):
             properties={
                 "MasterSecretArn": master_secret.secret_arn,
                 "AppSecretArn": self.secret.secret_arn,
-                "CaParameterName": ca_bundle.parameter.parameter_name,
-                "Host": endpoint.hostname,
+                "CaParameterName": props.ca_bundle.parameter.parameter_name,
+                "Host": props.endpoint.hostname,
                 "Port": str(config.port),
-                "DatabaseName": database_name,
+                "DatabaseName": props.database_name,
                 # Changed SQL runs again at the next deploy (the statements are idempotent).
                 "HandlerSha256": handler_sha256(PROVISIONING_SRC),
             },
         )
         # The server itself (for Aurora also its writer instance, without which the endpoint does not answer); not the
         # whole construct, whose children include the rotations that in turn wait for this resource.
-        for server in database.node.find_all():
-            if isinstance(server, rds.CfnDBInstance | rds.CfnDBCluster):
-                self.provisioning.node.add_dependency(server)
-        self.rotation = database.add_rotation_multi_user(
+        for resource in server.node.find_all():
+            if isinstance(resource, rds.CfnDBInstance | rds.CfnDBCluster):
+                self.provisioning.node.add_dependency(resource)
+        self.rotation = server.add_rotation_multi_user(
             "AppLoginRotation",
             secret=self.secret,
             automatically_after=Duration.days(config.rotation_days),

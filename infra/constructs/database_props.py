@@ -1,5 +1,6 @@
 """What Hindsight's database is built from (:class:`DatabaseProps`): the -Data stack passes it whole to
-:class:`~infra.constructs.database.VectorDatabase`, which hands it on to its login."""
+:class:`~infra.constructs.database.VectorDatabase`, which hands it on to its login (in
+:class:`~infra.constructs.database_login.DatabaseLoginProps`)."""
 
 from __future__ import annotations
 

@@ -284,6 +284,21 @@ def _env(values: Mapping[str, str]) -> list[Manifest]:
     return [{"name": k, "value": v} for k, v in sorted(values.items())]
 
 
+def _init_step(
+    image: str, name: str, script: str, mounts: list[Manifest], environment: Mapping[str, str] | None = None
+) -> Manifest:
+    """An init container that runs ``script`` with the image's Python once before Hindsight starts (read-only root,
+    small resources; ``HOME`` in the pod's ``/tmp`` when it gets an environment)."""
+    step: Manifest = {"name": name, "image": image, "command": [IMAGE_PYTHON, "-c", script]}
+    if environment is not None:
+        step["env"] = _env({**environment, "HOME": "/tmp"})  # noqa: S108
+    return step | {
+        "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"cpu": "500m", "memory": "512Mi"}},
+        "securityContext": container_security_context(read_only_root=True),
+        "volumeMounts": mounts,
+    }
+
+
 def _pod_template(
     config: HindsightConfig,
     inputs: ManifestInputs,
@@ -293,11 +308,8 @@ def _pod_template(
     port: int,
     worker: bool,
 ) -> Manifest:
-    small = {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"cpu": "500m", "memory": "512Mi"}}
-    mounts = [
-        {"name": "extension", "mountPath": EXTENSION_DIR},
-        {"name": "tmp", "mountPath": "/tmp"},  # noqa: S108 (a pod-scoped volume; the root filesystem is read-only)
-    ]
+    tmp = {"name": "tmp", "mountPath": "/tmp"}  # noqa: S108 (a pod-scoped volume; the root filesystem is read-only)
+    mounts = [{"name": "extension", "mountPath": EXTENSION_DIR}, tmp]
     env = _env(inputs.environment)
     if worker:
         env = [e for e in env if e["name"] != "HINDSIGHT_API_WORKER_ENABLED"]
@@ -340,7 +352,6 @@ def _pod_template(
             {"name": "secrets", "mountPath": SECRETS_DIR, "readOnly": True},
         ],
     }
-    init_security = container_security_context(read_only_root=True)
     return {
         "metadata": {"labels": dict(labels)},
         "spec": {
@@ -365,39 +376,16 @@ def _pod_template(
                 }
             ],
             "initContainers": [
-                {
-                    "name": "fetch-secrets",
-                    "image": inputs.image,
-                    "command": [IMAGE_PYTHON, "-c", FETCH_SECRETS],
-                    "env": _env({**inputs.secret_environment, "HOME": "/tmp"}),  # noqa: S108
-                    "resources": small,
-                    "securityContext": init_security,
-                    "volumeMounts": [*mounts, {"name": "secrets", "mountPath": SECRETS_DIR}],
-                },
-                {
-                    "name": "install-extension",
-                    "image": inputs.image,
-                    "command": [IMAGE_PYTHON, "-c", INSTALL_EXTENSION],
-                    "env": _env({**inputs.extension_environment, "HOME": "/tmp"}),  # noqa: S108
-                    "resources": small,
-                    "securityContext": init_security,
-                    "volumeMounts": mounts,
-                },
-                # The pod's key and certificate, into its /tmp volume (the ECS task's MakeCertificate container).
-                *(
-                    [
-                        {
-                            "name": "make-certificate",
-                            "image": inputs.image,
-                            "command": [IMAGE_PYTHON, "-c", MAKE_TASK_CERTIFICATE],
-                            "resources": small,
-                            "securityContext": init_security,
-                            "volumeMounts": [{"name": "tmp", "mountPath": "/tmp"}],  # noqa: S108
-                        }
-                    ]
-                    if tls
-                    else []
+                _init_step(
+                    inputs.image,
+                    "fetch-secrets",
+                    FETCH_SECRETS,
+                    [*mounts, {"name": "secrets", "mountPath": SECRETS_DIR}],
+                    inputs.secret_environment,
                 ),
+                _init_step(inputs.image, "install-extension", INSTALL_EXTENSION, mounts, inputs.extension_environment),
+                # The pod's key and certificate, into its /tmp volume (the ECS task's MakeCertificate container).
+                *([_init_step(inputs.image, "make-certificate", MAKE_TASK_CERTIFICATE, [tmp])] if tls else []),
             ],
             "containers": [main],
             "volumes": [

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from aws_cdk import Aws, CfnResource, Duration, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -28,7 +29,6 @@ from aws_cdk.lambda_layer_kubectl_v34 import KubectlV34Layer
 from constructs import Construct, IConstruct
 
 from infra.config import EksConfig, HindsightConfig
-from infra.constructs.alerts import Alerts
 from infra.constructs.database import VectorDatabase
 from infra.constructs.eks_manifests import (
     API_NAME,
@@ -41,9 +41,16 @@ from infra.constructs.eks_manifests import (
     hindsight_manifests,
 )
 from infra.constructs.eks_preflight import CniPreflight
+from infra.constructs.foundation import Foundation
 from infra.constructs.functions import FUNCTIONS_DIR, own_helper_function_logs, python_function, settings_code
-from infra.constructs.hindsight_task import WORKER_HTTP_PORT, extension_read_statement, grant_bedrock
-from infra.constructs.network import Network
+from infra.constructs.hindsight_task import (
+    WORKER_COMMAND,
+    WORKER_HTTP_PORT,
+    api_command,
+    extension_environment,
+    extension_read_statement,
+    grant_bedrock,
+)
 from infra.constructs.redeploy_on_rotation import RestartTrigger
 from infra.constructs.secret_source import SecretSource
 from infra.functions.eks_restart.index import RestartSettings
@@ -54,41 +61,47 @@ DNS_PORT = 53
 KUBELET_HTTPS = 443
 
 
-class HindsightOnEks(Construct):
-    """Exposes ``cluster``, ``namespace``, ``workload_role``, ``maintenance_role``, ``manifest``, ``preflight`` (the
-    CNI check the manifests wait for), ``pod_identity_associations``, ``kubectl_security_group``, ``kubectl_path``,
-    ``restart_function`` and ``restart_failing_alarm``.
+@dataclass(frozen=True)
+class HindsightPodsProps:
+    """What the pods are built from (the memory service's EKS half builds it once), the same facts a Fargate task
+    gets in :class:`~infra.constructs.hindsight_task.HindsightTaskParts`.
 
     Args:
-        security_group: The pods' group (security groups for pods), which the database and the load balancer admit.
+        eks: The ``eks`` section (the customer's cluster).
+        foundation: The VPC, the log groups' key, the alarms' topic.
+        database: Hindsight's PostgreSQL (the pods decrypt its login).
+        image: The image's URI (mirrored into ECR, or pulled).
+        environment: Every process's plain environment.
         secrets: What Hindsight reads at start, by variable (the same sources the ECS tasks' secrets are).
+        extension_sha256: The extension's digest (a new extension restarts the pods).
+        security_group: The pods' group (security groups for pods), which the database and the load balancer admit.
         target_group_arn: The load balancer's target group the API pods are registered in.
         restart_triggers: The events after which the pods must restart (as ECS's ``RedeployOnRotation``).
     """
 
-    def __init__(
-        self,
-        scope: Construct,
-        construct_id: str,
-        *,
-        config: HindsightConfig,
-        eks_config: EksConfig,
-        network: Network,
-        database: VectorDatabase,
-        image: str,
-        environment: Mapping[str, str],
-        secrets: Mapping[str, SecretSource],
-        extension: s3_assets.Asset,
-        extension_sha256: str,
-        security_group: ec2.SecurityGroup,
-        target_group_arn: str,
-        api_command: str,
-        worker_command: str,
-        restart_triggers: Sequence[RestartTrigger],
-        logs_key: kms.IKey,
-        alerts: Alerts,
-    ) -> None:
+    config: HindsightConfig
+    eks: EksConfig
+    foundation: Foundation
+    database: VectorDatabase
+    image: str
+    environment: Mapping[str, str]
+    secrets: Mapping[str, SecretSource]
+    extension: s3_assets.Asset
+    extension_sha256: str
+    security_group: ec2.SecurityGroup
+    target_group_arn: str
+    restart_triggers: Sequence[RestartTrigger]
+
+
+class HindsightOnEks(Construct):
+    """Exposes ``cluster``, ``namespace``, ``workload_role``, ``maintenance_role``, ``manifest``, ``preflight`` (the
+    CNI check the manifests wait for), ``pod_identity_associations``, ``kubectl_security_group``, ``kubectl_path``,
+    ``restart_function`` and ``restart_failing_alarm``."""
+
+    def __init__(self, scope: Construct, construct_id: str, props: HindsightPodsProps) -> None:
         super().__init__(scope, construct_id)
+        config, eks_config, network = props.config, props.eks, props.foundation.network
+        security_group, secrets, extension = props.security_group, props.secrets, props.extension
         self.namespace = eks_config.namespace
         assert eks_config.cluster_name is not None  # the rules require all three with platform=eks
         assert eks_config.kubectl_role_arn is not None
@@ -143,7 +156,7 @@ class HindsightOnEks(Construct):
             grant_bedrock(self, role, config)
             for source in secrets.values():
                 source.grant_read(role)
-            database.grant_login_decrypt(role)
+            props.database.grant_login_decrypt(role)
         if config.maintenance_embeddings_model is not None:  # the model a re-embedding moves to
             grant_bedrock_invoke(
                 self, self.maintenance_role, [config.maintenance_embeddings_model.removeprefix("bedrock/")]
@@ -175,21 +188,16 @@ class HindsightOnEks(Construct):
             config,
             eks_config,
             ManifestInputs(
-                image=image,
-                environment=environment,
+                image=props.image,
+                environment=props.environment,
                 secret_environment=secret_environment,
-                extension_environment={
-                    "EXT_BUCKET": extension.s3_bucket_name,
-                    "EXT_KEY": extension.s3_object_key,
-                    "EXT_SHA256": extension_sha256,
-                    "AWS_REGION": Aws.REGION,
-                },
+                extension_environment=extension_environment(extension, props.extension_sha256),
                 workload_role_arn=self.workload_role.role_arn if irsa else None,
                 maintenance_role_arn=self.maintenance_role.role_arn if irsa else None,
                 pod_security_group_id=security_group.security_group_id,
-                target_group_arn=target_group_arn,
-                api_command=api_command,
-                worker_command=worker_command,
+                target_group_arn=props.target_group_arn,
+                api_command=api_command(config),
+                worker_command=WORKER_COMMAND,
             ),
         )
         # Every deploy that changes the pods starts new ones: it reads the CNI's settings again first.
@@ -205,9 +213,8 @@ class HindsightOnEks(Construct):
             self.preflight.value.node.add_dependency(dependency)
             self.manifest.node.add_dependency(dependency)
         self.manifest.node.add_dependency(self.preflight.check, *self.pod_identity_associations)
-        self._place_kubectl_provider(logs_key)
-
-        self._restart_on(restart_triggers, eks_config, network, cluster_group, logs_key, alerts)
+        self._place_kubectl_provider(props.foundation.logs_key)
+        self._restart_on(props, cluster_group)
 
     def _place_kubectl_provider(self, logs_key: kms.IKey) -> None:
         """CDK's kubectl provider (a nested stack) puts its provider framework in the VPC with the kubectl handler.
@@ -232,18 +239,11 @@ class HindsightOnEks(Construct):
         assert isinstance(provider, Stack)
         own_helper_function_logs(provider, logs_key)
 
-    def _restart_on(
-        self,
-        triggers: Sequence[RestartTrigger],
-        eks_config: EksConfig,
-        network: Network,
-        cluster_group: ec2.ISecurityGroup,
-        logs_key: kms.IKey,
-        alerts: Alerts,
-    ) -> None:
+    def _restart_on(self, props: HindsightPodsProps, cluster_group: ec2.ISecurityGroup) -> None:
         """The function that restarts the pods after a trigger (``infra/functions/eks_restart``), in the VPC: it
         calls the cluster's private endpoint as a member of :data:`RESTARTER_GROUP` (an access entry; the cluster's
         authentication mode must include the EKS API)."""
+        eks_config, network = props.eks, props.foundation.network
         group = network.workload_security_group(
             self,
             "RestartSecurityGroup",
@@ -258,7 +258,7 @@ class HindsightOnEks(Construct):
             source=FUNCTIONS_DIR / "eks_restart",
             description="Restarts the Hindsight pods after their database secret rotated",
             timeout=Duration.seconds(30),
-            logs_key=logs_key,
+            logs_key=props.foundation.logs_key,
             vpc=network.vpc,
             vpc_subnets=network.subnets,
             security_groups=[group],
@@ -283,12 +283,12 @@ class HindsightOnEks(Construct):
             kubernetes_groups=[RESTARTER_GROUP],
             type="STANDARD",
         )
-        for trigger in triggers:
+        for trigger in props.restart_triggers:
             rule = events.Rule(
                 self, trigger.construct_id, description=trigger.description, event_pattern=trigger.pattern
             )
             rule.add_target(targets.LambdaFunction(self.restart_function, retry_attempts=2))
-        self.restart_failing_alarm = alerts.watch(
+        self.restart_failing_alarm = props.foundation.alerts.watch(
             cloudwatch.Alarm(
                 self,
                 "RestartFailing",

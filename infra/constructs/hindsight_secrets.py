@@ -10,13 +10,13 @@
 
 from __future__ import annotations
 
-from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_secretsmanager as secretsmanager
 from constructs import Construct
 
-from infra.config import AuthMode, HindsightConfig, LlmProvider
+from infra.config import AuthMode, LlmProvider
+from infra.constructs.memory_props import MemoryProps
 from infra.constructs.part import Part
 from infra.constructs.secret_source import SecretSource
 from infra.isolation_env import ENV_AGENT_KEY, ENV_OPERATOR_KEY
@@ -27,19 +27,21 @@ ENV_LLM_API_KEY = "HINDSIGHT_API_LLM_API_KEY"
 
 
 class HindsightSecrets(Part):
-    """Exposes ``key``, ``operator_key``, ``agent_key`` and ``llm_api_key``; ``credential_secrets()`` and
-    ``llm_secrets()`` (the container's variables), ``grant_agent_key_read(grantee)``,
+    """Exposes ``key``, ``operator_key``, ``agent_key`` and ``llm_api_key``; ``credential_sources()`` and
+    ``llm_sources()`` (the processes' variables), ``grant_agent_key_read(grantee)``,
     ``grant_operator_key_read(grantee)``."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, config: HindsightConfig, auth_mode: AuthMode) -> None:
+    def __init__(self, scope: Construct, construct_id: str, props: MemoryProps) -> None:
+        """Built from its memory service's props: the LLM provider and its key (``hindsight``), the auth mode."""
         super().__init__(scope, construct_id)
+        config = props.config
         self.key = kms.Key(self, "Key", description="Hindsight service secrets", enable_key_rotation=True)
         self.operator_key = self._generated(
             "OperatorKey", "Hindsight operator credential: administers every bank; never the agent's"
         )
         self.agent_key: secretsmanager.Secret | None = (
             self._generated("AgentKey", "Per-deployment agent credential (IAM runtimes): this deployment's banks only")
-            if auth_mode is AuthMode.IAM
+            if props.auth.mode is AuthMode.IAM
             else None
         )
         self.llm_api_key: secretsmanager.ISecret | None = None
@@ -60,20 +62,12 @@ class HindsightSecrets(Part):
         """The agent key's ARN (what the agent's environment names), or None outside IAM mode."""
         return self.agent_key.secret_arn if self.agent_key is not None else None
 
-    def credential_secrets(self) -> dict[str, ecs.Secret]:
-        """The isolation extension's keys as container variables (ECS grants the execution role read)."""
-        return {name: source.ecs_secret() for name, source in self.credential_sources().items()}
-
     def credential_sources(self) -> dict[str, SecretSource]:
         """The isolation extension's keys, by the variable each becomes."""
         sources = {ENV_OPERATOR_KEY: SecretSource(secret=self.operator_key)}
         if self.agent_key is not None:
             sources[ENV_AGENT_KEY] = SecretSource(secret=self.agent_key)
         return sources
-
-    def llm_secrets(self) -> dict[str, ecs.Secret]:
-        """The external LLM's key as a container variable (none with Bedrock)."""
-        return {name: source.ecs_secret() for name, source in self.llm_sources().items()}
 
     def llm_sources(self) -> dict[str, SecretSource]:
         """The external LLM's key, by its variable (none with Bedrock)."""

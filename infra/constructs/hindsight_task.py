@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from aws_cdk import Aws, Duration
 from aws_cdk import aws_ecs as ecs
@@ -33,6 +34,7 @@ from infra.constructs.database import (
     ENV_DB_USERNAME,
 )
 from infra.constructs.rds_ca_bundle import CA_FILE
+from infra.constructs.secret_source import SecretSource
 from infra.permissions import grant_bedrock_invoke
 from memory_adapter.constants import RECALL_SERVER_SETTINGS, RETAIN_SERVER_SETTINGS
 
@@ -145,6 +147,7 @@ class HindsightTaskParts:
     the workers cannot drift apart.
 
     Args:
+        secrets: What each task reads at start, by variable (ECS injects each as a container secret).
         execution_grants: Grants each task's execution role needs beyond its secrets (the database key's decrypt,
             the mirrored image's pull), called with the task definition.
     """
@@ -154,9 +157,14 @@ class HindsightTaskParts:
     extension: s3_assets.Asset
     extension_sha256: str
     environment: Mapping[str, str]
-    secrets: Mapping[str, ecs.Secret]
+    secrets: Mapping[str, SecretSource]
     log_group: logs.ILogGroup
     execution_grants: tuple[Callable[[ecs.TaskDefinition], object], ...] = ()
+
+
+def api_command(config: HindsightConfig) -> str:
+    """The API's command: HTTPS with the task's own certificate when ``hindsight.tls_to_tasks``, else HTTP."""
+    return API_TLS_COMMAND if config.tls_to_tasks else API_COMMAND
 
 
 def hindsight_environment(config: HindsightConfig, *, database: Mapping[str, str]) -> dict[str, str]:
@@ -201,6 +209,17 @@ def hindsight_environment(config: HindsightConfig, *, database: Mapping[str, str
         assert config.llm_base_url is not None
         env["HINDSIGHT_API_LLM_BASE_URL"] = config.llm_base_url
     return env
+
+
+def extension_environment(extension: s3_assets.Asset, sha256: str) -> dict[str, str]:
+    """What the install step (:data:`INSTALL_EXTENSION`, in a task or a pod) reads: where the extension is, and the
+    digest it must have."""
+    return {
+        "EXT_BUCKET": extension.s3_bucket_name,
+        "EXT_KEY": extension.s3_object_key,
+        "EXT_SHA256": sha256,
+        "AWS_REGION": Aws.REGION,
+    }
 
 
 def extension_read_statement(extension: s3_assets.Asset) -> iam.PolicyStatement:
@@ -291,59 +310,41 @@ class HindsightTaskDefinition(ecs.FargateTaskDefinition):
         self.add_to_task_role_policy(extension_read_statement(extension))
         grant_bedrock(self, self.task_role, config)
         logging = ecs.LogDrivers.aws_logs(stream_prefix=log_prefix, log_group=parts.log_group)
-        prepare = self.add_container(
+        prepare = self._step(
             "PrepareVolumes",
+            PREPARE_VOLUMES,
             image=image,
-            essential=False,
-            user=ROOT_USER,
-            readonly_root_filesystem=True,
-            entry_point=["/bin/sh", "-c"],
-            command=[PREPARE_VOLUMES],
-            linux_parameters=self._prepare_linux_parameters(),
             logging=logging,
+            user=ROOT_USER,
+            interpreter="/bin/sh",
+            linux_parameters=self._prepare_linux_parameters(),
         )
         _mount_volumes(prepare, extension_read_only=False)
-        prepared = ecs.ContainerDependency(container=prepare, condition=ecs.ContainerDependencyCondition.SUCCESS)
-        init = self.add_container(
+        prepared = _succeeded(prepare)
+        init = self._step(
             "InstallExtension",
+            INSTALL_EXTENSION,
             image=image,
-            essential=False,
-            user=CONTAINER_USER,
-            readonly_root_filesystem=True,
-            entry_point=[IMAGE_PYTHON, "-c"],
-            command=[INSTALL_EXTENSION],
+            logging=logging,
             environment={
-                "EXT_BUCKET": extension.s3_bucket_name,
-                "EXT_KEY": extension.s3_object_key,
-                "EXT_SHA256": parts.extension_sha256,
-                "AWS_REGION": Aws.REGION,
+                **extension_environment(extension, parts.extension_sha256),
                 "HOME": "/tmp",  # noqa: S108
             },
-            logging=logging,
         )
         _mount_volumes(init, extension_read_only=False)
         init.add_container_dependencies(prepared)
-        before_main = [
-            prepared,
-            ecs.ContainerDependency(container=init, condition=ecs.ContainerDependencyCondition.SUCCESS),
-        ]
+        before_main = [prepared, _succeeded(init)]
         if serve_tls:
-            certificate = self.add_container(
+            certificate = self._step(
                 "MakeCertificate",
+                MAKE_TASK_CERTIFICATE,
                 image=image,
-                essential=False,
-                user=CONTAINER_USER,
-                readonly_root_filesystem=True,
-                entry_point=[IMAGE_PYTHON, "-c"],
-                command=[MAKE_TASK_CERTIFICATE],
-                linux_parameters=self._no_capabilities(),
                 logging=logging,
+                linux_parameters=self._no_capabilities(),
             )
             certificate.add_mount_points(_tmp_mount())
             certificate.add_container_dependencies(prepared)
-            before_main.append(
-                ecs.ContainerDependency(container=certificate, condition=ecs.ContainerDependencyCondition.SUCCESS)
-            )
+            before_main.append(_succeeded(certificate))
         env = dict(parts.environment)
         health_port = config.port
         if worker_id is not None:
@@ -361,7 +362,7 @@ class HindsightTaskDefinition(ecs.FargateTaskDefinition):
             entry_point=["/bin/bash", "-c", command, log_prefix] if one_off else ["/bin/bash", "-c"],
             command=list(arguments or ()) if one_off else [command],
             environment=env,
-            secrets=dict(parts.secrets),
+            secrets={name: source.ecs_secret() for name, source in parts.secrets.items()},
             port_mappings=[ecs.PortMapping(container_port=config.port)] if worker_id is None and not one_off else [],
             # Liveness: the process answers without touching the database. Readiness (/health, which checks the
             # database) is the load balancer's health check. A one-off task serves nothing to check.
@@ -382,6 +383,31 @@ class HindsightTaskDefinition(ecs.FargateTaskDefinition):
         for grant in parts.execution_grants:
             grant(self)
 
+    def _step(
+        self,
+        construct_id: str,
+        script: str,
+        *,
+        image: ecs.ContainerImage,
+        logging: ecs.LogDriver,
+        user: str = CONTAINER_USER,
+        interpreter: str = IMAGE_PYTHON,
+        **options: Any,
+    ) -> ecs.ContainerDefinition:
+        """A container that runs ``script`` once before Hindsight starts (non-essential, read-only root filesystem;
+        the image's Python unless ``interpreter`` says otherwise)."""
+        return self.add_container(
+            construct_id,
+            image=image,
+            essential=False,
+            user=user,
+            readonly_root_filesystem=True,
+            entry_point=[interpreter, "-c"],
+            command=[script],
+            logging=logging,
+            **options,
+        )
+
     def _no_capabilities(self) -> ecs.LinuxParameters:
         """No Linux capability at all (the certificate step only writes files it owns)."""
         parameters = ecs.LinuxParameters(self, "CertificateLinux")
@@ -400,6 +426,11 @@ def liveness_command(port: int, *, tls: bool) -> list[str]:
     if tls:
         return ["CMD", "curl", "-fsS", "--cacert", TLS_CERT_FILE, f"https://127.0.0.1:{port}/health/live"]
     return ["CMD", "curl", "-fsS", f"http://127.0.0.1:{port}/health/live"]
+
+
+def _succeeded(container: ecs.ContainerDefinition) -> ecs.ContainerDependency:
+    """Start only after ``container`` exited with success."""
+    return ecs.ContainerDependency(container=container, condition=ecs.ContainerDependencyCondition.SUCCESS)
 
 
 def _mount_volumes(container: ecs.ContainerDefinition, *, extension_read_only: bool) -> None:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from aws_cdk import CustomResource, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cognito as cognito
-from aws_cdk import aws_ecs as ecs
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
@@ -15,6 +16,7 @@ from constructs import Construct
 
 from infra.config import AuthConfig, AuthMode
 from infra.constructs.alerts import Alerts
+from infra.constructs.foundation import Foundation
 from infra.constructs.functions import FUNCTIONS_DIR, handler_sha256, python_function, settings_code
 from infra.constructs.handoff import Handoff
 from infra.constructs.secret_source import SecretSource
@@ -26,9 +28,27 @@ MIRROR_DIR = FUNCTIONS_DIR / "jwks_mirror"
 SSM_MIRROR_ACTIONS = ("ssm:GetParameter", "ssm:DeleteParameter", *SSM_WRITE_ACTIONS)
 
 
+@dataclass(frozen=True)
+class IdentityProps:
+    """What the identity is built from.
+
+    Args:
+        config: The ``auth`` section (a user-token mode: cognito or jwt).
+        foundation: The mirror function's logs key and its alarm's topic.
+        removal_policy: What deleting the stack does to the user pool.
+        parameter_prefix: Where the mirrored keys (``<prefix>/identity/jwks``) and the issuer's handoff
+            (``<prefix>/identity/issuer``) are published.
+    """
+
+    config: AuthConfig
+    foundation: Foundation
+    removal_policy: RemovalPolicy
+    parameter_prefix: str
+
+
 class Identity(Construct):
     """Exposes ``discovery_url``, ``issuer``, ``allowed_clients``, ``allowed_audience``, ``jwks_parameter`` and, in
-    Cognito mode, ``user_pool`` and ``client``; ``grant_read_keys(grantee)``, ``keys_container_secret()``,
+    Cognito mode, ``user_pool`` and ``client``; ``grant_read_keys(grantee)``, ``keys_source()``,
     ``keys_change_pattern()``.
 
     Signing keys in a VPC without egress: AgentCore verifies every token before the agent sees it, and the agent and
@@ -41,19 +61,10 @@ class Identity(Construct):
     good keys stay in place.
     """
 
-    def __init__(
-        self,
-        scope: Construct,
-        construct_id: str,
-        *,
-        config: AuthConfig,
-        logs_key: kms.IKey,
-        removal_policy: RemovalPolicy,
-        parameter_name: str,
-        issuer_parameter_name: str,
-        alerts: Alerts,
-    ) -> None:
+    def __init__(self, scope: Construct, construct_id: str, props: IdentityProps) -> None:
         super().__init__(scope, construct_id)
+        config, removal_policy = props.config, props.removal_policy
+        parameter_name = f"{props.parameter_prefix}/identity/jwks"
         if config.mode is AuthMode.IAM:
             raise ValueError("Identity is for JWT modes; an IAM runtime has no token issuer")
         self.user_pool: cognito.UserPool | None = None
@@ -70,14 +81,14 @@ class Identity(Construct):
             self.allowed_audience = list(config.allowed_audience)
         self._config = config
         self._parameter_name = parameter_name
-        keys = self._mirror(config, logs_key, alerts)
+        keys = self._mirror(config, props.foundation.logs_key, props.foundation.alerts)
         #: The discovery document's ``issuer``, exactly as tokens carry it in ``iss`` (read at deploy time). Later
         #: stacks read it with :meth:`issuer_in`: a new discovery URL changes it, which an export would refuse.
         self.issuer = keys.get_att_string("Issuer")
         self._issuer = Handoff(
             self,
             "IssuerHandoff",
-            parameter_name=issuer_parameter_name,
+            parameter_name=f"{props.parameter_prefix}/identity/issuer",
             value=self.issuer,
             description="The token issuer's iss (from its discovery document), for the later stacks",
         )
@@ -111,12 +122,8 @@ class Identity(Construct):
             token_use="access" if self._config.mode is AuthMode.COGNITO else None,
         )
 
-    def keys_container_secret(self) -> ecs.Secret:
-        """The mirrored keys as an ECS secret (read once at task start; see :meth:`keys_change_pattern`)."""
-        return self.keys_source().ecs_secret()
-
     def keys_source(self) -> SecretSource:
-        """The mirrored keys' parameter (read once at start, on either platform)."""
+        """The mirrored keys' parameter (read once at start, on either platform; see :meth:`keys_change_pattern`)."""
         return SecretSource(parameter=self.jwks_parameter)
 
     def keys_change_pattern(self) -> events.EventPattern:

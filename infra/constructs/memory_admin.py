@@ -23,6 +23,7 @@ backup failing, and an expiry that falls behind (every run for a day left due me
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,20 +32,19 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from aws_lambda_powertools.shared.constants import METRICS_NAMESPACE_ENV
 from constructs import Construct
 
 from infra.config import OperationsConfig
 from infra.constructs.admin_bucket import AdminBucket
-from infra.constructs.alerts import Alerts
+from infra.constructs.agent_runtime import METRICS_NAMESPACE
+from infra.constructs.foundation import Foundation
 from infra.constructs.functions import python_function
 from infra.constructs.log_retention import retention
 from infra.constructs.memory_endpoint import MemoryEndpoint
 from infra.constructs.memory_layer import RUNTIME as LAYER_RUNTIME
 from infra.constructs.memory_layer import adapter_layer_version
-from infra.constructs.network import Network
 from infra.functions.memory_admin import index
 from infra.permissions import FUNCTION_INVOKE_ACTION, FUNCTION_URL_INVOKE_ACTION
 from memory_adapter.kinds import RetentionRules
@@ -57,32 +57,45 @@ ALARM_PERIOD = Duration.hours(1)
 EXPIRY_BEHIND_HOURS = 24
 
 
+@dataclass(frozen=True)
+class MemoryAdminProps:
+    """What the administration functions are built from.
+
+    Args:
+        config: The ``operations`` section.
+        retention_rules: How long each kind of memory is kept (``retention.rules``), for the expiry.
+        recall_settings: The agent's recall budget and block size (``AgentConfig.recall_settings``): the operator's
+            recall uses them too.
+        layer_path: The memory adapter layer's build (``layer.path``): the functions run on their own version.
+        foundation: Their network, logs key and alarm topic.
+        memory: The Hindsight they administer (with the operator key).
+        bucket: Where exports, erasure receipts and logical backups go.
+        logical_backup: Whether the scheduled logical backup exists (not with ``hindsight.mode=external``: the
+            server's owner backs its data up).
+    """
+
+    config: OperationsConfig
+    retention_rules: RetentionRules
+    recall_settings: Mapping[str, Any]
+    layer_path: Path
+    foundation: Foundation
+    memory: MemoryEndpoint
+    bucket: AdminBucket
+    logical_backup: bool = True
+
+
 class MemoryAdmin(Construct):
     """Exposes ``layer``, ``security_group``, ``connections``, ``function``, ``function_url``, ``operator_policy``,
     ``expiry_function``, ``backup_function``, ``expiry_schedule``, ``backup_schedule``, ``environment``, ``alarms``
-    and ``metric(name)`` (the functions' own metrics)."""
+    and ``metric(name)`` (the functions' own metrics, in the agent's namespace
+    :data:`~infra.constructs.agent_runtime.METRICS_NAMESPACE`, so one dashboard shows both)."""
 
-    def __init__(
-        self,
-        scope: Construct,
-        construct_id: str,
-        *,
-        config: OperationsConfig,
-        retention_rules: RetentionRules,
-        recall_settings: Mapping[str, Any],
-        layer_path: Path,
-        network: Network,
-        memory: MemoryEndpoint,
-        bucket: AdminBucket,
-        logs_key: kms.IKey,
-        alerts: Alerts,
-        metrics_namespace: str,
-        logical_backup: bool = True,
-    ) -> None:
+    def __init__(self, scope: Construct, construct_id: str, props: MemoryAdminProps) -> None:
         super().__init__(scope, construct_id)
-        self.metrics_namespace = metrics_namespace
+        config, memory, bucket = props.config, props.memory, props.bucket
+        network, logs_key, alerts = props.foundation.network, props.foundation.logs_key, props.foundation.alerts
         self._alerts = alerts
-        self.layer = adapter_layer_version(self, "MemoryAdapterLayer", path=layer_path)
+        self.layer = adapter_layer_version(self, "MemoryAdapterLayer", path=props.layer_path)
         self.security_group = network.workload_security_group(
             self,
             "SecurityGroup",
@@ -98,12 +111,12 @@ class MemoryAdmin(Construct):
                 operator_key_secret_arn=memory.operator_key_secret_arn,
                 bucket=bucket.bucket_name,
                 bucket_key_arn=bucket.key.key_arn,
-                rules=retention_rules,
+                rules=props.retention_rules,
                 expiry_batch_size=config.expiry_batch_size,
                 expiry_dry_run=config.expiry_dry_run,
-                **recall_settings,
+                **props.recall_settings,
             ).to_env(),
-            METRICS_NAMESPACE_ENV: metrics_namespace,
+            METRICS_NAMESPACE_ENV: METRICS_NAMESPACE,
         }
 
         def function(construct_id: str, handler: str, description: str, memory_size: int) -> lambda_.Function:
@@ -159,7 +172,7 @@ class MemoryAdmin(Construct):
         #: The scheduled logical backup; none with hindsight.mode=external (the server's owner backs its data up).
         self.backup_function: lambda_.Function | None = None
         self.backup_schedule: events.Rule | None = None
-        if logical_backup:
+        if props.logical_backup:
             self.backup_function = function(
                 "Backup",
                 "index.backup_handler",
@@ -228,7 +241,7 @@ class MemoryAdmin(Construct):
     def metric(self, metric_name: str, **props: object) -> cloudwatch.Metric:
         """One of the functions' own metrics (``index.METRIC_*``; Powertools' ``service`` dimension)."""
         return cloudwatch.Metric(
-            namespace=self.metrics_namespace,
+            namespace=METRICS_NAMESPACE,
             metric_name=metric_name,
             dimensions_map={"service": index.SERVICE},
             **props,  # type: ignore[arg-type]

@@ -20,6 +20,8 @@ visibility timeout, :data:`MAX_RECEIVE_COUNT` times, then waits in :attr:`dead_l
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import jsii
 from aws_cdk import ArnFormat, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -37,8 +39,10 @@ from hindsight_isolation.events import EVENT_SOURCE
 from infra.config import EventsConfig
 from infra.constructs.alerts import Alerts, watch_queue
 from infra.constructs.creation import instance_id
+from infra.constructs.foundation import Foundation
 from infra.constructs.handoff import Handoff
 from infra.constructs.log_retention import retention
+from infra.constructs.queues import encrypted_queue
 from infra.permissions import (
     EVENTS_KEY_SERVICE_ACTIONS,
     LOG_DELIVERY_ACTIONS,
@@ -48,8 +52,6 @@ from infra.permissions import (
 
 __all__ = ["AUDIT_RULE_NAME", "MAX_RECEIVE_COUNT", "VISIBILITY_TIMEOUT", "MemoryEvents"]
 
-#: SQS's longest retention: events and dead letters wait two weeks at most.
-RETENTION = Duration.days(14)
 #: How long a batch the pipe could not deliver stays hidden before the pipe tries again.
 VISIBILITY_TIMEOUT = Duration.minutes(5)
 #: Deliveries before a message goes to the dead letters: about an hour of retries (FIFO: the bank's later events
@@ -82,30 +84,31 @@ class _LogGroupTarget:
         return events.RuleTargetConfig(arn=self._arn)
 
 
-class MemoryEvents(Construct):
-    """Exposes ``key``, ``queue``, ``dead_letters``, ``bus``, ``archive``, ``pipe``, ``audit_log``, ``audit_rule``
-    and ``alarms`` (the dead letters', the stalled queue's).
+@dataclass(frozen=True)
+class MemoryEventsProps:
+    """What the memory event stream is built from.
 
     Args:
         config: The ``events`` section (``include_text``, the archive's and the audit log's retention).
+        foundation: The audit log's key and the alarms' topic.
+        removal_policy: What becomes of what holds events (key, queues, archive, audit log) when the stack is
+            deleted.
         parameter_prefix: Where the handoffs of the queue and key are published for later stacks.
-        removal: What becomes of what holds events (key, queues, archive, audit log) when the stack is deleted.
-        logs_key: The audit log's key.
-        alerts: Where the alarms notify.
     """
 
-    def __init__(
-        self,
-        scope: Construct,
-        construct_id: str,
-        *,
-        config: EventsConfig,
-        parameter_prefix: str,
-        removal: RemovalPolicy,
-        logs_key: kms.IKey,
-        alerts: Alerts,
-    ) -> None:
+    config: EventsConfig
+    foundation: Foundation
+    removal_policy: RemovalPolicy
+    parameter_prefix: str
+
+
+class MemoryEvents(Construct):
+    """Exposes ``key``, ``queue``, ``dead_letters``, ``bus``, ``archive``, ``pipe``, ``audit_log``, ``audit_rule``
+    and ``alarms`` (the dead letters', the stalled queue's)."""
+
+    def __init__(self, scope: Construct, construct_id: str, props: MemoryEventsProps) -> None:
         super().__init__(scope, construct_id)
+        config, removal, parameter_prefix = props.config, props.removal_policy, props.parameter_prefix
         stack = Stack.of(self)
         self.include_text = config.include_text
         self.key = kms.Key(
@@ -176,8 +179,8 @@ class MemoryEvents(Construct):
             cfn_archive.kms_key_identifier = self.key.key_arn
         self.archive.apply_removal_policy(removal)
         self.pipe = self._pipe()
-        self.audit_log, self.audit_rule = self._audit_rule(config, logs_key, removal)
-        self.alarms = self._alarms(alerts)
+        self.audit_log, self.audit_rule = self._audit_rule(config, props.foundation.logs_key, removal)
+        self.alarms = self._alarms(props.foundation.alerts)
         self._queue_url = Handoff(
             self,
             "QueueUrlHandoff",
@@ -216,20 +219,17 @@ class MemoryEvents(Construct):
     ) -> sqs.Queue:
         """A FIFO queue under the events key; the sender sets each message's deduplication id (the event id), and
         throughput is per message group (per bank: high-throughput FIFO)."""
-        return sqs.Queue(
+        return encrypted_queue(
             self,
             construct_id,
+            key=self.key,
+            removal=removal,
             fifo=True,
             content_based_deduplication=False,
             deduplication_scope=sqs.DeduplicationScope.MESSAGE_GROUP,
             fifo_throughput_limit=sqs.FifoThroughputLimit.PER_MESSAGE_GROUP_ID,
-            encryption=sqs.QueueEncryption.KMS,
-            encryption_master_key=self.key,
-            enforce_ssl=True,
-            retention_period=RETENTION,
             visibility_timeout=VISIBILITY_TIMEOUT,
             dead_letter_queue=dead_letter_queue,
-            removal_policy=removal,
         )
 
     def _pipe(self) -> pipes.CfnPipe:

@@ -8,6 +8,7 @@ CloudFormation refuses to update while another stack imports it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from aws_cdk import CfnOutput, RemovalPolicy
@@ -35,16 +36,25 @@ def adapter_layer_version(scope: Construct, construct_id: str, *, path: Path) ->
     )
 
 
+@dataclass(frozen=True)
+class MemoryLayerProps:
+    """What the published layer is built from: the ``layer`` section, and the SSM name publishing its ARN unless
+    ``layer.parameter_name`` is set."""
+
+    config: LayerConfig
+    parameter_name: str
+
+
 class MemoryAdapterLayer(Construct):
     """The layer built by ``make build`` into ``build/layer/python``; its ARN is published to SSM for reuse."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, config: LayerConfig, parameter_name: str) -> None:
+    def __init__(self, scope: Construct, construct_id: str, props: MemoryLayerProps) -> None:
         super().__init__(scope, construct_id)
-        self.layer = adapter_layer_version(self, "Layer", path=Path(config.path))
+        self.layer = adapter_layer_version(self, "Layer", path=Path(props.config.path))
         self.parameter = ssm.StringParameter(
             self,
             "ArnParameter",
-            parameter_name=config.parameter_name or parameter_name,
+            parameter_name=props.config.parameter_name or props.parameter_name,
             description="ARN of the latest memory_adapter layer version",
             string_value=self.layer.layer_version_arn,
         )

@@ -8,6 +8,8 @@ is Hindsight's ``/health`` (which checks the database); an alarm fires when no t
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_certificatemanager as acm
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -18,8 +20,7 @@ from constructs import Construct
 
 from infra.config import HindsightConfig
 from infra.constructs.access_logs import access_log_bucket
-from infra.constructs.alerts import Alerts
-from infra.constructs.network import Network
+from infra.constructs.foundation import Foundation
 from infra.constructs.part import Part
 from infra.constructs.private_dns import PrivateDnsName
 from infra.constructs.props import raise_if_any
@@ -28,28 +29,31 @@ HTTPS_PORT = 443
 HTTP_PORT = 80
 
 
-class MemoryLoadBalancer(Part):
-    """Exposes ``load_balancer``, ``target_group``, ``access_logs``, ``dns``, ``url``, ``listener_port`` and
-    ``unhealthy_alarm``.
+@dataclass(frozen=True)
+class MemoryLoadBalancerProps:
+    """What the load balancer is built from (the memory service builds it).
 
     Args:
+        config: The ``hindsight`` section (certificate, name, ports, TLS to the tasks).
+        foundation: The VPC it sits in and the topic its alarm notifies.
         security_group: The load balancer's group (owned by the service, whose rules name it).
         api_service: The service whose tasks receive the traffic; None on EKS, where a TargetGroupBinding registers
             the API pods in ``target_group``.
     """
 
-    def __init__(
-        self,
-        scope: Construct,
-        construct_id: str,
-        *,
-        config: HindsightConfig,
-        network: Network,
-        security_group: ec2.ISecurityGroup,
-        api_service: ecs.FargateService | None,
-        alerts: Alerts,
-    ) -> None:
+    config: HindsightConfig
+    foundation: Foundation
+    security_group: ec2.ISecurityGroup
+    api_service: ecs.FargateService | None
+
+
+class MemoryLoadBalancer(Part):
+    """Exposes ``load_balancer``, ``target_group``, ``access_logs``, ``dns``, ``url``, ``listener_port`` and
+    ``unhealthy_alarm``."""
+
+    def __init__(self, scope: Construct, construct_id: str, props: MemoryLoadBalancerProps) -> None:
         super().__init__(scope, construct_id)
+        config, network, api_service = props.config, props.foundation.network, props.api_service
         raise_if_any(
             self.node.path,
             (
@@ -67,7 +71,7 @@ class MemoryLoadBalancer(Part):
             vpc=network.vpc,
             vpc_subnets=network.subnets,
             internet_facing=False,
-            security_group=security_group,
+            security_group=props.security_group,
             drop_invalid_header_fields=True,
             deletion_protection=False,
         )
@@ -109,7 +113,7 @@ class MemoryLoadBalancer(Part):
                 health_check=health_check,
             )
             listener.add_target_groups("Api", target_groups=[self.target_group])
-        self.unhealthy_alarm = alerts.watch(
+        self.unhealthy_alarm = props.foundation.alerts.watch(
             cloudwatch.Alarm(
                 self,
                 "NoHealthyApiTask",

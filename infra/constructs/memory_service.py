@@ -32,16 +32,22 @@ from infra.config import Platform
 from infra.constructs.eks_workloads import HindsightOnEks
 from infra.constructs.handoff import Handoff
 from infra.constructs.hindsight_secrets import HindsightSecrets
-from infra.constructs.hindsight_task import API_COMMAND, API_TLS_COMMAND, hindsight_environment
+from infra.constructs.hindsight_task import hindsight_environment
 from infra.constructs.image_mirror import ImageMirror
 from infra.constructs.memory_endpoint import ConnectableConstruct
-from infra.constructs.memory_load_balancer import MemoryLoadBalancer
+from infra.constructs.memory_load_balancer import MemoryLoadBalancer, MemoryLoadBalancerProps
 from infra.constructs.memory_props import MemoryServiceProps
 from infra.constructs.memory_service_ecs import HindsightOnEcs
 from infra.constructs.memory_service_eks import hindsight_on_eks
-from infra.constructs.network import Network
 from infra.constructs.redeploy_on_rotation import RedeployOnRotation, RestartTrigger
-from infra.isolation_env import isolation_environment
+from infra.constructs.secret_source import SecretSource
+from infra.isolation_env import ENV_STATIC_JWKS, isolation_settings
+
+#: What Hindsight's processes are on each platform, and where their security group lets them go.
+WORKLOADS = {
+    Platform.ECS: ("tasks", "from the load balancer; to the database and AWS endpoints"),
+    Platform.EKS: ("pods", "from the load balancer and the kubelet; to the database, DNS and endpoints"),
+}
 
 
 class MemoryService(Construct):
@@ -55,7 +61,7 @@ class MemoryService(Construct):
         config = self.config = props.config
         # Memory events (events.enabled): the extension in every process sends them to the events queue.
         events_env = props.events.environment_in(self) if props.events is not None else {}
-        self.secrets = HindsightSecrets(self, "Secrets", config=config, auth_mode=props.auth.mode)
+        self.secrets = HindsightSecrets(self, "Secrets", props)
         self.extension = s3_assets.Asset(self, "IsolationExtension", path=str(config.extension_path))
         # A new extension restarts the tasks or pods that load it.
         self.extension_sha256 = hashlib.sha256(Path(config.extension_path).read_bytes()).hexdigest()
@@ -119,15 +125,20 @@ class MemoryService(Construct):
 
     # -- what both halves build with ---------------------------------------------------------------------------------
 
-    @property
-    def api_command(self) -> str:
-        """The API's command: HTTPS with the task's own certificate when ``hindsight.tls_to_tasks``, else HTTP."""
-        return API_TLS_COMMAND if self.config.tls_to_tasks else API_COMMAND
-
-    def workload_security_group(self, network: Network, description: str) -> ec2.SecurityGroup:
-        """The tasks' or pods' group (``security_group``), which the database and the load balancer admit."""
-        self.security_group = network.workload_security_group(self, "SecurityGroup", description=description)
-        return self.security_group
+    def workload_access(self, props: MemoryServiceProps) -> dict[str, SecretSource]:
+        """The tasks' or pods' security group (``security_group``), which the database admits (and the load balancer
+        reaches), and what every process reads at start, by the variable each becomes: the database's login and CA
+        bundle, the extension's keys, the mirrored signing keys (user-token modes), the external LLM's key. ECS
+        injects them as container secrets; on EKS each pod's init step reads them with the pod's role."""
+        kind, reach = WORKLOADS[self.config.platform]
+        self.security_group = props.foundation.network.workload_security_group(
+            self, "SecurityGroup", description=f"Hindsight {kind}: {reach}"
+        )
+        props.database.allow_from(self, self.security_group, description=f"Hindsight {kind} to PostgreSQL")
+        sources = {**props.database.secret_sources(self), **self.secrets.credential_sources()}
+        if props.identity is not None:
+            sources[ENV_STATIC_JWKS] = props.identity.keys_source()
+        return {**sources, **self.secrets.llm_sources()}
 
     def restart_triggers(self, props: MemoryServiceProps) -> list[RestartTrigger]:
         """What restarts Hindsight on either platform: a rotated database login, new signing keys in the mirror."""
@@ -153,15 +164,7 @@ class MemoryService(Construct):
         isolation extension's and, with memory events, the events queue."""
         return {
             **hindsight_environment(props.config, database=props.database.container_environment()),
-            **isolation_environment(
-                props.auth,
-                props.identity,
-                scope=self,
-                agent_name=props.agent_name,
-                expiry_grace_s=props.auth.grace_seconds,
-                fading=props.fading,
-                mission=props.mission,
-            ),
+            **isolation_settings(props, scope=self).to_env(),
             **events_env,
         }
 
@@ -178,11 +181,12 @@ class MemoryService(Construct):
         self.load_balancing = MemoryLoadBalancer(
             self,
             "LoadBalancing",
-            config=props.config,
-            network=props.foundation.network,
-            security_group=self.load_balancer_security_group,
-            api_service=api_service,
-            alerts=props.foundation.alerts,
+            MemoryLoadBalancerProps(
+                config=props.config,
+                foundation=props.foundation,
+                security_group=self.load_balancer_security_group,
+                api_service=api_service,
+            ),
         )
         return self.load_balancing
 

@@ -25,12 +25,12 @@ from infra.constructs.hindsight_task import (
     WORKER_COMMAND,
     HindsightTaskDefinition,
     HindsightTaskParts,
+    api_command,
 )
 from infra.constructs.image_mirror import hindsight_image
 from infra.constructs.log_retention import retention
 from infra.constructs.network import Network
-from infra.constructs.redeploy_on_rotation import RedeployOnRotation
-from infra.isolation_env import ENV_STATIC_JWKS
+from infra.constructs.redeploy_on_rotation import RedeployOnRotation, RedeployProps
 from infra.permissions import (
     MAINTENANCE_FOLLOW_ACTIONS,
     MAINTENANCE_RUN_ACTIONS,
@@ -49,7 +49,7 @@ class HindsightOnEcs:
     ``worker_names`` (their handoffs) and ``redeploy``."""
 
     def __init__(self, memory: MemoryService, props: MemoryServiceProps, events_env: dict[str, str]) -> None:
-        config, network, database, identity = props.config, props.foundation.network, props.database, props.identity
+        config, network, database = props.config, props.foundation.network, props.database
         self._memory = memory
         image, self.mirror = hindsight_image(memory, config, key=memory.secrets.key)
         self.cluster = ecs.Cluster(
@@ -62,14 +62,7 @@ class HindsightOnEcs:
             encryption_key=props.foundation.logs_key,
             removal_policy=RemovalPolicy.DESTROY,
         )
-        security_group = memory.workload_security_group(
-            network, "Hindsight tasks: from the load balancer; to the database and AWS endpoints"
-        )
-        database.allow_from(memory, security_group, description="Hindsight tasks to PostgreSQL")
-        secrets = {**database.container_secrets(memory), **memory.secrets.credential_secrets()}
-        if identity is not None:
-            secrets[ENV_STATIC_JWKS] = identity.keys_container_secret()
-        secrets.update(memory.secrets.llm_secrets())
+        secrets = memory.workload_access(props)  # before the environment: the construct order is the template's
         parts = HindsightTaskParts(
             config=config,
             image=image,
@@ -84,7 +77,7 @@ class HindsightOnEcs:
             memory,
             "ApiTask",
             parts=parts,
-            command=memory.api_command,
+            command=api_command(config),
             log_prefix="api",
             serve_tls=config.tls_to_tasks,
         )
@@ -150,11 +143,13 @@ class HindsightOnEcs:
         self.redeploy = RedeployOnRotation(
             memory,
             "RedeployOnRotation",
-            cluster=self.cluster,
-            services=[self.api_service, *self.worker_services],
-            triggers=memory.restart_triggers(props),
-            logs_key=props.foundation.logs_key,
-            alerts=props.foundation.alerts,
+            RedeployProps(
+                cluster=self.cluster,
+                services=(self.api_service, *self.worker_services),
+                triggers=memory.restart_triggers(props),
+                logs_key=props.foundation.logs_key,
+                alerts=props.foundation.alerts,
+            ),
         )
 
     def _maintenance_policy(self) -> iam.ManagedPolicy:

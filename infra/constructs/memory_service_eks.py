@@ -12,10 +12,8 @@ from typing import TYPE_CHECKING
 
 from aws_cdk import aws_ec2 as ec2
 
-from infra.constructs.eks_workloads import HindsightOnEks
-from infra.constructs.hindsight_task import WORKER_COMMAND
+from infra.constructs.eks_workloads import HindsightOnEks, HindsightPodsProps
 from infra.constructs.image_mirror import hindsight_image_uri
-from infra.isolation_env import ENV_STATIC_JWKS
 
 if TYPE_CHECKING:
     from infra.constructs.memory_props import MemoryServiceProps
@@ -24,18 +22,12 @@ if TYPE_CHECKING:
 
 def hindsight_on_eks(memory: MemoryService, props: MemoryServiceProps, events_env: dict[str, str]) -> HindsightOnEks:
     """Build the EKS half into ``memory``; answers the pods' construct (``memory.eks``)."""
-    config, network, database, identity = props.config, props.foundation.network, props.database, props.identity
+    config = props.config
     assert props.eks is not None
     image, mirror = hindsight_image_uri(memory, config, key=memory.secrets.key)
     memory.mirror = mirror
-    security_group = memory.workload_security_group(
-        network, "Hindsight pods: from the load balancer and the kubelet; to the database, DNS and endpoints"
-    )
-    database.allow_from(memory, security_group, description="Hindsight pods to PostgreSQL")
-    sources = {**database.secret_sources(memory), **memory.secrets.credential_sources()}
-    if identity is not None:
-        sources[ENV_STATIC_JWKS] = identity.keys_source()
-    sources.update(memory.secrets.llm_sources())
+    sources = memory.workload_access(props)
+    security_group = memory.security_group
     balancing = memory.balance_load(props, api_service=None)
     memory.load_balancer_security_group.connections.allow_to(
         security_group, ec2.Port.tcp(config.port), "Load balancer to the Hindsight API pods"
@@ -43,22 +35,20 @@ def hindsight_on_eks(memory: MemoryService, props: MemoryServiceProps, events_en
     eks = HindsightOnEks(
         memory,
         "Eks",
-        config=config,
-        eks_config=props.eks,
-        network=network,
-        database=database,
-        image=image,
-        environment=memory.environment(props, events_env),
-        secrets=sources,
-        extension=memory.extension,
-        extension_sha256=memory.extension_sha256,
-        security_group=security_group,
-        target_group_arn=balancing.target_group.target_group_arn,
-        api_command=memory.api_command,
-        worker_command=WORKER_COMMAND,
-        restart_triggers=memory.restart_triggers(props),
-        logs_key=props.foundation.logs_key,
-        alerts=props.foundation.alerts,
+        HindsightPodsProps(
+            config=config,
+            eks=props.eks,
+            foundation=props.foundation,
+            database=props.database,
+            image=image,
+            environment=memory.environment(props, events_env),
+            secrets=sources,
+            extension=memory.extension,
+            extension_sha256=memory.extension_sha256,
+            security_group=security_group,
+            target_group_arn=balancing.target_group.target_group_arn,
+            restart_triggers=memory.restart_triggers(props),
+        ),
     )
     if mirror is not None:
         eks.manifest.node.add_dependency(mirror.lookup)

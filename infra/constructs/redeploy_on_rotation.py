@@ -36,6 +36,24 @@ class RestartTrigger:
     pattern: events.EventPattern
 
 
+@dataclass(frozen=True)
+class RedeployProps:
+    """What the restarts are built from (the ECS half of the memory service builds it).
+
+    Args:
+        services: Every service to restart, in ``cluster``.
+        triggers: The events after which they restart.
+        logs_key: The key of the function's log group.
+        alerts: The topic the failure alarm notifies.
+    """
+
+    cluster: ecs.ICluster
+    services: Sequence[ecs.BaseService]
+    triggers: Sequence[RestartTrigger]
+    logs_key: kms.IKey
+    alerts: Alerts
+
+
 class RedeployOnRotation(Construct):
     """Exposes ``function`` and ``failing_alarm``.
 
@@ -44,18 +62,9 @@ class RedeployOnRotation(Construct):
     from the function's path) is what it was when they were the memory service's own children.
     """
 
-    def __init__(
-        self,
-        scope: Construct,
-        construct_id: str,
-        *,
-        cluster: ecs.ICluster,
-        services: Sequence[ecs.BaseService],
-        triggers: Sequence[RestartTrigger],
-        logs_key: kms.IKey,
-        alerts: Alerts,
-    ) -> None:
+    def __init__(self, scope: Construct, construct_id: str, props: RedeployProps) -> None:
         super().__init__(scope, construct_id)
+        services, triggers = props.services, props.triggers
         ids = [t.construct_id for t in triggers]
         raise_if_invalid(
             self.node.path,
@@ -78,10 +87,10 @@ class RedeployOnRotation(Construct):
             source=FUNCTIONS_DIR / "redeploy_on_rotation",
             description="Restarts the Hindsight services after their database secret rotated",
             timeout=Duration.seconds(30),
-            logs_key=logs_key,
+            logs_key=props.logs_key,
             code=settings_code(FUNCTIONS_DIR / "redeploy_on_rotation"),
             environment=RedeploySettings(
-                cluster_arn=cluster.cluster_arn, service_arns=tuple(s.service_arn for s in services)
+                cluster_arn=props.cluster.cluster_arn, service_arns=tuple(s.service_arn for s in services)
             ).to_env(),
         )
         self.function.add_to_role_policy(
@@ -92,7 +101,7 @@ class RedeployOnRotation(Construct):
                 parts, trigger.construct_id, description=trigger.description, event_pattern=trigger.pattern
             )
             rule.add_target(targets.LambdaFunction(self.function, retry_attempts=2))
-        self.failing_alarm = alerts.watch(
+        self.failing_alarm = props.alerts.watch(
             cloudwatch.Alarm(
                 parts,
                 "RedeployFailing",

@@ -20,6 +20,7 @@ in the dead-letter queue for an operator to review (``python -m memory_adapter.r
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from aws_cdk import Duration, RemovalPolicy
 from aws_cdk import aws_iam as iam
@@ -28,15 +29,22 @@ from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from infra.config import RetainQueueConfig
-from infra.constructs.alerts import Alerts, watch_queue
+from infra.constructs.alerts import watch_queue
+from infra.constructs.foundation import Foundation
 from infra.constructs.props import raise_if_invalid
+from infra.constructs.queues import encrypted_queue
 from infra.permissions import SQS_PRODUCER_KEY_ACTIONS, SQS_SEND_ACTIONS
 from memory_adapter.constants import SQS_MAX_MESSAGE_BYTES
 
-__all__ = ["MIN_RECEIVE_COUNT", "VISIBILITY_TIMEOUT_FACTOR", "RetainQueue", "max_receive_count", "visibility_timeout"]
+__all__ = [
+    "MIN_RECEIVE_COUNT",
+    "VISIBILITY_TIMEOUT_FACTOR",
+    "RetainQueue",
+    "RetainQueueProps",
+    "max_receive_count",
+    "visibility_timeout",
+]
 
-#: SQS's longest retention: dead letters stay reviewable for two weeks.
-RETENTION = Duration.days(14)
 #: Fewest receives before SQS gives up on a message, however short the grace window.
 MIN_RECEIVE_COUNT = 3
 #: AWS's advice for an SQS event source mapping: a visibility timeout of six times the function's timeout.
@@ -53,27 +61,30 @@ def max_receive_count(grace_seconds: int, visibility_timeout_seconds: int) -> in
     return max(MIN_RECEIVE_COUNT, math.ceil(grace_seconds / visibility_timeout_seconds))
 
 
-class RetainQueue(Construct):
-    """Exposes ``queue``, ``dead_letters``, ``key``, ``max_receive_count`` and the two alarms.
+@dataclass(frozen=True)
+class RetainQueueProps:
+    """What the retain queue is built from.
 
     Args:
         config: The ``retain_queue`` section (the replay function's timeout sets the visibility timeout).
         grace_seconds: The retain grace window (``auth.retain_grace_seconds``): the retry window's length.
-        removal: What becomes of the queues and their key when the stack is deleted (they hold undelivered turns).
-        alerts: Where the alarms notify.
+        removal_policy: What becomes of the queues and their key when the stack is deleted (they hold undelivered
+            turns).
+        foundation: The alarms' topic.
     """
 
-    def __init__(
-        self,
-        scope: Construct,
-        construct_id: str,
-        *,
-        config: RetainQueueConfig,
-        grace_seconds: int,
-        removal: RemovalPolicy,
-        alerts: Alerts,
-    ) -> None:
+    config: RetainQueueConfig
+    grace_seconds: int
+    removal_policy: RemovalPolicy
+    foundation: Foundation
+
+
+class RetainQueue(Construct):
+    """Exposes ``queue``, ``dead_letters``, ``key``, ``max_receive_count`` and the two alarms."""
+
+    def __init__(self, scope: Construct, construct_id: str, props: RetainQueueProps) -> None:
         super().__init__(scope, construct_id)
+        config, grace_seconds, removal = props.config, props.grace_seconds, props.removal_policy
         raise_if_invalid(
             self.node.path,
             [f"grace_seconds must be positive, got {grace_seconds}"] if grace_seconds <= 0 else [],
@@ -86,32 +97,22 @@ class RetainQueue(Construct):
             enable_key_rotation=True,
             removal_policy=removal,
         )
-        self.dead_letters = sqs.Queue(
-            self,
-            "DeadLetters",
-            encryption=sqs.QueueEncryption.KMS,
-            encryption_master_key=self.key,
-            enforce_ssl=True,
-            max_message_size_bytes=SQS_MAX_MESSAGE_BYTES,
-            retention_period=RETENTION,
-            removal_policy=removal,
+        self.dead_letters = encrypted_queue(
+            self, "DeadLetters", key=self.key, removal=removal, max_message_size_bytes=SQS_MAX_MESSAGE_BYTES
         )
         self.max_receive_count = max_receive_count(grace_seconds, visibility)
-        self.queue = sqs.Queue(
+        self.queue = encrypted_queue(
             self,
             "Queue",
-            encryption=sqs.QueueEncryption.KMS,
-            encryption_master_key=self.key,
-            enforce_ssl=True,
+            key=self.key,
+            removal=removal,
             max_message_size_bytes=SQS_MAX_MESSAGE_BYTES,
-            retention_period=RETENTION,
             visibility_timeout=Duration.seconds(visibility),
             dead_letter_queue=sqs.DeadLetterQueue(max_receive_count=self.max_receive_count, queue=self.dead_letters),
-            removal_policy=removal,
         )
         self.dead_letter_alarm, self.oldest_message_alarm = watch_queue(
             self,
-            alerts,
+            props.foundation.alerts,
             queue=self.queue,
             dead_letters=self.dead_letters,
             dead_letters_description="Retains Hindsight refused for good, or could not take in time, wait in the "

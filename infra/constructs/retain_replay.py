@@ -13,24 +13,25 @@ when whole invocations fail (a broken deployment; an outage shows as the queue's
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from aws_cdk import Duration
 from aws_cdk import aws_ec2 as ec2
-from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda_event_sources as sources
 from aws_lambda_powertools.shared.constants import METRICS_NAMESPACE_ENV, SERVICE_NAME_ENV
 from constructs import Construct
 
 from infra.config import RetainQueueConfig
 from infra.constructs import memory_layer
-from infra.constructs.alerts import Alerts
+from infra.constructs.agent_runtime import METRICS_NAMESPACE
+from infra.constructs.foundation import Foundation
 from infra.constructs.functions import FUNCTIONS_DIR, python_function
 from infra.constructs.memory_endpoint import MemoryEndpoint
 from infra.constructs.memory_layer import MemoryAdapterLayer
-from infra.constructs.network import Network
 from infra.constructs.retain_queue import RetainQueue
 from memory_adapter.queue_replay import ReplaySettings
 
-__all__ = ["REPLAY_SRC", "SERVICE_NAME", "RetainReplay"]
+__all__ = ["REPLAY_SRC", "SERVICE_NAME", "RetainReplay", "RetainReplayProps"]
 
 #: The function's source (``make build`` bundles it with Powertools into ``retain_queue.replay_path``).
 REPLAY_SRC = FUNCTIONS_DIR / "retain_replay"
@@ -40,31 +41,33 @@ SERVICE_NAME = "retain-replay"
 BATCHING_WINDOW = Duration.seconds(5)
 
 
-class RetainReplay(Construct):
-    """Exposes ``function``, ``security_group``, ``connections``, ``event_source`` and ``errors_alarm``.
+@dataclass(frozen=True)
+class RetainReplayProps:
+    """What the replay function is built from.
 
     Args:
         config: The ``retain_queue`` section.
         queue: The queue it consumes and dead-letters into.
         layer: The memory adapter layer (``memory_adapter``).
-        metrics_namespace: Its metrics' namespace (the agent's, so one dashboard shows both).
+        foundation: Its network, logs key and alarm topic.
+        memory: The Hindsight it delivers to.
     """
 
-    def __init__(
-        self,
-        scope: Construct,
-        construct_id: str,
-        *,
-        config: RetainQueueConfig,
-        queue: RetainQueue,
-        layer: MemoryAdapterLayer,
-        network: Network,
-        memory: MemoryEndpoint,
-        logs_key: kms.IKey,
-        alerts: Alerts,
-        metrics_namespace: str,
-    ) -> None:
+    config: RetainQueueConfig
+    queue: RetainQueue
+    layer: MemoryAdapterLayer
+    foundation: Foundation
+    memory: MemoryEndpoint
+
+
+class RetainReplay(Construct):
+    """Exposes ``function``, ``security_group``, ``connections``, ``event_source`` and ``errors_alarm``; its metrics
+    are in the agent's namespace (:data:`~infra.constructs.agent_runtime.METRICS_NAMESPACE`), so one dashboard shows
+    both."""
+
+    def __init__(self, scope: Construct, construct_id: str, props: RetainReplayProps) -> None:
         super().__init__(scope, construct_id)
+        config, queue, memory, network = props.config, props.queue, props.memory, props.foundation.network
         self.security_group = network.workload_security_group(
             self,
             "SecurityGroup",
@@ -79,7 +82,7 @@ class RetainReplay(Construct):
             source=config.replay_path,
             description="Delivers the retain queue to Hindsight, each turn with its own credential",
             timeout=Duration.seconds(config.replay_timeout_seconds),
-            logs_key=logs_key,
+            logs_key=props.foundation.logs_key,
             log_group_id="Logs",
             memory_size=256,
             environment={
@@ -91,12 +94,12 @@ class RetainReplay(Construct):
                     ca_bundle=memory.ca_bundle,
                 ).to_env(),
                 SERVICE_NAME_ENV: SERVICE_NAME,
-                METRICS_NAMESPACE_ENV: metrics_namespace,
+                METRICS_NAMESPACE_ENV: METRICS_NAMESPACE,
             },
             vpc=network.vpc,
             vpc_subnets=network.subnets,
             security_groups=[self.security_group],
-            layers=[layer.layer],
+            layers=[props.layer.layer],
             runtime=memory_layer.RUNTIME,
         )
         self.event_source = sources.SqsEventSource(
@@ -109,7 +112,7 @@ class RetainReplay(Construct):
         self.function.add_event_source(self.event_source)  # grants receive, delete and the key's decrypt
         queue.grant_send_dead_letters(self.function)
         memory.grant_agent_key_read(self.function)  # that one secret, nothing outside IAM mode
-        self.errors_alarm = alerts.alarm(
+        self.errors_alarm = props.foundation.alerts.alarm(
             self,
             "ErrorsAlarm",
             description="The retain replay function fails whole invocations (configuration, code or "

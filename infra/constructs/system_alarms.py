@@ -19,6 +19,8 @@ Each is a condition no automation fixes (the components' own alarms cover their 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_elasticloadbalancingv2 as elbv2
@@ -26,9 +28,9 @@ from constructs import Construct
 
 from infra.config import DatabaseEngine
 from infra.constructs.agent_runtime import agent_metric
-from infra.constructs.alerts import Alerts
 from infra.constructs.database import VectorDatabase
 from infra.constructs.external_memory import ExternalMemory
+from infra.constructs.foundation import Foundation
 from infra.constructs.memory_service import MemoryService
 from memory_adapter.observability import Metric
 
@@ -42,21 +44,36 @@ ERRORS_PER_PERIOD = 5
 SHED_PER_PERIOD = 10
 
 
+@dataclass(frozen=True)
+class WatchedSystem:
+    """What the alarms and the dashboard watch.
+
+    Args:
+        agent_name: The agent whose metrics they read (dimension ``service=<agent name>``).
+        database: Hindsight's database (``None`` with ``hindsight.mode=external``).
+        memory: Hindsight: this app's service, or the customer's server (whose own metrics it cannot see).
+    """
+
+    agent_name: str
+    database: VectorDatabase | None
+    memory: MemoryService | ExternalMemory
+
+
+@dataclass(frozen=True)
+class SystemAlarmsProps:
+    """What the alarms watch, and the foundation (the topic they notify)."""
+
+    system: WatchedSystem
+    foundation: Foundation
+
+
 class SystemAlarms(Construct):
     """Exposes ``alarms`` (every alarm created here)."""
 
-    def __init__(
-        self,
-        scope: Construct,
-        construct_id: str,
-        *,
-        database: VectorDatabase | None,
-        memory: MemoryService | ExternalMemory,
-        agent_name: str,
-        alerts: Alerts,
-    ) -> None:
+    def __init__(self, scope: Construct, construct_id: str, props: SystemAlarmsProps) -> None:
         super().__init__(scope, construct_id)
-        self._alerts = alerts
+        database, memory, agent_name = props.system.database, props.system.memory, props.system.agent_name
+        self._alerts = props.foundation.alerts
         self.alarms: list[cloudwatch.Alarm] = []
         # The database's and the load balancer's alarms: only where this app runs Hindsight (not mode=external).
         if isinstance(memory, MemoryService) and database is not None:

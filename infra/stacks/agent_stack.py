@@ -9,11 +9,11 @@ from aws_cdk import CfnOutput
 from constructs import Construct
 
 from infra.config import DataRemoval, LayerConfig, RetainQueueConfig
-from infra.constructs.agent_runtime import METRICS_NAMESPACE, AgentRuntime, AgentRuntimeProps
-from infra.constructs.memory_layer import MemoryAdapterLayer
+from infra.constructs.agent_runtime import AgentRuntime, AgentRuntimeProps
+from infra.constructs.memory_layer import MemoryAdapterLayer, MemoryLayerProps
 from infra.constructs.part import PartAwareStack
-from infra.constructs.retain_queue import RetainQueue
-from infra.constructs.retain_replay import RetainReplay
+from infra.constructs.retain_queue import RetainQueue, RetainQueueProps
+from infra.constructs.retain_replay import RetainReplay, RetainReplayProps
 from infra.stacks.removal import removal_policy
 
 
@@ -39,29 +39,24 @@ class AgentStack(PartAwareStack):
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
-        foundation = props.foundation
-        self.retain_queue = RetainQueue(
-            self,
-            "RetainQueue",
+        queue_props = RetainQueueProps(
             config=retain_queue,
             grace_seconds=props.auth.grace_seconds,
-            removal=removal_policy(removal, snapshots=False),
-            alerts=foundation.alerts,
+            removal_policy=removal_policy(removal, snapshots=False),
+            foundation=props.foundation,
         )
+        self.retain_queue = RetainQueue(self, "RetainQueue", queue_props)
         self.agent = AgentRuntime(self, "Agent", props, retain_queue=self.retain_queue)
-        self.layer = MemoryAdapterLayer(self, "MemoryAdapterLayer", config=layer, parameter_name=layer_parameter_name)
-        self.retain_replay = RetainReplay(
-            self,
-            "RetainReplay",
+        layer_props = MemoryLayerProps(config=layer, parameter_name=layer_parameter_name)
+        self.layer = MemoryAdapterLayer(self, "MemoryAdapterLayer", layer_props)
+        replay_props = RetainReplayProps(
             config=retain_queue,
             queue=self.retain_queue,
             layer=self.layer,
-            network=foundation.network,
+            foundation=props.foundation,
             memory=props.memory,
-            logs_key=foundation.logs_key,
-            alerts=foundation.alerts,
-            metrics_namespace=METRICS_NAMESPACE,
         )
+        self.retain_replay = RetainReplay(self, "RetainReplay", replay_props)
         runtime = self.agent.runtime
         CfnOutput(self, "AgentRuntimeArn", value=runtime.agent_runtime_arn, description="Invoke this runtime")
         CfnOutput(self, "AgentRuntimeId", value=runtime.agent_runtime_id)

@@ -11,10 +11,10 @@ from constructs import Construct
 
 from infra.config import DatabaseConfig, DataRemoval, EventsConfig
 from infra.constructs.database import VectorDatabase
-from infra.constructs.database_backup import DatabaseBackupPlan
+from infra.constructs.database_backup import DatabaseBackupPlan, DatabaseBackupProps
 from infra.constructs.database_props import DatabaseProps
 from infra.constructs.foundation import Foundation
-from infra.constructs.memory_events import MemoryEvents
+from infra.constructs.memory_events import MemoryEvents, MemoryEventsProps
 from infra.constructs.part import PartAwareStack
 from infra.stacks.removal import removal_policy
 
@@ -42,25 +42,17 @@ class DataStack(PartAwareStack):
             parameter_prefix=parameter_prefix,
         )
         self.database = VectorDatabase(self, "Database", database_props)
-        self.backup_plan = DatabaseBackupPlan(
-            self,
-            "BackupPlan",
-            database=self.database,
-            schedule=config.backup_plan_schedule,
-            retention_days=config.backup_plan_retention_days,
-            alerts=foundation.alerts,
-        )
+        backup_props = DatabaseBackupProps(config=config, database=self.database, foundation=foundation)
+        self.backup_plan = DatabaseBackupPlan(self, "BackupPlan", backup_props)
         self.events: MemoryEvents | None = None
         if events is not None and events.enabled:
-            self.events = MemoryEvents(
-                self,
-                "MemoryEvents",
+            events_props = MemoryEventsProps(
                 config=events,
+                foundation=foundation,
+                removal_policy=removal_policy(removal, snapshots=False),
                 parameter_prefix=parameter_prefix,
-                removal=removal_policy(removal, snapshots=False),
-                logs_key=foundation.logs_key,
-                alerts=foundation.alerts,
             )
+            self.events = MemoryEvents(self, "MemoryEvents", events_props)
             CfnOutput(
                 self,
                 "MemoryEventBusName",

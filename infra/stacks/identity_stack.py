@@ -7,38 +7,16 @@ from typing import Any
 from aws_cdk import CfnOutput
 from constructs import Construct
 
-from infra.config import AuthConfig, DataRemoval
-from infra.constructs.foundation import Foundation
-from infra.constructs.identity import Identity
+from infra.constructs.identity import Identity, IdentityProps
 from infra.constructs.part import PartAwareStack
-from infra.stacks.removal import removal_policy
 
 
 class IdentityStack(PartAwareStack):
     """Exposes ``identity``. Only for JWT modes (cognito, jwt)."""
 
-    def __init__(
-        self,
-        scope: Construct,
-        construct_id: str,
-        *,
-        config: AuthConfig,
-        removal: DataRemoval,
-        parameter_prefix: str,
-        foundation: Foundation,
-        **kwargs: Any,
-    ) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, props: IdentityProps, **kwargs: Any) -> None:
         super().__init__(scope, construct_id, **kwargs)
-        self.identity = Identity(
-            self,
-            "Identity",
-            config=config,
-            logs_key=foundation.logs_key,
-            removal_policy=removal_policy(removal, snapshots=False),  # a user pool cannot be snapshotted
-            parameter_name=f"{parameter_prefix}/identity/jwks",
-            issuer_parameter_name=f"{parameter_prefix}/identity/issuer",
-            alerts=foundation.alerts,
-        )
+        self.identity = Identity(self, "Identity", props)
         CfnOutput(self, "DiscoveryUrl", value=self.identity.discovery_url, description="OIDC discovery URL")
         CfnOutput(
             self, "Issuer", value=self.identity.issuer, description="The issuer's iss, from its discovery document"

@@ -19,19 +19,18 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from constructs import Construct
 
 from infra.config import DataRemoval, LayerConfig, OperationsConfig, RetentionConfig
-from infra.constructs.admin_bucket import AdminBucket
-from infra.constructs.agent_runtime import METRICS_NAMESPACE
-from infra.constructs.dashboard import SystemDashboard
+from infra.constructs.admin_bucket import AdminBucket, AdminBucketProps
+from infra.constructs.dashboard import DashboardProps, SystemDashboard
 from infra.constructs.database import VectorDatabase
 from infra.constructs.external_memory import ExternalMemory
 from infra.constructs.foundation import Foundation
-from infra.constructs.memory_admin import MemoryAdmin
+from infra.constructs.memory_admin import MemoryAdmin, MemoryAdminProps
 from infra.constructs.memory_events import MemoryEvents
 from infra.constructs.memory_service import MemoryService
 from infra.constructs.part import PartAwareStack
 from infra.constructs.retain_queue import RetainQueue
 from infra.constructs.retain_replay import RetainReplay
-from infra.constructs.system_alarms import SystemAlarms
+from infra.constructs.system_alarms import SystemAlarms, SystemAlarmsProps, WatchedSystem
 from infra.stacks.removal import removal_policy
 
 
@@ -74,56 +73,45 @@ class OperationsStack(PartAwareStack):
         **kwargs: Any,
     ) -> None:
         super().__init__(scope, construct_id, **kwargs)
-        self.bucket = AdminBucket(
-            self,
-            "AdminBucket",
-            bucket_name=bucket_name,
-            export_retention_days=config.export_retention_days,
-            backup_retention_days=config.logical_backup_retention_days,
-            removal_policy=removal_policy(removal, snapshots=False),
+        bucket_props = AdminBucketProps(
+            config=config, bucket_name=bucket_name, removal_policy=removal_policy(removal, snapshots=False)
         )
+        self.bucket = AdminBucket(self, "AdminBucket", bucket_props)
         managed = isinstance(memory, MemoryService)  # hindsight.mode=external: no maintenance task, no backup
         if isinstance(memory, MemoryService):
             self.bucket.grant_read(memory.maintenance_role_in(self))
-        self.admin = MemoryAdmin(
-            self,
-            "MemoryAdmin",
+        admin_props = MemoryAdminProps(
             config=config,
             retention_rules=retention.rules,
             recall_settings=recall_settings,
             layer_path=layer.path,
-            network=foundation.network,
+            foundation=foundation,
             memory=memory,
             bucket=self.bucket,
-            logs_key=foundation.logs_key,
-            alerts=foundation.alerts,
-            metrics_namespace=METRICS_NAMESPACE,
             logical_backup=managed,
         )
-        self.alarms = SystemAlarms(
-            self, "Alarms", database=database, memory=memory, agent_name=agent_name, alerts=foundation.alerts
-        )
-        self.dashboard = SystemDashboard(
-            self,
-            "Dashboard",
-            dashboard_name=dashboard_name,
-            agent_name=agent_name,
-            database=database,
-            memory=memory,
+        self.admin = MemoryAdmin(self, "MemoryAdmin", admin_props)
+        system = WatchedSystem(agent_name=agent_name, database=database, memory=memory)
+        self.alarms = SystemAlarms(self, "Alarms", SystemAlarmsProps(system=system, foundation=foundation))
+        alarms = [
+            *self.alarms.alarms,
+            *self.admin.alarms,
+            retain_queue.dead_letter_alarm,
+            retain_queue.oldest_message_alarm,
+            retain_replay.errors_alarm,
+            *other_alarms,
+            *([memory.restart_alarm_in(self)] if isinstance(memory, MemoryService) else []),
+            *(memory_events.alarms_in(self) if memory_events is not None else []),
+        ]
+        dashboard_props = DashboardProps(
+            name=dashboard_name,
+            system=system,
             admin_functions=self.admin,
             retain_queue=retain_queue,
             retain_replay=retain_replay,
-            alarms=[
-                *self.alarms.alarms,
-                *self.admin.alarms,
-                retain_queue.dead_letter_alarm,
-                retain_queue.oldest_message_alarm,
-                retain_replay.errors_alarm,
-                *other_alarms,
-                *([memory.restart_alarm_in(self)] if isinstance(memory, MemoryService) else []),
-                *(memory_events.alarms_in(self) if memory_events is not None else []),
-            ],
+            alarms=alarms,
         )
+        self.dashboard = SystemDashboard(self, "Dashboard", dashboard_props)
         CfnOutput(
             self,
             "MemoryAdminUrl",

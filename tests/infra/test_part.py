@@ -81,7 +81,7 @@ def test_redeploy_on_rotation_lists_every_bad_prop_at_once() -> None:
     from aws_cdk import aws_kms as kms
 
     from infra.constructs.alerts import Alerts
-    from infra.constructs.redeploy_on_rotation import RedeployOnRotation, RestartTrigger
+    from infra.constructs.redeploy_on_rotation import RedeployOnRotation, RedeployProps, RestartTrigger
 
     stack = PartAwareStack(App(), "S")
     cluster = ecs.Cluster(stack, "Cluster", vpc=ec2.Vpc(stack, "Vpc", nat_gateways=0))
@@ -90,11 +90,13 @@ def test_redeploy_on_rotation_lists_every_bad_prop_at_once() -> None:
         RedeployOnRotation(
             stack,
             "Redeploy",
-            cluster=cluster,
-            services=[],
-            triggers=[RestartTrigger("Same", "a", pattern), RestartTrigger("Same", "b", pattern)],
-            logs_key=kms.Key(stack, "Key"),
-            alerts=Alerts(stack, "Alerts", email=None),
+            RedeployProps(
+                cluster=cluster,
+                services=(),
+                triggers=(RestartTrigger("Same", "a", pattern), RestartTrigger("Same", "b", pattern)),
+                logs_key=kms.Key(stack, "Key"),
+                alerts=Alerts(stack, "Alerts", email=None),
+            ),
         )
     assert len(err.value.problems) == 2
     assert "services must name at least one service" in str(err.value)
