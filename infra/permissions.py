@@ -16,7 +16,18 @@ EKS_DESCRIBE_ACTIONS = ("eks:DescribeCluster",)
 MAINTENANCE_RUN_ACTIONS = ("ecs:RunTask",)
 MAINTENANCE_FOLLOW_ACTIONS = ("ecs:DescribeTasks", "ecs:StopTask")
 PASS_ROLE_ACTION = "iam:PassRole"  # noqa: S105 (an IAM action, not a password)
-SSM_WRITE_ACTIONS = ("ssm:PutParameter",)
+#: A parameter a deploy-time function fills from outside (infra/functions/owned_parameter.py): write it, label each
+#: version with what decided its content, find that version again at a rollback, forget the oldest one's label, and
+#: delete it with the stack.
+SSM_OWNED_PARAMETER_ACTIONS = (
+    "ssm:PutParameter",
+    "ssm:LabelParameterVersion",
+    "ssm:UnlabelParameterVersion",
+    "ssm:GetParameterHistory",
+    "ssm:DeleteParameter",
+)
+#: Whether the stack is rolling back (the function's own stack only).
+STACK_STATUS_ACTIONS = ("cloudformation:DescribeStacks",)
 #: Claiming a log group a service creates itself (constructs/service_log_group.py): create, keep, encrypt, delete.
 LOG_GROUP_CLAIM_ACTIONS = (
     "logs:CreateLogGroup",
@@ -107,3 +118,14 @@ SQS_PRODUCER_KEY_ACTIONS = ("kms:GenerateDataKey", "kms:Decrypt")
 EVENTS_KEY_SERVICE_ACTIONS = ("kms:DescribeKey", "kms:GenerateDataKey", "kms:Decrypt", "kms:ReEncrypt*")
 #: What EventBridge needs on a log group a rule writes to (its resource policy).
 LOG_DELIVERY_ACTIONS = ("logs:CreateLogStream", "logs:PutLogEvents")
+
+
+def grant_owned_parameter(
+    scope: Construct, function: iam.IGrantable, parameter_arn: str, *, read: bool = False
+) -> None:
+    """Let a deploy-time function own one parameter (and read its value when ``read``), and read the status of
+    ``scope``'s stack (a rollback restores from the parameter's history instead of fetching again)."""
+    actions = [*SSM_OWNED_PARAMETER_ACTIONS, *(SSM_READ_ACTIONS if read else ())]
+    iam.Grant.add_to_principal(grantee=function, actions=actions, resource_arns=[parameter_arn])
+    stack_id = Stack.of(scope).stack_id
+    iam.Grant.add_to_principal(grantee=function, actions=list(STACK_STATUS_ACTIONS), resource_arns=[stack_id])

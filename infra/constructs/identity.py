@@ -15,15 +15,14 @@ from constructs import Construct
 
 from infra.config import AuthConfig, AuthMode
 from infra.constructs.alerts import Alerts
-from infra.constructs.functions import FUNCTIONS_DIR, handler_sha256, python_function, settings_code
+from infra.constructs.functions import FUNCTIONS_DIR, OWNED_PARAMETER, handler_sha256, python_function, settings_code
 from infra.constructs.handoff import Handoff
 from infra.constructs.secret_source import SecretSource
 from infra.functions.jwks_mirror.index import MirrorSettings
-from infra.permissions import SSM_WRITE_ACTIONS
+from infra.permissions import grant_owned_parameter
 from memory_adapter.identity.settings import DISCOVERY_SUFFIX, JwtSettings
 
 MIRROR_DIR = FUNCTIONS_DIR / "jwks_mirror"
-SSM_MIRROR_ACTIONS = ("ssm:GetParameter", "ssm:DeleteParameter", *SSM_WRITE_ACTIONS)
 
 
 class Identity(Construct):
@@ -168,14 +167,14 @@ class Identity(Construct):
             description="Owns the mirrored public signing keys of the token issuer (SSM) for workloads without egress",
             timeout=Duration.seconds(60),
             logs_key=logs_key,
-            code=settings_code(MIRROR_DIR),
+            code=settings_code(MIRROR_DIR, shared=[OWNED_PARAMETER]),
             environment=MirrorSettings(discovery_url=self.discovery_url, parameter_name=self._parameter_name).to_env(),
         )
         # By the configured name, not the custom resource's attribute: the policy must exist before the resource.
         parameter_arn = Stack.of(self).format_arn(
             service="ssm", resource="parameter", resource_name=self._parameter_name.lstrip("/")
         )
-        function.add_to_role_policy(iam.PolicyStatement(actions=list(SSM_MIRROR_ACTIONS), resources=[parameter_arn]))
+        grant_owned_parameter(self, function, parameter_arn, read=True)
         keys = CustomResource(
             self,
             "Keys",
@@ -185,7 +184,7 @@ class Identity(Construct):
                 "DiscoveryUrl": self.discovery_url,
                 "ParameterName": self._parameter_name,
                 # A changed mirror function runs again at deploy (it may check or store the keys differently).
-                "HandlerSha256": handler_sha256(MIRROR_DIR),
+                "HandlerSha256": handler_sha256(MIRROR_DIR, OWNED_PARAMETER),
             },
         )
         keys.node.add_dependency(function.role or function)

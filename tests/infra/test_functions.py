@@ -33,6 +33,16 @@ def ssm(monkeypatch: pytest.MonkeyPatch) -> Any:
         yield boto3.client("ssm", region_name="us-east-1")
 
 
+@pytest.fixture
+def stack_id(ssm: Any) -> str:
+    """A stack of moto's CloudFormation, updating (a mirror's Update asks whether it is a rollback's)."""
+    import boto3
+
+    template = json.dumps({"Resources": {"Topic": {"Type": "AWS::SNS::Topic"}}})
+    stack: str = boto3.client("cloudformation").create_stack(StackName="x", TemplateBody=template)["StackId"]
+    return stack
+
+
 def _docs(issuer: str = ISSUER, keys: list[Any] | None = None) -> dict[str, Any]:
     base = issuer.rstrip("/")
     return {
@@ -66,7 +76,7 @@ def test_the_schedule_stores_public_keys_once(monkeypatch: pytest.MonkeyPatch, s
     assert ssm.get_parameter(Name="/jwks")["Parameter"]["Version"] == stored["Version"]
 
 
-def test_the_custom_resource_owns_the_parameter_and_returns_the_real_issuer(ssm: Any) -> None:
+def test_the_custom_resource_owns_the_parameter_and_returns_the_real_issuer(ssm: Any, stack_id: str) -> None:
     responses: list[tuple[str, dict[str, Any]]] = []
     respond = lambda url, body: responses.append((url, body))  # noqa: E731
     # GIVEN an issuer whose `issuer` ends with a slash (the discovery URL cannot carry it)
@@ -87,7 +97,7 @@ def test_the_custom_resource_owns_the_parameter_and_returns_the_real_issuer(ssm:
     assert json.loads(ssm.get_parameter(Name="/p/dev/identity/jwks")["Parameter"]["Value"]) == {"keys": [KEY]}
     # WHEN a stack update runs the resource again with rotated keys THEN the parameter holds the new keys (no reset)
     rotated = {**KEY, "kid": "k2"}
-    update = _event("Update", PhysicalResourceId="/p/dev/identity/jwks")
+    update = _event("Update", PhysicalResourceId="/p/dev/identity/jwks", StackId=stack_id)
     mirror.handler(update, None, ssm=ssm, fetch=_fetch(_docs(issuer=ISSUER + "/", keys=[rotated])), respond=respond)
     assert responses[-1][1]["Status"] == "SUCCESS"
     assert json.loads(ssm.get_parameter(Name="/p/dev/identity/jwks")["Parameter"]["Value"]) == {"keys": [rotated]}
@@ -97,12 +107,12 @@ def test_the_custom_resource_owns_the_parameter_and_returns_the_real_issuer(ssm:
     assert ssm.describe_parameters()["Parameters"] == []
 
 
-def test_a_failing_issuer_fails_the_deploy_with_a_reason_and_keeps_the_keys(ssm: Any) -> None:
+def test_a_failing_issuer_fails_the_deploy_with_a_reason_and_keeps_the_keys(ssm: Any, stack_id: str) -> None:
     responses: list[dict[str, Any]] = []
     ssm.put_parameter(Name="/p/dev/identity/jwks", Value='{"keys":[1]}', Type="String", Tier="Advanced")
     docs = _fetch(_docs(keys=[{**KEY, "d": "secret"}]))
     result = mirror.handler(
-        _event("Update", PhysicalResourceId="/p/dev/identity/jwks"),
+        _event("Update", PhysicalResourceId="/p/dev/identity/jwks", StackId=stack_id),
         None,
         ssm=ssm,
         fetch=docs,
