@@ -26,6 +26,14 @@ SSM_OWNED_PARAMETER_ACTIONS = (
     "ssm:GetParameterHistory",
     "ssm:DeleteParameter",
 )
+#: What an AgentCore gateway does with its customer managed key (Bedrock AgentCore Developer Guide, "Encrypt your
+#: AgentCore gateway with a customer-managed KMS key"), and the grant it creates for its own use of the key.
+GATEWAY_KEY_ACTIONS = ("kms:DescribeKey", "kms:Decrypt", "kms:GenerateDataKey")
+GATEWAY_KEY_GRANT_ACTIONS = ("kms:CreateGrant",)
+#: The tag that marks the maintenance task's or pods' role (its value: the deployment's parameter prefix). The
+#: -Operations stack reads that role's ARN from an SSM handoff, which anyone who may write the prefix could point
+#: elsewhere; its grants on the administration bucket hold only for a role of this account carrying this tag.
+MAINTENANCE_ROLE_TAG = "hindsight-memory:maintenance-role"
 #: Whether the stack is rolling back (the function's own stack only).
 STACK_STATUS_ACTIONS = ("cloudformation:DescribeStacks",)
 #: Claiming a log group a service creates itself (constructs/service_log_group.py): create, keep, encrypt, delete.

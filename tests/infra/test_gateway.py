@@ -166,6 +166,13 @@ def test_every_grant_is_scoped(synths: dict[str, Synth], variant: str) -> None:
     for statement in gateway_statements:
         if statement is not invoke[0]:
             assert statement["Resource"] == {"Fn::GetAtt": [key_id, "Arn"]}, statement
+    # ... only through AgentCore, with the actions AgentCore documents; its grants only for AgentCore's own use
+    through = {"kms:ViaService": f"bedrock-agentcore.{synths[variant].config.region}.amazonaws.com"}
+    key_use = {_text(s["Action"]): s.get("Condition") for s in gateway_statements if s is not invoke[0]}
+    assert key_use == {
+        _text(["kms:Decrypt", "kms:DescribeKey", "kms:GenerateDataKey"]): {"StringEquals": through},
+        _text("kms:CreateGrant"): {"StringEquals": through, "Bool": {"kms:GrantIsForAWSResource": "true"}},
+    }
     # each function reads exactly the mirrored keys parameter, and may do nothing else
     for role in ("MemoryGatewayInterceptorServiceRole", "MemoryGatewayTargetServiceRole"):
         (statement,) = _statements(t, role)

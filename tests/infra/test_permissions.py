@@ -131,6 +131,9 @@ def _revoke(templates: dict[str, Any], function_prefix: str, action: str) -> tup
         ("MemoryRedeployOnRotation", "ecs:UpdateService"),
         ("IdentityMirror", "ssm:PutParameter"),
         ("DatabaseCaBundleFunction", "ssm:PutParameter"),
+        ("IdentityMirror", "cloudformation:DescribeStacks"),  # a rollback's Update reads no issuer (owned_parameter)
+        ("DatabaseCaBundleFunction", "ssm:GetParameterHistory"),  # ... and finds the old content through a paginator
+        ("IdentityMirror", "ssm:LabelParameterVersion"),
         ("DatabaseLoginFunction", "secretsmanager:GetSecretValue"),
         ("RetainReplayFunction", "sqs:DeleteMessage"),  # through getattr(client, "delete_message") in the layer
         ("MemoryAdminFunction", "s3:PutObject"),  # the layer's S3Store
