@@ -84,7 +84,7 @@ class OperationsStack(PartAwareStack):
         )
         managed = isinstance(memory, MemoryService)  # hindsight.mode=external: no maintenance task, no backup
         if isinstance(memory, MemoryService):
-            self.bucket.grant_read(memory.maintenance_role_in(self))
+            self.bucket.grant_read(memory.maintenance_role_in(self), tag=memory.maintenance_role_tag)
         self.admin = MemoryAdmin(
             self,
             "MemoryAdmin",

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from aws_cdk.assertions import Match, Template
 
+from infra.permissions import SSM_OWNED_PARAMETER_ACTIONS
 from tests.infra.conftest import VARIANTS, Synth, resources
 from tests.infra.security_helpers import ALL, as_text, task_containers
 
@@ -224,13 +225,16 @@ def test_the_keys_parameter_belongs_to_the_mirror_function_not_to_cloudformation
     assert len(props["HandlerSha256"]) == 64
     if synth.config.auth.discovery_url:
         assert props["DiscoveryUrl"] == synth.config.auth.discovery_url
-    # ... and the function may write and delete that one parameter, nothing else in SSM
+    # ... and the function may own that one parameter (its versions' labels and history: a rollback restores from
+    # them), nothing else in SSM, and read whether its own stack is rolling back
     statements = [
         s for p in resources(t, "AWS::IAM::Policy").values() for s in p["Properties"]["PolicyDocument"]["Statement"]
     ]
     (ssm,) = [s for s in statements if "ssm:" in as_text(s["Action"])]
-    assert set(ssm["Action"]) == {"ssm:GetParameter", "ssm:PutParameter", "ssm:DeleteParameter"}
+    assert set(ssm["Action"]) == {"ssm:GetParameter", *SSM_OWNED_PARAMETER_ACTIONS}
     assert as_text(ssm["Resource"]).endswith(f':parameter{name}"]]}}')
+    (status,) = [s for s in statements if "cloudformation:" in as_text(s["Action"])]
+    assert (status["Action"], status["Resource"]) == ("cloudformation:DescribeStacks", {"Ref": "AWS::StackId"})
     # The schedule goes before its owner on delete, so no refresh re-creates a deleted parameter.
     (rule,) = resources(t, "AWS::Events::Rule").values()
     assert keys_id in rule["DependsOn"]
