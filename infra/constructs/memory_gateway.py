@@ -288,7 +288,7 @@ class MemoryGateway(Construct):
     def _harden_role(self) -> None:
         """The L2's service role, made safe to create and to assume.
 
-        - CloudFormation creates the gateway only after the role's policy (``kms:*`` on the key, ``lambda:Invoke``
+        - CloudFormation creates the gateway only after the role's policy (its key's actions, ``lambda:Invoke``
           on the functions) exists: AgentCore checks its role at creation, and the L2 sets no such dependency (the
           runtime's L2 does).
         - It uses the gateway's key only through AgentCore (``kms:ViaService``), with the actions AgentCore documents
