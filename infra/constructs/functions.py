@@ -39,8 +39,10 @@ SETTINGS_PACKAGE = Path(__file__).resolve().parents[2] / "layers" / "memory_adap
 SETTINGS_MODULES = ("constants.py", "settings_reader.py", "settings_fields.py")
 
 
-#: Modules of ``infra.functions`` that several handlers import (copied at the same dotted path).
+#: Modules of ``infra.functions`` that several handlers import (copied at the same dotted path; pass them to
+#: :func:`settings_code` and :func:`handler_sha256` both).
 OWNED_PARAMETER = FUNCTIONS_DIR / "owned_parameter.py"
+CFN_RESPONSE = FUNCTIONS_DIR / "cfn_response.py"
 
 
 @jsii.implements(ILocalBundling)
@@ -178,6 +180,6 @@ def _log_group_of(function: lambda_.CfnFunction) -> object | None:
 
 
 def handler_sha256(source: Path, *shared: Path) -> str:
-    """The SHA-256 of a function's ``index.py`` (and the ``shared`` modules it carries): a custom resource property,
-    so changed code runs again at the next deploy (the handlers are idempotent)."""
-    return hashlib.sha256(b"".join(p.read_bytes() for p in (source / "index.py", *shared))).hexdigest()
+    """The SHA-256 of a function's ``index.py`` (and the ``shared`` modules it carries, in any order): a custom
+    resource property, so changed code runs again at the next deploy (the handlers are idempotent)."""
+    return hashlib.sha256(b"".join(p.read_bytes() for p in (source / "index.py", *sorted(shared)))).hexdigest()

@@ -15,7 +15,14 @@ from constructs import Construct
 
 from infra.config import AuthConfig, AuthMode
 from infra.constructs.alerts import Alerts
-from infra.constructs.functions import FUNCTIONS_DIR, OWNED_PARAMETER, handler_sha256, python_function, settings_code
+from infra.constructs.functions import (
+    CFN_RESPONSE,
+    FUNCTIONS_DIR,
+    OWNED_PARAMETER,
+    handler_sha256,
+    python_function,
+    settings_code,
+)
 from infra.constructs.handoff import Handoff
 from infra.constructs.secret_source import SecretSource
 from infra.functions.jwks_mirror.index import MirrorSettings
@@ -167,7 +174,7 @@ class Identity(Construct):
             description="Owns the mirrored public signing keys of the token issuer (SSM) for workloads without egress",
             timeout=Duration.seconds(60),
             logs_key=logs_key,
-            code=settings_code(MIRROR_DIR, shared=[OWNED_PARAMETER]),
+            code=settings_code(MIRROR_DIR, shared=[OWNED_PARAMETER, CFN_RESPONSE]),
             environment=MirrorSettings(discovery_url=self.discovery_url, parameter_name=self._parameter_name).to_env(),
         )
         # By the configured name, not the custom resource's attribute: the policy must exist before the resource.
@@ -184,7 +191,7 @@ class Identity(Construct):
                 "DiscoveryUrl": self.discovery_url,
                 "ParameterName": self._parameter_name,
                 # A changed mirror function runs again at deploy (it may check or store the keys differently).
-                "HandlerSha256": handler_sha256(MIRROR_DIR, OWNED_PARAMETER),
+                "HandlerSha256": handler_sha256(MIRROR_DIR, OWNED_PARAMETER, CFN_RESPONSE),
             },
         )
         keys.node.add_dependency(function.role or function)

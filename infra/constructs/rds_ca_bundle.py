@@ -14,7 +14,14 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
-from infra.constructs.functions import FUNCTIONS_DIR, OWNED_PARAMETER, handler_sha256, python_function, settings_code
+from infra.constructs.functions import (
+    CFN_RESPONSE,
+    FUNCTIONS_DIR,
+    OWNED_PARAMETER,
+    handler_sha256,
+    python_function,
+    settings_code,
+)
 from infra.permissions import grant_owned_parameter
 
 FUNCTION_DIR = FUNCTIONS_DIR / "rds_ca"
@@ -41,7 +48,7 @@ class RdsCaBundle(Construct):
             description="Copies the region's RDS certificate bundle into SSM at deploy time (verify-full TLS)",
             timeout=Duration.seconds(30),
             logs_key=logs_key,
-            code=settings_code(FUNCTION_DIR, shared=[OWNED_PARAMETER]),
+            code=settings_code(FUNCTION_DIR, shared=[OWNED_PARAMETER, CFN_RESPONSE]),
         )
         parameter_arn = stack.format_arn(service="ssm", resource="parameter", resource_name=parameter_name.lstrip("/"))
         grant_owned_parameter(self, self.function, parameter_arn)
@@ -53,7 +60,7 @@ class RdsCaBundle(Construct):
             properties={
                 "BundleUrl": bundle_url(stack.region),
                 "ParameterName": parameter_name,
-                "HandlerSha256": handler_sha256(FUNCTION_DIR, OWNED_PARAMETER),
+                "HandlerSha256": handler_sha256(FUNCTION_DIR, OWNED_PARAMETER, CFN_RESPONSE),
             },
         )
         bundle.node.add_dependency(self.function.role or self.function)

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import ast
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from infra.constructs.functions import FUNCTIONS_DIR, handler_sha256
+from infra.functions import cfn_response
 from infra.functions.jwks_mirror import index as mirror
 from infra.functions.redeploy_on_rotation import index as redeploy
 from tests.infra.conftest import resources
@@ -248,3 +252,65 @@ def test_the_functions_without_the_layer_carry_the_settings_modules(default: Any
         # THEN it imports, with the settings machinery from the asset
         assert run.returncode == 0, run.stderr
         assert run.stdout.strip().startswith(str(folder)), run.stdout
+
+
+def _shared_imports(source: Path) -> list[Path]:
+    """The modules of ``infra.functions`` that the handler in ``source`` imports."""
+    tree = ast.parse((source / "index.py").read_text())
+    return [
+        FUNCTIONS_DIR / f"{alias.name}.py"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module == "infra.functions"
+        for alias in node.names
+    ]
+
+
+def test_each_custom_resource_carries_and_digests_the_shared_modules_it_imports(default: Any) -> None:
+    """A handler importing ``infra.functions.cfn_response`` (or ``owned_parameter``) runs from its asset alone, and
+    a change to that module changes its resource's ``HandlerSha256`` (so the resource runs the new code)."""
+    import subprocess
+    import sys
+
+    # GIVEN every custom resource with a handler digest, and the asset of the function its service token names
+    assets: dict[str, list[Path]] = {}
+    for template in default.templates.values():
+        functions = resources(template, "AWS::Lambda::Function")
+        for resource in template["Resources"].values():
+            properties = resource.get("Properties", {})
+            if isinstance(properties.get("HandlerSha256"), str):
+                (logical, _) = properties["ServiceToken"]["Fn::GetAtt"]
+                key = functions[logical]["Properties"]["Code"]["S3Key"]
+                assets.setdefault(properties["HandlerSha256"], []).append(
+                    default.outdir / ("asset." + key.removesuffix(".zip"))
+                )
+    importing = [d for d in sorted(FUNCTIONS_DIR.iterdir()) if (d / "index.py").exists() and _shared_imports(d)]
+    assert {d.name for d in importing} >= {"log_groups", "rds_ca", "jwks_mirror"}
+    for source in importing:
+        shared = _shared_imports(source)
+        # WHEN the digest covers the handler and every shared module it imports
+        folders = assets.get(handler_sha256(source, *shared), [])
+        assert folders, f"no custom resource's HandlerSha256 covers {source.name} with {[p.name for p in shared]}"
+        for folder in folders:
+            # THEN its asset carries those modules as they are, and the handler imports from the asset alone
+            assert (folder / "index.py").read_bytes() == (source / "index.py").read_bytes(), source.name
+            for module in shared:
+                assert (folder / "infra" / "functions" / module.name).read_bytes() == module.read_bytes()
+            code = f"import sys; sys.path.insert(0, {str(folder)!r}); import index"
+            run = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, check=False)
+            assert run.returncode == 0, run.stderr
+
+
+def test_every_failure_answers_cloudformation_with_a_bounded_reason() -> None:
+    answers: list[tuple[str, dict[str, Any]]] = []
+
+    def fail() -> tuple[str, dict[str, str]]:
+        raise RuntimeError("x" * 5000)
+
+    event = _event("Update", PhysicalResourceId="physical")
+    status = cfn_response.answer(event, fail, message="m", respond=lambda url, body: answers.append((url, body)))
+    assert status == {"status": "FAILED"}
+    ((url, body),) = answers
+    assert url == event["ResponseURL"]
+    assert body["PhysicalResourceId"] == "physical"  # a failed update keeps the resource it had
+    assert body["Reason"].startswith("RuntimeError: xxx")
+    assert len(body["Reason"]) == cfn_response.MAX_REASON_CHARS

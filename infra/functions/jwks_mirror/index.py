@@ -27,7 +27,7 @@ from typing import Any
 
 import boto3
 
-from infra.functions import owned_parameter
+from infra.functions import cfn_response, owned_parameter
 from memory_adapter.settings_fields import DeclaredSettings, setting
 
 DISCOVERY_SUFFIX = "/.well-known/openid-configuration"  # memory_adapter.identity.settings's (no layer here)
@@ -35,7 +35,6 @@ MAX_DOCUMENT_BYTES = 64 * 1024
 MAX_PARAMETER_BYTES = 8 * 1024  # SSM advanced tier
 PRIVATE_MEMBERS = frozenset({"d", "p", "q", "dp", "dq", "qi", "k", "oth"})
 ALLOWED_KTY = frozenset({"RSA", "EC", "OKP"})
-MAX_REASON_CHARS = 1000
 
 
 class MirrorError(Exception):
@@ -123,14 +122,6 @@ def refresh(
     return mirrored, changed
 
 
-def send_response(url: str, body: dict[str, Any]) -> None:
-    """PUT the custom resource's result to CloudFormation's pre-signed URL (the function runs outside the VPC)."""
-    data = json.dumps(body).encode()
-    request = urllib.request.Request(url, data=data, method="PUT", headers={"Content-Type": ""})  # noqa: S310
-    with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310 (CloudFormation's https URL)
-        response.read()
-
-
 def on_cloudformation(
     event: dict[str, Any], ssm: Any, *, fetch: Callable[[str], Any] = fetch_json, cloudformation: Any = None
 ) -> tuple[str, dict[str, str]]:
@@ -158,27 +149,18 @@ def handler(
     *,
     ssm: Any = None,
     fetch: Callable[[str], Any] = fetch_json,
-    respond: Callable[[str, dict[str, Any]], None] = send_response,
+    respond: cfn_response.Respond = cfn_response.send_response,
     cloudformation: Any = None,
 ) -> dict[str, Any]:
     """Lambda entry point: a CloudFormation custom resource event, or the schedule's refresh."""
     client = ssm or boto3.client("ssm")
     if isinstance(event, dict) and "RequestType" in event and "ResponseURL" in event:
-        body = {
-            "StackId": event["StackId"],
-            "RequestId": event["RequestId"],
-            "LogicalResourceId": event["LogicalResourceId"],
-            "PhysicalResourceId": event.get("PhysicalResourceId") or event["LogicalResourceId"],
-        }
-        try:
-            physical_id, data = on_cloudformation(event, client, fetch=fetch, cloudformation=cloudformation)
-            body.update(Status="SUCCESS", PhysicalResourceId=physical_id, Data=data)
-        except Exception as exc:  # every failure must reach CloudFormation, or the stack waits an hour
-            body.update(Status="FAILED", Reason=f"{type(exc).__name__}: {exc}"[:MAX_REASON_CHARS])
-        print(json.dumps({"message": "custom resource", "type": event["RequestType"], "status": body["Status"]}))
-        # Answered, not raised: a raise would make Lambda retry the event; the failed deploy is the signal.
-        respond(event["ResponseURL"], body)
-        return {"status": body["Status"]}
+        return cfn_response.answer(
+            event,
+            lambda: on_cloudformation(event, client, fetch=fetch, cloudformation=cloudformation),
+            message="custom resource",
+            respond=respond,
+        )
     settings = MirrorSettings.from_env(os.environ)
     name = settings.parameter_name
     _, changed = refresh(client, name, settings.discovery_url, fetch=fetch)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
-import json
 import re
 import urllib.request
 from collections.abc import Callable
@@ -23,10 +22,9 @@ from typing import Any
 
 import boto3
 
-from infra.functions import owned_parameter
+from infra.functions import cfn_response, owned_parameter
 
 MAX_BUNDLE_BYTES = 8 * 1024  # SSM advanced tier
-MAX_REASON_CHARS = 1000
 _BLOCK = re.compile(r"-----BEGIN CERTIFICATE-----\r?\n([A-Za-z0-9+/=\r\n]+?)-----END CERTIFICATE-----")
 
 
@@ -58,14 +56,6 @@ def certificates(bundle: str) -> str:
             raise BundleError("a certificate in the bundle is not valid base64") from exc
         pem.append("-----BEGIN CERTIFICATE-----\n" + body.strip().replace("\r", "") + "\n-----END CERTIFICATE-----\n")
     return "".join(pem)
-
-
-def send_response(url: str, body: dict[str, Any]) -> None:
-    """PUT the custom resource's result to CloudFormation's pre-signed URL."""
-    data = json.dumps(body).encode()
-    request = urllib.request.Request(url, data=data, method="PUT", headers={"Content-Type": ""})  # noqa: S310
-    with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310 (CloudFormation's https URL)
-        response.read()
 
 
 def on_event(
@@ -100,23 +90,14 @@ def handler(
     *,
     ssm: Any = None,
     download: Callable[[str], str] = fetch,
-    respond: Callable[[str, dict[str, Any]], None] = send_response,
+    respond: cfn_response.Respond = cfn_response.send_response,
     cloudformation: Any = None,
 ) -> dict[str, Any]:
     """CloudFormation custom resource entry point; always answers CloudFormation (or the stack waits an hour)."""
     del context
-    body: dict[str, Any] = {
-        "StackId": event["StackId"],
-        "RequestId": event["RequestId"],
-        "LogicalResourceId": event["LogicalResourceId"],
-        "PhysicalResourceId": event.get("PhysicalResourceId") or event["LogicalResourceId"],
-    }
-    try:
+
+    def run() -> tuple[str, dict[str, str]]:
         client = ssm or boto3.client("ssm")
-        physical_id, data = on_event(event, client, download=download, cloudformation=cloudformation)
-        body.update(Status="SUCCESS", PhysicalResourceId=physical_id, Data=data)
-    except Exception as exc:  # every failure must reach CloudFormation
-        body.update(Status="FAILED", Reason=f"{type(exc).__name__}: {exc}"[:MAX_REASON_CHARS])
-    print(json.dumps({"message": "rds ca bundle", "type": event["RequestType"], "status": body["Status"]}))
-    respond(event["ResponseURL"], body)
-    return {"status": body["Status"]}
+        return on_event(event, client, download=download, cloudformation=cloudformation)
+
+    return cfn_response.answer(event, run, message="rds ca bundle", respond=respond)
