@@ -9,7 +9,8 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 BEDROCK_INVOKE_ACTIONS = ("bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream")
-ECS_REDEPLOY_ACTIONS = ("ecs:UpdateService", "ecs:DescribeServices")
+#: The rotation redeploy (infra/functions/redeploy_on_rotation): a forced new deployment, nothing read.
+ECS_REDEPLOY_ACTIONS = ("ecs:UpdateService",)
 #: The EKS pods' restart function: the cluster's endpoint and CA (the restart itself is a Kubernetes API call).
 EKS_DESCRIBE_ACTIONS = ("eks:DescribeCluster",)
 #: An operator's run of the maintenance task (MemoryService.maintenance_policy), and following it.
@@ -46,7 +47,8 @@ LOG_GROUP_CLAIM_ACTIONS = (
 #: Reading a claimed log group's current key (DescribeLogGroups, through its paginator). CloudWatch Logs authorizes
 #: it only against every group of the account and region (``log-group:*``): it cannot be scoped to one group.
 LOG_GROUP_DESCRIBE_ACTIONS = ("logs:DescribeLogGroups",)
-#: Reading one parameter's value.
+#: Reading one parameter's value (what every reader calls; the L2's ``grant_read`` adds GetParameters,
+#: DescribeParameters and GetParameterHistory, which none of them calls).
 SSM_READ_ACTIONS = ("ssm:GetParameter",)
 #: The administration bucket: the admin functions only write new objects (exports, receipts, backups); the
 #: maintenance task only reads them (a restore); with SSE-KMS a write needs a data key, a read the decrypt.
@@ -58,8 +60,9 @@ ADMIN_KEY_READ_ACTIONS = ("kms:Decrypt",)
 #: ``lambda:InvokedViaFunctionUrl``, so a direct invoke cannot carry a forged caller in its event).
 FUNCTION_URL_INVOKE_ACTION = "lambda:InvokeFunctionUrl"
 FUNCTION_INVOKE_ACTION = "lambda:InvokeFunction"
-#: Reading one secret's value (what ``Secret.grant_read`` grants).
-SECRET_READ_ACTIONS = ("secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret")
+#: Reading one secret's value: GetSecretValue is all the readers call (boto3, Powertools' SecretsProvider);
+#: ``Secret.grant_read`` adds DescribeSecret, which none of them calls.
+SECRET_READ_ACTIONS = ("secretsmanager:GetSecretValue",)
 #: What copying an image into one ECR repository needs on that repository (skopeo checks, uploads, tags).
 ECR_PUSH_ACTIONS = (
     "ecr:BatchCheckLayerAvailability",

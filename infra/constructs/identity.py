@@ -26,7 +26,7 @@ from infra.constructs.functions import (
 from infra.constructs.handoff import Handoff
 from infra.constructs.secret_source import SecretSource
 from infra.functions.jwks_mirror.index import MirrorSettings
-from infra.permissions import grant_owned_parameter
+from infra.permissions import SSM_READ_ACTIONS, grant_owned_parameter
 from memory_adapter.identity.settings import DISCOVERY_SUFFIX, JwtSettings
 
 MIRROR_DIR = FUNCTIONS_DIR / "jwks_mirror"
@@ -94,8 +94,10 @@ class Identity(Construct):
         )
 
     def grant_read_keys(self, grantee: iam.IGrantable) -> iam.Grant:
-        """Let grantee read the mirrored keys (a plain String parameter: no KMS key is involved)."""
-        return self.jwks_parameter.grant_read(grantee)
+        """Let grantee read the mirrored keys (a plain String parameter: no KMS key is involved), GetParameter only."""
+        return iam.Grant.add_to_principal(
+            grantee=grantee, actions=list(SSM_READ_ACTIONS), resource_arns=[self.jwks_parameter.parameter_arn]
+        )
 
     def issuer_in(self, scope: Construct) -> str:
         """The issuer as scope's stack reads it (:class:`~infra.constructs.handoff.Handoff`); scope's stack deploys

@@ -22,7 +22,7 @@ from infra.constructs.functions import (
     python_function,
     settings_code,
 )
-from infra.permissions import grant_owned_parameter
+from infra.permissions import SSM_READ_ACTIONS, grant_owned_parameter
 
 FUNCTION_DIR = FUNCTIONS_DIR / "rds_ca"
 #: Where the containers write the bundle before connecting (``/tmp`` is the tasks' writable volume).
@@ -69,5 +69,7 @@ class RdsCaBundle(Construct):
         )
 
     def grant_read(self, grantee: iam.IGrantable) -> iam.Grant:
-        """Let grantee read the bundle (a plain String parameter: no KMS key involved)."""
-        return self.parameter.grant_read(grantee)
+        """Let grantee read the bundle (a plain String parameter: no KMS key involved), GetParameter only."""
+        return iam.Grant.add_to_principal(
+            grantee=grantee, actions=list(SSM_READ_ACTIONS), resource_arns=[self.parameter.parameter_arn]
+        )

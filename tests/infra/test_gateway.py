@@ -251,8 +251,10 @@ def test_the_agent_can_call_its_tools_through_the_gateway(synths: dict[str, Synt
         s for p in resources(agent, "AWS::IAM::Policy").values() for s in p["Properties"]["PolicyDocument"]["Statement"]
     ]
     (read,) = [s for s in statements if "gateway/mcp-url" in _text(s["Resource"])]
-    assert read["Action"] == "ssm:GetParameter"
-    assert _text(read["Resource"]).endswith(f':parameter{name}"]]}}')
+    assert read["Action"] == "ssm:GetParameter"  # (one statement with the mirrored keys' read: the same action)
+    reads = read["Resource"] if isinstance(read["Resource"], list) else [read["Resource"]]
+    assert sorted(_text(r).endswith(f':parameter{name}"]]}}') for r in reads) == [False] * (len(reads) - 1) + [True]
+    assert all(_text(r).endswith(('/gateway/mcp-url"]]}', '/identity/jwks"]]}')) for r in reads)
     assert "-Gateway:" not in _text(agent)  # no import from the later stack
     # AND the agent reaches the gateway inside the VPC, through its endpoint (bearer tokens: no endpoint policy)
     (endpoint,) = resources(gateway, "AWS::EC2::VPCEndpoint").values()
