@@ -9,14 +9,34 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 BEDROCK_INVOKE_ACTIONS = ("bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream")
-ECS_REDEPLOY_ACTIONS = ("ecs:UpdateService", "ecs:DescribeServices")
+#: The rotation redeploy (infra/functions/redeploy_on_rotation): a forced new deployment, nothing read.
+ECS_REDEPLOY_ACTIONS = ("ecs:UpdateService",)
 #: The EKS pods' restart function: the cluster's endpoint and CA (the restart itself is a Kubernetes API call).
 EKS_DESCRIBE_ACTIONS = ("eks:DescribeCluster",)
 #: An operator's run of the maintenance task (MemoryService.maintenance_policy), and following it.
 MAINTENANCE_RUN_ACTIONS = ("ecs:RunTask",)
 MAINTENANCE_FOLLOW_ACTIONS = ("ecs:DescribeTasks", "ecs:StopTask")
 PASS_ROLE_ACTION = "iam:PassRole"  # noqa: S105 (an IAM action, not a password)
-SSM_WRITE_ACTIONS = ("ssm:PutParameter",)
+#: A parameter a deploy-time function fills from outside (infra/functions/owned_parameter.py): write it, label each
+#: version with what decided its content, find that version again at a rollback, forget the oldest one's label, and
+#: delete it with the stack.
+SSM_OWNED_PARAMETER_ACTIONS = (
+    "ssm:PutParameter",
+    "ssm:LabelParameterVersion",
+    "ssm:UnlabelParameterVersion",
+    "ssm:GetParameterHistory",
+    "ssm:DeleteParameter",
+)
+#: What an AgentCore gateway does with its customer managed key (Bedrock AgentCore Developer Guide, "Encrypt your
+#: AgentCore gateway with a customer-managed KMS key"), and the grant it creates for its own use of the key.
+GATEWAY_KEY_ACTIONS = ("kms:DescribeKey", "kms:Decrypt", "kms:GenerateDataKey")
+GATEWAY_KEY_GRANT_ACTIONS = ("kms:CreateGrant",)
+#: The tag that marks the maintenance task's or pods' role (its value: the deployment's parameter prefix). The
+#: -Operations stack reads that role's ARN from an SSM handoff, which anyone who may write the prefix could point
+#: elsewhere; its grants on the administration bucket hold only for a role of this account carrying this tag.
+MAINTENANCE_ROLE_TAG = "hindsight-memory:maintenance-role"
+#: Whether the stack is rolling back (the function's own stack only).
+STACK_STATUS_ACTIONS = ("cloudformation:DescribeStacks",)
 #: Claiming a log group a service creates itself (constructs/service_log_group.py): create, keep, encrypt, delete.
 LOG_GROUP_CLAIM_ACTIONS = (
     "logs:CreateLogGroup",
@@ -27,7 +47,8 @@ LOG_GROUP_CLAIM_ACTIONS = (
 #: Reading a claimed log group's current key (DescribeLogGroups, through its paginator). CloudWatch Logs authorizes
 #: it only against every group of the account and region (``log-group:*``): it cannot be scoped to one group.
 LOG_GROUP_DESCRIBE_ACTIONS = ("logs:DescribeLogGroups",)
-#: Reading one parameter's value.
+#: Reading one parameter's value (what every reader calls; the L2's ``grant_read`` adds GetParameters,
+#: DescribeParameters and GetParameterHistory, which none of them calls).
 SSM_READ_ACTIONS = ("ssm:GetParameter",)
 #: The administration bucket: the admin functions only write new objects (exports, receipts, backups); the
 #: maintenance task only reads them (a restore); with SSE-KMS a write needs a data key, a read the decrypt.
@@ -39,8 +60,9 @@ ADMIN_KEY_READ_ACTIONS = ("kms:Decrypt",)
 #: ``lambda:InvokedViaFunctionUrl``, so a direct invoke cannot carry a forged caller in its event).
 FUNCTION_URL_INVOKE_ACTION = "lambda:InvokeFunctionUrl"
 FUNCTION_INVOKE_ACTION = "lambda:InvokeFunction"
-#: Reading one secret's value (what ``Secret.grant_read`` grants).
-SECRET_READ_ACTIONS = ("secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret")
+#: Reading one secret's value: GetSecretValue is all the readers call (boto3, Powertools' SecretsProvider);
+#: ``Secret.grant_read`` adds DescribeSecret, which none of them calls.
+SECRET_READ_ACTIONS = ("secretsmanager:GetSecretValue",)
 #: What copying an image into one ECR repository needs on that repository (skopeo checks, uploads, tags).
 ECR_PUSH_ACTIONS = (
     "ecr:BatchCheckLayerAvailability",
@@ -107,3 +129,14 @@ SQS_PRODUCER_KEY_ACTIONS = ("kms:GenerateDataKey", "kms:Decrypt")
 EVENTS_KEY_SERVICE_ACTIONS = ("kms:DescribeKey", "kms:GenerateDataKey", "kms:Decrypt", "kms:ReEncrypt*")
 #: What EventBridge needs on a log group a rule writes to (its resource policy).
 LOG_DELIVERY_ACTIONS = ("logs:CreateLogStream", "logs:PutLogEvents")
+
+
+def grant_owned_parameter(
+    scope: Construct, function: iam.IGrantable, parameter_arn: str, *, read: bool = False
+) -> None:
+    """Let a deploy-time function own one parameter (and read its value when ``read``), and read the status of
+    ``scope``'s stack (a rollback restores from the parameter's history instead of fetching again)."""
+    actions = [*SSM_OWNED_PARAMETER_ACTIONS, *(SSM_READ_ACTIONS if read else ())]
+    iam.Grant.add_to_principal(grantee=function, actions=actions, resource_arns=[parameter_arn])
+    stack_id = Stack.of(scope).stack_id
+    iam.Grant.add_to_principal(grantee=function, actions=list(STACK_STATUS_ACTIONS), resource_arns=[stack_id])

@@ -162,21 +162,26 @@ class AdminBucket(Construct):
             grantee=grantee, actions=list(ADMIN_KEY_WRITE_ACTIONS), resource_arns=[self.key.key_arn]
         )
 
-    def grant_read(self, role: iam.IRole) -> None:
+    def grant_read(self, role: iam.IRole, *, tag: tuple[str, str]) -> None:
         """Let role (the maintenance task's, in an earlier stack) read objects, through the bucket policy and the
-        key policy: this stack names the role, the role's stack never names this bucket."""
+        key policy: this stack names the role, the role's stack never names this bucket. The role's ARN comes from
+        an SSM handoff, so each grant also requires a principal of this account carrying ``tag`` (key, value): a
+        handoff pointed at another role grants it nothing."""
+        trusted = {"aws:PrincipalAccount": self.bucket.stack.account, f"aws:PrincipalTag/{tag[0]}": tag[1]}
         self.bucket.add_to_resource_policy(
             iam.PolicyStatement(
                 principals=[iam.ArnPrincipal(role.role_arn)],
                 actions=list(ADMIN_BUCKET_READ_ACTIONS),
                 resources=[self.bucket.arn_for_objects("*")],
+                conditions={"StringEquals": trusted},
             )
         )
+        via_s3 = {"kms:ViaService": f"s3.{self.bucket.stack.region}.amazonaws.com"}
         self.key.add_to_resource_policy(
             iam.PolicyStatement(
                 principals=[iam.ArnPrincipal(role.role_arn)],
                 actions=list(ADMIN_KEY_READ_ACTIONS),
                 resources=["*"],  # in a key policy, "*" means this key
-                conditions={"StringEquals": {"kms:ViaService": f"s3.{self.bucket.stack.region}.amazonaws.com"}},
+                conditions={"StringEquals": {**via_s3, **trusted}},
             )
         )

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from aws_cdk import CustomResource, Duration
 from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_rds as rds
 from aws_cdk import aws_secretsmanager as secretsmanager
@@ -24,6 +25,7 @@ from infra.constructs.database_props import DatabaseProps
 from infra.constructs.functions import FUNCTIONS_DIR, handler_sha256, provider_framework, python_function
 from infra.constructs.network import Network
 from infra.constructs.rds_ca_bundle import RdsCaBundle
+from infra.permissions import SECRET_READ_ACTIONS
 
 #: The provisioning function's source (``make build`` bundles it with its driver into ``database.provisioning_path``).
 PROVISIONING_SRC = FUNCTIONS_DIR / "db_provisioning"
@@ -98,8 +100,13 @@ class DatabaseLogin(Construct):
             vpc_subnets=network.subnets,
             security_groups=[security_group],
         )
-        master_secret.grant_read(function)
-        self.secret.grant_read(function)
+        # GetSecretValue only (the handler's one call; Secret.grant_read adds DescribeSecret); both secrets are
+        # encrypted with key.
+        iam.Grant.add_to_principal(
+            grantee=function,
+            actions=list(SECRET_READ_ACTIONS),
+            resource_arns=[master_secret.secret_arn, self.secret.secret_arn],
+        )
         props.key.grant_decrypt(function)
         props.ca_bundle.grant_read(function)
         self.function = function

@@ -39,12 +39,19 @@ SETTINGS_PACKAGE = Path(__file__).resolve().parents[2] / "layers" / "memory_adap
 SETTINGS_MODULES = ("constants.py", "settings_reader.py", "settings_fields.py")
 
 
+#: Modules of ``infra.functions`` that several handlers import (copied at the same dotted path; pass them to
+#: :func:`settings_code` and :func:`handler_sha256` both).
+OWNED_PARAMETER = FUNCTIONS_DIR / "owned_parameter.py"
+CFN_RESPONSE = FUNCTIONS_DIR / "cfn_response.py"
+
+
 @jsii.implements(ILocalBundling)
 class _WithSettings:
-    """Local bundling (no Docker): the function's source plus :data:`SETTINGS_MODULES` as ``memory_adapter``."""
+    """Local bundling (no Docker): the function's source plus :data:`SETTINGS_MODULES` as ``memory_adapter`` and the
+    ``shared`` modules of ``infra.functions``."""
 
-    def __init__(self, source: Path) -> None:
-        self._source = source
+    def __init__(self, source: Path, shared: Sequence[Path] = ()) -> None:
+        self._source, self._shared = source, shared
 
     def try_bundle(self, output_dir: str, *options: Any, **named: Any) -> bool:
         del options, named  # jsii passes the bundling options; nothing in them applies
@@ -55,15 +62,24 @@ class _WithSettings:
         (package / "__init__.py").write_text('"""The memory adapter\'s settings machinery only."""\n')
         for name in SETTINGS_MODULES:
             shutil.copyfile(SETTINGS_PACKAGE / name, package / name)
+        if self._shared:
+            functions = out / "infra" / "functions"
+            functions.mkdir(parents=True, exist_ok=True)
+            for init in (out / "infra" / "__init__.py", functions / "__init__.py"):
+                init.write_text("")
+            for module in self._shared:
+                shutil.copyfile(module, functions / module.name)
         return True
 
 
-def settings_code(source: Path) -> lambda_.Code:
-    """``source`` with the settings machinery, for a function without the memory adapter layer."""
+def settings_code(source: Path, *, shared: Sequence[Path] = ()) -> lambda_.Code:
+    """``source`` with the settings machinery (and the ``shared`` modules of ``infra.functions``), for a function
+    without the memory adapter layer."""
+    local = _WithSettings(source, shared)
     return lambda_.Code.from_asset(
         str(source),
         asset_hash_type=AssetHashType.OUTPUT,
-        bundling=BundlingOptions(image=DockerImage.from_registry("unused-local-bundling"), local=_WithSettings(source)),
+        bundling=BundlingOptions(image=DockerImage.from_registry("unused-local-bundling"), local=local),
     )
 
 
@@ -163,7 +179,7 @@ def _log_group_of(function: lambda_.CfnFunction) -> object | None:
     return getattr(config, "log_group", None) if config is not None else None
 
 
-def handler_sha256(source: Path) -> str:
-    """The SHA-256 of a function's ``index.py``: a custom resource property, so changed code runs again at the
-    next deploy (the handlers are idempotent)."""
-    return hashlib.sha256((source / "index.py").read_bytes()).hexdigest()
+def handler_sha256(source: Path, *shared: Path) -> str:
+    """The SHA-256 of a function's ``index.py`` (and the ``shared`` modules it carries, in any order): a custom
+    resource property, so changed code runs again at the next deploy (the handlers are idempotent)."""
+    return hashlib.sha256(b"".join(p.read_bytes() for p in (source / "index.py", *sorted(shared)))).hexdigest()

@@ -17,15 +17,21 @@ from constructs import Construct
 from infra.config import AuthConfig, AuthMode
 from infra.constructs.alerts import Alerts
 from infra.constructs.foundation import Foundation
-from infra.constructs.functions import FUNCTIONS_DIR, handler_sha256, python_function, settings_code
+from infra.constructs.functions import (
+    CFN_RESPONSE,
+    FUNCTIONS_DIR,
+    OWNED_PARAMETER,
+    handler_sha256,
+    python_function,
+    settings_code,
+)
 from infra.constructs.handoff import Handoff
 from infra.constructs.secret_source import SecretSource
 from infra.functions.jwks_mirror.index import MirrorSettings
-from infra.permissions import SSM_WRITE_ACTIONS
+from infra.permissions import SSM_READ_ACTIONS, grant_owned_parameter
 from memory_adapter.identity.settings import DISCOVERY_SUFFIX, JwtSettings
 
 MIRROR_DIR = FUNCTIONS_DIR / "jwks_mirror"
-SSM_MIRROR_ACTIONS = ("ssm:GetParameter", "ssm:DeleteParameter", *SSM_WRITE_ACTIONS)
 
 
 @dataclass(frozen=True)
@@ -99,8 +105,10 @@ class Identity(Construct):
         )
 
     def grant_read_keys(self, grantee: iam.IGrantable) -> iam.Grant:
-        """Let grantee read the mirrored keys (a plain String parameter: no KMS key is involved)."""
-        return self.jwks_parameter.grant_read(grantee)
+        """Let grantee read the mirrored keys (a plain String parameter: no KMS key is involved), GetParameter only."""
+        return iam.Grant.add_to_principal(
+            grantee=grantee, actions=list(SSM_READ_ACTIONS), resource_arns=[self.jwks_parameter.parameter_arn]
+        )
 
     def issuer_in(self, scope: Construct) -> str:
         """The issuer as scope's stack reads it (:class:`~infra.constructs.handoff.Handoff`); scope's stack deploys
@@ -175,14 +183,14 @@ class Identity(Construct):
             description="Owns the mirrored public signing keys of the token issuer (SSM) for workloads without egress",
             timeout=Duration.seconds(60),
             logs_key=logs_key,
-            code=settings_code(MIRROR_DIR),
+            code=settings_code(MIRROR_DIR, shared=[OWNED_PARAMETER, CFN_RESPONSE]),
             environment=MirrorSettings(discovery_url=self.discovery_url, parameter_name=self._parameter_name).to_env(),
         )
         # By the configured name, not the custom resource's attribute: the policy must exist before the resource.
         parameter_arn = Stack.of(self).format_arn(
             service="ssm", resource="parameter", resource_name=self._parameter_name.lstrip("/")
         )
-        function.add_to_role_policy(iam.PolicyStatement(actions=list(SSM_MIRROR_ACTIONS), resources=[parameter_arn]))
+        grant_owned_parameter(self, function, parameter_arn, read=True)
         keys = CustomResource(
             self,
             "Keys",
@@ -192,7 +200,7 @@ class Identity(Construct):
                 "DiscoveryUrl": self.discovery_url,
                 "ParameterName": self._parameter_name,
                 # A changed mirror function runs again at deploy (it may check or store the keys differently).
-                "HandlerSha256": handler_sha256(MIRROR_DIR),
+                "HandlerSha256": handler_sha256(MIRROR_DIR, OWNED_PARAMETER, CFN_RESPONSE),
             },
         )
         keys.node.add_dependency(function.role or function)

@@ -44,6 +44,7 @@ from infra.constructs.memory_layer import adapter_layer_version
 from infra.constructs.props import raise_if_invalid
 from infra.functions.memory_gateway.interceptor import InterceptorSettings
 from infra.functions.memory_gateway.target import TOOL_TIMEOUT_S, TargetSettings
+from infra.permissions import GATEWAY_KEY_ACTIONS, GATEWAY_KEY_GRANT_ACTIONS
 from memory_adapter.gateway import CALLER_TOKEN_HEADER, MAX_TOOL_NAME_CHARS, prefixed_tool_name
 from memory_adapter.tools.specs import TOOL_SPECS
 
@@ -236,7 +237,8 @@ class MemoryGateway(Construct):
             interceptor_configurations=[
                 agentcore.LambdaInterceptor.for_request(self.interceptor, pass_request_headers=True)
             ],
-            kms_key=self.key,
+            # kms_key unset: the L2 would grant the role every encrypt/decrypt action and an unconditioned
+            # kms:CreateGrant; _harden_role sets the key and grants what AgentCore documents, through AgentCore only.
             # exception_level unset: errors are sanitized for end users (DEBUG would return target details)
         )
         self._harden_role()
@@ -286,9 +288,12 @@ class MemoryGateway(Construct):
     def _harden_role(self) -> None:
         """The L2's service role, made safe to create and to assume.
 
-        - CloudFormation creates the gateway only after the role's policy (``kms:*`` on the key, ``lambda:Invoke``
+        - CloudFormation creates the gateway only after the role's policy (its key's actions, ``lambda:Invoke``
           on the functions) exists: AgentCore checks its role at creation, and the L2 sets no such dependency (the
           runtime's L2 does).
+        - It uses the gateway's key only through AgentCore (``kms:ViaService``), with the actions AgentCore documents
+          for a customer managed key (DescribeKey, Decrypt, GenerateDataKey, CreateGrant), and creates grants only
+          for AgentCore's own use of the key (``kms:GrantIsForAWSResource``): the role cannot hand the key to anyone.
         - Its trust policy keeps only the statement conditioned on this account and this gateway's ARN (the L2 adds
           an unconditioned ``bedrock-agentcore.amazonaws.com`` statement too, which any gateway could use: the
           confused-deputy case).
@@ -301,6 +306,22 @@ class MemoryGateway(Construct):
         assert policy is not None
         cfn_gateway.node.add_dependency(policy)
         stack = Stack.of(self)
+        cfn_gateway.kms_key_arn = self.key.key_arn
+        through_agentcore = {"kms:ViaService": f"bedrock-agentcore.{stack.region}.amazonaws.com"}
+        role.add_to_policy(
+            iam.PolicyStatement(
+                actions=list(GATEWAY_KEY_ACTIONS),
+                resources=[self.key.key_arn],
+                conditions={"StringEquals": through_agentcore},
+            )
+        )
+        role.add_to_policy(
+            iam.PolicyStatement(
+                actions=list(GATEWAY_KEY_GRANT_ACTIONS),
+                resources=[self.key.key_arn],
+                conditions={"StringEquals": through_agentcore, "Bool": {"kms:GrantIsForAWSResource": "true"}},
+            )
+        )
         # Exactly this gateway's ARNs: its name and the id suffix AgentCore appends (not another gateway whose name
         # merely starts with this one's).
         gateway_arn = stack.format_arn(

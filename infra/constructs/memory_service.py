@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from aws_cdk import Stack
+from aws_cdk import Stack, Tags
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_ecs as ecs
@@ -42,6 +42,7 @@ from infra.constructs.memory_service_eks import hindsight_on_eks
 from infra.constructs.redeploy_on_rotation import RedeployOnRotation, RestartTrigger
 from infra.constructs.secret_source import SecretSource
 from infra.isolation_env import ENV_STATIC_JWKS, isolation_settings
+from infra.permissions import MAINTENANCE_ROLE_TAG
 
 #: What Hindsight's processes are on each platform, and where their security group lets them go.
 WORKLOADS = {
@@ -99,6 +100,9 @@ class MemoryService(Construct):
         the -MemoryService update that switches ``hindsight.platform``): the maintenance role, the restart alarm and,
         on ECS, the cluster's and the API service's names. The same parameter names on both platforms."""
         values = {"maintenance-role-arn": self.maintenance_role.role_arn}
+        # The handoff only names the role: what reads it grants only a role of this account with this tag.
+        self.maintenance_role_tag = (MAINTENANCE_ROLE_TAG, prefix)
+        Tags.of(self.maintenance_role).add(*self.maintenance_role_tag)
         if self.eks is not None:
             values["restart-alarm-arn"] = self.eks.restart_failing_alarm.alarm_arn
             kept = [self.eks.maintenance_role.role_arn, self.eks.restart_failing_alarm.alarm_arn]
@@ -197,7 +201,8 @@ class MemoryService(Construct):
         return self._url.value_in(scope)
 
     def maintenance_role_in(self, scope: Construct) -> iam.IRole:
-        """The maintenance task's or pods' role as scope's stack reads it (a handoff: the platform may change)."""
+        """The maintenance task's or pods' role as scope's stack reads it (a handoff: the platform may change). The
+        handoff's value is not trusted: a grant to it must also require :attr:`maintenance_role_tag`."""
         arn = self._platform["maintenance-role-arn"].value_in(scope)
         return iam.Role.from_role_arn(scope, "HindsightMaintenanceRole", arn, mutable=False)
 

@@ -127,11 +127,12 @@ class Network(Construct):
             encryption_key=logs_key,
             removal_policy=RemovalPolicy.RETAIN,
         )
-        vpc.add_flow_log(
+        flow_log = vpc.add_flow_log(
             "FlowLog",
             destination=ec2.FlowLogDestination.to_cloud_watch_logs(log_group),
             traffic_type=ec2.FlowLogTrafficType.ALL,
         )
+        _trust_only_own_flow_logs(flow_log)
         return vpc
 
     def _add_endpoints(self, auth_mode: AuthMode) -> None:
@@ -279,3 +280,18 @@ def ecr_layer_bucket_name(stack: Stack) -> str:
     """The AWS-owned bucket ECR serves image layers from (Amazon ECR User Guide, "Amazon ECR interface VPC
     endpoints": the gateway endpoint must reach ``prod-<region>-starport-layer-bucket``)."""
     return f"prod-{stack.region}-starport-layer-bucket"
+
+
+def _trust_only_own_flow_logs(flow_log: ec2.FlowLog) -> None:
+    """The flow log role may be assumed only for this account's flow logs (the confused deputy conditions the VPC
+    User Guide, "IAM role for publishing flow logs to CloudWatch Logs", recommends; the flow log's id is ``*``:
+    naming it would make the role depend on the flow log that depends on the role). Changes the role in place."""
+    role = flow_log.iam_role
+    assert role is not None
+    assert isinstance(role.node.default_child, iam.CfnRole)
+    stack = Stack.of(flow_log)
+    source = stack.format_arn(service="ec2", resource="vpc-flow-log", resource_name="*")
+    role.node.default_child.add_property_override(
+        "AssumeRolePolicyDocument.Statement.0.Condition",
+        {"StringEquals": {"aws:SourceAccount": stack.account}, "ArnLike": {"aws:SourceArn": source}},
+    )

@@ -2,7 +2,8 @@
 
 ``verify-full`` TLS to the database needs the CA that signs RDS's server certificates; the stock Hindsight image
 and the Lambda runtime do not ship it, and the VPC cannot download it. A function outside the VPC fetches it at
-deploy time (``infra/functions/rds_ca``) and owns the parameter, so CloudFormation never resets its value.
+deploy time (``infra/functions/rds_ca``) and owns the parameter, so CloudFormation never resets its value; a rollback
+puts back the last bundle from the parameter's history instead of downloading again (``owned_parameter``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,15 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
-from infra.constructs.functions import FUNCTIONS_DIR, handler_sha256, python_function
+from infra.constructs.functions import (
+    CFN_RESPONSE,
+    FUNCTIONS_DIR,
+    OWNED_PARAMETER,
+    handler_sha256,
+    python_function,
+    settings_code,
+)
+from infra.permissions import SSM_READ_ACTIONS, grant_owned_parameter
 
 FUNCTION_DIR = FUNCTIONS_DIR / "rds_ca"
 #: Where the containers write the bundle before connecting (``/tmp`` is the tasks' writable volume).
@@ -39,11 +48,10 @@ class RdsCaBundle(Construct):
             description="Copies the region's RDS certificate bundle into SSM at deploy time (verify-full TLS)",
             timeout=Duration.seconds(30),
             logs_key=logs_key,
+            code=settings_code(FUNCTION_DIR, shared=[OWNED_PARAMETER, CFN_RESPONSE]),
         )
         parameter_arn = stack.format_arn(service="ssm", resource="parameter", resource_name=parameter_name.lstrip("/"))
-        self.function.add_to_role_policy(
-            iam.PolicyStatement(actions=["ssm:PutParameter", "ssm:DeleteParameter"], resources=[parameter_arn])
-        )
+        grant_owned_parameter(self, self.function, parameter_arn)
         bundle = CustomResource(
             self,
             "Bundle",
@@ -52,7 +60,7 @@ class RdsCaBundle(Construct):
             properties={
                 "BundleUrl": bundle_url(stack.region),
                 "ParameterName": parameter_name,
-                "HandlerSha256": handler_sha256(FUNCTION_DIR),
+                "HandlerSha256": handler_sha256(FUNCTION_DIR, OWNED_PARAMETER, CFN_RESPONSE),
             },
         )
         bundle.node.add_dependency(self.function.role or self.function)
@@ -61,5 +69,7 @@ class RdsCaBundle(Construct):
         )
 
     def grant_read(self, grantee: iam.IGrantable) -> iam.Grant:
-        """Let grantee read the bundle (a plain String parameter: no KMS key involved)."""
-        return self.parameter.grant_read(grantee)
+        """Let grantee read the bundle (a plain String parameter: no KMS key involved), GetParameter only."""
+        return iam.Grant.add_to_principal(
+            grantee=grantee, actions=list(SSM_READ_ACTIONS), resource_arns=[self.parameter.parameter_arn]
+        )

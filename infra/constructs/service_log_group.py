@@ -17,7 +17,7 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
-from infra.constructs.functions import FUNCTIONS_DIR, handler_sha256, python_function
+from infra.constructs.functions import CFN_RESPONSE, FUNCTIONS_DIR, handler_sha256, python_function, settings_code
 from infra.permissions import LOG_GROUP_CLAIM_ACTIONS, LOG_GROUP_DESCRIBE_ACTIONS
 
 SOURCE = FUNCTIONS_DIR / "log_groups"
@@ -82,7 +82,7 @@ class ServiceLogGroup(Construct):
                 "RetentionInDays": str(retention_days),
                 "KmsKeyArn": logs_key.key_arn,
                 "RemoveOnDelete": "true" if remove_on_delete else "false",
-                "HandlerSha256": handler_sha256(SOURCE),
+                "HandlerSha256": handler_sha256(SOURCE, CFN_RESPONSE),
             },
         )
         # The role's policy (every claim's statement) exists before any claim runs.
@@ -105,6 +105,7 @@ def _function(stack: Stack, logs_key: kms.IKey) -> lambda_.Function:
         FUNCTION_ID,
         log_group_id=f"{FUNCTION_ID}Logs",
         source=SOURCE,
+        code=settings_code(SOURCE, shared=[CFN_RESPONSE]),
         description="Gives log groups that services create themselves a retention and the logs key (idempotent)",
         timeout=Duration.seconds(30),
         logs_key=logs_key,

@@ -60,10 +60,3 @@ def acknowledge(gateway_stack: GatewayStack) -> None:
             f"AwsSolutions-IAM5[Resource::<{function_id}.Arn>:*]",
             "the gateway may invoke any version of its one interceptor and one target function (the L2's grant)",
         )
-    for action in ("kms:GenerateDataKey*", "kms:ReEncrypt*"):
-        common.ack(
-            role,
-            f"AwsSolutions-IAM5[Action::{action}]",
-            "the gateway encrypts with its own key only; the wildcard covers that key's data-key and re-encrypt "
-            "variants (the L2's grant, scoped to the key's ARN)",
-        )

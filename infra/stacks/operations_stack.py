@@ -79,7 +79,7 @@ class OperationsStack(PartAwareStack):
         self.bucket = AdminBucket(self, "AdminBucket", bucket_props)
         managed = isinstance(memory, MemoryService)  # hindsight.mode=external: no maintenance task, no backup
         if isinstance(memory, MemoryService):
-            self.bucket.grant_read(memory.maintenance_role_in(self))
+            self.bucket.grant_read(memory.maintenance_role_in(self), tag=memory.maintenance_role_tag)
         admin_props = MemoryAdminProps(
             config=config,
             retention_rules=retention.rules,

@@ -252,9 +252,11 @@ ROLLBACK_SAFE = {
     "(test_the_log_group_handler_is_idempotent)",
     "Custom::HindsightDatabaseLogin": "idempotent SQL (the login role and grants exist: nothing to do), with the "
     "secrets read at the time, never the properties' (tests/infra/test_db_provisioning.py)",
-    "Custom::MirroredSigningKeys": "writes the keys of the issuer in its properties: the rollback's is the issuer the "
-    "last deploy mirrored; a fetch that fails leaves the parameter as it was",
-    "Custom::RdsCaBundle": "writes the bundle of the URL in its properties (Overwrite): the old URL's again",
+    "Custom::MirroredSigningKeys": "a rollback's Update (the stack UPDATE_ROLLBACK_IN_PROGRESS) asks no issuer: it "
+    "puts back the keys and issuer last mirrored for the old discovery URL from the parameter's labelled history "
+    "(infra/functions/owned_parameter.py; tests/infra/test_owned_parameter_rollback.py)",
+    "Custom::RdsCaBundle": "a rollback's Update downloads nothing: the old URL's bundle from the parameter's labelled "
+    "history (tests/infra/test_owned_parameter_rollback.py::test_the_rds_bundle_rolls_back_without_downloading)",
     "Custom::CDKECRDeployment": "the one tag it writes is excluded from tag immutability, so the old image is pushed "
     "again (infra/constructs/image_mirror.py)",
     "Custom::AWS": "the image digest lookup: a read (ecr:DescribeImages) of the tag the rollback re-pushed",

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import ast
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from infra.constructs.functions import FUNCTIONS_DIR, handler_sha256
+from infra.functions import cfn_response
 from infra.functions.jwks_mirror import index as mirror
 from infra.functions.redeploy_on_rotation import index as redeploy
 from tests.infra.conftest import resources
@@ -31,6 +35,16 @@ def ssm(monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     with mock_aws():
         yield boto3.client("ssm", region_name="us-east-1")
+
+
+@pytest.fixture
+def stack_id(ssm: Any) -> str:
+    """A stack of moto's CloudFormation, updating (a mirror's Update asks whether it is a rollback's)."""
+    import boto3
+
+    template = json.dumps({"Resources": {"Topic": {"Type": "AWS::SNS::Topic"}}})
+    stack: str = boto3.client("cloudformation").create_stack(StackName="x", TemplateBody=template)["StackId"]
+    return stack
 
 
 def _docs(issuer: str = ISSUER, keys: list[Any] | None = None) -> dict[str, Any]:
@@ -66,7 +80,7 @@ def test_the_schedule_stores_public_keys_once(monkeypatch: pytest.MonkeyPatch, s
     assert ssm.get_parameter(Name="/jwks")["Parameter"]["Version"] == stored["Version"]
 
 
-def test_the_custom_resource_owns_the_parameter_and_returns_the_real_issuer(ssm: Any) -> None:
+def test_the_custom_resource_owns_the_parameter_and_returns_the_real_issuer(ssm: Any, stack_id: str) -> None:
     responses: list[tuple[str, dict[str, Any]]] = []
     respond = lambda url, body: responses.append((url, body))  # noqa: E731
     # GIVEN an issuer whose `issuer` ends with a slash (the discovery URL cannot carry it)
@@ -87,7 +101,7 @@ def test_the_custom_resource_owns_the_parameter_and_returns_the_real_issuer(ssm:
     assert json.loads(ssm.get_parameter(Name="/p/dev/identity/jwks")["Parameter"]["Value"]) == {"keys": [KEY]}
     # WHEN a stack update runs the resource again with rotated keys THEN the parameter holds the new keys (no reset)
     rotated = {**KEY, "kid": "k2"}
-    update = _event("Update", PhysicalResourceId="/p/dev/identity/jwks")
+    update = _event("Update", PhysicalResourceId="/p/dev/identity/jwks", StackId=stack_id)
     mirror.handler(update, None, ssm=ssm, fetch=_fetch(_docs(issuer=ISSUER + "/", keys=[rotated])), respond=respond)
     assert responses[-1][1]["Status"] == "SUCCESS"
     assert json.loads(ssm.get_parameter(Name="/p/dev/identity/jwks")["Parameter"]["Value"]) == {"keys": [rotated]}
@@ -97,12 +111,12 @@ def test_the_custom_resource_owns_the_parameter_and_returns_the_real_issuer(ssm:
     assert ssm.describe_parameters()["Parameters"] == []
 
 
-def test_a_failing_issuer_fails_the_deploy_with_a_reason_and_keeps_the_keys(ssm: Any) -> None:
+def test_a_failing_issuer_fails_the_deploy_with_a_reason_and_keeps_the_keys(ssm: Any, stack_id: str) -> None:
     responses: list[dict[str, Any]] = []
     ssm.put_parameter(Name="/p/dev/identity/jwks", Value='{"keys":[1]}', Type="String", Tier="Advanced")
     docs = _fetch(_docs(keys=[{**KEY, "d": "secret"}]))
     result = mirror.handler(
-        _event("Update", PhysicalResourceId="/p/dev/identity/jwks"),
+        _event("Update", PhysicalResourceId="/p/dev/identity/jwks", StackId=stack_id),
         None,
         ssm=ssm,
         fetch=docs,
@@ -238,3 +252,65 @@ def test_the_functions_without_the_layer_carry_the_settings_modules(default: Any
         # THEN it imports, with the settings machinery from the asset
         assert run.returncode == 0, run.stderr
         assert run.stdout.strip().startswith(str(folder)), run.stdout
+
+
+def _shared_imports(source: Path) -> list[Path]:
+    """The modules of ``infra.functions`` that the handler in ``source`` imports."""
+    tree = ast.parse((source / "index.py").read_text())
+    return [
+        FUNCTIONS_DIR / f"{alias.name}.py"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module == "infra.functions"
+        for alias in node.names
+    ]
+
+
+def test_each_custom_resource_carries_and_digests_the_shared_modules_it_imports(default: Any) -> None:
+    """A handler importing ``infra.functions.cfn_response`` (or ``owned_parameter``) runs from its asset alone, and
+    a change to that module changes its resource's ``HandlerSha256`` (so the resource runs the new code)."""
+    import subprocess
+    import sys
+
+    # GIVEN every custom resource with a handler digest, and the asset of the function its service token names
+    assets: dict[str, list[Path]] = {}
+    for template in default.templates.values():
+        functions = resources(template, "AWS::Lambda::Function")
+        for resource in template["Resources"].values():
+            properties = resource.get("Properties", {})
+            if isinstance(properties.get("HandlerSha256"), str):
+                (logical, _) = properties["ServiceToken"]["Fn::GetAtt"]
+                key = functions[logical]["Properties"]["Code"]["S3Key"]
+                assets.setdefault(properties["HandlerSha256"], []).append(
+                    default.outdir / ("asset." + key.removesuffix(".zip"))
+                )
+    importing = [d for d in sorted(FUNCTIONS_DIR.iterdir()) if (d / "index.py").exists() and _shared_imports(d)]
+    assert {d.name for d in importing} >= {"log_groups", "rds_ca", "jwks_mirror"}
+    for source in importing:
+        shared = _shared_imports(source)
+        # WHEN the digest covers the handler and every shared module it imports
+        folders = assets.get(handler_sha256(source, *shared), [])
+        assert folders, f"no custom resource's HandlerSha256 covers {source.name} with {[p.name for p in shared]}"
+        for folder in folders:
+            # THEN its asset carries those modules as they are, and the handler imports from the asset alone
+            assert (folder / "index.py").read_bytes() == (source / "index.py").read_bytes(), source.name
+            for module in shared:
+                assert (folder / "infra" / "functions" / module.name).read_bytes() == module.read_bytes()
+            code = f"import sys; sys.path.insert(0, {str(folder)!r}); import index"
+            run = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True, check=False)
+            assert run.returncode == 0, run.stderr
+
+
+def test_every_failure_answers_cloudformation_with_a_bounded_reason() -> None:
+    answers: list[tuple[str, dict[str, Any]]] = []
+
+    def fail() -> tuple[str, dict[str, str]]:
+        raise RuntimeError("x" * 5000)
+
+    event = _event("Update", PhysicalResourceId="physical")
+    status = cfn_response.answer(event, fail, message="m", respond=lambda url, body: answers.append((url, body)))
+    assert status == {"status": "FAILED"}
+    ((url, body),) = answers
+    assert url == event["ResponseURL"]
+    assert body["PhysicalResourceId"] == "physical"  # a failed update keeps the resource it had
+    assert body["Reason"].startswith("RuntimeError: xxx")
+    assert len(body["Reason"]) == cfn_response.MAX_REASON_CHARS

@@ -166,6 +166,13 @@ def test_every_grant_is_scoped(synths: dict[str, Synth], variant: str) -> None:
     for statement in gateway_statements:
         if statement is not invoke[0]:
             assert statement["Resource"] == {"Fn::GetAtt": [key_id, "Arn"]}, statement
+    # ... only through AgentCore, with the actions AgentCore documents; its grants only for AgentCore's own use
+    through = {"kms:ViaService": f"bedrock-agentcore.{synths[variant].config.region}.amazonaws.com"}
+    key_use = {_text(s["Action"]): s.get("Condition") for s in gateway_statements if s is not invoke[0]}
+    assert key_use == {
+        _text(["kms:Decrypt", "kms:DescribeKey", "kms:GenerateDataKey"]): {"StringEquals": through},
+        _text("kms:CreateGrant"): {"StringEquals": through, "Bool": {"kms:GrantIsForAWSResource": "true"}},
+    }
     # each function reads exactly the mirrored keys parameter, and may do nothing else
     for role in ("MemoryGatewayInterceptorServiceRole", "MemoryGatewayTargetServiceRole"):
         (statement,) = _statements(t, role)
@@ -244,8 +251,10 @@ def test_the_agent_can_call_its_tools_through_the_gateway(synths: dict[str, Synt
         s for p in resources(agent, "AWS::IAM::Policy").values() for s in p["Properties"]["PolicyDocument"]["Statement"]
     ]
     (read,) = [s for s in statements if "gateway/mcp-url" in _text(s["Resource"])]
-    assert read["Action"] == "ssm:GetParameter"
-    assert _text(read["Resource"]).endswith(f':parameter{name}"]]}}')
+    assert read["Action"] == "ssm:GetParameter"  # (one statement with the mirrored keys' read: the same action)
+    reads = read["Resource"] if isinstance(read["Resource"], list) else [read["Resource"]]
+    assert sorted(_text(r).endswith(f':parameter{name}"]]}}') for r in reads) == [False] * (len(reads) - 1) + [True]
+    assert all(_text(r).endswith(('/gateway/mcp-url"]]}', '/identity/jwks"]]}')) for r in reads)
     assert "-Gateway:" not in _text(agent)  # no import from the later stack
     # AND the agent reaches the gateway inside the VPC, through its endpoint (bearer tokens: no endpoint policy)
     (endpoint,) = resources(gateway, "AWS::EC2::VPCEndpoint").values()

@@ -12,6 +12,7 @@ import pytest
 
 from infra.constructs.admin_bucket import NONCURRENT_VERSION_DAYS, admin_bucket_name, admin_bucket_pattern
 from infra.functions.memory_admin import index
+from infra.permissions import MAINTENANCE_ROLE_TAG
 from memory_adapter.kinds import MemoryKind, RetentionRules
 from memory_adapter.settings_fields import env_names
 from tests.infra.conftest import Synth, resources
@@ -153,10 +154,18 @@ def test_the_maintenance_task_reads_the_bucket_through_its_resource_policies(def
     # The role is read by handoff (the platform may change): its parameter holds the maintenance task's role.
     role = render(read["Principal"]["AWS"])
     assert handed_off(default, role) == {"Fn::GetAtt": ["MemoryMaintenanceTaskTaskRole6BF12801", "Arn"]}
+    # Whoever may write the parameter could name another role: the grant holds only for a role of this account
+    # carrying the maintenance tag, which the maintenance role has and only the -MemoryService stack sets.
+    prefix = default.config.parameter_prefix
+    trusted = {"aws:PrincipalAccount": {"Ref": "AWS::AccountId"}, f"aws:PrincipalTag/{MAINTENANCE_ROLE_TAG}": prefix}
+    assert read["Condition"] == {"StringEquals": trusted}
+    role_resource = default.template("-MemoryService")["Resources"]["MemoryMaintenanceTaskTaskRole6BF12801"]
+    assert {"Key": MAINTENANCE_ROLE_TAG, "Value": prefix} in role_resource["Properties"]["Tags"]
     _, key = one_resource(t, "AWS::KMS::Key", "AdminBucketKey")
     (decrypt,) = [s for s in key["Properties"]["KeyPolicy"]["Statement"] if render(s["Principal"].get("AWS")) == role]
     assert _actions(decrypt) == ["kms:Decrypt"]
-    assert decrypt["Condition"] == {"StringEquals": {"kms:ViaService": f"s3.{default.config.region}.amazonaws.com"}}
+    via_s3 = {"kms:ViaService": f"s3.{default.config.region}.amazonaws.com"}
+    assert decrypt["Condition"] == {"StringEquals": {**via_s3, **trusted}}
     # ... and the maintenance task's stack never names the bucket (it is deployed first).
     assert "AdminBucket" not in json.dumps(default.template("-MemoryService"))
 

@@ -131,6 +131,9 @@ def _revoke(templates: dict[str, Any], function_prefix: str, action: str) -> tup
         ("MemoryRedeployOnRotation", "ecs:UpdateService"),
         ("IdentityMirror", "ssm:PutParameter"),
         ("DatabaseCaBundleFunction", "ssm:PutParameter"),
+        ("IdentityMirror", "cloudformation:DescribeStacks"),  # a rollback's Update reads no issuer (owned_parameter)
+        ("DatabaseCaBundleFunction", "ssm:GetParameterHistory"),  # ... and finds the old content through a paginator
+        ("IdentityMirror", "ssm:LabelParameterVersion"),
         ("DatabaseLoginFunction", "secretsmanager:GetSecretValue"),
         ("RetainReplayFunction", "sqs:DeleteMessage"),  # through getattr(client, "delete_message") in the layer
         ("MemoryAdminFunction", "s3:PutObject"),  # the layer's S3Store
@@ -144,6 +147,41 @@ def test_each_function_fails_without_a_grant_it_needs(default: Synth, function: 
     found = _findings(default, templates)
     assert found
     assert all(line.startswith(f"{name}: {action}") for line in found), found
+
+
+#: Reads that CDK's L2 grants add beside the one a function calls (grant_read of a parameter or a secret, the
+#: rotation redeploy's old action list): granted only where a function's code (or its event source) calls them.
+UNCALLED_READS = (
+    "ssm:GetParameters",
+    "ssm:DescribeParameters",
+    "ssm:GetParameterHistory",
+    "secretsmanager:DescribeSecret",
+    "ecs:DescribeServices",
+)
+
+
+def _uncalled(synth: Synth) -> list[str]:
+    """``stack/function: action`` for each of :data:`UNCALLED_READS` a function's role grants and it never calls."""
+    lines = []
+    region, account = synth.config.region, synth.config.account or check.ACCOUNT
+    for fn in check.functions(synth.templates, synth.outdir, region=region, account=account):
+        template = synth.templates[fn.stack]
+        role = check._token_target(fn.properties.get("Role"))
+        if role is None or role not in template["Resources"]:
+            continue
+        statements = check.role_statements(template, role, check.Resolver(template, region, account))
+        called = {n.action for n in fn.needs}
+        lines += [
+            f"{fn.name}: {a}" for a in UNCALLED_READS if a not in called and iam_model.granted_somewhere(statements, a)
+        ]
+    return sorted(lines)
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_no_function_is_granted_reads_its_code_never_calls(synths: dict[str, Synth], variant: str) -> None:
+    """The gateway's interceptor and target, the login and the mirrored keys' readers call GetParameter only; the
+    admin functions GetSecretValue only; the rotation redeploy UpdateService only."""
+    assert _uncalled(synths[variant]) == []
 
 
 def test_a_function_the_check_cannot_read_is_a_finding(default: Synth) -> None:

@@ -228,5 +228,5 @@ def test_in_iam_mode_the_function_may_read_the_agent_key_and_nothing_else_from_s
     agent_key = agent.resolve(agent.agent.environment[HINDSIGHT_API_KEY_SECRET_ARN_ENV])
     assert env[HINDSIGHT_API_KEY_SECRET_ARN_ENV] == agent_key
     assert [(sorted(statement_actions(s)), s["Resource"], s["Effect"]) for s in secrets] == [
-        (["secretsmanager:DescribeSecret", "secretsmanager:GetSecretValue"], agent_key, "Allow")
+        (["secretsmanager:GetSecretValue"], agent_key, "Allow")
     ]

@@ -107,7 +107,17 @@ def test_created_vpc_has_no_internet_path_and_pins_az_ids(default: Synth) -> Non
     assert sorted(s["Properties"]["AvailabilityZoneId"] for s in subnets.values()) == ["use1-az1", "use1-az2"]
     assert all("AvailabilityZone" not in s["Properties"] for s in subnets.values())
     assert all(s["Properties"]["MapPublicIpOnLaunch"] is False for s in subnets.values())
-    assert len(resources(t, "AWS::EC2::FlowLog")) == 1
+    (flow_log,) = resources(t, "AWS::EC2::FlowLog").values()
+    # The flow log role trusts the service only for this account's flow logs (confused deputy conditions)
+    role = t["Resources"][flow_log["Properties"]["DeliverLogsPermissionArn"]["Fn::GetAtt"][0]]
+    (trust,) = role["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+    assert trust["Principal"] == {"Service": "vpc-flow-logs.amazonaws.com"}
+    account = default.config.account or {"Ref": "AWS::AccountId"}
+    assert trust["Condition"]["StringEquals"] == {"aws:SourceAccount": account}
+    (source,) = trust["Condition"]["ArnLike"].values()
+    assert list(trust["Condition"]["ArnLike"]) == ["aws:SourceArn"]
+    assert ":ec2:" in as_text(source)
+    assert as_text(source).endswith(':vpc-flow-log/*"]]}')  # this account's flow logs, any of them
 
 
 @pytest.mark.parametrize("variant", ALL)

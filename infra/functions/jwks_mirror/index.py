@@ -6,7 +6,9 @@ Runs outside the VPC (it must reach the IdP on the internet). Two callers:
   writes the parameter (the deploy fails if the issuer is unusable, so a deploy never leaves it empty), and returns
   the discovery document's ``issuer`` for the stacks to hand to the agent and Hindsight (some issuers' ``issuer``
   ends with a slash, so it cannot be derived from the URL); on delete it removes the parameter. CloudFormation never
-  holds the value, so a stack update cannot reset it (aws/aws-cdk#25949).
+  holds the value, so a stack update cannot reset it (aws/aws-cdk#25949). A rollback fetches nothing: it puts back
+  the keys last mirrored for the old discovery URL from the parameter's own history (``infra.functions.
+  owned_parameter``), with the issuer they came with.
 - The schedule: it rewrites the parameter only when the keys changed.
 
 Only public key material is stored: a key carrying private members is refused, so a misconfigured IdP cannot leak a
@@ -25,6 +27,7 @@ from typing import Any
 
 import boto3
 
+from infra.functions import cfn_response, owned_parameter
 from memory_adapter.settings_fields import DeclaredSettings, setting
 
 DISCOVERY_SUFFIX = "/.well-known/openid-configuration"  # memory_adapter.identity.settings's (no layer here)
@@ -32,7 +35,6 @@ MAX_DOCUMENT_BYTES = 64 * 1024
 MAX_PARAMETER_BYTES = 8 * 1024  # SSM advanced tier
 PRIVATE_MEMBERS = frozenset({"d", "p", "q", "dp", "dq", "qi", "k", "oth"})
 ALLOWED_KTY = frozenset({"RSA", "EC", "OKP"})
-MAX_REASON_CHARS = 1000
 
 
 class MirrorError(Exception):
@@ -107,27 +109,24 @@ def refresh(
     """Write the issuer's keys into the parameter when they differ from what it holds (or it does not exist)."""
     mirrored = mirror_issuer(discovery_url, fetch=fetch)
     try:
-        current: str | None = ssm.get_parameter(Name=name)["Parameter"]["Value"]
+        current: dict[str, Any] | None = ssm.get_parameter(Name=name)["Parameter"]
     except ssm.exceptions.ParameterNotFound:
         current = None
-    changed = current != mirrored.jwks
+    changed = current is None or current["Value"] != mirrored.jwks
+    # Labelled with the discovery URL, so that a rollback to it finds these keys (and their issuer) again.
+    label = owned_parameter.content_label(discovery_url)
     if changed:
-        ssm.put_parameter(Name=name, Value=mirrored.jwks, Overwrite=True, Tier="Advanced", Type="String")
+        owned_parameter.write(name, mirrored.jwks, label, mirrored.issuer, ssm=ssm)
+    elif current is not None:
+        owned_parameter.label_current(name, label, current["Version"], ssm=ssm)
     return mirrored, changed
 
 
-def send_response(url: str, body: dict[str, Any]) -> None:
-    """PUT the custom resource's result to CloudFormation's pre-signed URL (the function runs outside the VPC)."""
-    data = json.dumps(body).encode()
-    request = urllib.request.Request(url, data=data, method="PUT", headers={"Content-Type": ""})  # noqa: S310
-    with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310 (CloudFormation's https URL)
-        response.read()
-
-
 def on_cloudformation(
-    event: dict[str, Any], ssm: Any, *, fetch: Callable[[str], Any] = fetch_json
+    event: dict[str, Any], ssm: Any, *, fetch: Callable[[str], Any] = fetch_json, cloudformation: Any = None
 ) -> tuple[str, dict[str, str]]:
-    """The custom resource that owns the parameter: (physical id, attributes)."""
+    """The custom resource that owns the parameter: (physical id, attributes). A rollback's Update puts back what
+    the old properties mirrored (their issuer with it), without asking the issuer."""
     properties = event["ResourceProperties"]
     name = properties["ParameterName"]
     if event["RequestType"] == "Delete":
@@ -135,7 +134,12 @@ def on_cloudformation(
             with contextlib.suppress(ssm.exceptions.ParameterNotFound):
                 ssm.delete_parameter(Name=name)
         return str(event.get("PhysicalResourceId") or name), {}
-    mirrored, _ = refresh(ssm, name, properties["DiscoveryUrl"], fetch=fetch)
+    discovery_url = properties["DiscoveryUrl"]
+    if event["RequestType"] == "Update" and owned_parameter.is_rollback(event["StackId"], cloudformation):
+        kept = owned_parameter.roll_back(name, owned_parameter.content_label(discovery_url), ssm=ssm)
+        if kept is not None and kept.get("Description"):
+            return name, {"Issuer": kept["Description"], "ParameterName": name}
+    mirrored, _ = refresh(ssm, name, discovery_url, fetch=fetch)
     return name, {"Issuer": mirrored.issuer, "ParameterName": name}
 
 
@@ -145,26 +149,18 @@ def handler(
     *,
     ssm: Any = None,
     fetch: Callable[[str], Any] = fetch_json,
-    respond: Callable[[str, dict[str, Any]], None] = send_response,
+    respond: cfn_response.Respond = cfn_response.send_response,
+    cloudformation: Any = None,
 ) -> dict[str, Any]:
     """Lambda entry point: a CloudFormation custom resource event, or the schedule's refresh."""
     client = ssm or boto3.client("ssm")
     if isinstance(event, dict) and "RequestType" in event and "ResponseURL" in event:
-        body = {
-            "StackId": event["StackId"],
-            "RequestId": event["RequestId"],
-            "LogicalResourceId": event["LogicalResourceId"],
-            "PhysicalResourceId": event.get("PhysicalResourceId") or event["LogicalResourceId"],
-        }
-        try:
-            physical_id, data = on_cloudformation(event, client, fetch=fetch)
-            body.update(Status="SUCCESS", PhysicalResourceId=physical_id, Data=data)
-        except Exception as exc:  # every failure must reach CloudFormation, or the stack waits an hour
-            body.update(Status="FAILED", Reason=f"{type(exc).__name__}: {exc}"[:MAX_REASON_CHARS])
-        print(json.dumps({"message": "custom resource", "type": event["RequestType"], "status": body["Status"]}))
-        # Answered, not raised: a raise would make Lambda retry the event; the failed deploy is the signal.
-        respond(event["ResponseURL"], body)
-        return {"status": body["Status"]}
+        return cfn_response.answer(
+            event,
+            lambda: on_cloudformation(event, client, fetch=fetch, cloudformation=cloudformation),
+            message="custom resource",
+            respond=respond,
+        )
     settings = MirrorSettings.from_env(os.environ)
     name = settings.parameter_name
     _, changed = refresh(client, name, settings.discovery_url, fetch=fetch)

@@ -17,14 +17,11 @@ stack); a missing group is no error.
 from __future__ import annotations
 
 import contextlib
-import json
-import urllib.request
-from collections.abc import Callable
 from typing import Any
 
 import boto3
 
-MAX_REASON_CHARS = 1000
+from infra.functions import cfn_response
 
 
 def on_event(event: dict[str, Any], logs: Any) -> str:
@@ -59,33 +56,11 @@ def current_key(logs: Any, name: str) -> str | None:
     return None
 
 
-def send_response(url: str, body: dict[str, Any]) -> None:
-    """PUT the custom resource's result to CloudFormation's pre-signed URL."""
-    data = json.dumps(body).encode()
-    request = urllib.request.Request(url, data=data, method="PUT", headers={"Content-Type": ""})  # noqa: S310
-    with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310 (CloudFormation's https URL)
-        response.read()
-
-
 def handler(
-    event: dict[str, Any],
-    context: Any,
-    *,
-    logs: Any = None,
-    respond: Callable[[str, dict[str, Any]], None] = send_response,
+    event: dict[str, Any], context: Any, *, logs: Any = None, respond: cfn_response.Respond = cfn_response.send_response
 ) -> dict[str, Any]:
     """CloudFormation custom resource entry point; always answers CloudFormation (or the stack waits an hour)."""
     del context
-    body: dict[str, Any] = {
-        "StackId": event["StackId"],
-        "RequestId": event["RequestId"],
-        "LogicalResourceId": event["LogicalResourceId"],
-        "PhysicalResourceId": event.get("PhysicalResourceId") or event["LogicalResourceId"],
-    }
-    try:
-        body.update(Status="SUCCESS", PhysicalResourceId=on_event(event, logs or boto3.client("logs")))
-    except Exception as exc:  # every failure must reach CloudFormation
-        body.update(Status="FAILED", Reason=f"{type(exc).__name__}: {exc}"[:MAX_REASON_CHARS])
-    print(json.dumps({"message": "log group", "type": event["RequestType"], "status": body["Status"]}))
-    respond(event["ResponseURL"], body)
-    return {"status": body["Status"]}
+    return cfn_response.answer(
+        event, lambda: (on_event(event, logs or boto3.client("logs")), {}), message="log group", respond=respond
+    )

@@ -6,7 +6,8 @@ outside the VPC at deploy time, fetches the region's bundle from AWS's trust sto
 (``https://truststore.pki.rds.amazonaws.com/<region>/<region>-bundle.pem``, documented in the RDS User Guide,
 "Using SSL/TLS to encrypt a connection to a DB instance or cluster"), checks it holds only certificates and stores it
 for the Hindsight tasks (an ECS secret) and the provisioning function (read through the SSM endpoint). CloudFormation
-never holds the value; delete removes the parameter.
+never holds the value; delete removes the parameter. A rollback downloads nothing: it puts back the bundle last
+stored from the old URL, from the parameter's own history (``infra.functions.owned_parameter``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
-import json
 import re
 import urllib.request
 from collections.abc import Callable
@@ -22,8 +22,9 @@ from typing import Any
 
 import boto3
 
+from infra.functions import cfn_response, owned_parameter
+
 MAX_BUNDLE_BYTES = 8 * 1024  # SSM advanced tier
-MAX_REASON_CHARS = 1000
 _BLOCK = re.compile(r"-----BEGIN CERTIFICATE-----\r?\n([A-Za-z0-9+/=\r\n]+?)-----END CERTIFICATE-----")
 
 
@@ -57,16 +58,11 @@ def certificates(bundle: str) -> str:
     return "".join(pem)
 
 
-def send_response(url: str, body: dict[str, Any]) -> None:
-    """PUT the custom resource's result to CloudFormation's pre-signed URL."""
-    data = json.dumps(body).encode()
-    request = urllib.request.Request(url, data=data, method="PUT", headers={"Content-Type": ""})  # noqa: S310
-    with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310 (CloudFormation's https URL)
-        response.read()
-
-
-def on_event(event: dict[str, Any], ssm: Any, *, download: Callable[[str], str] = fetch) -> tuple[str, dict[str, str]]:
-    """Create/update: store the bundle; delete: remove the parameter this resource created."""
+def on_event(
+    event: dict[str, Any], ssm: Any, *, download: Callable[[str], str] = fetch, cloudformation: Any = None
+) -> tuple[str, dict[str, str]]:
+    """Create/update: store the bundle (a rollback's Update: the old URL's, from history); delete: remove the
+    parameter this resource created."""
     properties = event["ResourceProperties"]
     name = properties["ParameterName"]
     if event["RequestType"] == "Delete":
@@ -74,10 +70,17 @@ def on_event(event: dict[str, Any], ssm: Any, *, download: Callable[[str], str] 
             with contextlib.suppress(ssm.exceptions.ParameterNotFound):
                 ssm.delete_parameter(Name=name)
         return str(event.get("PhysicalResourceId") or name), {}
-    bundle = certificates(download(properties["BundleUrl"]))
-    if len(bundle.encode()) > MAX_BUNDLE_BYTES:
-        raise BundleError(f"bundle larger than {MAX_BUNDLE_BYTES} bytes (the SSM parameter's limit)")
-    ssm.put_parameter(Name=name, Value=bundle, Overwrite=True, Tier="Advanced", Type="String")
+    label = owned_parameter.content_label(properties["BundleUrl"])
+    kept = None
+    if event["RequestType"] == "Update" and owned_parameter.is_rollback(event["StackId"], cloudformation):
+        kept = owned_parameter.roll_back(name, label, ssm=ssm)
+    if kept is not None:
+        bundle = str(kept["Value"])
+    else:
+        bundle = certificates(download(properties["BundleUrl"]))
+        if len(bundle.encode()) > MAX_BUNDLE_BYTES:
+            raise BundleError(f"bundle larger than {MAX_BUNDLE_BYTES} bytes (the SSM parameter's limit)")
+        owned_parameter.write(name, bundle, label, ssm=ssm)
     return name, {"ParameterName": name, "Certificates": str(bundle.count("BEGIN CERTIFICATE"))}
 
 
@@ -87,21 +90,14 @@ def handler(
     *,
     ssm: Any = None,
     download: Callable[[str], str] = fetch,
-    respond: Callable[[str, dict[str, Any]], None] = send_response,
+    respond: cfn_response.Respond = cfn_response.send_response,
+    cloudformation: Any = None,
 ) -> dict[str, Any]:
     """CloudFormation custom resource entry point; always answers CloudFormation (or the stack waits an hour)."""
     del context
-    body: dict[str, Any] = {
-        "StackId": event["StackId"],
-        "RequestId": event["RequestId"],
-        "LogicalResourceId": event["LogicalResourceId"],
-        "PhysicalResourceId": event.get("PhysicalResourceId") or event["LogicalResourceId"],
-    }
-    try:
-        physical_id, data = on_event(event, ssm or boto3.client("ssm"), download=download)
-        body.update(Status="SUCCESS", PhysicalResourceId=physical_id, Data=data)
-    except Exception as exc:  # every failure must reach CloudFormation
-        body.update(Status="FAILED", Reason=f"{type(exc).__name__}: {exc}"[:MAX_REASON_CHARS])
-    print(json.dumps({"message": "rds ca bundle", "type": event["RequestType"], "status": body["Status"]}))
-    respond(event["ResponseURL"], body)
-    return {"status": body["Status"]}
+
+    def run() -> tuple[str, dict[str, str]]:
+        client = ssm or boto3.client("ssm")
+        return on_event(event, client, download=download, cloudformation=cloudformation)
+
+    return cfn_response.answer(event, run, message="rds ca bundle", respond=respond)
