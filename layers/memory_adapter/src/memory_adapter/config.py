@@ -27,6 +27,7 @@ from typing import Any, Final
 from memory_adapter.constants import (
     ADAPTER_ENV_PREFIX,
     DEFAULT_RECALL_BUDGET,
+    DEFAULT_RECALL_CANDIDATE_TOKENS,
     DEFAULT_RECALL_MAX_TOKENS,
     HINDSIGHT_API_KEY_ENV,
     HINDSIGHT_API_TOKEN_ENV,
@@ -80,6 +81,9 @@ class HindsightAgentCoreConfig:
     """Recall search depth: 'low', 'mid', or 'high'."""
     recall_max_tokens: int = DEFAULT_RECALL_MAX_TOKENS
     """Maximum tokens in the recalled memory block."""
+    recall_candidate_tokens: int = DEFAULT_RECALL_CANDIDATE_TOKENS
+    """Tokens of candidates the adapter asks Hindsight for and re-ranks itself before cutting to the block
+    (:mod:`memory_adapter.rerank`); at most ``recall_max_tokens``: no re-ranking, Hindsight's order."""
     retain_async: bool = True
     """If True, ``after_turn`` returns at once; if False it waits until the retain is delivered or spooled."""
     timeout: float = 15.0
@@ -156,6 +160,7 @@ ENV_VARS: Final[Mapping[str, str]] = {
 #: Accepted values (see :func:`~memory_adapter.settings_reader.out_of_range`); durations are seconds.
 _BOUNDS: Final[Mapping[str, Mapping[str, float]]] = {
     "recall_max_tokens": {"low": 1},
+    "recall_candidate_tokens": {"low": 0},
     "timeout": {"above": 0},
     "recall_timeout": {"above": 0},
     "breaker_failure_threshold": {"low": 1},
