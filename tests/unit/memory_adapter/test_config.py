@@ -106,6 +106,7 @@ def test_every_setting_reads_its_environment_variable(monkeypatch, tmp_path):
         "retry_max_delay": ("0.02", 0.02),
         "spool_dir": (str(tmp_path), str(tmp_path)),
         "spool_queue_url": ("https://sqs.eu-west-1.amazonaws.com/1/q", "https://sqs.eu-west-1.amazonaws.com/1/q"),
+        "recall_candidate_tokens": ("8000", 8000),
         "retain_workers": ("2", 2),
         "exit_flush_timeout": ("1", 1.0),
         "auto_replay": ("off", False),

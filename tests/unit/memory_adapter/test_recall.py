@@ -37,7 +37,7 @@ async def test_recall_formats_memories_as_delimited_data(make_adapter, fake):
 
 
 async def test_recall_sends_the_prior_art_request(make_adapter, fake):
-    adapter = make_adapter(recall_policy=RecallPolicy(budget="low", max_tokens=99))
+    adapter = make_adapter(recall_policy=RecallPolicy(budget="low", max_tokens=99), recall_candidate_tokens=0)
     await adapter.recall_for_turn(ctx(), "hello")
     (call,) = fake.calls("/memories/recall")
     assert call.path == "/v1/default/banks/user:alice:agent:support/memories/recall"

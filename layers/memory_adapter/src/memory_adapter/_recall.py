@@ -14,17 +14,27 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memory_adapter._hindsight_api import HindsightApi
-from memory_adapter.budget import fit_to_budget
+from memory_adapter.budget import estimate_tokens, fit_to_budget
 from memory_adapter.currency import current_first, follow_up_queries, with_later
 from memory_adapter.exceptions import HindsightOverloadedError, HindsightRequestError, HindsightUnavailableError
 from memory_adapter.formatting import MemoryFormatter, RecalledMemory, ReflectAnswer
 from memory_adapter.observability import Metric, Observer, logger, short_hash
 from memory_adapter.recall_deadline import RECALL_MARGIN_S, recall_socket_timeout_s
+from memory_adapter.rerank import rerank
 
 if TYPE_CHECKING:
     from memory_adapter._runtime import AdapterRuntime
 
-__all__ = ["MAX_SHED_WINDOW_S", "Recaller", "Recollection", "ShedWindows", "degraded", "recall_blocking", "recalled"]
+__all__ = [
+    "MAX_SHED_WINDOW_S",
+    "Recaller",
+    "Recollection",
+    "ShedWindows",
+    "degraded",
+    "recall_blocking",
+    "recalled",
+    "within_text_tokens",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +119,8 @@ class Recaller:
     formatter: MemoryFormatter
     observer: Observer
     windows: ShedWindows = field(default_factory=ShedWindows)
+    #: Tokens of candidates asked of Hindsight and re-ranked here (:mod:`memory_adapter.rerank`); 0: Hindsight's order.
+    candidate_tokens: int = 0
 
     async def recall(
         self, rt: AdapterRuntime, bank_id: str, query: str, bearer: str | None, started: float
@@ -132,6 +144,7 @@ class Recaller:
                 reflect=self.reflect,
                 budget=self.budget,
                 max_tokens=self.max_tokens,
+                candidate_tokens=self.candidate_tokens,
                 bearer=bearer,
                 timeout=recall_socket_timeout_s(self.deadline),  # the turn gives up first, never the socket
                 deadline_at=deadline_at,
@@ -177,11 +190,14 @@ def recall_blocking(
     bearer: str | None,
     timeout: float,
     deadline_at: float | None = None,
+    candidate_tokens: int = 0,
 ) -> list[RecalledMemory]:
     """Runs on a recall thread: the memories (or, with ``reflect``, the one answer) Hindsight returns.
 
     ``deadline_at`` (``time.perf_counter()`` seconds): when the turn stops waiting; what is left of it when the
     request leaves is sent with a recall, so an overloaded server sheds it at once instead of serving it too late.
+    ``candidate_tokens`` above ``max_tokens``: that many tokens of candidates are asked for, re-ranked
+    (:func:`~memory_adapter.rerank.rerank`) and cut back to ``max_tokens`` of text, as Hindsight would have cut them.
     """
     if reflect:
         text = api.reflect(bank_id, query, budget=budget, max_tokens=max_tokens, bearer=bearer, timeout=timeout)
@@ -191,9 +207,18 @@ def recall_blocking(
     def left_ms() -> float | None:
         return None if deadline_at is None else (deadline_at - time.perf_counter()) * 1000
 
+    wide = candidate_tokens > max_tokens
     memories = api.recall(
-        bank_id, query, budget=budget, max_tokens=max_tokens, bearer=bearer, timeout=timeout, deadline_ms=left_ms()
+        bank_id,
+        query,
+        budget=budget,
+        max_tokens=candidate_tokens if wide else max_tokens,
+        bearer=bearer,
+        timeout=timeout,
+        deadline_ms=left_ms(),
     )
+    if wide:
+        memories = within_text_tokens(rerank(query, memories), max_tokens)
     # Later statements of a relation said in other words (memory_adapter.currency), searched while at most half of
     # the deadline is spent; best effort: the first search's memories are the turn's either way.
     deadline = timeout - RECALL_MARGIN_S
@@ -215,6 +240,19 @@ def recall_blocking(
             break
         memories = with_later(memories, more)
     return memories
+
+
+def within_text_tokens(memories: Sequence[RecalledMemory], max_tokens: int) -> list[RecalledMemory]:
+    """The longest prefix of ``memories`` whose texts together fit ``max_tokens`` (estimated): Hindsight's own cut
+    (its ``max_tokens`` counts the texts only), applied after the adapter's re-ranking."""
+    kept: list[RecalledMemory] = []
+    used = 0
+    for memory in memories:
+        used += estimate_tokens(memory.text)
+        if used > max_tokens and kept:
+            break
+        kept.append(memory)
+    return kept
 
 
 def recalled(

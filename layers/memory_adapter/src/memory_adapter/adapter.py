@@ -64,6 +64,8 @@ class HindsightRuntimeAdapter:
         retention_policy: Context label, extra tags and metadata, whether to store the user message.
         verbose: Log every operation at INFO (identities hashed).
         recall_timeout: Recall deadline in seconds (default 2.0).
+        recall_candidate_tokens: Tokens of candidates asked of Hindsight and re-ranked by the adapter
+            (:mod:`memory_adapter.rerank`; default 16000; at most the block's budget: Hindsight's order).
         breaker_failure_threshold: Consecutive failures that open the circuit breaker (default 3).
         breaker_reset_timeout: Seconds before an open breaker is probed (default 30).
         max_retries: Retries per retain on transient errors before spooling (default 3).
@@ -98,6 +100,7 @@ class HindsightRuntimeAdapter:
         retention_policy: RetentionPolicy | None = None,
         verbose: bool | None = None,
         recall_timeout: float | None = None,
+        recall_candidate_tokens: int | None = None,
         breaker_failure_threshold: int | None = None,
         breaker_reset_timeout: float | None = None,
         max_retries: int | None = None,
@@ -132,6 +135,7 @@ class HindsightRuntimeAdapter:
             reflect=policy.mode == "reflect",
             budget=policy.budget or s.recall_budget,
             max_tokens=policy.max_tokens or s.recall_max_tokens,
+            candidate_tokens=s.recall_candidate_tokens,
             deadline=s.recall_timeout,
             formatter=formatter or format_memories_as_data,
             observer=self._observer,

@@ -15,6 +15,7 @@ __all__ = [
     "ADAPTER_ENV_PREFIX",
     "CA_BUNDLE_ENV",
     "DEFAULT_RECALL_BUDGET",
+    "DEFAULT_RECALL_CANDIDATE_TOKENS",
     "DEFAULT_RECALL_MAX_TOKENS",
     "HINDSIGHT_API_KEY_ENV",
     "HINDSIGHT_API_KEY_SECRET_ARN_ENV",
@@ -62,6 +63,9 @@ RECALL_BUDGETS: Final = ("low", "mid", "high")
 DEFAULT_RECALL_BUDGET: Final = "mid"
 #: Most tokens of memories one recall returns unless configured (``HINDSIGHT_ADAPTER_RECALL_MAX_TOKENS``).
 DEFAULT_RECALL_MAX_TOKENS: Final = 1500
+#: Tokens of candidates asked of Hindsight for the adapter's own re-ranking unless configured
+#: (``HINDSIGHT_ADAPTER_RECALL_CANDIDATE_TOKENS``; :mod:`memory_adapter.rerank`, chosen by ``make eval``).
+DEFAULT_RECALL_CANDIDATE_TOKENS: Final = 16000
 
 #: Largest SQS message (body and attributes): 1 MiB since 2025 (it was 256 KiB); the queue is created with it.
 SQS_MAX_MESSAGE_BYTES: Final = 1_048_576
