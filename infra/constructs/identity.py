@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aws_cdk import CustomResource, Duration, RemovalPolicy, Stack
+from aws_cdk import CustomResource, Duration, RemovalPolicy
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cognito as cognito
 from aws_cdk import aws_events as events
@@ -17,18 +17,12 @@ from constructs import Construct
 from infra.config import AuthConfig, AuthMode
 from infra.constructs.alerts import Alerts
 from infra.constructs.foundation import Foundation
-from infra.constructs.functions import (
-    CFN_RESPONSE,
-    FUNCTIONS_DIR,
-    OWNED_PARAMETER,
-    handler_sha256,
-    python_function,
-    settings_code,
-)
+from infra.constructs.functions import FUNCTIONS_DIR
 from infra.constructs.handoff import Handoff
+from infra.constructs.owned_parameter import owned_parameter_digest, owned_parameter_function
 from infra.constructs.secret_source import SecretSource
 from infra.functions.jwks_mirror.index import MirrorSettings
-from infra.permissions import SSM_READ_ACTIONS, grant_owned_parameter
+from infra.permissions import SSM_READ_ACTIONS
 from memory_adapter.identity.settings import DISCOVERY_SUFFIX, JwtSettings
 
 MIRROR_DIR = FUNCTIONS_DIR / "jwks_mirror"
@@ -175,22 +169,18 @@ class Identity(Construct):
         return pool, client
 
     def _mirror(self, config: AuthConfig, logs_key: kms.IKey, alerts: Alerts) -> CustomResource:
-        function = python_function(
+        function = owned_parameter_function(
             self,
             "Mirror",
             log_group_id="MirrorLogs",
             source=MIRROR_DIR,
+            parameter_name=self._parameter_name,
             description="Owns the mirrored public signing keys of the token issuer (SSM) for workloads without egress",
             timeout=Duration.seconds(60),
             logs_key=logs_key,
-            code=settings_code(MIRROR_DIR, shared=[OWNED_PARAMETER, CFN_RESPONSE]),
             environment=MirrorSettings(discovery_url=self.discovery_url, parameter_name=self._parameter_name).to_env(),
+            read=True,
         )
-        # By the configured name, not the custom resource's attribute: the policy must exist before the resource.
-        parameter_arn = Stack.of(self).format_arn(
-            service="ssm", resource="parameter", resource_name=self._parameter_name.lstrip("/")
-        )
-        grant_owned_parameter(self, function, parameter_arn, read=True)
         keys = CustomResource(
             self,
             "Keys",
@@ -200,7 +190,7 @@ class Identity(Construct):
                 "DiscoveryUrl": self.discovery_url,
                 "ParameterName": self._parameter_name,
                 # A changed mirror function runs again at deploy (it may check or store the keys differently).
-                "HandlerSha256": handler_sha256(MIRROR_DIR, OWNED_PARAMETER, CFN_RESPONSE),
+                "HandlerSha256": owned_parameter_digest(MIRROR_DIR),
             },
         )
         keys.node.add_dependency(function.role or function)

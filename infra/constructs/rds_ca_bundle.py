@@ -14,15 +14,9 @@ from aws_cdk import aws_kms as kms
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
-from infra.constructs.functions import (
-    CFN_RESPONSE,
-    FUNCTIONS_DIR,
-    OWNED_PARAMETER,
-    handler_sha256,
-    python_function,
-    settings_code,
-)
-from infra.permissions import SSM_READ_ACTIONS, grant_owned_parameter
+from infra.constructs.functions import FUNCTIONS_DIR
+from infra.constructs.owned_parameter import owned_parameter_digest, owned_parameter_function
+from infra.permissions import SSM_READ_ACTIONS
 
 FUNCTION_DIR = FUNCTIONS_DIR / "rds_ca"
 #: Where the containers write the bundle before connecting (``/tmp`` is the tasks' writable volume).
@@ -40,18 +34,16 @@ class RdsCaBundle(Construct):
     def __init__(self, scope: Construct, construct_id: str, *, parameter_name: str, logs_key: kms.IKey) -> None:
         super().__init__(scope, construct_id)
         stack = Stack.of(self)
-        self.function = python_function(
+        self.function = owned_parameter_function(
             self,
             "Function",
             log_group_id="Logs",
             source=FUNCTION_DIR,
+            parameter_name=parameter_name,
             description="Copies the region's RDS certificate bundle into SSM at deploy time (verify-full TLS)",
             timeout=Duration.seconds(30),
             logs_key=logs_key,
-            code=settings_code(FUNCTION_DIR, shared=[OWNED_PARAMETER, CFN_RESPONSE]),
         )
-        parameter_arn = stack.format_arn(service="ssm", resource="parameter", resource_name=parameter_name.lstrip("/"))
-        grant_owned_parameter(self, self.function, parameter_arn)
         bundle = CustomResource(
             self,
             "Bundle",
@@ -60,7 +52,7 @@ class RdsCaBundle(Construct):
             properties={
                 "BundleUrl": bundle_url(stack.region),
                 "ParameterName": parameter_name,
-                "HandlerSha256": handler_sha256(FUNCTION_DIR, OWNED_PARAMETER, CFN_RESPONSE),
+                "HandlerSha256": owned_parameter_digest(FUNCTION_DIR),
             },
         )
         bundle.node.add_dependency(self.function.role or self.function)
