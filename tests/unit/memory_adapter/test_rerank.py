@@ -1,4 +1,5 @@
-"""The adapter's re-ranking of Hindsight's candidates (memory_adapter.rerank) and where recall applies it."""
+"""The adapter's re-ranking of Hindsight's candidates (memory_adapter.rerank) and where recall applies it: the
+agent's recall and the memory tools' ``recall``."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ from memory_adapter import TurnContext
 from memory_adapter._recall import within_text_tokens
 from memory_adapter.budget import estimate_tokens
 from memory_adapter.formatting import RecalledMemory
+from memory_adapter.identity.caller import Caller
 from memory_adapter.policies import RecallPolicy
 from memory_adapter.rerank import asks_when, content_words, rerank
+from memory_adapter.tools import MemoryTools
 
 
 def memory(text: str, similarity: float | None = None) -> RecalledMemory:
@@ -96,3 +99,29 @@ async def test_candidate_tokens_at_most_the_budget_keep_the_prior_art_request(ma
     await adapter.recall_for_turn(ctx(), "hello")
     (call,) = fake.calls("/memories/recall")
     assert call.body["max_tokens"] == 300
+
+
+async def test_the_recall_tool_ranks_as_the_agents_recall_does(make_adapter, fake):
+    # GIVEN a bank where Hindsight's order puts the memory about the dog fourth, among many that share a word
+    caller = Caller.of(user="alice", agent="support", credential="token-a")
+    notes = [(f"d{i}", {"content": f"alice note {i} about the weather"}) for i in range(30)]
+    fake.banks[caller.bank_id] = dict([*notes[:3], ("dog", {"content": "alice has a dog called Pixel"}), *notes[3:]])
+    query = "alice dog"
+    # WHEN the recall tool is asked, with the agent's candidate tokens, and the agent recalls with the same settings
+    tools = MemoryTools(fake, recall_max_tokens=200, recall_candidate_tokens=5000)
+    answer = tools.call(caller, "recall", {"query": query, "max_results": 3})
+    (call,) = fake.calls("/memories/recall")
+    agent = make_adapter(recall_policy=RecallPolicy(max_tokens=200), recall_candidate_tokens=5000)
+    block = await agent.recall_for_turn(
+        TurnContext(runtime_session_id="s1", user_id="alice", agent_name="support"), query
+    )
+    # THEN the tool asked for the candidates, and its answer is the head of the agent's block, the dog moved up
+    assert call.body["max_tokens"] == 5000
+    ids = [m["id"] for m in answer.data["memories"]]
+    assert ids == [m.id for m in block.memories][:3]
+    assert "dog" in ids
+    # AND without candidate tokens the tool answers in Hindsight's order (the dog not among the first three)
+    plain = MemoryTools(fake, recall_max_tokens=200, recall_candidate_tokens=0)
+    assert "dog" not in [
+        m["id"] for m in plain.call(caller, "recall", {"query": query, "max_results": 3}).data["memories"]
+    ]

@@ -31,6 +31,7 @@ __all__ = [
     "Recollection",
     "ShedWindows",
     "degraded",
+    "ranked_recall",
     "recall_blocking",
     "recalled",
     "within_text_tokens",
@@ -196,8 +197,7 @@ def recall_blocking(
 
     ``deadline_at`` (``time.perf_counter()`` seconds): when the turn stops waiting; what is left of it when the
     request leaves is sent with a recall, so an overloaded server sheds it at once instead of serving it too late.
-    ``candidate_tokens`` above ``max_tokens``: that many tokens of candidates are asked for, re-ranked
-    (:func:`~memory_adapter.rerank.rerank`) and cut back to ``max_tokens`` of text, as Hindsight would have cut them.
+    ``candidate_tokens``: the re-ranking's candidates (:func:`ranked_recall`).
     """
     if reflect:
         text = api.reflect(bank_id, query, budget=budget, max_tokens=max_tokens, bearer=bearer, timeout=timeout)
@@ -207,18 +207,17 @@ def recall_blocking(
     def left_ms() -> float | None:
         return None if deadline_at is None else (deadline_at - time.perf_counter()) * 1000
 
-    wide = candidate_tokens > max_tokens
-    memories = api.recall(
+    memories = ranked_recall(
+        api,
         bank_id,
         query,
         budget=budget,
-        max_tokens=candidate_tokens if wide else max_tokens,
+        max_tokens=max_tokens,
+        candidate_tokens=candidate_tokens,
         bearer=bearer,
         timeout=timeout,
         deadline_ms=left_ms(),
     )
-    if wide:
-        memories = within_text_tokens(rerank(query, memories), max_tokens)
     # Later statements of a relation said in other words (memory_adapter.currency), searched while at most half of
     # the deadline is spent; best effort: the first search's memories are the turn's either way.
     deadline = timeout - RECALL_MARGIN_S
@@ -240,6 +239,36 @@ def recall_blocking(
             break
         memories = with_later(memories, more)
     return memories
+
+
+def ranked_recall(
+    api: HindsightApi,
+    bank_id: str,
+    query: str,
+    *,
+    budget: str,
+    max_tokens: int,
+    candidate_tokens: int,
+    bearer: str | None,
+    timeout: float | None = None,
+    deadline_ms: float | None = None,
+) -> list[RecalledMemory]:
+    """Hindsight's memories for ``query`` in the adapter's order, within ``max_tokens`` of text: every recall that
+    answers a user (the agent's turn, the memory tools' ``recall``) ranks with it, so they agree.
+
+    ``candidate_tokens`` above ``max_tokens``: that many tokens of candidates are asked for, re-ranked
+    (:func:`~memory_adapter.rerank.rerank`) and cut back to ``max_tokens``; otherwise Hindsight's own answer."""
+    wide = candidate_tokens > max_tokens
+    memories = api.recall(
+        bank_id,
+        query,
+        budget=budget,
+        max_tokens=candidate_tokens if wide else max_tokens,
+        bearer=bearer,
+        timeout=timeout,
+        deadline_ms=deadline_ms,
+    )
+    return within_text_tokens(rerank(query, memories), max_tokens) if wide else memories
 
 
 def within_text_tokens(memories: Sequence[RecalledMemory], max_tokens: int) -> list[RecalledMemory]:

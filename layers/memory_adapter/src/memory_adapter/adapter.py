@@ -65,7 +65,7 @@ class HindsightRuntimeAdapter:
         verbose: Log every operation at INFO (identities hashed).
         recall_timeout: Recall deadline in seconds (default 2.0).
         recall_candidate_tokens: Tokens of candidates asked of Hindsight and re-ranked by the adapter
-            (:mod:`memory_adapter.rerank`; default 16000; at most the block's budget: Hindsight's order).
+            (:mod:`memory_adapter.rerank`; default 4000; at most the block's budget: Hindsight's order).
         breaker_failure_threshold: Consecutive failures that open the circuit breaker (default 3).
         breaker_reset_timeout: Seconds before an open breaker is probed (default 30).
         max_retries: Retries per retain on transient errors before spooling (default 3).

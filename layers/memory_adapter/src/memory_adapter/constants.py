@@ -64,8 +64,9 @@ DEFAULT_RECALL_BUDGET: Final = "mid"
 #: Most tokens of memories one recall returns unless configured (``HINDSIGHT_ADAPTER_RECALL_MAX_TOKENS``).
 DEFAULT_RECALL_MAX_TOKENS: Final = 1500
 #: Tokens of candidates asked of Hindsight for the adapter's own re-ranking unless configured
-#: (``HINDSIGHT_ADAPTER_RECALL_CANDIDATE_TOKENS``; :mod:`memory_adapter.rerank`, chosen by ``make eval``).
-DEFAULT_RECALL_CANDIDATE_TOKENS: Final = 16000
+#: (``HINDSIGHT_ADAPTER_RECALL_CANDIDATE_TOKENS``; :mod:`memory_adapter.rerank`): ~210 of the ~300 candidates at
+#: budget ``mid``, as good as all of them on LoCoMo dev in every category, two runs (BENCHMARKS.md).
+DEFAULT_RECALL_CANDIDATE_TOKENS: Final = 4000
 
 #: Largest SQS message (body and attributes): 1 MiB since 2025 (it was 256 KiB); the queue is created with it.
 SQS_MAX_MESSAGE_BYTES: Final = 1_048_576

@@ -37,7 +37,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from memory_adapter._hindsight_api import ABSENT_STATUSES, HindsightApi, memories_from, memory_from
-from memory_adapter.constants import DEFAULT_RECALL_BUDGET, DEFAULT_RECALL_MAX_TOKENS
+from memory_adapter._recall import ranked_recall
+from memory_adapter.constants import DEFAULT_RECALL_BUDGET, DEFAULT_RECALL_CANDIDATE_TOKENS, DEFAULT_RECALL_MAX_TOKENS
 from memory_adapter.exceptions import HindsightRequestError, HindsightUnavailableError
 from memory_adapter.formatting import RecalledMemory, sanitize_text
 from memory_adapter.identity.caller import Caller
@@ -125,6 +126,8 @@ class MemoryTools:
         timeout: Seconds per Hindsight request (a ``remember`` waits for extraction: give it room).
         recall_budget: Hindsight's search depth for ``recall`` and ``forget``.
         recall_max_tokens: Most tokens of memories one ``recall`` returns.
+        recall_candidate_tokens: Tokens of candidates ``recall`` re-ranks, as the agent's recall does
+            (:func:`memory_adapter._recall.ranked_recall`).
         settle_s: How long ``forget`` waits for the caller's retains still being processed.
         sleep: The wait between polls (tests pass a fake).
     """
@@ -136,12 +139,14 @@ class MemoryTools:
         timeout: float = 20.0,
         recall_budget: str = DEFAULT_RECALL_BUDGET,
         recall_max_tokens: int = DEFAULT_RECALL_MAX_TOKENS,
+        recall_candidate_tokens: int = DEFAULT_RECALL_CANDIDATE_TOKENS,
         settle_s: float = 5.0,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._api = HindsightApi(transport, timeout=timeout)
         self._budget = recall_budget
         self._max_tokens = recall_max_tokens
+        self._candidate_tokens = recall_candidate_tokens
         self._settle_s = settle_s
         self._sleep = sleep
         self._tools: dict[str, Callable[[Caller, dict[str, Any]], ToolResult]] = {
@@ -163,6 +168,7 @@ class MemoryTools:
             timeout=settings.timeout,
             recall_budget=settings.recall_budget,
             recall_max_tokens=settings.recall_max_tokens,
+            recall_candidate_tokens=settings.recall_candidate_tokens,
         )
 
     def call(self, caller: Caller, name: str, arguments: object) -> ToolResult:
@@ -186,7 +192,18 @@ class MemoryTools:
     # -- the tools -------------------------------------------------------------------------------------------------
 
     def _recall(self, caller: Caller, args: dict[str, Any]) -> ToolResult:
-        facts = self._search(caller, args["query"])[: args.get("max_results", 5)]
+        found: list[RecalledMemory] = []
+        with self._hindsight(missing_ok=True):
+            found = ranked_recall(
+                self._api,
+                caller.bank_id,
+                args["query"],
+                budget=self._budget,
+                max_tokens=self._max_tokens,
+                candidate_tokens=self._candidate_tokens,
+                bearer=caller.credential,
+            )
+        facts = identified(found)[: args.get("max_results", 5)]
         memories = [_public(fact) for fact in facts]
         if not memories:
             return ToolResult(RECALL, {"memories": []}, "No memories matched.")
