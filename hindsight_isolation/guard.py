@@ -66,6 +66,8 @@ _SPOOL_IN_MEMORY = 1024 * 1024
 #: Form fields longer than Starlette accepts (1 MiB) are refused by Starlette: no need to look at more.
 _MAX_FIELD = 1024 * 1024 + 1
 _CHUNK = 64 * 1024
+#: Hindsight's own 401 text (``AuthenticationError("unauthorized")``, the tenant extension's refusal): one answer.
+_UNAUTHORIZED = "Authentication failed: unauthorized"
 _JSON_TYPES = ("application/json", "+json")
 
 
@@ -219,7 +221,7 @@ async def _admitted_body(scope: Scope, send: Send, kind: RequestKind) -> tuple[b
             principal = await _authenticate(admission.credential(scope))
         except UnauthenticatedError as exc:
             log_unauthenticated(f"{exc.reason} (body not read)", transport="guard")
-            await _send_json(send, 401, _payload(kind, "unauthorized", mcp_error=False))
+            await _send_json(send, 401, _payload(kind, _UNAUTHORIZED, mcp_error=False))
             return True, None
         if principal.kind is Kind.OPERATOR:
             limit = None  # restores and imports of whole banks: the operator's, trusted with the server itself

@@ -86,7 +86,7 @@ async def test_a_caller_that_does_not_authenticate_is_refused_with_its_body_unre
     app = App()
     status, body, asked = await _call(app, credential=credential, chunks=[b"{}"], headers=_declared(10**9))
     assert (status, asked, app.bodies) == (401, 0, [])
-    assert "unauthorized" in body
+    assert body == '{"detail": "Authentication failed: unauthorized"}'
 
 
 async def test_a_declared_body_over_the_cap_is_refused_before_it_is_read() -> None:
