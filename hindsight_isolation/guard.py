@@ -2,6 +2,10 @@
 
 For every HTTP request it
 
+0. reads no body it does not have to: a request that carries one must authenticate first (401 at once, body unread:
+   every route that takes a body is authenticated), and a body larger than the configured cap
+   (``HINDSIGHT_API_TENANT_MAX_BODY_MIB``; the operator key has none) is answered 413, at once when its
+   ``Content-Length`` says so, as soon as it passes the cap when it is chunked;
 1. refuses input Hindsight cannot take (:mod:`hindsight_isolation.bad_input`) with a 400 that says what is wrong,
    whoever sends it: path, query string, headers, JSON bodies, form fields (multipart and url-encoded);
 2. labels the request with its kind (:mod:`hindsight_isolation.route`) for the validator, which sees no route
@@ -24,15 +28,20 @@ import json
 import logging
 import tempfile
 import uuid
+from collections.abc import Awaitable, Callable
 from typing import IO, Any
 
 from python_multipart.multipart import MultipartParser, parse_options_header
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from hindsight_isolation import admission, bad_input, events, fading, route, usage
+from hindsight_isolation.audit import log_unauthenticated
+from hindsight_isolation.authn import UnauthenticatedError
+from hindsight_isolation.principal import Kind, Principal
 from hindsight_isolation.route import RequestKind
+from hindsight_isolation.settings import ENV_TENANT_PREFIX
 
-__all__ = ["INTERNAL_ERROR", "RequestGuard", "bank_operation_id"]
+__all__ = ["INTERNAL_ERROR", "Authenticate", "RequestGuard", "bank_operation_id", "configure"]
 
 logger = logging.getLogger("hindsight_isolation")
 
@@ -43,11 +52,33 @@ _SPOOL_IN_MEMORY = 1024 * 1024
 #: Form fields longer than Starlette accepts (1 MiB) are refused by Starlette: no need to look at more.
 _MAX_FIELD = 1024 * 1024 + 1
 _CHUNK = 64 * 1024
+#: Hindsight's own 401 text (``AuthenticationError("unauthorized")``, the tenant extension's refusal): one answer.
+_UNAUTHORIZED = "Authentication failed: unauthorized"
 _JSON_TYPES = ("application/json", "+json")
 
 
 class _ClientGoneError(Exception):
     """The client disconnected while its body was being read."""
+
+
+class _TooLargeError(Exception):
+    """The body passed the cap while it was being read."""
+
+
+#: The tenant extension's authentication of a bearer credential (raises :class:`UnauthenticatedError`).
+Authenticate = Callable[[str | None], Awaitable[Principal]]
+
+_authenticate: Authenticate | None = None
+_max_body: int | None = None
+
+
+def configure(*, max_body_bytes: int | None, authenticate: Authenticate | None) -> None:
+    """Set the body cap and who may send a body (called once by the tenant extension at start-up).
+
+    ``authenticate`` ``None``: bodies are read without authentication (tests of the guard alone).
+    """
+    global _authenticate, _max_body
+    _authenticate, _max_body = authenticate, max_body_bytes
 
 
 def bank_operation_id(operation_id: str, bank_id: str) -> str:
@@ -81,15 +112,22 @@ class RequestGuard:
             await self.app(scope, receive, send)
             return
         kind = route.classify(scope.get("method", ""), scope.get("path", ""))
+        limit = _max_body
         try:
             bad_input.check_path(scope.get("path", ""))
             bad_input.check_query(scope.get("query_string", b""), self.integer_parameters)
             bad_input.check_route_query(scope.get("path", ""), scope.get("query_string", b""))
             bad_input.check_headers(scope.get("headers", []))
-            scope, receive, kind = await self._checked_body(scope, receive, kind)
+            answered, limit = await _admitted_body(scope, send, kind)
+            if answered:
+                return
+            scope, receive, kind = await self._checked_body(scope, receive, kind, limit)
             clock = usage.clock_from_header(_header(scope, fading.CLOCK_HEADER.encode()) or None)
         except bad_input.BadInputError as exc:
             await _refuse(scope, send, kind, str(exc))
+            return
+        except _TooLargeError:
+            await _too_large(scope, send, kind, limit)
             return
         except _ClientGoneError:
             return
@@ -105,14 +143,15 @@ class RequestGuard:
                 await events.report_deletes(watch)  # what this request's deletes removed (memory events)
 
     async def _checked_body(
-        self, scope: Scope, receive: Receive, kind: RequestKind
+        self, scope: Scope, receive: Receive, kind: RequestKind, limit: int | None
     ) -> tuple[Scope, Receive, RequestKind]:
-        """Read and check the body; return the scope, a ``receive`` that replays it, and the kind (refined by it)."""
+        """Read (up to ``limit`` bytes) and check the body; return the scope, a ``receive`` that replays it, and the
+        kind (refined by it)."""
         content_type, options = parse_options_header(_header(scope, b"content-type"))
         if content_type == b"multipart/form-data" and options.get(b"boundary"):
-            spool = await _read_multipart(receive, options[b"boundary"])
+            spool = await _read_multipart(receive, options[b"boundary"], limit)
             return scope, _replay_file(spool, receive), kind
-        body = await _read_all(receive)
+        body = await _read_all(receive, limit)
         if not body:
             return scope, _replay(body, receive), kind
         if content_type == b"application/x-www-form-urlencoded":
@@ -146,6 +185,53 @@ def _header(scope: Scope, name: bytes) -> bytes | None:
     return None
 
 
+def _declared_length(scope: Scope) -> int | None:
+    """The body's length as the request declares it: ``Content-Length``, ``None`` when chunked (unknown), else 0."""
+    if (_header(scope, b"transfer-encoding") or b"").strip().lower() == b"chunked":
+        return None
+    raw = _header(scope, b"content-length")
+    try:
+        return int(raw) if raw is not None else 0
+    except ValueError:
+        return 0  # the HTTP server refuses a malformed Content-Length before the app sees it
+
+
+async def _admitted_body(scope: Scope, send: Send, kind: RequestKind) -> tuple[bool, int | None]:
+    """Whether the request was answered (401, 413) with its body unread; else the cap on its body (``None``: none)."""
+    declared = _declared_length(scope)
+    if declared == 0:
+        return False, _max_body
+    limit = _max_body
+    if _authenticate is not None:
+        try:
+            principal = await _authenticate(admission.credential(scope))
+        except UnauthenticatedError as exc:
+            log_unauthenticated(f"{exc.reason} (body not read)", transport="guard")
+            await _send_json(send, 401, _payload(kind, _UNAUTHORIZED, mcp_error=False))
+            return True, None
+        if principal.kind is Kind.OPERATOR:
+            limit = None  # restores and imports of whole banks: the operator's, trusted with the server itself
+    if declared is not None and limit is not None and declared > limit:
+        await _too_large(scope, send, kind, limit)
+        return True, limit
+    return False, limit
+
+
+async def _too_large(scope: Scope, send: Send, kind: RequestKind, limit: int | None) -> None:
+    setting = ENV_TENANT_PREFIX + "MAX_BODY_MIB"
+    message = (
+        f"the request body is larger than {limit} bytes ({(limit or 0) / 2**20:g} MiB), the most this server reads "
+        f"from anyone but the operator ({setting}); send less"
+    )
+    logger.info(
+        "hindsight_isolation refused a large body status=413 method=%s path=%r limit=%s",
+        scope.get("method"),
+        str(scope.get("path", ""))[:200],
+        limit,
+    )
+    await _send_json(send, 413, _payload(kind, message))
+
+
 def _with_content_length(scope: Scope, length: int) -> Scope:
     dropped = (b"content-length", b"transfer-encoding")
     headers = [(k, v) for k, v in scope.get("headers", []) if k.lower() not in dropped]
@@ -153,13 +239,17 @@ def _with_content_length(scope: Scope, length: int) -> Scope:
     return {**scope, "headers": headers}
 
 
-async def _read_all(receive: Receive) -> bytes:
+async def _read_all(receive: Receive, limit: int | None) -> bytes:
     chunks: list[bytes] = []
+    size = 0
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
             raise _ClientGoneError
         chunks.append(message.get("body", b""))
+        size += len(chunks[-1])
+        if limit is not None and size > limit:
+            raise _TooLargeError
         if not message.get("more_body", False):
             return b"".join(chunks)
 
@@ -212,7 +302,7 @@ def _decode(raw: bytes | bytearray) -> str:
         return raw.decode("latin-1")
 
 
-async def _read_multipart(receive: Receive, boundary: bytes) -> IO[bytes]:
+async def _read_multipart(receive: Receive, boundary: bytes, limit: int | None) -> IO[bytes]:
     """Spool a multipart body while parsing it; check every field and file name (not file contents)."""
     spool: IO[bytes] = tempfile.SpooledTemporaryFile(max_size=_SPOOL_IN_MEMORY)  # noqa: SIM115 (closed on replay)
     fields: list[tuple[str, str]] = []
@@ -270,13 +360,15 @@ async def _read_multipart(receive: Receive, boundary: bytes) -> IO[bytes]:
             if message["type"] == "http.disconnect":
                 raise _ClientGoneError
             chunk = message.get("body", b"")
+            if limit is not None and spool.tell() + len(chunk) > limit:
+                raise _TooLargeError
             spool.write(chunk)
             parser.write(chunk)
             if not message.get("more_body", False):
                 break
         parser.finalize()
         bad_input.check_form_fields(fields)
-    except (bad_input.BadInputError, _ClientGoneError):
+    except (bad_input.BadInputError, _ClientGoneError, _TooLargeError):
         spool.close()
         raise
     except Exception:  # the parser's own errors: Starlette, which uses the same parser, would refuse it too
@@ -288,19 +380,24 @@ async def _read_multipart(receive: Receive, boundary: bytes) -> IO[bytes]:
 
 
 async def _refuse(scope: Scope, send: Send, kind: RequestKind, message: str) -> None:
-    """400 with the message: ``{"detail": ...}``, or a JSON-RPC error for MCP (what an MCP client reads)."""
+    """400 with the message (:func:`_payload`)."""
     logger.info(
         "hindsight_isolation refused bad input status=400 method=%s path=%r reason=%r",
         scope.get("method"),
         str(scope.get("path", ""))[:200],
         message[:300],
     )
-    payload: dict[str, Any]
-    if kind is RequestKind.MCP:
-        payload = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
-    else:
-        payload = {"detail": message}
-    await _send_json(send, 400, payload)
+    await _send_json(send, 400, _payload(kind, message))
+
+
+def _payload(kind: RequestKind, message: str, *, mcp_error: bool = True) -> dict[str, Any]:
+    """``{"detail": ...}``, or for MCP a JSON-RPC error (what an MCP client reads; ``mcp_error`` off: Hindsight's
+    MCP 401 body, ``{"error": ...}``)."""
+    if kind is not RequestKind.MCP:
+        return {"detail": message}
+    if not mcp_error:
+        return {"error": message}
+    return {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
 
 
 async def _send_json(send: Send, status: int, payload: dict[str, Any]) -> None:

@@ -200,6 +200,9 @@ class IsolationSettings:
     """Memory events (hindsight_isolation/events.py, docs/events.md): one sink at most; off when neither is set."""
     events_queue_url: str | None = setting("events_queue_url", parse=_events_queue)
     events_include_text: bool = setting("events_include_text", False)
+    max_body_mib: int = setting("max_body_mib", 16, low=1, high=1024)
+    """Largest request body in MiB anyone but the operator may send (hindsight_isolation/guard.py): 413 past it,
+    before it is read. 16: twice the largest record the agent retains (a queued record inflates to 8 MiB at most)."""
     missions: Missions = setting("missions", Missions(), parse=_missions, write=Missions.to_json)
     """What memory keeps, per agent (JSON agent name -> mission, as the agent's HINDSIGHT_ADAPTER_MISSIONS): the
     server applies it to each bank of that agent before a caller's retain (hindsight_isolation/missions.py)."""

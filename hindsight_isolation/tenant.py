@@ -22,7 +22,7 @@ from hindsight_api.config import (
 )
 from hindsight_api.extensions.tenant import AuthenticationError, Tenant, TenantContext, TenantExtension
 
-from hindsight_isolation import admission, events, missions, usage
+from hindsight_isolation import admission, events, guard, missions, usage
 from hindsight_isolation.audit import log_unauthenticated, logger
 from hindsight_isolation.authn import Authenticator, UnauthenticatedError
 from hindsight_isolation.principal import Principal
@@ -102,6 +102,7 @@ class IsolationTenantExtension(TenantExtension):  # type: ignore[misc]  # hindsi
         )
         missions.configure(self.settings.missions)
         admission.configure(self.settings.admission, identify=self._identify)
+        guard.configure(max_body_bytes=self.settings.max_body_mib * 2**20, authenticate=self.principal_for)
 
     async def on_startup(self) -> None:
         """Warm the issuer's keys; an unreachable issuer is logged loudly but does not stop the server."""

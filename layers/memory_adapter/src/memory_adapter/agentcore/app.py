@@ -58,6 +58,17 @@ def unauthorized_response(*, bearer: bool) -> JSONResponse:
     return JSONResponse(UNAUTHORIZED, status_code=401, headers={"WWW-Authenticate": "Bearer"} if bearer else None)
 
 
+def _declared_length(scope: Scope) -> int:
+    """The request's ``Content-Length`` (0 when absent or chunked: the body is then counted as it is read)."""
+    for key, value in scope.get("headers", []):
+        if key.lower() == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return 0  # the HTTP server refuses a malformed Content-Length before the app sees it
+    return 0
+
+
 class BodyGuard:
     """Reads an ``/invocations`` body up to ``max_bytes`` and checks it is JSON, before the SDK sees it.
 
@@ -80,6 +91,9 @@ class BodyGuard:
             if refusal is not None:
                 await refusal(scope, receive, send)
                 return
+        if _declared_length(scope) > self.max_bytes:  # refused at once: none of it is read
+            await self._too_large(scope, receive, send)
+            return
         body = bytearray()
         more = True
         while more:
@@ -89,9 +103,7 @@ class BodyGuard:
             body += message.get("body", b"")
             more = message.get("more_body", False)
             if len(body) > self.max_bytes:
-                await error_response(400, f"request body larger than {self.max_bytes} bytes", "payload_too_large")(
-                    scope, receive, send
-                )
+                await self._too_large(scope, receive, send)
                 return
         problem = body_problem(bytes(body))
         if problem is not None:
@@ -107,3 +119,8 @@ class BodyGuard:
             return {"type": "http.request", "body": bytes(body), "more_body": False}
 
         await self.app(scope, replay, send)
+
+    async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await error_response(400, f"request body larger than {self.max_bytes} bytes", "payload_too_large")(
+            scope, receive, send
+        )
