@@ -1,0 +1,115 @@
+"""Admission control's adaptive limit, each caller's share, and the queue bound a slow machine gets."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from hindsight_isolation.admission import RecallGate
+from hindsight_isolation.settings import AdmissionConfig
+from tests.unit.hindsight_isolation.admission_harness import (
+    Clock,
+    HeldApp,
+    installed_gate,
+    rounds_of,
+    saturate,
+    serve_one,
+    settle,
+    start,
+)
+
+
+async def test_the_limit_comes_down_while_recalls_run_slower_than_alone(adaptive: RecallGate, clock: Clock) -> None:
+    app = HeldApp()
+    await serve_one(app, clock, 0.1)  # served alone: 100 ms
+    assert adaptive.slots() == 4
+    seen = []
+    for _ in range(8):  # four at once share the CPU: 400 ms each; two, 200 ms: both over 1.5 x 100 ms
+        await rounds_of(app, clock, rounds=1, at_once=4, seconds=0.1)
+        seen.append(adaptive.slots())
+    assert seen[0] == 2  # down in proportion (1.5 x 100 ms / 400 ms, halved at most)
+    assert 1 in seen  # down to one at once ...
+    assert max(seen) < 4  # ... probing above it, never back to where recalls were slow
+    assert adaptive.baseline_s() == pytest.approx(0.1)  # slow recalls that shared the CPU do not move the baseline
+    running = [start(app, "2000") for _ in range(adaptive.slots())]
+    await settle()
+    shed = start(app, "2000")  # one more waits for a slot, beyond a max wait of 0: shed at once
+    await settle()
+    assert shed.status == 503
+    for future in app.started[-len(running) :]:
+        future.set_result(200)
+    await asyncio.gather(*(c.task for c in running))
+    assert {c.status for c in running} == {200}
+
+
+async def test_the_limit_climbs_back_while_a_full_gate_serves_fast_recalls(adaptive: RecallGate, clock: Clock) -> None:
+    app = HeldApp()
+    await serve_one(app, clock, 0.1)
+    await rounds_of(app, clock, rounds=6, at_once=4, seconds=0.1)
+    assert adaptive.slots() <= 2
+    await rounds_of(app, clock, rounds=10, at_once=4, seconds=0.02)  # recalls got cheaper: four at once are fast
+    assert adaptive.slots() == 4  # back to the ceiling, never above it
+    assert adaptive.limit == pytest.approx(4.0)
+
+
+async def test_a_gate_that_is_not_full_does_not_raise_its_limit(adaptive: RecallGate, clock: Clock) -> None:
+    app = HeldApp()
+    await serve_one(app, clock, 0.1)
+    await rounds_of(app, clock, rounds=6, at_once=4, seconds=0.1)
+    limit = adaptive.limit
+    for _ in range(20):
+        await serve_one(app, clock, 0.1)  # one at a time: the limit is not what holds recalls back
+    assert adaptive.limit == pytest.approx(limit)
+
+
+async def test_tolerance_zero_keeps_the_limit_fixed(clock: Clock) -> None:
+    with installed_gate(clock, AdmissionConfig(concurrency=4, max_wait_s=0.0, tolerance=0.0)) as current:
+        app = HeldApp()
+        await serve_one(app, clock, 0.1)
+        await rounds_of(app, clock, rounds=6, at_once=4, seconds=0.1)
+        assert current.slots() == 4
+
+
+async def test_one_bank_cannot_take_every_place_in_the_gate(gate: RecallGate, clock: Clock) -> None:
+    app = HeldApp()
+    await serve_one(app, clock, 0.01)
+    mine = start(app, "2000", bank="greedy")  # its share of 2 slots: one place
+    await settle()
+    again = start(app, "2000", bank="greedy")  # a second at once: shed, though a slot is free
+    other = start(app, "2000", bank="polite")  # another caller takes the free slot
+    patient = start(app, bank="greedy")  # without a deadline never shed: it queues
+    await settle()
+    assert again.status == 503
+    assert not other.task.done()
+    assert not patient.task.done()
+    assert gate.held == {"/v1/default/banks/greedy/memories/recall": 2, "/v1/default/banks/polite/memories/recall": 1}
+    for _ in range(3):
+        app.started[len([f for f in app.started if f.done()])].set_result(200)
+        await settle()
+    await asyncio.gather(mine.task, other.task, patient.task)
+    assert {mine.status, other.status, patient.status} == {200}
+    assert not gate.held  # every place given back
+
+
+async def test_a_slow_machine_may_queue_half_a_recall_served_alone(clock: Clock) -> None:
+    with installed_gate(clock, AdmissionConfig(concurrency=2, max_wait_s=0.05, tolerance=0.0)) as current:
+        app = HeldApp()
+        await serve_one(app, clock, 0.4)  # a recall alone takes 400 ms here: 50 ms of queueing would shed at once
+        await saturate(app, 2)
+        queued = start(app, "2000")  # expected wait 400 ms / 2 slots = 200 ms: half a recall alone, admitted
+        await settle()
+        shed = start(app, "2000")  # one more ahead: 400 ms, shed
+        await settle()
+        assert queued.status is None
+        assert shed.status == 503
+        assert current.max_wait_s() == pytest.approx(0.2)
+
+
+async def test_the_service_estimate_follows_the_load(clock: Clock) -> None:
+    with installed_gate(clock, AdmissionConfig(concurrency=4, max_wait_s=0.0, tolerance=0.0)) as current:
+        app = HeldApp()
+        await rounds_of(app, clock, rounds=5, at_once=4, seconds=0.1)  # 20 recalls four at once: 400 ms each
+        for _ in range(17):
+            await serve_one(app, clock, 0.1)  # then one at a time
+        assert current.service_s() == pytest.approx(0.1)  # the slow ones no longer make the expected wait
