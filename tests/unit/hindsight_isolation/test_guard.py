@@ -14,6 +14,7 @@ from starlette.types import Message, Receive, Scope, Send
 from hindsight_isolation import route
 from hindsight_isolation.guard import INTERNAL_ERROR, RequestGuard, bank_operation_id
 from hindsight_isolation.route import RequestKind, classify
+from tests.unit.hindsight_isolation.asgi import read_body
 
 BANK = "user:alice:agent:support"
 
@@ -27,12 +28,7 @@ class Recorder:
     calls: list[dict[str, Any]] = field(default_factory=list)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await read_body(receive)
         self.calls.append({"scope": scope, "body": body, "kind": route.current()})
         await send({"type": "http.response.start", "status": self.status, "headers": []})
         await send({"type": "http.response.body", "body": self.answer, "more_body": False})

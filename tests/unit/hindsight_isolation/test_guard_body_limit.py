@@ -13,6 +13,7 @@ from hindsight_isolation import guard
 from hindsight_isolation.authn import UnauthenticatedError
 from hindsight_isolation.guard import RequestGuard
 from hindsight_isolation.principal import Kind, Principal
+from tests.unit.hindsight_isolation.asgi import read_body
 
 LIMIT = 100
 RETAIN = "/v1/default/banks/user:alice:agent:support/memories"
@@ -39,12 +40,7 @@ class App:
         self.bodies: list[bytes] = []
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await read_body(receive)
         self.bodies.append(body)
         await send({"type": "http.response.start", "status": 200, "headers": []})
         await send({"type": "http.response.body", "body": b"{}", "more_body": False})
