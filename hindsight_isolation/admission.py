@@ -30,8 +30,9 @@ How it decides (one gate per server process, in the request guard, REST recalls 
   trip and nothing more. (One exception cleans up after a bad estimate: a recall still queued when its whole stated
   deadline has passed is answered 503 then; its caller stopped waiting at that moment, so nothing is lost.)
 * One bank (one recall path: a user's bank of one agent, whoever's credential asks) holds at most half the slots,
-  one at least, running or queued: past that, a recall of that bank that states a deadline is shed at once (stage
-  ``share``), so one caller sending recalls in parallel cannot take every admitted place.
+  one at least, running or queued, while recalls contend for them: past that, a recall of that bank that states a
+  deadline and would wait is shed at once (stage ``share``), so one caller sending recalls in parallel cannot take
+  every admitted place. A free slot nobody waits for is never refused.
 * Before the first served recall of the process (no estimate yet), a recall that states a deadline and finds every
   slot busy is shed (stage ``unmeasured``): a new process that starts into a burst (a task autoscaling added to a
   saturated service) would otherwise queue the whole burst on no estimate at all and have it time out.
@@ -155,9 +156,11 @@ class RecallGate:
         return min(self.times) if self.times else None
 
     def over_share(self, bank: str, deadline: float | None) -> _Shed | None:
-        """A shed when ``bank`` (its recall path) already holds its share of the gate: half the slots, one at least,
-        running or queued (``held`` counts this recall too), so one caller cannot take every admitted place."""
-        if deadline is None or self.held[bank] <= max(1, self.slots() // 2):
+        """A shed when ``bank`` (its recall path) already holds its share of the gate, half the slots, one at least,
+        running or queued (``held`` counts this recall too), and this recall would wait: one caller cannot take
+        every admitted place from others, yet a free slot nobody waits for is never refused (an agent's recalls in
+        parallel on an idle server are served)."""
+        if deadline is None or self.held[bank] <= max(1, self.slots() // 2) or self._free():
             return None
         return _Shed(0.0, self.service_s() or 0.0, deadline, len(self.waiters), "share")
 
@@ -167,16 +170,20 @@ class RecallGate:
         within 2x the unloaded recall, so the bound scales with the machine instead of shedding below saturation)."""
         return max(self.config.max_wait_s, (self.baseline_s() or 0.0) / 2)
 
+    def _free(self) -> bool:
+        """A slot is free and nobody waits for one: a recall arriving now starts at once."""
+        return self.running < self.slots() and not self.waiters
+
     def expected_wait_s(self, service: float) -> float:
         """How long a recall arriving now expects to wait for a slot."""
-        if self.running < self.slots() and not self.waiters:
+        if self._free():
             return 0.0
         return (len(self.waiters) + 1) * service / self.slots()
 
     def _verdict(self, deadline: float | None) -> _Shed | None:
         """A shed, or ``None``: admitted."""
         service = self.service_s()
-        if deadline is None or (self.running < self.slots() and not self.waiters):
+        if deadline is None or self._free():
             return None
         if service is None:  # nothing measured yet (a new process in a burst): queue nothing on a guess
             return _Shed(0.0, 0.0, deadline, len(self.waiters), "unmeasured")

@@ -8,6 +8,7 @@ import pytest
 
 from hindsight_isolation.admission import RecallGate
 from hindsight_isolation.settings import AdmissionConfig
+from memory_adapter.recall_deadline import OVERLOADED, REASON_FIELD
 from tests.unit.hindsight_isolation.admission_harness import (
     Clock,
     HeldApp,
@@ -76,20 +77,35 @@ async def test_one_bank_cannot_take_every_place_in_the_gate(gate: RecallGate, cl
     await serve_one(app, clock, 0.01)
     mine = start(app, "2000", bank="greedy")  # its share of 2 slots: one place
     await settle()
-    again = start(app, "2000", bank="greedy")  # a second at once: shed, though a slot is free
-    other = start(app, "2000", bank="polite")  # another caller takes the free slot
+    again = start(app, "2000", bank="greedy")  # over its share, but a slot is free and nobody waits: served
+    await settle()
+    other = start(app, "2000", bank="polite")  # the gate is full: another caller queues for the next slot
+    more = start(app, "2000", bank="greedy")  # over its share and it would wait: shed at once
     patient = start(app, bank="greedy")  # without a deadline never shed: it queues
     await settle()
-    assert again.status == 503
-    assert not other.task.done()
-    assert not patient.task.done()
-    assert gate.held == {"/v1/default/banks/greedy/memories/recall": 2, "/v1/default/banks/polite/memories/recall": 1}
-    for _ in range(3):
+    assert more.status == 503
+    assert more.body[REASON_FIELD] == OVERLOADED
+    assert not any(c.task.done() for c in (mine, again, other, patient))
+    assert gate.held == {"/v1/default/banks/greedy/memories/recall": 3, "/v1/default/banks/polite/memories/recall": 1}
+    for _ in range(4):
         app.started[len([f for f in app.started if f.done()])].set_result(200)
         await settle()
-    await asyncio.gather(mine.task, other.task, patient.task)
-    assert {mine.status, other.status, patient.status} == {200}
+    await asyncio.gather(mine.task, again.task, other.task, patient.task)
+    assert {mine.status, again.status, other.status, patient.status} == {200}
     assert not gate.held  # every place given back
+
+
+async def test_an_idle_gate_serves_one_caller_s_recalls_in_parallel(clock: Clock) -> None:
+    with installed_gate(clock, AdmissionConfig(concurrency=3, max_wait_s=0.05, tolerance=0.0)):
+        app = HeldApp()
+        await serve_one(app, clock, 0.03)
+        calls = [start(app, "2000", bank="agent") for _ in range(3)]  # a turn's recall and its follow-ups
+        await settle()
+        assert not any(c.task.done() for c in calls)  # all three run: nothing else wanted a slot
+        for future in app.started[1:]:
+            future.set_result(200)
+        await asyncio.gather(*(c.task for c in calls))
+        assert {c.status for c in calls} == {200}
 
 
 async def test_a_slow_machine_may_queue_half_a_recall_served_alone(clock: Clock) -> None:
