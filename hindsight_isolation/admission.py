@@ -198,7 +198,7 @@ class RecallGate:
         verdict = self._verdict(deadline)
         if verdict is not None:
             return verdict
-        if self.running < self.slots() and not self.waiters:
+        if self._free():
             self.running += 1
             return None
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()

@@ -39,7 +39,7 @@ from hindsight_isolation.audit import log_unauthenticated
 from hindsight_isolation.authn import UnauthenticatedError
 from hindsight_isolation.principal import Kind, Principal
 from hindsight_isolation.route import RequestKind
-from hindsight_isolation.settings import ENV_TENANT_PREFIX
+from hindsight_isolation.settings import tenant_env
 
 __all__ = ["INTERNAL_ERROR", "Authenticate", "RequestGuard", "bank_operation_id", "configure"]
 
@@ -218,7 +218,7 @@ async def _admitted_body(scope: Scope, send: Send, kind: RequestKind) -> tuple[b
 
 
 async def _too_large(scope: Scope, send: Send, kind: RequestKind, limit: int | None) -> None:
-    setting = ENV_TENANT_PREFIX + "MAX_BODY_MIB"
+    setting = tenant_env("max_body_mib")
     message = (
         f"the request body is larger than {limit} bytes ({(limit or 0) / 2**20:g} MiB), the most this server reads "
         f"from anyone but the operator ({setting}); send less"

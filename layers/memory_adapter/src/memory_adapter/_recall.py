@@ -272,8 +272,9 @@ def ranked_recall(
 
 
 def within_text_tokens(memories: Sequence[RecalledMemory], max_tokens: int) -> list[RecalledMemory]:
-    """The longest prefix of ``memories`` whose texts together fit ``max_tokens`` (estimated): Hindsight's own cut
-    (its ``max_tokens`` counts the texts only), applied after the adapter's re-ranking."""
+    """The longest prefix of ``memories`` whose texts together fit ``max_tokens`` (estimated), applied after the
+    adapter's re-ranking. Like Hindsight's ``max_tokens`` it counts the texts only; unlike Hindsight's fill, which
+    also keeps a later memory that still fits, it stops at the first that does not (the order is the ranking)."""
     kept: list[RecalledMemory] = []
     used = 0
     for memory in memories:
