@@ -320,6 +320,17 @@ async def serve(kind: RequestKind, app: ASGIApp, scope: Scope, receive: Receive,
         await app(scope, receive, send)  # not gated: Hindsight answers (a 401 for a credential it does not accept)
         return
     deadline, bank = stated_deadline(scope), str(scope.get("path", "")).rstrip("/")
+    left = False
+
+    def leave() -> None:
+        """The bank's place in the gate goes once: at the answer's last byte, or when the request ends without one."""
+        nonlocal left
+        if not left:
+            left = True
+            current.held[bank] -= 1
+            if current.held[bank] <= 0:
+                del current.held[bank]
+
     try:
         current.held[bank] += 1
         shed = current.over_share(bank, deadline) or await current.acquire(deadline)
@@ -328,30 +339,46 @@ async def serve(kind: RequestKind, app: ASGIApp, scope: Scope, receive: Receive,
             took = time.monotonic() - arrived
             await _answer_shed(scope, send, shed, took, current.slots(), current.baseline_s())
             return
-        await _served(current, app, scope, receive, send)
+        await _served(current, app, scope, receive, send, leave)
     finally:
-        current.held[bank] -= 1
-        if current.held[bank] <= 0:
-            del current.held[bank]
+        leave()
 
 
-async def _served(current: RecallGate, app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
-    """An admitted recall: Hindsight serves it in its slot; its time teaches the gate."""
+async def _served(
+    current: RecallGate, app: ASGIApp, scope: Scope, receive: Receive, send: Send, leave: Callable[[], None]
+) -> None:
+    """An admitted recall: Hindsight serves it in its slot; its time teaches the gate.
+
+    The slot is given back when the answer's last byte is sent, not when the app returns: work the server does
+    after answering (hooks, background tasks) must not hold the slot, or the caller's next recall, sent the moment
+    it has its answer, finds its own finished recall still in the gate (and is shed as over its bank's share)."""
     started = current.clock()
     current.starts += 1
     start, first = current.starts, current.running == 1  # alone: nothing running when it started, nor started since
     status = 0
+    released = False
+
+    def release() -> None:
+        nonlocal released
+        if not released:
+            released = True
+            served = current.clock() - started if status == 200 else None
+            current.release(served, alone=first and current.starts == start)
+            leave()
 
     async def watched(message: Message) -> None:
         nonlocal status
         if message["type"] == "http.response.start":
             status = int(message.get("status", 0))
+        last = message["type"] == "http.response.body" and not message.get("more_body", False)
+        if last:
+            release()  # before the send: the caller may act on the answer before this coroutine runs again
         await send(message)
 
     try:
         await app(scope, receive, watched)
     finally:
-        current.release(current.clock() - started if status == 200 else None, alone=first and current.starts == start)
+        release()
 
 
 async def _accepted(scope: Scope) -> bool:

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from starlette.types import Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from hindsight_isolation import admission
 from hindsight_isolation.admission import RecallGate
@@ -69,7 +69,7 @@ _banks = itertools.count()
 
 
 def start(
-    app: HeldApp,
+    app: ASGIApp,
     deadline_ms: str | None = None,
     kind: RequestKind = RequestKind.RECALL,
     credential: str = "known",

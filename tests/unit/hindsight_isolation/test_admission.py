@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from starlette.types import Scope
+from starlette.types import Receive, Scope, Send
 
 from hindsight_isolation import admission
 from hindsight_isolation.admission import MAX_DEADLINE_S, MIN_DEADLINE_S, SHED_LOG, RecallGate
@@ -17,6 +17,7 @@ from memory_adapter.recall_deadline import DEADLINE_HEADER, OVERLOADED, REASON_F
 from tests.unit.hindsight_isolation.admission_harness import (
     Clock,
     HeldApp,
+    installed_gate,
     saturate,
     serve_one,
     settle,
@@ -180,6 +181,34 @@ async def test_the_first_recall_and_a_free_slot_are_always_admitted(gate: Recall
     app.started[1].set_result(200)
     await second.task
     assert gate.shed == 0
+
+
+async def test_a_recall_answered_leaves_the_gate_though_its_server_works_on(clock: Clock) -> None:
+    """Hindsight answers, then runs its after-recall hooks: the caller's next recall (sent the moment it has its
+    answer) must not find its own finished recall still holding the slot and its bank's share (the CI run's
+    'share' shed on an idle server: slots=1, queued=0)."""
+    after_answer: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    async def hooks_after_answer(scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}", "more_body": False})
+        await after_answer  # work after the answer (usage records, background tasks)
+
+    with installed_gate(clock, AdmissionConfig(concurrency=1, max_wait_s=0.05)) as gate:
+        first = start(hooks_after_answer, "10000", bank="user:a")
+        await settle()
+        assert first.status == 200
+        assert not first.task.done()
+        second = start(hooks_after_answer, "10000", bank="user:a")
+        await settle()
+        assert second.status == 200  # admitted at once, not shed
+        assert gate.shed == 0
+        assert gate.running == 0
+        assert not gate.held
+        after_answer.set_result(None)
+        await asyncio.gather(first.task, second.task)
+        assert gate.running == 0
+        assert not gate.held
 
 
 async def test_before_any_estimate_only_free_slots_are_taken(gate: RecallGate, clock: Clock) -> None:
