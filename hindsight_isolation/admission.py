@@ -76,13 +76,16 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from hindsight_isolation.route import RequestKind
 from hindsight_isolation.settings import AdmissionConfig
-from memory_adapter.recall_deadline import DEADLINE_HEADER, OVERLOADED, REASON_FIELD
+from memory_adapter.recall_deadline import DEADLINE_HEADER, OVERLOADED, REASON_FIELD, RETRY_AFTER_FIELD
 
 __all__ = [
     "MAX_DEADLINE_S",
+    "MAX_RETRY_AFTER_S",
     "MIN_DEADLINE_S",
+    "MIN_RETRY_AFTER_S",
     "RECENT",
     "SHED_LOG",
+    "UNMEASURED_RETRY_AFTER_S",
     "WINDOW",
     "RecallGate",
     "configure",
@@ -97,6 +100,10 @@ logger = logging.getLogger("hindsight_isolation")
 #: Bounds of a stated deadline (anything longer is treated as this long; shorter, as this short).
 MIN_DEADLINE_S: Final = 0.01
 MAX_DEADLINE_S: Final = 60.0
+#: Bounds of a shed's retry window (:func:`_retry_after_s`), and the window before any recall time is measured.
+MIN_RETRY_AFTER_S: Final = 0.01
+MAX_RETRY_AFTER_S: Final = 10.0
+UNMEASURED_RETRY_AFTER_S: Final = 1.0
 #: Recalls served alone whose times make the baseline.
 WINDOW: Final = 64
 #: Served recalls whose median is the service estimate: few, so it follows the limit (a recall's time at 4 at once is
@@ -386,12 +393,24 @@ async def _accepted(scope: Scope) -> bool:
     return _identify is None or await _identify(credential(scope)) is not None
 
 
+def _retry_after_s(shed: _Shed, slots: int) -> float:
+    """When the shed caller can expect a slot, in seconds (the body's float; the header rounds it up): the expected
+    wait it was shed on; for a bank over its share, one recall time (its own running recall's end); at least the
+    time one slot takes to free up, within ``[MIN_RETRY_AFTER_S, MAX_RETRY_AFTER_S]``. Before any recall time is
+    measured, :data:`UNMEASURED_RETRY_AFTER_S`. A whole second for a recall of tens of milliseconds kept a caller's
+    recalls local long after the queue had drained."""
+    if shed.stage == "unmeasured":
+        return UNMEASURED_RETRY_AFTER_S
+    expected = shed.service_s if shed.stage == "share" else shed.wait_s
+    return min(MAX_RETRY_AFTER_S, max(MIN_RETRY_AFTER_S, expected, shed.service_s / max(1, slots)))
+
+
 async def _answer_shed(
     scope: Scope, send: Send, shed: _Shed, took_s: float, slots: int, baseline: float | None
 ) -> None:
     """The 503; ``took_s``: from the request reaching the gate (body read) to this answer (where a shed's time goes);
     ``slots`` and ``baseline``: the gate's limit and recall time alone then (logged)."""
-    retry_after = max(1, math.ceil(shed.wait_s))
+    retry_after = _retry_after_s(shed, slots)
     logger.warning(
         "%s status=503 stage=%s path=%r deadline_ms=%.0f expected_wait_ms=%.0f service_ms=%.0f queued=%d "
         "slots=%d alone_ms=%.0f answered_in_ms=%.1f",
@@ -410,16 +429,16 @@ async def _answer_shed(
         "detail": (
             f"overloaded: this recall would not be answered within its deadline of {shed.deadline_s * 1000:.0f} ms "
             f"(expected wait {shed.wait_s * 1000:.0f} ms, recall ~{shed.service_s * 1000:.0f} ms); no work was "
-            f"started: retry after {retry_after} s or go without memory"
+            f"started: retry after {retry_after * 1000:.0f} ms or go without memory"
         ),
         REASON_FIELD: OVERLOADED,
-        "retry_after_s": retry_after,
+        RETRY_AFTER_FIELD: round(retry_after, 3),
     }
     body = json.dumps(payload).encode("utf-8")
     headers = [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(body)).encode("ascii")),
-        (b"retry-after", str(retry_after).encode("ascii")),
+        (b"retry-after", str(math.ceil(retry_after)).encode("ascii")),  # HTTP's: whole seconds
     ]
     await send({"type": "http.response.start", "status": 503, "headers": headers})
     await send({"type": "http.response.body", "body": body, "more_body": False})

@@ -13,7 +13,7 @@ from hindsight_isolation import admission
 from hindsight_isolation.admission import MAX_DEADLINE_S, MIN_DEADLINE_S, SHED_LOG, RecallGate
 from hindsight_isolation.route import RequestKind
 from hindsight_isolation.settings import AdmissionConfig, ConfigError, IsolationSettings
-from memory_adapter.recall_deadline import DEADLINE_HEADER, OVERLOADED, REASON_FIELD
+from memory_adapter.recall_deadline import DEADLINE_HEADER, OVERLOADED, REASON_FIELD, RETRY_AFTER_FIELD
 from tests.unit.hindsight_isolation.admission_harness import (
     Clock,
     HeldApp,
@@ -38,7 +38,8 @@ async def test_a_recall_that_would_miss_its_deadline_is_shed_at_once(gate: Recal
     assert shed.status == 503
     assert shed.body[REASON_FIELD] == OVERLOADED
     assert "150 ms" in shed.body["detail"]
-    assert shed.headers[b"retry-after"] == b"1"
+    assert shed.body[RETRY_AFTER_FIELD] == pytest.approx(0.15)  # the expected wait, not a whole second
+    assert shed.headers[b"retry-after"] == b"1"  # HTTP's header: whole seconds, rounded up
     assert len(app.started) == 3  # no work was started for it
     assert gate.shed == 1
 
@@ -94,6 +95,33 @@ async def test_queueing_past_max_wait_is_shed_even_when_the_deadline_allows_it(g
     shed = start(app, str(MAX_DEADLINE_S * 1000))
     await settle()
     assert shed.status == 503
+
+
+async def test_a_shed_says_when_a_slot_is_expected_within_bounds(gate: RecallGate, clock: Clock) -> None:
+    app = HeldApp()
+    unmeasured = [start(app, "2000") for _ in range(3)]  # nothing measured yet: the third is shed on no estimate
+    await settle()
+    assert unmeasured[2].body[RETRY_AFTER_FIELD] == admission.UNMEASURED_RETRY_AFTER_S
+    clock.now += 0.008
+    for future in app.started:
+        future.set_result(200)
+    await asyncio.gather(*(c.task for c in unmeasured))  # 8 ms recalls from here on
+    await saturate(app, 2)  # both slots busy, nobody queued: a slot frees in ~4 ms
+    short = start(app, "10")  # 4 ms wait + 8 ms recall > 10 ms: shed
+    await settle()
+    assert short.status == 503
+    assert short.body[RETRY_AFTER_FIELD] == admission.MIN_RETRY_AFTER_S  # 4 ms is below the floor
+    assert short.headers[b"retry-after"] == b"1"
+    await saturate(app, 1000)  # an expected wait of 1001 x 8 ms / 2 slots
+    long = start(app, "60000")
+    await settle()
+    assert long.body[RETRY_AFTER_FIELD] == pytest.approx(4.004)
+    assert long.headers[b"retry-after"] == b"5"
+    await saturate(app, 2000)  # 12 s: past the ceiling
+    longer = start(app, "60000")
+    await settle()
+    assert longer.body[RETRY_AFTER_FIELD] == admission.MAX_RETRY_AFTER_S
+    assert longer.headers[b"retry-after"] == b"10"
 
 
 async def test_an_admitted_recall_is_served_however_long_it_queues(gate: RecallGate, clock: Clock) -> None:

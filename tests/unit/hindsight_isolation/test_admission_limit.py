@@ -8,7 +8,7 @@ import pytest
 
 from hindsight_isolation.admission import RecallGate
 from hindsight_isolation.settings import AdmissionConfig
-from memory_adapter.recall_deadline import OVERLOADED, REASON_FIELD
+from memory_adapter.recall_deadline import OVERLOADED, REASON_FIELD, RETRY_AFTER_FIELD
 from tests.unit.hindsight_isolation.admission_harness import (
     Clock,
     HeldApp,
@@ -85,6 +85,7 @@ async def test_one_bank_cannot_take_every_place_in_the_gate(gate: RecallGate, cl
     await settle()
     assert more.status == 503
     assert more.body[REASON_FIELD] == OVERLOADED
+    assert more.body[RETRY_AFTER_FIELD] == pytest.approx(0.01)  # its own running recall's end: one recall time
     assert not any(c.task.done() for c in (mine, again, other, patient))
     assert gate.held == {"/v1/default/banks/greedy/memories/recall": 3, "/v1/default/banks/polite/memories/recall": 1}
     for _ in range(4):

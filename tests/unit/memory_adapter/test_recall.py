@@ -117,6 +117,23 @@ async def test_a_shed_recall_degrades_at_once_and_leaves_the_breaker_closed(make
     assert len(fake.calls("/memories/recall")) == 5  # asked again only after each Retry-After (no breaker skip)
 
 
+async def test_a_shed_window_lasts_the_server_s_expected_wait_not_whole_seconds(make_adapter, fake):
+    fake.fault = Fault.SHED
+    fake.shed_retry_after_s = 0.05  # the body says 50 ms; the Retry-After header, whole seconds, says 1
+    adapter = make_adapter()
+    clock = Clock()
+    adapter._recaller.windows.clock = clock
+    await adapter.recall_for_turn(ctx("alice"), "hello")
+    clock.now += 0.04
+    skipped = await adapter.recall_for_turn(ctx("alice"), "hello")  # within the 50 ms: not asked
+    fake.fault = Fault.NONE
+    clock.now += 0.02
+    served = await adapter.recall_for_turn(ctx("alice"), "hello")  # 60 ms on: asked again, and served
+    assert (skipped.degraded, skipped.reason) == (True, "shed")
+    assert not served.degraded
+    assert len(fake.calls("/memories/recall")) == 2
+
+
 async def test_a_shed_window_holds_one_bank_only(make_adapter, fake):
     fake.fault = Fault.SHED
     adapter = make_adapter()

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Final, NotRequired, TypedDict, Unpack
 from memory_adapter.exceptions import HindsightOverloadedError, HindsightRequestError, HindsightUnavailableError
 from memory_adapter.formatting import RecalledMemory
 from memory_adapter.kinds import kind_of
-from memory_adapter.recall_deadline import DEADLINE_HEADER, OVERLOADED, REASON_FIELD
+from memory_adapter.recall_deadline import DEADLINE_HEADER, OVERLOADED, REASON_FIELD, RETRY_AFTER_FIELD
 from memory_adapter.transport import HttpRequest, HttpResponse, Transport
 
 if TYPE_CHECKING:
@@ -88,13 +88,22 @@ def checked(response: HttpResponse) -> HttpResponse:
     message = str(detail)[:200] if detail is not None else "no detail"
     if response.status == 503 and _field(response.body, REASON_FIELD) == OVERLOADED:
         raise HindsightOverloadedError(
-            f"Hindsight shed the request (overloaded): {message}", retry_after=response.retry_after
+            f"Hindsight shed the request (overloaded): {message}", retry_after=_shed_retry_after(response)
         )
     if is_transient_status(response.status):
         raise HindsightUnavailableError(
             f"Hindsight answered HTTP {response.status}: {message}", retry_after=response.retry_after
         )
     raise HindsightRequestError(response.status, message)
+
+
+def _shed_retry_after(response: HttpResponse) -> float | None:
+    """A shed's wait in seconds: the body's float (the server's expected wait, to the millisecond) where it is a
+    number from 0 to an hour, else the ``Retry-After`` header's whole seconds."""
+    value = _field(response.body, RETRY_AFTER_FIELD)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value < 3600:
+        return float(value)
+    return response.retry_after
 
 
 def _field(body: Any, key: str) -> Any:

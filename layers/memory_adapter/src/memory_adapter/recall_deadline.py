@@ -12,7 +12,9 @@ its circuit breaker). Two timeouts follow from it, never set on their own:
 The deadline also travels with the request: the adapter sends what is left of it in :data:`DEADLINE_HEADER`, and the
 memory service's admission control (``hindsight_isolation.admission``) answers at once with 503, a ``Retry-After``
 and :data:`OVERLOADED` in the body's :data:`REASON_FIELD` when the recall would miss it (a *shed* recall), instead of
-starting work the caller will not wait for. The adapter tells a shed from a server that is down by that body.
+starting work the caller will not wait for. The adapter tells a shed from a server that is down by that body, and
+waits out the body's :data:`RETRY_AFTER_FIELD` (the server's expected wait in seconds, a float: the header's whole
+seconds are too coarse for recalls of tens of milliseconds).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ __all__ = [
     "OVERLOADED",
     "REASON_FIELD",
     "RECALL_MARGIN_S",
+    "RETRY_AFTER_FIELD",
     "recall_backstop_s",
     "recall_socket_timeout_s",
 ]
@@ -37,6 +40,9 @@ DEADLINE_HEADER: Final = "x-memory-recall-deadline-ms"
 #: server's 503 has no such body).
 REASON_FIELD: Final = "reason"
 OVERLOADED: Final = "overloaded"
+#: Field of a shed's JSON body: seconds (a float) until the server expects a slot for this caller; the
+#: ``Retry-After`` header carries the same rounded up to whole seconds, as HTTP requires.
+RETRY_AFTER_FIELD: Final = "retry_after_s"
 
 
 def recall_socket_timeout_s(recall_timeout: float) -> float:

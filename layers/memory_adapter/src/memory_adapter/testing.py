@@ -28,6 +28,7 @@ Example:
 
 from __future__ import annotations
 
+import math
 import re
 import threading
 import urllib.parse
@@ -36,7 +37,7 @@ from enum import StrEnum
 from typing import Any
 
 from memory_adapter.exceptions import HindsightUnavailableError
-from memory_adapter.recall_deadline import OVERLOADED, REASON_FIELD
+from memory_adapter.recall_deadline import OVERLOADED, REASON_FIELD, RETRY_AFTER_FIELD
 from memory_adapter.transport import HttpRequest, HttpResponse
 
 __all__ = ["FakeHindsight", "Fault", "Handler", "MockTransport"]
@@ -96,6 +97,8 @@ class FakeHindsight(MockTransport):
         super().__init__(self.serve)
         self.fault = Fault.NONE
         self.fault_status = 503
+        self.shed_retry_after_s = 1.0
+        """The wait a shed answer names (body, to the millisecond; ``Retry-After``, rounded up)."""
         self.banks: dict[str, dict[str, dict[str, Any]]] = {}
         self.operations: dict[str, str] = {}
         self.reflect_answer = "reflected answer"
@@ -122,6 +125,7 @@ class FakeHindsight(MockTransport):
             self.requests.clear()
             self.deny.clear()
             self.fault = Fault.NONE
+            self.shed_retry_after_s = 1.0
 
     # -- the server
 
@@ -146,7 +150,9 @@ class FakeHindsight(MockTransport):
         if fault is Fault.STATUS:
             return HttpResponse(self.fault_status, {"detail": "fault"})
         if fault is Fault.SHED and path.endswith("/memories/recall"):
-            return HttpResponse(503, {"detail": "overloaded", REASON_FIELD: OVERLOADED}, retry_after=1.0)
+            wait = self.shed_retry_after_s
+            body = {"detail": "overloaded", REASON_FIELD: OVERLOADED, RETRY_AFTER_FIELD: wait}
+            return HttpResponse(503, body, retry_after=float(math.ceil(wait)))
         if path == "/health":
             return HttpResponse(200, {"status": "healthy"})
         match = _BANK_ROUTE.match(path)
