@@ -20,6 +20,7 @@ import contextlib
 import functools
 import json
 import math
+import re
 import sys
 import threading
 import time
@@ -36,6 +37,7 @@ from bench.scale.client import HindsightClient
 from bench.scale.corpus import fact
 from bench.scale.database import Database
 from bench.scale.server import ScaleServer
+from bench.scale.spooled import deliver_spooled, document_tally, spooled_documents
 from bench.stats import summarize
 from localdev.supervisor import child_env, free_port, http_status, spawn, terminate, wait_until_ready
 from runtime_handler.main import REQUEST_ID_HEADER, SESSION_HEADER
@@ -45,6 +47,7 @@ __all__ = ["SESSIONS_PER_AGENT", "admission_figures", "measure", "one_turn", "ru
 #: Sessions served by one agent process (the adapter's recall threads: ``memory_adapter._runtime.RECALL_THREADS``).
 SESSIONS_PER_AGENT = 8
 AGENT = "bench"
+_ANSWERED = re.compile(r"answered_in_ms=([0-9.]+)")
 _CONNECTIONS = "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'client backend'"
 
 
@@ -119,6 +122,17 @@ class AgentPool:
             if pending:
                 time.sleep(0.25)
         return time.monotonic() - began
+
+    def cpu_s(self) -> float:
+        """CPU seconds the agent processes have used so far (the bench's own load, beside the server's)."""
+        from bench.scale.server import process_cpu_s
+
+        return sum(process_cpu_s(pid) for pid in self._pids)
+
+    @property
+    def spools(self) -> list[Path]:
+        """The agents' spool directories (retains not delivered in time wait there, durable, for a replay)."""
+        return list(self._spools)
 
     def spooled(self) -> int:
         """Retains left in the agents' spools (undelivered, kept on disk for a later replay)."""
@@ -210,19 +224,21 @@ def _wait_documents(db: Database, tag: str, expected: int, *, quiet_s: float = 3
     return time.monotonic() - began
 
 
-def _verify(server: ScaleServer, db: Database, tag: str, sent: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Every turn's document in its user's bank exactly once; every marker in that bank and in no other."""
+def _verify(
+    server: ScaleServer, db: Database, tag: str, sent: Sequence[dict[str, Any]], spooled: set[str]
+) -> dict[str, Any]:
+    """Every turn's document in its user's bank exactly once (or, ``spooled``, durable in an agent's spool: counted
+    apart, not lost); every marker in that bank and in no other."""
     from memory_adapter.identity import format_bank_id
 
     client = HindsightClient(server.url, server.operator_key)
     by_user: dict[str, set[str]] = {}
     for record in sent:
         by_user.setdefault(record["user"], set()).add(record["request_id"])
-    missing = unexpected = 0
-    for user, expected in by_user.items():
-        found = [str(d.get("id")) for d in client.documents(format_bank_id(user=user, agent=AGENT))]
-        missing += len(expected - set(found))
-        unexpected += len(set(found) - expected) + (len(found) - len(set(found)))
+    found = {
+        user: [str(d.get("id")) for d in client.documents(format_bank_id(user=user, agent=AGENT))] for user in by_user
+    }
+    documents = document_tally(by_user, found, spooled)
     client.close()
     rows = db.sql(  # tag: hex digits of our own making
         f"SELECT bank_id, substring(text from 'ref {tag}x[a-z0-9-]+x[0-9]+') FROM memory_units "  # noqa: S608
@@ -232,12 +248,14 @@ def _verify(server: ScaleServer, db: Database, tag: str, sent: Sequence[dict[str
     for line in rows.splitlines():
         bank, _, marker = line.partition("|")
         places.setdefault(marker, []).append(bank)
-    in_own = missing_markers = crossed = units = 0
+    in_own = missing_markers = spooled_markers = crossed = units = 0
     for record in sent:
         banks = places.get(record["marker"], [])
         own = format_bank_id(user=record["user"], agent=AGENT)
         units += len(banks)
-        if own not in banks:
+        if own not in banks and record["request_id"] in spooled:
+            spooled_markers += 1  # its retain waits in a spool: not lost, not yet in Hindsight
+        elif own not in banks:
             missing_markers += 1
         else:
             in_own += 1
@@ -245,14 +263,15 @@ def _verify(server: ScaleServer, db: Database, tag: str, sent: Sequence[dict[str
             crossed += 1
     return {
         "turns": len(sent),
-        "documents_missing": missing,
-        "documents_unexpected": unexpected,
+        **documents,
         "markers_in_own_bank": in_own,
         "markers_missing": missing_markers,
+        "markers_spooled": spooled_markers,
         "markers_in_another_bank": crossed,
         # One with a brief answer; the echo model repeats the prompt and every recalled memory, so more.
         "memories_per_marker": round(units / max(len(sent), 1), 2),
-        "ok": missing == unexpected == missing_markers == crossed == 0,
+        # Nothing lost or mixed (a retain still spooled is durable on its agent's disk: counted apart, not lost).
+        "ok": documents["documents_missing"] == documents["documents_unexpected"] == missing_markers == crossed == 0,
     }
 
 
@@ -275,6 +294,20 @@ def recall_figures(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "shed_local": sum(1 for e in shed if e.get("local")),
         "recall_without_memory_ms": ms(degraded),
     }
+
+
+def gate_shed_ms(api_log: Path, offset: int) -> dict[str, Any]:
+    """How long the API's gate took to answer each shed of this level (its log's ``answered_in_ms``: request read to
+    503 sent), from ``offset`` of the log on: the server's share of a shed's round trip; the rest is the network and
+    the agent process."""
+    from hindsight_isolation.admission import SHED_LOG
+
+    if not api_log.exists():
+        return summarize([])
+    with api_log.open("rb") as log:
+        log.seek(offset)
+        lines = log.read().decode(errors="replace").splitlines()
+    return summarize([float(m[1]) for m in (_ANSWERED.search(line) for line in lines if SHED_LOG in line) if m])
 
 
 def admission_figures(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -331,7 +364,8 @@ def run_level(
                     connections.append(int(db.sql(_CONNECTIONS)))
 
         sampler = threading.Thread(target=sample, daemon=True)
-        cpu_before = server.cpu_seconds()
+        cpu_before = {**server.cpu_seconds(), "agents": pool.cpu_s(), "load_generator": time.process_time()}
+        log_from = server.api_log.stat().st_size if server.api_log.exists() else 0
         began = time.monotonic()
         sampler.start()
         records = asyncio.run(drive())
@@ -339,15 +373,20 @@ def run_level(
         done.set()
         sampler.join()
         backlog = db.queue_depth()
-        cpu = {k: round(v - cpu_before.get(k, 0.0), 1) for k, v in server.cpu_seconds().items()}
+        cpu_after = {**server.cpu_seconds(), "agents": pool.cpu_s(), "load_generator": time.process_time()}
+        cpu = {k: round(v - cpu_before.get(k, 0.0), 1) for k, v in cpu_after.items()}
         delivered = pool.wait_idle()  # every retain handed to Hindsight (or spooled) before the agents stop
         arrived = _wait_documents(db, tag, len(records))
         drain = db.wait_drained()
         recalls = recall_figures(pool.recall_events())
-    spooled = pool.spooled()
+    spooled = pool.spooled()  # the agents have stopped: what they could not deliver is on their disks
+    replayed = deliver_spooled(server.url, pool.spools) if spooled else {}
+    if replayed.get("delivered"):
+        _wait_documents(db, tag, len(records), quiet_s=10.0)
+        db.wait_drained()
     ok = [r["ms"] for r in records if "error" not in r]
     latency = summarize(ok)
-    check = _verify(server, db, tag, records)
+    check = _verify(server, db, tag, records, spooled_documents(pool.spools))
     result: dict[str, Any] = {
         "sessions": sessions,
         "turns_per_session": turns,
@@ -367,8 +406,10 @@ def run_level(
         "agents_delivered_after_s": round(delivered, 1),
         "documents_arrived_after_s": round(arrived, 1),
         "retains_spooled_at_exit": spooled,
+        "spool_replay_after_exit": replayed,  # delivered, rejected, remaining: the check counts what is left apart
         "drain_after_load_s": round(drain, 1),
-        "cpu_s_during_load": cpu,
+        "cpu_s_during_load": cpu,  # api, workers, postgres; the bench's own: agents, load_generator
+        "gate_answered_shed_ms": gate_shed_ms(server.api_log, log_from),
         "postgres_connections_max": max(connections, default=None),
         "samples_ms": [round(r["ms"], 1) for r in records],
         **admission_figures(records),

@@ -242,11 +242,12 @@ def _concurrency(r: dict[str, Any]) -> list[str]:
             timed_out = reasons.get("timeout", 0)
             other = ", ".join(f"{k} {v}" for k, v in sorted(reasons.items()) if k != "timeout")
             check = level["check"]
+            spooled = check.get("documents_spooled", 0)  # durable in an agent's spool after the replay: not lost
             verdict = (
-                "yes"
+                ("yes" if not spooled else f"yes ({spooled} still in the agents' spools)")
                 if check["ok"]
                 else f"NO: {check['documents_missing']} missing ({level.get('retains_spooled_at_exit')} left in "
-                f"the agents' spools), {check['markers_in_another_bank']} in another bank"
+                f"the agents' spools at exit), {check['markers_in_another_bank']} in another bank"
             )
             lines.append(
                 f"| {name} | {level['model']} | {_level_label(level)} | "
