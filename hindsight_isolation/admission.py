@@ -54,16 +54,15 @@ recall shed, a long one is held to ``max_wait`` like any other.
 ``DEFAULT_RECALL_MAX_WAIT_S``, ``DEFAULT_RECALL_LATENCY_TOLERANCE``) are the tenant extension's settings
 (``HINDSIGHT_API_TENANT_RECALL_CONCURRENCY``, ``..._RECALL_MAX_WAIT_MS``, ``..._RECALL_LATENCY_TOLERANCE``;
 :class:`hindsight_isolation.settings.IsolationSettings`), configured once
-at start-up by :func:`configure`; ``RECALL_CONCURRENCY=0`` turns the gate off. Every shed is one ``WARNING`` line
-starting with :data:`SHED_LOG`; the adapter counts the sheds it receives (``MemoryRecallShed``), which the stack
+at start-up by :func:`configure`; ``RECALL_CONCURRENCY=0`` turns the gate off. What a shed recall gets (the 503, when
+to retry, one ``WARNING`` line starting with :data:`hindsight_isolation.shed.SHED_LOG`) is
+:mod:`hindsight_isolation.shed`'s; the adapter counts the sheds it receives (``MemoryRecallShed``), which the stack
 graphs and alarms on (``RecallsShed``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-import logging
 import math
 import statistics
 import time
@@ -76,16 +75,13 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from hindsight_isolation.route import RequestKind
 from hindsight_isolation.settings import AdmissionConfig
-from memory_adapter.recall_deadline import DEADLINE_HEADER, OVERLOADED, REASON_FIELD, RETRY_AFTER_FIELD
+from hindsight_isolation.shed import Shed, answer_shed
+from memory_adapter.recall_deadline import DEADLINE_HEADER
 
 __all__ = [
     "MAX_DEADLINE_S",
-    "MAX_RETRY_AFTER_S",
     "MIN_DEADLINE_S",
-    "MIN_RETRY_AFTER_S",
     "RECENT",
-    "SHED_LOG",
-    "UNMEASURED_RETRY_AFTER_S",
     "WINDOW",
     "RecallGate",
     "configure",
@@ -95,35 +91,15 @@ __all__ = [
     "stated_deadline",
 ]
 
-logger = logging.getLogger("hindsight_isolation")
-
 #: Bounds of a stated deadline (anything longer is treated as this long; shorter, as this short).
 MIN_DEADLINE_S: Final = 0.01
 MAX_DEADLINE_S: Final = 60.0
-#: Bounds of a shed's retry window (:func:`_retry_after_s`), and the window before any recall time is measured.
-MIN_RETRY_AFTER_S: Final = 0.01
-MAX_RETRY_AFTER_S: Final = 10.0
-UNMEASURED_RETRY_AFTER_S: Final = 1.0
 #: Recalls served alone whose times make the baseline.
 WINDOW: Final = 64
 #: Served recalls whose median is the service estimate: few, so it follows the limit (a recall's time at 4 at once is
 #: not its time at 1).
 RECENT: Final = 16
-#: How every shed's log line starts (search the service's log group for it).
-SHED_LOG: Final = "hindsight_isolation shed a recall"
 _HEADER: Final = DEADLINE_HEADER.encode("ascii")
-
-
-@dataclass(frozen=True, slots=True)
-class _Shed:
-    """Why a recall was shed (for the answer and the log line)."""
-
-    wait_s: float
-    service_s: float
-    deadline_s: float
-    queued: int
-    stage: str  # "arrival" (the decision), "unmeasured" (slots busy, no recall time yet), "share" (its bank holds
-    # its share of the gate already) or "expired" (admitted, still queued when its caller gave up)
 
 
 @dataclass(slots=True)
@@ -162,14 +138,14 @@ class RecallGate:
             return statistics.median(self.alone)
         return min(self.times) if self.times else None
 
-    def over_share(self, bank: str, deadline: float | None) -> _Shed | None:
+    def over_share(self, bank: str, deadline: float | None) -> Shed | None:
         """A shed when ``bank`` (its recall path) already holds its share of the gate, half the slots, one at least,
         running or queued (``held`` counts this recall too), and this recall would wait: one caller cannot take
         every admitted place from others, yet a free slot nobody waits for is never refused (an agent's recalls in
         parallel on an idle server are served)."""
         if deadline is None or self.held[bank] <= max(1, self.slots() // 2) or self._free():
             return None
-        return _Shed(0.0, self.service_s() or 0.0, deadline, len(self.waiters), "share")
+        return Shed(0.0, self.service_s() or 0.0, deadline, len(self.waiters), "share")
 
     def max_wait_s(self) -> float:
         """The longest expected queueing admitted: ``max_wait_s``, or half a recall served alone where that is
@@ -187,19 +163,19 @@ class RecallGate:
             return 0.0
         return (len(self.waiters) + 1) * service / self.slots()
 
-    def _verdict(self, deadline: float | None) -> _Shed | None:
+    def _verdict(self, deadline: float | None) -> Shed | None:
         """A shed, or ``None``: admitted."""
         service = self.service_s()
         if deadline is None or self._free():
             return None
         if service is None:  # nothing measured yet (a new process in a burst): queue nothing on a guess
-            return _Shed(0.0, 0.0, deadline, len(self.waiters), "unmeasured")
+            return Shed(0.0, 0.0, deadline, len(self.waiters), "unmeasured")
         wait = self.expected_wait_s(service)
         if wait + service > deadline or wait > self.max_wait_s():
-            return _Shed(wait, service, deadline, len(self.waiters), "arrival")
+            return Shed(wait, service, deadline, len(self.waiters), "arrival")
         return None
 
-    async def acquire(self, deadline: float | None) -> _Shed | None:
+    async def acquire(self, deadline: float | None) -> Shed | None:
         """Take a slot (``None``) or say why not; call :meth:`release` after a ``None``."""
         started = self.clock()
         verdict = self._verdict(deadline)
@@ -222,7 +198,7 @@ class RecallGate:
         if not waiter.done():  # the estimate was wrong and its caller stopped waiting: answer, start nothing
             self._drop(waiter)
             assert deadline is not None  # only a deadline times out
-            return _Shed(self.clock() - started, service, deadline, len(self.waiters), "expired")
+            return Shed(self.clock() - started, service, deadline, len(self.waiters), "expired")
         return None  # release() handed this waiter its slot (``running`` unchanged)
 
     def _drop(self, waiter: asyncio.Future[None]) -> None:
@@ -344,7 +320,7 @@ async def serve(kind: RequestKind, app: ASGIApp, scope: Scope, receive: Receive,
         if shed is not None:
             current.shed += 1
             took = time.monotonic() - arrived
-            await _answer_shed(scope, send, shed, took, current.slots(), current.baseline_s())
+            await answer_shed(scope, send, shed, took, current.slots(), current.baseline_s())
             return
         await _served(current, app, scope, receive, send, leave)
     finally:
@@ -391,54 +367,3 @@ async def _served(
 async def _accepted(scope: Scope) -> bool:
     """Whether the request's credential authenticates (always, without an ``identify``)."""
     return _identify is None or await _identify(credential(scope)) is not None
-
-
-def _retry_after_s(shed: _Shed, slots: int) -> float:
-    """When the shed caller can expect a slot, in seconds (the body's float; the header rounds it up): the expected
-    wait it was shed on; for a bank over its share, one recall time (its own running recall's end); at least the
-    time one slot takes to free up, within ``[MIN_RETRY_AFTER_S, MAX_RETRY_AFTER_S]``. Before any recall time is
-    measured, :data:`UNMEASURED_RETRY_AFTER_S`. A whole second for a recall of tens of milliseconds kept a caller's
-    recalls local long after the queue had drained."""
-    if shed.stage == "unmeasured":
-        return UNMEASURED_RETRY_AFTER_S
-    expected = shed.service_s if shed.stage == "share" else shed.wait_s
-    return min(MAX_RETRY_AFTER_S, max(MIN_RETRY_AFTER_S, expected, shed.service_s / max(1, slots)))
-
-
-async def _answer_shed(
-    scope: Scope, send: Send, shed: _Shed, took_s: float, slots: int, baseline: float | None
-) -> None:
-    """The 503; ``took_s``: from the request reaching the gate (body read) to this answer (where a shed's time goes);
-    ``slots`` and ``baseline``: the gate's limit and recall time alone then (logged)."""
-    retry_after = _retry_after_s(shed, slots)
-    logger.warning(
-        "%s status=503 stage=%s path=%r deadline_ms=%.0f expected_wait_ms=%.0f service_ms=%.0f queued=%d "
-        "slots=%d alone_ms=%.0f answered_in_ms=%.1f",
-        SHED_LOG,
-        shed.stage,
-        str(scope.get("path", ""))[:200],
-        shed.deadline_s * 1000,
-        shed.wait_s * 1000,
-        shed.service_s * 1000,
-        shed.queued,
-        slots,
-        (baseline or 0.0) * 1000,
-        took_s * 1000,
-    )
-    payload = {
-        "detail": (
-            f"overloaded: this recall would not be answered within its deadline of {shed.deadline_s * 1000:.0f} ms "
-            f"(expected wait {shed.wait_s * 1000:.0f} ms, recall ~{shed.service_s * 1000:.0f} ms); no work was "
-            f"started: retry after {retry_after * 1000:.0f} ms or go without memory"
-        ),
-        REASON_FIELD: OVERLOADED,
-        RETRY_AFTER_FIELD: round(retry_after, 3),
-    }
-    body = json.dumps(payload).encode("utf-8")
-    headers = [
-        (b"content-type", b"application/json"),
-        (b"content-length", str(len(body)).encode("ascii")),
-        (b"retry-after", str(math.ceil(retry_after)).encode("ascii")),  # HTTP's: whole seconds
-    ]
-    await send({"type": "http.response.start", "status": 503, "headers": headers})
-    await send({"type": "http.response.body", "body": body, "more_body": False})

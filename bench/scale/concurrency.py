@@ -300,7 +300,7 @@ def gate_shed_ms(api_log: Path, offset: int) -> dict[str, Any]:
     """How long the API's gate took to answer each shed of this level (its log's ``answered_in_ms``: request read to
     503 sent), from ``offset`` of the log on: the server's share of a shed's round trip; the rest is the network and
     the agent process."""
-    from hindsight_isolation.admission import SHED_LOG
+    from hindsight_isolation.shed import SHED_LOG
 
     if not api_log.exists():
         return summarize([])

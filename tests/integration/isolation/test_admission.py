@@ -21,8 +21,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from hindsight_isolation.admission import SHED_LOG
 from hindsight_isolation.settings import tenant_env
+from hindsight_isolation.shed import SHED_LOG
 from localdev.hindsight import LocalHindsight, LocalHindsightConfig
 from localdev.token_issuer import TokenIssuer
 from memory_adapter import HindsightRuntimeAdapter, TurnContext

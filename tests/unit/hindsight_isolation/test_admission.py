@@ -10,9 +10,10 @@ import pytest
 from starlette.types import Receive, Scope, Send
 
 from hindsight_isolation import admission
-from hindsight_isolation.admission import MAX_DEADLINE_S, MIN_DEADLINE_S, SHED_LOG, RecallGate
+from hindsight_isolation.admission import MAX_DEADLINE_S, MIN_DEADLINE_S, RecallGate
 from hindsight_isolation.route import RequestKind
 from hindsight_isolation.settings import AdmissionConfig, ConfigError, IsolationSettings
+from hindsight_isolation.shed import MAX_RETRY_AFTER_S, MIN_RETRY_AFTER_S, SHED_LOG, UNMEASURED_RETRY_AFTER_S
 from memory_adapter.recall_deadline import DEADLINE_HEADER, OVERLOADED, REASON_FIELD, RETRY_AFTER_FIELD
 from tests.unit.hindsight_isolation.admission_harness import (
     Clock,
@@ -101,7 +102,7 @@ async def test_a_shed_says_when_a_slot_is_expected_within_bounds(gate: RecallGat
     app = HeldApp()
     unmeasured = [start(app, "2000") for _ in range(3)]  # nothing measured yet: the third is shed on no estimate
     await settle()
-    assert unmeasured[2].body[RETRY_AFTER_FIELD] == admission.UNMEASURED_RETRY_AFTER_S
+    assert unmeasured[2].body[RETRY_AFTER_FIELD] == UNMEASURED_RETRY_AFTER_S
     clock.now += 0.008
     for future in app.started:
         future.set_result(200)
@@ -110,7 +111,7 @@ async def test_a_shed_says_when_a_slot_is_expected_within_bounds(gate: RecallGat
     short = start(app, "10")  # 4 ms wait + 8 ms recall > 10 ms: shed
     await settle()
     assert short.status == 503
-    assert short.body[RETRY_AFTER_FIELD] == admission.MIN_RETRY_AFTER_S  # 4 ms is below the floor
+    assert short.body[RETRY_AFTER_FIELD] == MIN_RETRY_AFTER_S  # 4 ms is below the floor
     assert short.headers[b"retry-after"] == b"1"
     await saturate(app, 1000)  # an expected wait of 1001 x 8 ms / 2 slots
     long = start(app, "60000")
@@ -120,7 +121,7 @@ async def test_a_shed_says_when_a_slot_is_expected_within_bounds(gate: RecallGat
     await saturate(app, 2000)  # 12 s: past the ceiling
     longer = start(app, "60000")
     await settle()
-    assert longer.body[RETRY_AFTER_FIELD] == admission.MAX_RETRY_AFTER_S
+    assert longer.body[RETRY_AFTER_FIELD] == MAX_RETRY_AFTER_S
     assert longer.headers[b"retry-after"] == b"10"
 
 
