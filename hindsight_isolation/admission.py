@@ -33,6 +33,10 @@ How it decides (one gate per server process, in the request guard, REST recalls 
   one at least, running or queued, while recalls contend for them: past that, a recall of that bank that states a
   deadline and would wait is shed at once (stage ``share``), so one caller sending recalls in parallel cannot take
   every admitted place. A free slot nobody waits for is never refused.
+* Likewise one tenant (``tenant:{t}:...`` bank ids, :func:`tenant_of`), while other tenants hold places too: it holds
+  at most the slots shared evenly among the tenants holding any (one at least), running or queued; past that, its
+  recall that states a deadline and would wait is shed at once (stage ``tenant``), so a tenant of many users
+  cannot crowd out a small one. A tenant alone in the gate, and banks without a tenant, are not capped by this.
 * Before the first served recall of the process (no estimate yet), a recall that states a deadline and finds every
   slot busy is shed (stage ``unmeasured``): a new process that starts into a burst (a task autoscaling added to a
   saturated service) would otherwise queue the whole burst on no estimate at all and have it time out.
@@ -66,6 +70,7 @@ import asyncio
 import math
 import statistics
 import time
+import urllib.parse
 from collections import Counter, deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -76,6 +81,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from hindsight_isolation.route import RequestKind
 from hindsight_isolation.settings import AdmissionConfig
 from hindsight_isolation.shed import Shed, answer_shed
+from memory_adapter.identity.bank_ids import parse_bank_id
 from memory_adapter.recall_deadline import DEADLINE_HEADER
 
 __all__ = [
@@ -89,6 +95,7 @@ __all__ = [
     "gate",
     "serve",
     "stated_deadline",
+    "tenant_of",
 ]
 
 #: Bounds of a stated deadline (anything longer is treated as this long; shorter, as this short).
@@ -117,6 +124,7 @@ class RecallGate:
     round_full: bool = False
     starts: int = 0
     held: Counter[str] = field(default_factory=Counter)
+    tenants: Counter[str] = field(default_factory=Counter)
     shed: int = 0
 
     def __post_init__(self) -> None:
@@ -138,14 +146,24 @@ class RecallGate:
             return statistics.median(self.alone)
         return min(self.times) if self.times else None
 
-    def over_share(self, bank: str, deadline: float | None) -> Shed | None:
+    def over_share(self, bank: str, deadline: float | None, tenant: str | None = None) -> Shed | None:
         """A shed when ``bank`` (its recall path) already holds its share of the gate, half the slots, one at least,
-        running or queued (``held`` counts this recall too), and this recall would wait: one caller cannot take
-        every admitted place from others, yet a free slot nobody waits for is never refused (an agent's recalls in
-        parallel on an idle server are served)."""
-        if deadline is None or self.held[bank] <= max(1, self.slots() // 2) or self._free():
+        running or queued (``held`` counts this recall too), or its ``tenant`` holds more than its fair share while
+        other tenants hold places (:meth:`tenant_over`), and this recall would wait: one caller, or one tenant of
+        many users, cannot take every admitted place from others, yet a free slot nobody waits for is never refused
+        (an agent's recalls in parallel on an idle server are served)."""
+        if deadline is None or self._free():
             return None
-        return Shed(0.0, self.service_s() or 0.0, deadline, len(self.waiters), "share")
+        if self.held[bank] > max(1, self.slots() // 2):
+            return Shed(0.0, self.service_s() or 0.0, deadline, len(self.waiters), "share")
+        if tenant is not None and self.tenant_over(tenant):
+            return Shed(0.0, self.service_s() or 0.0, deadline, len(self.waiters), "tenant")
+        return None
+
+    def tenant_over(self, tenant: str) -> bool:
+        """Whether ``tenant`` holds more places (running or queued, this recall's included) than the slots shared
+        evenly among the tenants holding any, one at least; never while it is the only tenant in the gate."""
+        return len(self.tenants) > 1 and self.tenants[tenant] > max(1, self.slots() // len(self.tenants))
 
     def max_wait_s(self) -> float:
         """The longest expected queueing admitted: ``max_wait_s``, or half a recall served alone where that is
@@ -303,20 +321,24 @@ async def serve(kind: RequestKind, app: ASGIApp, scope: Scope, receive: Receive,
         await app(scope, receive, send)  # not gated: Hindsight answers (a 401 for a credential it does not accept)
         return
     deadline, bank = stated_deadline(scope), str(scope.get("path", "")).rstrip("/")
+    tenant = tenant_of(bank)
     left = False
 
     def leave() -> None:
-        """The bank's place in the gate goes once: at the answer's last byte, or when the request ends without one."""
+        """The bank's (and tenant's) place in the gate goes once: at the answer's last byte, or when the request
+        ends without one."""
         nonlocal left
         if not left:
             left = True
-            current.held[bank] -= 1
-            if current.held[bank] <= 0:
-                del current.held[bank]
+            _give_back(current.held, bank)
+            if tenant is not None:
+                _give_back(current.tenants, tenant)
 
     try:
         current.held[bank] += 1
-        shed = current.over_share(bank, deadline) or await current.acquire(deadline)
+        if tenant is not None:
+            current.tenants[tenant] += 1
+        shed = current.over_share(bank, deadline, tenant) or await current.acquire(deadline)
         if shed is not None:
             current.shed += 1
             took = time.monotonic() - arrived
@@ -325,6 +347,22 @@ async def serve(kind: RequestKind, app: ASGIApp, scope: Scope, receive: Receive,
         await _served(current, app, scope, receive, send, leave)
     finally:
         leave()
+
+
+def tenant_of(path: str) -> str | None:
+    """The tenant of a recall's bank (``tenant:{t}:user:...``, :mod:`memory_adapter.identity.bank_ids`), from its
+    path; ``None`` for a bank without one (a single-tenant deployment) or not of that form."""
+    parts = path.split("/")
+    if len(parts) < 5 or parts[3] != "banks":
+        return None
+    owner = parse_bank_id(urllib.parse.unquote(parts[4]))
+    return owner.tenant if owner is not None else None
+
+
+def _give_back(places: Counter[str], key: str) -> None:
+    places[key] -= 1
+    if places[key] <= 0:
+        del places[key]
 
 
 async def _served(

@@ -43,18 +43,19 @@ class Shed:
     deadline_s: float
     queued: int
     stage: str  # "arrival" (the decision), "unmeasured" (slots busy, no recall time yet), "share" (its bank holds
-    # its share of the gate already) or "expired" (admitted, still queued when its caller gave up)
+    # its share of the gate already), "tenant" (its tenant holds more than its fair share while others wait) or
+    # "expired" (admitted, still queued when its caller gave up)
 
 
 def retry_after_s(shed: Shed, slots: int) -> float:
     """When the shed caller can expect a slot, in seconds (the body's float; the header rounds it up): the expected
-    wait it was shed on; for a bank over its share, one recall time (its own running recall's end); at least the
-    time one slot takes to free up, within ``[MIN_RETRY_AFTER_S, MAX_RETRY_AFTER_S]``. Before any recall time is
+    wait it was shed on; for a bank or tenant over its share, one recall time (a running recall's end); at least
+    the time one slot takes to free up, within ``[MIN_RETRY_AFTER_S, MAX_RETRY_AFTER_S]``. Before any recall time is
     measured, :data:`UNMEASURED_RETRY_AFTER_S`. A whole second for a recall of tens of milliseconds kept a caller's
     recalls local long after the queue had drained."""
     if shed.stage == "unmeasured":
         return UNMEASURED_RETRY_AFTER_S
-    expected = shed.service_s if shed.stage == "share" else shed.wait_s
+    expected = shed.service_s if shed.stage in ("share", "tenant") else shed.wait_s
     return min(MAX_RETRY_AFTER_S, max(MIN_RETRY_AFTER_S, expected, shed.service_s / max(1, slots)))
 
 

@@ -6,8 +6,9 @@ import asyncio
 
 import pytest
 
-from hindsight_isolation.admission import RecallGate
+from hindsight_isolation.admission import RecallGate, tenant_of
 from hindsight_isolation.settings import AdmissionConfig
+from memory_adapter.identity.bank_ids import format_bank_id
 from memory_adapter.recall_deadline import OVERLOADED, REASON_FIELD, RETRY_AFTER_FIELD
 from tests.unit.hindsight_isolation.admission_harness import (
     Clock,
@@ -130,3 +131,59 @@ async def test_the_service_estimate_follows_the_load(clock: Clock) -> None:
         for _ in range(17):
             await serve_one(app, clock, 0.1)  # then one at a time
         assert current.service_s() == pytest.approx(0.1)  # the slow ones no longer make the expected wait
+
+
+def _bank(tenant: str | None, user: int) -> str:
+    return format_bank_id(user=f"u{user}", agent="support", tenant=tenant)
+
+
+async def test_a_tenant_of_many_users_cannot_crowd_out_another(clock: Clock) -> None:
+    with installed_gate(clock, AdmissionConfig(concurrency=4, max_wait_s=0.5, tolerance=0.0)) as gate:
+        app = HeldApp()
+        await serve_one(app, clock, 0.01)
+        big = [start(app, "2000", bank=_bank("big", n)) for n in range(4)]  # alone: every slot is its to take
+        await settle()
+        assert gate.running == 4
+        small = start(app, "2000", bank=_bank("small", 0))  # another tenant arrives: queued for the next slot
+        more = start(app, "2000", bank=_bank("big", 4))  # big holds 4 places of its fair 4 // 2: shed at once
+        await settle()
+        assert more.status == 503
+        assert more.body[REASON_FIELD] == OVERLOADED
+        assert not small.task.done()
+        assert gate.tenants == {"big": 4, "small": 1}
+        for _ in range(5):
+            app.started[len([f for f in app.started if f.done()])].set_result(200)
+            await settle()
+        await asyncio.gather(small.task, *(c.task for c in big))
+        assert small.status == 200
+        assert not gate.tenants  # every place given back
+
+
+async def test_a_tenant_alone_and_banks_without_a_tenant_are_not_capped(clock: Clock) -> None:
+    for tenant in ("only", None):
+        with installed_gate(clock, AdmissionConfig(concurrency=4, max_wait_s=0.5, tolerance=0.0)) as gate:
+            app = HeldApp()
+            await serve_one(app, clock, 0.01)
+            calls = [start(app, "2000", bank=_bank(tenant, n)) for n in range(6)]  # 4 run, 2 queue
+            await settle()
+            assert (gate.running, len(gate.waiters), gate.shed) == (4, 2, 0)
+            while not all(c.task.done() for c in calls):
+                for future in app.started:
+                    if not future.done():
+                        future.set_result(200)
+                await settle()
+            assert {c.status for c in calls} == {200}
+
+
+@pytest.mark.parametrize(
+    ("path", "tenant"),
+    [
+        ("/v1/default/banks/tenant:acme:user:u1:agent:a/memories/recall", "acme"),
+        ("/v1/default/banks/tenant%3Aacme%3Auser%3Au1%3Aagent%3Aa/memories/recall", "acme"),
+        ("/v1/default/banks/user:u1:agent:a/memories/recall", None),
+        ("/v1/default/banks/free-form/memories/recall", None),
+        ("/health", None),
+    ],
+)
+def test_the_tenant_is_read_from_the_bank_id(path: str, tenant: str | None) -> None:
+    assert tenant_of(path) == tenant
