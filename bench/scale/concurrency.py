@@ -291,6 +291,11 @@ def recall_figures(events: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "recall_served_ms": ms(served),
         "recall_shed_ms": ms(shed),
         "recall_shed_round_trip_ms": ms([e for e in shed if not e.get("local")]),
+        # the same round trips as the agent's recall thread saw them (request sent to answer read): the rest is the
+        # agent process handing the recall to a thread and back
+        "recall_shed_on_thread_ms": summarize(
+            [float(e["on_thread_ms"]) for e in shed if isinstance(e.get("on_thread_ms"), (int, float))]
+        ),
         "shed_local": sum(1 for e in shed if e.get("local")),
         "recall_without_memory_ms": ms(degraded),
     }

@@ -35,7 +35,7 @@ def _events() -> list[dict[str, Any]]:
     """The adapter's recall events as the agents log them."""
     return [
         {"memory_event": "recall.ok", "latency_ms": 40.0},
-        {"memory_event": "recall.degraded", "reason": "shed", "latency_ms": 8.0},
+        {"memory_event": "recall.degraded", "reason": "shed", "latency_ms": 8.0, "on_thread_ms": 3.0},
         {"memory_event": "recall.degraded", "reason": "shed", "latency_ms": 0.0, "local": True},
         {"memory_event": "recall.degraded", "reason": "timeout", "latency_ms": 2001.0},
         {"reason": "unparsed"},
@@ -47,6 +47,7 @@ def test_memorys_own_cost_is_counted_per_kind_of_recall() -> None:
     assert figures["recall_served_ms"]["max_ms"] == 40.0
     assert (figures["recall_shed_ms"]["n"], figures["shed_local"]) == (2, 1)
     assert figures["recall_shed_round_trip_ms"]["max_ms"] == 8.0  # the local skip is not a round trip
+    assert figures["recall_shed_on_thread_ms"]["max_ms"] == 3.0  # of which the recall thread saw 3 ms
     assert figures["recall_without_memory_ms"]["n"] == 3
     assert figures["degraded_reasons"] == {"shed": 2, "timeout": 1, "unparsed": 1}
 

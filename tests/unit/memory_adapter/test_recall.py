@@ -134,6 +134,16 @@ async def test_a_shed_window_lasts_the_server_s_expected_wait_not_whole_seconds(
     assert len(fake.calls("/memories/recall")) == 2
 
 
+async def test_a_shed_logs_its_round_trip_as_the_recall_thread_saw_it(make_adapter, fake, caplog):
+    fake.fault = Fault.SHED
+    adapter = make_adapter(verbose=True)
+    with caplog.at_level("WARNING", logger="memory_adapter"):
+        recollection = await adapter.recall_for_turn(ctx(), "hello")
+    (event,) = [r for r in caplog.records if getattr(r, "memory_event", None) == "recall.degraded"]
+    assert event.reason == "shed"
+    assert 0 <= event.on_thread_ms <= recollection.latency_ms  # a part of what the turn saw
+
+
 async def test_a_shed_window_holds_one_bank_only(make_adapter, fake):
     fake.fault = Fault.SHED
     adapter = make_adapter()
