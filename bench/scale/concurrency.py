@@ -8,9 +8,10 @@ the adapter's recall threads, so no recall ever queues inside the agent. The mod
 (``BriefModel``; the echo model's answers repeat every recalled memory, so its write load grows with each turn: the
 issue's reproduction runs with it).
 
-Every prompt carries a marker unique to its (user, turn). Afterwards, once Hindsight's queue is empty: each user's
-bank holds exactly one document per turn (the turn's request id: nothing lost, nothing duplicated), and each marker
-is in that user's bank and in no other (nothing crossed users).
+Every prompt carries a marker unique to its (user, turn). Afterwards, once the agents have stopped, their spools
+have been replayed (:mod:`bench.scale.spooled`) and Hindsight's queue is empty: each user's bank holds exactly one
+document per turn (the turn's request id: nothing lost, nothing duplicated; one still in a spool is durable and counted
+apart), and each marker is in that user's bank and in no other (nothing crossed users).
 """
 
 from __future__ import annotations

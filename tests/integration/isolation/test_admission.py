@@ -27,7 +27,7 @@ from localdev.hindsight import LocalHindsight, LocalHindsightConfig
 from localdev.token_issuer import TokenIssuer
 from memory_adapter import HindsightRuntimeAdapter, TurnContext
 from memory_adapter.identity.bank_ids import format_bank_id
-from memory_adapter.recall_deadline import DEADLINE_HEADER, OVERLOADED, REASON_FIELD
+from memory_adapter.recall_deadline import DEADLINE_HEADER, OVERLOADED, REASON_FIELD, RETRY_AFTER_FIELD
 from tests.conftest import throwaway_hindsight
 
 pytestmark = pytest.mark.integration
@@ -115,6 +115,8 @@ def test_an_overloaded_server_sheds_a_recall_with_a_deadline_at_once(
     assert shed.json()[REASON_FIELD] == OVERLOADED
     assert "overloaded" in shed.json()["detail"]
     assert int(shed.headers["retry-after"]) >= 1
+    # the body says when, to the millisecond; the header, HTTP's whole seconds, rounds it up
+    assert 0 < shed.json()[RETRY_AFTER_FIELD] <= int(shed.headers["retry-after"])
     # decided on arrival (no queueing; not a timed check: this machine may be slow)
     assert f"{SHED_LOG} status=503 stage=arrival" in narrow.server_log.read_text(errors="replace")
     assert patient.status_code == 200, patient.text
