@@ -33,7 +33,8 @@ How it decides (one gate per server process, in the request guard, REST recalls 
   one at least, running or queued, while recalls contend for them: past that, a recall of that bank that states a
   deadline and would wait is shed at once (stage ``share``), so one caller sending recalls in parallel cannot take
   every admitted place. A free slot nobody waits for is never refused.
-* Likewise one tenant (``tenant:{t}:...`` bank ids, :func:`tenant_of`), while other tenants hold places too: it holds
+* Likewise one tenant (the credential's; for one of no single tenant, the operator's or an agent's for every tenant,
+  the bank's: ``tenant:{t}:...`` bank ids, :func:`tenant_of`), while other tenants hold places too: it holds
   at most the slots shared evenly among the tenants holding any (one at least), running or queued; past that, its
   recall that states a deadline and would wait is shed at once (stage ``tenant``), so a tenant of many users
   cannot crowd out a small one. A tenant alone in the gate, and banks without a tenant, are not capped by this.
@@ -317,11 +318,13 @@ async def serve(kind: RequestKind, app: ASGIApp, scope: Scope, receive: Receive,
     """Serve one request: a REST recall through the gate, anything else as it is."""
     current = _gate
     arrived = time.monotonic()
-    if kind is not RequestKind.RECALL or current is None or not await _accepted(scope):
+    caller = await _caller(scope) if kind is RequestKind.RECALL and current is not None else None
+    if current is None or caller is None:
         await app(scope, receive, send)  # not gated: Hindsight answers (a 401 for a credential it does not accept)
         return
     deadline, bank = stated_deadline(scope), str(scope.get("path", "")).rstrip("/")
-    tenant = tenant_of(bank)
+    own = getattr(caller, "tenant", None)  # the credential's tenant: a caller cannot spend another tenant's share
+    tenant = own if isinstance(own, str) and own else tenant_of(bank)
     left = False
 
     def leave() -> None:
@@ -402,6 +405,7 @@ async def _served(
         release()
 
 
-async def _accepted(scope: Scope) -> bool:
-    """Whether the request's credential authenticates (always, without an ``identify``)."""
-    return _identify is None or await _identify(credential(scope)) is not None
+async def _caller(scope: Scope) -> object | None:
+    """Who the request's credential is (a principal; ``True`` without an ``identify``), ``None`` when it does not
+    authenticate."""
+    return True if _identify is None else await _identify(credential(scope))

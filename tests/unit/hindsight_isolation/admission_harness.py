@@ -126,9 +126,12 @@ async def rounds_of(app: HeldApp, clock: Clock, *, rounds: int, at_once: int, se
 
 
 @contextmanager
-def installed_gate(clock: Clock, config: AdmissionConfig) -> Iterator[RecallGate]:
-    """The gate ``config`` makes, installed for the test with ``clock``, and the default gate again after it."""
-    admission.configure(config)
+def installed_gate(
+    clock: Clock, config: AdmissionConfig, identify: admission.Identify | None = None
+) -> Iterator[RecallGate]:
+    """The gate ``config`` makes (with ``identify``, who takes part), installed for the test with ``clock``, and the
+    default gate again after it."""
+    admission.configure(config, identify)
     current = admission.gate()
     assert current is not None
     current.clock = clock

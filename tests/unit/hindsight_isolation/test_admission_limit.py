@@ -7,6 +7,7 @@ import asyncio
 import pytest
 
 from hindsight_isolation.admission import RecallGate, tenant_of
+from hindsight_isolation.principal import Kind, Principal
 from hindsight_isolation.settings import AdmissionConfig
 from memory_adapter.identity.bank_ids import format_bank_id
 from memory_adapter.recall_deadline import OVERLOADED, REASON_FIELD, RETRY_AFTER_FIELD
@@ -187,3 +188,26 @@ async def test_a_tenant_alone_and_banks_without_a_tenant_are_not_capped(clock: C
 )
 def test_the_tenant_is_read_from_the_bank_id(path: str, tenant: str | None) -> None:
     assert tenant_of(path) == tenant
+
+
+async def test_a_caller_spends_its_own_tenant_s_share_whatever_bank_it_names(clock: Clock) -> None:
+    """A user of one tenant naming another tenant's banks (Hindsight refuses them later) holds places of its own
+    tenant, so it cannot make the other tenant's recalls shed."""
+
+    async def identify(credential: str | None) -> object | None:
+        return Principal(Kind.USER, tenant=credential, user="someone") if credential else None
+
+    with installed_gate(clock, AdmissionConfig(concurrency=4, max_wait_s=0.5, tolerance=0.0), identify) as current:
+        app = HeldApp()
+        await serve_one(app, clock, 0.01)
+        spoof = [start(app, "2000", bank=_bank("small", n), credential="big") for n in range(4)]
+        small = start(app, "2000", bank=_bank("small", 9), credential="small")
+        await settle()
+        assert current.tenants == {"big": 4, "small": 1}
+        assert small.status is None  # queued for its slot, not shed as if "small" held 5 places
+        while not all(c.task.done() for c in [*spoof, small]):
+            for future in app.started:
+                if not future.done():
+                    future.set_result(200)
+            await settle()
+        assert small.status == 200
