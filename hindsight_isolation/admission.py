@@ -29,21 +29,24 @@ How it decides (one gate per server process, in the request guard, REST recalls 
   admitted, and an admitted recall is served: it is never shed after queueing, so a shed costs its caller one round
   trip and nothing more. (One exception cleans up after a bad estimate: a recall still queued when its whole stated
   deadline has passed is answered 503 then; its caller stopped waiting at that moment, so nothing is lost.)
-* One bank (one recall path: a user's bank of one agent, whoever's credential asks) holds at most half the slots,
-  one at least, running or queued, while recalls contend for them: past that, a recall of that bank that states a
-  deadline and would wait is shed at once (stage ``share``), so one caller sending recalls in parallel cannot take
-  every admitted place. A free slot nobody waits for is never refused.
+* One user (the owner of the bank a recall names: all of that user's banks, whichever agent's, whoever's credential
+  asks; a bank id of no user counts alone) holds at most half the slots, one at least, running or queued, while
+  recalls contend for them: past that, a recall of that user's that states a deadline and would wait is shed at once
+  (stage ``share``), so one caller sending recalls in parallel, to one bank or to many, cannot take every admitted
+  place. A free slot nobody waits for is never refused.
 * Before the first served recall of the process (no estimate yet), a recall that states a deadline and finds every
   slot busy is shed (stage ``unmeasured``): a new process that starts into a burst (a task autoscaling added to a
   saturated service) would otherwise queue the whole burst on no estimate at all and have it time out.
 * Without a deadline (header absent or not a number) a recall is never shed: it queues as before. Retains, reflects,
   MCP and everything else never pass through the gate.
-* Only authenticated callers take part (:func:`configure`'s ``identify``: the tenant extension's own
-  authentication, the same keys and the same cache of verified tokens, so a recall's credential is verified once
-  either way). A recall whose credential does not authenticate passes the gate untouched and Hindsight refuses it as
-  before: the same ``401`` it always got, never a shed answer (so it learns nothing about the load), and it never
-  holds a slot, joins the queue or adds to the estimate (so it cannot make others shed). What it can still cost is
-  one failed verification, as before the gate existed.
+* Only authenticated callers take part, and only in recalls of banks they may read (:func:`configure`'s
+  ``identify``: the tenant extension's own authentication, the same keys and the same cache of verified tokens, so a
+  recall's credential is verified once either way; then :func:`hindsight_isolation.policy.authorize`, the
+  validator's own rule). A recall whose credential does not authenticate, or does not reach the bank it names, passes
+  the gate untouched and Hindsight refuses it as before: the same ``401`` or ``403`` it always got, never a shed
+  answer (so it learns nothing about the load, nor whether another user's bank is busy), and it never holds a slot,
+  joins the queue, counts against the bank owner's share or adds to the estimate (so it cannot make others shed).
+  What it can still cost is one failed verification, as before the gate existed.
 
 The stated deadline is clamped to ``[MIN_DEADLINE_S, MAX_DEADLINE_S]``. It only decides whether *this* request waits
 or is answered at once; it never reorders the queue and never counts towards the estimate (only served recalls do),
@@ -74,8 +77,11 @@ from typing import Final
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from hindsight_isolation import policy, route
+from hindsight_isolation.principal import Principal
 from hindsight_isolation.route import RequestKind
 from hindsight_isolation.settings import AdmissionConfig
+from memory_adapter.identity.bank_ids import parse_bank_id
 from memory_adapter.recall_deadline import DEADLINE_HEADER, OVERLOADED, REASON_FIELD
 
 __all__ = [
@@ -156,10 +162,10 @@ class RecallGate:
         return min(self.times) if self.times else None
 
     def over_share(self, bank: str, deadline: float | None) -> _Shed | None:
-        """A shed when ``bank`` (its recall path) already holds its share of the gate, half the slots, one at least,
-        running or queued (``held`` counts this recall too), and this recall would wait: one caller cannot take
-        every admitted place from others, yet a free slot nobody waits for is never refused (an agent's recalls in
-        parallel on an idle server are served)."""
+        """A shed when ``bank`` (whose share the recall counts against, :func:`_share`) already holds its share of
+        the gate, half the slots, one at least, running or queued (``held`` counts this recall too), and this recall
+        would wait: one caller cannot take every admitted place from others, yet a free slot nobody waits for is
+        never refused (an agent's recalls in parallel on an idle server are served)."""
         if deadline is None or self.held[bank] <= max(1, self.slots() // 2) or self._free():
             return None
         return _Shed(0.0, self.service_s() or 0.0, deadline, len(self.waiters), "share")
@@ -262,7 +268,7 @@ class RecallGate:
 
 
 #: Who a bearer credential is (``None``: nobody this server accepts): the tenant extension's authentication.
-Identify = Callable[[str | None], Awaitable[object | None]]
+Identify = Callable[[str | None], Awaitable[Principal | None]]
 
 _gate: RecallGate | None = RecallGate(AdmissionConfig())
 _identify: Identify | None = None
@@ -316,10 +322,11 @@ async def serve(kind: RequestKind, app: ASGIApp, scope: Scope, receive: Receive,
     """Serve one request: a REST recall through the gate, anything else as it is."""
     current = _gate
     arrived = time.monotonic()
-    if kind is not RequestKind.RECALL or current is None or not await _accepted(scope):
-        await app(scope, receive, send)  # not gated: Hindsight answers (a 401 for a credential it does not accept)
+    bank = await _share(scope) if kind is RequestKind.RECALL and current is not None else None
+    if current is None or bank is None:
+        await app(scope, receive, send)  # not gated: Hindsight answers (401, 403 for a caller it does not accept)
         return
-    deadline, bank = stated_deadline(scope), str(scope.get("path", "")).rstrip("/")
+    deadline = stated_deadline(scope)
     left = False
 
     def leave() -> None:
@@ -381,9 +388,21 @@ async def _served(
         release()
 
 
-async def _accepted(scope: Scope) -> bool:
-    """Whether the request's credential authenticates (always, without an ``identify``)."""
-    return _identify is None or await _identify(credential(scope)) is not None
+async def _share(scope: Scope) -> str | None:
+    """Whose share of the gate a recall counts against (:meth:`RecallGate.over_share`): the owner of the bank it names
+    (a user, whichever agent's bank; the path when the bank id names no user). ``None``: the recall takes no part,
+    its credential does not authenticate or may not read that bank (without an ``identify``, every caller may)."""
+    path = str(scope.get("path", ""))
+    bank_id = route.recall_bank(path) or ""
+    if _identify is not None:
+        principal = await _identify(credential(scope))
+        allowed = principal is not None and policy.authorize(
+            principal, bank_id, policy.Action.READ, request=RequestKind.RECALL
+        )
+        if not allowed:
+            return None
+    owner = parse_bank_id(bank_id)
+    return path.rstrip("/") if owner is None else json.dumps(["user", owner.tenant, owner.user])
 
 
 async def _answer_shed(

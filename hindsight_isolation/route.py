@@ -26,7 +26,7 @@ from typing import Any
 
 from memory_adapter.missions import EXTRACTION_MODES, MAX_MISSION_CHARS, MISSION_KEYS
 
-__all__ = ["RequestKind", "classify", "current", "labelled", "refine", "retain_bank"]
+__all__ = ["RequestKind", "classify", "current", "labelled", "recall_bank", "refine", "retain_bank"]
 
 
 class RequestKind(StrEnum):
@@ -50,7 +50,7 @@ _CONFIG = re.compile(r"/banks/[^/]+/config/?$")
 _BANK = re.compile(r"/banks/[^/]+/?$")
 #: A bank template import (config, mental models and directives in one request).
 _TEMPLATE_IMPORT = re.compile(r"/banks/[^/]+/import/?$")
-_RECALL = re.compile(r"/banks/[^/]+/memories/recall/?$")
+_RECALL = re.compile(r"/banks/(?P<bank_id>[^/]+)/memories/recall/?$")
 _MCP_PREFIX = "/mcp"
 
 _current: ContextVar[RequestKind | None] = ContextVar("hindsight_isolation_request_kind", default=None)
@@ -113,6 +113,12 @@ def _mission_value(key: str, value: Any) -> bool:
 def retain_bank(path: str) -> str | None:
     """The bank id of a retain request's path (``None`` for any other path)."""
     found = _RETAIN.search(path)
+    return found.group("bank_id") if found else None
+
+
+def recall_bank(path: str) -> str | None:
+    """The bank id of a recall request's path (``None`` for any other path)."""
+    found = _RECALL.search(path)
     return found.group("bank_id") if found else None
 
 

@@ -11,6 +11,7 @@ from starlette.types import Receive, Scope, Send
 
 from hindsight_isolation import admission
 from hindsight_isolation.admission import MAX_DEADLINE_S, MIN_DEADLINE_S, SHED_LOG, RecallGate
+from hindsight_isolation.principal import Kind, Principal
 from hindsight_isolation.route import RequestKind
 from hindsight_isolation.settings import AdmissionConfig, ConfigError, IsolationSettings
 from memory_adapter.recall_deadline import DEADLINE_HEADER, OVERLOADED, REASON_FIELD
@@ -131,8 +132,8 @@ async def test_callers_that_do_not_authenticate_pass_the_gate_untouched(clock: C
     """A credential that does not authenticate never holds a slot, never queues and never gets a shed answer
     (Hindsight answers it: a 401)."""
 
-    async def identify(credential: str | None) -> object | None:
-        return object() if credential == "known" else None
+    async def identify(credential: str | None) -> Principal | None:
+        return Principal(Kind.OPERATOR) if credential == "known" else None
 
     admission.configure(AdmissionConfig(concurrency=2, max_wait_s=0.5), identify=identify)
     current = admission.gate()

@@ -6,8 +6,11 @@ import asyncio
 
 import pytest
 
+from hindsight_isolation import admission
 from hindsight_isolation.admission import RecallGate
+from hindsight_isolation.principal import Kind, Principal
 from hindsight_isolation.settings import AdmissionConfig
+from memory_adapter.identity.bank_ids import format_bank_id
 from memory_adapter.recall_deadline import OVERLOADED, REASON_FIELD
 from tests.unit.hindsight_isolation.admission_harness import (
     Clock,
@@ -129,3 +132,62 @@ async def test_the_service_estimate_follows_the_load(clock: Clock) -> None:
         for _ in range(17):
             await serve_one(app, clock, 0.1)  # then one at a time
         assert current.service_s() == pytest.approx(0.1)  # the slow ones no longer make the expected wait
+
+
+async def test_a_recall_of_a_bank_its_caller_may_not_read_takes_no_part(clock: Clock) -> None:
+    """Mallory, authenticated, recalls Bob's bank: Hindsight refuses it (403) as before the gate. It never counts
+    against Bob's share (it cannot make Bob's recalls shed) and never gets a shed answer (which would tell her Bob's
+    bank is busy)."""
+    bob, mallory = (Principal(Kind.USER, user=user) for user in ("bob", "mallory"))
+    tokens = {"bob-token": bob, "mallory-token": mallory, "known": Principal(Kind.OPERATOR)}
+
+    async def identify(credential: str | None) -> Principal | None:
+        return tokens.get(credential or "")
+
+    bobs = format_bank_id(user="bob", agent="support")
+    admission.configure(AdmissionConfig(concurrency=2, max_wait_s=0.5), identify=identify)
+    current = admission.gate()
+    assert current is not None
+    current.clock = clock
+    try:
+        app = HeldApp()
+        await serve_one(app, clock, 0.01)  # the operator's: the gate has an estimate
+        running = [start(app, credential="bob-token", bank=bobs)]  # Bob's turn: one recall running
+        await settle()
+        probes = [start(app, "60000", credential="mallory-token", bank=bobs) for _ in range(3)]
+        await settle()
+        # Mallory's probes reach Hindsight at once (which answers 403), never a shed, and hold no place of Bob's
+        assert not any(p.task.done() for p in probes)
+        assert len(app.started) == 1 + 1 + 3
+        assert (current.running, current.shed) == (1, 0)
+        bobs_next = start(app, "2000", credential="bob-token", bank=bobs)  # a free slot: Bob is served
+        await settle()
+        assert not bobs_next.sent  # no answer yet: it runs
+        assert current.running == 2
+        for future in app.started[1:]:
+            future.set_result(403 if future in app.started[2:5] else 200)
+        await asyncio.gather(*(c.task for c in [*running, *probes, bobs_next]))
+        assert {p.status for p in probes} == {403}
+        assert bobs_next.status == 200
+        assert (current.shed, dict(current.held)) == (0, {})
+    finally:
+        admission.configure(AdmissionConfig())
+
+
+async def test_one_user_cannot_take_every_place_through_many_banks(gate: RecallGate, clock: Clock) -> None:
+    """The share is the user's, whichever agent's bank a recall names: a recall per bank of a fresh agent name is
+    still one user's recalls."""
+    app = HeldApp()
+    await serve_one(app, clock, 0.01)
+    banks = [format_bank_id(user="greedy", agent=f"agent-{i}") for i in range(4)]
+    first = start(app, "2000", bank=banks[0])
+    await settle()
+    other = start(app, "2000", bank=format_bank_id(user="polite", agent="support"))
+    await settle()  # the gate is full (2 slots)
+    more = [start(app, "2000", bank=bank) for bank in banks[1:]]
+    await settle()
+    assert [c.status for c in more] == [503, 503, 503]  # over the user's share (one place of two) and would wait
+    for future in app.started[1:]:
+        future.set_result(200)
+    await asyncio.gather(first.task, other.task)
+    assert not gate.held
