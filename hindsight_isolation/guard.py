@@ -186,8 +186,9 @@ def _header(scope: Scope, name: bytes) -> bytes | None:
 
 
 def _declared_length(scope: Scope) -> int | None:
-    """The body's length as the request declares it: ``Content-Length``, ``None`` when chunked (unknown), else 0."""
-    if (_header(scope, b"transfer-encoding") or b"").strip().lower() == b"chunked":
+    """The body's length as the request declares it: ``Content-Length``, ``None`` under any ``Transfer-Encoding``
+    (unknown: the HTTP server reads a body framed by ``gzip, chunked`` or two such headers as chunked too), else 0."""
+    if _header(scope, b"transfer-encoding") is not None:
         return None
     raw = _header(scope, b"content-length")
     try:
