@@ -5,10 +5,12 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from starlette.types import Message, Receive, Scope, Send
 
 from hindsight_isolation import admission
 from hindsight_isolation.admission import RecallGate
 from hindsight_isolation.principal import Kind, Principal
+from hindsight_isolation.route import RequestKind
 from hindsight_isolation.settings import AdmissionConfig
 from memory_adapter.identity.bank_ids import format_bank_id
 from memory_adapter.recall_deadline import OVERLOADED, REASON_FIELD
@@ -191,3 +193,36 @@ async def test_one_user_cannot_take_every_place_through_many_banks(gate: RecallG
         future.set_result(200)
     await asyncio.gather(first.task, other.task)
     assert not gate.held
+
+
+@pytest.mark.parametrize("how", ["cancelled", "send fails"])
+async def test_a_client_gone_mid_answer_gives_its_slot_and_place_back(clock: Clock, how: str) -> None:
+    """The answer's first bytes are out when the client goes (the request is cancelled, or sending fails): the slot and
+    the user's place come back, so a flood of callers that hang up mid-answer leaks nothing."""
+    mid_answer: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    async def half_answer(scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{", "more_body": True})
+        await mid_answer
+        await send({"type": "http.response.body", "body": b"}", "more_body": False})
+
+    async def gone(message: Message) -> None:
+        if message["type"] == "http.response.body" and not message.get("more_body", False):
+            raise OSError("client disconnected")
+
+    with installed_gate(clock, AdmissionConfig(concurrency=1, max_wait_s=0.05)) as current:
+        scope: Scope = {"type": "http", "method": "POST", "path": "/v1/default/banks/user:a:agent:b/memories/recall"}
+
+        async def receive() -> Message:
+            return {"type": "http.disconnect"}
+
+        task = asyncio.ensure_future(admission.serve(RequestKind.RECALL, half_answer, scope, receive, gone))
+        await settle()
+        assert (current.running, sum(current.held.values())) == (1, 1)
+        if how == "cancelled":
+            task.cancel()
+        else:
+            mid_answer.set_result(None)
+        await asyncio.gather(task, return_exceptions=True)
+        assert (current.running, dict(current.held), list(current.waiters)) == (0, {}, [])
