@@ -7,6 +7,7 @@ SHELL := /bin/bash
 .DELETE_ON_ERROR:
 
 PYTHON ?= python3
+NODE ?= node
 VENV ?= .venv
 HS_VENV ?= .venv-hindsight
 CHECKOV_VENV ?= .venv-checkov
@@ -35,6 +36,12 @@ help: ## List the targets (the two to start with first)
 	  '{ line = sprintf("  make %-18s %s\n", $$1, $$2) } $$1 == "local" { a = line; next } $$1 == "test" { b = line; next } \
 	  { rest = rest line } END { printf "%s%s%s", a, b, rest }'
 
+.PHONY: check-node
+check-node:
+	@v=$$($(NODE) --version 2>/dev/null); major=$${v#v}; major=$${major%%.*}; \
+	  [ "$$major" -ge 20 ] 2>/dev/null || \
+	  { echo "error: Node.js 20 or newer is needed for the CDK CLI ($(NODE) is $${v:-not found}); install it (https://nodejs.org, or: nvm install 20) and run make again"; exit 1; }
+
 .PHONY: check-python
 check-python:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
@@ -52,7 +59,7 @@ $(HS_VENV)/.installed: requirements-hindsight.txt | check-python
 	$(HS_VENV)/bin/pip install --progress-bar on -r requirements-hindsight.txt
 	@touch $@
 
-node_modules/.installed: package.json package-lock.json
+node_modules/.installed: package.json package-lock.json | check-node
 	@echo "==> [3/3] Installing the CDK CLI into node_modules"
 	npm ci --no-audit --no-fund
 	@touch $@

@@ -29,26 +29,29 @@ How it decides (one gate per server process, in the request guard, REST recalls 
   admitted, and an admitted recall is served: it is never shed after queueing, so a shed costs its caller one round
   trip and nothing more. (One exception cleans up after a bad estimate: a recall still queued when its whole stated
   deadline has passed is answered 503 then; its caller stopped waiting at that moment, so nothing is lost.)
-* One bank (one recall path: a user's bank of one agent, whoever's credential asks) holds at most half the slots,
-  one at least, running or queued, while recalls contend for them: past that, a recall of that bank that states a
-  deadline and would wait is shed at once (stage ``share``), so one caller sending recalls in parallel cannot take
-  every admitted place. A free slot nobody waits for is never refused.
-* Likewise one tenant (the credential's; for one of no single tenant, the operator's or an agent's for every tenant,
-  the bank's: ``tenant:{t}:...`` bank ids, :func:`tenant_of`), while other tenants hold places too: it holds
-  at most the slots shared evenly among the tenants holding any (one at least), running or queued; past that, its
-  recall that states a deadline and would wait is shed at once (stage ``tenant``), so a tenant of many users
-  cannot crowd out a small one. A tenant alone in the gate, and banks without a tenant, are not capped by this.
+* One user (the owner of the bank a recall names: all of that user's banks, whichever agent's, whoever's credential
+  asks; a bank id of no user counts alone) holds at most half the slots, one at least, running or queued, while
+  recalls contend for them: past that, a recall of that user's that states a deadline and would wait is shed at once
+  (stage ``share``), so one caller sending recalls in parallel, to one bank or to many, cannot take every admitted
+  place. A free slot nobody waits for is never refused.
+* Likewise one tenant (the bank's: ``tenant:{t}:...`` bank ids; only a recall its caller may read takes part, so a
+  user's or a tenant's agent's recall is always of its own tenant), while other tenants hold places too: it holds at
+  most the slots shared evenly among the tenants holding any (one at least), running or queued; past that, its
+  recall that states a deadline and would wait is shed at once (stage ``tenant``), so a tenant of many users cannot
+  crowd out a small one. A tenant alone in the gate, and banks without a tenant, are not capped by this.
 * Before the first served recall of the process (no estimate yet), a recall that states a deadline and finds every
   slot busy is shed (stage ``unmeasured``): a new process that starts into a burst (a task autoscaling added to a
   saturated service) would otherwise queue the whole burst on no estimate at all and have it time out.
 * Without a deadline (header absent or not a number) a recall is never shed: it queues as before. Retains, reflects,
   MCP and everything else never pass through the gate.
-* Only authenticated callers take part (:func:`configure`'s ``identify``: the tenant extension's own
-  authentication, the same keys and the same cache of verified tokens, so a recall's credential is verified once
-  either way). A recall whose credential does not authenticate passes the gate untouched and Hindsight refuses it as
-  before: the same ``401`` it always got, never a shed answer (so it learns nothing about the load), and it never
-  holds a slot, joins the queue or adds to the estimate (so it cannot make others shed). What it can still cost is
-  one failed verification, as before the gate existed.
+* Only authenticated callers take part, and only in recalls of banks they may read (:func:`configure`'s
+  ``identify``: the tenant extension's own authentication, the same keys and the same cache of verified tokens, so a
+  recall's credential is verified once either way; then :func:`hindsight_isolation.policy.authorize`, the
+  validator's own rule). A recall whose credential does not authenticate, or does not reach the bank it names, passes
+  the gate untouched and Hindsight refuses it as before: the same ``401`` or ``403`` it always got, never a shed
+  answer (so it learns nothing about the load, nor whether another user's bank is busy), and it never holds a slot,
+  joins the queue, counts against the bank owner's share or adds to the estimate (so it cannot make others shed).
+  What it can still cost is one failed verification, as before the gate existed.
 
 The stated deadline is clamped to ``[MIN_DEADLINE_S, MAX_DEADLINE_S]``. It only decides whether *this* request waits
 or is answered at once; it never reorders the queue and never counts towards the estimate (only served recalls do),
@@ -68,10 +71,10 @@ graphs and alarms on (``RecallsShed``).
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import statistics
 import time
-import urllib.parse
 from collections import Counter, deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -79,6 +82,8 @@ from typing import Final
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from hindsight_isolation import policy, route
+from hindsight_isolation.principal import Principal
 from hindsight_isolation.route import RequestKind
 from hindsight_isolation.settings import AdmissionConfig
 from hindsight_isolation.shed import Shed, answer_shed
@@ -96,7 +101,6 @@ __all__ = [
     "gate",
     "serve",
     "stated_deadline",
-    "tenant_of",
 ]
 
 #: Bounds of a stated deadline (anything longer is treated as this long; shorter, as this short).
@@ -147,15 +151,15 @@ class RecallGate:
             return statistics.median(self.alone)
         return min(self.times) if self.times else None
 
-    def over_share(self, bank: str, deadline: float | None, tenant: str | None = None) -> Shed | None:
-        """A shed when ``bank`` (its recall path) already holds its share of the gate, half the slots, one at least,
-        running or queued (``held`` counts this recall too), or its ``tenant`` holds more than its fair share while
-        other tenants hold places (:meth:`tenant_over`), and this recall would wait: one caller, or one tenant of
-        many users, cannot take every admitted place from others, yet a free slot nobody waits for is never refused
-        (an agent's recalls in parallel on an idle server are served)."""
+    def over_share(self, owner: str, deadline: float | None, tenant: str | None = None) -> Shed | None:
+        """A shed when this recall would wait and its bank's ``owner`` (:func:`_place`) already holds its share of the
+        gate, half the slots, one at least, running or queued (``held`` counts this recall too), or its ``tenant``
+        holds more than its fair share while other tenants hold places (:meth:`tenant_over`): one caller, or one
+        tenant of many users, cannot take every admitted place from others, yet a free slot nobody waits for is
+        never refused (an agent's recalls in parallel on an idle server are served)."""
         if deadline is None or self._free():
             return None
-        if self.held[bank] > max(1, self.slots() // 2):
+        if self.held[owner] > max(1, self.slots() // 2):
             return Shed(0.0, self.service_s() or 0.0, deadline, len(self.waiters), "share")
         if tenant is not None and self.tenant_over(tenant):
             return Shed(0.0, self.service_s() or 0.0, deadline, len(self.waiters), "tenant")
@@ -264,7 +268,7 @@ class RecallGate:
 
 
 #: Who a bearer credential is (``None``: nobody this server accepts): the tenant extension's authentication.
-Identify = Callable[[str | None], Awaitable[object | None]]
+Identify = Callable[[str | None], Awaitable[Principal | None]]
 
 _gate: RecallGate | None = RecallGate(AdmissionConfig())
 _identify: Identify | None = None
@@ -318,30 +322,28 @@ async def serve(kind: RequestKind, app: ASGIApp, scope: Scope, receive: Receive,
     """Serve one request: a REST recall through the gate, anything else as it is."""
     current = _gate
     arrived = time.monotonic()
-    caller = await _caller(scope) if kind is RequestKind.RECALL and current is not None else None
-    if current is None or caller is None:
-        await app(scope, receive, send)  # not gated: Hindsight answers (a 401 for a credential it does not accept)
+    place = await _place(scope) if kind is RequestKind.RECALL and current is not None else None
+    if current is None or place is None:
+        await app(scope, receive, send)  # not gated: Hindsight answers (401, 403 for a caller it does not accept)
         return
-    deadline, bank = stated_deadline(scope), str(scope.get("path", "")).rstrip("/")
-    own = getattr(caller, "tenant", None)  # the credential's tenant: a caller cannot spend another tenant's share
-    tenant = own if isinstance(own, str) and own else tenant_of(bank)
+    deadline, (owner, tenant) = stated_deadline(scope), place
     left = False
 
     def leave() -> None:
-        """The bank's (and tenant's) place in the gate goes once: at the answer's last byte, or when the request
+        """The owner's (and tenant's) place in the gate goes once: at the answer's last byte, or when the request
         ends without one."""
         nonlocal left
         if not left:
             left = True
-            _give_back(current.held, bank)
+            _give_back(current.held, owner)
             if tenant is not None:
                 _give_back(current.tenants, tenant)
 
     try:
-        current.held[bank] += 1
+        current.held[owner] += 1
         if tenant is not None:
             current.tenants[tenant] += 1
-        shed = current.over_share(bank, deadline, tenant) or await current.acquire(deadline)
+        shed = current.over_share(owner, deadline, tenant) or await current.acquire(deadline)
         if shed is not None:
             current.shed += 1
             took = time.monotonic() - arrived
@@ -350,16 +352,6 @@ async def serve(kind: RequestKind, app: ASGIApp, scope: Scope, receive: Receive,
         await _served(current, app, scope, receive, send, leave)
     finally:
         leave()
-
-
-def tenant_of(path: str) -> str | None:
-    """The tenant of a recall's bank (``tenant:{t}:user:...``, :mod:`memory_adapter.identity.bank_ids`), from its
-    path; ``None`` for a bank without one (a single-tenant deployment) or not of that form."""
-    parts = path.split("/")
-    if len(parts) < 5 or parts[3] != "banks":
-        return None
-    owner = parse_bank_id(urllib.parse.unquote(parts[4]))
-    return owner.tenant if owner is not None else None
 
 
 def _give_back(places: Counter[str], key: str) -> None:
@@ -375,7 +367,7 @@ async def _served(
 
     The slot is given back when the answer's last byte is sent, not when the app returns: work the server does
     after answering (hooks, background tasks) must not hold the slot, or the caller's next recall, sent the moment
-    it has its answer, finds its own finished recall still in the gate (and is shed as over its bank's share)."""
+    it has its answer, finds its own finished recall still in the gate (and is shed as over its owner's share)."""
     started = current.clock()
     current.starts += 1
     start, first = current.starts, current.running == 1  # alone: nothing running when it started, nor started since
@@ -405,7 +397,22 @@ async def _served(
         release()
 
 
-async def _caller(scope: Scope) -> object | None:
-    """Who the request's credential is (a principal; ``True`` without an ``identify``), ``None`` when it does not
-    authenticate."""
-    return True if _identify is None else await _identify(credential(scope))
+async def _place(scope: Scope) -> tuple[str, str | None] | None:
+    """Whose shares of the gate a recall counts against (:meth:`RecallGate.over_share`): the owner of the bank it
+    names (a user, whichever agent's bank; the path when the bank id names no user) and that bank's tenant (``None``:
+    none). ``None``: the recall takes no part, its credential does not authenticate or may not read that bank (the
+    validator's rule; without an ``identify``, every caller may). Once authorized, a user's or a tenant's agent's
+    recall names a bank of the credential's own tenant, so the bank's tenant is the caller's."""
+    path = str(scope.get("path", ""))
+    bank_id = route.recall_bank(path) or ""
+    if _identify is not None:
+        principal = await _identify(credential(scope))
+        allowed = principal is not None and policy.authorize(
+            principal, bank_id, policy.Action.READ, request=RequestKind.RECALL
+        )
+        if not allowed:
+            return None
+    owner = parse_bank_id(bank_id)
+    if owner is None:
+        return path.rstrip("/"), None
+    return json.dumps(["user", owner.tenant, owner.user]), owner.tenant

@@ -9,7 +9,8 @@ For every HTTP request it
 1. refuses input Hindsight cannot take (:mod:`hindsight_isolation.bad_input`) with a 400 that says what is wrong,
    whoever sends it: path, query string, headers, JSON bodies, form fields (multipart and url-encoded);
 2. labels the request with its kind (:mod:`hindsight_isolation.route`) for the validator, which sees no route
-   (nor body: a bank-config update of mission keys only is labelled a mission update here);
+   (nor body: a bank-config update of mission keys only is labelled a mission update here, and the directive name
+   a body sets is handed on, so the validator can refuse a duplicate);
 3. makes a caller-chosen retain ``operation_id`` private to its bank (:func:`bank_operation_id`): Hindsight keeps
    one id space for every bank and answers 409 to an id another bank used, which tells whether that id exists;
 4. replaces the body of any 500 with a fixed message (Hindsight puts the exception's text, a database driver's
@@ -121,7 +122,7 @@ class RequestGuard:
             answered, limit = await _admitted_body(scope, send, kind)
             if answered:
                 return
-            scope, receive, kind = await self._checked_body(scope, receive, kind, limit)
+            scope, receive, kind, named = await self._checked_body(scope, receive, kind, limit)
             clock = usage.clock_from_header(_header(scope, fading.CLOCK_HEADER.encode()) or None)
         except bad_input.BadInputError as exc:
             await _refuse(scope, send, kind, str(exc))
@@ -134,6 +135,7 @@ class RequestGuard:
         actor = _header(scope, events.ACTOR_HEADER.encode())
         with (
             route.labelled(kind),
+            route.directive_named(named),
             fading.clocked(clock),
             events.watching_deletes(_decode(actor) if actor else None) as watch,
         ):
@@ -144,29 +146,30 @@ class RequestGuard:
 
     async def _checked_body(
         self, scope: Scope, receive: Receive, kind: RequestKind, limit: int | None
-    ) -> tuple[Scope, Receive, RequestKind]:
-        """Read (up to ``limit`` bytes) and check the body; return the scope, a ``receive`` that replays it, and the
-        kind (refined by it)."""
+    ) -> tuple[Scope, Receive, RequestKind, tuple[str, str | None] | None]:
+        """Read (up to ``limit`` bytes) and check the body; return the scope, a ``receive`` that replays it, the
+        kind (refined by it) and the directive name it sets (:func:`route.naming_directive`)."""
         content_type, options = parse_options_header(_header(scope, b"content-type"))
         if content_type == b"multipart/form-data" and options.get(b"boundary"):
             spool = await _read_multipart(receive, options[b"boundary"], limit)
-            return scope, _replay_file(spool, receive), kind
+            return scope, _replay_file(spool, receive), kind, None
         body = await _read_all(receive, limit)
         if not body:
-            return scope, _replay(body, receive), kind
+            return scope, _replay(body, receive), kind, None
         if content_type == b"application/x-www-form-urlencoded":
             bad_input.check_form_fields(_urlencoded_fields(body))
-            return scope, _replay(body, receive), kind
+            return scope, _replay(body, receive), kind, None
         try:
             parsed = bad_input.parse_json(body)
         except bad_input.NotJsonError:
             if not content_type or content_type.decode("latin-1").endswith(_JSON_TYPES):
                 raise
-            return scope, _replay(body, receive), kind  # not JSON and not declared JSON: the route reads it as it is
+            return scope, _replay(body, receive), kind, None  # not JSON, not declared JSON: the route reads it as is
         mcp = kind is RequestKind.MCP  # JSON-RPC ids may be any JSON number: 64 bits there
         bad_input.check_json(parsed, int_max=bad_input.INT64_MAX if mcp else bad_input.INT32_MAX)
         if not mcp:
             bad_input.check_route_body(scope.get("method", ""), scope.get("path", ""), parsed)
+        named = route.naming_directive(kind, scope.get("method", ""), scope.get("path", ""), parsed)
         kind = route.refine(kind, scope.get("method", ""), scope.get("path", ""), parsed)
         bank_id = route.retain_bank(scope.get("path", "")) if kind is RequestKind.RETAIN else None
         if bank_id is not None and isinstance(parsed, dict) and isinstance(parsed.get("operation_id"), str):
@@ -175,7 +178,7 @@ class RequestGuard:
                 parsed["operation_id"] = private
                 body = json.dumps(parsed, ensure_ascii=False, allow_nan=False).encode("utf-8")
                 scope = _with_content_length(scope, len(body))
-        return scope, _replay(body, receive), kind
+        return scope, _replay(body, receive), kind, named
 
 
 def _header(scope: Scope, name: bytes) -> bytes | None:
@@ -186,8 +189,9 @@ def _header(scope: Scope, name: bytes) -> bytes | None:
 
 
 def _declared_length(scope: Scope) -> int | None:
-    """The body's length as the request declares it: ``Content-Length``, ``None`` when chunked (unknown), else 0."""
-    if (_header(scope, b"transfer-encoding") or b"").strip().lower() == b"chunked":
+    """The body's length as the request declares it: ``Content-Length``, ``None`` under any ``Transfer-Encoding``
+    (unknown: the HTTP server reads a body framed by ``gzip, chunked`` or two such headers as chunked too), else 0."""
+    if _header(scope, b"transfer-encoding") is not None:
         return None
     raw = _header(scope, b"content-length")
     try:

@@ -26,7 +26,18 @@ from typing import Any
 
 from memory_adapter.missions import EXTRACTION_MODES, MAX_MISSION_CHARS, MISSION_KEYS
 
-__all__ = ["RequestKind", "classify", "current", "labelled", "refine", "retain_bank"]
+__all__ = [
+    "RequestKind",
+    "classify",
+    "current",
+    "directive_named",
+    "directive_naming",
+    "labelled",
+    "naming_directive",
+    "recall_bank",
+    "refine",
+    "retain_bank",
+]
 
 
 class RequestKind(StrEnum):
@@ -50,10 +61,13 @@ _CONFIG = re.compile(r"/banks/[^/]+/config/?$")
 _BANK = re.compile(r"/banks/[^/]+/?$")
 #: A bank template import (config, mental models and directives in one request).
 _TEMPLATE_IMPORT = re.compile(r"/banks/[^/]+/import/?$")
-_RECALL = re.compile(r"/banks/[^/]+/memories/recall/?$")
+_RECALL = re.compile(r"/banks/(?P<bank_id>[^/]+)/memories/recall/?$")
 _MCP_PREFIX = "/mcp"
+#: A directive's creation (no id) or update (its id): the name its body sets is checked against the bank's others.
+_DIRECTIVE = re.compile(r"/banks/[^/]+/directives(?:/(?P<directive_id>[^/]+))?/?$")
 
 _current: ContextVar[RequestKind | None] = ContextVar("hindsight_isolation_request_kind", default=None)
+_directive: ContextVar[tuple[str, str | None] | None] = ContextVar("hindsight_isolation_directive", default=None)
 
 
 def classify(method: str, path: str) -> RequestKind:
@@ -114,6 +128,56 @@ def retain_bank(path: str) -> str | None:
     """The bank id of a retain request's path (``None`` for any other path)."""
     found = _RETAIN.search(path)
     return found.group("bank_id") if found else None
+
+
+def recall_bank(path: str) -> str | None:
+    """The bank id of a recall request's path (``None`` for any other path)."""
+    found = _RECALL.search(path)
+    return found.group("bank_id") if found else None
+
+
+def naming_directive(kind: RequestKind, method: str, path: str, body: Any) -> tuple[str, str | None] | None:
+    """The directive name a request's JSON body sets, and the id of the directive it updates (``None``: a new one):
+    ``POST .../directives``, ``PATCH .../directives/{directive_id}``, or MCP's ``create_directive`` tool.
+
+    Hindsight 1.1.0 keeps two directives of one name, and then every export of the bank's template fails (a 500):
+    the validator refuses the second name (it sees no body, so the guard tells it)."""
+    if not isinstance(body, dict):
+        return None
+    if kind is RequestKind.MCP:
+        params = body.get("params")
+        if (
+            body.get("method") != "tools/call"
+            or not isinstance(params, dict)
+            or params.get("name") != "create_directive"
+        ):
+            return None
+        arguments = params.get("arguments")
+        name = arguments.get("name") if isinstance(arguments, dict) else None
+        return (name, None) if isinstance(name, str) else None
+    found = _DIRECTIVE.search(path)
+    name = body.get("name")
+    if found is None or not isinstance(name, str):
+        return None
+    directive_id = found.group("directive_id")
+    if (method, directive_id is None) not in (("POST", True), ("PATCH", False)):
+        return None
+    return name, directive_id
+
+
+@contextmanager
+def directive_named(named: tuple[str, str | None] | None) -> Iterator[None]:
+    """Serve the enclosed request as one that sets this directive name (:func:`naming_directive`)."""
+    token = _directive.set(named)
+    try:
+        yield
+    finally:
+        _directive.reset(token)
+
+
+def directive_naming() -> tuple[str, str | None] | None:
+    """The directive name (and id updated) the request being served sets, or ``None``."""
+    return _directive.get()
 
 
 def current() -> RequestKind | None:

@@ -42,14 +42,14 @@ class Shed:
     service_s: float
     deadline_s: float
     queued: int
-    stage: str  # "arrival" (the decision), "unmeasured" (slots busy, no recall time yet), "share" (its bank holds
-    # its share of the gate already), "tenant" (its tenant holds more than its fair share while others wait) or
+    stage: str  # "arrival" (the decision), "unmeasured" (slots busy, no recall time yet), "share" (its bank's owner
+    # holds its share of the gate already), "tenant" (its tenant holds more than its fair share while others wait) or
     # "expired" (admitted, still queued when its caller gave up)
 
 
 def retry_after_s(shed: Shed, slots: int) -> float:
     """When the shed caller can expect a slot, in seconds (the body's float; the header rounds it up): the expected
-    wait it was shed on; for a bank or tenant over its share, one recall time (a running recall's end); at least
+    wait it was shed on; for a user or tenant over its share, one recall time (a running recall's end); at least
     the time one slot takes to free up, within ``[MIN_RETRY_AFTER_S, MAX_RETRY_AFTER_S]``. Before any recall time is
     measured, :data:`UNMEASURED_RETRY_AFTER_S`. A whole second for a recall of tens of milliseconds kept a caller's
     recalls local long after the queue had drained."""

@@ -11,6 +11,7 @@ no operation falls through to the base class's accept-everything default.
 
 from __future__ import annotations
 
+import uuid
 from typing import TYPE_CHECKING, Any
 
 from hindsight_api.extensions.operation_validator import (
@@ -112,6 +113,8 @@ PRECHECK_ACTIONS: dict[str, Action] = {
     "mental_model_refresh": Action.WRITE,
 }
 
+#: Directive writes checked for what Hindsight would fail on (:meth:`IsolationOperationValidator._directive_problem`).
+_DIRECTIVE_WRITES = frozenset({"create_directive", "update_directive"})
 #: Bank writes that delete memories: the validator snapshots the bank's memory ids first (memory events).
 DELETING_WRITES = frozenset({"delete_document", "delete_bank"})
 #: Curation action -> memory event change.
@@ -221,6 +224,10 @@ class IsolationOperationValidator(OperationValidatorExtension):  # type: ignore[
         operation = str(ctx.operation)
         action = BANK_WRITE_ACTIONS.get(operation, Action.WRITE)
         result = self.check(ctx.bank_id, ctx.request_context, action, f"bank_write:{operation}")
+        if result.allowed and operation in _DIRECTIVE_WRITES and not ctx.request_context.internal:
+            problem = await self._directive_problem(ctx.bank_id, operation)
+            if problem is not None:
+                return ValidationResult.reject(*problem)
         watch = events.current_watch()
         if result.allowed and operation in DELETING_WRITES and watch is not None and events.enabled():
             # No completion hook for deletes: remember what is there; the guard reports what is gone afterwards.
@@ -248,6 +255,33 @@ class IsolationOperationValidator(OperationValidatorExtension):  # type: ignore[
     async def remaining(self, bank_ids: list[str]) -> dict[str, set[str]]:
         """The memory ids still in each bank (the guard calls this once a watched request is over)."""
         return {bank_id: set(await self._units(bank_id)) for bank_id in bank_ids}
+
+    async def _directive_problem(self, bank_id: str, operation: str) -> tuple[str, int] | None:
+        """Why Hindsight 1.1.0 would answer this directive write 500, or would store what makes every export of the
+        bank's template answer 500: a bank that does not exist yet (it inserts the directive anyway: a foreign-key
+        error), or a name another directive of the bank has (the template refuses duplicate names)."""
+        from hindsight_api.engine.schema import fq_store_table
+
+        named = route.directive_naming()
+        pool = await self._pool()
+        async with pool.acquire() as conn:
+            banks = f"SELECT 1 FROM {fq_store_table('banks')} WHERE bank_id = $1"  # noqa: S608 - a table name
+            if operation == "create_directive" and await conn.fetchval(banks, bank_id) is None:
+                where = f"bank {bank_id[:200]!r}"
+                return (
+                    f"{where} does not exist yet: retain into it, or create it with PUT .../banks/{{bank_id}}, first",
+                    404,
+                )
+            if named is None:
+                return None
+            name, directive_id = named
+            same = f"SELECT 1 FROM {fq_store_table('directives')} WHERE bank_id = $1 AND name = $2 AND id::text <> $3"  # noqa: S608
+            if await conn.fetchval(same, bank_id, name, _canonical_uuid(directive_id)) is not None:
+                return (
+                    f"a directive named {name[:100]!r} exists in this bank already: choose another name or update it",
+                    409,
+                )
+        return None
 
     async def _pool(self) -> Any:
         return await self.context.get_memory_engine()._get_pool()
@@ -392,3 +426,11 @@ def _principal(request_context: RequestContext) -> Principal | None:
     if getattr(request_context, "mcp_authenticated", False):
         return None
     return Principal.decode(request_context.tenant_id)
+
+
+def _canonical_uuid(value: str | None) -> str:
+    """``value`` as PostgreSQL prints a UUID (the guard let only UUIDs through); ``""`` for none."""
+    try:
+        return str(uuid.UUID(value)) if value else ""
+    except ValueError:
+        return ""

@@ -176,6 +176,18 @@ def test_one_bank_cannot_take_every_place_in_the_gate(narrow: LocalHindsight, to
         headers = {"Authorization": f"Bearer {busy.token}"}
         with httpx.Client(base_url=narrow.url, headers=headers, timeout=120) as other:
             greedy = recall(other, "what do I like?", deadline_ms=60_000, bank=busy.bank)
-    # THEN it is shed at once for its bank's share of the gate, not queued behind that user's own recalls
+    # THEN it is shed at once for its user's share of the gate, not queued behind that user's own recalls
     assert greedy.status_code == 503, greedy.text
     assert f"{SHED_LOG} status=503 stage=share" in narrow.server_log.read_text(errors="replace")
+
+
+def test_a_recall_of_another_user_s_bank_tells_nothing_about_its_load(
+    narrow: LocalHindsight, client: httpx.Client, token_issuer: TokenIssuer
+) -> None:
+    # GIVEN Bob's bank busy with his recalls (the one slot and a queue of them)
+    with Busy(narrow.url, token_issuer.mint(OTHER, ttl=900)) as busy:
+        # WHEN Alice, authenticated, recalls Bob's bank, stating a deadline
+        probes = [recall(client, "what does bob like?", deadline_ms=60_000, bank=busy.bank) for _ in range(3)]
+    # THEN she gets the refusal she would get on an idle server, never a shed that says Bob's bank is busy
+    assert [p.status_code for p in probes] == [403, 403, 403], [p.text for p in probes]
+    assert set(busy.statuses) == {200}

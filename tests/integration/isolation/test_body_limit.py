@@ -79,6 +79,23 @@ def test_a_caller_that_does_not_authenticate_is_answered_with_its_body_unsent(
     assert (hindsight.status_code, hindsight.json()) == (401, body)  # the same answer as Hindsight's own 401
 
 
+@pytest.mark.parametrize("framing", ["gzip, chunked", "identity, chunked"])
+def test_a_body_under_any_transfer_encoding_is_answered_unread_without_a_token(
+    iso: Server, alice: tuple[str, str], framing: str
+) -> None:
+    # GIVEN a transfer encoding the HTTP server reads as chunked, though it is not just "chunked"
+    _, bank = alice
+    with _connect(iso.url) as sock:
+        sock.sendall(
+            _head(f"/v1/default/banks/{bank}/memories/recall", "localhost", None, f"Transfer-Encoding: {framing}")
+        )
+        # WHEN an anonymous caller sends a body that is not JSON (and does not end)
+        sock.sendall(b"9\r\n{not json\r\n")
+        status, body = _status_and_body(sock)
+    # THEN Hindsight's 401, the body unread (a read body would have been answered 400 "not valid JSON")
+    assert (status, body) == (401, {"detail": "Authentication failed: unauthorized"})
+
+
 def test_a_declared_body_over_the_cap_is_refused_before_it_is_sent(iso: Server, alice: tuple[str, str]) -> None:
     token, bank = alice
     with _connect(iso.url) as sock:

@@ -11,6 +11,7 @@ from starlette.types import Receive, Scope, Send
 
 from hindsight_isolation import admission
 from hindsight_isolation.admission import MAX_DEADLINE_S, MIN_DEADLINE_S, RecallGate
+from hindsight_isolation.principal import Kind, Principal
 from hindsight_isolation.route import RequestKind
 from hindsight_isolation.settings import AdmissionConfig, ConfigError, IsolationSettings
 from hindsight_isolation.shed import MAX_RETRY_AFTER_S, MIN_RETRY_AFTER_S, SHED_LOG, UNMEASURED_RETRY_AFTER_S
@@ -160,8 +161,8 @@ async def test_callers_that_do_not_authenticate_pass_the_gate_untouched(clock: C
     """A credential that does not authenticate never holds a slot, never queues and never gets a shed answer
     (Hindsight answers it: a 401)."""
 
-    async def identify(credential: str | None) -> object | None:
-        return object() if credential == "known" else None
+    async def identify(credential: str | None) -> Principal | None:
+        return Principal(Kind.OPERATOR) if credential == "known" else None
 
     admission.configure(AdmissionConfig(concurrency=2, max_wait_s=0.5), identify=identify)
     current = admission.gate()
@@ -214,7 +215,7 @@ async def test_the_first_recall_and_a_free_slot_are_always_admitted(gate: Recall
 
 async def test_a_recall_answered_leaves_the_gate_though_its_server_works_on(clock: Clock) -> None:
     """Hindsight answers, then runs its after-recall hooks: the caller's next recall (sent the moment it has its
-    answer) must not find its own finished recall still holding the slot and its bank's share (the CI run's
+    answer) must not find its own finished recall still holding the slot and its user's share (the CI run's
     'share' shed on an idle server: slots=1, queued=0)."""
     after_answer: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 

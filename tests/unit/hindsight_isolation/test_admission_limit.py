@@ -5,9 +5,12 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from starlette.types import Message, Receive, Scope, Send
 
-from hindsight_isolation.admission import RecallGate, tenant_of
+from hindsight_isolation import admission
+from hindsight_isolation.admission import RecallGate
 from hindsight_isolation.principal import Kind, Principal
+from hindsight_isolation.route import RequestKind
 from hindsight_isolation.settings import AdmissionConfig
 from memory_adapter.identity.bank_ids import format_bank_id
 from memory_adapter.recall_deadline import OVERLOADED, REASON_FIELD, RETRY_AFTER_FIELD
@@ -177,25 +180,35 @@ async def test_a_tenant_alone_and_banks_without_a_tenant_are_not_capped(clock: C
 
 
 @pytest.mark.parametrize(
-    ("path", "tenant"),
+    ("bank", "owner", "tenant"),
     [
-        ("/v1/default/banks/tenant:acme:user:u1:agent:a/memories/recall", "acme"),
-        ("/v1/default/banks/tenant%3Aacme%3Auser%3Au1%3Aagent%3Aa/memories/recall", "acme"),
-        ("/v1/default/banks/user:u1:agent:a/memories/recall", None),
-        ("/v1/default/banks/free-form/memories/recall", None),
-        ("/health", None),
+        ("tenant:acme:user:u1:agent:a", '["user", "acme", "u1"]', "acme"),
+        ("user:u1:agent:a", '["user", null, "u1"]', None),
+        ("free-form", "/v1/default/banks/free-form/memories/recall", None),
     ],
 )
-def test_the_tenant_is_read_from_the_bank_id(path: str, tenant: str | None) -> None:
-    assert tenant_of(path) == tenant
+async def test_a_recall_counts_against_its_bank_s_owner_and_tenant(
+    gate: RecallGate, bank: str, owner: str, tenant: str | None
+) -> None:
+    app = HeldApp()
+    call = start(app, "2000", bank=bank)
+    await settle()
+    assert (dict(gate.held), dict(gate.tenants)) == ({owner: 1}, {tenant: 1} if tenant else {})
+    app.started[0].set_result(200)
+    await call.task
+    assert (dict(gate.held), dict(gate.tenants)) == ({}, {})
 
 
-async def test_a_caller_spends_its_own_tenant_s_share_whatever_bank_it_names(clock: Clock) -> None:
-    """A user of one tenant naming another tenant's banks (Hindsight refuses them later) holds places of its own
-    tenant, so it cannot make the other tenant's recalls shed."""
+async def test_a_recall_of_another_tenant_s_bank_holds_no_place_of_either_tenant(clock: Clock) -> None:
+    """A user of one tenant naming another tenant's banks (Hindsight refuses them: 403) takes no part in the gate, so
+    it cannot make the other tenant's recalls shed (nor spend its own tenant's share)."""
+    users = {
+        "big": Principal(Kind.USER, tenant="big", user="u0"),
+        "small": Principal(Kind.USER, tenant="small", user="u9"),
+    }
 
-    async def identify(credential: str | None) -> object | None:
-        return Principal(Kind.USER, tenant=credential, user="someone") if credential else None
+    async def identify(credential: str | None) -> Principal | None:
+        return users.get(credential or "")
 
     with installed_gate(clock, AdmissionConfig(concurrency=4, max_wait_s=0.5, tolerance=0.0), identify) as current:
         app = HeldApp()
@@ -203,11 +216,94 @@ async def test_a_caller_spends_its_own_tenant_s_share_whatever_bank_it_names(clo
         spoof = [start(app, "2000", bank=_bank("small", n), credential="big") for n in range(4)]
         small = start(app, "2000", bank=_bank("small", 9), credential="small")
         await settle()
-        assert current.tenants == {"big": 4, "small": 1}
-        assert small.status is None  # queued for its slot, not shed as if "small" held 5 places
-        while not all(c.task.done() for c in [*spoof, small]):
-            for future in app.started:
-                if not future.done():
-                    future.set_result(200)
-            await settle()
-        assert small.status == 200
+        assert (current.running, dict(current.tenants)) == (1, {"small": 1})  # the spoofs went straight through
+        for future in app.started[1:]:
+            future.set_result(403 if future is not app.started[-1] else 200)
+        await asyncio.gather(small.task, *(c.task for c in spoof))
+        assert ({c.status for c in spoof}, small.status) == ({403}, 200)
+
+
+async def test_a_recall_of_a_bank_its_caller_may_not_read_takes_no_part(clock: Clock) -> None:
+    """Mallory, authenticated, recalls Bob's bank: Hindsight refuses it (403) as before the gate. It never counts
+    against Bob's share (it cannot make Bob's recalls shed) and never gets a shed answer (which would tell her Bob's
+    bank is busy)."""
+    bob, mallory = (Principal(Kind.USER, user=user) for user in ("bob", "mallory"))
+    tokens = {"bob-token": bob, "mallory-token": mallory, "known": Principal(Kind.OPERATOR)}
+
+    async def identify(credential: str | None) -> Principal | None:
+        return tokens.get(credential or "")
+
+    bobs = format_bank_id(user="bob", agent="support")
+    with installed_gate(clock, AdmissionConfig(concurrency=2, max_wait_s=0.5), identify) as current:
+        app = HeldApp()
+        await serve_one(app, clock, 0.01)  # the operator's: the gate has an estimate
+        running = [start(app, credential="bob-token", bank=bobs)]  # Bob's turn: one recall running
+        await settle()
+        probes = [start(app, "60000", credential="mallory-token", bank=bobs) for _ in range(3)]
+        await settle()
+        # Mallory's probes reach Hindsight at once (which answers 403), never a shed, and hold no place of Bob's
+        assert not any(p.task.done() for p in probes)
+        assert len(app.started) == 1 + 1 + 3
+        assert (current.running, current.shed) == (1, 0)
+        bobs_next = start(app, "2000", credential="bob-token", bank=bobs)  # a free slot: Bob is served
+        await settle()
+        assert not bobs_next.sent  # no answer yet: it runs
+        assert current.running == 2
+        for future in app.started[1:]:
+            future.set_result(403 if future in app.started[2:5] else 200)
+        await asyncio.gather(*(c.task for c in [*running, *probes, bobs_next]))
+        assert {p.status for p in probes} == {403}
+        assert bobs_next.status == 200
+        assert (current.shed, dict(current.held)) == (0, {})
+
+
+async def test_one_user_cannot_take_every_place_through_many_banks(gate: RecallGate, clock: Clock) -> None:
+    """The share is the user's, whichever agent's bank a recall names: a recall per bank of a fresh agent name is
+    still one user's recalls."""
+    app = HeldApp()
+    await serve_one(app, clock, 0.01)
+    banks = [format_bank_id(user="greedy", agent=f"agent-{i}") for i in range(4)]
+    first = start(app, "2000", bank=banks[0])
+    await settle()
+    other = start(app, "2000", bank=format_bank_id(user="polite", agent="support"))
+    await settle()  # the gate is full (2 slots)
+    more = [start(app, "2000", bank=bank) for bank in banks[1:]]
+    await settle()
+    assert [c.status for c in more] == [503, 503, 503]  # over the user's share (one place of two) and would wait
+    for future in app.started[1:]:
+        future.set_result(200)
+    await asyncio.gather(first.task, other.task)
+    assert not gate.held
+
+
+@pytest.mark.parametrize("how", ["cancelled", "send fails"])
+async def test_a_client_gone_mid_answer_gives_its_slot_and_place_back(clock: Clock, how: str) -> None:
+    """The answer's first bytes are out when the client goes (the request is cancelled, or sending fails): the slot and
+    the user's place come back, so a flood of callers that hang up mid-answer leaks nothing."""
+    mid_answer: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    async def half_answer(scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{", "more_body": True})
+        await mid_answer
+        await send({"type": "http.response.body", "body": b"}", "more_body": False})
+
+    async def gone(message: Message) -> None:
+        if message["type"] == "http.response.body" and not message.get("more_body", False):
+            raise OSError("client disconnected")
+
+    with installed_gate(clock, AdmissionConfig(concurrency=1, max_wait_s=0.05)) as current:
+        scope: Scope = {"type": "http", "method": "POST", "path": "/v1/default/banks/user:a:agent:b/memories/recall"}
+
+        async def receive() -> Message:
+            return {"type": "http.disconnect"}
+
+        task = asyncio.ensure_future(admission.serve(RequestKind.RECALL, half_answer, scope, receive, gone))
+        await settle()
+        assert (current.running, sum(current.held.values())) == (1, 1)
+        if how == "cancelled":
+            task.cancel()
+        else:
+            mid_answer.set_result(None)
+        await asyncio.gather(task, return_exceptions=True)
+        assert (current.running, dict(current.held), list(current.waiters)) == (0, {}, [])

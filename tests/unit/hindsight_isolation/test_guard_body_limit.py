@@ -85,6 +85,17 @@ async def test_a_caller_that_does_not_authenticate_is_refused_with_its_body_unre
     assert body == '{"detail": "Authentication failed: unauthorized"}'
 
 
+@pytest.mark.parametrize("encoding", [b"gzip, chunked", b"identity, chunked", b"chunked ", b"gzip"])
+async def test_any_transfer_encoding_is_a_body_that_must_authenticate_first(encoding: bytes) -> None:
+    """uvicorn's HTTP parser (httptools) reads ``gzip, chunked`` as a chunked body: unless every transfer encoding
+    counts as a body, an anonymous caller could make the guard read and parse one (up to the cap)."""
+    app = App()
+    headers = [(b"content-type", b"application/json"), (b"transfer-encoding", encoding)]
+    status, body, asked = await _call(app, credential=None, chunks=[b"{not json"], headers=headers)
+    assert (status, asked, app.bodies) == (401, 0, [])
+    assert body == '{"detail": "Authentication failed: unauthorized"}'
+
+
 async def test_a_declared_body_over_the_cap_is_refused_before_it_is_read() -> None:
     app = App()
     status, body, asked = await _call(app, credential="alice", chunks=[b"{}"], headers=_declared(10**9))

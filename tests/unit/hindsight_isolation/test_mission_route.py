@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from hindsight_isolation import route
 from hindsight_isolation.policy import Action, authorize
 from hindsight_isolation.principal import Kind, Principal
 from hindsight_isolation.route import RequestKind, classify, refine
@@ -87,3 +88,30 @@ def test_the_operator_sets_every_setting() -> None:
     bank = format_bank_id(user="alice", agent="support")
     for request in (RequestKind.SETTINGS, RequestKind.MISSION, RequestKind.OTHER, RequestKind.MCP):
         assert authorize(operator, bank, Action.CONFIG, request=request)
+
+
+@pytest.mark.parametrize(
+    ("kind", "method", "path", "body", "named"),
+    [
+        (RequestKind.OTHER, "POST", "/v1/default/banks/b/directives", {"name": "tone"}, ("tone", None)),
+        (RequestKind.OTHER, "PATCH", "/v1/default/banks/b/directives/d-1", {"name": "tone"}, ("tone", "d-1")),
+        (RequestKind.OTHER, "PATCH", "/v1/default/banks/b/directives/d-1", {"priority": 2}, None),
+        (RequestKind.OTHER, "POST", "/v1/default/banks/b/directives/d-1", {"name": "tone"}, None),
+        (RequestKind.OTHER, "PATCH", "/v1/default/banks/b/directives", {"name": "tone"}, None),
+        (RequestKind.OTHER, "POST", "/v1/default/banks/b/mental-models", {"name": "tone"}, None),
+        (RequestKind.OTHER, "POST", "/v1/default/banks/b/directives", {"name": 7}, None),
+        (
+            RequestKind.MCP,
+            "POST",
+            "/mcp/",
+            {"method": "tools/call", "params": {"name": "create_directive", "arguments": {"name": "tone"}}},
+            ("tone", None),
+        ),
+        (RequestKind.MCP, "POST", "/mcp/", {"method": "tools/call", "params": {"name": "recall"}}, None),
+        (RequestKind.MCP, "POST", "/mcp/", [1], None),
+    ],
+)
+def test_the_directive_name_a_request_sets_is_read_from_its_body(
+    kind: RequestKind, method: str, path: str, body: object, named: tuple[str, str | None] | None
+) -> None:
+    assert route.naming_directive(kind, method, path, body) == named
