@@ -379,7 +379,7 @@ def function_needs(fn: Function, template: Mapping[str, Any], outdir: Path, reso
 
 def mapping_needs(template: Mapping[str, Any], function: str, resolve: Resolver) -> list[Need]:
     """What the function's role needs for Lambda to run its SQS event source mappings, on each queue."""
-    resources, needs = template.get("Resources", {}), []
+    resources, needs = template.get("Resources", {}), list[Need]()
     for logical, resource in resources.items():
         props = resource.get("Properties", {})
         source = resources.get(_token_target(props.get("EventSourceArn")) or "", {}).get("Type")
