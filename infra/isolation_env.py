@@ -27,6 +27,14 @@ ENV_STATIC_JWKS = iso.tenant_env(iso.JWT_NAMING.key("static_jwks"))
 
 
 def isolation_settings(props: MemoryServiceProps, *, scope: Construct) -> iso.IsolationSettings:
+    """The extension's settings as deployed (:func:`_served_settings`) with the request-body cap
+    ``hindsight.max_body_mib`` gives (null: the extension's default)."""
+    settings = _served_settings(props, scope=scope)
+    cap = props.config.max_body_mib
+    return settings if cap is None else dataclasses.replace(settings, max_body_mib=cap)
+
+
+def _served_settings(props: MemoryServiceProps, *, scope: Construct) -> iso.IsolationSettings:
     """The extension's settings as deployed, without its secrets (the operator key, the agent key and the mirrored
     signing keys are read at start): the token checks match the agent's; fading as configured
     (never its test clocks); the agent's mission, which the server applies to the agent's banks before a caller's

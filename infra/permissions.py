@@ -123,6 +123,9 @@ def grant_bedrock_invoke(scope: Construct, grantee: iam.IGrantable, model_ids: l
 
 #: A producer of an SQS queue: the agent (the retain queue) and the replay function (the dead letters).
 SQS_SEND_ACTIONS = ("sqs:SendMessage",)
+#: What Lambda documents its execution role needs to run an SQS event source mapping (services-sqs-configure.html,
+#: the AWSLambdaSQSQueueExecutionRole policy); with partial batch responses Lambda deletes the processed messages.
+SQS_EVENT_SOURCE_ACTIONS = ("sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes")
 #: What sending to an SSE-KMS queue needs on its key (the data key, and decrypting it to reuse it).
 SQS_PRODUCER_KEY_ACTIONS = ("kms:GenerateDataKey", "kms:Decrypt")
 #: What EventBridge needs on a customer key that encrypts a bus and its archive (memory events with text).

@@ -3,7 +3,8 @@
 The same tools the agent's model calls (``memory_adapter.tools``: recall, reflect, remember, forget, list_recent),
 served with the official ``mcp`` SDK. Every HTTP request must carry ``Authorization: Bearer <user token>``, verified
 with the identity contract (:class:`~memory_adapter.identity.JwtVerifier`, the agent's checks); machine-to-machine
-tokens are refused (they name a client, not a user). A tool call acts for the token's user only, with that token as
+tokens are refused (they name a client, not a user). A verified caller's body over :data:`MAX_BODY_BYTES` is answered
+413, never read past the cap. A tool call acts for the token's user only, with that token as
 the credential Hindsight checks, on the same banks the agent uses (agent ``support``), so an MCP client shares the
 user's memory with the agent and can never read, change or learn of another user's. A call's result is what the
 AgentCore Gateway gives for the same call: one text block holding the tool's JSON (``ToolResult.answer``). Stateless
@@ -39,13 +40,16 @@ from localdev.supervisor import (
 from localdev.token_issuer import LOCAL_CLIENT_ID, running_issuer_url
 from memory_adapter.identity.settings import discovery_url_for, issuer_of
 
-__all__ = ["DEFAULT_PORT", "LocalMcpServer", "create_app"]
+__all__ = ["DEFAULT_PORT", "MAX_BODY_BYTES", "LocalMcpServer", "create_app"]
 
 DEFAULT_PORT = 8891
 ENV_PORT = "LOCAL_MCP_PORT"
 DEFAULT_DATA_DIR = REPO_ROOT / ".local" / "mcp"
 AGENT_NAME = "support"  # the local agent's name: MCP clients share its banks
 MCP_PATH = "/mcp"
+#: Largest request body read from a caller. The largest tool call (``remember``: 4,000 characters of text, at most
+#: 12 bytes each when JSON escapes them, plus tags) is under 64 KiB; 1 MiB leaves room for any client's framing.
+MAX_BODY_BYTES = 2**20
 
 
 def create_app(*, hindsight_url: str, discovery_url: str, public_url: str, agent: str = AGENT_NAME) -> Any:
@@ -131,14 +135,60 @@ def create_app(*, hindsight_url: str, discovery_url: str, public_url: str, agent
         }
     )
     return _without_standalone_stream(
-        server.streamable_http_app(
-            streamable_http_path=MCP_PATH,
-            stateless_http=True,
-            json_response=True,
-            auth=auth,
-            token_verifier=UserTokens(),
+        _saying_what_is_too_large(
+            server.streamable_http_app(
+                streamable_http_path=MCP_PATH,
+                stateless_http=True,
+                json_response=True,
+                auth=auth,
+                token_verifier=UserTokens(),
+                max_request_body_size=MAX_BODY_BYTES,
+            )
         )
     )
+
+
+def _saying_what_is_too_large(app: Any) -> Any:
+    """``app`` whose 413 says what the cap is, as a JSON-RPC error the ``mcp`` client raises with its message.
+
+    The SDK's transport caps the body itself after authentication (``max_request_body_size``: 413 at once for a
+    declared ``Content-Length`` over it, as soon as a chunked body passes it, nothing buffered past it), but answers
+    a bare ``Request body too large`` in plain text, which the client reports as "Server returned an error
+    response".
+    """
+    refusal = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {
+                "code": -32600,
+                "message": f"the request body is larger than {MAX_BODY_BYTES} bytes ({MAX_BODY_BYTES / 2**20:g} MiB), "
+                "the most this server reads; send less",
+            },
+        }
+    ).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(refusal)).encode())]
+
+    async def guarded(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        replaced = False
+
+        async def sending(message: Any) -> None:
+            nonlocal replaced
+            if message["type"] == "http.response.start" and message.get("status") == 413:
+                replaced = True
+                await send({"type": "http.response.start", "status": 413, "headers": headers})
+                await send({"type": "http.response.body", "body": refusal, "more_body": False})
+                return
+            if replaced and message["type"] == "http.response.body":
+                return
+            await send(message)
+
+        await app(scope, receive, sending)
+
+    return guarded
 
 
 def _without_standalone_stream(app: Any) -> Any:

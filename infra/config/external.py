@@ -7,6 +7,7 @@ import ipaddress
 import re
 import urllib.parse
 
+from hindsight_isolation.settings import tenant_env
 from infra.config.auth import AuthConfig, AuthMode
 from infra.config.checks import require
 from infra.config.hindsight import HindsightConfig, Platform, ca_bundle_problems
@@ -42,6 +43,12 @@ def external_problems(h: HindsightConfig, auth: AuthConfig | None, region: str |
         not given,
         f"hindsight.{', hindsight.'.join(given)}: used only with hindsight.mode=managed (an external server brings "
         "its own certificate; give its private CA as hindsight.ca_bundle)",
+    )
+    require(
+        errors,
+        h.max_body_mib is None,
+        "hindsight.max_body_mib configures the server this stack builds: with hindsight.mode=external set "
+        f"{tenant_env('max_body_mib')} on your server and unset it here",
     )
     errors.extend(
         _secret_arn_problems(

@@ -8,7 +8,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from hindsight_isolation.settings import IsolationSettings
 from infra.config.checks import bounded, log_retention, require
+from memory_adapter.settings_fields import declared
 
 
 class ImageSource(StrEnum):
@@ -91,6 +93,9 @@ class HindsightConfig:
     #: ``bedrock/<rerank model id>`` (``amazon.rerank-v1:0``, ``cohere.rerank-v3-5:0``): Hindsight reranks its
     #: candidates with it (``litellm-sdk``); null: no reranker (``rrf``, fused ranks; docs/deploying.md).
     reranker_model: str | None = None
+    #: Largest request body, in MiB, the servers read from anyone but the operator (413 past it, unread); null: the
+    #: isolation extension's default, declared once in ``IsolationSettings.max_body_mib`` with its bounds.
+    max_body_mib: int | None = None
     #: ECS Fargate (default) or the customer's EKS cluster (the ``eks`` section); issue 25.
     platform: Platform = Platform.ECS
     #: ``external``: the customer's Hindsight at ``external_url`` (issue 24); the settings above then build nothing.
@@ -178,6 +183,7 @@ def hindsight_problems(h: HindsightConfig) -> list[str]:
     bounded(errors, "hindsight.worker_count", h.worker_count, low=1, high=10)
     bounded(errors, "hindsight.worker_max_slots", h.worker_max_slots, low=1, high=100)
     bounded(errors, "hindsight.db_pool_max_size", h.db_pool_max_size, low=5, high=200)
+    errors.extend(max_body_problems(h))
     require(
         errors,
         1024 <= h.port <= 65535,
@@ -266,6 +272,20 @@ def hindsight_problems(h: HindsightConfig) -> list[str]:
             "hindsight.llm_api_key_secret_arn is used only with llm_provider=openai",
         )
     return errors
+
+
+def max_body_problems(h: HindsightConfig) -> list[str]:
+    """``hindsight.max_body_mib``: within the bounds the extension itself declares (the setting it becomes)."""
+    if h.max_body_mib is None:
+        return []
+    ((field, declaration),) = [(f, s) for f, s in declared(IsolationSettings) if f.name == "max_body_mib"]
+    problem = declaration.out_of_range("hindsight.max_body_mib", h.max_body_mib)
+    if problem is None:
+        return []
+    return [
+        f"{problem}: the largest request body, in MiB, Hindsight reads from the agent and users (null: the "
+        f"extension's default, {field.default})"
+    ]
 
 
 #: Largest ``hindsight.ca_bundle``: it travels in each client's environment, and a Lambda function's whole

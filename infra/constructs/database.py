@@ -6,7 +6,7 @@ Hindsight never holds the master's credentials: it logs in as its own least-priv
 
 from __future__ import annotations
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import ArnFormat, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_backup as backup
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
@@ -67,6 +67,25 @@ def rotation_failed_pattern(secret_arns: list[str]) -> events.EventPattern:
         source=["aws.secretsmanager"],
         detail_type=["AWS Service Event via CloudTrail"],
         detail={"eventName": list(ROTATION_FAILURE_EVENTS), "additionalEventData": {"SecretId": secret_arns}},
+    )
+
+
+def _trust_only_own_databases(database: Construct) -> None:
+    """Enhanced Monitoring's role (CDK makes it for ``monitoring_interval``) may be assumed by RDS only for this
+    account's databases: the confused deputy conditions the RDS User Guide documents for it ("Setting up and enabling
+    Enhanced Monitoring", USER_Monitoring.OS.confused-deputy). The database is ``*``: naming it would make the role
+    depend on the database that depends on the role; ``cluster:*`` too, as monitoring can be set on a cluster.
+    Changes the role in place."""
+    role = database.node.find_child("MonitoringRole")
+    assert isinstance(role.node.default_child, iam.CfnRole)
+    stack = Stack.of(database)
+    sources = [
+        stack.format_arn(service="rds", resource=kind, resource_name="*", arn_format=ArnFormat.COLON_RESOURCE_NAME)
+        for kind in ("db", "cluster")
+    ]
+    role.node.default_child.add_property_override(
+        "AssumeRolePolicyDocument.Statement.0.Condition",
+        {"StringEquals": {"aws:SourceAccount": stack.account}, "ArnLike": {"aws:SourceArn": sources}},
     )
 
 
@@ -329,6 +348,7 @@ class VectorDatabase(Construct):
         )
         self._resource: rds.DatabaseInstance | rds.DatabaseCluster = instance
         self._endpoint = instance.instance_endpoint
+        _trust_only_own_databases(instance)
 
     def _aurora(self, config: DatabaseConfig, common: dict[str, object], network: Network) -> None:
         engine = rds.DatabaseClusterEngine.aurora_postgres(version=AURORA_POSTGRES_VERSION)
@@ -362,3 +382,4 @@ class VectorDatabase(Construct):
         )
         self._resource = cluster
         self._endpoint = cluster.cluster_endpoint
+        _trust_only_own_databases(cluster)

@@ -33,7 +33,7 @@ from infra.constructs.alerts import watch_queue
 from infra.constructs.foundation import Foundation
 from infra.constructs.props import raise_if_invalid
 from infra.constructs.queues import encrypted_queue
-from infra.permissions import SQS_PRODUCER_KEY_ACTIONS, SQS_SEND_ACTIONS
+from infra.permissions import SQS_EVENT_SOURCE_ACTIONS, SQS_PRODUCER_KEY_ACTIONS, SQS_SEND_ACTIONS
 from memory_adapter.constants import SQS_MAX_MESSAGE_BYTES
 
 __all__ = [
@@ -126,6 +126,12 @@ class RetainQueue(Construct):
     def grant_send(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let ``grantee`` (the agent) send to the queue, and nothing else: no receive, no delete, no DLQ."""
         return self._grant_producer(grantee, self.queue)
+
+    def grant_event_source(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` (the replay function's role, which its event source mapping uses) receive and delete the
+        queue's messages: what Lambda documents for an SQS event source, and the queue key's decrypt."""
+        self.key.grant_decrypt(grantee)
+        return self.queue.grant(grantee, *SQS_EVENT_SOURCE_ACTIONS)
 
     def grant_send_dead_letters(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let ``grantee`` (the replay function) send a refused message, with its reason, to the dead letters."""

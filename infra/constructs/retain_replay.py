@@ -15,9 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from aws_cdk import Duration
+from aws_cdk import Duration, Names
 from aws_cdk import aws_ec2 as ec2
-from aws_cdk import aws_lambda_event_sources as sources
 from aws_lambda_powertools.shared.constants import METRICS_NAMESPACE_ENV, SERVICE_NAME_ENV
 from constructs import Construct
 
@@ -61,9 +60,9 @@ class RetainReplayProps:
 
 
 class RetainReplay(Construct):
-    """Exposes ``function``, ``security_group``, ``connections``, ``event_source`` and ``errors_alarm``; its metrics
-    are in the agent's namespace (:data:`~infra.constructs.agent_runtime.METRICS_NAMESPACE`), so one dashboard shows
-    both."""
+    """Exposes ``function``, ``security_group``, ``connections``, ``event_source_mapping`` and ``errors_alarm``; its
+    metrics are in the agent's namespace (:data:`~infra.constructs.agent_runtime.METRICS_NAMESPACE`), so one dashboard
+    shows both."""
 
     def __init__(self, scope: Construct, construct_id: str, props: RetainReplayProps) -> None:
         super().__init__(scope, construct_id)
@@ -102,14 +101,17 @@ class RetainReplay(Construct):
             layers=[props.layer.layer],
             runtime=memory_layer.RUNTIME,
         )
-        self.event_source = sources.SqsEventSource(
-            queue.queue,
+        # Not SqsEventSource: it grants grantConsumeMessages (GetQueueUrl, ChangeMessageVisibility too), which neither
+        # the mapping nor the code uses. Same construct id, so the mapping is not replaced.
+        self.event_source_mapping = self.function.add_event_source_mapping(
+            f"SqsEventSource:{Names.node_unique_id(queue.queue.node)}",
+            event_source_arn=queue.queue.queue_arn,
             batch_size=config.batch_size,
             max_batching_window=BATCHING_WINDOW,
             report_batch_item_failures=True,
             max_concurrency=config.max_concurrency,
         )
-        self.function.add_event_source(self.event_source)  # grants receive, delete and the key's decrypt
+        queue.grant_event_source(self.function)
         queue.grant_send_dead_letters(self.function)
         memory.grant_agent_key_read(self.function)  # that one secret, nothing outside IAM mode
         self.errors_alarm = props.foundation.alerts.alarm(

@@ -22,14 +22,14 @@ from typing import Any, Self
 
 from localdev import supervisor
 from localdev._serving import Lifecycle
-from localdev.hindsight.config import LocalHindsightConfig
+from localdev.hindsight.config import EmbeddingsMode, LocalHindsightConfig
 from localdev.hindsight.environment import Endpoints, server_env, worker_env
 from localdev.hindsight.errors import HindsightStartError
 from localdev.hindsight.keys import AGENT_KEY_FILE, OPERATOR_KEY_FILE, ServerKeys
 from localdev.hindsight.postgres import LocalPostgres, database_url
 from localdev.hindsight.venv import HindsightVenv
 from localdev.supervisor import StateFile, child_env, free_port, http_status, pid_alive, spawn, terminate
-from localdev.token_issuer import ensure_running as ensure_issuer_running
+from localdev.token_issuer import running_during as issuer_running_during
 
 __all__ = ["LocalHindsight"]
 
@@ -245,9 +245,12 @@ class LocalHindsight(Lifecycle):
         if self._state.read():
             self._log("Cleaning up a previous local Hindsight that is no longer healthy")
             self.stop()
-        if self.config.isolation and self.config.issuer_discovery_url is None:
-            # The isolation extension fetches the issuer's keys at start-up: the issuer must be up first.
-            self._log(f"Local token issuer: {ensure_issuer_running()}")
+        self._venv.check(model=self.config.embeddings is not EmbeddingsMode.HASHED)  # before anything starts
+        # The isolation extension fetches the issuer's keys at start-up: the issuer must be up first.
+        with issuer_running_during(self.config.isolation and self.config.issuer_discovery_url is None, log=self._log):
+            return self._start_servers()
+
+    def _start_servers(self) -> Self:
         started = time.monotonic()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self._choose_ports()

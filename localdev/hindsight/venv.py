@@ -20,6 +20,17 @@ class HindsightVenv:
     def exists(self) -> bool:
         return bool(sorted(self.path.glob("lib/python3*/site-packages")))
 
+    def check(self, *, model: bool) -> None:
+        """Raise :class:`HindsightStartError` unless a start finds here all it runs (and the embedding model when
+        ``model``): checked before anything starts, so an incomplete virtualenv leaves nothing running."""
+        self.api_executable()
+        self.worker_executable()
+        for name in ("initdb", "pg_ctl", "postgres"):
+            if not self.pg_bin(name).exists():
+                raise HindsightStartError(f"{self.pg_bin(name)} is missing: run `make hindsight-venv`")
+        if model:
+            self.embedding_model_dir()
+
     def site_packages(self) -> Path:
         found = sorted(self.path.glob("lib/python3*/site-packages"))
         if not found:

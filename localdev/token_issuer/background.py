@@ -6,8 +6,10 @@ record, so a server configured to trust the local issuer trusts it on whatever p
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from localdev import supervisor
@@ -20,6 +22,7 @@ __all__ = [
     "default_issuer_url",
     "default_port",
     "ensure_running",
+    "running_during",
     "running_issuer_url",
     "state_file",
     "stop_background",
@@ -90,6 +93,23 @@ def ensure_running(data_dir: Path | None = None, *, port: int | None = None, cli
         terminate(pid, grace_s=5.0)
         raise
     return str(state.read()["issuer"])
+
+
+@contextlib.contextmanager
+def running_during(needed: bool = True, *, log: Callable[[str], None] = print) -> Iterator[None]:
+    """The default background issuer runs for the block (a server start that trusts it, when ``needed``); if the
+    block fails, an issuer started here is stopped again (one that ran already is left running)."""
+    if not needed:
+        yield
+        return
+    started = _running_issuer(default_data_dir()) is None
+    log(f"Local token issuer: {ensure_running()}")
+    try:
+        yield
+    except BaseException:
+        if started and stop_background():
+            log("Stopped the local token issuer this start had started")
+        raise
 
 
 def stop_background(data_dir: Path | None = None) -> bool:

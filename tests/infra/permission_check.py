@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from infra.permissions import SQS_EVENT_SOURCE_ACTIONS
 from tests.infra.code_walk import (
     POWERTOOLS_CALLS,
     ModuleCalls,
@@ -95,6 +96,11 @@ NOT_REACHED: dict[tuple[str, str, str], str] = {
     ("index.expire_handler", "memory_adapter.admin.store", "s3:PutObject"): (
         "the expiry entry runs only the expire action, which writes nothing to the bucket"
     ),
+    **{
+        ("index.handler", "memory_adapter.sqs_spool", f"sqs:{op}"): "the replay only sends dead letters: its event "
+        "source mapping receives and deletes (mapping_needs)"
+        for op in ("ReceiveMessage", "DeleteMessage", "GetQueueAttributes", "ChangeMessageVisibility")
+    },
 }
 #: Packages of the project whose code a function's imports are followed into (third-party code is not read).
 OWN_PACKAGES = frozenset({"memory_adapter"})
@@ -361,6 +367,7 @@ def function_needs(fn: Function, template: Mapping[str, Any], outdir: Path, reso
                     continue
                 need = Need(need.action, (str(resolve(env[named_by])),), f"{need.why} ({named_by})", need.module)
             fn.needs.append(need)
+        fn.needs.extend(mapping_needs(template, fn.logical_id, resolve))
         if "Custom::ServiceLogGroup" in types:
             for logical, resource in custom:
                 name = resolve(resource["Properties"]["LogGroupName"])
@@ -368,6 +375,18 @@ def function_needs(fn: Function, template: Mapping[str, Any], outdir: Path, reso
                 fn.needs.extend(Need(a, (base, f"{base}:*"), f"claim {logical}") for a in CLAIM_ACTIONS)
         return
     fn.problems.append(f"no model of what this function calls (runtime {runtime}, handler {handler})")
+
+
+def mapping_needs(template: Mapping[str, Any], function: str, resolve: Resolver) -> list[Need]:
+    """What the function's role needs for Lambda to run its SQS event source mappings, on each queue."""
+    resources, needs = template.get("Resources", {}), list[Need]()
+    for logical, resource in resources.items():
+        props = resource.get("Properties", {})
+        source = resources.get(_token_target(props.get("EventSourceArn")) or "", {}).get("Type")
+        if source == "AWS::SQS::Queue" and _token_target(props.get("FunctionName")) == function:
+            arn = str(resolve(props["EventSourceArn"]))
+            needs.extend(Need(a, (arn,), f"event source {logical}") for a in SQS_EVENT_SOURCE_ACTIONS)
+    return needs
 
 
 def _layer_roots(props: Mapping[str, Any], template: Mapping[str, Any], outdir: Path) -> list[Path]:

@@ -219,6 +219,7 @@ def test_operations_keep_export_forget_expiry_but_no_backup(iam_synth: tuple[Syn
         ({"hindsight.external_probe": "ignore"}, r"hindsight\.external_probe"),
         ({"events.enabled": "true"}, r"events\.enabled needs hindsight\.mode=managed"),
         ({"fading.enabled": "true"}, r"fading\.enabled needs hindsight\.mode=managed"),
+        ({"hindsight.max_body_mib": "32"}, r"max_body_mib .* set HINDSIGHT_API_TENANT_MAX_BODY_MIB on your server"),
     ],
 )
 def test_bad_external_settings_are_refused_with_one_clear_line(overrides: dict[str, Any], message: str) -> None:

@@ -17,6 +17,7 @@ from memory_adapter.constants import (
     RETAIN_DELIVERY_TIMEOUT_ENV,
     SQS_MAX_MESSAGE_BYTES,
 )
+from tests.infra import permission_check as check
 from tests.infra.conftest import Synth, resources, role_policy_statements, statement_actions
 
 
@@ -148,12 +149,30 @@ def test_the_function_may_only_consume_the_queue_and_send_dead_letters(retain):
         json.dumps({"Fn::GetAtt": [retain["queue"], "Arn"]}): {
             "sqs:ReceiveMessage",
             "sqs:DeleteMessage",
-            "sqs:ChangeMessageVisibility",
             "sqs:GetQueueAttributes",
-            "sqs:GetQueueUrl",
         },
         json.dumps({"Fn::GetAtt": [retain["dead_letters"], "Arn"]}): {"sqs:SendMessage"},
     }
+
+
+def test_the_function_holds_no_sqs_action_its_code_or_its_mapping_does_not_call(default: Synth, retain):
+    # GIVEN what the permission check derives the replay needs: its code's calls and its event source mapping's
+    (replay,) = [
+        f
+        for f in check.functions(default.templates, default.outdir, region=default.config.region)
+        if f.logical_id == retain["function"]
+    ]
+    needed = {n.action for n in replay.needs if n.action.startswith("sqs:")}
+    # WHEN compared with every SQS action its role is granted
+    granted = {
+        action
+        for statement in role_policy_statements(retain["template"], retain["function_role"])
+        for action in statement_actions(statement)
+        if action.startswith("sqs:")
+    }
+    # THEN it holds exactly those (CDK's SqsEventSource added GetQueueUrl and ChangeMessageVisibility, which nothing
+    # calls: the function uses queue URLs and only sends dead letters; Lambda's mapping receives and deletes)
+    assert granted == needed == {"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:SendMessage"}
 
 
 def test_the_functions_network_reaches_only_https_and_hindsights_load_balancer(retain):

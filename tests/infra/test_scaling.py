@@ -72,3 +72,19 @@ def test_pool_and_slots_out_of_range_are_refused_with_what_to_do() -> None:
     with pytest.raises(ConfigError, match=r"hindsight\.db_pool_max_size must be between 5 and 200, got 2") as caught:
         _config({"hindsight.db_pool_max_size": "2", "hindsight.worker_max_slots": "0"})
     assert "hindsight.worker_max_slots must be between 1 and 100, got 0" in str(caught.value)
+
+
+@pytest.mark.parametrize("value", ["0", "1025"])
+def test_a_body_cap_outside_the_extensions_bounds_is_refused_with_what_it_is(value: str) -> None:
+    # GIVEN hindsight.max_body_mib outside what the extension accepts (1 to 1024 MiB)
+    with pytest.raises(ConfigError) as caught:
+        _config({"hindsight.max_body_mib": value})
+    # THEN synthesis stops with one line naming the setting, its bounds and its meaning (not a task that never starts)
+    (line,) = [e for e in caught.value.errors if "max_body_mib" in e]
+    assert line.startswith(f"hindsight.max_body_mib must be between 1 and 1024, got {value}")
+    assert "largest request body, in MiB" in line
+
+
+def test_the_body_cap_defaults_to_the_extensions_own() -> None:
+    assert _config({}).hindsight.max_body_mib is None
+    assert _config({"hindsight.max_body_mib": "64"}).hindsight.max_body_mib == 64

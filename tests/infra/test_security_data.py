@@ -160,3 +160,24 @@ def test_aurora_serverless_variant(synths: dict[str, Synth]) -> None:
         },
     )
     t.resource_count_is("AWS::RDS::DBInstance", 1)  # the serverless writer (dev: no reader)
+
+
+@pytest.mark.parametrize("variant", ["default", "iam-aurora"])
+def test_rds_may_assume_the_monitoring_role_only_for_this_accounts_databases(
+    synths: dict[str, Synth], variant: str
+) -> None:
+    # GIVEN the data stack's Enhanced Monitoring role (an instance's, or the Aurora cluster's)
+    t = synths[variant].template("-Data")
+    (role,) = [
+        r
+        for r in resources(t, "AWS::IAM::Role").values()
+        if r["Properties"]["AssumeRolePolicyDocument"]["Statement"][0]["Principal"]
+        == {"Service": "monitoring.rds.amazonaws.com"}
+    ]
+    (trust,) = role["Properties"]["AssumeRolePolicyDocument"]["Statement"]
+    # THEN RDS assumes it only for this account's databases (the conditions RDS documents for this role)
+    account = synths[variant].config.account or {"Ref": "AWS::AccountId"}
+    assert trust["Condition"]["StringEquals"] == {"aws:SourceAccount": account}
+    assert list(trust["Condition"]["ArnLike"]) == ["aws:SourceArn"]
+    sources = [as_text(source) for source in trust["Condition"]["ArnLike"]["aws:SourceArn"]]
+    assert [s.endswith((':db:*"]]}', ':cluster:*"]]}')) and ":rds:" in s for s in sources] == [True, True]

@@ -48,6 +48,7 @@ CHANGED = {
     "fading.plan": "3",
     "events.enabled": "true",
     "events.include_text": "true",
+    "hindsight.max_body_mib": "48",
 }
 
 
@@ -208,6 +209,7 @@ EXPECTED: dict[str, list[Expect]] = {
     "events.include_text": [
         ("extension", lambda s: (s.events_queue_url is not None, s.events_include_text), (True, True))
     ],
+    "hindsight.max_body_mib": [("extension", lambda s: s.max_body_mib, 48)],
     "missions.assistant.retain_mission (envs.prod)": [
         ("agent", lambda s: _retain_mission(Missions.from_json(s.memory.missions)), MISSION),
         ("extension", lambda s: _retain_mission(s.missions), MISSION),

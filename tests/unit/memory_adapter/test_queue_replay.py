@@ -103,6 +103,38 @@ def test_every_definitive_refusal_is_dead_lettered_once(replayer, fake, dead, st
     assert expected in reason
 
 
+def _jwt_with_payload(payload: str) -> str:
+    return f"e30.{base64.urlsafe_b64encode(payload.encode()).decode().rstrip('=')}.c2ln"
+
+
+@pytest.mark.parametrize(
+    ("credential", "expected"),
+    [
+        (jwt_expiring_at(10**400), "exp claim is unreadable"),  # float() overflows
+        (jwt_expiring_at(-(10**400)), "exp claim is unreadable"),
+        (jwt_expiring_at(float("inf")), "exp claim is unreadable"),  # json.dumps writes Infinity, json.loads reads it
+        (jwt_expiring_at(float("nan")), "exp claim is unreadable"),
+        (jwt_expiring_at(1e300), "exp claim is unreadable"),
+        (_jwt_with_payload("[" * 100_000 + "]" * 100_000), "not a JWT"),  # nested past the JSON parser's depth
+    ],
+    ids=["huge", "huge-negative", "infinity", "nan", "year-past-9999", "deeply-nested"],
+)
+def test_a_crafted_token_refused_by_hindsight_is_dead_lettered_and_the_batch_goes_on(
+    replayer, fake, dead, credential, expected
+):
+    # GIVEN a record whose token Hindsight refuses, with an exp claim no time can be (or a payload too deep to read)
+    fake.fault, fake.fault_status = Fault.STATUS, 401
+    # WHEN the replayer handles it THEN it is dead-lettered with the reason (before, OverflowError or RecursionError
+    # escaped: the record failed on every receive and reached the dead letters without a reason)
+    assert replayer.handle(message("a", credential=credential)).verdict is ReplayVerdict.DEAD_LETTERED
+    ((_, reason),) = dead.letters
+    assert reason.startswith("credential refused (HTTP 401)")
+    assert expected in reason
+    # AND the rest of the batch is delivered
+    fake.fault = Fault.NONE
+    assert replayer.handle(message("b")).verdict is ReplayVerdict.DELIVERED
+
+
 @pytest.mark.parametrize(
     ("body", "attributes", "expected"),
     [

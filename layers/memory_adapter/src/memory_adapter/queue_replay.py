@@ -263,7 +263,10 @@ def refusal_reason(status: int, detail: str, credential: str | None, *, now: flo
 def _credential_note(credential: str | None, now: float) -> str:
     if not credential:
         return "the record carries no credential"
-    expiry = _token_expiry(credential)
+    try:
+        expiry = _token_expiry(credential)
+    except ValueError as exc:
+        return f"a JWT whose exp claim is unreadable ({exc})"
     if expiry is None:
         return "not a JWT: a key Hindsight no longer accepts (rotated?)"
     if expiry <= now:
@@ -272,14 +275,25 @@ def _credential_note(credential: str | None, now: float) -> str:
     return "the token has not expired (its exp claim): revoked, unknown signing key or issuer?"
 
 
+#: The first second of the year 10000: an exp at or past it (or before 1970) is no time a token carries.
+_EXP_END = 253_402_300_800
+
+
 def _token_expiry(token: str) -> float | None:
-    """The ``exp`` claim of a JWT, read without verifying it: only to explain a refusal, never to decide one."""
+    """The ``exp`` claim of a JWT, read without verifying it: only to explain a refusal, never to decide one.
+
+    ValueError when the claim is a number but no time (a crafted record's ``10**400`` overflows a float), so the
+    record is dead-lettered with that reason instead of failing its delivery on every receive."""
     parts = token.split(".")
     if len(parts) != 3:
         return None
     try:
         payload = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
-    except (binascii.Error, ValueError):
+    except (binascii.Error, ValueError, RecursionError):  # RecursionError: JSON nested past the parser's depth
         return None
     exp = payload.get("exp") if isinstance(payload, dict) else None
-    return float(exp) if isinstance(exp, int | float) and not isinstance(exp, bool) else None
+    if not isinstance(exp, int | float) or isinstance(exp, bool):
+        return None
+    if not 0 <= exp < _EXP_END:  # compared before float(), which 10**400 overflows; NaN and infinity fail it too
+        raise ValueError("not a time between 1970 and 9999")
+    return float(exp)

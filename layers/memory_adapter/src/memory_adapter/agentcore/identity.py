@@ -10,10 +10,11 @@ docs/agent.md):
   ignored. The token itself is the credential the turn presents to Hindsight, whose isolation extension verifies it
   with the same code.
 * ``AUTH_MODE=iam``: the user is the ``X-Amzn-Bedrock-AgentCore-Runtime-User-Id`` header, read from the raw request
-  (the SDK filters it out of ``request_headers``). AWS does not verify that value: it is exactly as trustworthy as
-  the principals allowed ``bedrock-agentcore:InvokeAgentRuntimeForUser``. The tenant is ``TENANT_ID`` or an
-  allowlisted custom header; the credential (the deployment's agent key, :mod:`~memory_adapter.agentcore.credentials`)
-  is added by the agent.
+  (the SDK filters it out of ``request_headers``) as UTF-8, so it names the bank the same id in a token names; a value
+  that is not UTF-8 is refused (:meth:`~memory_adapter.agentcore.request.Headers.of_raw`). AWS does not verify that
+  value: it is exactly as trustworthy as the principals allowed ``bedrock-agentcore:InvokeAgentRuntimeForUser``. The
+  tenant is ``TENANT_ID`` or an allowlisted custom header; the credential (the deployment's agent key,
+  :mod:`~memory_adapter.agentcore.credentials`) is added by the agent.
 
 The caller's bank id is computed here, once: an identity that cannot name a bank is refused before any turn runs.
 Anything missing, ambiguous or invalid raises :class:`~memory_adapter.agentcore.errors.AuthError`, unless
@@ -26,7 +27,7 @@ from collections.abc import Iterable
 from typing import Protocol
 
 from memory_adapter.agentcore.errors import AuthError
-from memory_adapter.agentcore.request import DuplicateHeaderError, Headers
+from memory_adapter.agentcore.request import DuplicateHeaderError, Headers, UndecodableHeaderError
 from memory_adapter.agentcore.settings import AgentMemorySettings, IdentitySource
 from memory_adapter.identity.caller import Caller
 from memory_adapter.identity.errors import BankResolutionError, RejectReason, TokenRejectedError
@@ -100,6 +101,8 @@ def _single(headers: Headers, name: str) -> str | None:
         return headers.single(name)
     except DuplicateHeaderError as exc:
         raise AuthError("duplicate_header", str(exc)) from None
+    except UndecodableHeaderError as exc:
+        raise AuthError("header_encoding", str(exc)) from None
 
 
 def default_verifier(settings: AgentMemorySettings) -> TokenVerifier | None:

@@ -36,7 +36,7 @@ from memory_adapter.agentcore.errors import AuthError, PayloadError
 from memory_adapter.agentcore.hooks import InvocationHooks, notify
 from memory_adapter.agentcore.identity import RequestAuthenticator, TokenVerifier, default_verifier
 from memory_adapter.agentcore.payload import TurnRequest, parse_turn
-from memory_adapter.agentcore.request import InvalidSessionError, RequestFacts
+from memory_adapter.agentcore.request import Headers, InvalidSessionError, RequestFacts
 from memory_adapter.agentcore.settings import AgentMemorySettings, IdentitySource
 from memory_adapter.identity.caller import Caller
 from memory_adapter.identity.errors import RejectReason
@@ -202,7 +202,7 @@ class AgentCoreMemory:
                     await asyncio.wait_for(asyncio.wrap_future(future), timeout=10)
 
         async def gate(scope: Scope) -> Any:
-            headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope.get("headers", [])]
+            headers = Headers.of_raw(scope.get("headers", []))
             try:
                 caller = await asyncio.to_thread(self.authenticator.authenticate, headers)
             except AuthError as exc:
