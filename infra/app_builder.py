@@ -19,13 +19,13 @@ from infra.constructs.memory_gateway import MemoryGatewayProps
 from infra.constructs.memory_props import ExternalMemoryProps, MemoryServiceProps
 from infra.constructs.memory_service import MemoryService
 from infra.constructs.network import NetworkProps
-from infra.stacks.agent_stack import AgentStack
-from infra.stacks.data_stack import DataStack
+from infra.stacks.agent_stack import AgentStack, AgentStackProps
+from infra.stacks.data_stack import DataStack, DataStackProps
 from infra.stacks.external_memory_stack import ExternalMemoryStack
 from infra.stacks.gateway_stack import GatewayStack
 from infra.stacks.identity_stack import IdentityStack
-from infra.stacks.network_stack import NetworkStack
-from infra.stacks.operations_stack import OperationsStack
+from infra.stacks.network_stack import NetworkStack, NetworkStackProps
+from infra.stacks.operations_stack import OperationsStack, OperationsStackProps
 from infra.stacks.removal import removal_policy
 from infra.stacks.service_stack import MemoryServiceStack
 
@@ -83,27 +83,23 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
     bucket_account = config.account or Aws.ACCOUNT_ID
     bucket_name = admin_bucket_name(prefix, account=bucket_account, region=config.region, creation=creation_id())
     bucket_pattern = admin_bucket_pattern(prefix, account=bucket_account, region=config.region)
-    network = NetworkStack(
-        app,
-        f"{prefix}-Network",
-        props=NetworkProps(config=config.network, auth_mode=config.auth.mode, gateway_buckets=(bucket_pattern,)),
+    network_props = NetworkStackProps(
+        network=NetworkProps(config=config.network, auth_mode=config.auth.mode, gateway_buckets=(bucket_pattern,)),
         alarm_email=config.alarms.email,
-        env=env,
     )
+    network = NetworkStack(app, f"{prefix}-Network", props=network_props, env=env)
     foundation = network.foundation
     external = config.hindsight.external  # the customer's Hindsight: no -Data, no -MemoryService
     data = None
     if not external:
-        data = DataStack(
-            app,
-            f"{prefix}-Data",
+        data_props = DataStackProps(
             config=config.database,
             removal=config.removal,
             parameter_prefix=config.parameter_prefix,
             foundation=foundation,
             events=config.events,
-            env=env,
         )
+        data = DataStack(app, f"{prefix}-Data", props=data_props, env=env)
     identity = None
     if config.auth.mode is not AuthMode.IAM:
         identity_props = IdentityProps(
@@ -149,7 +145,7 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
         if config.agent.tools_via_gateway
         else None
     )
-    agent_props = AgentRuntimeProps(
+    runtime_props = AgentRuntimeProps(
         config=config.agent,
         auth=config.auth,
         foundation=foundation,
@@ -159,16 +155,14 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
         gateway=gateway_access,
         mission=mission,
     )
-    agent = AgentStack(
-        app,
-        f"{prefix}-Agent",
-        props=agent_props,
+    agent_props = AgentStackProps(
+        runtime=runtime_props,
         layer=config.layer,
         retain_queue=config.retain_queue,
         removal=config.removal,
         layer_parameter_name=f"{config.parameter_prefix}/memory-adapter-layer-arn",
-        env=env,
     )
+    agent = AgentStack(app, f"{prefix}-Agent", props=agent_props, env=env)
     gateway = None
     if config.gateway_enabled:
         assert identity is not None  # the rules refuse a gateway with auth.mode=iam
@@ -190,9 +184,7 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
         other_alarms.append(identity.identity.mirror_alarm)
     if gateway is not None:
         other_alarms.extend(gateway.gateway.alarms)
-    operations = OperationsStack(
-        app,
-        f"{prefix}-Operations",
+    operations_props = OperationsStackProps(
         config=config.operations,
         retention=config.retention,
         layer=config.layer,
@@ -206,10 +198,10 @@ def build_stacks(app: App, config: AppConfig) -> Stacks:
         memory=memory,
         retain_queue=agent.retain_queue,
         retain_replay=agent.retain_replay,
-        other_alarms=other_alarms,
+        other_alarms=tuple(other_alarms),
         memory_events=data.events if data is not None else None,
-        env=env,
     )
+    operations = OperationsStack(app, f"{prefix}-Operations", props=operations_props, env=env)
     operations.add_stack_dependency(agent, "watches the agent and runs last: cdk deploy --all keeps the stacks' order")
     if gateway is not None:
         operations.add_stack_dependency(gateway, "shows the gateway's alarms and runs last")

@@ -3,6 +3,7 @@ function (the turns the agent could not deliver, and what delivers them once Hin
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from aws_cdk import CfnOutput
@@ -17,44 +18,48 @@ from infra.constructs.retain_replay import RetainReplay, RetainReplayProps
 from infra.stacks.removal import removal_policy
 
 
-class AgentStack(PartAwareStack):
-    """Exposes ``agent``, ``layer``, ``retain_queue`` and ``retain_replay``.
+@dataclass(frozen=True)
+class AgentStackProps:
+    """What the -Agent stack is built from.
 
     Args:
-        props: The agent runtime's (:class:`~infra.constructs.agent_runtime.AgentRuntimeProps`).
-        layer_parameter_name: The SSM name publishing the layer's ARN unless ``layer.parameter_name`` is set.
+        runtime: The agent runtime's (:class:`~infra.constructs.agent_runtime.AgentRuntimeProps`); its auth,
+            foundation and memory serve the retain queue and the replay function too.
+        layer: The ``layer`` section.
+        retain_queue: The ``retain_queue`` section (the queue and its replay function).
         removal: What becomes of the retain queues when the stack is deleted (they may hold undelivered turns).
+        layer_parameter_name: The SSM name publishing the layer's ARN unless ``layer.parameter_name`` is set.
     """
 
-    def __init__(
-        self,
-        scope: Construct,
-        construct_id: str,
-        *,
-        props: AgentRuntimeProps,
-        layer: LayerConfig,
-        retain_queue: RetainQueueConfig,
-        removal: DataRemoval,
-        layer_parameter_name: str,
-        **kwargs: Any,
-    ) -> None:
+    runtime: AgentRuntimeProps
+    layer: LayerConfig
+    retain_queue: RetainQueueConfig
+    removal: DataRemoval
+    layer_parameter_name: str
+
+
+class AgentStack(PartAwareStack):
+    """Exposes ``agent``, ``layer``, ``retain_queue`` and ``retain_replay``."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, props: AgentStackProps, **kwargs: Any) -> None:
         super().__init__(scope, construct_id, **kwargs)
+        runtime_props = props.runtime
         queue_props = RetainQueueProps(
-            config=retain_queue,
-            grace_seconds=props.auth.grace_seconds,
-            removal_policy=removal_policy(removal, snapshots=False),
-            foundation=props.foundation,
+            config=props.retain_queue,
+            grace_seconds=runtime_props.auth.grace_seconds,
+            removal_policy=removal_policy(props.removal, snapshots=False),
+            foundation=runtime_props.foundation,
         )
         self.retain_queue = RetainQueue(self, "RetainQueue", queue_props)
-        self.agent = AgentRuntime(self, "Agent", props, retain_queue=self.retain_queue)
-        layer_props = MemoryLayerProps(config=layer, parameter_name=layer_parameter_name)
+        self.agent = AgentRuntime(self, "Agent", runtime_props, retain_queue=self.retain_queue)
+        layer_props = MemoryLayerProps(config=props.layer, parameter_name=props.layer_parameter_name)
         self.layer = MemoryAdapterLayer(self, "MemoryAdapterLayer", layer_props)
         replay_props = RetainReplayProps(
-            config=retain_queue,
+            config=props.retain_queue,
             queue=self.retain_queue,
             layer=self.layer,
-            foundation=props.foundation,
-            memory=props.memory,
+            foundation=runtime_props.foundation,
+            memory=runtime_props.memory,
         )
         self.retain_replay = RetainReplay(self, "RetainReplay", replay_props)
         runtime = self.agent.runtime
@@ -67,7 +72,9 @@ class AgentStack(PartAwareStack):
             description="Qualifier for invoke-agent-runtime",
         )
         CfnOutput(self, "AgentRoleArn", value=runtime.role.role_arn)
-        CfnOutput(self, "AuthMode", value=props.auth.mode.value, description="How callers authenticate (smoke test)")
+        CfnOutput(
+            self, "AuthMode", value=runtime_props.auth.mode.value, description="How callers authenticate (smoke test)"
+        )
         CfnOutput(
             self,
             "RetainQueueUrl",

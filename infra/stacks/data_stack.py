@@ -4,6 +4,7 @@ archive outlive any replacement of the service)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from aws_cdk import CfnOutput
@@ -19,38 +20,46 @@ from infra.constructs.part import PartAwareStack
 from infra.stacks.removal import removal_policy
 
 
+@dataclass(frozen=True)
+class DataStackProps:
+    """What the -Data stack is built from.
+
+    Args:
+        config: The ``database`` section.
+        removal: What becomes of the database, its backups and the event stream when the stack is deleted.
+        parameter_prefix: The start of every SSM name the stack writes (the database's and the events' handoffs).
+        foundation: The network, the logs key and the alerts.
+        events: The ``events`` section (the memory event stream exists only with ``events.enabled``).
+    """
+
+    config: DatabaseConfig
+    removal: DataRemoval
+    parameter_prefix: str
+    foundation: Foundation
+    events: EventsConfig
+
+
 class DataStack(PartAwareStack):
     """Exposes ``database``, ``backup_plan`` and ``events`` (None unless ``events.enabled``)."""
 
-    def __init__(
-        self,
-        scope: Construct,
-        construct_id: str,
-        *,
-        config: DatabaseConfig,
-        removal: DataRemoval,
-        parameter_prefix: str,
-        foundation: Foundation,
-        events: EventsConfig | None = None,
-        **kwargs: Any,
-    ) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, props: DataStackProps, **kwargs: Any) -> None:
         super().__init__(scope, construct_id, **kwargs)
         database_props = DatabaseProps(
-            config=config,
-            foundation=foundation,
-            removal_policy=removal_policy(removal),
-            parameter_prefix=parameter_prefix,
+            config=props.config,
+            foundation=props.foundation,
+            removal_policy=removal_policy(props.removal),
+            parameter_prefix=props.parameter_prefix,
         )
         self.database = VectorDatabase(self, "Database", database_props)
-        backup_props = DatabaseBackupProps(config=config, database=self.database, foundation=foundation)
+        backup_props = DatabaseBackupProps(config=props.config, database=self.database, foundation=props.foundation)
         self.backup_plan = DatabaseBackupPlan(self, "BackupPlan", backup_props)
         self.events: MemoryEvents | None = None
-        if events is not None and events.enabled:
+        if props.events.enabled:
             events_props = MemoryEventsProps(
-                config=events,
-                foundation=foundation,
-                removal_policy=removal_policy(removal, snapshots=False),
-                parameter_prefix=parameter_prefix,
+                config=props.events,
+                foundation=props.foundation,
+                removal_policy=removal_policy(props.removal, snapshots=False),
+                parameter_prefix=props.parameter_prefix,
             )
             self.events = MemoryEvents(self, "MemoryEvents", events_props)
             CfnOutput(

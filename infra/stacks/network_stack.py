@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from aws_cdk import ArnFormat, CfnOutput, RemovalPolicy
@@ -18,18 +19,23 @@ from infra.constructs.part import PartAwareStack
 LOGS_KEY_ACTIONS = ("kms:Encrypt*", "kms:Decrypt*", "kms:ReEncrypt*", "kms:GenerateDataKey*", "kms:Describe*")
 
 
+@dataclass(frozen=True)
+class NetworkStackProps:
+    """What the -Network stack is built from.
+
+    Args:
+        network: The network's (:class:`~infra.constructs.network.NetworkProps`).
+        alarm_email: Where the alerts topic sends mail (``alarms.email``; ``None``: no subscription).
+    """
+
+    network: NetworkProps
+    alarm_email: str | None
+
+
 class NetworkStack(PartAwareStack):
     """Exposes ``network``, ``logs_key``, ``alerts`` and all three as ``foundation``."""
 
-    def __init__(
-        self,
-        scope: Construct,
-        construct_id: str,
-        *,
-        props: NetworkProps,
-        alarm_email: str | None,
-        **kwargs: Any,
-    ) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, props: NetworkStackProps, **kwargs: Any) -> None:
         super().__init__(scope, construct_id, **kwargs)
         self.logs_key = kms.Key(
             self,
@@ -55,14 +61,14 @@ class NetworkStack(PartAwareStack):
                 },
             )
         )
-        self.alerts = Alerts(self, "Alerts", email=alarm_email)
+        self.alerts = Alerts(self, "Alerts", email=props.alarm_email)
         CfnOutput(
             self,
             "AlertsTopicArn",
             value=self.alerts.topic.topic_arn,
             description="Every alarm of the deployment notifies this topic: subscribe your alerting to it",
         )
-        self.network = Network(self, "Network", props, logs_key=self.logs_key)
+        self.network = Network(self, "Network", props.network, logs_key=self.logs_key)
         self.foundation = Foundation(network=self.network, logs_key=self.logs_key, alerts=self.alerts)
         CfnOutput(
             self,

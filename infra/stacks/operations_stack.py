@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from aws_cdk import CfnOutput
@@ -34,81 +35,91 @@ from infra.constructs.system_alarms import SystemAlarms, SystemAlarmsProps, Watc
 from infra.stacks.removal import removal_policy
 
 
-class OperationsStack(PartAwareStack):
-    """Exposes ``bucket``, ``admin``, ``alarms`` and ``dashboard``.
+@dataclass(frozen=True)
+class OperationsStackProps:
+    """What the -Operations stack is built from.
 
     Args:
+        config: The ``operations`` section.
+        retention: The ``retention`` section (the expiry's rules).
+        layer: The ``layer`` section (the functions run on their own version of the memory adapter layer).
+        removal: What becomes of the administration bucket when the stack is deleted.
         bucket_name: The administration bucket's name (:func:`~infra.constructs.admin_bucket.admin_bucket_name`;
             the network's S3 gateway admits it by that name).
         agent_name: The agent whose metrics the dashboard and the alarms read.
         recall_settings: The agent's recall budget and block size (``AgentConfig.recall_settings``): the operator's
             recall uses them too.
         dashboard_name: The dashboard's name.
+        foundation: The network, the logs key and the alerts.
+        database: The database it watches (``None`` with ``hindsight.mode=external``).
+        memory: The Hindsight it administers and watches.
         retain_queue, retain_replay: The agent's retain queue and its replay function (the dashboard's retains
             row; their alarms join the others).
         other_alarms: The other stacks' alarms, shown with these on the dashboard.
         memory_events: The -Data stack's memory events (``events.enabled``), whose alarms the dashboard shows.
     """
 
-    def __init__(
-        self,
-        scope: Construct,
-        construct_id: str,
-        *,
-        config: OperationsConfig,
-        retention: RetentionConfig,
-        layer: LayerConfig,
-        removal: DataRemoval,
-        bucket_name: str,
-        agent_name: str,
-        recall_settings: Mapping[str, Any],
-        dashboard_name: str,
-        foundation: Foundation,
-        database: VectorDatabase | None,
-        memory: MemoryService | ExternalMemory,
-        retain_queue: RetainQueue,
-        retain_replay: RetainReplay,
-        other_alarms: Sequence[cloudwatch.IAlarm] = (),
-        memory_events: MemoryEvents | None = None,
-        **kwargs: Any,
-    ) -> None:
+    config: OperationsConfig
+    retention: RetentionConfig
+    layer: LayerConfig
+    removal: DataRemoval
+    bucket_name: str
+    agent_name: str
+    recall_settings: Mapping[str, Any]
+    dashboard_name: str
+    foundation: Foundation
+    database: VectorDatabase | None
+    memory: MemoryService | ExternalMemory
+    retain_queue: RetainQueue
+    retain_replay: RetainReplay
+    other_alarms: Sequence[cloudwatch.IAlarm]
+    memory_events: MemoryEvents | None
+
+
+class OperationsStack(PartAwareStack):
+    """Exposes ``bucket``, ``admin``, ``alarms`` and ``dashboard``."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, props: OperationsStackProps, **kwargs: Any) -> None:
         super().__init__(scope, construct_id, **kwargs)
+        memory = props.memory
         bucket_props = AdminBucketProps(
-            config=config, bucket_name=bucket_name, removal_policy=removal_policy(removal, snapshots=False)
+            config=props.config,
+            bucket_name=props.bucket_name,
+            removal_policy=removal_policy(props.removal, snapshots=False),
         )
         self.bucket = AdminBucket(self, "AdminBucket", bucket_props)
         managed = isinstance(memory, MemoryService)  # hindsight.mode=external: no maintenance task, no backup
         if isinstance(memory, MemoryService):
             self.bucket.grant_read(memory.maintenance_role_in(self), tag=memory.maintenance_role_tag)
         admin_props = MemoryAdminProps(
-            config=config,
-            retention_rules=retention.rules,
-            recall_settings=recall_settings,
-            layer_path=layer.path,
-            foundation=foundation,
+            config=props.config,
+            retention_rules=props.retention.rules,
+            recall_settings=props.recall_settings,
+            layer_path=props.layer.path,
+            foundation=props.foundation,
             memory=memory,
             bucket=self.bucket,
             logical_backup=managed,
         )
         self.admin = MemoryAdmin(self, "MemoryAdmin", admin_props)
-        system = WatchedSystem(agent_name=agent_name, database=database, memory=memory)
-        self.alarms = SystemAlarms(self, "Alarms", SystemAlarmsProps(system=system, foundation=foundation))
+        system = WatchedSystem(agent_name=props.agent_name, database=props.database, memory=memory)
+        self.alarms = SystemAlarms(self, "Alarms", SystemAlarmsProps(system=system, foundation=props.foundation))
         alarms = [
             *self.alarms.alarms,
             *self.admin.alarms,
-            retain_queue.dead_letter_alarm,
-            retain_queue.oldest_message_alarm,
-            retain_replay.errors_alarm,
-            *other_alarms,
+            props.retain_queue.dead_letter_alarm,
+            props.retain_queue.oldest_message_alarm,
+            props.retain_replay.errors_alarm,
+            *props.other_alarms,
             *([memory.restart_alarm_in(self)] if isinstance(memory, MemoryService) else []),
-            *(memory_events.alarms_in(self) if memory_events is not None else []),
+            *(props.memory_events.alarms_in(self) if props.memory_events is not None else []),
         ]
         dashboard_props = DashboardProps(
-            name=dashboard_name,
+            name=props.dashboard_name,
             system=system,
             admin_functions=self.admin,
-            retain_queue=retain_queue,
-            retain_replay=retain_replay,
+            retain_queue=props.retain_queue,
+            retain_replay=props.retain_replay,
             alarms=alarms,
         )
         self.dashboard = SystemDashboard(self, "Dashboard", dashboard_props)
@@ -130,4 +141,6 @@ class OperationsStack(PartAwareStack):
             value=self.bucket.bucket_name,
             description="Exports, erasure receipts and logical backups (private, versioned, KMS)",
         )
-        CfnOutput(self, "DashboardName", value=dashboard_name, description="The CloudWatch dashboard of the system")
+        CfnOutput(
+            self, "DashboardName", value=props.dashboard_name, description="The CloudWatch dashboard of the system"
+        )

@@ -8,6 +8,7 @@ import os
 import signal
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -99,7 +100,37 @@ def agent_env(queues: RetainQueues, moto_server: Any, **extra: str) -> dict[str,
     }
 
 
-def test_an_outage_with_the_agent_killed_mid_outage_loses_and_duplicates_no_turn(
+@dataclass(frozen=True)
+class Outage:
+    """What each test here runs on: the real Hindsight behind a proxy that takes it down, the retain queue (moto's
+    SQS), the token issuer, the bank's stored documents, a fresh run id and a folder for the agents' data."""
+
+    hindsight: Any
+    issuer: Any
+    proxy: SwitchableProxy
+    queues: RetainQueues
+    moto: Any
+    bank: Bank
+    run_id: str
+    folder: Path
+
+    def agent(self, name: str, **env: str) -> RunningAgent:
+        """An agent process (its data in ``folder/name``) spooling to the queue, reaching Hindsight by the proxy."""
+        return RunningAgent(
+            self.folder / name, agent_env(self.queues, self.moto, **env), self.proxy.url, self.issuer.issuer
+        )
+
+    def replay(self) -> list[dict[str, Any]]:
+        """The replay function over the queue, as its event source mapping runs it."""
+        return run_event_source(self.queues, replay_handler(self.hindsight.url, self.queues))
+
+    def documents(self, user: str, expected: set[str], timeout: float = 90.0) -> list[str]:
+        """The ids of ``user``'s documents once every expected one is stored."""
+        return self.bank.wait_for_documents(format_bank_id(user=user, agent="support"), expected, timeout=timeout)
+
+
+@pytest.fixture
+def outage(
     local_hindsight: Any,
     token_issuer: Any,
     proxy: SwitchableProxy,
@@ -108,14 +139,17 @@ def test_an_outage_with_the_agent_killed_mid_outage_loses_and_duplicates_no_turn
     bank: Bank,
     run_id: str,
     tmp_path: Path,
-) -> None:
-    user = f"durable-{run_id}"
-    bank_id = format_bank_id(user=user, agent="support")
-    token = token_issuer.mint(user, ttl=3600)
-    env = agent_env(queues, moto_server)
+) -> Outage:
+    return Outage(local_hindsight, token_issuer, proxy, queues, moto_server, bank, run_id, tmp_path)
+
+
+def test_an_outage_with_the_agent_killed_mid_outage_loses_and_duplicates_no_turn(outage: Outage) -> None:
+    queues, proxy = outage.queues, outage.proxy
+    user = f"durable-{outage.run_id}"
+    token = outage.issuer.mint(user, ttl=3600)
     started = time.monotonic()
     # GIVEN an agent whose turns reach Hindsight (on a loaded machine a slow recall may still degrade one)
-    first = RunningAgent(tmp_path / "first", env, proxy.url, token_issuer.issuer)
+    first = outage.agent("first")
     healthy = [first.turn(n, token) for n in range(OUTAGE_STARTS)]
     assert sum(not a["memory"]["degraded"] for a in healthy) > OUTAGE_STARTS // 2
     first.wait_until_safe()
@@ -128,7 +162,7 @@ def test_an_outage_with_the_agent_killed_mid_outage_loses_and_duplicates_no_turn
     assert queues.depth() - queued_before == AGENT_KILLED - OUTAGE_STARTS
     # ... and the microVM is reclaimed mid-outage (SIGKILL: no exit hook runs), and a new session's agent takes over
     first.kill()
-    second = RunningAgent(tmp_path / "second", env, proxy.url, token_issuer.issuer)
+    second = outage.agent("second")
     for n in range(AGENT_KILLED, TURNS):
         assert second.turn(n, token)["memory"]["degraded"] is True
     second.wait_until_safe()
@@ -137,41 +171,30 @@ def test_an_outage_with_the_agent_killed_mid_outage_loses_and_duplicates_no_turn
     outage_s = time.monotonic() - started
     # THEN once Hindsight is back, the replay function delivers the queue; nothing fails, nothing is left anywhere
     proxy.set_mode("up")
-    batches = run_event_source(queues, replay_handler(local_hindsight.url, queues))
-    assert all(batch == {"batchItemFailures": []} for batch in batches)
+    assert all(batch == {"batchItemFailures": []} for batch in outage.replay())
     assert (queues.depth(), queues.depth(dead=True)) == (0, 0)
     expected = {f"turn-{n}" for n in range(TURNS)}
-    ids = bank.wait_for_documents(bank_id, expected, timeout=300)
+    ids = outage.documents(user, expected, timeout=300)
     assert sorted(ids) == sorted(expected)  # every turn, each exactly once
     # (and nothing went to the microVMs' local disks)
-    assert not list((tmp_path / "first" / "spool").rglob("*.json"))
-    assert not list((tmp_path / "second" / "spool").rglob("*.json"))
+    assert not list((outage.folder / "first" / "spool").rglob("*.json"))
+    assert not list((outage.folder / "second" / "spool").rglob("*.json"))
     print(f"\n{TURNS} turns + 2 agent starts: {outage_s:.1f} s; replay + indexing: {time.monotonic() - started:.1f} s")
 
 
-def test_a_retain_in_flight_when_the_agent_shuts_down_goes_to_the_queue(
-    local_hindsight: Any,
-    token_issuer: Any,
-    proxy: SwitchableProxy,
-    queues: RetainQueues,
-    moto_server: Any,
-    bank: Bank,
-    run_id: str,
-    tmp_path: Path,
-) -> None:
-    user = f"shutdown-{run_id}"
-    token = token_issuer.mint(user, ttl=3600)
+def test_a_retain_in_flight_when_the_agent_shuts_down_goes_to_the_queue(outage: Outage) -> None:
+    queues = outage.queues
+    user = f"shutdown-{outage.run_id}"
+    token = outage.issuer.mint(user, ttl=3600)
     # GIVEN a hung Hindsight and an agent whose retain waits on it (a long per-attempt timeout, a short exit flush)
-    proxy.set_mode("hung")
-    env = agent_env(
-        queues,
-        moto_server,
+    outage.proxy.set_mode("hung")
+    agent = outage.agent(
+        "agent",
         HINDSIGHT_ADAPTER_TIMEOUT="30",
         HINDSIGHT_ADAPTER_MAX_RETRIES="0",
         HINDSIGHT_ADAPTER_EXIT_FLUSH_TIMEOUT="1",
         HINDSIGHT_ADAPTER_RECALL_TIMEOUT="0.5",
     )
-    agent = RunningAgent(tmp_path / "agent", env, proxy.url, token_issuer.issuer)
     assert agent.turn(1, token)["memory"]["degraded"] is True
     assert agent.http.get("/ping").json()["status"] == "HealthyBusy"
     assert queues.depth() == 0
@@ -184,23 +207,16 @@ def test_a_retain_in_flight_when_the_agent_shuts_down_goes_to_the_queue(
     record = decode_record(message)
     assert (record.item["document_id"], record.credential) == ("turn-1", token)
     queues.spool().release([message], dead=False)
-    assert not list((tmp_path / "agent" / "spool").rglob("*.json"))
-    proxy.set_mode("up")
-    assert run_event_source(queues, replay_handler(local_hindsight.url, queues)) == [{"batchItemFailures": []}]
-    assert bank.wait_for_documents(format_bank_id(user=user, agent="support"), {"turn-1"}) == ["turn-1"]
+    assert not list((outage.folder / "agent" / "spool").rglob("*.json"))
+    outage.proxy.set_mode("up")
+    assert outage.replay() == [{"batchItemFailures": []}]
+    assert outage.documents(user, {"turn-1"}) == ["turn-1"]
 
 
 def test_an_iam_agent_queues_its_retains_without_the_agent_key_and_the_replay_function_reads_it(
-    local_hindsight: Any,
-    token_issuer: Any,
-    proxy: SwitchableProxy,
-    queues: RetainQueues,
-    moto_server: Any,
-    bank: Bank,
-    run_id: str,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    outage: Outage, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    local_hindsight, moto_server, queues, run_id = outage.hindsight, outage.moto, outage.queues, outage.run_id
     if not local_hindsight.agent_key:
         pytest.skip("the external Hindsight has no agent key (LOCAL_HINDSIGHT_TEST_AGENT_KEY)")
     # GIVEN the agent key in Secrets Manager (moto's server), read by an IAM-mode agent and by the replay function
@@ -212,12 +228,10 @@ def test_an_iam_agent_queues_its_retains_without_the_agent_key_and_the_replay_fu
     # The local agent's JWT settings blanked (IAM mode refuses any): its environment is Settings.to_env of JWT mode
     jwt_off = {name: "" for name in ("JWT_DISCOVERY_URL", "JWT_ALLOWED_CLIENTS", "JWT_USER_CLAIM")}
     iam = {"AUTH_MODE": "iam", "HINDSIGHT_API_KEY_SECRET_ARN": arn, **jwt_off}
-    agent = RunningAgent(
-        tmp_path / "agent", agent_env(queues, moto_server, **aws, **iam), proxy.url, token_issuer.issuer
-    )
+    agent = outage.agent("agent", **aws, **iam)
     user = f"iam-queued-{run_id}"
     # WHEN Hindsight is down for a turn: its retain goes to the queue
-    proxy.set_mode("refused")
+    outage.proxy.set_mode("refused")
     response = agent.http.post(
         "/invocations",
         json={"prompt": "Turn 1: the magic number is 1001."},
@@ -238,7 +252,7 @@ def test_an_iam_agent_queues_its_retains_without_the_agent_key_and_the_replay_fu
     assert (record.item["document_id"], record.credential, record.agent_key) == ("turn-1", None, True)
     queues.spool().release([message], dead=False)
     # ... and the replay function, built from its environment as deployed, reads the key and delivers the turn
-    proxy.set_mode("up")
+    outage.proxy.set_mode("up")
     env = {
         "HINDSIGHT_API_URL": local_hindsight.url,
         "RETAIN_DEAD_LETTER_QUEUE_URL": queues.dead_url,
@@ -247,4 +261,4 @@ def test_an_iam_agent_queues_its_retains_without_the_agent_key_and_the_replay_fu
     handler = index.make_handler(lambda: QueueReplayer.from_settings(ReplaySettings.from_env(env)))
     assert run_event_source(queues, handler) == [{"batchItemFailures": []}]
     assert (queues.depth(), queues.depth(dead=True)) == (0, 0)
-    assert bank.wait_for_documents(format_bank_id(user=user, agent="support"), {"turn-1"}) == ["turn-1"]
+    assert outage.documents(user, {"turn-1"}) == ["turn-1"]

@@ -259,15 +259,13 @@ class RetainDelivery:
         )
         self._on_delivered()
 
-    def _reject(self, record: RetainRecord, exc: HindsightRequestError) -> RetainOutcome:
+    def _failed(self, record: RetainRecord, message: str, *, event: str, **fields: Any) -> None:
+        """A retain that will not reach Hindsight from here: counted as failed, logged as an error with its bank."""
         self._obs.count(Metric.RETAIN_FAILED)
-        self._obs.event(
-            logging.ERROR,
-            "memory retain rejected by Hindsight",
-            event="retain.rejected",
-            bank=short_hash(record.bank_id),
-            status=exc.status,
-        )
+        self._obs.event(logging.ERROR, message, event=event, bank=short_hash(record.bank_id), **fields)
+
+    def _reject(self, record: RetainRecord, exc: HindsightRequestError) -> RetainOutcome:
+        self._failed(record, "memory retain rejected by Hindsight", event="retain.rejected", status=exc.status)
         if self._spool is not None:
             try:
                 self._spool.dead_letter(record, f"HTTP {exc.status}")
@@ -278,35 +276,18 @@ class RetainDelivery:
     def _to_spool(self, record: RetainRecord, reason: str) -> RetainOutcome:
         record.last_error = reason
         if self._spool is None:
-            self._obs.count(Metric.RETAIN_FAILED)
-            self._obs.event(
-                logging.ERROR, "memory retain lost: no spool", event="retain.dropped", bank=short_hash(record.bank_id)
-            )
+            self._failed(record, "memory retain lost: no spool", event="retain.dropped")
             return RetainOutcome.DROPPED
         try:
             self._spool.put(record)
         except RecordTooLargeError as exc:
             # Counted and logged on its own: the one loss a durable spool cannot prevent (docs/operating.md).
-            self._obs.count(Metric.RETAIN_FAILED)
+            message = "memory retain lost: too large for the spool"
+            self._failed(record, message, event="retain.too_large", size=exc.size, limit=exc.limit)
             self._obs.count(Metric.RETAIN_TOO_LARGE)
-            self._obs.event(
-                logging.ERROR,
-                "memory retain lost: too large for the spool",
-                event="retain.too_large",
-                bank=short_hash(record.bank_id),
-                size=exc.size,
-                limit=exc.limit,
-            )
             return RetainOutcome.DROPPED
         except SpoolError as exc:
-            self._obs.count(Metric.RETAIN_FAILED)
-            self._obs.event(
-                logging.ERROR,
-                "memory retain lost: spool write failed",
-                event="retain.dropped",
-                bank=short_hash(record.bank_id),
-                error=str(exc),
-            )
+            self._failed(record, "memory retain lost: spool write failed", event="retain.dropped", error=str(exc))
             return RetainOutcome.DROPPED
         self._obs.count(Metric.RETAIN_SPOOLED)
         if self._auto_replay and self._breaker.allow():
