@@ -126,6 +126,10 @@ SQS_SEND_ACTIONS = ("sqs:SendMessage",)
 #: What Lambda documents its execution role needs to run an SQS event source mapping (services-sqs-configure.html,
 #: the AWSLambdaSQSQueueExecutionRole policy); with partial batch responses Lambda deletes the processed messages.
 SQS_EVENT_SOURCE_ACTIONS = ("sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes")
+#: What EventBridge Pipes documents a pipe's execution role needs for an SQS source (eb-pipes-permissions.html,
+#: "Amazon SQS execution role permissions"): the pipe deletes a batch once its target took it. Its own statement of
+#: the same three actions as Lambda's, not that one: each service documents its poller separately.
+PIPES_SQS_SOURCE_ACTIONS = ("sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes")
 #: What sending to an SSE-KMS queue needs on its key (the data key, and decrypting it to reuse it).
 SQS_PRODUCER_KEY_ACTIONS = ("kms:GenerateDataKey", "kms:Decrypt")
 #: What EventBridge needs on a customer key that encrypts a bus and its archive (memory events with text).

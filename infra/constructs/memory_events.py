@@ -46,6 +46,7 @@ from infra.constructs.queues import encrypted_queue
 from infra.permissions import (
     EVENTS_KEY_SERVICE_ACTIONS,
     LOG_DELIVERY_ACTIONS,
+    PIPES_SQS_SOURCE_ACTIONS,
     SQS_PRODUCER_KEY_ACTIONS,
     SQS_SEND_ACTIONS,
 )
@@ -233,7 +234,8 @@ class MemoryEvents(Construct):
         )
 
     def _pipe(self) -> pipes.CfnPipe:
-        """Queue -> bus: the pipe's role reads and deletes the queue's messages and puts events on this bus only."""
+        """Queue -> bus: the pipe's role reads and deletes the queue's messages (what EventBridge Pipes documents for
+        an SQS source, and the queue key's decrypt) and puts events on this bus only."""
         role = iam.Role(
             self,
             "PipeRole",
@@ -242,7 +244,8 @@ class MemoryEvents(Construct):
             ),
             description="The memory events pipe: from its queue to its bus",
         )
-        self.queue.grant_consume_messages(role)
+        self.key.grant_decrypt(role)
+        self.queue.grant(role, *PIPES_SQS_SOURCE_ACTIONS)
         self.bus.grant_put_events_to(role)
         pipe = pipes.CfnPipe(
             self,

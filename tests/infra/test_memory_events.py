@@ -24,10 +24,15 @@ from infra.constructs.memory_events import (
     PIPE_DETAIL_TYPE,
     PIPE_INPUT_TEMPLATE,
 )
+from infra.permissions import PIPES_SQS_SOURCE_ACTIONS
+from tests.infra import permission_check as check
 from tests.infra.conftest import Synth, resources, role_policy_statements, statement_actions, synthesize
 from tests.infra.eks_variant import EKS_VARIANT
 from tests.infra.test_lint import ALLOWED_CFN_LINT_WARNINGS, CHECKOV_SKIPS, _checkov
 
+#: What EventBridge Pipes documents a pipe's role needs, by the type of the pipe's source or target
+#: (eb-pipes-permissions.html; a bus target: PutEvents, the call the pipe makes on it).
+PIPE_ACTIONS = {"AWS::SQS::Queue": PIPES_SQS_SOURCE_ACTIONS, "AWS::Events::EventBus": ("events:PutEvents",)}
 #: Types that exist only for memory events.
 EVENT_TYPES = ("AWS::Events::EventBus", "AWS::Pipes::Pipe", "AWS::Events::Archive", "AWS::Events::EventBusPolicy")
 
@@ -117,19 +122,32 @@ def test_pipe_moves_the_queue_to_the_bus_as_memory_events(with_text: Synth) -> N
     assert pipe["TargetParameters"]["EventBridgeEventBusParameters"]["Source"] == EVENT_SOURCE
     assert pipe["TargetParameters"]["EventBridgeEventBusParameters"]["DetailType"] == PIPE_DETAIL_TYPE
     assert "FilterCriteria" not in pipe.get("SourceParameters", {})  # every event goes through
-    # The pipe's role: consume this queue, put on this bus; nothing else.
-    role = pipe["RoleArn"]["Fn::GetAtt"][0]
-    granted = {(a, json.dumps(s["Resource"])) for s in role_policy_statements(data, role) for a in statement_actions(s)}
-    assert ("events:PutEvents", json.dumps({"Fn::GetAtt": [bus_id, "Arn"]})) in granted
-    assert {a for a, _ in granted} <= {
-        "events:PutEvents",
-        "sqs:ReceiveMessage",
-        "sqs:ChangeMessageVisibility",
-        "sqs:GetQueueUrl",
-        "sqs:DeleteMessage",
-        "sqs:GetQueueAttributes",
-        "kms:Decrypt",
+
+
+def test_the_pipe_role_holds_exactly_what_pipes_documents_for_its_source_and_target(with_text: Synth) -> None:
+    # GIVEN what the pipe's role needs, derived from the pipe: for each end, what EventBridge Pipes documents for
+    # that end's type, on that resource
+    data = with_text.template("-Data")
+    _, pipe = _one(data, "AWS::Pipes::Pipe")
+    resolve = check.Resolver(data, with_text.config.region)
+    needed = {
+        (action, resolve(pipe[end]))
+        for end in ("Source", "Target")
+        for action in PIPE_ACTIONS[data["Resources"][pipe[end]["Fn::GetAtt"][0]]["Type"]]
     }
+    # WHEN compared with the role's grants (the key's: the queue is SSE-KMS, which the pipe's calls imply)
+    statements = check.role_statements(data, pipe["RoleArn"]["Fn::GetAtt"][0], resolve)
+    granted = {
+        (a, r)
+        for s in statements
+        for a in statement_actions(s)
+        for r in (s["Resource"] if isinstance(s["Resource"], list) else [s["Resource"]])
+    }
+    queue_key = data["Resources"][pipe["Source"]["Fn::GetAtt"][0]]["Properties"]["KmsMasterKeyId"]
+    # THEN the role holds exactly those, and decrypt on the queue's key (grant_consume_messages added GetQueueUrl and
+    # ChangeMessageVisibility, which Pipes does not list for an SQS source)
+    assert {(a, r) for a, r in granted if not a.startswith("kms:")} == needed
+    assert {(a, r) for a, r in granted if a.startswith("kms:")} == {("kms:Decrypt", resolve(queue_key))}
 
 
 def test_bus_policy_admits_only_this_account(with_text: Synth) -> None:
