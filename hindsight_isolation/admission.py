@@ -31,18 +31,19 @@ How it decides (one gate per server process, in the request guard, REST recalls 
   deadline has passed is answered 503 then; its caller stopped waiting at that moment, so nothing is lost.)
 * One user (the owner of the bank a recall names: all of that user's banks, whichever agent's, whoever's credential
   asks; a bank id of no user counts alone) holds at most half the slots, one at least, running or queued, while
-  recalls contend for them: past that, a recall of that user's that states a deadline and would wait is shed at once
-  (stage ``share``), so one caller sending recalls in parallel, to one bank or to many, cannot take every admitted
-  place. A free slot nobody waits for is never refused.
+  recalls contend for them: past that, a recall of that user's that would wait is shed at once (stage ``share``),
+  whether it states a deadline or not, so one caller sending recalls in parallel, to one bank or to many, with
+  deadlines or without, cannot take every admitted place. A free slot nobody waits for is never refused.
 * Likewise one tenant (the bank's: ``tenant:{t}:...`` bank ids; only a recall its caller may read takes part, so a
   user's or a tenant's agent's recall is always of its own tenant), while other tenants hold places too: it holds at
   most the slots shared evenly among the tenants holding any (one at least), running or queued; past that, its
-  recall that states a deadline and would wait is shed at once (stage ``tenant``), so a tenant of many users cannot
-  crowd out a small one. A tenant alone in the gate, and banks without a tenant, are not capped by this.
+  recall that would wait is shed at once (stage ``tenant``), deadline or not, so a tenant of many users cannot crowd
+  out a small one. A tenant alone in the gate, and banks without a tenant, are not capped by this.
 * Before the first served recall of the process (no estimate yet), a recall that states a deadline and finds every
   slot busy is shed (stage ``unmeasured``): a new process that starts into a burst (a task autoscaling added to a
   saturated service) would otherwise queue the whole burst on no estimate at all and have it time out.
-* Without a deadline (header absent or not a number) a recall is never shed: it queues as before. Retains, reflects,
+* Without a deadline (header absent or not a number) a recall within its user's and its tenant's shares is never
+  shed: it queues, however long the queue. Past either share it is shed like any other (above). Retains, reflects,
   MCP and everything else never pass through the gate.
 * Only authenticated callers take part, and only in recalls of banks they may read (:func:`configure`'s
   ``identify``: the tenant extension's own authentication, the same keys and the same cache of verified tokens, so a
@@ -156,8 +157,10 @@ class RecallGate:
         gate, half the slots, one at least, running or queued (``held`` counts this recall too), or its ``tenant``
         holds more than its fair share while other tenants hold places (:meth:`tenant_over`): one caller, or one
         tenant of many users, cannot take every admitted place from others, yet a free slot nobody waits for is
-        never refused (an agent's recalls in parallel on an idle server are served)."""
-        if deadline is None or self._free():
+        never refused (an agent's recalls in parallel on an idle server are served). With or without a ``deadline``:
+        a recall that states none is shed past its share too, or one user's deadline-less flood would fill the queue
+        and shed everyone else's."""
+        if self._free():
             return None
         if self.held[owner] > max(1, self.slots() // 2):
             return Shed(0.0, self.service_s() or 0.0, deadline, len(self.waiters), "share")

@@ -40,7 +40,7 @@ class Shed:
 
     wait_s: float
     service_s: float
-    deadline_s: float
+    deadline_s: float | None  # None: the recall stated none (shed over its user's or tenant's share)
     queued: int
     stage: str  # "arrival" (the decision), "unmeasured" (slots busy, no recall time yet), "share" (its bank's owner
     # holds its share of the gate already), "tenant" (its tenant holds more than its fair share while others wait) or
@@ -64,12 +64,12 @@ async def answer_shed(scope: Scope, send: Send, shed: Shed, took_s: float, slots
     ``slots`` and ``baseline``: the gate's limit and recall time alone then (logged)."""
     retry_after = retry_after_s(shed, slots)
     logger.warning(
-        "%s status=503 stage=%s path=%r deadline_ms=%.0f expected_wait_ms=%.0f service_ms=%.0f queued=%d "
+        "%s status=503 stage=%s path=%r deadline_ms=%s expected_wait_ms=%.0f service_ms=%.0f queued=%d "
         "slots=%d alone_ms=%.0f answered_in_ms=%.1f",
         SHED_LOG,
         shed.stage,
         str(scope.get("path", ""))[:200],
-        shed.deadline_s * 1000,
+        "none" if shed.deadline_s is None else f"{shed.deadline_s * 1000:.0f}",
         shed.wait_s * 1000,
         shed.service_s * 1000,
         shed.queued,
@@ -77,11 +77,15 @@ async def answer_shed(scope: Scope, send: Send, shed: Shed, took_s: float, slots
         (baseline or 0.0) * 1000,
         took_s * 1000,
     )
+    why = (
+        "its caller already holds its share of the recall slots"
+        if shed.deadline_s is None
+        else f"this recall would not be answered within its deadline of {shed.deadline_s * 1000:.0f} ms"
+    )
     payload = {
         "detail": (
-            f"overloaded: this recall would not be answered within its deadline of {shed.deadline_s * 1000:.0f} ms "
-            f"(expected wait {shed.wait_s * 1000:.0f} ms, recall ~{shed.service_s * 1000:.0f} ms); no work was "
-            f"started: retry after {retry_after * 1000:.0f} ms or go without memory"
+            f"overloaded: {why} (expected wait {shed.wait_s * 1000:.0f} ms, recall ~{shed.service_s * 1000:.0f} ms); "
+            f"no work was started: retry after {retry_after * 1000:.0f} ms or go without memory"
         ),
         REASON_FIELD: OVERLOADED,
         RETRY_AFTER_FIELD: round(retry_after, 3),

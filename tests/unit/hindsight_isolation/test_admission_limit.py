@@ -86,19 +86,64 @@ async def test_one_bank_cannot_take_every_place_in_the_gate(gate: RecallGate, cl
     await settle()
     other = start(app, "2000", bank="polite")  # the gate is full: another caller queues for the next slot
     more = start(app, "2000", bank="greedy")  # over its share and it would wait: shed at once
-    patient = start(app, bank="greedy")  # without a deadline never shed: it queues
+    patient = start(app, bank="greedy")  # without a deadline, likewise: its share is its share either way
     await settle()
-    assert more.status == 503
-    assert more.body[REASON_FIELD] == OVERLOADED
+    assert (more.status, patient.status) == (503, 503)
+    assert more.body[REASON_FIELD] == patient.body[REASON_FIELD] == OVERLOADED
     assert more.body[RETRY_AFTER_FIELD] == pytest.approx(0.01)  # its own running recall's end: one recall time
-    assert not any(c.task.done() for c in (mine, again, other, patient))
-    assert gate.held == {"/v1/default/banks/greedy/memories/recall": 3, "/v1/default/banks/polite/memories/recall": 1}
-    for _ in range(4):
+    assert not any(c.task.done() for c in (mine, again, other))
+    assert gate.held == {"/v1/default/banks/greedy/memories/recall": 2, "/v1/default/banks/polite/memories/recall": 1}
+    for _ in range(3):
         app.started[len([f for f in app.started if f.done()])].set_result(200)
         await settle()
-    await asyncio.gather(mine.task, again.task, other.task, patient.task)
-    assert {mine.status, again.status, other.status, patient.status} == {200}
+    await asyncio.gather(mine.task, again.task, other.task)
+    assert {mine.status, again.status, other.status} == {200}
     assert not gate.held  # every place given back
+
+
+async def test_a_flood_without_deadlines_cannot_shed_another_user_s_recalls(
+    gate: RecallGate, clock: Clock, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An attacker need not send the deadline the adapter always sends: its recalls that state none count against its
+    share all the same, so they cannot fill the queue and make the gate shed everyone else's (the old rule queued
+    them all: Bob's recall, forty recalls of 100 ms behind on 2 slots, was shed)."""
+    app = HeldApp()
+    await serve_one(app, clock, 0.1)
+    flood = [start(app, bank=format_bank_id(user="mallory", agent=f"a{n}")) for n in range(40)]
+    await settle()
+    bob = start(app, "2000", bank=format_bank_id(user="bob", agent="support"))
+    await settle()
+    shed = [c for c in flood if c.status == 503]
+    assert len(shed) == 38  # two took the free slots (a free slot is never refused); the rest are over her share
+    assert {c.body[REASON_FIELD] for c in shed} == {OVERLOADED}
+    assert any("stage=share" in r.message and "deadline_ms=none" in r.message for r in caplog.records)
+    assert (gate.running, len(gate.waiters), bob.status) == (2, 1, None)  # Bob queues for the next slot
+    for future in app.started[1:]:
+        future.set_result(200)
+    await settle()
+    app.started[-1].set_result(200)
+    await asyncio.gather(bob.task, *(c.task for c in flood))
+    assert bob.status == 200
+    assert (gate.shed, dict(gate.held)) == (38, {})
+
+
+async def test_a_tenant_s_flood_without_deadlines_is_held_to_its_fair_share(clock: Clock) -> None:
+    with installed_gate(clock, AdmissionConfig(concurrency=4, max_wait_s=0.5, tolerance=0.0)) as gate:
+        app = HeldApp()
+        await serve_one(app, clock, 0.01)
+        big = [start(app, bank=_bank("big", n)) for n in range(4)]  # alone in the gate: every slot is its to take
+        await settle()
+        small = start(app, "2000", bank=_bank("small", 0))  # another tenant arrives: queued for the next slot
+        more = start(app, bank=_bank("big", 4))  # no deadline, a user within its share, but big is over 4 // 2
+        await settle()
+        assert (more.status, small.status) == (503, None)
+        assert more.body[REASON_FIELD] == OVERLOADED
+        for _ in range(5):
+            app.started[len([f for f in app.started if f.done()])].set_result(200)
+            await settle()
+        await asyncio.gather(small.task, *(c.task for c in big))
+        assert small.status == 200
+        assert not gate.tenants
 
 
 async def test_an_idle_gate_serves_one_caller_s_recalls_in_parallel(clock: Clock) -> None:
