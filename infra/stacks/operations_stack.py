@@ -41,8 +41,8 @@ class OperationsStack(PartAwareStack):
         bucket_name: The administration bucket's name (:func:`~infra.constructs.admin_bucket.admin_bucket_name`;
             the network's S3 gateway admits it by that name).
         agent_name: The agent whose metrics the dashboard and the alarms read.
-        recall_settings: The agent's recall budget and block size (``AgentConfig.recall_settings``): the operator's
-            recall uses them too.
+        recall_settings: The agent's recall budget, block size and candidates (``AgentConfig.recall_settings``):
+            the operator's recall uses them too.
         dashboard_name: The dashboard's name.
         retain_queue, retain_replay: The agent's retain queue and its replay function (the dashboard's retains
             row; their alarms join the others).
