@@ -31,9 +31,11 @@ class AgentConfig:
     project: Path | None = None
     entrypoint: str = DEFAULT_PROJECT_ENTRYPOINT
     #: The memory adapter's recall settings (``null``: the adapter's default, declared once in
-    #: ``memory_adapter.config.HindsightAgentCoreConfig``): search depth, size of the recalled block, deadline.
+    #: ``memory_adapter.config.HindsightAgentCoreConfig``): search depth, size of the recalled block, candidates the
+    #: adapter re-ranks, deadline.
     recall_budget: str | None = None
     recall_max_tokens: int | None = None
+    recall_candidate_tokens: int | None = None
     recall_timeout_seconds: float | None = None
 
     @property
@@ -42,14 +44,15 @@ class AgentConfig:
         given = {
             "recall_budget": self.recall_budget,
             "recall_max_tokens": self.recall_max_tokens,
+            "recall_candidate_tokens": self.recall_candidate_tokens,
             "recall_timeout": self.recall_timeout_seconds,
         }
         return {name: value for name, value in given.items() if value is not None}
 
     @property
     def recall_settings(self) -> dict[str, Any]:
-        """The recall budget and block size given, as ``RecallClientSettings`` fields: the memory tools and the
-        operator's recall use the agent's."""
+        """The recall budget, block size and candidate tokens given, as ``RecallClientSettings`` fields: the memory
+        tools and the operator's recall use the agent's."""
         return {name: value for name, value in self.memory_settings.items() if name != "recall_timeout"}
 
     @property
@@ -82,6 +85,7 @@ def agent_problems(a: AgentConfig) -> list[str]:
 _MEMORY_KEYS: Mapping[str, str] = {
     "recall_budget": "recall_budget",
     "recall_max_tokens": "recall_max_tokens",
+    "recall_candidate_tokens": "recall_candidate_tokens",
     "recall_timeout": "recall_timeout_seconds",
 }
 

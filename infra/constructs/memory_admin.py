@@ -64,8 +64,8 @@ class MemoryAdminProps:
     Args:
         config: The ``operations`` section.
         retention_rules: How long each kind of memory is kept (``retention.rules``), for the expiry.
-        recall_settings: The agent's recall budget and block size (``AgentConfig.recall_settings``): the operator's
-            recall uses them too.
+        recall_settings: The agent's recall budget, block size and candidates (``AgentConfig.recall_settings``):
+            the operator's recall uses them too.
         layer_path: The memory adapter layer's build (``layer.path``): the functions run on their own version.
         foundation: Their network, logs key and alarm topic.
         memory: The Hindsight they administer (with the operator key).

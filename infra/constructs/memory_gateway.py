@@ -121,8 +121,8 @@ class MemoryGatewayProps:
     Args:
         agent_name: Whose banks the tools act on: the runtime agent's, so an MCP client shares the user's memory
             with the agent.
-        recall_settings: The agent's recall budget and block size (``AgentConfig.recall_settings``): the tools recall
-            as the agent does.
+        recall_settings: The agent's recall budget, block size and candidates (``AgentConfig.recall_settings``):
+            the tools recall as the agent does.
         url_parameter_name: The SSM name publishing the MCP URL (the agent's stack, deployed earlier, reads it by
             that name).
         private_access: Create the VPC endpoint through which workloads in the VPC (the agent) reach the gateway.

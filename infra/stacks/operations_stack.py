@@ -47,8 +47,8 @@ class OperationsStackProps:
         bucket_name: The administration bucket's name (:func:`~infra.constructs.admin_bucket.admin_bucket_name`;
             the network's S3 gateway admits it by that name).
         agent_name: The agent whose metrics the dashboard and the alarms read.
-        recall_settings: The agent's recall budget and block size (``AgentConfig.recall_settings``): the operator's
-            recall uses them too.
+        recall_settings: The agent's recall budget, block size and candidates (``AgentConfig.recall_settings``):
+            the operator's recall uses them too.
         dashboard_name: The dashboard's name.
         foundation: The network, the logs key and the alerts.
         database: The database it watches (``None`` with ``hindsight.mode=external``).

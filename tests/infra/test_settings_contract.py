@@ -37,6 +37,7 @@ CHANGED = {
     "agent.allow_anonymous": "true",
     "agent.recall_budget": "high",
     "agent.recall_max_tokens": "800",
+    "agent.recall_candidate_tokens": "6000",
     "agent.recall_timeout_seconds": "1.5",
     "auth.user_claim": "username",
     "auth.retain_grace_seconds": "600",
@@ -182,6 +183,11 @@ EXPECTED: dict[str, list[Expect]] = {
         ("target", lambda s: s.recall_max_tokens, 800),
         ("admin", lambda s: s.recall_max_tokens, 800),
     ],
+    "agent.recall_candidate_tokens": [
+        ("agent", _memory("recall_candidate_tokens"), 6000),
+        ("target", lambda s: s.recall_candidate_tokens, 6000),
+        ("admin", lambda s: s.recall_candidate_tokens, 6000),
+    ],
     "agent.recall_timeout_seconds": [("agent", _memory("recall_timeout"), 1.5)],
     "agent.tools_via_gateway": [("agent", lambda s: s.tools_via_gateway, True)],
     "auth.user_claim": [
@@ -265,11 +271,17 @@ def test_the_rotation_redeploy_reads_its_services(default: Synth) -> None:
 def test_bad_recall_settings_are_refused_with_their_cdk_json_names() -> None:
     with pytest.raises(ConfigError) as err:
         load_config_from_cdk_json(
-            {"agent.recall_budget": "huge", "agent.recall_max_tokens": "0", "agent.recall_timeout_seconds": "-1"}
+            {
+                "agent.recall_budget": "huge",
+                "agent.recall_max_tokens": "0",
+                "agent.recall_candidate_tokens": "40000",
+                "agent.recall_timeout_seconds": "-1",
+            }
         )
     message = str(err.value)
     assert "agent.recall_budget must be one of: low, mid, high; got 'huge'" in message
     assert "agent.recall_max_tokens must be at least 1" in message
+    assert "agent.recall_candidate_tokens must be between 0 and 32000, got 40000" in message
     assert "agent.recall_timeout_seconds must be greater than 0" in message
 
 

@@ -179,3 +179,24 @@ def test_the_target_handler_never_raises(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.delenv("HINDSIGHT_API_URL", raising=False)
     context = SimpleNamespace(client_context=SimpleNamespace(custom=_custom("recall", "t")))
     assert target.handler({"query": "x"}, context)["error"] == "internal"
+
+
+def test_the_target_recalls_with_the_agents_candidate_tokens(issuer: LoopbackIssuer, verifier: JwtVerifier) -> None:
+    # GIVEN the target's environment as the stack writes it, with the agent's recall_candidate_tokens (not the default)
+    env = target.TargetSettings(
+        agent_name="support",
+        hindsight_api_url="https://memory.internal.example.com",
+        recall_max_tokens=700,
+        recall_candidate_tokens=6000,
+        jwt=issuer.settings(),
+    ).to_env()
+    hindsight = ScriptedHindsight()
+    tools = target.tools_for(target.TargetSettings.from_env(env), hindsight)
+    # WHEN a user's recall runs through the target
+    answer = target.run_tool(
+        {"query": "email"}, _custom("recall", issuer.mint("user-alex")), verifier, tools, "support"
+    )
+    # THEN Hindsight was asked for the agent's candidates, which the tool re-ranked and cut to the block's size
+    assert answer["memories"]
+    (call,) = hindsight.calls("/memories/recall")
+    assert call.body["max_tokens"] == 6000

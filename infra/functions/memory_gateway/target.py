@@ -7,7 +7,7 @@ only the tool's arguments (``event``) and, in ``context.client_context.custom``,
 identity contract (a missing, forged, expired or machine token is refused) and then presented to Hindsight as the
 credential, so Hindsight's isolation serves that user's bank and nothing else. Settings
 (:class:`TargetSettings`): ``AGENT_NAME`` (whose banks: the runtime agent's, so both share the user's memory),
-Hindsight's URL, CA and recall budget (the agent's), and the ``JWT_*`` variables of the identity contract.
+Hindsight's URL, CA and recall settings (the agent's), and the ``JWT_*`` variables of the identity contract.
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from memory_adapter.identity.verifier import JwtVerifier
 from memory_adapter.settings_fields import RecallClientSettings, env_names, env_of, read_declared, setting
 from memory_adapter.settings_reader import SettingsReader
 from memory_adapter.tools.memory_tools import MemoryTools, ToolRunner
-from memory_adapter.transport import HttpTransport
+from memory_adapter.transport import HttpTransport, Transport
 
-__all__ = ["TOOL_TIMEOUT_S", "TargetSettings", "handler", "run_tool"]
+__all__ = ["TOOL_TIMEOUT_S", "TargetSettings", "handler", "run_tool", "tools_for"]
 
 #: Seconds per Hindsight request; the function's own timeout (set by the stack) leaves room above it.
 TOOL_TIMEOUT_S: Final = 20.0
@@ -68,16 +68,22 @@ class TargetSettings(RecallClientSettings):
         return cls(**values, jwt=jwt)
 
 
+def tools_for(settings: TargetSettings, transport: Transport) -> MemoryTools:
+    """The tools over ``transport``, recalling as the agent does (its budget, block size and candidates)."""
+    return MemoryTools(
+        transport,
+        timeout=TOOL_TIMEOUT_S,
+        recall_budget=settings.recall_budget,
+        recall_max_tokens=settings.recall_max_tokens,
+        recall_candidate_tokens=settings.recall_candidate_tokens,
+    )
+
+
 def _default_deps() -> tuple[JwtVerifier, MemoryTools, str]:
     global _deps
     if _deps is None:
         settings = TargetSettings.from_env(os.environ)
-        tools = MemoryTools(
-            HttpTransport(settings.hindsight_api_url),
-            timeout=TOOL_TIMEOUT_S,
-            recall_budget=settings.recall_budget,
-            recall_max_tokens=settings.recall_max_tokens,
-        )
+        tools = tools_for(settings, HttpTransport(settings.hindsight_api_url))
         _deps = (JwtVerifier(settings.jwt), tools, settings.agent_name)
     return _deps
 

@@ -11,7 +11,7 @@ from memory_adapter.budget import estimate_tokens
 from memory_adapter.formatting import RecalledMemory
 from memory_adapter.identity.caller import Caller
 from memory_adapter.policies import RecallPolicy
-from memory_adapter.rerank import asks_when, content_words, rerank
+from memory_adapter.rerank import about_time, content_words, rerank
 from memory_adapter.tools import MemoryTools
 
 
@@ -29,10 +29,15 @@ def memory(text: str, similarity: float | None = None) -> RecalledMemory:
         ("What does Ana do when it rains?", False),
         ("Where does Ana live?", False),
         ("Which instrument does my daughter play?", False),
+        ("Where was Ana living in 2022?", True),
+        ("What did Ana paint in August?", True),
+        ("How many concerts did Ana go to?", False),
+        ("May I ask where Ana lives?", False),
+        ("Did Ana march in the parade?", False),
     ],
 )
 def test_a_question_about_time_is_told_from_the_query_alone(query, expected):
-    assert asks_when(query) is expected
+    assert about_time(query) is expected
 
 
 def test_content_words_leave_out_function_words():
@@ -61,6 +66,8 @@ def test_a_when_question_is_not_reordered_by_meaning_alone():
     assert ranked[-1] is close
     # while for a question that does not ask when, the closest one moves up
     assert rerank("Where did Ana move?", [dated, *others, close]).index(close) < len(others) + 1
+    # and a question naming a year is read as one about time too
+    assert rerank("Where did Ana move in 2023?", [dated, *others, close])[-1] is close
 
 
 def test_without_scores_or_shared_words_hindsights_order_stays():

@@ -28,7 +28,6 @@ from memory_adapter.compat import HINDSIGHT_API_TOKEN_ENV
 from memory_adapter.constants import (
     ADAPTER_ENV_PREFIX,
     DEFAULT_RECALL_BUDGET,
-    DEFAULT_RECALL_CANDIDATE_TOKENS,
     DEFAULT_RECALL_MAX_TOKENS,
     HINDSIGHT_API_KEY_ENV,
     HINDSIGHT_API_URL_ENV,
@@ -88,7 +87,7 @@ class HindsightAgentCoreConfig:
     """Recall search depth: 'low', 'mid', or 'high'."""
     recall_max_tokens: int = same_setting(RecallClientSettings, "recall_max_tokens")
     """Maximum tokens in the recalled memory block."""
-    recall_candidate_tokens: int = setting(_A + "RECALL_CANDIDATE_TOKENS", DEFAULT_RECALL_CANDIDATE_TOKENS, low=0)
+    recall_candidate_tokens: int = same_setting(RecallClientSettings, "recall_candidate_tokens")
     """Tokens of candidates the adapter asks Hindsight for and re-ranks itself before cutting to the block
     (:mod:`memory_adapter.rerank`); at most ``recall_max_tokens``: no re-ranking, Hindsight's order."""
     retain_async: bool = setting(_A + "RETAIN_ASYNC", True)

@@ -22,6 +22,7 @@ __all__ = [
     "HINDSIGHT_API_URL_ENV",
     "HINDSIGHT_OPERATOR_KEY_ENV",
     "LOG_HASH_SALT_ENV",
+    "MAX_RECALL_CANDIDATE_TOKENS",
     "RECALL_BUDGETS",
     "RECALL_SERVER_SETTINGS",
     "RETAIN_DEAD_LETTER_QUEUE_URL_ENV",
@@ -67,6 +68,9 @@ DEFAULT_RECALL_MAX_TOKENS: Final = 1500
 #: (``HINDSIGHT_ADAPTER_RECALL_CANDIDATE_TOKENS``; :mod:`memory_adapter.rerank`): ~210 of the ~300 candidates at
 #: budget ``mid``, as good as all of them on LoCoMo dev in every category, two runs (BENCHMARKS.md).
 DEFAULT_RECALL_CANDIDATE_TOKENS: Final = 4000
+#: The most ``recall_candidate_tokens`` may ask for: more than the whole candidate list at any budget (``high``:
+#: Hindsight's 1,000 candidates, ~18 o200k tokens each on LoCoMo), so a larger value adds nothing but a typo's cost.
+MAX_RECALL_CANDIDATE_TOKENS: Final = 32000
 
 #: Largest SQS message (body and attributes): 1 MiB since 2025 (it was 256 KiB); the queue is created with it.
 SQS_MAX_MESSAGE_BYTES: Final = 1_048_576

@@ -8,8 +8,8 @@ cannot choose arms, but each result carries its arm scores (``scores.semantic``,
 adapter asks for a larger candidate list and fuses, again by RRF (k = 60):
 
 * Hindsight's own order (weight 1),
-* the order by semantic similarity (weight :data:`SEMANTIC_WEIGHT` for a question that does not ask when; none for one
-  that does, :func:`asks_when`, read from the query text only),
+* the order by semantic similarity (weight :data:`SEMANTIC_WEIGHT` for a question that is not about time; none for one
+  that is, :func:`about_time`: it asks when, or names a year or a month; read from the query text only),
 * a BM25 over the candidates' own text with the query's content words (weight 1): what the question names, ranked
   among the candidates rather than the whole bank.
 
@@ -26,7 +26,7 @@ from typing import Final
 
 from memory_adapter.formatting import RecalledMemory
 
-__all__ = ["RRF_K", "SEMANTIC_WEIGHT", "asks_when", "content_words", "rerank"]
+__all__ = ["RRF_K", "SEMANTIC_WEIGHT", "about_time", "content_words", "rerank"]
 
 #: The RRF constant Hindsight fuses its arms with.
 RRF_K: Final = 60
@@ -49,11 +49,18 @@ _WHEN: Final = re.compile(
     r"how long (?:ago|since|before|after|has|have|had|did|was|were|is)\b|since when\b|in which (?:year|month)\b)",
     re.IGNORECASE,
 )
+#: A date the question names: a year, or a month written as a name (capitalised and not the first word, so "May I
+#: ..." and "march" the verb are not one). Hindsight's keyword arm holds dates as text; similarity does not.
+_DATE: Final = re.compile(
+    r"\b(?:19|20)\d\d\b|(?<=\W)(?:January|February|March|April|May|June|July|August|September|October|November|"
+    r"December)\b"
+)
 
 
-def asks_when(query: str) -> bool:
-    """Whether ``query`` asks when something happened (or how long ago)."""
-    return _WHEN.search(query) is not None
+def about_time(query: str) -> bool:
+    """Whether ``query`` asks when something happened (or how long ago), or names a year or a month ("Where was Ana
+    in 2022?", "What did Ana buy in May?"): its answer is found by its date more than by its meaning."""
+    return _WHEN.search(query) is not None or _DATE.search(query.strip()) is not None
 
 
 def content_words(text: str) -> list[str]:
@@ -87,7 +94,7 @@ def _ranks(scores: Sequence[float]) -> list[int | None]:
 
 def rerank(query: str, memories: Sequence[RecalledMemory]) -> list[RecalledMemory]:
     """``memories`` (Hindsight's order, best first) in the fused order described in the module docstring."""
-    semantic_weight = 0.0 if asks_when(query) else SEMANTIC_WEIGHT
+    semantic_weight = 0.0 if about_time(query) else SEMANTIC_WEIGHT
     semantic = _ranks([m.similarity or 0.0 for m in memories])
     lexical = _ranks(_bm25(query, [m.text for m in memories]))
     fused: list[float] = []

@@ -28,8 +28,10 @@ from memory_adapter.constants import (
     ADAPTER_ENV_PREFIX,
     CA_BUNDLE_ENV,
     DEFAULT_RECALL_BUDGET,
+    DEFAULT_RECALL_CANDIDATE_TOKENS,
     DEFAULT_RECALL_MAX_TOKENS,
     HINDSIGHT_API_URL_ENV,
+    MAX_RECALL_CANDIDATE_TOKENS,
     RECALL_BUDGETS,
 )
 from memory_adapter.settings_reader import Naming, SettingsReader, env_dict, not_one_of, out_of_range
@@ -280,9 +282,15 @@ class HindsightClientSettings(DeclaredSettings):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RecallClientSettings(HindsightClientSettings):
-    """A client that recalls (the memory tools' function, the operator's functions): the same budget and block size
-    as the agent's memory adapter, under the adapter's variables (the adapter's config declares them as these,
-    :func:`same_setting`)."""
+    """A client that recalls (the memory tools' function, the operator's functions): the same budget, block size and
+    re-ranked candidates as the agent's memory adapter, under the adapter's variables (the adapter's config declares
+    them as these, :func:`same_setting`)."""
 
     recall_budget: str = setting(ADAPTER_ENV_PREFIX + "RECALL_BUDGET", DEFAULT_RECALL_BUDGET, choices=RECALL_BUDGETS)
     recall_max_tokens: int = setting(ADAPTER_ENV_PREFIX + "RECALL_MAX_TOKENS", DEFAULT_RECALL_MAX_TOKENS, low=1)
+    recall_candidate_tokens: int = setting(
+        ADAPTER_ENV_PREFIX + "RECALL_CANDIDATE_TOKENS",
+        DEFAULT_RECALL_CANDIDATE_TOKENS,
+        low=0,
+        high=MAX_RECALL_CANDIDATE_TOKENS,
+    )
