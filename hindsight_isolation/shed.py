@@ -59,6 +59,13 @@ def retry_after_s(shed: Shed, slots: int) -> float:
     return min(MAX_RETRY_AFTER_S, max(MIN_RETRY_AFTER_S, expected, shed.service_s / max(1, slots)))
 
 
+#: What the answer says for a shed that is about shares, not the deadline.
+_WHY: Final = {
+    "share": "its user already holds its share of the recall slots while others wait",
+    "tenant": "its tenant already holds its fair share of the recall slots while others wait",
+}
+
+
 async def answer_shed(scope: Scope, send: Send, shed: Shed, took_s: float, slots: int, baseline: float | None) -> None:
     """The 503; ``took_s``: from the request reaching the gate (body read) to this answer (where a shed's time goes);
     ``slots`` and ``baseline``: the gate's limit and recall time alone then (logged)."""
@@ -77,10 +84,8 @@ async def answer_shed(scope: Scope, send: Send, shed: Shed, took_s: float, slots
         (baseline or 0.0) * 1000,
         took_s * 1000,
     )
-    why = (
-        "its caller already holds its share of the recall slots"
-        if shed.deadline_s is None
-        else f"this recall would not be answered within its deadline of {shed.deadline_s * 1000:.0f} ms"
+    why = _WHY.get(shed.stage) or (
+        f"this recall would not be answered within its deadline of {(shed.deadline_s or 0.0) * 1000:.0f} ms"
     )
     payload = {
         "detail": (

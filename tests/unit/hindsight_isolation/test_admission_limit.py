@@ -91,6 +91,8 @@ async def test_one_bank_cannot_take_every_place_in_the_gate(gate: RecallGate, cl
     assert (more.status, patient.status) == (503, 503)
     assert more.body[REASON_FIELD] == patient.body[REASON_FIELD] == OVERLOADED
     assert more.body[RETRY_AFTER_FIELD] == pytest.approx(0.01)  # its own running recall's end: one recall time
+    assert "holds its share" in more.body["detail"]  # the reason is the share, not a deadline it would have met
+    assert "deadline" not in more.body["detail"]
     assert not any(c.task.done() for c in (mine, again, other))
     assert gate.held == {"/v1/default/banks/greedy/memories/recall": 2, "/v1/default/banks/polite/memories/recall": 1}
     for _ in range(3):
@@ -138,6 +140,7 @@ async def test_a_tenant_s_flood_without_deadlines_is_held_to_its_fair_share(cloc
         await settle()
         assert (more.status, small.status) == (503, None)
         assert more.body[REASON_FIELD] == OVERLOADED
+        assert "its tenant already holds its fair share" in more.body["detail"]
         for _ in range(5):
             app.started[len([f for f in app.started if f.done()])].set_result(200)
             await settle()
