@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import threading
 import urllib.parse
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,12 @@ from memory_adapter.identity.bank_ids import BankOwner, parse_bank_id
 from memory_adapter.identity.caller import Caller
 from memory_adapter.testing import FakeHindsight, MockTransport
 from memory_adapter.transport import HttpRequest, HttpResponse, Transport
+from runtime_handler.main import create_app
+from runtime_handler.model import EchoModel
+from runtime_handler.settings import Settings
+from tests.unit.issuers import LoopbackIssuer
+
+from .serving import serve
 
 
 def holding_retains(fake: FakeHindsight, flowing: threading.Event) -> MockTransport:
@@ -47,6 +55,23 @@ def memory_on(fake: Transport, spool_dir: Path, **options: Any) -> HindsightRunt
     }
     settings.update(options)
     return HindsightRuntimeAdapter("support", transport=fake, **settings)
+
+
+@contextmanager
+def jwt_agent(issuer: LoopbackIssuer, fake: Transport, spool_dir: Path) -> Iterator[str]:
+    """The echo agent in JWT mode (``issuer``'s tokens for client ``client-app``) over real HTTP, its memory on
+    ``fake``; yields its URL."""
+    env = {
+        "AGENT_NAME": "support",
+        "HINDSIGHT_API_URL": "http://127.0.0.1:9",
+        "MODEL_PROVIDER": "echo",
+        "AUTH_MODE": "jwt",
+        "JWT_DISCOVERY_URL": issuer.discovery_url,
+        "JWT_ALLOWED_CLIENTS": "client-app",
+    }
+    app = create_app(Settings.from_env(env), memory=memory_on(fake, spool_dir), model=EchoModel())
+    with serve(app) as url:
+        yield url
 
 
 def owners(fake: FakeHindsight) -> list[BankOwner]:

@@ -12,13 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memory_adapter.testing import FakeHindsight
-from runtime_handler.main import create_app
-from runtime_handler.model import EchoModel
-from runtime_handler.settings import Settings
 from tests.unit.issuers import LoopbackIssuer
 
-from .fakes import memory_on
-from .serving import serve
+from .fakes import jwt_agent
 
 _json_leaf = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=50)
 _json = st.recursive(
@@ -57,17 +53,7 @@ _headers = st.lists(st.tuples(_header_name, _header_value), max_size=5)
 
 @pytest.fixture(scope="module")
 def fuzz_url(loopback_issuer: LoopbackIssuer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    env = {
-        "AGENT_NAME": "support",
-        "HINDSIGHT_API_URL": "http://127.0.0.1:9",
-        "MODEL_PROVIDER": "echo",
-        "AUTH_MODE": "jwt",
-        "JWT_DISCOVERY_URL": loopback_issuer.discovery_url,
-        "JWT_ALLOWED_CLIENTS": "client-app",
-    }
-    memory = memory_on(FakeHindsight(), tmp_path_factory.mktemp("spool"))
-    app = create_app(Settings.from_env(env), memory=memory, model=EchoModel())
-    with serve(app) as url:
+    with jwt_agent(loopback_issuer, FakeHindsight(), tmp_path_factory.mktemp("spool")) as url:
         yield url
 
 

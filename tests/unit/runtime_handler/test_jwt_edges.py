@@ -17,29 +17,15 @@ from cryptography.hazmat.primitives.asymmetric import padding
 
 from memory_adapter.identity.bank_ids import parse_bank_id
 from memory_adapter.testing import FakeHindsight
-from runtime_handler.main import create_app
-from runtime_handler.model import EchoModel
-from runtime_handler.settings import Settings
 from tests.unit.issuers import LoopbackIssuer
 
-from .fakes import memory_on
-from .serving import serve
+from .fakes import jwt_agent
 
 
 @pytest.fixture(scope="module")
 def agent(loopback_issuer: LoopbackIssuer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Any]]:
-    env = {
-        "AGENT_NAME": "support",
-        "HINDSIGHT_API_URL": "http://127.0.0.1:9",
-        "MODEL_PROVIDER": "echo",
-        "AUTH_MODE": "jwt",
-        "JWT_DISCOVERY_URL": loopback_issuer.discovery_url,
-        "JWT_ALLOWED_CLIENTS": "client-app",
-    }
     fake = FakeHindsight()
-    memory = memory_on(fake, tmp_path_factory.mktemp("spool"))
-    app = create_app(Settings.from_env(env), memory=memory, model=EchoModel())
-    with serve(app) as url:
+    with jwt_agent(loopback_issuer, fake, tmp_path_factory.mktemp("spool")) as url:
         yield url, fake
 
 
