@@ -110,11 +110,37 @@ async def test_a_shed_recall_degrades_at_once_and_leaves_the_breaker_closed(make
     for _ in range(10):
         recollection = await adapter.recall_for_turn(ctx(), "hello")
         assert (recollection.text, recollection.degraded, recollection.reason) == ("", True, "shed")
-        clock.now += 0.5  # a turn every half second: Retry-After (1 s) covers every other one
+        clock.now += 0.5  # a turn every half second
     assert adapter.breaker_state == "closed"  # Hindsight answered: it is up, only busy
     assert metrics.total(Metric.RECALL_SHED) == 10
     assert metrics.total(Metric.DEGRADED_TURNS) == 10
-    assert len(fake.calls("/memories/recall")) == 5  # asked again only after each Retry-After (no breaker skip)
+    # asked again only after each window, each twice the last while the sheds go on (1 s, 2 s, 4 s): at 0, 1 and 3 s
+    assert len(fake.calls("/memories/recall")) == 3
+
+
+async def test_sheds_in_a_row_lengthen_the_window_until_a_recall_is_served(make_adapter, fake):
+    fake.fault = Fault.SHED
+    fake.shed_retry_after_s = 0.05
+    adapter = make_adapter()
+    clock = Clock()
+    adapter._recaller.windows.clock = clock
+
+    async def asked_after(seconds: float) -> bool:
+        clock.now += seconds
+        before = len(fake.calls("/memories/recall"))
+        await adapter.recall_for_turn(ctx("alice"), "hello")
+        return len(fake.calls("/memories/recall")) > before
+
+    assert await asked_after(0)  # shed: 50 ms
+    assert await asked_after(0.06)  # shed again: 100 ms
+    assert not await asked_after(0.06)
+    assert await asked_after(0.05)  # shed a third time: 200 ms
+    assert not await asked_after(0.15)
+    fake.fault = Fault.NONE
+    assert await asked_after(0.06)  # served: the streak ends
+    fake.fault = Fault.SHED
+    assert await asked_after(0)  # shed: 50 ms again, not 400
+    assert await asked_after(0.06)
 
 
 async def test_a_shed_window_lasts_the_server_s_expected_wait_not_whole_seconds(make_adapter, fake):

@@ -68,6 +68,8 @@ class Recollection:
 MAX_SHED_WINDOW_S = 30.0
 #: Banks remembered in a shed window at most (expired ones are dropped first).
 _MAX_WINDOWS = 1024
+#: Sheds in a row (no recall served between) double the server's window up to this many times (64x).
+MAX_SHED_DOUBLINGS = 6
 
 
 @dataclass(slots=True)
@@ -79,12 +81,18 @@ class ShedWindows:
     shed. But a shed says the *server* is overloaded, so in the same window the process as a whole sends one recall
     at a time (``in_flight``): the others skip at once instead of each paying a round trip to a server whose event
     loop is starved, and the first recall served closes the window for all. On AgentCore each session has its own
-    microVM, so this is one user's next turns only."""
+    microVM, so this is one user's next turns only.
+
+    Each shed in a row, with no recall served between, doubles the server's window (up to
+    :data:`MAX_SHED_DOUBLINGS`), as clients back off from a throttling AWS API: the server's expected wait is right
+    for a burst that passes, but while overload lasts, asking again after tens of milliseconds only feeds it (the
+    closed-loop bench with the plain window: twice the round trips, served turns' p50 1.9x at 32 sessions)."""
 
     until: dict[str, float] = field(default_factory=dict)
     clock: Callable[[], float] = time.monotonic
     overloaded_until: float = 0.0
     in_flight: int = 0
+    streak: int = 0
 
     def holds(self, bank_id: str) -> bool:
         """Whether ``bank_id``'s recall is to be skipped now."""
@@ -92,21 +100,24 @@ class ShedWindows:
         return self.until.get(bank_id, 0.0) > now or (self.overloaded_until > now and self.in_flight > 0)
 
     def hold(self, bank_id: str, retry_after: float | None) -> None:
-        """Start a window of ``retry_after`` seconds (none without one)."""
+        """Start a window of ``retry_after`` seconds, doubled for each shed before it in a row (none without one)."""
         if retry_after is None or retry_after <= 0:
             return
+        window = retry_after * 2 ** min(self.streak, MAX_SHED_DOUBLINGS)
+        self.streak += 1
         now = self.clock()
         if len(self.until) >= _MAX_WINDOWS:
             for bank in [b for b, t in self.until.items() if t <= now]:
                 del self.until[bank]
             if len(self.until) >= _MAX_WINDOWS:
                 self.until.pop(next(iter(self.until)))
-        self.until[bank_id] = now + min(retry_after, MAX_SHED_WINDOW_S)
+        self.until[bank_id] = now + min(window, MAX_SHED_WINDOW_S)
         self.overloaded_until = max(self.overloaded_until, self.until[bank_id])
 
     def served(self) -> None:
         """A recall was served: the server is not refusing this process now."""
         self.overloaded_until = 0.0
+        self.streak = 0
 
 
 @dataclass(frozen=True, slots=True)
