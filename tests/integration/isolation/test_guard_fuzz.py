@@ -107,21 +107,28 @@ def test_no_route_answers_odd_input_with_a_5xx(iso: Server, dora: tuple[str, Vic
     user, own = dora
     failures: list[str] = []
     attempts = 0
-    callers = (("operator", iso.api(iso.operator_key)), ("anonymous", iso.api(None)))
-    for method, path, op in routes:
-        if method == "DELETE" and path.endswith("/banks/{bank_id}"):
-            continue  # the bank must outlive the sweep
-        request = sweep_request(method, path, op, own, spec, caller=user)
-        for attack, variant in variants(method, path, request):
-            for who, api in callers:
-                # WHEN the odd variant is sent, with the operator key and without a credential
-                response = api.call(**variant)
-                attempts += 1
-                # THEN a deliberate answer: never a 5xx, never the server's internals
-                if response.status_code >= 500 or INTERNAL.search(response.text):
-                    failures.append(
-                        f"{method} {path} [{attack}, {who}] -> {response.status_code} {response.text[:150]}"
-                    )
+    operator = iso.api(iso.operator_key)
+    callers = (("operator", operator), ("anonymous", iso.api(None)))
+    try:
+        for method, path, op in routes:
+            if method == "DELETE" and path.endswith("/banks/{bank_id}"):
+                continue  # the bank must outlive the sweep
+            request = sweep_request(method, path, op, own, spec, caller=user)
+            for attack, variant in variants(method, path, request):
+                for who, api in callers:
+                    # WHEN the odd variant is sent, with the operator key and without a credential
+                    response = api.call(**variant)
+                    attempts += 1
+                    # THEN a deliberate answer: never a 5xx, never the server's internals
+                    if response.status_code >= 500 or INTERNAL.search(response.text):
+                        failures.append(
+                            f"{method} {path} [{attack}, {who}] -> {response.status_code} {response.text[:150]}"
+                        )
+    finally:
+        # the operator's odd bank ids made banks on the shared server: the suites that back up or export every
+        # bank must not meet them (Hindsight 1.1.0 answers 500 to a download whose bank id is not Latin-1)
+        for value in _PATH_VALUES.values():
+            operator.call("DELETE", f"/v1/default/banks/{value}")
     assert not failures, "\n".join(failures)
     assert attempts >= 100
     # AND the server still serves (a bank the sweep did not touch: its own bank's routes delete what it holds)
