@@ -108,6 +108,16 @@ def _users_since(fake: FakeHindsight, before: int) -> set[str]:
     return users
 
 
+def _settled(url: str) -> None:
+    """Wait until the agent's background retains are delivered (``/ping`` leaves HealthyBusy), so each test sees only
+    its own requests: an earlier test's retain, still on its way, is that test's user, not this one's."""
+    deadline = time.monotonic() + 30
+    with httpx.Client(base_url=url, timeout=10) as client:
+        while client.get("/ping").json()["status"] == "HealthyBusy":
+            assert time.monotonic() < deadline, "retains never settled"
+            time.sleep(0.01)
+
+
 def _post(url: str, token: str, **kwargs: Any) -> httpx.Response:
     with httpx.Client(base_url=url, timeout=60) as client:
         return client.post("/invocations", headers={"Authorization": f"Bearer {token}"}, **kwargs)
@@ -118,10 +128,12 @@ def test_an_odd_token_is_refused_or_served_as_its_own_user(
     agent: tuple[str, FakeHindsight], loopback_issuer: LoopbackIssuer, edge: str
 ) -> None:
     url, fake = agent
+    _settled(url)
     before = len(fake.requests)
     response = _post(url, _token(loopback_issuer, edge), json={"prompt": "remember me"})
     assert response.status_code in (200, 401), (response.status_code, response.text[:300])
     assert "Traceback" not in response.text
+    _settled(url)
     served = _EDGES[edge][1].get("sub", "user-edge") if response.status_code == 200 else None
     assert _users_since(fake, before) <= ({served} if served else set()), edge
 
