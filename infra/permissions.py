@@ -35,8 +35,9 @@ GATEWAY_KEY_GRANT_ACTIONS = ("kms:CreateGrant",)
 #: -Operations stack reads that role's ARN from an SSM handoff, which anyone who may write the prefix could point
 #: elsewhere; its grants on the administration bucket hold only for a role of this account carrying this tag.
 MAINTENANCE_ROLE_TAG = "hindsight-memory:maintenance-role"
-#: Whether the stack is rolling back (the function's own stack only).
-STACK_STATUS_ACTIONS = ("cloudformation:DescribeStacks",)
+#: Whether the stack is rolling back, and whether another of its resources holds a parameter a Delete would remove
+#: (the function's own stack only; ListStackResources through its paginator).
+STACK_STATUS_ACTIONS = ("cloudformation:DescribeStacks", "cloudformation:ListStackResources")
 #: Claiming a log group a service creates itself (constructs/service_log_group.py): create, keep, encrypt, delete.
 LOG_GROUP_CLAIM_ACTIONS = (
     "logs:CreateLogGroup",

@@ -8,11 +8,18 @@ the new parameter version with :func:`content_label` of what decided the content
 rollback (the stack in ``UPDATE_ROLLBACK_IN_PROGRESS``) :func:`roll_back` puts back the version last labelled for the
 old properties: SSM's own version history, no fetch. Only without such a version (content written before the labels
 existed: the rollback of the first update to this code) does a handler fetch as before.
+
+A Delete (:func:`release`) never fails the stack and never removes what another resource still uses: a parameter this
+resource did not create, or one another resource of the stack now holds under the same name (a renamed construct:
+the old resource's cleanup after the new one took the name over, or the new one's delete when the update rolls back).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import json
+from collections.abc import Mapping
 from typing import Any
 
 #: The stack status during which CloudFormation's Updates are a rollback's.
@@ -85,3 +92,40 @@ def roll_back(name: str, label: str, *, ssm: Any = None) -> dict[str, Any] | Non
     if kept["Version"] != max(v["Version"] for v in versions):
         write(name, kept["Value"], label, kept.get("Description", ""), ssm=ssm)
     return kept
+
+
+def release(event: Mapping[str, Any], *, ssm: Any = None, cloudformation: Any = None) -> str:
+    """A Delete's work: remove the parameter when this resource created it (its physical id is the name) and no other
+    resource of the stack holds that name; answer the physical id. Never raises: a failed Delete would leave the
+    stack in DELETE_FAILED or ROLLBACK_FAILED, while a parameter left behind is logged and harmless (a later Create
+    overwrites it)."""
+    physical_id = str(event.get("PhysicalResourceId") or event["LogicalResourceId"])
+    name = event["ResourceProperties"].get("ParameterName")
+    if physical_id != name:  # a failed create's id, or a replaced resource's properties: not this resource's
+        return physical_id
+    ssm = ssm or ssm_client()
+    try:
+        holder = _other_holder(event, cloudformation or cloudformation_client())
+        if holder is None:
+            with contextlib.suppress(ssm.exceptions.ParameterNotFound):
+                ssm.delete_parameter(Name=name)
+            return physical_id
+        outcome = f"kept: {holder} holds it"
+    except Exception as exc:  # a Delete must not fail the stack; the parameter stays, logged
+        outcome = f"kept: {type(exc).__name__}: {exc}"
+    print(json.dumps({"message": "parameter not deleted", "parameter": name, "outcome": outcome[:1000]}))
+    return physical_id
+
+
+def _other_holder(event: Mapping[str, Any], cloudformation: Any) -> str | None:
+    """The logical id of another resource of the event's stack, not being deleted, whose physical id is this one's."""
+    pages = cloudformation.get_paginator("list_stack_resources").paginate(StackName=event["StackId"])
+    for page in pages:
+        for resource in page["StackResourceSummaries"]:
+            if (
+                resource.get("PhysicalResourceId") == event["PhysicalResourceId"]
+                and resource["LogicalResourceId"] != event["LogicalResourceId"]
+                and not resource["ResourceStatus"].startswith("DELETE_")
+            ):
+                return str(resource["LogicalResourceId"])
+    return None

@@ -106,7 +106,8 @@ def test_the_custom_resource_owns_the_parameter_and_returns_the_real_issuer(ssm:
     assert responses[-1][1]["Status"] == "SUCCESS"
     assert json.loads(ssm.get_parameter(Name="/p/dev/identity/jwks")["Parameter"]["Value"]) == {"keys": [rotated]}
     # WHEN the stack is deleted THEN the parameter goes with it
-    mirror.handler(_event("Delete", PhysicalResourceId="/p/dev/identity/jwks"), None, ssm=ssm, respond=respond)
+    delete = _event("Delete", PhysicalResourceId="/p/dev/identity/jwks", StackId=stack_id)
+    mirror.handler(delete, None, ssm=ssm, respond=respond)
     assert responses[-1][1]["Status"] == "SUCCESS"
     assert ssm.describe_parameters()["Parameters"] == []
 
@@ -178,7 +179,7 @@ def _pem(body: str = "MIIBszCCAVmgAwIBAgIUQ0FRB29vdA==") -> str:
     return f"-----BEGIN CERTIFICATE-----\n{body}\n-----END CERTIFICATE-----\n"
 
 
-def test_the_rds_bundle_is_stored_and_owned_by_its_custom_resource(ssm: Any) -> None:
+def test_the_rds_bundle_is_stored_and_owned_by_its_custom_resource(ssm: Any, stack_id: str) -> None:
     from infra.functions.rds_ca import index as rds_ca
 
     responses: list[dict[str, Any]] = []
@@ -194,7 +195,7 @@ def test_the_rds_bundle_is_stored_and_owned_by_its_custom_resource(ssm: Any) -> 
     assert responses[0]["Data"] == {"ParameterName": "/p/dev/ca", "Certificates": "2"}
     assert ssm.get_parameter(Name="/p/dev/ca")["Parameter"]["Value"] == bundle
     rds_ca.handler(
-        {**event, "RequestType": "Delete", "PhysicalResourceId": "/p/dev/ca"},
+        {**event, "RequestType": "Delete", "PhysicalResourceId": "/p/dev/ca", "StackId": stack_id},
         None,
         ssm=ssm,
         respond=lambda _u, b: responses.append(b),

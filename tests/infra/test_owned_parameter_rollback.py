@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -168,3 +169,62 @@ def test_a_labelled_oldest_version_does_not_stop_the_hundredth_write(aws: tuple[
     for n in range(1, 101):
         owned_parameter.write(NAME, f"v{n}", owned_parameter.content_label("new"), ssm=ssm)
     assert ssm.get_parameter(Name=NAME)["Parameter"]["Value"] == "v100"
+
+
+def _stack_holding(name: str) -> str:
+    """A stack (moto's CloudFormation) in which another resource, ``IdentityKeysBefore``, has ``name`` as physical
+    id: what a renamed construct leaves while its old and new resources both exist (moto makes it a plain
+    ``AWS::SSM::Parameter``; the check compares only logical and physical ids)."""
+    import boto3
+
+    old = {"Type": "AWS::SSM::Parameter", "Properties": {"Name": name, "Type": "String", "Value": "v"}}
+    template = json.dumps({"Resources": {"IdentityKeysBefore": old}})
+    return str(boto3.client("cloudformation").create_stack(StackName="renamed", TemplateBody=template)["StackId"])
+
+
+def test_a_delete_leaves_the_parameter_another_resource_of_the_stack_holds(aws: tuple[Any, Any]) -> None:
+    ssm, _ = aws
+    # GIVEN the construct renamed: a new resource (IdentityKeys) created under the same parameter name
+    stack = SimpleNamespace(stack_id=_stack_holding(NAME))
+    assert _run(_mirror_event(stack, "Create", "a"), ssm, _issuer("a", KEY_A).__getitem__)["Status"] == "SUCCESS"
+    # WHEN the update fails and CloudFormation deletes the new resource (or, had it succeeded, the old one)
+    answer = _run(_mirror_event(stack, "Delete", "a", PhysicalResourceId=NAME), ssm, _down)
+    # THEN the delete succeeds and the parameter the remaining resource uses stays
+    assert answer["Status"] == "SUCCESS", answer.get("Reason")
+    assert _keys(ssm) == ["a1"]
+
+
+def test_a_delete_that_cannot_check_the_stack_succeeds_and_keeps_the_parameter(aws: tuple[Any, Any]) -> None:
+    ssm, stack = aws
+    assert _run(_mirror_event(stack, "Create", "a"), ssm, _issuer("a", KEY_A).__getitem__)["Status"] == "SUCCESS"
+    # WHEN the stack's resources cannot be listed (here: an unknown stack; in an account, say, throttling)
+    gone = SimpleNamespace(stack_id="arn:aws:cloudformation:us-east-1:123456789012:stack/gone/1")
+    answer = _run(_mirror_event(gone, "Delete", "a", PhysicalResourceId=NAME), ssm, _down)
+    # THEN the stack is not blocked (DELETE_FAILED, ROLLBACK_FAILED) and nothing is removed on a guess
+    assert answer["Status"] == "SUCCESS", answer.get("Reason")
+    assert _keys(ssm) == ["a1"]
+
+
+def test_the_rollback_of_a_renamed_parameter_deletes_only_the_new_one(aws: tuple[Any, Any]) -> None:
+    ssm, stack = aws
+    bundle = "-----BEGIN CERTIFICATE-----\nMIIBszCCAVmgAwIBAgIUQ0FRB29vdA==\n-----END CERTIFICATE-----\n"
+    first = {
+        **_mirror_event(stack, "Create", "a"),
+        "ResourceProperties": {"BundleUrl": "https://truststore.example/r.pem", "ParameterName": "/p/ca"},
+    }
+    answers: list[dict[str, Any]] = []
+    respond = lambda _url, body: answers.append(body)  # noqa: E731
+    rds_ca.handler(first, None, ssm=ssm, download=lambda _url: bundle, respond=respond)
+    # GIVEN an update to another parameter name: a new physical id, so CloudFormation treats it as a replacement
+    renamed = {**first, "RequestType": "Update", "PhysicalResourceId": "/p/ca"}
+    renamed["ResourceProperties"] = {**first["ResourceProperties"], "ParameterName": "/q/ca"}
+    rds_ca.handler(renamed, None, ssm=ssm, download=lambda _url: bundle, respond=respond)
+    assert answers[-1]["PhysicalResourceId"] == "/q/ca"
+    # WHEN the update rolls back: CloudFormation keeps the old resource and deletes the new physical id (with the
+    # new properties); with the old properties (never the case, but harmless) nothing is deleted either
+    rds_ca.handler({**renamed, "RequestType": "Delete", "PhysicalResourceId": "/q/ca"}, None, ssm=ssm, respond=respond)
+    rds_ca.handler({**first, "RequestType": "Delete", "PhysicalResourceId": "/q/ca"}, None, ssm=ssm, respond=respond)
+    # THEN the old parameter stays untouched and the new one is gone
+    assert [a["Status"] for a in answers] == ["SUCCESS"] * 4, answers[-1].get("Reason")
+    assert ssm.get_parameter(Name="/p/ca")["Parameter"]["Value"] == bundle
+    assert [p["Name"] for p in ssm.describe_parameters()["Parameters"]] == ["/p/ca"]

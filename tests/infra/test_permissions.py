@@ -132,6 +132,7 @@ def _revoke(templates: dict[str, Any], function_prefix: str, action: str) -> tup
         ("IdentityMirror", "ssm:PutParameter"),
         ("DatabaseCaBundleFunction", "ssm:PutParameter"),
         ("IdentityMirror", "cloudformation:DescribeStacks"),  # a rollback's Update reads no issuer (owned_parameter)
+        ("DatabaseCaBundleFunction", "cloudformation:ListStackResources"),  # a Delete's check, through a paginator
         ("DatabaseCaBundleFunction", "ssm:GetParameterHistory"),  # ... and finds the old content through a paginator
         ("IdentityMirror", "ssm:LabelParameterVersion"),
         ("DatabaseLoginFunction", "secretsmanager:GetSecretValue"),

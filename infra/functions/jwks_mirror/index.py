@@ -5,10 +5,11 @@ Runs outside the VPC (it must reach the IdP on the internet). Two callers:
 - CloudFormation, as the custom resource that owns the parameter: on create and update it fetches the keys and
   writes the parameter (the deploy fails if the issuer is unusable, so a deploy never leaves it empty), and returns
   the discovery document's ``issuer`` for the stacks to hand to the agent and Hindsight (some issuers' ``issuer``
-  ends with a slash, so it cannot be derived from the URL); on delete it removes the parameter. CloudFormation never
-  holds the value, so a stack update cannot reset it (aws/aws-cdk#25949). A rollback fetches nothing: it puts back
-  the keys last mirrored for the old discovery URL from the parameter's own history (``infra.functions.
-  owned_parameter``), with the issuer they came with.
+  ends with a slash, so it cannot be derived from the URL); on delete it removes the parameter unless another
+  resource of the stack holds it (``owned_parameter.release``). CloudFormation never holds the value, so a stack
+  update cannot reset it (aws/aws-cdk#25949). A rollback fetches nothing: it puts back the keys last mirrored for
+  the old discovery URL from the parameter's own history (``infra.functions.owned_parameter``), with the issuer
+  they came with.
 - The schedule: it rewrites the parameter only when the keys changed.
 
 Only public key material is stored: a key carrying private members is refused, so a misconfigured IdP cannot leak a
@@ -17,7 +18,6 @@ private key into SSM.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import urllib.request
@@ -130,10 +130,7 @@ def on_cloudformation(
     properties = event["ResourceProperties"]
     name = properties["ParameterName"]
     if event["RequestType"] == "Delete":
-        if event.get("PhysicalResourceId") == name:  # never delete a parameter this resource did not create
-            with contextlib.suppress(ssm.exceptions.ParameterNotFound):
-                ssm.delete_parameter(Name=name)
-        return str(event.get("PhysicalResourceId") or name), {}
+        return owned_parameter.release(event, ssm=ssm, cloudformation=cloudformation), {}
     discovery_url = properties["DiscoveryUrl"]
     if event["RequestType"] == "Update" and owned_parameter.is_rollback(event["StackId"], cloudformation):
         kept = owned_parameter.roll_back(name, owned_parameter.content_label(discovery_url), ssm=ssm)

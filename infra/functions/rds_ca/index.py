@@ -6,15 +6,15 @@ outside the VPC at deploy time, fetches the region's bundle from AWS's trust sto
 (``https://truststore.pki.rds.amazonaws.com/<region>/<region>-bundle.pem``, documented in the RDS User Guide,
 "Using SSL/TLS to encrypt a connection to a DB instance or cluster"), checks it holds only certificates and stores it
 for the Hindsight tasks (an ECS secret) and the provisioning function (read through the SSM endpoint). CloudFormation
-never holds the value; delete removes the parameter. A rollback downloads nothing: it puts back the bundle last
-stored from the old URL, from the parameter's own history (``infra.functions.owned_parameter``).
+never holds the value; delete removes the parameter unless another resource of the stack holds it. A rollback
+downloads nothing: it puts back the bundle last stored from the old URL, from the parameter's own history
+(``infra.functions.owned_parameter``).
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import contextlib
 import re
 import urllib.request
 from collections.abc import Callable
@@ -66,10 +66,7 @@ def on_event(
     properties = event["ResourceProperties"]
     name = properties["ParameterName"]
     if event["RequestType"] == "Delete":
-        if event.get("PhysicalResourceId") == name:
-            with contextlib.suppress(ssm.exceptions.ParameterNotFound):
-                ssm.delete_parameter(Name=name)
-        return str(event.get("PhysicalResourceId") or name), {}
+        return owned_parameter.release(event, ssm=ssm, cloudformation=cloudformation), {}
     label = owned_parameter.content_label(properties["BundleUrl"])
     kept = None
     if event["RequestType"] == "Update" and owned_parameter.is_rollback(event["StackId"], cloudformation):
