@@ -8,11 +8,14 @@ parameter of a fixed name; each consumer reads it at its own deploy (a template 
 ``AWS::SSM::Parameter::Value<String>``, which the CDK CLI always redeploys, so the new value arrives at the next
 ``cdk deploy --all``) and depends on the producer's stack explicitly, so it still deploys after it. The value in a
 running consumer changes at the consumer's next deploy, as an export's would.
+
+Whoever may write the parameter chooses what a consumer gets (docs/deploying.md, "Who may write"): a consumer that
+grants its role on a handed-off ARN takes only the resource from it (:meth:`Handoff.arn_in`), never the account.
 """
 
 from __future__ import annotations
 
-from aws_cdk import Stack
+from aws_cdk import ArnFormat, Fn, Stack
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
@@ -36,3 +39,13 @@ class Handoff(Construct):
             return self._value
         consumer.add_stack_dependency(producer, f"reads {self.parameter_name} at deploy time")
         return ssm.StringParameter.value_for_string_parameter(consumer, self.parameter_name)
+
+    def arn_in(self, scope: Construct, service: str) -> str:
+        """The value, an ARN of ``service``, as scope's stack may grant on it: partition, service, region and account
+        are scope's own, only the resource (after the ARN's fifth colon) is the parameter's. A parameter pointed at
+        another account's queue or key names this account's (most likely none), and a value that is no ARN fails
+        the consumer's deploy (``Fn::Select`` out of range)."""
+        if Stack.of(scope) is Stack.of(self):
+            return self._value
+        resource = Fn.select(5, Fn.split(":", self.value_in(scope)))
+        return Stack.of(scope).format_arn(service=service, resource=resource, arn_format=ArnFormat.NO_RESOURCE_NAME)

@@ -351,13 +351,14 @@ class MemoryEvents(Construct):
 
     def grant_send(self, grantee: iam.IGrantable) -> iam.Grant:
         """Let ``grantee`` (a Hindsight task or pod role) send events to the queue, and nothing else: no receive, no
-        delete, no dead letters; the key only for what a producer of an SSE-KMS queue needs."""
+        delete, no dead letters; the key only for what a producer of an SSE-KMS queue needs. Both ARNs come by
+        handoff, in grantee's account and region whatever the parameters say (:meth:`Handoff.arn_in`)."""
         scope = grantee if isinstance(grantee, Construct) else self
         iam.Grant.add_to_principal(
             grantee=grantee,
             actions=list(SQS_PRODUCER_KEY_ACTIONS),
-            resource_arns=[self._key_arn.value_in(scope)],
+            resource_arns=[self._key_arn.arn_in(scope, "kms")],
         )
         return iam.Grant.add_to_principal(
-            grantee=grantee, actions=list(SQS_SEND_ACTIONS), resource_arns=[self._queue_arn.value_in(scope)]
+            grantee=grantee, actions=list(SQS_SEND_ACTIONS), resource_arns=[self._queue_arn.arn_in(scope, "sqs")]
         )

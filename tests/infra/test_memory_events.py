@@ -25,6 +25,7 @@ from infra.constructs.memory_events import (
     PIPE_INPUT_TEMPLATE,
 )
 from infra.permissions import PIPES_SQS_SOURCE_ACTIONS
+from tests.infra import intrinsics
 from tests.infra import permission_check as check
 from tests.infra.conftest import Synth, resources, role_policy_statements, statement_actions, synthesize
 from tests.infra.eks_variant import EKS_VARIANT
@@ -189,18 +190,48 @@ def test_without_text_the_bus_and_archive_keep_the_aws_owned_key(on_eks: Synth) 
     assert ENV_EVENTS_INCLUDE_TEXT not in json.dumps(on_eks.template("-MemoryService"))
 
 
+#: Handoffs pointed at another account's queue and key (by whoever may write the prefix).
+ELSEWHERE = {
+    "queue-arn": "arn:aws:sqs:eu-west-1:999999999999:elsewhere.fifo",
+    "key-arn": "arn:aws:kms:eu-west-1:999999999999:key/0a0b0c0d-0000-4000-8000-000000000000",
+}
+
+
+def _granted_on(synth: Synth, template: dict[str, Any], resource: Any) -> Any:
+    """A statement's resource as deployed with :data:`ELSEWHERE` in the handoffs, in the sample account."""
+    handoffs = {_parameter_ref(template, suffix)["Ref"]: value for suffix, value in ELSEWHERE.items()}
+    return intrinsics.resolve(resource, {**intrinsics.pseudo_parameters("s", synth.config.region), **handoffs})
+
+
+def _own(synth: Synth, suffix: str) -> str:
+    """The ARN a grant holds with :data:`ELSEWHERE` in the handoffs: the resource, in this account and region."""
+    _, _, service, _, _, resource = ELSEWHERE[suffix].split(":", 5)
+    account = synth.config.account or intrinsics.ACCOUNT
+    return f"arn:aws:{service}:{synth.config.region}:{account}:{resource}"
+
+
 def test_every_ecs_task_role_may_only_send_to_the_queue_and_carries_its_url(with_text: Synth) -> None:
     service = with_text.template("-MemoryService")
-    queue_arn, key_arn = _parameter_ref(service, "queue-arn"), _parameter_ref(service, "key-arn")
     task_roles = {
         p["Properties"]["TaskRoleArn"]["Fn::GetAtt"][0] for p in resources(service, "AWS::ECS::TaskDefinition").values()
     }
     assert len(task_roles) >= 3  # api, maintenance, worker-1
     for role in task_roles:
         statements = role_policy_statements(service, role)
-        sqs = [(a, s["Resource"]) for s in statements for a in statement_actions(s) if a.startswith("sqs:")]
-        assert sqs == [("sqs:SendMessage", queue_arn)], role
-        kms = {a for s in statements if s["Resource"] == key_arn for a in statement_actions(s)}
+        sqs = [
+            (a, _granted_on(with_text, service, s["Resource"]))
+            for s in statements
+            for a in statement_actions(s)
+            if a.startswith("sqs:")
+        ]
+        # Only the queue's name comes from the handoff: a handoff naming another account's queue grants nothing there.
+        assert sqs == [("sqs:SendMessage", _own(with_text, "queue-arn"))], role
+        kms = {
+            a
+            for s in statements
+            if _granted_on(with_text, service, s["Resource"]) == _own(with_text, "key-arn")
+            for a in statement_actions(s)
+        }
         assert kms == {"kms:GenerateDataKey", "kms:Decrypt"}, role
     for definition in resources(service, "AWS::ECS::TaskDefinition").values():
         (hindsight,) = [c for c in definition["Properties"]["ContainerDefinitions"] if c["Essential"]]
@@ -212,11 +243,11 @@ def test_every_ecs_task_role_may_only_send_to_the_queue_and_carries_its_url(with
 def test_eks_pod_roles_may_only_send_to_the_queue_and_the_pods_carry_its_url(on_eks: Synth) -> None:
     service = on_eks.template("-MemoryService")
     eks = on_eks.stacks.memory.memory.eks
-    queue_arn = _parameter_ref(service, "queue-arn")
+    queue_arn = _own(on_eks, "queue-arn")
     for role in (eks.workload_role, eks.maintenance_role):
         role_id = on_eks.stacks.memory.resolve(on_eks.stacks.memory.get_logical_id(role.node.default_child))
         sqs = [
-            (a, s["Resource"])
+            (a, _granted_on(on_eks, service, s["Resource"]))
             for s in role_policy_statements(service, role_id)
             for a in statement_actions(s)
             if a.startswith("sqs:")
