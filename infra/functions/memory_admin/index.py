@@ -7,7 +7,8 @@ Three entry points over one module, all running :func:`memory_adapter.admin.run_
   signs its requests). The caller's principal is the one AWS verified (``requestContext.authorizer.iam``), never a
   field of the request; a request without it is refused.
 * ``index.expire_handler``: the scheduled expiry (EventBridge); emits ``MemoriesExpired`` per kind.
-* ``index.backup_handler``: the scheduled logical export of every bank (EventBridge); emits ``BanksBackedUp``.
+* ``index.backup_handler``: the scheduled logical export of every bank (EventBridge); emits ``BanksBackedUp`` and
+  ``BanksBackupFailed`` (banks skipped because their export failed); a run that archived no bank fails.
 
 Settings (environment, read once per cold start): :class:`FunctionSettings`, each field naming its variable.
 """
@@ -25,7 +26,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from memory_adapter.admin import AdminDeps, AdminError, OperatorClient, S3Store, run_action
-from memory_adapter.admin.errors import ConfirmationError, InvalidRequestError, VerificationError
+from memory_adapter.admin.errors import BackupFailedError, ConfirmationError, InvalidRequestError, VerificationError
 from memory_adapter.exceptions import HindsightRequestError, HindsightUnavailableError
 from memory_adapter.kinds import RetentionRules, RetentionRulesError
 from memory_adapter.settings_fields import RecallClientSettings, secret_arn, setting
@@ -41,6 +42,7 @@ METRIC_EXPIRED: Final = "MemoriesExpired"
 METRIC_DUE: Final = "MemoriesDue"
 METRIC_MORE_DUE: Final = "ExpiryMoreDue"
 METRIC_BACKED_UP: Final = "BanksBackedUp"
+METRIC_BACKUP_FAILED: Final = "BanksBackupFailed"
 
 logger = Logger(service=SERVICE)
 metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "HindsightMemory"), service=SERVICE)
@@ -165,6 +167,18 @@ def expire_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
 def backup_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """The scheduled logical export: every bank's archive and a manifest under ``backups/<time>/``."""
     schedule = _schedule(event)
-    manifest = run_action({"action": "backup"}, deps=_deps(), principal=schedule, actor=f"schedule:{schedule}")
+    try:
+        manifest = run_action({"action": "backup"}, deps=_deps(), principal=schedule, actor=f"schedule:{schedule}")
+    except BackupFailedError as exc:
+        _count_backup(exc.manifest)
+        raise  # the run failed: Lambda's Errors (BackupFailing)
+    _count_backup(manifest)
+    return {k: manifest[k] for k in ("location", "outcome")} | {
+        "banks": len(manifest["banks"]),
+        "failed": manifest["failed"],
+    }
+
+
+def _count_backup(manifest: Mapping[str, Any]) -> None:
     metrics.add_metric(name=METRIC_BACKED_UP, unit=MetricUnit.Count, value=len(manifest["banks"]))
-    return {"location": manifest["location"], "banks": len(manifest["banks"])}
+    metrics.add_metric(name=METRIC_BACKUP_FAILED, unit=MetricUnit.Count, value=len(manifest["failed"]))

@@ -8,7 +8,8 @@ with the database secret, an ``ecs run-task``; locally the operator's shell) can
 
 * ``restore``: the archives of a backup manifest into the configured schema; a bank that already exists with the
   manifest's counts is skipped (so a restore can be re-run after a failure), one that exists otherwise is refused
-  unless ``replace`` deletes it first.
+  unless ``replace`` deletes it first. The banks a partial backup could not archive (its manifest's ``failed``) are
+  named in the result's ``not_backed_up``.
 * ``reembed``: every bank of ``source_schema`` into a fresh ``target_schema`` with the newly configured embedding
   model (blue/green: the source stays untouched; point the service at the target when done). Resumable and
   stateless: a bank already in the target with the source's counts is done, a partial one is deleted and redone.
@@ -209,10 +210,16 @@ async def restore(
     manifest = json.loads(store.get(manifest_key))
     target = schema or os.environ.get(_SCHEMA_ENV) or "public"
     entries = [e for e in manifest["banks"] if bank_ids is None or e["bank_id"] in bank_ids]
+    # a partial backup lists the banks it could not archive: they are not in it, so not restored
+    failed = {f["bank_id"]: f["error"] for f in manifest.get("failed", ())}
     missing = sorted(set(bank_ids or ()) - {e["bank_id"] for e in entries})
     if missing:
-        raise InvalidRequestError(f"not in the manifest: {', '.join(missing)}")
+        named = (f"{b} (its backup failed: {failed[b]})" if b in failed else b for b in missing)
+        raise InvalidRequestError(f"not in the manifest: {', '.join(named)}")
     result: dict[str, Any] = {"schema": target, "manifest": manifest_key, "restored": [], "skipped": [], "refused": []}
+    result["not_backed_up"] = sorted(failed) if bank_ids is None else []
+    for bank_id in result["not_backed_up"]:
+        progress(f"{bank_id}: not in this backup (its backup failed: {failed[bank_id]}), not restored")
     conn = await _connect()
     try:
         async with _Engine(target) as engine:
