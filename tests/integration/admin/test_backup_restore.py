@@ -13,7 +13,9 @@ from typing import Any
 import pytest
 
 from localdev.hindsight import LocalHindsight
+from memory_adapter._hindsight_api import HindsightApi
 from memory_adapter.admin import AdminDeps, run_action
+from memory_adapter.transport import HttpTransport
 from tests.integration.admin.conftest import Users, extraction_requests, run_maintenance
 
 pytestmark = pytest.mark.integration
@@ -72,3 +74,36 @@ def test_a_tampered_archive_is_not_restored(users: Users, deps: AdminDeps, local
     assert restored.returncode == 2
     assert "SHA-256 differs" in restored.stderr
     assert deps.client.bank_stats(users.bank("lou")) is None
+
+
+def test_a_partial_backup_restores_what_it_holds_and_names_what_it_lacks(
+    users: Users, deps: AdminDeps, local_hindsight: Any
+) -> None:
+    if not isinstance(local_hindsight, LocalHindsight):
+        pytest.skip("the restore runs with the server's environment: only for the session's own server")
+    # GIVEN a backup of a user's bank and of a bank Hindsight 1.1.0 cannot hand out (its id is not Latin-1)
+    odd = f"rëstore-✓-{users.run}"
+    HindsightApi(HttpTransport(local_hindsight.url), timeout=30, bearer=local_hindsight.operator_key).create_bank(
+        odd, {}
+    )
+    try:
+        users.retain("mo", "Mo's sailing boat is called Petrel.")
+        manifest = run_action({"action": "backup", "banks": [users.bank("mo"), odd]}, deps=deps, principal="test")
+    finally:
+        deps.client.delete_bank(odd)  # other tests back up every bank of the shared server
+    assert manifest["outcome"] == "partial"
+    assert [f["bank_id"] for f in manifest["failed"]] == [odd]
+    # WHEN the user's bank is wiped and the backup restored
+    deps.client.delete_bank(users.bank("mo"))
+    restored = run_maintenance(local_hindsight, "restore", manifest["location"])
+    # THEN the bank it holds is back, and the one it lacks is named
+    assert restored.returncode == 0, restored.stderr[-3000:]
+    result = json.loads(restored.stdout.splitlines()[-1])
+    assert [r["bank_id"] for r in result["restored"]] == [users.bank("mo")]
+    assert result["not_backed_up"] == [odd]
+    assert f"{odd}: not in this backup" in restored.stderr
+    assert any("Petrel" in text for text in users.recall("mo", "sailing boat name"))
+    # AND asking for the missing bank by name says why it is missing
+    named = run_maintenance(local_hindsight, "restore", manifest["location"], "--bank", odd)
+    assert named.returncode == 2
+    assert "its backup failed" in named.stderr
