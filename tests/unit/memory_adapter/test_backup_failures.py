@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from memory_adapter.admin import AdminDeps, DirectoryStore, OperatorClient, run_action
+from memory_adapter.admin import AdminDeps, DirectoryStore, OperatorClient, cli, run_action
+from memory_adapter.admin import client as client_module
 from memory_adapter.admin.backup import ATTEMPTS, FIRST_DELAY_S, backup_banks, retryable
 from memory_adapter.admin.errors import BackupFailedError, ExportTimeoutError
 from memory_adapter.exceptions import HindsightRequestError, HindsightUnavailableError
@@ -179,3 +180,16 @@ def test_the_audit_line_of_a_partial_backup_says_so(tmp_path: Path, caplog: pyte
 )
 def test_what_is_tried_again(error: Exception, retried: bool) -> None:
     assert retryable(error) is retried
+
+
+def test_the_cli_prints_a_partial_backup_and_exits_1(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    transport = ScriptedExports({"alpha": [], "beta": [500]})
+    monkeypatch.setattr(client_module, "HttpTransport", lambda url: transport)
+    (tmp_path / "key").write_text("op")
+    code = cli.main(["--local", "backup", "--operator-key-file", str(tmp_path / "key"), "--out", str(tmp_path)])
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert [f["bank_id"] for f in json.loads(out)["failed"]] == ["beta"]
+    assert err == 'error: 1 bank(s) not backed up: see "failed"\n'
