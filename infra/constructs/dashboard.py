@@ -247,7 +247,12 @@ class SystemDashboard(Construct):
                 [
                     self._graph(
                         "backups",
-                        [admin_functions.metric(admin.METRIC_BACKED_UP, period=hour, statistic="Sum", label="banks")],
+                        [
+                            admin_functions.metric(admin.METRIC_BACKED_UP, period=hour, statistic="Sum", label="banks"),
+                            admin_functions.metric(
+                                admin.METRIC_BACKUP_FAILED, period=hour, statistic="Sum", label="failed banks"
+                            ),
+                        ],
                         width=8,
                     )
                 ]

@@ -107,3 +107,26 @@ def test_a_partial_backup_restores_what_it_holds_and_names_what_it_lacks(
     named = run_maintenance(local_hindsight, "restore", manifest["location"], "--bank", odd)
     assert named.returncode == 2
     assert "its backup failed" in named.stderr
+
+
+def test_a_bank_renamed_to_an_ascii_id_is_backed_up(users: Users, deps: AdminDeps, local_hindsight: Any) -> None:
+    if not isinstance(local_hindsight, LocalHindsight):
+        pytest.skip("the rename runs with the server's environment: only for the session's own server")
+    # GIVEN a bank whose export Hindsight 1.1.0 cannot download (its id is not Latin-1)
+    odd, plain = f"rënamed-✓-{users.run}", f"renamed-{users.run}"
+    HindsightApi(HttpTransport(local_hindsight.url), timeout=30, bearer=local_hindsight.operator_key).create_bank(
+        odd, {}
+    )
+    try:
+        # WHEN the operator gives it an ASCII id, as docs/operating.md says
+        renamed = run_maintenance(local_hindsight, "rename-bank", "--from", odd, "--to", plain)
+        assert renamed.returncode == 0, renamed.stderr[-3000:]
+        assert json.loads(renamed.stdout.splitlines()[-1])["to"] == plain
+        # THEN the bank is there under its new id only, and backs up
+        assert plain in deps.client.bank_ids()
+        assert odd not in deps.client.bank_ids()
+        manifest = run_action({"action": "backup", "banks": [plain]}, deps=deps, principal="test")
+        assert (manifest["outcome"], [b["bank_id"] for b in manifest["banks"]]) == ("complete", [plain])
+    finally:
+        for bank in (odd, plain):  # other tests back up every bank of the shared server
+            deps.client.delete_bank(bank)
