@@ -240,6 +240,9 @@ class SystemDashboard(Construct):
                 [
                     admin_functions.metric(admin.METRIC_EXPIRED, period=hour, statistic="Sum", label="expired"),
                     admin_functions.metric(admin.METRIC_DUE, period=hour, statistic="Maximum", label="due"),
+                    admin_functions.metric(
+                        admin.METRIC_EXPIRY_FAILED, period=hour, statistic="Sum", label="failed banks"
+                    ),
                 ],
                 width=8,
             ),

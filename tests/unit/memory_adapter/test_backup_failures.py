@@ -21,7 +21,7 @@ import pytest
 from memory_adapter.admin import AdminDeps, DirectoryStore, OperatorClient, cli, run_action
 from memory_adapter.admin import client as client_module
 from memory_adapter.admin.backup import ATTEMPTS, FIRST_DELAY_S, backup_banks, retryable
-from memory_adapter.admin.errors import BackupFailedError, ExportTimeoutError
+from memory_adapter.admin.errors import BatchFailedError, ExportTimeoutError
 from memory_adapter.exceptions import HindsightRequestError, HindsightUnavailableError
 from memory_adapter.kinds import RetentionRules
 from memory_adapter.observability import short_hash
@@ -141,9 +141,9 @@ def test_a_definitive_answer_is_not_tried_again(tmp_path: Path, status: int) -> 
 
 def test_a_run_that_backs_up_no_bank_fails_with_its_manifest_written(tmp_path: Path) -> None:
     transport = ScriptedExports({"alpha": [500], "beta": [403]})
-    with pytest.raises(BackupFailedError, match="no bank could be backed up") as failure:
+    with pytest.raises(BatchFailedError, match="no bank could be backed up") as failure:
         _backup(transport, tmp_path)
-    manifest = failure.value.manifest
+    manifest = failure.value.result
     assert (manifest["outcome"], manifest["banks"], len(manifest["failed"])) == ("failed", [], 2)
     assert json.loads(Path(manifest["location"]).read_text())["outcome"] == "failed"
 
@@ -192,4 +192,4 @@ def test_the_cli_prints_a_partial_backup_and_exits_1(
     out, err = capsys.readouterr()
     assert code == 1
     assert [f["bank_id"] for f in json.loads(out)["failed"]] == ["beta"]
-    assert err == 'error: 1 bank(s) not backed up: see "failed"\n'
+    assert err == 'error: 1 bank(s) failed, the others done: see "failed"\n'

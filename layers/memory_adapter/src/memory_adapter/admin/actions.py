@@ -10,7 +10,7 @@ and arguments are refused before anything runs (:class:`~memory_adapter.admin.er
 | ``export`` | ``user`` and/or ``tenant`` | JSONL of everything the subject's banks hold, to the store |
 | ``forget-user`` | ``user``, ``tenant``, ``confirm`` (the user id again), ``reason`` | delete, verify, receipt |
 | ``forget-memory`` | ``user``, ``tenant``, ``memory_ids``/``query``, ``limit``, ``confirm`` | forget |
-| ``expire`` | ``dry_run``, ``batch_size`` | delete what is past its kind's retention |
+| ``expire`` | ``dry_run``, ``batch_size`` | delete what is past its kind's retention, banks that failed listed |
 | ``backup`` | ``banks`` (default: all) | each bank's transfer archive and a manifest, banks that failed listed |
 """
 
@@ -191,6 +191,6 @@ def run_action(
         audit(action, principal=principal, outcome="failed", error=type(exc).__name__)
         raise
     outcome = "preview" if result.get("preview") else ("dry_run" if result.get("dry_run") else "ok")
-    outcome = "partial" if result.get("outcome") == "partial" else outcome  # a backup that skipped some banks
+    outcome = "partial" if isinstance(result.get("failed"), list) and result["failed"] else outcome  # banks skipped
     audit(action, principal=principal, outcome=outcome, **_audit_fields(action, request, result))
     return result

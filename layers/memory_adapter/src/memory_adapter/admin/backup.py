@@ -9,24 +9,23 @@ each archive with its SHA-256 and the counts it held, which the restore checks
 Each bank is backed up on its own: one that cannot be exported (Hindsight 1.1.0 answers 500 to the download of a
 bank whose id is not Latin-1) is tried again only for a transient failure (:func:`retryable`), then skipped and
 listed under the manifest's ``failed`` (``outcome: partial``), so the other banks are still backed up. A run that
-archived none of the banks it tried raises :class:`~memory_adapter.admin.errors.BackupFailedError`.
+archived none of the banks it tried raises :class:`~memory_adapter.admin.errors.BatchFailedError`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import time
 import urllib.parse
 from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Final
 
-from memory_adapter.admin.errors import BackupFailedError
+from memory_adapter.admin.audit import bank_failed
+from memory_adapter.admin.errors import BatchFailedError
 from memory_adapter.admin.inventory import bank_summary
-from memory_adapter.exceptions import HindsightRequestError, HindsightUnavailableError
-from memory_adapter.observability import short_hash
+from memory_adapter.exceptions import HindsightUnavailableError
 
 if TYPE_CHECKING:
     from memory_adapter.admin.client import OperatorClient
@@ -43,8 +42,6 @@ FIRST_DELAY_S: Final = 2.0
 #: e.g. its download of a non-Latin-1 bank id, fails the same way every time) and no other 4xx.
 _RETRIED_STATUSES: Final = frozenset({408, 429, 502, 503, 504})
 
-logger = logging.getLogger("memory_adapter.admin")
-
 
 def archive_key(prefix: str, bank_id: str) -> str:
     """The key of ``bank_id``'s archive under ``prefix`` (the bank id percent-encoded: injective and S3-safe)."""
@@ -55,25 +52,6 @@ def retryable(exc: BaseException) -> bool:
     """Whether a bank's export may succeed if tried again: no answer came (connection refused or reset, timeout),
     or Hindsight's load balancer answered 408/429/502/503/504."""
     return isinstance(exc, HindsightUnavailableError) and (exc.status is None or exc.status in _RETRIED_STATUSES)
-
-
-def _failure(bank_id: str, exc: Exception, attempts: int) -> dict[str, Any]:
-    """The manifest's entry of a bank that was not backed up, and its log line (the bank as a short hash, the error
-    by class and status: no memory text, no raw id)."""
-    status = exc.status if isinstance(exc, HindsightRequestError | HindsightUnavailableError) else None
-    logger.warning(
-        json.dumps(
-            {
-                "event": "backup.bank_failed",
-                "bank": short_hash(bank_id),
-                "error": type(exc).__name__,
-                "status": status,
-                "attempts": attempts,
-            },
-            sort_keys=True,
-        )
-    )
-    return {"bank_id": bank_id, "error": f"{type(exc).__name__}: {exc}", "status": status, "attempts": attempts}
 
 
 def _archive(client: OperatorClient, store: ArtifactStore, prefix: str, bank_id: str) -> dict[str, Any] | None:
@@ -103,7 +81,7 @@ def _archive_or_fail(
             return _archive(client, store, prefix, bank_id), None
         except Exception as exc:  # whatever one bank meets must not cost the others their backup
             if attempt == ATTEMPTS or not retryable(exc):
-                return None, _failure(bank_id, exc, attempt)
+                return None, bank_failed("backup.bank_failed", bank_id, exc, attempts=attempt)
         sleep(delay)
         delay *= 2
     raise AssertionError("unreachable")  # pragma: no cover
@@ -119,7 +97,7 @@ def backup_banks(
     sleep: Callable[[float], None] = time.sleep,
 ) -> dict[str, Any]:
     """Archive ``bank_ids`` (default: every bank) under ``backups/<time>/``; return the manifest (written even when
-    it raises :class:`BackupFailedError` because no bank could be archived)."""
+    it raises :class:`BatchFailedError` because no bank could be archived)."""
     prefix = f"backups/{now.strftime('%Y%m%dT%H%M%SZ')}"
     entries: list[dict[str, Any]] = []
     failed: list[dict[str, Any]] = []
@@ -142,7 +120,7 @@ def backup_banks(
         f"{prefix}/{MANIFEST}", json.dumps(manifest, indent=2, sort_keys=True).encode(), content_type="application/json"
     )
     if outcome == "failed":
-        raise BackupFailedError(
+        raise BatchFailedError(
             f"no bank could be backed up ({len(failed)} failed, the first: {failed[0]['error']}); "
             f"the manifest lists each: {manifest['location']}",
             manifest,

@@ -8,7 +8,7 @@ from memory_adapter.exceptions import HindsightAgentCoreError
 
 __all__ = [
     "AdminError",
-    "BackupFailedError",
+    "BatchFailedError",
     "ConfirmationError",
     "ExportTimeoutError",
     "InvalidRequestError",
@@ -39,11 +39,12 @@ class ExportTimeoutError(AdminError):
     """Hindsight's export of a bank did not finish within the wait (retrying would wait as long again)."""
 
 
-class BackupFailedError(AdminError):
-    """A backup of at least one bank archived none of them; ``manifest`` (written anyway) lists each failure."""
+class BatchFailedError(AdminError):
+    """A job over many banks (backup, expiry) failed for every bank it tried; ``result`` (the backup's manifest,
+    written anyway, or the expiry's report) lists each failure under ``failed``."""
 
     audit_outcome: ClassVar[str] = "failed"
 
-    def __init__(self, message: str, manifest: dict[str, Any]) -> None:
+    def __init__(self, message: str, result: dict[str, Any]) -> None:
         super().__init__(message)
-        self.manifest = manifest
+        self.result = result
