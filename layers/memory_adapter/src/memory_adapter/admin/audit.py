@@ -42,5 +42,5 @@ def bank_failed(event: str, bank_id: str, exc: Exception, *, attempts: int = 1) 
     text); the entry, which goes to the operator, has the id and the error's message."""
     status = exc.status if isinstance(exc, HindsightRequestError | HindsightUnavailableError) else None
     line = {"event": event, "bank": short_hash(bank_id), "error": type(exc).__name__, "status": status}
-    logger.warning(json.dumps({**line, "attempts": attempts}, sort_keys=True))
+    logger.warning(json.dumps(line | {"attempts": attempts}, sort_keys=True))
     return {"bank_id": bank_id, "error": f"{type(exc).__name__}: {exc}", "status": status, "attempts": attempts}

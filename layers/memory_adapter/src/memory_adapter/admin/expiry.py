@@ -101,7 +101,7 @@ def expire(
             break
     if report.failed and len(report.failed) == report.banks_scanned:
         raise BatchFailedError(
-            f"expiry failed for every bank it scanned ({len(report.failed)}, the first: {report.failed[0]['error']})",
+            f"expiry failed for every bank it scanned ({len(report.failed)}): see the expiry.bank_failed log lines",
             report.as_dict(),
         )
     return report
