@@ -141,7 +141,9 @@ def test_a_definitive_answer_is_not_tried_again(tmp_path: Path, status: int) -> 
 
 def test_a_run_that_backs_up_no_bank_fails_with_its_manifest_written(tmp_path: Path) -> None:
     transport = ScriptedExports({"alpha": [500], "beta": [403]})
-    with pytest.raises(BatchFailedError, match="no bank could be backed up") as failure:
+    with pytest.raises(
+        BatchFailedError, match=r"no bank could be backed up \(2 failed, the first with .*HTTP 500"
+    ) as failure:
         _backup(transport, tmp_path)
     manifest = failure.value.result
     assert (manifest["outcome"], manifest["banks"], len(manifest["failed"])) == ("failed", [], 2)

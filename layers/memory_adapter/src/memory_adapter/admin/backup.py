@@ -121,8 +121,8 @@ def backup_banks(
     )
     if outcome == "failed":
         raise BatchFailedError(
-            f"no bank could be backed up ({len(failed)} failed): the manifest lists each with its error "
-            f"({manifest['location']})",
+            f"no bank could be backed up ({len(failed)} failed, the first with {failed[0]['error']}): the manifest "
+            f"lists each ({manifest['location']})",
             manifest,
         )
     return manifest

@@ -135,9 +135,9 @@ class OperatorClient:
             if status == "completed":
                 break
             if status in ("failed", "cancelled"):
-                raise HindsightRequestError(500, f"export of {bank_id} {status}: {operation.get('error_message')}")
+                raise HindsightRequestError(500, f"the bank's export {status}: {operation.get('error_message')}")
             if time.monotonic() > deadline:
-                raise ExportTimeoutError(f"export of {bank_id} did not finish within {wait_s:g} s")
+                raise ExportTimeoutError(f"the bank's export did not finish within {wait_s:g} s")
             time.sleep(delay)
             delay = min(delay * 2, 2.0)
         try:

@@ -101,7 +101,8 @@ def expire(
             break
     if report.failed and len(report.failed) == report.banks_scanned:
         raise BatchFailedError(
-            f"expiry failed for every bank it scanned ({len(report.failed)}): see the expiry.bank_failed log lines",
+            f"expiry failed for every bank it scanned ({len(report.failed)}, the first with "
+            f"{report.failed[0]['error']})",
             report.as_dict(),
         )
     return report
