@@ -240,6 +240,9 @@ class SystemDashboard(Construct):
                 [
                     admin_functions.metric(admin.METRIC_EXPIRED, period=hour, statistic="Sum", label="expired"),
                     admin_functions.metric(admin.METRIC_DUE, period=hour, statistic="Maximum", label="due"),
+                    admin_functions.metric(
+                        admin.METRIC_EXPIRY_FAILED, period=hour, statistic="Sum", label="failed banks"
+                    ),
                 ],
                 width=8,
             ),
@@ -247,7 +250,12 @@ class SystemDashboard(Construct):
                 [
                     self._graph(
                         "backups",
-                        [admin_functions.metric(admin.METRIC_BACKED_UP, period=hour, statistic="Sum", label="banks")],
+                        [
+                            admin_functions.metric(admin.METRIC_BACKED_UP, period=hour, statistic="Sum", label="banks"),
+                            admin_functions.metric(
+                                admin.METRIC_BACKUP_FAILED, period=hour, statistic="Sum", label="failed banks"
+                            ),
+                        ],
                         width=8,
                     )
                 ]

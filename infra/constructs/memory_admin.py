@@ -9,15 +9,17 @@ version of the memory adapter layer, arm64, inside the VPC, each with its own ro
   ``operator_policy`` lets the roles it is attached to call it (both actions a function URL needs since October
   2025; ``lambda:InvokeFunction`` only through the URL, so no direct invoke can hand the function a forged caller);
 - ``expiry_function``: expiry by kind on ``operations.expiry_schedule``, one batch per run, dry-run with
-  ``operations.expiry_dry_run``; emits ``MemoriesExpired`` (and per kind), ``MemoriesDue``, ``ExpiryMoreDue``;
+  ``operations.expiry_dry_run``; emits ``MemoriesExpired`` (and per kind), ``MemoriesDue``, ``ExpiryMoreDue``,
+  ``ExpiryBanksFailed`` (banks it skipped because Hindsight failed on them);
 - ``backup_function``: every bank's transfer archive and a manifest on ``operations.backup_schedule``
-  (``BanksBackedUp``).
+  (``BanksBackedUp``; ``BanksBackupFailed``: banks it skipped because their export failed).
 
 The URL and backup functions may write to the administration bucket; the expiry function touches no bucket. The
 security group reaches only Hindsight's load balancer and the VPC endpoints (and the S3 gateway). Their log groups
 are the administration's audit trail (one JSON line per action with the caller's principal), kept
 ``operations.audit_log_retention_days``. Alarms (to the alerts topic): the URL function failing, the expiry or the
-backup failing, and an expiry that falls behind (every run for a day left due memories).
+backup failing, an expiry or a backup that skipped banks (``ExpiryIncomplete``, ``BackupIncomplete``), and an expiry
+that falls behind (every run for a day left due memories).
 """
 
 from __future__ import annotations
@@ -216,6 +218,25 @@ class MemoryAdmin(Construct):
                     "The scheduled logical backup failed: no new backup of the banks in the administration bucket",
                 )
             )
+            self.alarms.append(
+                alerts.alarm(
+                    self,
+                    "BackupIncomplete",
+                    description="The scheduled logical backup skipped banks whose export failed (the others are "
+                    "backed up): its manifest's 'failed' names each with its error; see docs/operating.md, "
+                    "'A partial backup'",
+                    metric=self.metric(index.METRIC_BACKUP_FAILED, period=ALARM_PERIOD, statistic="Sum"),
+                )
+            )
+        self.alarms.append(
+            alerts.alarm(
+                self,
+                "ExpiryIncomplete",
+                description="The scheduled expiry skipped banks Hindsight failed to list or delete from (the others "
+                "expired; the next run tries them again): its log's expiry.bank_failed lines name each by hash",
+                metric=self.metric(index.METRIC_EXPIRY_FAILED, period=ALARM_PERIOD, statistic="Sum"),
+            )
+        )
         behind_period = Duration.hours(6)
         self.alarms.append(
             alerts.alarm(

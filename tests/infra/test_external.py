@@ -190,6 +190,8 @@ def test_operations_keep_export_forget_expiry_but_no_backup(iam_synth: tuple[Syn
     assert operations.admin.expiry_schedule is not None
     rules = resources(synth.template("-Operations"), "AWS::Events::Rule")
     assert len(rules) == 1  # the expiry schedule
+    alarms = resources(synth.template("-Operations"), "AWS::CloudWatch::Alarm")
+    assert not [k for k in alarms if k.startswith(("MemoryAdminBackupFailing", "MemoryAdminBackupIncomplete"))]
 
 
 @pytest.mark.parametrize(

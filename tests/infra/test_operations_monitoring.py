@@ -28,6 +28,8 @@ def test_what_needs_a_person_raises_an_alarm_to_the_alerts_topic(synths: dict[st
         "MemoryAdminFunctionFailing",
         "MemoryAdminExpiryFailing",
         "MemoryAdminBackupFailing",
+        "MemoryAdminBackupIncomplete",
+        "MemoryAdminExpiryIncomplete",
         "MemoryAdminExpiryBehind",
         f"Alarms{storage}",
         "AlarmsDatabaseCpuHigh",
@@ -40,7 +42,7 @@ def test_what_needs_a_person_raises_an_alarm_to_the_alerts_topic(synths: dict[st
         actions = alarm["Properties"]
         assert "AlertsTopic" in render(actions["AlarmActions"])
         assert actions["OKActions"] == actions["AlarmActions"]
-    assert len(alarms) == 10
+    assert len(alarms) == 12
 
 
 @pytest.mark.parametrize("variant", ALL)
@@ -67,6 +69,27 @@ def test_shed_recalls_raise_an_alarm_and_are_not_counted_as_hindsight_errors(
     assert "FILL(target, 0) - FILL(shed, 0)" in expression["Expression"]
     (shed_input,) = [m for m in errors["Metrics"] if m["Id"] == "shed"]
     assert shed_input["MetricStat"]["Metric"]["MetricName"] == Metric.RECALL_SHED
+
+
+@pytest.mark.parametrize(
+    ("name", "metric"),
+    [("BackupIncomplete", index.METRIC_BACKUP_FAILED), ("ExpiryIncomplete", index.METRIC_EXPIRY_FAILED)],
+)
+def test_a_backup_or_expiry_that_skipped_banks_raises_an_alarm(default: Synth, name: str, metric: str) -> None:
+    alarms = resources(default.template("-Operations"), "AWS::CloudWatch::Alarm")
+    (alarm,) = [v["Properties"] for k, v in alarms.items() if k.startswith(f"MemoryAdmin{name}")]
+    assert {k: alarm[k] for k in alarm if k not in ("AlarmActions", "OKActions", "AlarmDescription", "Tags")} == {
+        "Namespace": "AgentCoreHindsightMemory",
+        "MetricName": metric,
+        "Dimensions": [{"Name": "service", "Value": index.SERVICE}],
+        "Statistic": "Sum",
+        "Period": 3600,
+        "Threshold": 1,
+        "EvaluationPeriods": 1,
+        "ComparisonOperator": "GreaterThanOrEqualToThreshold",
+        "TreatMissingData": "notBreaching",
+    }
+    assert "failed" in alarm["AlarmDescription"]
 
 
 def test_database_storage_alarm_fires_before_the_disk_is_full(default: Synth) -> None:

@@ -6,8 +6,10 @@ Three entry points over one module, all running :func:`memory_adapter.admin.run_
 * ``index.handler``: the admin function behind an IAM-authorized function URL (``python -m memory_adapter.admin``
   signs its requests). The caller's principal is the one AWS verified (``requestContext.authorizer.iam``), never a
   field of the request; a request without it is refused.
-* ``index.expire_handler``: the scheduled expiry (EventBridge); emits ``MemoriesExpired`` per kind.
-* ``index.backup_handler``: the scheduled logical export of every bank (EventBridge); emits ``BanksBackedUp``.
+* ``index.expire_handler``: the scheduled expiry (EventBridge); emits ``MemoriesExpired`` per kind and
+  ``ExpiryBanksFailed`` (banks skipped because Hindsight failed on them); a run that failed for every bank fails.
+* ``index.backup_handler``: the scheduled logical export of every bank (EventBridge); emits ``BanksBackedUp`` and
+  ``BanksBackupFailed`` (banks skipped because their export failed); a run that archived no bank fails.
 
 Settings (environment, read once per cold start): :class:`FunctionSettings`, each field naming its variable.
 """
@@ -25,7 +27,7 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from memory_adapter.admin import AdminDeps, AdminError, OperatorClient, S3Store, run_action
-from memory_adapter.admin.errors import ConfirmationError, InvalidRequestError, VerificationError
+from memory_adapter.admin.errors import BatchFailedError, ConfirmationError, InvalidRequestError, VerificationError
 from memory_adapter.exceptions import HindsightRequestError, HindsightUnavailableError
 from memory_adapter.kinds import RetentionRules, RetentionRulesError
 from memory_adapter.settings_fields import RecallClientSettings, secret_arn, setting
@@ -40,7 +42,9 @@ SERVICE: Final = "memory-admin"
 METRIC_EXPIRED: Final = "MemoriesExpired"
 METRIC_DUE: Final = "MemoriesDue"
 METRIC_MORE_DUE: Final = "ExpiryMoreDue"
+METRIC_EXPIRY_FAILED: Final = "ExpiryBanksFailed"
 METRIC_BACKED_UP: Final = "BanksBackedUp"
+METRIC_BACKUP_FAILED: Final = "BanksBackupFailed"
 
 logger = Logger(service=SERVICE)
 metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "HindsightMemory"), service=SERVICE)
@@ -148,16 +152,21 @@ def expire_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     deps = _deps()
     dry_run = FunctionSettings.from_env(os.environ).expiry_dry_run
     schedule = _schedule(event)
-    report = run_action(
-        {"action": "expire", "dry_run": dry_run}, deps=deps, principal=schedule, actor=f"schedule:{schedule}"
-    )
+    try:
+        report = run_action(
+            {"action": "expire", "dry_run": dry_run}, deps=deps, principal=schedule, actor=f"schedule:{schedule}"
+        )
+    except BatchFailedError as exc:
+        metrics.add_metric(name=METRIC_EXPIRY_FAILED, unit=MetricUnit.Count, value=len(exc.result["failed"]))
+        raise  # the run failed: Lambda's Errors (ExpiryFailing)
+    metrics.add_metric(name=METRIC_EXPIRY_FAILED, unit=MetricUnit.Count, value=len(report["failed"]))
     counts = report["due"] if dry_run else report["expired"]
     for kind, count in counts.items():  # one metric per kind: EMF dimensions are shared by a whole flush
         metrics.add_metric(name=f"{METRIC_EXPIRED}_{kind}", unit=MetricUnit.Count, value=0 if dry_run else count)
     metrics.add_metric(name=METRIC_EXPIRED, unit=MetricUnit.Count, value=0 if dry_run else sum(counts.values()))
     metrics.add_metric(name=METRIC_DUE, unit=MetricUnit.Count, value=sum(report["due"].values()))
     metrics.add_metric(name=METRIC_MORE_DUE, unit=MetricUnit.Count, value=int(report["more_due"]))
-    return {k: report[k] for k in ("now", "dry_run", "due", "expired", "facts_deleted", "more_due")}
+    return {k: report[k] for k in ("now", "dry_run", "due", "expired", "facts_deleted", "more_due", "failed")}
 
 
 @metrics.log_metrics
@@ -165,6 +174,18 @@ def expire_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
 def backup_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
     """The scheduled logical export: every bank's archive and a manifest under ``backups/<time>/``."""
     schedule = _schedule(event)
-    manifest = run_action({"action": "backup"}, deps=_deps(), principal=schedule, actor=f"schedule:{schedule}")
+    try:
+        manifest = run_action({"action": "backup"}, deps=_deps(), principal=schedule, actor=f"schedule:{schedule}")
+    except BatchFailedError as exc:
+        _count_backup(exc.result)
+        raise  # the run failed: Lambda's Errors (BackupFailing)
+    _count_backup(manifest)
+    return {k: manifest[k] for k in ("location", "outcome")} | {
+        "banks": len(manifest["banks"]),
+        "failed": manifest["failed"],
+    }
+
+
+def _count_backup(manifest: Mapping[str, Any]) -> None:
     metrics.add_metric(name=METRIC_BACKED_UP, unit=MetricUnit.Count, value=len(manifest["banks"]))
-    return {"location": manifest["location"], "banks": len(manifest["banks"])}
+    metrics.add_metric(name=METRIC_BACKUP_FAILED, unit=MetricUnit.Count, value=len(manifest["failed"]))

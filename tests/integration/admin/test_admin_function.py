@@ -13,6 +13,10 @@ import pytest
 from moto import mock_aws
 
 from infra.functions.memory_admin import index
+from memory_adapter._hindsight_api import HindsightApi
+from memory_adapter.admin import OperatorClient
+from memory_adapter.observability import short_hash
+from memory_adapter.transport import HttpTransport
 from tests.integration.admin.conftest import Users
 
 pytestmark = pytest.mark.integration
@@ -98,6 +102,47 @@ def test_scheduled_expiry_and_backup(aws: Any, users: Users, capsys: pytest.Capt
     key = manifest["location"].removeprefix("s3://memory-admin/")
     listed = json.loads(aws.get_object(Bucket="memory-admin", Key=key)["Body"].read())
     assert users.bank("quinn") in {b["bank_id"] for b in listed["banks"]}
+
+
+def test_the_scheduled_backup_skips_and_reports_a_bank_hindsight_cannot_serve(
+    aws: Any,
+    users: Users,
+    local_hindsight: Any,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # GIVEN a bank an operator named with an id that is not Latin-1 (Hindsight 1.1.0 answers 500 to its archive's
+    # download: the id goes raw into a Content-Disposition header), beside a user's bank with a memory
+    odd = f"bäckup-✓-{users.run}"
+    operator = HindsightApi(HttpTransport(local_hindsight.url), timeout=30, bearer=local_hindsight.operator_key)
+    operator.create_bank(odd, {})
+    users.retain("rae", "Rae keeps bees on the roof.")
+    try:
+        # WHEN the scheduled backup runs
+        event = {"resources": ["arn:aws:events:us-east-1:123456789012:rule/backup"], "detail-type": "Scheduled Event"}
+        result = index.backup_handler(event, LambdaContext())
+        # THEN the user's bank is in the backup, the odd one is reported, and the run says it is partial
+        listed = json.loads(
+            aws.get_object(Bucket="memory-admin", Key=result["location"].removeprefix("s3://memory-admin/"))[
+                "Body"
+            ].read()
+        )
+        assert users.bank("rae") in {b["bank_id"] for b in listed["banks"]}
+        assert odd not in {b["bank_id"] for b in listed["banks"]}
+        (failed,) = [f for f in result["failed"] if f["bank_id"] == odd]
+        assert (failed["status"], failed["attempts"]) == (500, 1)
+        assert (result["outcome"], listed["outcome"]) == ("partial", "partial")
+        assert listed["failed"] == result["failed"]
+        # AND a metric counts the failed banks (EMF), and the log line names the bank only by its hash
+        out = capsys.readouterr()
+        emf = [json.loads(line) for line in out.out.splitlines() if '"_aws"' in line]
+        assert any(sum(line.get(index.METRIC_BACKUP_FAILED, [])) >= 1 for line in emf)
+        logged = out.out + out.err + caplog.text
+        assert short_hash(odd) in logged
+        assert odd not in logged
+    finally:
+        operator.delete_bank(odd)  # other tests back up every bank of the shared server
+    assert odd not in OperatorClient(local_hindsight.url, local_hindsight.operator_key).bank_ids()
 
 
 def test_bad_settings_are_reported_at_once() -> None:

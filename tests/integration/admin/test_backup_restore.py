@@ -13,7 +13,9 @@ from typing import Any
 import pytest
 
 from localdev.hindsight import LocalHindsight
+from memory_adapter._hindsight_api import HindsightApi
 from memory_adapter.admin import AdminDeps, run_action
+from memory_adapter.transport import HttpTransport
 from tests.integration.admin.conftest import Users, extraction_requests, run_maintenance
 
 pytestmark = pytest.mark.integration
@@ -72,3 +74,59 @@ def test_a_tampered_archive_is_not_restored(users: Users, deps: AdminDeps, local
     assert restored.returncode == 2
     assert "SHA-256 differs" in restored.stderr
     assert deps.client.bank_stats(users.bank("lou")) is None
+
+
+def test_a_partial_backup_restores_what_it_holds_and_names_what_it_lacks(
+    users: Users, deps: AdminDeps, local_hindsight: Any
+) -> None:
+    if not isinstance(local_hindsight, LocalHindsight):
+        pytest.skip("the restore runs with the server's environment: only for the session's own server")
+    # GIVEN a backup of a user's bank and of a bank Hindsight 1.1.0 cannot hand out (its id is not Latin-1)
+    odd = f"rëstore-✓-{users.run}"
+    HindsightApi(HttpTransport(local_hindsight.url), timeout=30, bearer=local_hindsight.operator_key).create_bank(
+        odd, {}
+    )
+    try:
+        users.retain("mo", "Mo's sailing boat is called Petrel.")
+        manifest = run_action({"action": "backup", "banks": [users.bank("mo"), odd]}, deps=deps, principal="test")
+    finally:
+        deps.client.delete_bank(odd)  # other tests back up every bank of the shared server
+    assert manifest["outcome"] == "partial"
+    assert [f["bank_id"] for f in manifest["failed"]] == [odd]
+    # WHEN the user's bank is wiped and the backup restored
+    deps.client.delete_bank(users.bank("mo"))
+    restored = run_maintenance(local_hindsight, "restore", manifest["location"])
+    # THEN the bank it holds is back, and the one it lacks is named
+    assert restored.returncode == 0, restored.stderr[-3000:]
+    result = json.loads(restored.stdout.splitlines()[-1])
+    assert [r["bank_id"] for r in result["restored"]] == [users.bank("mo")]
+    assert result["not_backed_up"] == [odd]
+    assert f"{odd}: not in this backup" in restored.stderr
+    assert any("Petrel" in text for text in users.recall("mo", "sailing boat name"))
+    # AND asking for the missing bank by name says why it is missing
+    named = run_maintenance(local_hindsight, "restore", manifest["location"], "--bank", odd)
+    assert named.returncode == 2
+    assert "its backup failed" in named.stderr
+
+
+def test_a_bank_renamed_to_an_ascii_id_is_backed_up(users: Users, deps: AdminDeps, local_hindsight: Any) -> None:
+    if not isinstance(local_hindsight, LocalHindsight):
+        pytest.skip("the rename runs with the server's environment: only for the session's own server")
+    # GIVEN a bank whose export Hindsight 1.1.0 cannot download (its id is not Latin-1)
+    odd, plain = f"rënamed-✓-{users.run}", f"renamed-{users.run}"
+    HindsightApi(HttpTransport(local_hindsight.url), timeout=30, bearer=local_hindsight.operator_key).create_bank(
+        odd, {}
+    )
+    try:
+        # WHEN the operator gives it an ASCII id, as docs/operating.md says
+        renamed = run_maintenance(local_hindsight, "rename-bank", "--from", odd, "--to", plain)
+        assert renamed.returncode == 0, renamed.stderr[-3000:]
+        assert json.loads(renamed.stdout.splitlines()[-1])["to"] == plain
+        # THEN the bank is there under its new id only, and backs up
+        assert plain in deps.client.bank_ids()
+        assert odd not in deps.client.bank_ids()
+        manifest = run_action({"action": "backup", "banks": [plain]}, deps=deps, principal="test")
+        assert (manifest["outcome"], [b["bank_id"] for b in manifest["banks"]]) == ("complete", [plain])
+    finally:
+        for bank in (odd, plain):  # other tests back up every bank of the shared server
+            deps.client.delete_bank(bank)

@@ -92,7 +92,9 @@ def checked(response: HttpResponse) -> HttpResponse:
         )
     if is_transient_status(response.status):
         raise HindsightUnavailableError(
-            f"Hindsight answered HTTP {response.status}: {message}", retry_after=response.retry_after
+            f"Hindsight answered HTTP {response.status}: {message}",
+            retry_after=response.retry_after,
+            status=response.status,
         )
     raise HindsightRequestError(response.status, message)
 

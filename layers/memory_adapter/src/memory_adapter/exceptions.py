@@ -46,11 +46,15 @@ class ConfigurationError(HindsightAgentCoreError):
 
 
 class HindsightUnavailableError(HindsightAgentCoreError):
-    """Hindsight could not be reached or answered with a transient failure (timeout, refused, 429, 5xx): retry later."""
+    """Hindsight could not be reached or answered with a transient failure (timeout, refused, 429, 5xx): retry later.
 
-    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+    ``status``: the HTTP status Hindsight answered, or ``None`` when no answer came (which a caller retrying only some
+    statuses tells apart)."""
+
+    def __init__(self, message: str, *, retry_after: float | None = None, status: int | None = None) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+        self.status = status
 
 
 class HindsightOverloadedError(HindsightUnavailableError):

@@ -10,8 +10,8 @@ and arguments are refused before anything runs (:class:`~memory_adapter.admin.er
 | ``export`` | ``user`` and/or ``tenant`` | JSONL of everything the subject's banks hold, to the store |
 | ``forget-user`` | ``user``, ``tenant``, ``confirm`` (the user id again), ``reason`` | delete, verify, receipt |
 | ``forget-memory`` | ``user``, ``tenant``, ``memory_ids``/``query``, ``limit``, ``confirm`` | forget |
-| ``expire`` | ``dry_run``, ``batch_size`` | delete what is past its kind's retention |
-| ``backup`` | ``banks`` (default: all) | every bank's transfer archive and a manifest, to the store |
+| ``expire`` | ``dry_run``, ``batch_size`` | delete what is past its kind's retention, banks that failed listed |
+| ``backup`` | ``banks`` (default: all) | each bank's transfer archive and a manifest, banks that failed listed |
 """
 
 from __future__ import annotations
@@ -156,8 +156,9 @@ def _audit_fields(action: str, request: Mapping[str, Any], result: Mapping[str, 
         for key in ("key", "location", "totals", "counts", "expired", "facts_deleted", "more_due", "dry_run"):
             if key in result:
                 fields[key] = result[key]
-        if "banks" in result and isinstance(result["banks"], list):
-            fields["banks"] = len(result["banks"])
+        for key in ("banks", "failed"):  # a backup's banks and the banks it could not archive: how many
+            if isinstance(result.get(key), list):
+                fields[key] = len(result[key])
         if action == "forget-memory":
             fields["documents"] = len(result.get("documents", []))
             fields["invalidations"] = len(result.get("invalidations", []))
@@ -181,7 +182,7 @@ def run_action(
         audit(
             action,
             principal=principal,
-            outcome="refused",
+            outcome=exc.audit_outcome,
             error=type(exc).__name__,
             **_audit_fields(action, request if isinstance(request, Mapping) else {}, None),
         )
@@ -190,5 +191,6 @@ def run_action(
         audit(action, principal=principal, outcome="failed", error=type(exc).__name__)
         raise
     outcome = "preview" if result.get("preview") else ("dry_run" if result.get("dry_run") else "ok")
+    outcome = "partial" if isinstance(result.get("failed"), list) and result["failed"] else outcome  # banks skipped
     audit(action, principal=principal, outcome=outcome, **_audit_fields(action, request, result))
     return result

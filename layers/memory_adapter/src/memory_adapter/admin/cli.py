@@ -4,8 +4,9 @@ Deployed, it calls the admin function (its IAM-authorized function URL, the stac
 signed with your AWS credentials by botocore: the function logs your principal). With ``--local`` it talks straight
 to a local Hindsight (``make hindsight-start``: operator key from ``.local/hindsight/operator-key``) and writes
 artifacts under ``.local/admin/``. The connection options (``--local``, ``--function-url``, ``--url``...) go before or
-after the action. Every error is one line on stderr saying what to do, with exit code 2. A ``forget-memory`` preview
-ends with the command that carries it out (``--confirm <digest>``). With ``--local`` the audit lines go to
+after the action. Every error is one line on stderr saying what to do, with exit code 2; a backup or expiry that
+skipped banks prints its result and exits 1 (``failed`` lists them). A ``forget-memory`` preview ends with the
+command that carries it out (``--confirm <digest>``). With ``--local`` the audit lines go to
 ``<out>/audit.jsonl`` (deployed, the admin function logs them).
 
 Examples::
@@ -266,6 +267,9 @@ def main(argv: list[str] | None = None) -> int:
     confirm = _confirm_command(argv, result) if args.action == "forget-memory" else None
     if confirm:
         print(f"to forget exactly this, run:\n  {confirm}", file=sys.stderr)
+    if isinstance(result.get("failed"), list) and result["failed"]:  # a backup or expiry that skipped banks
+        print(f'error: {len(result["failed"])} bank(s) failed, the others done: see "failed"', file=sys.stderr)
+        return 1
     return 0
 
 

@@ -10,14 +10,16 @@ bank means "no such bank" and reads as empty (or ``None``), any other failure ra
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import time
 from collections.abc import Iterator
 from typing import Any, Final
 
 from memory_adapter._hindsight_api import HindsightApi
+from memory_adapter.admin.errors import ExportTimeoutError
 from memory_adapter.constants import DEFAULT_RECALL_BUDGET, MEMORY_ACTOR_HEADER
-from memory_adapter.exceptions import HindsightRequestError, HindsightUnavailableError
+from memory_adapter.exceptions import HindsightAgentCoreError, HindsightRequestError
 from memory_adapter.formatting import RecalledMemory
 from memory_adapter.transport import HttpTransport, Transport
 
@@ -120,7 +122,8 @@ class OperatorClient:
 
     def export_archive(self, bank_id: str, *, wait_s: float = 300.0) -> bytes | None:
         """The bank's Hindsight transfer archive (ZIP: documents, facts, observations, mental models, directives;
-        no embeddings), or ``None`` when the bank does not exist. The server-side copy is deleted afterwards."""
+        no embeddings), or ``None`` when the bank does not exist. The server-side copy is deleted afterwards (also
+        when the download fails). Raises :class:`ExportTimeoutError` when the export runs longer than ``wait_s``."""
         operation_id = self._api.submit_export(bank_id)
         if operation_id is None:
             return None
@@ -132,11 +135,17 @@ class OperatorClient:
             if status == "completed":
                 break
             if status in ("failed", "cancelled"):
-                raise HindsightRequestError(500, f"export of {bank_id} {status}: {operation.get('error_message')}")
+                raise HindsightRequestError(500, f"the bank's export {status}: {operation.get('error_message')}")
             if time.monotonic() > deadline:
-                raise HindsightUnavailableError(f"export of {bank_id} did not finish within {wait_s:g} s")
+                raise ExportTimeoutError(f"the bank's export did not finish within {wait_s:g} s")
             time.sleep(delay)
             delay = min(delay * 2, 2.0)
-        archive = self._api.download(str(operation["result_metadata"]["storage_key"]))
+        try:
+            archive = self._api.download(str(operation["result_metadata"]["storage_key"]))
+        except HindsightAgentCoreError:
+            # drop the archive Hindsight kept anyway: a download that always fails must not leave one per run
+            with contextlib.suppress(HindsightAgentCoreError):
+                self._api.delete_operation(bank_id, operation_id)
+            raise
         self._api.delete_operation(bank_id, operation_id)  # drops the archive Hindsight kept
         return archive

@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+from typing import Any, ClassVar
+
 from memory_adapter.exceptions import HindsightAgentCoreError
 
-__all__ = ["AdminError", "ConfirmationError", "InvalidRequestError", "VerificationError"]
+__all__ = [
+    "AdminError",
+    "BatchFailedError",
+    "ConfirmationError",
+    "ExportTimeoutError",
+    "InvalidRequestError",
+    "VerificationError",
+]
 
 
 class AdminError(HindsightAgentCoreError):
     """Base class of every administration error; its message says what is wrong and what to do."""
+
+    #: What the audit line says of an action that raised it.
+    audit_outcome: ClassVar[str] = "refused"
 
 
 class InvalidRequestError(AdminError):
@@ -21,3 +33,18 @@ class ConfirmationError(AdminError):
 
 class VerificationError(AdminError):
     """A deletion ran but something is still there afterwards; the message names what."""
+
+
+class ExportTimeoutError(AdminError):
+    """Hindsight's export of a bank did not finish within the wait (retrying would wait as long again)."""
+
+
+class BatchFailedError(AdminError):
+    """A job over many banks (backup, expiry) failed for every bank it tried; ``result`` (the backup's manifest,
+    written anyway, or the expiry's report) lists each failure under ``failed``."""
+
+    audit_outcome: ClassVar[str] = "failed"
+
+    def __init__(self, message: str, result: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.result = result

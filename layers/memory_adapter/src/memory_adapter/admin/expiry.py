@@ -5,6 +5,9 @@ The unit is the document (one retained turn or remembered item): its kind is its
 the caller claimed), and deleting it removes every fact extracted from it (Hindsight sweeps the observations built
 on them). Each bank is listed once, only as far back as the shortest retention reaches. At most ``batch_size``
 documents go per run; ``more_due`` tells the scheduler there is more. ``now`` is a parameter: tests move the clock.
+A bank Hindsight fails to list or delete from is skipped and listed under ``failed`` (the next run tries it again),
+so it holds up no other bank's expiry; a run that failed for every bank it scanned raises
+:class:`~memory_adapter.admin.errors.BatchFailedError`.
 """
 
 from __future__ import annotations
@@ -14,7 +17,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from memory_adapter.admin.errors import InvalidRequestError
+from memory_adapter.admin.audit import bank_failed
+from memory_adapter.admin.errors import BatchFailedError, InvalidRequestError
+from memory_adapter.exceptions import HindsightAgentCoreError
 from memory_adapter.identity.bank_ids import parse_bank_id
 from memory_adapter.kinds import MemoryKind, RetentionRules, kind_of
 
@@ -37,6 +42,7 @@ class ExpiryReport:
     facts_deleted: int = 0
     more_due: bool = False
     documents: list[dict[str, str]] = field(default_factory=list)
+    failed: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -49,6 +55,7 @@ class ExpiryReport:
             "facts_deleted": self.facts_deleted,
             "more_due": self.more_due,
             "documents": self.documents,
+            "failed": self.failed,
         }
 
 
@@ -86,23 +93,46 @@ def expire(
         if parse_bank_id(bank_id) is None:
             continue  # not a user's bank: never expired by this job
         report.banks_scanned += 1
-        due: list[tuple[str, MemoryKind]] = []
-        for doc in client.documents(bank_id, time_field="created_at", end_date=latest.isoformat()):
-            kind = kind_of(doc.get("tags"), doc.get("document_metadata"))
-            cutoff, created = cutoffs[kind], _parse_time(doc.get("created_at"))
-            if cutoff is not None and created is not None and created < cutoff:
-                due.append((str(doc["id"]), kind))
-        for document_id, kind in due:
-            report.due[kind.value] += 1
-            if len(report.documents) >= batch_size:
-                report.more_due = True
-                continue
-            report.documents.append({"bank_id": bank_id, "document_id": document_id, "kind": kind.value})
-            if not dry_run:
-                deleted = client.delete_document(bank_id, document_id)
-                if deleted is not None:
-                    report.expired[kind.value] += 1
-                    report.facts_deleted += deleted
+        try:
+            _expire_bank(client, bank_id, report, cutoffs, latest, dry_run=dry_run, batch_size=batch_size)
+        except HindsightAgentCoreError as exc:  # the next run tries it again; the other banks go on
+            report.failed.append(bank_failed("expiry.bank_failed", bank_id, exc))
         if report.more_due:
             break
+    if report.failed and len(report.failed) == report.banks_scanned:
+        raise BatchFailedError(
+            f"expiry failed for every bank it scanned ({len(report.failed)}, the first with "
+            f"{report.failed[0]['error']})",
+            report.as_dict(),
+        )
     return report
+
+
+def _expire_bank(
+    client: OperatorClient,
+    bank_id: str,
+    report: ExpiryReport,
+    cutoffs: dict[MemoryKind, datetime | None],
+    latest: datetime,
+    *,
+    dry_run: bool,
+    batch_size: int,
+) -> None:
+    """Count (and unless ``dry_run`` delete) ``bank_id``'s due documents into ``report``, up to the batch."""
+    due: list[tuple[str, MemoryKind]] = []
+    for doc in client.documents(bank_id, time_field="created_at", end_date=latest.isoformat()):
+        kind = kind_of(doc.get("tags"), doc.get("document_metadata"))
+        cutoff, created = cutoffs[kind], _parse_time(doc.get("created_at"))
+        if cutoff is not None and created is not None and created < cutoff:
+            due.append((str(doc["id"]), kind))
+    for document_id, kind in due:
+        report.due[kind.value] += 1
+        if len(report.documents) >= batch_size:
+            report.more_due = True
+            continue
+        report.documents.append({"bank_id": bank_id, "document_id": document_id, "kind": kind.value})
+        if not dry_run:
+            deleted = client.delete_document(bank_id, document_id)
+            if deleted is not None:
+                report.expired[kind.value] += 1
+                report.facts_deleted += deleted

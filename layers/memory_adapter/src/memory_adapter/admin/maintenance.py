@@ -8,16 +8,21 @@ with the database secret, an ``ecs run-task``; locally the operator's shell) can
 
 * ``restore``: the archives of a backup manifest into the configured schema; a bank that already exists with the
   manifest's counts is skipped (so a restore can be re-run after a failure), one that exists otherwise is refused
-  unless ``replace`` deletes it first.
+  unless ``replace`` deletes it first. The banks a partial backup could not archive (its manifest's ``failed``) are
+  named in the result's ``not_backed_up``.
 * ``reembed``: every bank of ``source_schema`` into a fresh ``target_schema`` with the newly configured embedding
   model (blue/green: the source stays untouched; point the service at the target when done). Resumable and
   stateless: a bank already in the target with the source's counts is done, a partial one is deleted and redone.
   The target records its vector space (provider, model, dimension) as a comment on the schema, and the task refuses
   to put vectors of another space into it, to write into the source, or to use a target it did not create.
+* ``rename-bank``: Hindsight's own in-place rename of a bank's id (one transaction; its files and vector indexes
+  follow), e.g. to give an ASCII id to a bank whose export Hindsight 1.1.0 cannot download (its id is not Latin-1:
+  docs/operating.md, "A partial backup").
 
 Run with the server's environment (``HINDSIGHT_API_*``) plus the target's embedding settings:
-``python -m memory_adapter.admin.maintenance {restore,reembed} --help``. This module imports ``hindsight_api``
-(only in this process): it is shipped in the Hindsight extension bundle and never imported by the agent.
+``python -m memory_adapter.admin.maintenance {restore,reembed,rename-bank} --help``. This module imports
+``hindsight_api`` (only in this process): it is shipped in the Hindsight extension bundle and never imported by the
+agent.
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ from memory_adapter.admin.backup import MANIFEST
 from memory_adapter.admin.errors import AdminError, InvalidRequestError
 from memory_adapter.admin.store import ArtifactStore, DirectoryStore, S3Store
 
-__all__ = ["EmbeddingSpace", "reembed", "restore"]
+__all__ = ["EmbeddingSpace", "reembed", "rename_bank", "restore"]
 
 _SCHEMA_ENV: Final = "HINDSIGHT_API_DATABASE_SCHEMA"
 _SPACE_MARK: Final = "memory-adapter:embedding-space:"
@@ -209,10 +214,16 @@ async def restore(
     manifest = json.loads(store.get(manifest_key))
     target = schema or os.environ.get(_SCHEMA_ENV) or "public"
     entries = [e for e in manifest["banks"] if bank_ids is None or e["bank_id"] in bank_ids]
+    # a partial backup lists the banks it could not archive: they are not in it, so not restored
+    failed = {f["bank_id"]: f["error"] for f in manifest.get("failed", ())}
     missing = sorted(set(bank_ids or ()) - {e["bank_id"] for e in entries})
     if missing:
-        raise InvalidRequestError(f"not in the manifest: {', '.join(missing)}")
+        named = (f"{b} (its backup failed: {failed[b]})" if b in failed else b for b in missing)
+        raise InvalidRequestError(f"not in the manifest: {', '.join(named)}")
     result: dict[str, Any] = {"schema": target, "manifest": manifest_key, "restored": [], "skipped": [], "refused": []}
+    result["not_backed_up"] = sorted(failed) if bank_ids is None else []
+    for bank_id in result["not_backed_up"]:
+        progress(f"{bank_id}: not in this backup (its backup failed: {failed[bank_id]}), not restored")
     conn = await _connect()
     try:
         async with _Engine(target) as engine:
@@ -304,6 +315,25 @@ async def reembed(*, source_schema: str, target_schema: str, progress: Progress 
     }
 
 
+async def rename_bank(old_bank_id: str, new_bank_id: str, *, schema: str | None = None) -> dict[str, Any]:
+    """Rename ``old_bank_id`` to ``new_bank_id`` in ``schema`` (default: the configured one) with Hindsight's own
+    rename (refused while the bank has operations running, or when the new id exists); the rows moved per table."""
+    from hindsight_api.admin.cli import RenameBankError, _run_rename_bank
+
+    if not new_bank_id.strip() or new_bank_id == old_bank_id:
+        raise InvalidRequestError("--to must be a non-blank id other than --from")
+    url = os.environ.get("HINDSIGHT_API_DATABASE_URL")
+    if not url:
+        raise InvalidRequestError("HINDSIGHT_API_DATABASE_URL is not set: run with the Hindsight server's environment")
+    target = schema or os.environ.get(_SCHEMA_ENV) or "public"
+    _quote_ident(target)
+    try:
+        moved = await _run_rename_bank(url, target, old_bank_id, new_bank_id, dry_run=False)
+    except RenameBankError as exc:
+        raise AdminError(f"{old_bank_id} not renamed: {exc}") from exc
+    return {"schema": target, "from": old_bank_id, "to": new_bank_id, "moved": moved}
+
+
 def _store(location: str) -> tuple[ArtifactStore, str]:
     """``s3://bucket/prefix/manifest.json`` or a local path to a manifest: the store and the manifest's key."""
     if location.startswith("s3://"):
@@ -330,6 +360,10 @@ def main(argv: list[str] | None = None) -> int:
     e = sub.add_parser("reembed", help="re-embed every bank into a fresh schema with the configured model")
     e.add_argument("--source-schema", required=True)
     e.add_argument("--target-schema", required=True)
+    n = sub.add_parser("rename-bank", help="give a bank another id in place (Hindsight's own rename)")
+    n.add_argument("--from", dest="old", required=True, help="the bank's id now")
+    n.add_argument("--to", dest="new", required=True, help="its new id (must not exist)")
+    n.add_argument("--schema", help="the bank's schema (default: HINDSIGHT_API_DATABASE_SCHEMA or public)")
     args = parser.parse_args(argv)
 
     def progress(line: str) -> None:
@@ -341,6 +375,8 @@ def main(argv: list[str] | None = None) -> int:
             result = asyncio.run(
                 restore(store, key, schema=args.schema, bank_ids=args.banks, replace=args.replace, progress=progress)
             )
+        elif args.command == "rename-bank":
+            result = asyncio.run(rename_bank(args.old, args.new, schema=args.schema))
         else:
             result = asyncio.run(
                 reembed(source_schema=args.source_schema, target_schema=args.target_schema, progress=progress)
