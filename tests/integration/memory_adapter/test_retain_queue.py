@@ -137,3 +137,40 @@ def test_the_queued_record_is_the_turn_with_its_credential(queues: RetainQueues,
         "the-token",
     )
     assert record.item["content"] == "User: remember\nAssistant: Noted."
+
+
+async def test_a_record_steered_into_another_users_bank_or_crafted_is_a_dead_letter_and_writes_nothing(
+    local_hindsight: Any, token_issuer: Any, refused_url: str, queues: RetainQueues, bank: Bank, run_id: str
+) -> None:
+    alex, bob = f"queue-alex-{run_id}", f"queue-bob-{run_id}"
+    alex_bank, bob_bank = format_bank_id(user=alex, agent="support"), format_bank_id(user=bob, agent="support")
+    alex_token = token_issuer.mint(alex, ttl=900)
+    # GIVEN alex's own queued turn, the same record re-addressed to bob's bank (someone with SendMessage on the
+    # queue), and records no agent wrote: nested past the parser's depth, a credential carrying a header line
+    await queue_turn(refused_url, queues, turn(alex, "own-turn", alex_token), "Alex's answer.")
+    spool = queues.spool()
+    (own,) = spool.messages()
+    spool.release([own], dead=False)
+    steered = json.loads(own.body)
+    steered.update(bank_id=bob_bank, operation_id=f"{steered['operation_id'][:-4]}beef")
+    steered["item"]["document_id"] = "steered-turn"
+    crafted = [
+        json.dumps(steered),
+        "[" * 100_000 + "]" * 100_000,
+        json.dumps({**steered, "bank_id": alex_bank, "credential": f"{alex_token}\r\nX-Hindsight-Operator: 1"}),
+    ]
+    for body in crafted:
+        queues.client.send_message(QueueUrl=queues.url, MessageBody=body)
+    # WHEN the replay function drains the queue
+    answers = run_event_source(queues, replay_handler(local_hindsight.url, queues))
+    # THEN no message fails the batch (none waits for SQS to move it with a wrong reason); each crafted one is a dead
+    # letter saying why; alex's turn is stored and bob's bank holds nothing
+    assert answers == [{"batchItemFailures": []}]
+    reasons = sorted((letter.dead_letter_reason or "")[:30] for letter in queues.dead_letters())
+    assert reasons == [
+        "malformed: not a spooled retai",
+        "malformed: not a spooled retai",
+        "refused (HTTP 403): the creden",
+    ]
+    assert bank.wait_for_documents(alex_bank, {"own-turn"}) == ["own-turn"]
+    assert bank.document_ids(bob_bank) == []
