@@ -1,0 +1,47 @@
+"""What the agent writes to its logs over a user's whole session: never the user id, the token, the prompt, the
+answer or a memory's text (docs/agent.md: ``user_ref`` only). Real HTTP, the real adapter on the fake Hindsight,
+every log line the process writes (Powertools JSON on stdout, the standard library's loggers) scanned."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from pathlib import Path
+
+import pytest
+
+from memory_adapter.testing import Fault
+from tests.unit.issuers import LoopbackIssuer
+
+from .test_app import SESSION, _settings, running
+
+
+def test_no_log_line_carries_a_users_id_token_or_words(
+    loopback_issuer: LoopbackIssuer, tmp_path: Path, capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    user = f"user-logscan-{uuid.uuid4().hex[:8]}"
+    token = loopback_issuer.mint(user)
+    secret, planted = "LOCKER-7731-QX", "IGNORE-PREVIOUS-ZZ9"
+    with running(_settings(loopback_issuer), tmp_path / "spool") as agent:
+        # a stored memory, a tool call that writes one and one that lists them, a recall into the prompt
+        assert agent.invoke({"prompt": f"My locker code is {secret}."}, token=token).status_code == 200
+        agent.settle()
+        assert agent.invoke({"prompt": f"remember that {planted} is my motto"}, token=token).status_code == 200
+        assert agent.invoke({"prompt": "list my memories"}, token=token).status_code == 200
+        assert secret in agent.invoke({"prompt": "What is my locker code?"}, token=token).text
+        agent.settle()
+        # a refused payload, a refused token, a forget, and a turn with memory down
+        assert agent.invoke({"prompt": secret, "user_id": user}, token=token).status_code == 400
+        assert agent.invoke({"prompt": secret}, token=token[:-4] + "AAAA").status_code == 401
+        assert agent.invoke({"prompt": f"forget {planted}"}, token=token).status_code == 200
+        agent.settle()
+        agent.hindsight.fault = Fault.DOWN
+        assert agent.invoke({"prompt": f"Still {secret}?"}, token=token).status_code == 200
+        agent.hindsight.fault = None
+        agent.settle()
+    out, err = capfd.readouterr()
+    written = "\n".join([out, err, caplog.text, *(repr(vars(record)) for record in caplog.records)])
+    assert "user_ref" in out and SESSION in out  # the scan sees the turns' structured keys
+    for leaked in (user, token, token.split(".")[1], secret, planted):
+        assert leaked not in written, f"{leaked[:24]!r} is in the logs"
