@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from localdev.token_issuer import LOCAL_CLIENT_ID
 from memory_adapter import HindsightRuntimeAdapter, RetainOutcome, TurnContext
 from memory_adapter.identity.bank_ids import format_bank_id
 from memory_adapter.redrive import main as redrive_main
@@ -78,12 +79,13 @@ async def test_a_token_expired_beyond_the_grace_window_is_dead_lettered_and_the_
     for name, value in moto_server.env.items():
         monkeypatch.setenv(name, value)
     listing = io.StringIO()
-    assert redrive_main(["list", "--dead-letter-queue-url", queues.dead_url], env={}, out=listing) == 0
+    jwt = {"JWT_DISCOVERY_URL": token_issuer.discovery_url, "JWT_ALLOWED_CLIENTS": LOCAL_CLIENT_ID}  # the agent's
+    assert redrive_main(["list", "--dead-letter-queue-url", queues.dead_url], env=jwt, out=listing) == 0
     (row,) = [json.loads(line) for line in listing.getvalue().splitlines()[:-1]]
     assert (row["bank"], row["redrivable"]) == (bank_id, True)
-    assert row["owner_check"] == "the token's subject owns the bank"
+    assert row["owner_check"] == "the token's subject owns the bank (signature verified)"
     command = ["deliver", "--dead-letter-queue-url", queues.dead_url, "--hindsight-url", local_hindsight.url]
-    operator = {"HINDSIGHT_OPERATOR_KEY": local_hindsight.operator_key}
+    operator = {**jwt, "HINDSIGHT_OPERATOR_KEY": local_hindsight.operator_key}
     assert redrive_main([*command, "--message-id", letter.message_id], env=operator, out=io.StringIO()) == 0
     # THEN both turns are in the bank exactly once and nothing is left in either queue
     ids = bank.wait_for_documents(bank_id, {"within-grace", "beyond-grace"})
