@@ -17,6 +17,7 @@ of one bank stay in order, from which an EventBridge pipe puts them on the bus).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import threading
@@ -45,6 +46,7 @@ __all__ = [
     "QueueSink",
     "configure",
     "emit",
+    "message_group",
     "watching_deletes",
 ]
 
@@ -147,8 +149,23 @@ class FileSink:
             out.write(lines)
 
 
+#: SQS's longest message group id (SendMessage's ``MessageGroupId``: at most 128 characters).
+_MAX_GROUP_ID = 128
+
+
+def message_group(bank_id: str) -> str:
+    """A bank's FIFO message group: its id, or for an id longer than SQS allows (a tenant, user and agent of up to
+    256 bytes each make ids of several hundred characters) ``sha256:`` and the id's digest, so every bank still has
+    one group of its own and its events stay in order. Bank ids are ASCII letters, digits and ``.:_@-~``, all of
+    which SQS accepts in a group id."""
+    if len(bank_id) <= _MAX_GROUP_ID:
+        return bank_id
+    return "sha256:" + hashlib.sha256(bank_id.encode("utf-8")).hexdigest()
+
+
 class QueueSink:
-    """Sends each event to an SQS FIFO queue: message group = bank id (order per bank), dedup id = event id.
+    """Sends each event to an SQS FIFO queue: message group = the bank's (:func:`message_group`: order per bank),
+    dedup id = event id.
 
     The queue is the durable hand-off (an EventBridge pipe moves its messages to the bus, retrying, with a
     dead-letter queue behind it); boto3's standard retry mode retries a throttled or failed send.
@@ -172,7 +189,7 @@ class QueueSink:
                 {
                     "Id": str(i),
                     "MessageBody": json.dumps({"detail-type": e.detail_type, "detail": e.detail()}),
-                    "MessageGroupId": e.bank_id,
+                    "MessageGroupId": message_group(e.bank_id),
                     "MessageDeduplicationId": e.event_id,
                 }
                 for i, e in enumerate(batch)

@@ -200,3 +200,15 @@ def test_the_target_recalls_with_the_agents_candidate_tokens(issuer: LoopbackIss
     assert answer["memories"]
     (call,) = hindsight.calls("/memories/recall")
     assert call.body["max_tokens"] == 6000
+
+
+@pytest.mark.parametrize(
+    "event",
+    [{"mcp": "x"}, {"mcp": {"gatewayRequest": "x"}}, {"mcp": None}, {"mcp": {"gatewayRequest": [1]}}, [], None],
+)
+def test_the_interceptor_refuses_an_event_of_any_shape_without_raising(
+    event: Any, verifier: JwtVerifier, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(interceptor, "_verifier", verifier)
+    assert interceptor.intercept(event, verifier)["mcp"]["transformedGatewayResponse"]["statusCode"] == 401
+    assert interceptor.handler(event, None)["mcp"]["transformedGatewayResponse"]["statusCode"] == 401

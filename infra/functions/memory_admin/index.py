@@ -114,6 +114,8 @@ def _request_body(event: Mapping[str, Any]) -> Any:
         return json.loads(raw)
     except json.JSONDecodeError as exc:
         raise InvalidRequestError(f'the request body is not JSON ({exc.msg}): send {{"action": ...}}') from exc
+    except RecursionError:  # nested past the parser's depth: no request, and never a crash of the function
+        raise InvalidRequestError('the request body is nested too deeply: send {"action": ...}') from None
 
 
 @logger.inject_lambda_context

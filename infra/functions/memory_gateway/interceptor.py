@@ -89,10 +89,17 @@ def _authorization(headers: Mapping[str, Any]) -> str | None:
     return values[0]
 
 
+def _gateway_request(event: Any) -> Mapping[str, Any] | None:
+    """``event["mcp"]["gatewayRequest"]`` if the event has that shape, else ``None``."""
+    mcp = event.get("mcp") if isinstance(event, Mapping) else None
+    request = mcp.get("gatewayRequest") if isinstance(mcp, Mapping) else None
+    return request if isinstance(request, Mapping) else None
+
+
 def intercept(event: Any, verifier: JwtVerifier) -> dict[str, Any]:
     """The interceptor's answer to ``event`` (a pure function of the event and the verifier; never raises)."""
-    request = event.get("mcp", {}).get("gatewayRequest") if isinstance(event, Mapping) else None
-    if not isinstance(request, Mapping):
+    request = _gateway_request(event)
+    if request is None:
         return _deny(None, "no gatewayRequest in the event")
     body = request.get("body")
     headers = request.get("headers")
@@ -121,5 +128,5 @@ def handler(event: Any, context: Any) -> dict[str, Any]:
         return intercept(event, _default_verifier())
     except Exception:  # misconfiguration or a bug: refuse, never pass a request through unverified
         logger.exception("interceptor failed; refusing the request")
-        body = event.get("mcp", {}).get("gatewayRequest", {}).get("body") if isinstance(event, Mapping) else None
-        return _deny(body, RejectReason.KEYS_UNAVAILABLE.value)
+        request = _gateway_request(event)
+        return _deny(request.get("body") if request is not None else None, RejectReason.KEYS_UNAVAILABLE.value)

@@ -150,3 +150,11 @@ def test_bad_settings_are_reported_at_once() -> None:
         index.FunctionSettings.from_env({"MEMORY_RETENTION_DAYS": '{"plans": 3}', "EXPIRY_BATCH_SIZE": "0"})
     for part in ("OPERATOR_KEY_SECRET_ARN", "ADMIN_BUCKET", "unknown kind 'plans'", "EXPIRY_BATCH_SIZE"):
         assert part in str(err.value)
+
+
+def test_a_body_nested_past_the_parser_is_a_400_not_a_crash() -> None:
+    # before: RecursionError escaped the handler, and the function URL answered AWS's own 502 with no reason
+    for body in ("[" * 60_000, '{"action": ' + "[" * 60_000):
+        answer = index.handler(_url_event(body), LambdaContext())
+        assert answer["statusCode"] == 400
+        assert "nested too deeply" in json.loads(answer["body"])["message"]

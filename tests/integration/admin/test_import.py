@@ -88,3 +88,29 @@ def test_import_refuses_the_function_url_path_with_what_to_do(tmp_path: Path, ca
     history.write_text("")
     assert main(["import", str(history), "--function-url", "https://x.lambda-url.us-east-1.on.aws/"]) == 2
     assert "pass --local" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("crafted", "named"),
+    [
+        ({"user_text": "I like \ud800 tea."}, "line 2: user_text is not valid Unicode text"),
+        ({"session": "crm\u0000-7"}, "line 2: session must not contain NUL characters"),
+        ({"time": "0001-01-01T00:00:00+05:00"}, "line 2: time: occurred_at 0001-01-01T00:00:00+05:00 is out of range"),
+    ],
+)
+def test_a_crafted_line_for_a_later_bank_imports_nothing_in_any_bank(
+    local_hindsight: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str], crafted: dict[str, str], named: str
+) -> None:
+    # before: the file passed the check and the crafted turn crashed the import (a traceback) once the banks sorted
+    # before its own were already imported
+    run = uuid.uuid4().hex[:8]
+    first, later = f"aa-{run}", f"zz-{run}"
+    good = {"agent": "support", "time": "2023-05-08T13:56:00+00:00", "user_text": "I like tea."}
+    history = tmp_path / "history.jsonl"
+    history.write_text(json.dumps({**good, "user": first}) + "\n" + json.dumps({**good, "user": later, **crafted}))
+    assert _run(local_hindsight, tmp_path, str(history)) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: 1 bad line(s), nothing was imported: " + named)
+    client = OperatorClient(local_hindsight.url, local_hindsight.operator_key)
+    for user in (first, later):
+        assert list(client.documents(format_bank_id(user=user, agent="support"))) == []

@@ -8,6 +8,7 @@ the event id; a change on either side that breaks the other fails here.
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from typing import Any
 
@@ -70,3 +71,48 @@ def test_queue_messages_carry_what_the_pipe_reads_grouped_by_bank(moto_server: A
     bob_detail = next(json.loads(m["Body"])["detail"] for m in received if bob in m["Body"])
     assert bob_detail["caused_by"] == {"kind": "operator", "principal": "arn:ops"}
     assert "text" not in bob_detail
+
+
+#: SQS's documented rule for a message group id (SendMessageBatchRequestEntry.MessageGroupId: at most 128
+#: characters, alphanumeric and punctuation). moto does not enforce it, so the test checks what the sink sends.
+_GROUP_ID = re.compile(r"[A-Za-z0-9!\"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~]{1,128}")
+
+
+class _SqsRules:
+    """moto's SQS client, refusing a batch entry whose message group id SQS itself would refuse."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self.groups: list[str] = []
+
+    def send_message_batch(self, *, QueueUrl: str, Entries: list[dict[str, Any]]) -> Any:
+        for entry in Entries:
+            assert _GROUP_ID.fullmatch(entry["MessageGroupId"]), f"SQS refuses group id {entry['MessageGroupId']!r}"
+            self.groups.append(entry["MessageGroupId"])
+        return self._client.send_message_batch(QueueUrl=QueueUrl, Entries=Entries)
+
+
+def test_a_bank_id_longer_than_a_message_group_id_still_has_one_group_of_its_own(moto_server: Any) -> None:
+    # A bank id can be far longer than SQS's 128-character group id (a tenant, an e-mail-address user claim and an
+    # agent name of up to 256 bytes each): every event of such a bank was refused and logged as MEMORY EVENTS LOST
+    sqs = moto_server.sqs()
+    url = sqs.create_queue(QueueName=f"events-{uuid.uuid4().hex[:8]}.fifo", Attributes={"FifoQueue": "true"})[
+        "QueueUrl"
+    ]
+    client = _SqsRules(sqs)
+    user = "firstname.middlename.lastname-" + "x" * 60 + "@subsidiary.example-corporation.com"
+    long_a = format_bank_id(tenant="acme-europe-west-production", user=user, agent="customer-support")
+    long_b = format_bank_id(tenant="acme-europe-west-production", user=user + ".uk", agent="customer-support")
+    short = format_bank_id(user="alice", agent="support")
+    principal = Principal(Kind.USER, user="alice")
+    events = [
+        MemoryEvent(Change.CREATED, bank, f"m{i}", "retain", principal)
+        for i in range(2)
+        for bank in (long_a, long_b, short)
+    ]
+    QueueSink(url, client=client).send(events)
+    groups = dict(zip([e.bank_id for e in events], client.groups, strict=True))
+    assert len(long_a) > 128
+    assert groups[short] == short  # an ordinary bank's group is still its id
+    assert len({groups[long_a], groups[long_b], groups[short]}) == 3  # one group per bank
+    assert client.groups[:3] == client.groups[3:]  # the same bank, the same group each time

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from localdev.token_issuer import LOCAL_CLIENT_ID
 from memory_adapter import HindsightRuntimeAdapter, RetainOutcome, TurnContext
 from memory_adapter.identity.bank_ids import format_bank_id
 from memory_adapter.redrive import main as redrive_main
@@ -78,12 +79,13 @@ async def test_a_token_expired_beyond_the_grace_window_is_dead_lettered_and_the_
     for name, value in moto_server.env.items():
         monkeypatch.setenv(name, value)
     listing = io.StringIO()
-    assert redrive_main(["list", "--dead-letter-queue-url", queues.dead_url], env={}, out=listing) == 0
+    jwt = {"JWT_DISCOVERY_URL": token_issuer.discovery_url, "JWT_ALLOWED_CLIENTS": LOCAL_CLIENT_ID}  # the agent's
+    assert redrive_main(["list", "--dead-letter-queue-url", queues.dead_url], env=jwt, out=listing) == 0
     (row,) = [json.loads(line) for line in listing.getvalue().splitlines()[:-1]]
     assert (row["bank"], row["redrivable"]) == (bank_id, True)
-    assert row["owner_check"] == "the token's subject owns the bank"
+    assert row["owner_check"] == "the token's subject owns the bank (signature verified)"
     command = ["deliver", "--dead-letter-queue-url", queues.dead_url, "--hindsight-url", local_hindsight.url]
-    operator = {"HINDSIGHT_OPERATOR_KEY": local_hindsight.operator_key}
+    operator = {**jwt, "HINDSIGHT_OPERATOR_KEY": local_hindsight.operator_key}
     assert redrive_main([*command, "--message-id", letter.message_id], env=operator, out=io.StringIO()) == 0
     # THEN both turns are in the bank exactly once and nothing is left in either queue
     ids = bank.wait_for_documents(bank_id, {"within-grace", "beyond-grace"})
@@ -137,3 +139,40 @@ def test_the_queued_record_is_the_turn_with_its_credential(queues: RetainQueues,
         "the-token",
     )
     assert record.item["content"] == "User: remember\nAssistant: Noted."
+
+
+async def test_a_record_steered_into_another_users_bank_or_crafted_is_a_dead_letter_and_writes_nothing(
+    local_hindsight: Any, token_issuer: Any, refused_url: str, queues: RetainQueues, bank: Bank, run_id: str
+) -> None:
+    alex, bob = f"queue-alex-{run_id}", f"queue-bob-{run_id}"
+    alex_bank, bob_bank = format_bank_id(user=alex, agent="support"), format_bank_id(user=bob, agent="support")
+    alex_token = token_issuer.mint(alex, ttl=900)
+    # GIVEN alex's own queued turn, the same record re-addressed to bob's bank (someone with SendMessage on the
+    # queue), and records no agent wrote: nested past the parser's depth, a credential carrying a header line
+    await queue_turn(refused_url, queues, turn(alex, "own-turn", alex_token), "Alex's answer.")
+    spool = queues.spool()
+    (own,) = spool.messages()
+    spool.release([own], dead=False)
+    steered = json.loads(own.body)
+    steered.update(bank_id=bob_bank, operation_id=f"{steered['operation_id'][:-4]}beef")
+    steered["item"]["document_id"] = "steered-turn"
+    crafted = [
+        json.dumps(steered),
+        "[" * 100_000 + "]" * 100_000,
+        json.dumps({**steered, "bank_id": alex_bank, "credential": f"{alex_token}\r\nX-Hindsight-Operator: 1"}),
+    ]
+    for body in crafted:
+        queues.client.send_message(QueueUrl=queues.url, MessageBody=body)
+    # WHEN the replay function drains the queue
+    answers = run_event_source(queues, replay_handler(local_hindsight.url, queues))
+    # THEN no message fails the batch (none waits for SQS to move it with a wrong reason); each crafted one is a dead
+    # letter saying why; alex's turn is stored and bob's bank holds nothing
+    assert answers == [{"batchItemFailures": []}]
+    reasons = sorted((letter.dead_letter_reason or "")[:30] for letter in queues.dead_letters())
+    assert reasons == [
+        "malformed: not a spooled retai",
+        "malformed: not a spooled retai",
+        "refused (HTTP 403): the creden",
+    ]
+    assert bank.wait_for_documents(alex_bank, {"own-turn"}) == ["own-turn"]
+    assert bank.document_ids(bob_bank) == []

@@ -172,3 +172,20 @@ def test_no_token_goes_to_an_unsafe_or_unknown_address(loopback_issuer: Loopback
     assert "address could not be read" in unreadable.text
     refused = GatewayTools("http://127.0.0.1:9/mcp", timeout=2).call(caller, "recall", {"query": "x"})
     assert refused.error == "memory_unavailable"
+
+
+def test_an_event_stream_carrying_a_line_separator_inside_its_json_is_read_whole(
+    httpserver: HTTPServer, loopback_issuer: LoopbackIssuer
+) -> None:
+    # JSON may carry U+2028, U+0085 or U+001E raw inside a string (a tool's message quoting an argument, a memory);
+    # server-sent events end lines only at CR and LF, but str.splitlines() also broke there, so the answer was cut
+    # into fragments and the tool call failed as "not an MCP response"
+    caller = _caller(loopback_issuer)
+    answer = {"memories": [], "text": "nothing\u2028 here\x85 and\x1e there"}
+    structured = _rpc({"content": [{"type": "text", "text": json.dumps(answer, ensure_ascii=False)}], "isError": False})
+    httpserver.expect_oneshot_request("/mcp", method="POST").respond_with_data(
+        f"event: message\ndata: {json.dumps(structured, ensure_ascii=False)}\n\n", content_type="text/event-stream"
+    )
+    result = GatewayTools(httpserver.url_for("/mcp")).call(caller, "recall", {"query": "x"})
+    assert result.error is None
+    assert result.text == answer["text"]

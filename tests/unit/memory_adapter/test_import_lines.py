@@ -80,3 +80,26 @@ def test_a_dry_run_sends_nothing_and_a_failed_turn_is_counted_with_its_line():
     assert (dry["would_import"], dry["skipped"]) == (2, 0)
     wet = import_turns(turns, stored=lambda _b: [], retain=lambda t: t.line == 1)
     assert (wet["imported"], wet["failed"], wet["failed_lines"]) == (1, 1, [2])
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ("[" * 100_000 + "]" * 100_000, "line 2: not JSON (nested too deeply)"),
+        (line(user_text="a\ud800b"), "line 2: user_text is not valid Unicode text"),
+        (line(agent_text="\udfff"), "line 2: agent_text is not valid Unicode text"),
+        (line(session="s\ud800"), "line 2: session is not valid Unicode text"),
+        (line(session="s\x00"), "line 2: session must not contain NUL"),
+        (line(user="user-\x00alex"), "line 2: user must not contain NUL"),
+        (line(time="0001-01-01T00:00:00+23:59"), "line 2: time: occurred_at 0001-01-01T00:00:00+23:59 is out of range"),
+        (
+            line().replace('"user": "user-alex"', '"user": "user-alex", "user": "user-bo"'),
+            "line 2: field user given twice",
+        ),
+    ],
+)
+def test_a_crafted_line_is_a_reported_bad_line_not_a_crash(raw, message):
+    # a crash here (or, for a turn in a later bank, in the middle of the import) left a traceback and half a file
+    with pytest.raises(InvalidRequestError, match="nothing was imported") as caught:
+        read_turns([line(), raw, line(user_text="fine")])
+    assert message in str(caught.value)

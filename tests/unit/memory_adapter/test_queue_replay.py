@@ -244,3 +244,33 @@ def test_the_agent_key_secret_is_read_from_the_environment() -> None:
     assert ReplaySettings.from_env({**env, "HINDSIGHT_API_KEY_SECRET_ARN": arn}).agent_key_secret_arn == arn
     with pytest.raises(ConfigurationError, match="HINDSIGHT_API_KEY_SECRET_ARN must be a Secrets Manager ARN"):
         ReplaySettings.from_env({**env, "HINDSIGHT_API_KEY_SECRET_ARN": "agent-key"})
+
+
+def _record_body(**fields: Any) -> str:
+    good = {"v": 1, "operation_id": "op-x", "bank_id": BANK, "item": {"content": "x"}, "credential": "token"}
+    return json.dumps({**good, **fields})
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ("[" * 100_000 + "]" * 100_000, "nested too deeply"),
+        (_record_body(item="@").replace('"@"', "[" * 100_000 + "]" * 100_000), "nested too deeply"),
+        (_record_body().replace('"credential"', '"attempts": 1e400, "credential"'), "infinity"),
+        (_record_body(credential="token\r\nX-Injected: 1"), "credential"),
+        (_record_body(credential={"sub": "u"}), "credential"),
+        (_record_body(credential=5), "credential"),
+        (_record_body(bank_id={"user": "u"}), "bank_id"),
+        (_record_body(bank_id=""), "bank_id"),
+        (_record_body(bank_id="user:u\ud800:agent:a"), "bank_id"),
+        (_record_body(operation_id=["op"]), "operation_id"),
+    ],
+)
+def test_a_crafted_record_is_dead_lettered_with_its_reason_and_never_sent(replayer, fake, dead, body, expected):
+    # before: RecursionError, OverflowError, TypeError or ValueError escaped handle(), so the message failed on every
+    # receive and SQS moved it saying Hindsight had been unavailable; or it was sent with str() of a non-string
+    outcome = replayer.handle(QueueMessage("crafted", body, {}))
+    assert outcome.verdict is ReplayVerdict.DEAD_LETTERED
+    assert dead.letters[0][1].startswith("malformed")
+    assert expected in dead.letters[0][1]
+    assert fake.requests == []

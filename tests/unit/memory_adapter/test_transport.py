@@ -132,3 +132,22 @@ async def test_adapter_against_a_hung_socket_stays_within_the_deadline(silent_li
     recollection = await adapter.recall_for_turn(TurnContext("s", "u", "bot"), "hello")
     assert (recollection.degraded, recollection.reason) == (True, "timeout")
     await adapter.aclose(timeout=0)
+
+
+def test_a_validation_refusal_names_the_fields_and_never_carries_the_input():
+    # FastAPI's 422 echoes the refused input (a memory's text, a turn) in its detail; the message becomes a dead
+    # letter's reason and a log line at ERROR, so it says where and what is wrong, never the value
+    from memory_adapter.transport import HttpResponse
+
+    detail = [
+        {"type": "string_type", "loc": ["body", "items", 0, "content"], "msg": "Input should be a valid string",
+         "input": ["My PIN is 4711 and my password is hunter2"]},
+        {"type": "missing", "loc": ["body", "items", 1, "content"], "msg": "Field required", "input": {"x": "hunter2"}},
+    ]  # fmt: skip
+    with pytest.raises(HindsightRequestError) as refused:
+        checked(HttpResponse(422, {"detail": detail}))
+    message = str(refused.value)
+    assert "hunter2" not in message
+    assert "4711" not in message
+    assert "body.items.0.content: Input should be a valid string" in message
+    assert "body.items.1.content: Field required" in message

@@ -80,12 +80,21 @@ def _segment(value: str) -> str:
     return urllib.parse.quote(value, safe="")
 
 
+def _detail_text(detail: Any) -> str:
+    """A refusal's ``detail`` in words; a validation refusal (FastAPI's 422, a list of errors) by each error's place and
+    message only: its ``input`` echoes the refused value (a turn's text), never for a dead letter's reason or a log."""
+    if not isinstance(detail, list):
+        return str(detail)
+    parts = [f"{'.'.join(map(str, e.get('loc') or ()))}: {e.get('msg')}" for e in detail if isinstance(e, dict)]
+    return "; ".join(parts) if parts else "a validation refusal"
+
+
 def checked(response: HttpResponse) -> HttpResponse:
     """``response`` if it is 2xx, else the mapped exception (``detail`` of the body, cut to 200 characters)."""
     if 200 <= response.status < 300:
         return response
     detail = response.body.get("detail") if isinstance(response.body, dict) else None
-    message = str(detail)[:200] if detail is not None else "no detail"
+    message = _detail_text(detail)[:200] if detail is not None else "no detail"
     if response.status == 503 and _field(response.body, REASON_FIELD) == OVERLOADED:
         raise HindsightOverloadedError(
             f"Hindsight shed the request (overloaded): {message}", retry_after=_shed_retry_after(response)

@@ -42,7 +42,10 @@ def turn_time(occurred_at: datetime | None, *, now: datetime | None = None) -> d
         )
     if occurred_at - current > MAX_CLOCK_SKEW:
         raise ValueError(f"occurred_at {occurred_at.isoformat()} is in the future (now {current.isoformat()})")
-    return occurred_at.astimezone(UTC)
+    try:
+        return occurred_at.astimezone(UTC)
+    except OverflowError:  # 0001-01-01 at a positive offset is before the first UTC instant a datetime can hold
+        raise ValueError(f"occurred_at {occurred_at.isoformat()} is out of range (before 0001-01-01 UTC)") from None
 
 
 def turn_metadata(

@@ -45,7 +45,8 @@ MEMORY_BLOCK_NOTICE = (
 # separators. C0/C1 controls are category Cc. Surrogates (Cs) cannot be encoded. Private use (Co) is kept.
 _STRIPPED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
 _WHITESPACE_CONTROLS = frozenset("\t\n\r\v\f\x85\u2028\u2029")
-_DELIMITER = re.compile(r"</?\s*recalled_memories\s*>", re.IGNORECASE)
+# The block's delimiters, with the fullwidth and small-form brackets a model reads as the same tag.
+_DELIMITER = re.compile(r"[<\uff1c\ufe64]\s*/?\s*recalled_memories\s*[>\uff1e\ufe65]", re.IGNORECASE)
 _SPACES = re.compile(r" {2,}")
 
 
@@ -116,20 +117,29 @@ def compact_time(stamp: str) -> str:
     return moment.strftime("%Y-%m-%d %H:%M")
 
 
+def _inert(text: str) -> str:
+    """``text`` sanitised, then with every delimiter removed until none is left: one pass would let a nested copy
+    (``</recalled_memo</recalled_memories>ries>``) or one split by a character the sanitiser drops rebuild it."""
+    text = sanitize_text(text)
+    while (cleaned := _DELIMITER.sub("", text)) != text:
+        text = cleaned
+    return sanitize_text(text)
+
+
 def _bullet(memory: RecalledMemory, *, compact: bool = False) -> str:
-    text = sanitize_text(_DELIMITER.sub("", memory.text))
-    kind = sanitize_text(memory.type or "")
+    text = _inert(memory.text)
+    kind = _inert(memory.type or "")
     stamp = memory.mentioned_at or ""
-    when = compact_time(stamp) if compact and stamp else sanitize_text(stamp)
+    when = _inert(compact_time(stamp) if compact and stamp else stamp)
     type_str = f" [{kind}]" if kind else ""
     date_str = f" ({when})" if when else ""
-    stale = f" (superseded on {sanitize_text(memory.superseded_on)})" if memory.superseded_on else ""
+    stale = f" (superseded on {_inert(memory.superseded_on)})" if memory.superseded_on else ""
     return f"- {text}{type_str}{date_str}{stale}"
 
 
 def format_memories_as_bullets(memories: Sequence[RecalledMemory]) -> str:
     """The prior art's layout: ``- {text} [{type}] ({mentioned_at})`` per memory, blank lines between; sanitised."""
-    return "\n\n".join(_bullet(m) for m in memories if sanitize_text(m.text))
+    return "\n\n".join(_bullet(m) for m in memories if _inert(m.text))
 
 
 def format_memories_as_data(memories: Sequence[RecalledMemory]) -> str:
@@ -147,7 +157,7 @@ def format_memories_as_data(memories: Sequence[RecalledMemory]) -> str:
         - prefers email [world]
         </recalled_memories>
     """
-    bullets = "\n\n".join(_bullet(m, compact=True) for m in memories if sanitize_text(m.text))
+    bullets = "\n\n".join(_bullet(m, compact=True) for m in memories if _inert(m.text))
     if not bullets:
         return ""
     return f"{MEMORY_BLOCK_OPEN}\n{MEMORY_BLOCK_NOTICE}\n{bullets}\n{MEMORY_BLOCK_CLOSE}"

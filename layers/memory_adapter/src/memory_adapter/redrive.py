@@ -8,14 +8,15 @@ for too long. Only an operator, never the agent, re-delivers it::
     python -m memory_adapter.redrive deliver --dead-letter-queue-url URL --hindsight-url URL \\
         --operator-key-secret-arn ARN --message-id ID [--message-id ID ...] [--dry-run]
 
-``list`` shows each dead letter's reason, bank, age, size and whether its token's subject (read without verifying
-it) owns the bank; nothing is changed (the messages are made visible again). ``deliver`` sends the chosen ones to
-Hindsight with the operator credential (Secrets Manager, or ``HINDSIGHT_OPERATOR_KEY``; never a command-line
-argument) and deletes each from the dead-letter queue once Hindsight accepted it. It refuses a record whose token
-names another user than its bank's owner: that is what a steered agent writing into someone else's bank looks like,
-and the operator credential would let it through. Delivery is idempotent (the record's ``operation_id``): running it
-twice stores a turn once. Run it where Hindsight is reachable (inside the VPC). Dead letters SQS moved because
-Hindsight was down can instead go back to the queue, to be delivered with their own (still valid) tokens:
+``list`` shows each dead letter's reason, bank, age, size and whether its token, verified with the agent's ``JWT_*``
+settings (expiry aside), names the bank's owner; nothing is changed (the messages are made visible again). ``deliver``
+sends the chosen ones to Hindsight with the operator credential (Secrets Manager, or ``HINDSIGHT_OPERATOR_KEY``; never
+a command-line argument) and deletes each from the dead-letter queue once Hindsight accepted it. It refuses a record
+whose token names another user than its bank's owner, or that it cannot verify (no ``JWT_*`` settings, a forged token,
+a credential that is no JWT): that is what a steered agent or a crafted queue message writing into someone else's bank
+looks like, and the operator credential would let it through. Delivery is idempotent (the record's ``operation_id``):
+running it twice stores a turn once. Run it where Hindsight is reachable (inside the VPC). Dead letters SQS moved
+because Hindsight was down can instead go back to the queue, to be delivered with their own (still valid) tokens:
 ``aws sqs start-message-move-task --source-arn <dead-letter queue ARN>``.
 """
 
@@ -36,6 +37,9 @@ from memory_adapter._hindsight_api import post_retain
 from memory_adapter.constants import HINDSIGHT_OPERATOR_KEY_ENV
 from memory_adapter.exceptions import HindsightAgentCoreError, SpoolError
 from memory_adapter.identity.bank_ids import parse_bank_id
+from memory_adapter.identity.errors import IdentityConfigError, TokenRejectedError
+from memory_adapter.identity.settings import ENV_NAMING, JwtSettings
+from memory_adapter.identity.verifier import JwtVerifier
 from memory_adapter.spool import RetainRecord
 from memory_adapter.sqs_codec import MOVED_BY_SQS, QueueMessage, decode_record
 from memory_adapter.sqs_spool import SqsSpool
@@ -82,33 +86,66 @@ def _claims(token: str) -> Mapping[str, Any] | None:
         return None
     try:
         claims = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
-    except (binascii.Error, ValueError):
+    except (binascii.Error, ValueError, RecursionError):
         return None
     return claims if isinstance(claims, dict) else None
 
 
-def owner_check(record: RetainRecord, *, user_claim: str = "sub", tenant_claim: str | None = None) -> OwnerCheck:
-    """Does the record's token name the owner of its bank (tenant and user)?"""
+#: How long after its ``exp`` a queued token may still be verified for the review: SQS keeps a message 14 days at most.
+_REVIEW_EXPIRY_GRACE_S = 14 * 24 * 3600
+
+
+def owner_check(
+    record: RetainRecord,
+    *,
+    verifier: JwtVerifier | None = None,
+    user_claim: str = "sub",
+    tenant_claim: str | None = None,
+) -> OwnerCheck:
+    """Does the record's token name the owner of its bank (tenant and user), and is it a token the issuer signed?
+
+    Only a verified token (``verifier``: the agent's issuer settings; expiry ignored, the turn was queued while it
+    was valid) or an IAM-mode record (the agent-key mark: not checkable) can be redrivable: claims read without
+    verifying prove nothing (anyone with SendMessage on the queue can write a token that names the owner, and the
+    operator credential would then write the turn into that user's bank), and no agent queues a record with a
+    credential that is no JWT, or with none and no mark.
+    """
     owner = parse_bank_id(record.bank_id)
     if owner is None:
         return OwnerCheck(False, "the bank id is not one of this product's")
     if record.agent_key:  # queued without the key (IAM mode): the agent key names no user
         return OwnerCheck(None, "the agent key (IAM mode), not a user token: not checkable")
     if not record.credential:
-        return OwnerCheck(None, "no credential in the record")
+        return OwnerCheck(False, "NOT REDRIVABLE: no credential and no agent-key mark: no agent queues such a record")
     claims = _claims(record.credential)
     if claims is None:
-        return OwnerCheck(None, "an agent key, not a user token (IAM mode): not checkable")
-    user = claims.get(user_claim)
-    if user != owner.user:
+        return OwnerCheck(
+            False, "NOT REDRIVABLE: a credential that is no JWT and no agent-key mark: no agent queues one"
+        )
+    if verifier is None:
+        return OwnerCheck(
+            False,
+            "NOT VERIFIED: set the JWT_* variables (the agent's issuer settings) so the token's signature is checked "
+            "before the operator credential lets it through",
+        )
+    try:
+        identity = verifier.verify(record.credential, expiry_grace=_REVIEW_EXPIRY_GRACE_S)
+    except TokenRejectedError as exc:
+        return OwnerCheck(False, f"NOT VERIFIED ({exc.reason.value}): not a token this issuer signed for a user")
+    if identity.user != owner.user:
         return OwnerCheck(False, f"OWNER MISMATCH: the token's {user_claim} is not the bank's user")
-    if tenant_claim is not None and claims.get(tenant_claim) != owner.tenant:
-        return OwnerCheck(False, f"OWNER MISMATCH: the token's {tenant_claim} is not the bank's tenant")
-    return OwnerCheck(True, "the token's subject owns the bank")
+    if (tenant_claim is not None or verifier.settings.tenant_claim) and identity.tenant != owner.tenant:
+        return OwnerCheck(False, f"OWNER MISMATCH: the token's {tenant_claim or 'tenant'} is not the bank's tenant")
+    return OwnerCheck(True, "the token's subject owns the bank (signature verified)")
 
 
 def review(
-    spool: SqsSpool, *, limit: int | None = None, user_claim: str = "sub", tenant_claim: str | None = None
+    spool: SqsSpool,
+    *,
+    limit: int | None = None,
+    verifier: JwtVerifier | None = None,
+    user_claim: str = "sub",
+    tenant_claim: str | None = None,
 ) -> list[DeadLetter]:
     """Receive the dead letters (hidden from others until released or deleted) and check each."""
     letters: list[DeadLetter] = []
@@ -119,7 +156,7 @@ def review(
             unreadable = OwnerCheck(False, "not a retain record")
             letters.append(DeadLetter(message, None, message.dead_letter_reason or str(exc), unreadable))
             continue
-        check = owner_check(record, user_claim=user_claim, tenant_claim=tenant_claim)
+        check = owner_check(record, verifier=verifier, user_claim=user_claim, tenant_claim=tenant_claim)
         letters.append(DeadLetter(message, record, message.dead_letter_reason or MOVED_BY_SQS, check))
     return letters
 
@@ -141,12 +178,13 @@ def redrive(
     message_ids: Sequence[str],
     dry_run: bool = False,
     timeout: float = 15.0,
+    verifier: JwtVerifier | None = None,
     user_claim: str = "sub",
     tenant_claim: str | None = None,
 ) -> RedriveResult:
     """Deliver the named dead letters with the operator credential and delete each one Hindsight accepted."""
     wanted = set(message_ids)
-    letters = review(spool, user_claim=user_claim, tenant_claim=tenant_claim)
+    letters = review(spool, verifier=verifier, user_claim=user_claim, tenant_claim=tenant_claim)
     delivered: list[str] = []
     refused: dict[str, str] = {}
     untouched: list[QueueMessage] = []
@@ -192,6 +230,17 @@ def _operator_credential(secret_arn: str | None, env: Mapping[str, str]) -> str:
     return value
 
 
+def _verifier(env: Mapping[str, str]) -> JwtVerifier | None:
+    """The agent's token checks from the ``JWT_*`` variables, if they are set (``None``: user tokens cannot be
+    verified, so no record carrying one is redrivable)."""
+    if not any(name.startswith("JWT_") for name in env):
+        return None
+    try:
+        return JwtVerifier(JwtSettings.from_mapping(env, ENV_NAMING))
+    except IdentityConfigError as exc:
+        raise SystemExit(f"the JWT_* variables are incomplete: {exc}") from None
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m memory_adapter.redrive",
@@ -219,9 +268,12 @@ def main(argv: Sequence[str] | None = None, *, env: Mapping[str, str] | None = N
     env = os.environ if env is None else env
     url = args.dead_letter_queue_url
     spool = SqsSpool(url, dead_letter_queue_url=url, visibility_timeout=120)
+    verifier = _verifier(env)
     try:
         if args.command == "list":
-            letters = review(spool, limit=args.limit, user_claim=args.user_claim, tenant_claim=args.tenant_claim)
+            letters = review(
+                spool, limit=args.limit, verifier=verifier, user_claim=args.user_claim, tenant_claim=args.tenant_claim
+            )
             spool.release([letter.message for letter in letters], dead=True)
             now = time.time()
             for letter in letters:
@@ -235,6 +287,7 @@ def main(argv: Sequence[str] | None = None, *, env: Mapping[str, str] | None = N
             operator_credential=credential,
             message_ids=args.message_id,
             dry_run=args.dry_run,
+            verifier=verifier,
             user_claim=args.user_claim,
             tenant_claim=args.tenant_claim,
         )

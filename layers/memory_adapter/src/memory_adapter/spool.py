@@ -85,19 +85,38 @@ class RetainRecord:
             agent_key = data.get("agent_key", False)
             if not isinstance(agent_key, bool):
                 raise ValueError("agent_key is not a boolean")
+            credential = data.get("credential")
+            if credential is not None and not _header_safe(credential):
+                raise ValueError("credential is not a header-safe string")
+            last_error = data.get("last_error")
             return cls(
-                operation_id=str(data["operation_id"]),
-                bank_id=str(data["bank_id"]),
+                operation_id=_name(data, "operation_id"),
+                bank_id=_name(data, "bank_id"),
                 item=item,
-                credential=data.get("credential"),
+                credential=credential,
                 agent_key=agent_key,
                 created_at=float(data.get("created_at", 0.0)),
                 attempts=int(data.get("attempts", 0)),
-                last_error=data.get("last_error"),
+                last_error=last_error if isinstance(last_error, str) else None,
                 receipt=receipt,
             )
-        except (ValueError, KeyError, TypeError) as exc:
+        except RecursionError:  # JSON nested past the parser's depth: never a record, on any receive
+            raise SpoolError("not a spooled retain: its JSON is nested too deeply") from None
+        except (ValueError, KeyError, TypeError, OverflowError) as exc:  # OverflowError: "attempts": 1e400
             raise SpoolError(f"not a spooled retain: {exc}") from exc
+
+
+def _name(data: Mapping[str, Any], key: str) -> str:
+    """``data[key]`` if it is a non-empty string that can be encoded (it becomes part of a URL or a request)."""
+    value = data[key]
+    if not isinstance(value, str) or not value or any(0xD800 <= ord(char) <= 0xDFFF for char in value):
+        raise ValueError(f"{key} is not a non-empty string of valid Unicode text")
+    return value
+
+
+def _header_safe(value: object) -> bool:
+    """A string that can be sent as a bearer token: printable ASCII only (no CR/LF to inject a header)."""
+    return isinstance(value, str) and all(" " <= char <= "~" for char in value)
 
 
 class Spool(Protocol):

@@ -61,11 +61,41 @@ class ImportedTurn:
         return f"import-{uuid.uuid5(_IMPORT_NAMESPACE, key)}"
 
 
+#: Fields whose text becomes tags, metadata or a bank id, where Hindsight (PostgreSQL text) cannot hold NUL.
+_NO_NUL: Final = ("user", "agent", "tenant", "session", "time")
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose every key is given once: with a repeated one (``"user": "a", "user": "b"``) tools that keep
+    the first and this reader (the last) would see different identities, so the line is refused."""
+    data: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in data:
+            raise ValueError(f"field {key[:40]} given twice")
+        data[key] = value
+    return data
+
+
+def _checked_text(data: dict[str, Any]) -> None:
+    """Refuse text that cannot be stored or hashed: lone surrogates anywhere (the document id's UTF-8 key would fail
+    mid-import), NUL in the fields that become tags, metadata or a bank id."""
+    for name in (*_REQUIRED, *_OPTIONAL):
+        value = data.get(name)
+        if not isinstance(value, str):
+            continue
+        if any(0xD800 <= ord(char) <= 0xDFFF for char in value):
+            raise ValueError(f"{name} is not valid Unicode text (a lone surrogate)")
+        if name in _NO_NUL and "\x00" in value:
+            raise ValueError(f"{name} must not contain NUL characters")
+
+
 def _turn(number: int, raw: str) -> ImportedTurn:
     try:
-        data = json.loads(raw)
+        data = json.loads(raw, object_pairs_hook=_object)
     except json.JSONDecodeError as exc:
         raise ValueError(f"not JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:
+        raise ValueError("not JSON (nested too deeply)") from None
     if not isinstance(data, dict):
         raise ValueError("not a JSON object")
     unknown = sorted(set(data) - {*_REQUIRED, *_OPTIONAL})
@@ -77,6 +107,7 @@ def _turn(number: int, raw: str) -> ImportedTurn:
     for name in (*_REQUIRED, *_OPTIONAL):
         if name in data and data[name] is not None and not isinstance(data[name], str):
             raise ValueError(f"{name} must be a string")
+    _checked_text(data)
     if not data["user_text"].strip():
         raise ValueError("user_text is blank")
     try:

@@ -23,6 +23,7 @@ import http.client
 import itertools
 import json
 import logging
+import re
 import ssl
 import urllib.parse
 from collections.abc import Callable, Mapping
@@ -158,13 +159,18 @@ class GatewayTools:
             conn.close()
 
 
+_SSE_LINE_END: Final = re.compile(r"\r\n|\r|\n")
+
+
 def _message(reply: _Reply, request_id: int) -> Mapping[str, Any]:
     """The JSON-RPC response to ``request_id``, from a JSON body or a server-sent event stream."""
     if len(reply.body) > _MAX_RESPONSE_BYTES:
         raise ToolUnavailableError("the memory gateway's answer is too large")
     text = reply.body.decode("utf-8", errors="replace")
     if reply.content_type.split(";")[0].strip().lower() == "text/event-stream":
-        candidates = [line[5:].strip() for line in text.splitlines() if line.startswith("data:")]
+        # SSE ends lines at CR and LF only: str.splitlines() also splits inside JSON strings (U+2028, U+0085, ...)
+        lines = _SSE_LINE_END.split(text)
+        candidates = [line[5:].strip() for line in lines if line.startswith("data:")]
     else:
         candidates = [text]
     for candidate in candidates:
