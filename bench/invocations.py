@@ -23,7 +23,6 @@ import os
 import subprocess
 import sys
 import time
-import urllib.parse
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -35,6 +34,9 @@ from bench.bank import BankAdmin
 from bench.env import AGENT
 from bench.stats import Timer, percentile, ratio, summarize
 from localdev.supervisor import free_port
+from memory_adapter import hindsight_routes as routes
+from memory_adapter.constants import DEFAULT_RECALL_BUDGET, DEFAULT_RECALL_MAX_TOKENS
+from memory_adapter.hindsight_routes import bank_path
 
 __all__ = ["measure"]
 
@@ -144,12 +146,12 @@ async def measure(
                     invoke(side, n)
 
             def recall_directly(n: int) -> float:
-                query = {"query": _prompt(n), "budget": "mid", "max_tokens": 1500}
+                query = {"query": _prompt(n), "budget": DEFAULT_RECALL_BUDGET, "max_tokens": DEFAULT_RECALL_MAX_TOKENS}
                 with Timer() as timer:
                     client.post(recall_url, json=query, headers=headers).raise_for_status()
                 return timer.ms
 
-            recall_url = f"{env.url}/v1/default/banks/{urllib.parse.quote(bank, safe='@:.-_~')}/memories/recall"
+            recall_url = env.url + bank_path(bank, routes.RECALL)
             for n in range(calls):
                 if n % settle_every == 0:
                     settle_s += admin.wait_settled([bank], timeout=60)

@@ -43,6 +43,7 @@ from localdev.supervisor import StartError, require_free_port, try_start
 from localdev.token_issuer import background as issuer_background
 from localdev.token_issuer import default_data_dir, ensure_running, load_or_create_key, mint_token, stop_background
 from memory_adapter._hindsight_api import HindsightApi
+from memory_adapter.constants import DEFAULT_RECALL_BUDGET
 from memory_adapter.exceptions import HindsightAgentCoreError
 from memory_adapter.identity import format_bank_id
 from memory_adapter.identity.settings import discovery_url_for
@@ -216,7 +217,7 @@ def _wait_until_recallable(hindsight_url: str, token: str, deadline_s: float) ->
     end = time.monotonic() + deadline_s
     while time.monotonic() < end:
         with contextlib.suppress(HindsightAgentCoreError):
-            if api.recall(bank, SESSION_2_PROMPT, budget="mid", max_tokens=1024):
+            if api.recall(bank, SESSION_2_PROMPT, budget=DEFAULT_RECALL_BUDGET, max_tokens=1024):
                 return
         time.sleep(0.5)
 
