@@ -27,8 +27,9 @@ from typing import Any
 import httpx
 
 from bench.agent_process import wait_for_ping
-from localdev.agent import AGENT_NAME, REPO_ROOT, agent_env
-from localdev.supervisor import free_port
+from localdev.agent import agent_env
+from localdev.hindsight.config import LOCAL_AGENT_NAME
+from localdev.supervisor import REPO_ROOT, free_port
 from localdev.token_issuer import LOCAL_CLIENT_ID, default_data_dir, ensure_running, load_or_create_key, mint_token
 from memory_adapter import hindsight_routes as routes
 from memory_adapter.constants import DEFAULT_RECALL_BUDGET, DEFAULT_RECALL_MAX_TOKENS
@@ -142,7 +143,7 @@ def _run(args: argparse.Namespace, issuer_url: str, hindsight_url: str) -> int:
             with_memory: list[float] = []
             without_memory: list[float] = []
             raw_recall: list[float] = []
-            bank = format_bank_id(user=user, agent=AGENT_NAME)
+            bank = format_bank_id(user=user, agent=LOCAL_AGENT_NAME)
             degraded = 0
             for i in range(args.calls):
                 elapsed, body = _turn(client, url, token, f"How should you contact me? ({i})")
