@@ -36,9 +36,10 @@ from localdev.supervisor import (
 from localdev.supervisor import stop_when_gone as _stop_when_gone
 from localdev.token_issuer import LOCAL_CLIENT_ID, running_issuer_url
 from memory_adapter.agentcore.project import DEFAULT_PROJECT_ENTRYPOINT, project_problems
+from memory_adapter.agentcore.settings import IdentitySource
 from memory_adapter.config import HindsightAgentCoreConfig
 from memory_adapter.identity.settings import JwtSettings, discovery_url_for
-from runtime_handler.settings import IdentitySource, ModelProvider, Settings
+from runtime_handler.settings import ModelProvider, Settings
 
 __all__ = ["DEFAULT_PORT", "AgentStartError", "LocalAgent", "agent_env", "agent_settings"]
 

@@ -41,7 +41,7 @@ from bench.scale.server import ScaleServer
 from bench.scale.spooled import deliver_spooled, document_tally, spooled_documents
 from bench.stats import summarize
 from localdev.supervisor import child_env, free_port, http_status, spawn, terminate, wait_until_ready
-from runtime_handler.main import REQUEST_ID_HEADER, SESSION_HEADER
+from memory_adapter.agentcore.request import REQUEST_ID_HEADER, SESSION_HEADER
 
 __all__ = ["SESSIONS_PER_AGENT", "admission_figures", "measure", "one_turn", "run_level"]
 

@@ -9,8 +9,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from infra.agent_code import DEFAULT_PROJECT_ENTRYPOINT, AgentCode, agent_code, agent_code_problems
+from infra.agent_code import AgentCode, agent_code, agent_code_problems
 from infra.config.checks import bounded, log_retention, require
+from memory_adapter.agentcore.project import DEFAULT_PROJECT_ENTRYPOINT
 from memory_adapter.config import read_settings
 from memory_adapter.settings_reader import SettingsReader
 

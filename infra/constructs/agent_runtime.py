@@ -22,6 +22,7 @@ from infra.constructs.props import raise_if_invalid
 from infra.constructs.retain_queue import RetainQueue
 from infra.constructs.service_log_group import ServiceLogGroup
 from infra.permissions import SSM_READ_ACTIONS, grant_bedrock_invoke
+from memory_adapter.agentcore.settings import IdentitySource
 from memory_adapter.config import HindsightAgentCoreConfig
 from memory_adapter.missions import Mission, Missions
 from runtime_handler import settings as rs
@@ -188,7 +189,7 @@ def agent_settings(props: AgentRuntimeProps, *, scope: Construct, retain_queue_u
         assert identity is not None
     return rs.Settings(
         agent_name=config.name,
-        auth_mode=rs.IdentitySource.IAM if iam else rs.IdentitySource.JWT,
+        auth_mode=IdentitySource.IAM if iam else IdentitySource.JWT,
         memory=HindsightAgentCoreConfig(
             hindsight_api_url=memory.url_in(scope),
             spool_queue_url=retain_queue_url,
