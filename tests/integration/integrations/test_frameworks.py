@@ -114,6 +114,16 @@ FRAMEWORKS: dict[str, Callable[[AgentCoreMemory], Ask]] = {
     "langgraph": lambda memory: langgraph_graph(state_graph(langgraph_memory.HindsightMemoryHooks(memory))),
     "langgraph-react": lambda memory: langgraph_graph(react_agent(langgraph_memory.HindsightMemoryHooks(memory))),
 }
+
+
+async def remembered(memory: AgentCoreMemory, url: str, user: str, turn: MemoryTurn, *facts: str) -> None:
+    """Deliver every retain of ``memory`` so far, then wait until recall finds each of ``facts`` in ``user``'s bank
+    (extraction is asynchronous), so the next question may rely on them."""
+    assert await adapter_of(memory).flush(30)
+    for fact in facts:
+        wait_for_memory(url, format_bank_id(user=user, agent=AGENT), turn.caller.credential, fact)
+
+
 #: One agent a framework: the react agent differs from the state graph only in where the hooks sit, which
 #: remembering across sessions shows.
 ONE_EACH = ["strands", "langgraph"]
@@ -130,8 +140,7 @@ async def test_an_agent_remembers_across_sessions(
     answer = await ask(first, "I prefer email over phone.")
     assert answer.report == {"recalled": 0, "degraded": False}
     assert NOTHING_RECALLED in answer.text
-    assert await adapter_of(memory).flush(30)
-    wait_for_memory(local_hindsight.url, format_bank_id(user=user, agent=AGENT), first.caller.credential, "email")
+    await remembered(memory, local_hindsight.url, user, first, "email")
 
     answer = await ask(turn_for(token_issuer, user, session_id("s2")), "How should you contact me?")
     assert answer.report["degraded"] is False
@@ -151,8 +160,7 @@ async def test_an_agent_keeps_users_apart(
     alex = f"user-alex-{time.time_ns()}"
     alex_turn = turn_for(token_issuer, alex, session_id("a"))
     await ask(alex_turn, "My locker code is 4711.")
-    assert await adapter_of(memory).flush(30)
-    wait_for_memory(local_hindsight.url, format_bank_id(user=alex, agent=AGENT), alex_turn.caller.credential, "locker")
+    await remembered(memory, local_hindsight.url, alex, alex_turn, "locker")
 
     answer = await ask(turn_for(token_issuer, f"user-bob-{time.time_ns()}", session_id("b")), "What is my locker code?")
     assert answer.report == {"recalled": 0, "degraded": False}
@@ -204,13 +212,10 @@ async def test_a_langgraph_agent_forgets_with_the_memory_tools(
         react_agent(langgraph_memory.HindsightMemoryHooks(memory), langgraph_memory.memory_tools(memory))
     )
     user = f"user-forget-{time.time_ns()}"
-    bank = format_bank_id(user=user, agent=AGENT)
     first = turn_for(token_issuer, user, session_id("f1"))
     await ask(first, "I prefer email over phone.")
     await ask(turn_for(token_issuer, user, first.session_id), "My locker code is 4711.")  # its own request
-    assert await adapter_of(memory).flush(30)
-    wait_for_memory(local_hindsight.url, bank, first.caller.credential, "email over phone")
-    wait_for_memory(local_hindsight.url, bank, first.caller.credential, "locker code")
+    await remembered(memory, local_hindsight.url, user, first, "email over phone", "locker code")
 
     answer = await ask(turn_for(token_issuer, user, session_id("f2")), "forget that I prefer email")
     assert "email over phone" in answer.text  # the answer says what was forgotten
