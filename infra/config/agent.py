@@ -14,6 +14,7 @@ from infra.agent_code import AgentCode, agent_code, agent_code_problems
 from infra.config.checks import bounded, log_retention, require
 from memory_adapter.agentcore.project import DEFAULT_PROJECT_ENTRYPOINT
 from memory_adapter.config import SETTING_NAMES, read_settings
+from memory_adapter.settings_fields import RecallClientSettings
 from memory_adapter.settings_reader import SettingsReader
 
 
@@ -50,7 +51,7 @@ class AgentConfig:
     def recall_settings(self) -> dict[str, Any]:
         """The recall budget, block size and candidate tokens given, as ``RecallClientSettings`` fields: the memory
         tools and the operator's recall use the agent's."""
-        return {name: value for name, value in self.memory_settings.items() if name != "recall_timeout"}
+        return {name: value for name, value in self.memory_settings.items() if name in _RECALL_CLIENT_FIELDS}
 
     @property
     def code(self) -> AgentCode:
@@ -58,6 +59,8 @@ class AgentConfig:
         return agent_code(bundle_path=self.bundle_path, project=self.project, entrypoint=self.entrypoint)
 
 
+#: What a recalling client (the memory tools, the operator's recall) shares with the agent's adapter.
+_RECALL_CLIENT_FIELDS = frozenset(f.name for f in dataclasses.fields(RecallClientSettings))
 _AGENT_NAME = re.compile(r"^[a-z][a-z0-9-]{0,30}$")
 
 
