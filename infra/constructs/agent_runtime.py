@@ -24,6 +24,7 @@ from infra.constructs.service_log_group import ServiceLogGroup
 from infra.permissions import SSM_READ_ACTIONS, grant_bedrock_invoke
 from memory_adapter.agentcore.settings import IdentitySource
 from memory_adapter.config import HindsightAgentCoreConfig
+from memory_adapter.constants import METRICS_NAMESPACE
 from memory_adapter.missions import Mission, Missions
 from runtime_handler import settings as rs
 
@@ -31,7 +32,6 @@ ENDPOINT_NAME = "live"
 #: The endpoint every runtime has besides ours; it logs to its own group.
 DEFAULT_ENDPOINT_NAME = "DEFAULT"
 RUNTIME_LOG_GROUP_PREFIX = "/aws/bedrock-agentcore/runtimes/"
-METRICS_NAMESPACE = "AgentCoreHindsightMemory"
 
 
 def agent_metric(agent_name: str, metric_name: str, **props: object) -> cloudwatch.Metric:

@@ -26,6 +26,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from memory_adapter.admin import AdminDeps, AdminError, OperatorClient, S3Store, run_action
 from memory_adapter.admin.errors import ConfirmationError, InvalidRequestError, VerificationError
+from memory_adapter.constants import METRICS_NAMESPACE
 from memory_adapter.exceptions import HindsightRequestError, HindsightUnavailableError
 from memory_adapter.kinds import RetentionRules, RetentionRulesError
 from memory_adapter.settings_fields import RecallClientSettings, secret_arn, setting
@@ -43,7 +44,7 @@ METRIC_MORE_DUE: Final = "ExpiryMoreDue"
 METRIC_BACKED_UP: Final = "BanksBackedUp"
 
 logger = Logger(service=SERVICE)
-metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "HindsightMemory"), service=SERVICE)
+metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE") or METRICS_NAMESPACE, service=SERVICE)
 
 
 def _retention(reader: SettingsReader, env: str) -> RetentionRules:
