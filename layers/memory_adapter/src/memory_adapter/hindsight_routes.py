@@ -22,6 +22,7 @@ __all__ = [
     "CLONE",
     "CONFIG",
     "DELETE",
+    "DELIVERIES",
     "DIRECTIVES",
     "DOCUMENTS",
     "DOCUMENT_TRANSFER",
@@ -29,10 +30,12 @@ __all__ = [
     "ENTITIES",
     "EXPORT",
     "HEALTH",
+    "KNOWLEDGE_BASE",
     "LIVE",
     "MEMORIES",
     "MEMORY_LIST",
     "MENTAL_MODELS",
+    "OBSERVATIONS",
     "OPERATIONS",
     "RECALL",
     "REFLECT",
@@ -40,8 +43,10 @@ __all__ = [
     "TEMPLATE_IMPORT",
     "TRANSFER_IMPORT",
     "VERSION",
+    "WEBHOOKS",
     "bank_path",
     "bank_route",
+    "below_bank",
     "item_path",
 ]
 
@@ -70,6 +75,10 @@ STATS: Final = "/stats"
 ENTITIES: Final = "/entities"
 MENTAL_MODELS: Final = "/mental-models"
 DIRECTIVES: Final = "/directives"
+KNOWLEDGE_BASE: Final = "/knowledge-base"
+WEBHOOKS: Final = "/webhooks"
+DELIVERIES: Final = "/deliveries"  # after a webhook's item path
+OBSERVATIONS: Final = "/observations"  # after a memory's item path
 # Routes only the server extension tells apart (the client never sends them).
 TRANSFER_IMPORT: Final = "/transfer/import"
 CLONE: Final = "/clone"
@@ -98,4 +107,10 @@ def bank_route(*suffixes: str, item: str | None = None) -> re.Pattern[str]:
     a group of that name for an optional item id after the suffix."""
     tail = "|".join(re.escape(suffix) for suffix in suffixes)
     after = f"(?:/(?P<{item}>[^/]+))?" if item else ""
-    return re.compile(rf"{re.escape(BANKS.removeprefix(_API))}/(?P<bank_id>[^/]+)(?:{tail}){after}/?$")
+    return below_bank(rf"(?:{tail}){after}/?$")
+
+
+def below_bank(tail: str) -> re.Pattern[str]:
+    """A path with one bank's segment (group ``bank_id``) followed by the regular expression ``tail``, for a server
+    (see :func:`bank_route`); ``tail`` names its routes with this module's suffixes."""
+    return re.compile(rf"{re.escape(BANKS.removeprefix(_API))}/(?P<bank_id>[^/]+){tail}")
