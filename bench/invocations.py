@@ -29,7 +29,7 @@ from typing import Any
 
 import httpx
 
-from bench.agent_process import wait_for_ping
+from bench.agent_process import bench_agent_env, wait_for_ping
 from bench.bank import BankAdmin
 from bench.env import AGENT
 from bench.stats import Timer, percentile, ratio, summarize
@@ -44,19 +44,12 @@ SIDES = ("with_memory", "without_memory")
 
 
 def _start(mode: str, env: Any, workdir: Any) -> tuple[subprocess.Popen[bytes], str, float]:
-    from localdev.token_issuer import LOCAL_CLIENT_ID
-
     port = free_port()
+    spool = workdir / f"spool-agent-{mode}"
     child_env = {
         **os.environ,
+        **bench_agent_env(agent=AGENT, hindsight_url=env.url, discovery_url=env.issuer.discovery_url, spool_dir=spool),
         "PORT": str(port),
-        "AGENT_NAME": AGENT,
-        "HINDSIGHT_API_URL": env.url,
-        "AUTH_MODE": "jwt",
-        "JWT_DISCOVERY_URL": env.issuer.discovery_url,
-        "JWT_ALLOWED_CLIENTS": LOCAL_CLIENT_ID,
-        "MODEL_PROVIDER": "echo",
-        "HINDSIGHT_ADAPTER_SPOOL_DIR": str(workdir / f"spool-agent-{mode}"),
         "POWERTOOLS_METRICS_NAMESPACE": "Bench",
         "POWERTOOLS_LOG_LEVEL": "WARNING",
     }
