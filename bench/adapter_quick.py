@@ -24,10 +24,11 @@ from typing import Any
 
 from localdev.faults import HungServer
 from memory_adapter import HindsightRuntimeAdapter, TurnContext
-from memory_adapter._hindsight_api import bank_path
+from memory_adapter._hindsight_api import HindsightApi
 from memory_adapter.config import HindsightAgentCoreConfig
+from memory_adapter.constants import DEFAULT_RECALL_BUDGET, DEFAULT_RECALL_MAX_TOKENS
 from memory_adapter.identity.bank_ids import format_bank_id
-from memory_adapter.transport import HttpRequest, HttpTransport
+from memory_adapter.transport import HttpTransport
 
 AGENT = "bench"
 USER = "bench-user"
@@ -91,14 +92,13 @@ async def _seed(url: str, key: str | None) -> str:
         adapter.retain_for_turn(TurnContext("seed", USER, AGENT, request_id=f"seed-{n}"), result="Noted.", query=fact)
     await adapter.flush(60)
     bank_id = format_bank_id(user=USER, agent=AGENT)
-    transport = HttpTransport(url)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:  # the server extracts facts asynchronously: poll until recall finds them
         if (await adapter.recall_for_turn(ctx, "Where does the user live?")).count >= 3:
             break
         await asyncio.sleep(0.5)
-    docs = transport.send(HttpRequest("GET", bank_path(bank_id, "/documents"), bearer=key, timeout=10)).body
-    print(f"seeded {len(docs['items']) if docs else 0} documents into {bank_id}", file=sys.stderr)
+    docs = list(HindsightApi(HttpTransport(url), timeout=10, bearer=key).documents(bank_id))
+    print(f"seeded {len(docs)} documents into {bank_id}", file=sys.stderr)
     await adapter.aclose()
     return bank_id
 
@@ -118,7 +118,9 @@ async def _recall_latency(url: str, key: str | None, bank_id: str, calls: int) -
         recollection = await adapter.recall_for_turn(ctx, query)
         ours_ms = (time.perf_counter() - started) * 1000
         started = time.perf_counter()
-        response = await raw.arecall(bank_id=bank_id, query=query, budget="mid", max_tokens=1500)
+        response = await raw.arecall(
+            bank_id=bank_id, query=query, budget=DEFAULT_RECALL_BUDGET, max_tokens=DEFAULT_RECALL_MAX_TOKENS
+        )
         raw_ms = (time.perf_counter() - started) * 1000
         if n >= 10:  # warm-up excluded
             ours.append(ours_ms)

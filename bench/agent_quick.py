@@ -27,9 +27,13 @@ from typing import Any
 import httpx
 
 from bench.agent_process import wait_for_ping
-from localdev.agent import AGENT_NAME, REPO_ROOT, agent_env
-from localdev.supervisor import free_port
+from localdev.agent import agent_env
+from localdev.hindsight.config import LOCAL_AGENT_NAME
+from localdev.supervisor import REPO_ROOT, free_port
 from localdev.token_issuer import LOCAL_CLIENT_ID, default_data_dir, ensure_running, load_or_create_key, mint_token
+from memory_adapter import hindsight_routes as routes
+from memory_adapter.constants import DEFAULT_RECALL_BUDGET, DEFAULT_RECALL_MAX_TOKENS
+from memory_adapter.hindsight_routes import bank_path
 from memory_adapter.identity import JwtSettings, JwtVerifier, format_bank_id
 from memory_adapter.identity.settings import discovery_url_for
 
@@ -139,7 +143,7 @@ def _run(args: argparse.Namespace, issuer_url: str, hindsight_url: str) -> int:
             with_memory: list[float] = []
             without_memory: list[float] = []
             raw_recall: list[float] = []
-            bank = format_bank_id(user=user, agent=AGENT_NAME)
+            bank = format_bank_id(user=user, agent=LOCAL_AGENT_NAME)
             degraded = 0
             for i in range(args.calls):
                 elapsed, body = _turn(client, url, token, f"How should you contact me? ({i})")
@@ -149,8 +153,12 @@ def _run(args: argparse.Namespace, issuer_url: str, hindsight_url: str) -> int:
                 without_memory.append(elapsed)
                 started = time.perf_counter()  # the same recall straight to Hindsight: the server's share
                 client.post(
-                    f"{hindsight_url}/v1/default/banks/{bank}/memories/recall",
-                    json={"query": f"How should you contact me? ({i})", "max_tokens": 1500, "budget": "mid"},
+                    hindsight_url + bank_path(bank, routes.RECALL),
+                    json={
+                        "query": f"How should you contact me? ({i})",
+                        "max_tokens": DEFAULT_RECALL_MAX_TOKENS,
+                        "budget": DEFAULT_RECALL_BUDGET,
+                    },
                     headers={"Authorization": f"Bearer {token}"},
                 ).raise_for_status()
                 raw_recall.append(time.perf_counter() - started)

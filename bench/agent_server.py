@@ -14,8 +14,8 @@ import sys
 from collections.abc import AsyncIterator
 
 from memory_adapter.adapter import Recollection
-from memory_adapter.delivery import RetainHandle, RetainOutcome
 from memory_adapter.identity import Caller
+from memory_adapter.retains import RetainHandle, RetainOutcome
 from runtime_handler.model import ModelTurn
 
 #: The brief model's answer (also what :mod:`bench.scale.write_path` retains as a turn's answer).

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from memory_adapter._hindsight_api import HindsightApi
+from memory_adapter.constants import DEFAULT_RECALL_BUDGET, DEFAULT_RECALL_MAX_TOKENS
 from memory_adapter.transport import HttpTransport
 
 __all__ = ["SEED_FACTS", "BankAdmin"]
@@ -70,7 +71,7 @@ class BankAdmin:
 
     def recall_count(self, bank_id: str, query: str) -> int:
         """How many memories a recall finds (to check the seeded bank answers)."""
-        return len(self._api.recall(bank_id, query, budget="mid", max_tokens=1500))
+        return len(self._api.recall(bank_id, query, budget=DEFAULT_RECALL_BUDGET, max_tokens=DEFAULT_RECALL_MAX_TOKENS))
 
     def documents(self, bank_id: str) -> list[dict[str, Any]]:
         """Every document of the bank (paged); empty when the bank does not exist."""

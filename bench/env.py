@@ -19,6 +19,7 @@ from bench.world import World
 from localdev.faults import HungServer, RefusedPort
 from localdev.hindsight import LocalHindsight, LocalHindsightConfig
 from localdev.token_issuer import TokenIssuer
+from memory_adapter import hindsight_routes as routes
 
 __all__ = ["AGENT", "BenchEnv"]
 
@@ -83,6 +84,6 @@ class BenchEnv(World):
             "isolation_extension": True,
             "credential_for_every_side": "operator key (the prior art has no per-turn credential)",
         }
-        with contextlib.suppress(Exception), urllib.request.urlopen(f"{self.url}/version", timeout=5) as response:  # noqa: S310
+        with contextlib.suppress(Exception), urllib.request.urlopen(self.url + routes.VERSION, timeout=5) as response:  # noqa: S310
             info["version"] = response.read().decode()[:300]
         return info

@@ -23,18 +23,20 @@ import os
 import subprocess
 import sys
 import time
-import urllib.parse
 import uuid
 from collections.abc import Callable
 from typing import Any
 
 import httpx
 
-from bench.agent_process import wait_for_ping
+from bench.agent_process import bench_agent_env, wait_for_ping
 from bench.bank import BankAdmin
 from bench.env import AGENT
 from bench.stats import Timer, percentile, ratio, summarize
 from localdev.supervisor import free_port
+from memory_adapter import hindsight_routes as routes
+from memory_adapter.constants import DEFAULT_RECALL_BUDGET, DEFAULT_RECALL_MAX_TOKENS
+from memory_adapter.hindsight_routes import bank_path
 
 __all__ = ["measure"]
 
@@ -42,19 +44,12 @@ SIDES = ("with_memory", "without_memory")
 
 
 def _start(mode: str, env: Any, workdir: Any) -> tuple[subprocess.Popen[bytes], str, float]:
-    from localdev.token_issuer import LOCAL_CLIENT_ID
-
     port = free_port()
+    spool = workdir / f"spool-agent-{mode}"
     child_env = {
         **os.environ,
+        **bench_agent_env(agent=AGENT, hindsight_url=env.url, discovery_url=env.issuer.discovery_url, spool_dir=spool),
         "PORT": str(port),
-        "AGENT_NAME": AGENT,
-        "HINDSIGHT_API_URL": env.url,
-        "AUTH_MODE": "jwt",
-        "JWT_DISCOVERY_URL": env.issuer.discovery_url,
-        "JWT_ALLOWED_CLIENTS": LOCAL_CLIENT_ID,
-        "MODEL_PROVIDER": "echo",
-        "HINDSIGHT_ADAPTER_SPOOL_DIR": str(workdir / f"spool-agent-{mode}"),
         "POWERTOOLS_METRICS_NAMESPACE": "Bench",
         "POWERTOOLS_LOG_LEVEL": "WARNING",
     }
@@ -144,12 +139,12 @@ async def measure(
                     invoke(side, n)
 
             def recall_directly(n: int) -> float:
-                query = {"query": _prompt(n), "budget": "mid", "max_tokens": 1500}
+                query = {"query": _prompt(n), "budget": DEFAULT_RECALL_BUDGET, "max_tokens": DEFAULT_RECALL_MAX_TOKENS}
                 with Timer() as timer:
                     client.post(recall_url, json=query, headers=headers).raise_for_status()
                 return timer.ms
 
-            recall_url = f"{env.url}/v1/default/banks/{urllib.parse.quote(bank, safe='@:.-_~')}/memories/recall"
+            recall_url = env.url + bank_path(bank, routes.RECALL)
             for n in range(calls):
                 if n % settle_every == 0:
                     settle_s += admin.wait_settled([bank], timeout=60)

@@ -120,6 +120,8 @@ def end_to_end(rounds: int) -> dict[str, dict[str, float]]:
 
     from localdev.hindsight import LocalHindsight, LocalHindsightConfig
     from localdev.token_issuer import TokenIssuer
+    from memory_adapter import hindsight_routes as routes
+    from memory_adapter.hindsight_routes import bank_path, item_path
     from memory_adapter.identity import format_bank_id
 
     with TokenIssuer() as issuer:
@@ -137,13 +139,13 @@ def end_to_end(rounds: int) -> dict[str, dict[str, float]]:
             for client in clients.values():
                 for i, fact in enumerate(FACTS):
                     body = {"items": [{"content": fact, "document_id": f"d{i}"}]}
-                    client.post(f"/v1/default/banks/{bank}/memories", json=body).raise_for_status()
+                    client.post(bank_path(bank, routes.MEMORIES), json=body).raise_for_status()
             requests: dict[str, Callable[[httpx.Client], httpx.Response]] = {
-                "recall": lambda c: c.post(f"/v1/default/banks/{bank}/memories/recall", json={"query": "shelf 3"}),
-                "list banks": lambda c: c.get("/v1/default/banks"),
-                "get document": lambda c: c.get(f"/v1/default/banks/{bank}/documents/d1"),
+                "recall": lambda c: c.post(bank_path(bank, routes.RECALL), json={"query": "shelf 3"}),
+                "list banks": lambda c: c.get(routes.BANKS),
+                "get document": lambda c: c.get(item_path(bank, routes.DOCUMENTS, "d1")),
                 "retain": lambda c: c.post(
-                    f"/v1/default/banks/{bank}/memories", json={"items": [{"content": "The user likes tea."}]}
+                    bank_path(bank, routes.MEMORIES), json={"items": [{"content": "The user likes tea."}]}
                 ),
             }
             samples: dict[str, dict[str, list[float]]] = {r: {"without": [], "with": []} for r in requests}

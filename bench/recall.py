@@ -21,6 +21,7 @@ from bench.bank import RECALL_QUERIES, BankAdmin
 from bench.env import AGENT
 from bench.sides import contexts, make_ours, make_prior, make_raw
 from bench.stats import Timer, percentile, ratio, summarize
+from memory_adapter.constants import DEFAULT_RECALL_BUDGET, DEFAULT_RECALL_MAX_TOKENS
 
 __all__ = ["measure"]
 
@@ -48,7 +49,9 @@ async def measure(
     )
 
     async def raw_recall(query: str) -> int:
-        response = await raw.arecall(bank_id=bank, query=query, budget="mid", max_tokens=1500)
+        response = await raw.arecall(
+            bank_id=bank, query=query, budget=DEFAULT_RECALL_BUDGET, max_tokens=DEFAULT_RECALL_MAX_TOKENS
+        )
         return len(response.results or [])
 
     async def text_hits(call: Awaitable[str]) -> int:

@@ -19,6 +19,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import parse_qsl
 
+from memory_adapter import hindsight_routes as routes
+
 __all__ = [
     "INT32_MAX",
     "INT64_MAX",
@@ -56,17 +58,17 @@ _INTEGER_LITERAL = re.compile(r"[+-]?\d+")
 _UUID = re.compile(r"[0-9A-Fa-f]{8}(?:-?[0-9A-Fa-f]{4}){3}-?[0-9A-Fa-f]{12}")
 #: Path ids Hindsight 1.1.0 hands to a UUID column without checking them (other routes answer 400 or 404 themselves).
 _UUID_PATH_IDS = (
-    ("directive_id", re.compile(r"/banks/[^/]+/directives/(?P<id>[^/]+)/?$")),
-    ("memory_id", re.compile(r"/banks/[^/]+/memories/(?P<id>[^/]+)/observations/?$")),
+    ("directive_id", routes.below_bank(f"{routes.DIRECTIVES}/(?P<id>[^/]+)/?$")),
+    ("memory_id", routes.below_bank(f"{routes.MEMORIES}/(?P<id>[^/]+){routes.OBSERVATIONS}/?$")),
 )
 #: Routes whose body's ``name`` is stored in a ``varchar(256)`` column; a bank template names them in lists.
-_NAMED = re.compile(r"/banks/[^/]+/(?:directives|mental-models|knowledge-base)(?:/|$)")
-_TEMPLATE = re.compile(r"/banks/[^/]+/import/?$")
-_WEBHOOK = re.compile(r"/banks/[^/]+/webhooks/[^/]+/?$")
+_NAMED = routes.below_bank(f"(?:{routes.DIRECTIVES}|{routes.MENTAL_MODELS}|{routes.KNOWLEDGE_BASE})(?:/|$)")
+_TEMPLATE = routes.bank_route(routes.TEMPLATE_IMPORT)
+_WEBHOOK = routes.below_bank(f"{routes.WEBHOOKS}/[^/]+/?$")
 #: A webhook's fields that are NOT NULL columns (or, ``http_config``, dereferenced): a PATCH may not null them.
 _WEBHOOK_REQUIRED = ("url", "event_types", "enabled", "http_config")
 #: Hindsight 1.1.0 hands a deliveries ``cursor`` to a timestamp parameter as text: every cursor fails (500).
-_DELIVERIES = re.compile(r"/banks/[^/]+/webhooks/[^/]+/deliveries/?$")
+_DELIVERIES = routes.below_bank(f"{routes.WEBHOOKS}/[^/]+{routes.DELIVERIES}/?$")
 
 
 class BadInputError(ValueError):

@@ -32,11 +32,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from hindsight_isolation.principal import Kind, Principal
-from memory_adapter.constants import MEMORY_ACTOR_HEADER
 from memory_adapter.identity import parse_bank_id
 
 __all__ = [
-    "ACTOR_HEADER",
     "EVENT_SOURCE",
     "Change",
     "DeleteWatch",
@@ -54,9 +52,6 @@ logger = logging.getLogger("hindsight_isolation.events")
 
 #: The EventBridge ``source`` of every event.
 EVENT_SOURCE = "agentcore.memory"
-#: Header the operator's tools send to say who (an operator principal) or what (``schedule:expiry``) acts; honoured
-#: only on requests the operator key authenticated (anyone else could claim to be anyone).
-ACTOR_HEADER = MEMORY_ACTOR_HEADER
 _MAX_ACTOR = 256
 
 

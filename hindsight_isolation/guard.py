@@ -41,6 +41,7 @@ from hindsight_isolation.authn import UnauthenticatedError
 from hindsight_isolation.principal import Kind, Principal
 from hindsight_isolation.route import RequestKind
 from hindsight_isolation.settings import tenant_env
+from memory_adapter.constants import MEMORY_ACTOR_HEADER
 
 __all__ = ["INTERNAL_ERROR", "Authenticate", "RequestGuard", "bank_operation_id", "configure"]
 
@@ -132,7 +133,7 @@ class RequestGuard:
             return
         except _ClientGoneError:
             return
-        actor = _header(scope, events.ACTOR_HEADER.encode())
+        actor = _header(scope, MEMORY_ACTOR_HEADER.encode())
         with (
             route.labelled(kind),
             route.directive_named(named),

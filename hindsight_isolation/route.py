@@ -17,13 +17,13 @@ caller's own bank, another user's and one that does not exist.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from enum import StrEnum
 from typing import Any
 
+from memory_adapter import hindsight_routes as routes
 from memory_adapter.missions import EXTRACTION_MODES, MAX_MISSION_CHARS, MISSION_KEYS
 
 __all__ = [
@@ -52,19 +52,19 @@ class RequestKind(StrEnum):
     OTHER = "other"
 
 
-#: Matched against the decoded path, as Starlette routes it; a suffix, so a ``root_path`` prefix changes nothing.
-#: A bank id cannot contain ``/`` (no route of Hindsight matches one), so ``[^/]+`` is exactly one bank id.
-_TRANSFER = re.compile(r"/banks/[^/]+/(?:transfer/import|clone|document-transfer)/?$")
-_RETAIN = re.compile(r"/banks/(?P<bank_id>[^/]+)/memories/?$")
-_CONFIG = re.compile(r"/banks/[^/]+/config/?$")
+#: Matched against the decoded path, as Starlette routes it (:func:`memory_adapter.hindsight_routes.bank_route`: the
+#: routes the client wire sends, spelled once).
+_TRANSFER = routes.bank_route(routes.TRANSFER_IMPORT, routes.CLONE, routes.DOCUMENT_TRANSFER)
+_RETAIN = routes.bank_route(routes.MEMORIES)
+_CONFIG = routes.bank_route(routes.CONFIG)
 #: The bank itself (PUT creates or updates it, PATCH updates it: name, missions, disposition, any config field).
-_BANK = re.compile(r"/banks/[^/]+/?$")
+_BANK = routes.bank_route()
 #: A bank template import (config, mental models and directives in one request).
-_TEMPLATE_IMPORT = re.compile(r"/banks/[^/]+/import/?$")
-_RECALL = re.compile(r"/banks/(?P<bank_id>[^/]+)/memories/recall/?$")
+_TEMPLATE_IMPORT = routes.bank_route(routes.TEMPLATE_IMPORT)
+_RECALL = routes.bank_route(routes.RECALL)
 _MCP_PREFIX = "/mcp"
 #: A directive's creation (no id) or update (its id): the name its body sets is checked against the bank's others.
-_DIRECTIVE = re.compile(r"/banks/[^/]+/directives(?:/(?P<directive_id>[^/]+))?/?$")
+_DIRECTIVE = routes.bank_route(routes.DIRECTIVES, item="directive_id")
 
 _current: ContextVar[RequestKind | None] = ContextVar("hindsight_isolation_request_kind", default=None)
 _directive: ContextVar[tuple[str, str | None] | None] = ContextVar("hindsight_isolation_directive", default=None)

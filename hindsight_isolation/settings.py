@@ -20,7 +20,7 @@ from typing import Any, Final
 from hindsight_isolation.fading import DEFAULT_FLOOR, FadingRules, parse_instant
 from memory_adapter.identity.settings import JwtSettings
 from memory_adapter.missions import Missions
-from memory_adapter.settings_fields import env_names, env_of, read_declared, setting
+from memory_adapter.settings_fields import declared, env_names, env_of, read_declared, setting
 from memory_adapter.settings_reader import Naming, SettingsReader
 
 __all__ = [
@@ -328,8 +328,9 @@ def _check(values: Mapping[str, Any], get: SettingsReader) -> None:
         get.problem(f"set {get.name('events_file')} or {get.name('events_queue_url')}, not both")
     if values["events_include_text"] and values["events_file"] is None and values["events_queue_url"] is None:
         get.problem(f"{get.name('events_include_text')} is set but no events sink is")
-    tuned = [key for key in ("fading_half_life_days", "fading_floor", "fading_clock") if get.given(key)]
-    tuned += ["fading_clock_header"] if values["fading_clock_header"] else []
+    # Every fading setting but the switch, given (a flag only when on): it would do nothing while fading is off.
+    fading = [f.name for f, _ in declared(IsolationSettings) if f.name.startswith("fading_") and f.name != "fading_on"]
+    tuned = [key for key in fading if get.given(key) and values[key] is not False]
     if not values["fading_on"] and tuned:
         get.problem(
             f"{', '.join(get.name(key) for key in tuned)} set but {get.name('fading')} is off: set "

@@ -14,7 +14,7 @@ from pathlib import Path
 from infra.build import project_bundle_dir
 from memory_adapter.agentcore.project import DEFAULT_PROJECT_ENTRYPOINT, project_problems
 
-__all__ = ["DEFAULT_PROJECT_ENTRYPOINT", "REFERENCE_ENTRYPOINT", "AgentCode", "agent_code", "agent_code_problems"]
+__all__ = ["REFERENCE_ENTRYPOINT", "AgentCode", "agent_code", "agent_code_problems"]
 
 #: The reference agent's bundle root holds ``main.py``, which runs ``python -m runtime_handler`` (see ``infra.build``).
 REFERENCE_ENTRYPOINT = ("main.py",)

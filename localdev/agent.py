@@ -26,8 +26,8 @@ from typing import Any
 
 from localdev.hindsight.config import LOCAL_AGENT_NAME, deployed_mission_json
 from localdev.local_server import LocalServer, service_command
-from localdev.supervisor import REPO_ROOT as REPO_ROOT  # re-exported: bench builds agent commands from it
 from localdev.supervisor import (
+    REPO_ROOT,
     StartError,
     child_env,
     require_free_port,
@@ -36,16 +36,16 @@ from localdev.supervisor import (
 from localdev.supervisor import stop_when_gone as _stop_when_gone
 from localdev.token_issuer import LOCAL_CLIENT_ID, running_issuer_url
 from memory_adapter.agentcore.project import DEFAULT_PROJECT_ENTRYPOINT, project_problems
+from memory_adapter.agentcore.settings import IdentitySource
 from memory_adapter.config import HindsightAgentCoreConfig
 from memory_adapter.identity.settings import JwtSettings, discovery_url_for
-from runtime_handler.settings import IdentitySource, ModelProvider, Settings
+from runtime_handler.settings import ModelProvider, Settings
 
 __all__ = ["DEFAULT_PORT", "AgentStartError", "LocalAgent", "agent_env", "agent_settings"]
 
 DEFAULT_DATA_DIR = REPO_ROOT / ".local" / "agent"
 DEFAULT_PORT = 8080
 DEFAULT_HINDSIGHT_URL = "http://127.0.0.1:8888"
-AGENT_NAME = LOCAL_AGENT_NAME
 ENV_DATA_DIR = "LOCAL_AGENT_DATA_DIR"
 ENV_PORT = "LOCAL_AGENT_PORT"
 _STATE_FILE = "agent.json"
@@ -58,10 +58,10 @@ class AgentStartError(StartError):
 def agent_settings(*, hindsight_url: str, issuer_url: str, spool_dir: Path) -> Settings:
     """The agent's settings for local runs: JWT mode against the local issuer, echo model, a spool in the data dir."""
     return Settings(
-        agent_name=AGENT_NAME,
+        agent_name=LOCAL_AGENT_NAME,
         auth_mode=IdentitySource.JWT,
         memory=HindsightAgentCoreConfig(
-            hindsight_api_url=hindsight_url, spool_dir=str(spool_dir), missions=deployed_mission_json(AGENT_NAME)
+            hindsight_api_url=hindsight_url, spool_dir=str(spool_dir), missions=deployed_mission_json(LOCAL_AGENT_NAME)
         ),
         jwt=JwtSettings(discovery_url=discovery_url_for(issuer_url), allowed_clients=(LOCAL_CLIENT_ID,)),
         model_provider=ModelProvider.ECHO,

@@ -36,16 +36,17 @@ from localdev import mcp_server
 from localdev.agent import default_agent
 from localdev.agent import default_port as default_agent_port
 from localdev.hindsight import LocalHindsight, LocalHindsightConfig
-from localdev.hindsight import config as hindsight_config
 from localdev.mcp_server import default_port as default_mcp_port
 from localdev.mcp_server import default_server as default_mcp_server
 from localdev.supervisor import StartError, require_free_port, try_start
 from localdev.token_issuer import background as issuer_background
 from localdev.token_issuer import default_data_dir, ensure_running, load_or_create_key, mint_token, stop_background
 from memory_adapter._hindsight_api import HindsightApi
+from memory_adapter.constants import DEFAULT_RECALL_BUDGET
 from memory_adapter.exceptions import HindsightAgentCoreError
 from memory_adapter.identity import format_bank_id
 from memory_adapter.identity.settings import discovery_url_for
+from memory_adapter.settings_fields import env_name
 from memory_adapter.transport import HttpTransport
 
 if TYPE_CHECKING:
@@ -216,7 +217,7 @@ def _wait_until_recallable(hindsight_url: str, token: str, deadline_s: float) ->
     end = time.monotonic() + deadline_s
     while time.monotonic() < end:
         with contextlib.suppress(HindsightAgentCoreError):
-            if api.recall(bank, SESSION_2_PROMPT, budget="mid", max_tokens=1024):
+            if api.recall(bank, SESSION_2_PROMPT, budget=DEFAULT_RECALL_BUDGET, max_tokens=1024):
                 return
         time.sleep(0.5)
 
@@ -278,11 +279,11 @@ def port_clashes(hindsight: LocalHindsight, *, agent_and_mcp: bool) -> list[str]
     wanted: list[tuple[int, str, str]] = []
     if not hindsight.pids():  # a running (or half-running) Hindsight of this data dir reuses or frees its own ports
         wanted += [
-            (config.port, "Hindsight", hindsight_config.ENV_PORT),
-            (config.pg_port, "Hindsight's PostgreSQL", hindsight_config.ENV_PG_PORT),
+            (config.port, "Hindsight", env_name(LocalHindsightConfig, "port")),
+            (config.pg_port, "Hindsight's PostgreSQL", env_name(LocalHindsightConfig, "pg_port")),
         ]
         if config.uses_stub:
-            wanted.append((config.llm_port, "the LLM stand-in", hindsight_config.ENV_LLM_PORT))
+            wanted.append((config.llm_port, "the LLM stand-in", env_name(LocalHindsightConfig, "llm_port")))
     if issuer_background.state_file(default_data_dir()).live_pid() is None:
         wanted.append((issuer_background.default_port(), "the token issuer", issuer_background.ENV_PORT))
     if agent_and_mcp:

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from localdev.hindsight.config import LOCAL_AGENT_NAME
 from localdev.local_server import LocalServer, service_command
 from localdev.supervisor import (
     REPO_ROOT,
@@ -45,14 +46,13 @@ __all__ = ["DEFAULT_PORT", "MAX_BODY_BYTES", "LocalMcpServer", "create_app"]
 DEFAULT_PORT = 8891
 ENV_PORT = "LOCAL_MCP_PORT"
 DEFAULT_DATA_DIR = REPO_ROOT / ".local" / "mcp"
-AGENT_NAME = "support"  # the local agent's name: MCP clients share its banks
 MCP_PATH = "/mcp"
 #: Largest request body read from a caller. The largest tool call (``remember``: 4,000 characters of text, at most
 #: 12 bytes each when JSON escapes them, plus tags) is under 64 KiB; 1 MiB leaves room for any client's framing.
 MAX_BODY_BYTES = 2**20
 
 
-def create_app(*, hindsight_url: str, discovery_url: str, public_url: str, agent: str = AGENT_NAME) -> Any:
+def create_app(*, hindsight_url: str, discovery_url: str, public_url: str, agent: str = LOCAL_AGENT_NAME) -> Any:
     """The Starlette app serving the memory tools at ``/mcp`` for verified users."""
     import mcp.types as types
     from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser

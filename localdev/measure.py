@@ -19,6 +19,7 @@ from typing import Any
 
 from localdev.hindsight import EmbeddingsMode, LocalHindsight, LocalHindsightConfig
 from memory_adapter._hindsight_api import HindsightApi
+from memory_adapter.constants import DEFAULT_RECALL_BUDGET
 from memory_adapter.transport import HttpTransport
 
 _SENTENCES = [
@@ -96,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         api = HindsightApi(HttpTransport(hs.url), timeout=120.0)
         retains = [_timed(api.retain, bank, [{"content": _note(i)}], wait=True) for i in range(args.retains)]
         queries = [_QUERIES[i % len(_QUERIES)] for i in range(args.recalls)]
-        recalls = [_timed(api.recall, bank, query, budget="mid", max_tokens=4096) for query in queries]
+        recalls = [_timed(api.recall, bank, query, budget=DEFAULT_RECALL_BUDGET, max_tokens=4096) for query in queries]
 
         pids = hs.pids()
         api_rss = _mem_mb(pids["hindsight-api"])

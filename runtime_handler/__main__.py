@@ -13,7 +13,7 @@ import sys
 if __package__ in (None, ""):  # run as a file (AgentCore entrypoint): make the bundle root importable
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from runtime_handler.settings import SettingsError  # (imported after the path fix above)
+from memory_adapter.agentcore.settings import SettingsError
 
 
 def main() -> int:

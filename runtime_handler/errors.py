@@ -5,9 +5,7 @@ own :class:`ModelError` (502).
 
 from __future__ import annotations
 
-from memory_adapter.agentcore.errors import AuthError, PayloadError
-
-__all__ = ["AgentError", "AuthError", "ModelError", "PayloadError"]
+__all__ = ["AgentError", "ModelError"]
 
 
 class AgentError(Exception):

@@ -22,20 +22,22 @@ from starlette.responses import JSONResponse
 
 from memory_adapter.agentcore.answers import INTERNAL, MODEL_UNAVAILABLE
 from memory_adapter.agentcore.credentials import AgentKey
+from memory_adapter.agentcore.errors import PayloadError
 from memory_adapter.agentcore.identity import TokenVerifier
 from memory_adapter.agentcore.memory import AgentCoreMemory, MemoryTurn, TurnMemory
-from memory_adapter.agentcore.request import REQUEST_ID_HEADER, SESSION_HEADER, RequestFacts
-from runtime_handler.errors import ModelError, PayloadError
+from memory_adapter.agentcore.payload import TurnRequest
+from memory_adapter.agentcore.request import RequestFacts
+from runtime_handler.errors import ModelError
 from runtime_handler.model import BedrockModel, EchoModel, Model
 from runtime_handler.observability import Observability, TurnMetrics
 from runtime_handler.settings import ModelProvider, Settings
-from runtime_handler.turn import TurnDeps, TurnRequest, run_turn, stream_turn
+from runtime_handler.turn import TurnDeps, run_turn, stream_turn
 from runtime_handler.working_memory import WorkingMemory
 
 if TYPE_CHECKING:
     from memory_adapter.tools.memory_tools import ToolRunner
 
-__all__ = ["REQUEST_ID_HEADER", "SESSION_HEADER", "Agent", "create_app"]
+__all__ = ["Agent", "create_app"]
 #: How long the memory gateway's URL read from SSM is reused.
 GATEWAY_URL_MAX_AGE_S = 300
 

@@ -38,7 +38,6 @@ __all__ = [
     "ModelTurn",
     "Toolbox",
     "converse_messages",
-    "echo_tool_call",
     "system_prompt",
 ]
 

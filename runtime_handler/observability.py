@@ -20,6 +20,7 @@ from aws_lambda_powertools.logging.utils import copy_config_to_registered_logger
 from aws_lambda_powertools.metrics import MetricUnit
 
 from memory_adapter.agentcore.hooks import InvocationHooks
+from memory_adapter.constants import METRICS_NAMESPACE
 from memory_adapter.identity.errors import RejectReason
 
 if TYPE_CHECKING:
@@ -28,10 +29,9 @@ if TYPE_CHECKING:
     from memory_adapter.agentcore.request import RequestFacts
     from memory_adapter.identity.caller import Caller
 
-__all__ = ["DEFAULT_NAMESPACE", "DEFAULT_SERVICE", "Observability", "TurnMetrics", "user_ref"]
+__all__ = ["DEFAULT_SERVICE", "Observability", "TurnMetrics", "user_ref"]
 
 DEFAULT_SERVICE = "agentcore-memory-agent"
-DEFAULT_NAMESPACE = "AgentCoreMemory"
 
 
 def user_ref(user: str | None, tenant: str | None) -> str | None:
@@ -50,7 +50,7 @@ class Observability:
         self.logger = Logger(service=env.get("POWERTOOLS_SERVICE_NAME") or DEFAULT_SERVICE)
         self.metrics = Metrics(
             service=env.get("POWERTOOLS_SERVICE_NAME") or DEFAULT_SERVICE,
-            namespace=env.get("POWERTOOLS_METRICS_NAMESPACE") or DEFAULT_NAMESPACE,
+            namespace=env.get("POWERTOOLS_METRICS_NAMESPACE") or METRICS_NAMESPACE,
         )
         # Our modules and the adapter log through the stdlib; give them the same JSON format.
         for name in ("runtime_handler", "memory_adapter"):

@@ -30,7 +30,7 @@ from memory_adapter.settings_fields import env_name, setting
 from memory_adapter.settings_reader import SettingsReader
 from runtime_handler.working_memory import DEFAULT_LIMITS, WorkingMemoryLimits
 
-__all__ = ["IdentitySource", "ModelProvider", "Settings", "SettingsError"]
+__all__ = ["ModelProvider", "Settings"]
 
 _TARGET_NAME = re.compile(r"([0-9A-Za-z]-?){1,100}")
 _SSM_NAME = re.compile(r"/[A-Za-z0-9_./-]{1,1000}")

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from memory_adapter.tools.matching import matches
 from memory_adapter.tools.specs import FORGET
-from memory_adapter.tools.turn import MAX_CALLS_PER_TURN, ToolCall
 from memory_adapter.tools.turn import TurnTools as SharedTurnTools
 from runtime_handler.working_memory import Exchange
 
-__all__ = ["MAX_CALLS_PER_TURN", "ToolCall", "TurnTools"]
+__all__ = ["TurnTools"]
 
 
 class TurnTools(SharedTurnTools):

@@ -26,11 +26,11 @@ from runtime_handler.working_memory import Exchange, WorkingMemory
 
 if TYPE_CHECKING:
     from memory_adapter.adapter import Recollection
-    from memory_adapter.delivery import RetainHandle
     from memory_adapter.identity.caller import Caller
+    from memory_adapter.retains import RetainHandle
     from memory_adapter.tools.memory_tools import ToolRunner
 
-__all__ = ["TurnDeps", "TurnRequest", "TurnResult", "TurnWiring", "run_turn", "stream_turn"]
+__all__ = ["TurnDeps", "TurnResult", "TurnWiring", "run_turn", "stream_turn"]
 
 
 class TurnWiring(Protocol):

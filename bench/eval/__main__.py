@@ -34,6 +34,7 @@ from typing import Any
 
 from bench.eval.data import DataSet, load_locomo, synthetic
 from bench.eval.run import SYSTEMS, Evaluation, Target, Variant, evaluate
+from memory_adapter.constants import RECALL_BUDGETS
 
 REPO = Path(__file__).resolve().parents[2]
 DEFAULT_DATA = REPO.parent / "shared" / "eval" / "data" / "locomo-dev.json"
@@ -61,7 +62,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="an extra HINDSIGHT_API_* setting for the local Hindsight (repeatable)",
     )
-    parser.add_argument("--recall-budget", choices=("low", "mid", "high"), help="override the adapter's budget")
+    parser.add_argument("--recall-budget", choices=RECALL_BUDGETS, help="override the adapter's budget")
     parser.add_argument("--recall-max-tokens", type=int, help="override the adapter's recall_max_tokens")
     parser.add_argument("--judge", choices=("none", "bedrock", "openai"), default="none", help="score answers too")
     parser.add_argument("--judge-model", help="the answering and judging model (Bedrock model id or OpenAI name)")

@@ -34,11 +34,11 @@ from typing import Any
 from bench.env import BenchEnv
 from hindsight_isolation.settings import tenant_env
 from memory_adapter import HindsightRuntimeAdapter, RetainOutcome, TurnContext
-from memory_adapter._hindsight_api import bank_path
+from memory_adapter._hindsight_api import HindsightApi
 from memory_adapter.config import resolve_settings
 from memory_adapter.identity import format_bank_id
 from memory_adapter.missions import Missions
-from memory_adapter.transport import HttpRequest, HttpTransport
+from memory_adapter.transport import HttpTransport
 
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / "bench" / "results"
@@ -139,20 +139,15 @@ def _mission_json() -> str:
 
 
 def _stored(url: str, key: str, bank_id: str) -> list[str]:
-    response = HttpTransport(url).send(
-        HttpRequest("GET", bank_path(bank_id, "/memories/list?limit=1000"), bearer=key, timeout=30)
-    )
-    return [] if response.status == 404 else [item["text"] for item in response.body["items"]]
+    return [item["text"] for item in HindsightApi(HttpTransport(url), timeout=30, bearer=key).memories(bank_id)]
 
 
 def _wait_processed(url: str, key: str, bank_ids: list[str], expected: dict[str, int], timeout: float) -> None:
     deadline = time.monotonic() + timeout
+    api = HindsightApi(HttpTransport(url), timeout=30, bearer=key)
     for bank_id in bank_ids:
         while time.monotonic() < deadline:
-            response = HttpTransport(url).send(
-                HttpRequest("GET", bank_path(bank_id, "/documents?limit=1000"), bearer=key, timeout=30)
-            )
-            if response.status == 200 and len(response.body["items"]) >= expected[bank_id]:
+            if len(list(api.documents(bank_id))) >= expected[bank_id]:
                 break
             time.sleep(0.5)
 

@@ -40,10 +40,10 @@ from bench.eval.data import Conversation, DataSet, Question, Turn
 from bench.eval.helper import VenvHelper
 from bench.eval.ingest import cpu_seconds
 from bench.eval.judge import Judge
-from bench.eval.scoring import KS, Scored, combine_runs, equal_token_rag, per_conversation, score
+from bench.eval.scoring import Scored, combine_runs, equal_token_rag, per_conversation, score
 from memory_adapter.recall_query import recall_query
 
-__all__ = ["EVAL_AGENT", "KS", "SYSTEMS", "Target", "Variant", "evaluate"]
+__all__ = ["EVAL_AGENT", "SYSTEMS", "Target", "Variant", "evaluate"]
 
 EVAL_AGENT = "eval"
 SYSTEMS = ("ours", "ours+wm", "raw", "rag", "bm25", "prior")

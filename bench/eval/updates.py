@@ -30,10 +30,10 @@ from typing import Any
 
 from bench.env import BenchEnv
 from memory_adapter import HindsightRuntimeAdapter, RetainOutcome, TurnContext
-from memory_adapter._hindsight_api import HindsightApi, bank_path
+from memory_adapter._hindsight_api import HindsightApi
 from memory_adapter.config import resolve_settings
 from memory_adapter.identity import format_bank_id
-from memory_adapter.transport import HttpRequest, HttpTransport
+from memory_adapter.transport import HttpTransport
 
 REPO = Path(__file__).resolve().parents[2]
 RESULTS = REPO / "bench" / "results"
@@ -120,12 +120,10 @@ def scenario(*, users: int = 6, seed: int = 31) -> list[User]:
 
 def _wait_processed(url: str, key: str, expected: dict[str, int], timeout: float) -> None:
     deadline = time.monotonic() + timeout
+    api = HindsightApi(HttpTransport(url), timeout=30, bearer=key)
     for bank_id, count in expected.items():
         while time.monotonic() < deadline:
-            response = HttpTransport(url).send(
-                HttpRequest("GET", bank_path(bank_id, "/documents?limit=1000"), bearer=key, timeout=30)
-            )
-            if response.status == 200 and len(response.body["items"]) >= count:
+            if len(list(api.documents(bank_id))) >= count:
                 break
             time.sleep(0.5)
 

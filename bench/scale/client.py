@@ -12,14 +12,12 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from memory_adapter._hindsight_api import HindsightApi
+from memory_adapter.constants import DEFAULT_RECALL_BUDGET, DEFAULT_RECALL_MAX_TOKENS
 from memory_adapter.formatting import RecalledMemory
 from memory_adapter.transport import HttpTransport
 
 __all__ = ["HindsightClient"]
 
-#: The recall the benchmarks measure (the adapter's default budget and token limit).
-_RECALL_BUDGET = "mid"
-_RECALL_MAX_TOKENS = 1500
 #: Operations still to run.
 _UNFINISHED = ("pending", "processing")
 
@@ -40,7 +38,7 @@ class HindsightClient:
 
     def recall(self, bank: str, query: str) -> list[RecalledMemory]:
         """The memories recall returns for ``query``, as our adapter asks for them."""
-        return self._api.recall(bank, query, budget=_RECALL_BUDGET, max_tokens=_RECALL_MAX_TOKENS)
+        return self._api.recall(bank, query, budget=DEFAULT_RECALL_BUDGET, max_tokens=DEFAULT_RECALL_MAX_TOKENS)
 
     def retain(self, bank: str, items: Sequence[dict[str, Any]]) -> None:
         """Queue ``items`` (documents) for extraction, as our adapter does (``async: true``)."""

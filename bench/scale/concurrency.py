@@ -34,6 +34,7 @@ from typing import Any
 
 import httpx
 
+from bench.agent_process import bench_agent_env
 from bench.scale.client import HindsightClient
 from bench.scale.corpus import fact
 from bench.scale.database import Database
@@ -41,7 +42,7 @@ from bench.scale.server import ScaleServer
 from bench.scale.spooled import deliver_spooled, document_tally, spooled_documents
 from bench.stats import summarize
 from localdev.supervisor import child_env, free_port, http_status, spawn, terminate, wait_until_ready
-from runtime_handler.main import REQUEST_ID_HEADER, SESSION_HEADER
+from memory_adapter.agentcore.request import REQUEST_ID_HEADER, SESSION_HEADER
 
 __all__ = ["SESSIONS_PER_AGENT", "admission_figures", "measure", "one_turn", "run_level"]
 
@@ -66,7 +67,6 @@ class AgentPool:
         self._spools: list[Path] = []
 
     def __enter__(self) -> AgentPool:
-        from localdev.token_issuer import LOCAL_CLIENT_ID
 
         assert self._server.issuer is not None
 
@@ -76,17 +76,17 @@ class AgentPool:
             self._spools.append(spool)
             env = child_env(
                 {
+                    # verbose: every recall's latency in the log (recall_figures)
+                    **bench_agent_env(
+                        agent=AGENT,
+                        hindsight_url=self._server.url,
+                        discovery_url=self._server.issuer.discovery_url,
+                        spool_dir=spool,
+                        verbose=True,
+                    ),
                     "PORT": str(port),
-                    "AGENT_NAME": AGENT,
-                    "HINDSIGHT_API_URL": self._server.url,
-                    "AUTH_MODE": "jwt",
-                    "JWT_DISCOVERY_URL": self._server.issuer.discovery_url,
-                    "JWT_ALLOWED_CLIENTS": LOCAL_CLIENT_ID,
-                    "MODEL_PROVIDER": "echo",
-                    "HINDSIGHT_ADAPTER_SPOOL_DIR": str(spool),
                     "POWERTOOLS_METRICS_NAMESPACE": "BenchScale",
                     "POWERTOOLS_LOG_LEVEL": "INFO",
-                    "HINDSIGHT_ADAPTER_VERBOSE": "true",  # every recall's latency in the log (recall_figures)
                 },
                 adapter=True,
             )

@@ -40,6 +40,7 @@ from localdev.supervisor import (
     wait_until_ready,
 )
 from localdev.token_issuer import TokenIssuer
+from memory_adapter import hindsight_routes as routes
 
 __all__ = ["ScaleServer", "Shape"]
 
@@ -94,7 +95,7 @@ def process_cpu_s(pid: int | None, *, children: bool = False) -> float:
 
 
 def _live(port: int) -> bool:
-    return http_status(f"http://127.0.0.1:{port}/health/live", timeout=1.0) == 200
+    return http_status(f"http://127.0.0.1:{port}{routes.LIVE}", timeout=1.0) == 200
 
 
 def _children(pid: int) -> list[int]:

@@ -3,15 +3,18 @@ memory adapter's recall settings, checked by the adapter's own rules."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from infra.agent_code import DEFAULT_PROJECT_ENTRYPOINT, AgentCode, agent_code, agent_code_problems
+from infra.agent_code import AgentCode, agent_code, agent_code_problems
 from infra.config.checks import bounded, log_retention, require
-from memory_adapter.config import read_settings
+from memory_adapter.agentcore.project import DEFAULT_PROJECT_ENTRYPOINT
+from memory_adapter.config import SETTING_NAMES, read_settings
+from memory_adapter.settings_fields import RecallClientSettings
 from memory_adapter.settings_reader import SettingsReader
 
 
@@ -41,19 +44,14 @@ class AgentConfig:
     @property
     def memory_settings(self) -> dict[str, Any]:
         """The recall settings given, as ``HindsightAgentCoreConfig`` fields (what the agent's ``to_env`` writes)."""
-        given = {
-            "recall_budget": self.recall_budget,
-            "recall_max_tokens": self.recall_max_tokens,
-            "recall_candidate_tokens": self.recall_candidate_tokens,
-            "recall_timeout": self.recall_timeout_seconds,
-        }
+        given = {name: getattr(self, key) for name, key in _MEMORY_KEYS.items()}
         return {name: value for name, value in given.items() if value is not None}
 
     @property
     def recall_settings(self) -> dict[str, Any]:
         """The recall budget, block size and candidate tokens given, as ``RecallClientSettings`` fields: the memory
         tools and the operator's recall use the agent's."""
-        return {name: value for name, value in self.memory_settings.items() if name != "recall_timeout"}
+        return {name: value for name, value in self.memory_settings.items() if name in _RECALL_CLIENT_FIELDS}
 
     @property
     def code(self) -> AgentCode:
@@ -61,6 +59,8 @@ class AgentConfig:
         return agent_code(bundle_path=self.bundle_path, project=self.project, entrypoint=self.entrypoint)
 
 
+#: What a recalling client (the memory tools, the operator's recall) shares with the agent's adapter.
+_RECALL_CLIENT_FIELDS = frozenset(f.name for f in dataclasses.fields(RecallClientSettings))
 _AGENT_NAME = re.compile(r"^[a-z][a-z0-9-]{0,30}$")
 
 
@@ -81,12 +81,12 @@ def agent_problems(a: AgentConfig) -> list[str]:
     return errors
 
 
-#: cdk.json ``agent`` key of each memory adapter setting it may give.
+#: cdk.json ``agent`` key of each memory adapter setting it may give: every field of :class:`AgentConfig` named as a
+#: ``HindsightAgentCoreConfig`` setting (seconds spelled out), so giving the agent one more is one field here.
 _MEMORY_KEYS: Mapping[str, str] = {
-    "recall_budget": "recall_budget",
-    "recall_max_tokens": "recall_max_tokens",
-    "recall_candidate_tokens": "recall_candidate_tokens",
-    "recall_timeout": "recall_timeout_seconds",
+    f.name.removesuffix("_seconds"): f.name
+    for f in dataclasses.fields(AgentConfig)
+    if f.name.removesuffix("_seconds") in SETTING_NAMES
 }
 
 

@@ -22,7 +22,9 @@ from infra.constructs.props import raise_if_invalid
 from infra.constructs.retain_queue import RetainQueue
 from infra.constructs.service_log_group import ServiceLogGroup
 from infra.permissions import SSM_READ_ACTIONS, grant_bedrock_invoke
+from memory_adapter.agentcore.settings import IdentitySource
 from memory_adapter.config import HindsightAgentCoreConfig
+from memory_adapter.constants import METRICS_NAMESPACE
 from memory_adapter.missions import Mission, Missions
 from runtime_handler import settings as rs
 
@@ -30,7 +32,6 @@ ENDPOINT_NAME = "live"
 #: The endpoint every runtime has besides ours; it logs to its own group.
 DEFAULT_ENDPOINT_NAME = "DEFAULT"
 RUNTIME_LOG_GROUP_PREFIX = "/aws/bedrock-agentcore/runtimes/"
-METRICS_NAMESPACE = "AgentCoreHindsightMemory"
 
 
 def agent_metric(agent_name: str, metric_name: str, **props: object) -> cloudwatch.Metric:
@@ -188,7 +189,7 @@ def agent_settings(props: AgentRuntimeProps, *, scope: Construct, retain_queue_u
         assert identity is not None
     return rs.Settings(
         agent_name=config.name,
-        auth_mode=rs.IdentitySource.IAM if iam else rs.IdentitySource.JWT,
+        auth_mode=IdentitySource.IAM if iam else IdentitySource.JWT,
         memory=HindsightAgentCoreConfig(
             hindsight_api_url=memory.url_in(scope),
             spool_queue_url=retain_queue_url,

@@ -29,7 +29,7 @@ from aws_cdk import aws_elasticloadbalancingv2 as elbv2
 from constructs import Construct
 
 from infra.config import DatabaseEngine
-from infra.constructs.agent_runtime import METRICS_NAMESPACE, agent_metric
+from infra.constructs.agent_runtime import agent_metric
 from infra.constructs.eks_manifests import API_NAME, WORKER_NAME
 from infra.constructs.eks_workloads import HindsightOnEks
 from infra.constructs.memory_admin import MemoryAdmin
@@ -39,6 +39,7 @@ from infra.constructs.retain_replay import SERVICE_NAME as REPLAY_SERVICE
 from infra.constructs.retain_replay import RetainReplay
 from infra.constructs.system_alarms import WatchedSystem
 from infra.functions.memory_admin import index as admin
+from memory_adapter.constants import METRICS_NAMESPACE
 from memory_adapter.observability import Metric
 
 #: The agent's own metrics (``runtime_handler``: ``obs.count(...)``, ``obs.millis(...)``).

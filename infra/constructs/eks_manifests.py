@@ -32,6 +32,7 @@ from infra.constructs.hindsight_task import (
     WORKER_HTTP_PORT,
 )
 from infra.constructs.secret_source import PARAMETER_PREFIX, SECRET_ARN_PREFIX, SECRET_FIELD_PREFIX
+from memory_adapter import hindsight_routes as routes
 
 Manifest = dict[str, Any]
 
@@ -320,7 +321,7 @@ def _pod_template(
     # hindsight.tls_to_tasks: the API serves HTTPS with the pod's own certificate (the kubelet verifies none).
     tls = config.tls_to_tasks and not worker
     scheme = {"scheme": "HTTPS"} if tls else {}
-    live = {"httpGet": {"path": "/health/live", "port": port, **scheme}}
+    live = {"httpGet": {"path": routes.LIVE, "port": port, **scheme}}
     main: Manifest = {
         "name": "hindsight",
         "image": inputs.image,
@@ -341,7 +342,7 @@ def _pod_template(
         "livenessProbe": {**live, "periodSeconds": 30, "timeoutSeconds": 5, "failureThreshold": 3},
         "readinessProbe": {
             # A worker serves only its liveness route (its port is not behind the load balancer).
-            "httpGet": {"path": "/health/live" if worker else "/health", "port": port, **scheme},
+            "httpGet": {"path": routes.LIVE if worker else routes.HEALTH, "port": port, **scheme},
             "periodSeconds": 15,
             "timeoutSeconds": 5,
             "failureThreshold": 3,

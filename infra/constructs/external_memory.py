@@ -32,7 +32,7 @@ from infra.constructs.memory_layer import adapter_layer_version
 from infra.constructs.memory_props import ExternalMemoryProps
 from infra.functions.isolation_probe import index as probe_index
 from infra.permissions import SECRET_READ_ACTIONS
-from memory_adapter import _hindsight_api, isolation_probe, transport
+from memory_adapter import _hindsight_api, hindsight_routes, isolation_probe, transport
 
 PROBE_DIR = FUNCTIONS_DIR / "isolation_probe"
 #: The port each scheme implies when the URL names none.
@@ -147,7 +147,9 @@ class IsolationProbe(Construct):
         # at the next deploy, as a new resource (its id ends in their digest): a probe that fails is a failed Create,
         # which the rollback deletes (a no-op), never an Update, whose rollback would probe the same server again and
         # fail the same way (UPDATE_ROLLBACK_FAILED). The probe of the last deploy is deleted once the update succeeded.
-        probe_code = b"".join(Path(str(m.__file__)).read_bytes() for m in (isolation_probe, _hindsight_api, transport))
+        probe_code = b"".join(
+            Path(str(m.__file__)).read_bytes() for m in (isolation_probe, _hindsight_api, hindsight_routes, transport)
+        )
         properties = {
             **settings,
             "HandlerSha256": handler_sha256(PROBE_DIR),

@@ -36,6 +36,7 @@ from infra.constructs.database import (
 from infra.constructs.rds_ca_bundle import CA_FILE
 from infra.constructs.secret_source import SecretSource
 from infra.permissions import grant_bedrock_invoke
+from memory_adapter import hindsight_routes as routes
 from memory_adapter.constants import RECALL_SERVER_SETTINGS, RETAIN_SERVER_SETTINGS
 
 #: The stock image's user (``hindsight``), set explicitly so the task never runs as root.
@@ -424,8 +425,8 @@ def liveness_command(port: int, *, tls: bool) -> list[str]:
     """The container's health check: ``/health/live`` over HTTP, or over HTTPS verified against the task's own
     certificate (made for ``127.0.0.1``, so no ``--insecure``)."""
     if tls:
-        return ["CMD", "curl", "-fsS", "--cacert", TLS_CERT_FILE, f"https://127.0.0.1:{port}/health/live"]
-    return ["CMD", "curl", "-fsS", f"http://127.0.0.1:{port}/health/live"]
+        return ["CMD", "curl", "-fsS", "--cacert", TLS_CERT_FILE, f"https://127.0.0.1:{port}{routes.LIVE}"]
+    return ["CMD", "curl", "-fsS", f"http://127.0.0.1:{port}{routes.LIVE}"]
 
 
 def _succeeded(container: ecs.ContainerDefinition) -> ecs.ContainerDependency:

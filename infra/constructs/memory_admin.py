@@ -40,7 +40,6 @@ from constructs import Construct
 
 from infra.config import OperationsConfig
 from infra.constructs.admin_bucket import AdminBucket
-from infra.constructs.agent_runtime import METRICS_NAMESPACE
 from infra.constructs.foundation import Foundation
 from infra.constructs.functions import python_function
 from infra.constructs.log_retention import retention
@@ -49,6 +48,7 @@ from infra.constructs.memory_layer import RUNTIME as LAYER_RUNTIME
 from infra.constructs.memory_layer import adapter_layer_version
 from infra.functions.memory_admin import index
 from infra.permissions import FUNCTION_INVOKE_ACTION, FUNCTION_URL_INVOKE_ACTION
+from memory_adapter.constants import METRICS_NAMESPACE
 from memory_adapter.kinds import RetentionRules
 
 #: Lambda's longest run: a backup of every bank, or an export of a whole tenant, fits in one invocation.
@@ -90,7 +90,7 @@ class MemoryAdmin(Construct):
     """Exposes ``layer``, ``security_group``, ``connections``, ``function``, ``function_url``, ``operator_policy``,
     ``expiry_function``, ``backup_function``, ``expiry_schedule``, ``backup_schedule``, ``environment``, ``alarms``
     and ``metric(name)`` (the functions' own metrics, in the agent's namespace
-    :data:`~infra.constructs.agent_runtime.METRICS_NAMESPACE`, so one dashboard shows both)."""
+    :data:`~memory_adapter.constants.METRICS_NAMESPACE`, so one dashboard shows both)."""
 
     def __init__(self, scope: Construct, construct_id: str, props: MemoryAdminProps) -> None:
         super().__init__(scope, construct_id)

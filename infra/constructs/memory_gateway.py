@@ -35,7 +35,6 @@ from constructs import Construct
 
 from infra.config import GatewayConfig
 from infra.constructs import memory_layer
-from infra.constructs.agent_runtime import METRICS_NAMESPACE
 from infra.constructs.foundation import Foundation
 from infra.constructs.functions import FUNCTIONS_DIR, python_function
 from infra.constructs.identity import Identity
@@ -45,6 +44,7 @@ from infra.constructs.props import raise_if_invalid
 from infra.functions.memory_gateway.interceptor import InterceptorSettings
 from infra.functions.memory_gateway.target import TOOL_TIMEOUT_S, TargetSettings
 from infra.permissions import GATEWAY_KEY_ACTIONS, GATEWAY_KEY_GRANT_ACTIONS
+from memory_adapter.constants import METRICS_NAMESPACE
 from memory_adapter.gateway import CALLER_TOKEN_HEADER, MAX_TOOL_NAME_CHARS, prefixed_tool_name
 from memory_adapter.tools.specs import TOOL_SPECS
 

@@ -24,6 +24,7 @@ from infra.constructs.foundation import Foundation
 from infra.constructs.part import Part
 from infra.constructs.private_dns import PrivateDnsName
 from infra.constructs.props import raise_if_any
+from memory_adapter import hindsight_routes as routes
 
 HTTPS_PORT = 443
 HTTP_PORT = 80
@@ -84,7 +85,7 @@ class MemoryLoadBalancer(Part):
         # target certificate, so each task's self-signed one serves (hindsight_task.MAKE_TASK_CERTIFICATE).
         to_tasks = elbv2.ApplicationProtocol.HTTPS if config.tls_to_tasks else elbv2.ApplicationProtocol.HTTP
         health_check = elbv2.HealthCheck(
-            path="/health",
+            path=routes.HEALTH,
             healthy_http_codes="200",
             interval=Duration.seconds(15),
             timeout=Duration.seconds(5),

@@ -22,12 +22,12 @@ from constructs import Construct
 
 from infra.config import RetainQueueConfig
 from infra.constructs import memory_layer
-from infra.constructs.agent_runtime import METRICS_NAMESPACE
 from infra.constructs.foundation import Foundation
 from infra.constructs.functions import FUNCTIONS_DIR, python_function
 from infra.constructs.memory_endpoint import MemoryEndpoint
 from infra.constructs.memory_layer import MemoryAdapterLayer
 from infra.constructs.retain_queue import RetainQueue
+from memory_adapter.constants import METRICS_NAMESPACE
 from memory_adapter.queue_replay import ReplaySettings
 
 __all__ = ["REPLAY_SRC", "SERVICE_NAME", "RetainReplay", "RetainReplayProps"]
@@ -61,7 +61,7 @@ class RetainReplayProps:
 
 class RetainReplay(Construct):
     """Exposes ``function``, ``security_group``, ``connections``, ``event_source_mapping`` and ``errors_alarm``; its
-    metrics are in the agent's namespace (:data:`~infra.constructs.agent_runtime.METRICS_NAMESPACE`), so one dashboard
+    metrics are in the agent's namespace (:data:`~memory_adapter.constants.METRICS_NAMESPACE`), so one dashboard
     shows both."""
 
     def __init__(self, scope: Construct, construct_id: str, props: RetainReplayProps) -> None:

@@ -14,7 +14,6 @@ from localdev.hindsight.config import (
     DEFAULT_LLM_PORT,
     DEFAULT_PG_PORT,
     DEFAULT_PORT,
-    ENV_NAMES,
     EmbeddingsMode,
     LLMMode,
     LocalHindsightConfig,
@@ -22,6 +21,7 @@ from localdev.hindsight.config import (
 from localdev.hindsight.server import LocalHindsight
 from localdev.supervisor import try_start
 from localdev.token_issuer import stop_background as stop_issuer
+from memory_adapter.settings_fields import env_names
 
 __all__ = ["main"]
 
@@ -30,7 +30,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m localdev.hindsight",
         description="Run a real Hindsight locally (PostgreSQL + pgvector, loopback, offline).",
-        epilog=f"Environment: {', '.join(ENV_NAMES)}. Flags win over them.",
+        epilog=f"Environment: {', '.join(env_names(LocalHindsightConfig))}. Flags win over them.",
     )
     parser.add_argument("command", choices=["start", "stop", "status"])
     parser.add_argument("--data-dir", type=Path, help="default .local/hindsight")

@@ -16,6 +16,8 @@ from typing import Any
 
 from localdev.supervisor import REPO_ROOT
 from memory_adapter.missions import Missions
+from memory_adapter.settings_fields import read_declared, setting
+from memory_adapter.settings_reader import SettingsReader
 
 __all__ = [
     "DEFAULT_LLM_PORT",
@@ -26,36 +28,6 @@ __all__ = [
     "LocalHindsightConfig",
     "ServerTls",
 ]
-
-# Environment variables read by LocalHindsightConfig.from_env() (and so by the CLI).
-ENV_VENV = "HINDSIGHT_VENV"
-ENV_DATA_DIR = "LOCAL_HINDSIGHT_DATA_DIR"
-ENV_PORT = "LOCAL_HINDSIGHT_PORT"
-ENV_PG_PORT = "LOCAL_HINDSIGHT_PG_PORT"
-ENV_LLM_PORT = "LOCAL_HINDSIGHT_LLM_PORT"
-ENV_LLM = "LOCAL_HINDSIGHT_LLM"
-ENV_LLM_MODEL = "LOCAL_HINDSIGHT_LLM_MODEL"
-ENV_EMBEDDINGS = "LOCAL_HINDSIGHT_EMBEDDINGS"
-ENV_PG_OS_USER = "LOCAL_HINDSIGHT_PG_OS_USER"
-ENV_STARTUP_TIMEOUT = "LOCAL_HINDSIGHT_STARTUP_TIMEOUT"
-ENV_ISOLATION = "LOCAL_HINDSIGHT_ISOLATION"  # "false"/"0" turns hindsight_isolation off
-ENV_OBSERVATIONS = "LOCAL_HINDSIGHT_OBSERVATIONS"  # "true"/"false"; default: on with a real LLM only
-ENV_WORKERS = "LOCAL_HINDSIGHT_WORKERS"  # separate hindsight-worker processes; 0: the API runs the worker in-process
-ENV_NAMES = (
-    ENV_VENV,
-    ENV_DATA_DIR,
-    ENV_PORT,
-    ENV_PG_PORT,
-    ENV_LLM_PORT,
-    ENV_LLM,
-    ENV_LLM_MODEL,
-    ENV_EMBEDDINGS,
-    ENV_PG_OS_USER,
-    ENV_STARTUP_TIMEOUT,
-    ENV_ISOLATION,
-    ENV_OBSERVATIONS,
-    ENV_WORKERS,
-)
 
 DEFAULT_PORT = 8888
 DEFAULT_PG_PORT = 54329
@@ -92,9 +64,13 @@ class ServerTls:
     cafile: Path
 
 
-def _env_int(env: Mapping[str, str], name: str, default: int) -> int:
-    raw = env.get(name, "").strip()
-    return int(raw) if raw else default
+def _path(reader: SettingsReader, key: str) -> Path | None:
+    text = reader.text(key)
+    return Path(text) if text else None
+
+
+def _optional_flag(reader: SettingsReader, key: str) -> bool | None:
+    return reader.flag(key) if reader.given(key) else None
 
 
 #: The local agent's name (``make local``; the MCP server shares its banks).
@@ -113,23 +89,25 @@ def deployed_mission_json(agent: str) -> str:
 class LocalHindsightConfig:
     """Everything needed to run one local Hindsight. Ports of 0 are replaced by free ports on start."""
 
-    data_dir: Path = REPO_ROOT / ".local" / "hindsight"
-    venv: Path = REPO_ROOT / ".venv-hindsight"
+    data_dir: Path = setting("LOCAL_HINDSIGHT_DATA_DIR", REPO_ROOT / ".local" / "hindsight", parse=_path)
+    venv: Path = setting("HINDSIGHT_VENV", REPO_ROOT / ".venv-hindsight", parse=_path)
     host: str = "127.0.0.1"
-    port: int = DEFAULT_PORT
-    pg_port: int = DEFAULT_PG_PORT
-    llm_port: int = DEFAULT_LLM_PORT
-    llm: LLMMode = LLMMode.STUB
-    llm_model: str | None = None  # default per mode: "stub", gpt-4o-mini, Claude Haiku on Bedrock
-    embeddings: EmbeddingsMode = EmbeddingsMode.LOCAL
-    pg_os_user: str = DEFAULT_PG_OS_USER  # only used when running as root
-    startup_timeout: float = 180.0  # seconds until /health must answer 200
+    port: int = setting("LOCAL_HINDSIGHT_PORT", DEFAULT_PORT, low=0, high=65535)
+    pg_port: int = setting("LOCAL_HINDSIGHT_PG_PORT", DEFAULT_PG_PORT, low=0, high=65535)
+    llm_port: int = setting("LOCAL_HINDSIGHT_LLM_PORT", DEFAULT_LLM_PORT, low=0, high=65535)
+    llm: LLMMode = setting("LOCAL_HINDSIGHT_LLM", LLMMode.STUB)
+    # default per mode: "stub", gpt-4o-mini, Claude Haiku on Bedrock
+    llm_model: str | None = setting("LOCAL_HINDSIGHT_LLM_MODEL")
+    embeddings: EmbeddingsMode = setting("LOCAL_HINDSIGHT_EMBEDDINGS", EmbeddingsMode.LOCAL)
+    pg_os_user: str = setting("LOCAL_HINDSIGHT_PG_OS_USER", DEFAULT_PG_OS_USER)  # only used when running as root
+    # seconds until /health must answer 200
+    startup_timeout: float = setting("LOCAL_HINDSIGHT_STARTUP_TIMEOUT", 180.0, above=0)
     # Consolidation into observations. None: on with a real LLM, off with the stand-in (which consolidates
     # nothing, so the work, several LLM round trips and recalls per batch of facts, would only burn CPU).
-    observations: bool | None = None
+    observations: bool | None = setting("LOCAL_HINDSIGHT_OBSERVATIONS", parse=_optional_flag)
     # Per-user bank isolation (hindsight_isolation, issue 6) is loaded by default: a bank is served only to the
-    # holder of its owner's token (from this OIDC issuer) or of the operator key.
-    isolation: bool = True
+    # holder of its owner's token (from this OIDC issuer) or of the operator key ("false" turns it off).
+    isolation: bool = setting("LOCAL_HINDSIGHT_ISOLATION", True)
     issuer_discovery_url: str | None = None  # None: the local token issuer's default URL (localdev.token_issuer)
     jwt_tenant_claim: str | None = None  # JWT claim holding the tenant; None: single-tenant bank ids
     # A per-deployment agent key (what an IAM-mode agent holds), limited to this agent's banks: None, no agent key.
@@ -138,7 +116,7 @@ class LocalHindsightConfig:
     # Retain extraction and the rest of the queue run in this many separate ``hindsight-worker`` processes, as
     # deployed (infra/constructs/memory_service.py: the API runs no worker), so extraction does not share the
     # recall path's process; 0: the API runs the queue worker in-process (Hindsight's default, one process less).
-    workers: int = 1
+    workers: int = setting("LOCAL_HINDSIGHT_WORKERS", 1, low=0)
     extra_env: Mapping[str, str] = field(default_factory=dict)  # added last: extensions, overrides
     tls: ServerTls | None = None  # None: plain HTTP on loopback
     # What memory keeps, per agent (JSON agent name -> mission): the server applies it to that agent's banks before
@@ -148,28 +126,7 @@ class LocalHindsightConfig:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> LocalHindsightConfig:
         """Defaults, then the ``LOCAL_HINDSIGHT_*`` / ``HINDSIGHT_VENV`` variables, then ``overrides``."""
-        env = os.environ if env is None else env
-        values: dict[str, Any] = {
-            "port": _env_int(env, ENV_PORT, DEFAULT_PORT),
-            "pg_port": _env_int(env, ENV_PG_PORT, DEFAULT_PG_PORT),
-            "llm_port": _env_int(env, ENV_LLM_PORT, DEFAULT_LLM_PORT),
-            "llm": LLMMode(env.get(ENV_LLM) or LLMMode.STUB),
-            "embeddings": EmbeddingsMode(env.get(ENV_EMBEDDINGS) or EmbeddingsMode.LOCAL),
-            "llm_model": env.get(ENV_LLM_MODEL) or None,
-            "pg_os_user": env.get(ENV_PG_OS_USER) or DEFAULT_PG_OS_USER,
-        }
-        if env.get(ENV_DATA_DIR):
-            values["data_dir"] = Path(env[ENV_DATA_DIR])
-        if env.get(ENV_VENV):
-            values["venv"] = Path(env[ENV_VENV])
-        if env.get(ENV_OBSERVATIONS):
-            values["observations"] = env[ENV_OBSERVATIONS].strip().lower() in ("1", "true", "yes", "on")
-        if env.get(ENV_ISOLATION):
-            values["isolation"] = env[ENV_ISOLATION].strip().lower() not in ("0", "false", "no", "off")
-        if env.get(ENV_WORKERS):
-            values["workers"] = int(env[ENV_WORKERS])
-        if env.get(ENV_STARTUP_TIMEOUT):
-            values["startup_timeout"] = float(env[ENV_STARTUP_TIMEOUT])
+        values = _read(os.environ if env is None else env)
         values["missions"] = deployed_mission_json(LOCAL_AGENT_NAME)
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
@@ -179,8 +136,7 @@ class LocalHindsightConfig:
         """Free ports and a fresh temporary data dir: for tests and benchmarks running side by side."""
         data_dir = Path(tempfile.mkdtemp(prefix="local-hindsight-", dir=base_dir))
         values: dict[str, Any] = {"data_dir": data_dir, "port": 0, "pg_port": 0, "llm_port": 0}
-        if os.environ.get(ENV_VENV):
-            values["venv"] = Path(os.environ[ENV_VENV])
+        values.update(_read(os.environ, only=("venv",)))
         values.update(overrides)
         return cls(**values)
 
@@ -188,3 +144,12 @@ class LocalHindsightConfig:
     def uses_stub(self) -> bool:
         """True when the LLM stand-in must run: it is the LLM, or it serves the hashed embeddings."""
         return self.llm is LLMMode.STUB or self.embeddings is EmbeddingsMode.HASHED
+
+
+def _read(env: Mapping[str, str], *, only: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """The settings ``env`` gives (unset ones left to their defaults); raise ``ValueError`` naming every problem."""
+    reader = SettingsReader(env)
+    values = read_declared(LocalHindsightConfig, reader, only=only)
+    if reader.problems:
+        raise ValueError("invalid local Hindsight settings: " + "; ".join(reader.problems))
+    return {name: value for name, value in values.items() if value is not None}

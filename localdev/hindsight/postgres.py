@@ -15,10 +15,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from localdev.hindsight.config import ENV_PG_OS_USER
+from localdev.hindsight.config import LocalHindsightConfig
 from localdev.hindsight.errors import HindsightStartError
 from localdev.hindsight.venv import HindsightVenv
 from localdev.supervisor import tail, terminate
+from memory_adapter.settings_fields import env_name
 
 __all__ = ["LocalPostgres", "database_url"]
 
@@ -115,8 +116,8 @@ class LocalPostgres:
             if result.returncode != 0:
                 raise HindsightStartError(
                     f"could not create the OS user {name!r} PostgreSQL must run as under root: "
-                    f"{result.stderr.strip()}. Create it yourself or set {ENV_PG_OS_USER} to an existing "
-                    "unprivileged user."
+                    f"{result.stderr.strip()}. Create it yourself or set "
+                    f"{env_name(LocalHindsightConfig, 'pg_os_user')} to an existing unprivileged user."
                 ) from None
             return pwd.getpwnam(name)
 

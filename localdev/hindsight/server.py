@@ -30,6 +30,7 @@ from localdev.hindsight.postgres import LocalPostgres, database_url
 from localdev.hindsight.venv import HindsightVenv
 from localdev.supervisor import StateFile, child_env, free_port, http_status, pid_alive, spawn, terminate
 from localdev.token_issuer import running_during as issuer_running_during
+from memory_adapter import hindsight_routes as routes
 
 __all__ = ["LocalHindsight"]
 
@@ -180,7 +181,7 @@ class LocalHindsight(Lifecycle):
         """True when ``/health`` answers 200 (the API is up and its database reachable)."""
         tls = self.config.tls
         context = ssl.create_default_context(cafile=str(tls.cafile)) if tls else None
-        return http_status(f"{self.url}/health", timeout=5.0, context=context) == 200
+        return http_status(self.url + routes.HEALTH, timeout=5.0, context=context) == 200
 
     def status(self) -> dict[str, Any]:
         """What is running, from ``state.json`` plus live checks."""
@@ -350,7 +351,7 @@ class LocalHindsight(Lifecycle):
         command = [sys.executable, "-m", "localdev.llm_stub", "--port", str(port)]
         pid = spawn(command, log_file=self.llm_log, env=child_env(), cwd=self.data_dir)
         supervisor.wait_until_ready(
-            lambda: http_status(f"http://127.0.0.1:{port}/health", timeout=0.5) == 200,
+            lambda: http_status(f"http://127.0.0.1:{port}{routes.HEALTH}", timeout=0.5) == 200,
             name="the LLM stand-in",
             pid=pid,
             log_file=self.llm_log,
@@ -382,7 +383,7 @@ class LocalHindsight(Lifecycle):
         return spawn(command, log_file=self.worker_log(index), env=env, cwd=self.data_dir), port
 
     def _wait_worker(self, index: int, pid: int, port: int, started: float) -> None:
-        live = f"http://127.0.0.1:{port}/health/live"
+        live = f"http://127.0.0.1:{port}{routes.LIVE}"
 
         def ready() -> bool:
             return http_status(live, timeout=1.0) == 200

@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from localdev.hindsight.config import ENV_VENV
+from localdev.hindsight.config import LocalHindsightConfig
 from localdev.hindsight.errors import HindsightStartError
+from memory_adapter.settings_fields import env_name
 
 __all__ = ["HindsightVenv"]
 
@@ -36,7 +37,7 @@ class HindsightVenv:
         if not found:
             raise HindsightStartError(
                 f"no Hindsight virtualenv at {self.path}: run `make hindsight-venv` "
-                f"(or point {ENV_VENV} at one with requirements-hindsight.txt installed)"
+                f"(or point {env_name(LocalHindsightConfig, 'venv')} at one with requirements-hindsight.txt installed)"
             )
         return found[-1]
 

@@ -390,3 +390,24 @@ def test_each_agent_has_its_mission_and_a_misnamed_or_bad_one_is_reported() -> N
     assert err.value.errors == [
         "missions.assistant.retain_extraction_mode must be one of concise, verbose, verbatim, chunks, got 'fast'"
     ]
+
+
+def test_the_agent_section_gives_the_adapter_and_the_recalling_clients_their_settings() -> None:
+    from memory_adapter.config import HindsightAgentCoreConfig
+    from memory_adapter.settings_fields import RecallClientSettings
+
+    # GIVEN every recall setting of the agent section
+    agent = load_config_from_cdk_json(
+        {
+            "agent.recall_budget": "high",
+            "agent.recall_max_tokens": "800",
+            "agent.recall_candidate_tokens": "6000",
+            "agent.recall_timeout_seconds": "1.5",
+        }
+    ).agent
+    # THEN the adapter gets each under its own name, and the tools' and operator's clients the ones they share
+    memory = {"recall_budget": "high", "recall_max_tokens": 800, "recall_candidate_tokens": 6000}
+    assert agent.memory_settings == {**memory, "recall_timeout": 1.5}
+    assert agent.recall_settings == memory
+    assert HindsightAgentCoreConfig(hindsight_api_url="http://h", **agent.memory_settings).recall_timeout == 1.5
+    assert RecallClientSettings(hindsight_api_url="http://h", **agent.recall_settings).recall_max_tokens == 800

@@ -25,7 +25,8 @@ import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from localdev.mcp_server import AGENT_NAME, MCP_PATH, create_app
+from localdev.hindsight.config import LOCAL_AGENT_NAME
+from localdev.mcp_server import MCP_PATH, create_app
 from localdev.token_issuer import LOCAL_CLIENT_ID, TokenIssuer
 from memory_adapter.gateway import prefixed_tool_name
 from memory_adapter.identity.settings import JwtSettings
@@ -60,7 +61,10 @@ def routes(local_hindsight: Any, token_issuer: TokenIssuer) -> Iterator[tuple[Ro
     )
     verifier = JwtVerifier(JwtSettings(discovery_url=token_issuer.discovery_url, allowed_clients=(LOCAL_CLIENT_ID,)))
     gateway, _ = gateway_app(
-        verifier=verifier, tools=MemoryTools(HttpTransport(local_hindsight.url)), agent=AGENT_NAME, target_name=TARGET
+        verifier=verifier,
+        tools=MemoryTools(HttpTransport(local_hindsight.url)),
+        agent=LOCAL_AGENT_NAME,
+        target_name=TARGET,
     )
     with serve(local) as local_url, serve(gateway) as gateway_url:
         yield (

@@ -28,6 +28,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from memory_adapter.admin import AdminDeps, AdminError, OperatorClient, S3Store, run_action
 from memory_adapter.admin.errors import BatchFailedError, ConfirmationError, InvalidRequestError, VerificationError
+from memory_adapter.constants import METRICS_NAMESPACE
 from memory_adapter.exceptions import HindsightRequestError, HindsightUnavailableError
 from memory_adapter.kinds import RetentionRules, RetentionRulesError
 from memory_adapter.settings_fields import RecallClientSettings, secret_arn, setting
@@ -47,7 +48,7 @@ METRIC_BACKED_UP: Final = "BanksBackedUp"
 METRIC_BACKUP_FAILED: Final = "BanksBackupFailed"
 
 logger = Logger(service=SERVICE)
-metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE", "HindsightMemory"), service=SERVICE)
+metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE") or METRICS_NAMESPACE, service=SERVICE)
 
 
 def _retention(reader: SettingsReader, env: str) -> RetentionRules:

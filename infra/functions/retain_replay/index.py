@@ -18,6 +18,7 @@ from aws_lambda_powertools.logging.utils import copy_config_to_registered_logger
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 
+from memory_adapter.constants import METRICS_NAMESPACE
 from memory_adapter.queue_replay import QueueReplayer, ReplaySettings
 from memory_adapter.sqs_codec import QueueMessage
 
@@ -25,12 +26,11 @@ __all__ = ["handler", "make_handler"]
 
 #: Kept back from the invocation's remaining time when deciding whether one more delivery fits.
 SAFETY_MARGIN_S = 2.0
-#: The stack sets POWERTOOLS_METRICS_NAMESPACE; without it, metrics still flush (a missing namespace would fail
-#: every invocation after its batch was processed, and SQS would hand the whole batch out again).
-DEFAULT_NAMESPACE = "AgentCoreMemory"
 
 logger = Logger()
-metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE") or DEFAULT_NAMESPACE)
+#: Without the stack's POWERTOOLS_METRICS_NAMESPACE, metrics still flush (a missing namespace would fail every
+#: invocation after its batch was processed, and SQS would hand the whole batch out again).
+metrics = Metrics(namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE") or METRICS_NAMESPACE)
 copy_config_to_registered_loggers(source_logger=logger, include={"memory_adapter"})
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]

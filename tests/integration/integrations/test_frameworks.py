@@ -114,6 +114,32 @@ FRAMEWORKS: dict[str, Callable[[AgentCoreMemory], Ask]] = {
     "langgraph": lambda memory: langgraph_graph(state_graph(langgraph_memory.HindsightMemoryHooks(memory))),
     "langgraph-react": lambda memory: langgraph_graph(react_agent(langgraph_memory.HindsightMemoryHooks(memory))),
 }
+
+
+@dataclass(frozen=True)
+class Remembering:
+    """An agent on a fresh memory against the local Hindsight, and how a test tells it what it must remember."""
+
+    ask: Ask
+    memory: AgentCoreMemory
+    url: str
+
+    async def told(self, turn: MemoryTurn, prompt: str, *facts: str) -> Answer:
+        """``ask(turn, prompt)``, then deliver every retain so far and wait until recall finds each of ``facts`` in
+        the caller's bank (extraction is asynchronous), so the next question may rely on them."""
+        answer = await self.ask(turn, prompt)
+        assert await adapter_of(self.memory).flush(30)
+        bank = format_bank_id(user=turn.caller.user, agent=AGENT)
+        for fact in facts:
+            wait_for_memory(self.url, bank, turn.caller.credential, fact)
+        return answer
+
+
+def remembering(framework: str, memory: AgentCoreMemory, url: str) -> Remembering:
+    """``framework``'s agent on ``memory``."""
+    return Remembering(FRAMEWORKS[framework](memory), memory, url)
+
+
 #: One agent a framework: the react agent differs from the state graph only in where the hooks sit, which
 #: remembering across sessions shows.
 ONE_EACH = ["strands", "langgraph"]
@@ -123,43 +149,36 @@ ONE_EACH = ["strands", "langgraph"]
 async def test_an_agent_remembers_across_sessions(
     framework: str, make_memory: Callable[..., AgentCoreMemory], local_hindsight: Any, token_issuer: TokenIssuer
 ) -> None:
-    memory = make_memory()
-    ask = FRAMEWORKS[framework](memory)
+    agent = remembering(framework, make_memory(), local_hindsight.url)
     user = f"user-alex-{time.time_ns()}"
-    first = turn_for(token_issuer, user, session_id("s1"))
-    answer = await ask(first, "I prefer email over phone.")
+    answer = await agent.told(turn_for(token_issuer, user, session_id("s1")), "I prefer email over phone.", "email")
     assert answer.report == {"recalled": 0, "degraded": False}
     assert NOTHING_RECALLED in answer.text
-    assert await adapter_of(memory).flush(30)
-    wait_for_memory(local_hindsight.url, format_bank_id(user=user, agent=AGENT), first.caller.credential, "email")
 
-    answer = await ask(turn_for(token_issuer, user, session_id("s2")), "How should you contact me?")
+    answer = await agent.ask(turn_for(token_issuer, user, session_id("s2")), "How should you contact me?")
     assert answer.report["degraded"] is False
     assert answer.report["recalled"] >= 1
     assert "From earlier conversations I remember:" in answer.text
     assert "email over phone" in answer.text
     assert all("recalled_memories" not in kept for kept in answer.kept)  # never in the state or the history
-    await memory.aclose()
+    await agent.memory.aclose()
 
 
 @pytest.mark.parametrize("framework", ONE_EACH)
 async def test_an_agent_keeps_users_apart(
     framework: str, make_memory: Callable[..., AgentCoreMemory], local_hindsight: Any, token_issuer: TokenIssuer
 ) -> None:
-    memory = make_memory()
-    ask = FRAMEWORKS[framework](memory)
+    agent = remembering(framework, make_memory(), local_hindsight.url)
     alex = f"user-alex-{time.time_ns()}"
-    alex_turn = turn_for(token_issuer, alex, session_id("a"))
-    await ask(alex_turn, "My locker code is 4711.")
-    assert await adapter_of(memory).flush(30)
-    wait_for_memory(local_hindsight.url, format_bank_id(user=alex, agent=AGENT), alex_turn.caller.credential, "locker")
+    await agent.told(turn_for(token_issuer, alex, session_id("a")), "My locker code is 4711.", "locker")
 
-    answer = await ask(turn_for(token_issuer, f"user-bob-{time.time_ns()}", session_id("b")), "What is my locker code?")
+    bob = turn_for(token_issuer, f"user-bob-{time.time_ns()}", session_id("b"))
+    answer = await agent.ask(bob, "What is my locker code?")
     assert answer.report == {"recalled": 0, "degraded": False}
     assert "4711" not in answer.text
-    answer = await ask(turn_for(token_issuer, alex, session_id("a2")), "What is my locker code?")
+    answer = await agent.ask(turn_for(token_issuer, alex, session_id("a2")), "What is my locker code?")
     assert "4711" in answer.text
-    await memory.aclose()
+    await agent.memory.aclose()
 
 
 @pytest.mark.parametrize("framework", ONE_EACH)
@@ -203,14 +222,12 @@ async def test_a_langgraph_agent_forgets_with_the_memory_tools(
     ask = langgraph_graph(
         react_agent(langgraph_memory.HindsightMemoryHooks(memory), langgraph_memory.memory_tools(memory))
     )
+    agent = Remembering(ask, memory, local_hindsight.url)
     user = f"user-forget-{time.time_ns()}"
-    bank = format_bank_id(user=user, agent=AGENT)
     first = turn_for(token_issuer, user, session_id("f1"))
     await ask(first, "I prefer email over phone.")
-    await ask(turn_for(token_issuer, user, first.session_id), "My locker code is 4711.")  # its own request
-    assert await adapter_of(memory).flush(30)
-    wait_for_memory(local_hindsight.url, bank, first.caller.credential, "email over phone")
-    wait_for_memory(local_hindsight.url, bank, first.caller.credential, "locker code")
+    same_session = turn_for(token_issuer, user, first.session_id)  # its own request
+    await agent.told(same_session, "My locker code is 4711.", "email over phone", "locker code")
 
     answer = await ask(turn_for(token_issuer, user, session_id("f2")), "forget that I prefer email")
     assert "email over phone" in answer.text  # the answer says what was forgotten

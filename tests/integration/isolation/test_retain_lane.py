@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from localdev.hindsight.config import ENV_VENV
+from localdev.hindsight.config import LocalHindsightConfig
 from memory_adapter.constants import RETAIN_SERVER_SETTINGS
+from memory_adapter.settings_fields import env_name
 
 pytestmark = pytest.mark.integration
 
@@ -32,7 +33,7 @@ print(json.dumps({"in_flight": lane.max_in_flight, "wait_s": lane.max_wait_secon
 
 
 def _retain_lane(env: dict[str, str]) -> dict[str, float]:
-    venv = Path(os.environ.get(ENV_VENV, ".venv-hindsight"))
+    venv = Path(os.environ.get(env_name(LocalHindsightConfig, "venv"), ".venv-hindsight"))
     python = venv / "bin" / "python"
     if not python.exists():
         pytest.skip(f"no Hindsight virtualenv at {venv}")

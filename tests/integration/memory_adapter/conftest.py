@@ -12,8 +12,9 @@ from typing import Any, Protocol
 import pytest
 
 from memory_adapter import HindsightRuntimeAdapter, TurnContext
-from memory_adapter._hindsight_api import HindsightApi, bank_path, post_retain
+from memory_adapter._hindsight_api import HindsightApi, post_retain
 from memory_adapter.config import reset_config
+from memory_adapter.hindsight_routes import bank_path
 from memory_adapter.spool import DirectorySpool, RetainRecord
 from memory_adapter.transport import HttpTransport
 

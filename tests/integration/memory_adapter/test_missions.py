@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from memory_adapter import RetainOutcome, TurnContext
-from memory_adapter._hindsight_api import bank_path
+from memory_adapter.hindsight_routes import bank_path
 from memory_adapter.identity import format_bank_id
 from memory_adapter.missions import MISSIONS_ENV
 from memory_adapter.testing import MockTransport

@@ -8,8 +8,8 @@ from collections.abc import Callable
 
 import pytest
 
-from memory_adapter._hindsight_api import bank_path
 from memory_adapter.exceptions import HindsightUnavailableError
+from memory_adapter.hindsight_routes import bank_path
 from memory_adapter.isolation_probe import ProbeError, ProbeTarget, run_probe
 from memory_adapter.testing import MockTransport
 from memory_adapter.transport import HttpRequest, HttpResponse

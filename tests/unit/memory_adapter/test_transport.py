@@ -11,8 +11,9 @@ import pytest
 from werkzeug import Request, Response
 
 from memory_adapter import TurnContext
-from memory_adapter._hindsight_api import bank_path, checked, is_transient_status
+from memory_adapter._hindsight_api import checked, is_transient_status
 from memory_adapter.exceptions import HindsightRequestError, HindsightUnavailableError
+from memory_adapter.hindsight_routes import bank_path
 from memory_adapter.transport import HttpRequest, HttpTransport
 
 

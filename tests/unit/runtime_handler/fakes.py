@@ -17,9 +17,9 @@ from memory_adapter.adapter import HindsightRuntimeAdapter, Recollection
 from memory_adapter.agentcore.memory import AgentCoreMemory, MemoryTurn
 from memory_adapter.agentcore.request import RequestFacts
 from memory_adapter.agentcore.settings import AgentMemorySettings
-from memory_adapter.delivery import RetainHandle, RetainOutcome
 from memory_adapter.identity.bank_ids import BankOwner, parse_bank_id
 from memory_adapter.identity.caller import Caller
+from memory_adapter.retains import RetainHandle, RetainOutcome
 from memory_adapter.testing import FakeHindsight, MockTransport
 from memory_adapter.transport import HttpRequest, HttpResponse, Transport
 from runtime_handler.main import create_app

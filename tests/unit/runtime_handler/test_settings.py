@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from runtime_handler.settings import IdentitySource, ModelProvider, Settings, SettingsError
+from memory_adapter.agentcore.settings import IdentitySource, SettingsError
+from runtime_handler.settings import ModelProvider, Settings
 
 JWT = {
     "AGENT_NAME": "support",

@@ -10,12 +10,14 @@ import boto3
 import pytest
 from botocore.stub import ANY, Stubber
 
+from memory_adapter.agentcore.payload import TurnRequest
 from memory_adapter.identity import Caller
 from memory_adapter.tools import TOOL_SPECS, MemoryTools
+from memory_adapter.tools.echo import echo_tool_call
 from memory_adapter.tools.memory_tools import ToolResult
-from runtime_handler.model import BedrockModel, ModelTurn, echo_tool_call
+from runtime_handler.model import BedrockModel, ModelTurn
 from runtime_handler.tools import TurnTools
-from runtime_handler.turn import TurnDeps, TurnRequest, run_turn
+from runtime_handler.turn import TurnDeps, run_turn
 from runtime_handler.working_memory import Exchange, WorkingMemory
 from tests.unit.memory_adapter.scripted_hindsight import EMAIL_ID, ScriptedHindsight
 from tests.unit.runtime_handler.fakes import facts, turn_of, wiring
@@ -59,7 +61,7 @@ class RecordingMemory:
     def retain_for_turn(self, context: Caller, **kwargs: Any) -> Any:
         self.retained.append(kwargs["query"])
         self.results.append(kwargs["result"])
-        from memory_adapter.delivery import RetainHandle, RetainOutcome
+        from memory_adapter.retains import RetainHandle, RetainOutcome
 
         return RetainHandle.resolved(RetainOutcome.DELIVERED)
 

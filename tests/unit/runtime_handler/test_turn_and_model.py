@@ -13,13 +13,14 @@ import pytest
 from botocore.stub import Stubber
 
 from memory_adapter.adapter import HindsightRuntimeAdapter
-from memory_adapter.agentcore.payload import parse_turn
+from memory_adapter.agentcore.errors import PayloadError
+from memory_adapter.agentcore.payload import TurnRequest, parse_turn
 from memory_adapter.formatting import MEMORY_BLOCK_CLOSE, MEMORY_BLOCK_NOTICE, MEMORY_BLOCK_OPEN
 from memory_adapter.identity import Caller
 from memory_adapter.testing import FakeHindsight, Fault
-from runtime_handler.errors import ModelError, PayloadError
+from runtime_handler.errors import ModelError
 from runtime_handler.model import BedrockModel, EchoModel, ModelTurn, system_prompt
-from runtime_handler.turn import TurnDeps, TurnRequest, run_turn
+from runtime_handler.turn import TurnDeps, run_turn
 
 from .fakes import bearers, facts, memory_on, turn_of, wiring
 

@@ -9,10 +9,12 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
+from memory_adapter.agentcore.payload import TurnRequest
+from memory_adapter.agentcore.settings import SettingsError
 from memory_adapter.identity import Caller
 from runtime_handler.model import BedrockModel, EchoModel, ModelTurn, converse_messages, system_prompt
-from runtime_handler.settings import Settings, SettingsError
-from runtime_handler.turn import TurnDeps, TurnRequest, run_turn, stream_turn
+from runtime_handler.settings import Settings
+from runtime_handler.turn import TurnDeps, run_turn, stream_turn
 from runtime_handler.working_memory import Exchange, WorkingMemory, WorkingMemoryLimits
 from tests.unit.runtime_handler.fakes import facts, turn_of, wiring
 
@@ -176,7 +178,7 @@ class _RecordingMemory:
         return Recollection("", 0, False)
 
     def retain_for_turn(self, caller: Caller, **kwargs: Any) -> Any:
-        from memory_adapter.delivery import RetainHandle, RetainOutcome
+        from memory_adapter.retains import RetainHandle, RetainOutcome
 
         return RetainHandle.resolved(RetainOutcome.SKIPPED)
 

@@ -18,8 +18,10 @@ import urllib.parse
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, NotRequired, TypedDict, Unpack
 
+from memory_adapter import hindsight_routes as routes
 from memory_adapter.exceptions import HindsightOverloadedError, HindsightRequestError, HindsightUnavailableError
 from memory_adapter.formatting import RecalledMemory
+from memory_adapter.hindsight_routes import bank_path, item_path
 from memory_adapter.kinds import kind_of
 from memory_adapter.recall_deadline import DEADLINE_HEADER, OVERLOADED, REASON_FIELD, RETRY_AFTER_FIELD
 from memory_adapter.transport import HttpRequest, HttpResponse, Transport
@@ -30,10 +32,8 @@ if TYPE_CHECKING:
 __all__ = [
     "ABSENT_STATUSES",
     "EMPTY_RECALL_STATUSES",
-    "HEALTH_PATH",
     "HindsightApi",
     "SearchOptions",
-    "bank_path",
     "checked",
     "is_transient_status",
     "memories_from",
@@ -41,10 +41,6 @@ __all__ = [
     "post_retain",
 ]
 
-HEALTH_PATH: Final = "/health"
-_BANKS: Final = "/v1/default/banks"
-_DOWNLOAD: Final = "/v1/default/files/download/"
-_BANK_SAFE: Final = "@:.-_~"
 _TRANSIENT_STATUSES: Final = frozenset({408, 425, 429, 500, 502, 503, 504})
 #: Statuses after which a recall or reflect is simply empty: unknown bank (nothing retained yet), or a query
 #: Hindsight cannot search (e.g. punctuation only).
@@ -69,15 +65,6 @@ class SearchOptions(TypedDict):
 def is_transient_status(status: int) -> bool:
     """Whether an HTTP status is worth retrying (and counts against the circuit breaker)."""
     return status in _TRANSIENT_STATUSES or status >= 500
-
-
-def bank_path(bank_id: str, suffix: str = "") -> str:
-    """``/v1/default/banks/{bank_id}{suffix}`` with the bank id percent-encoded (``/`` included)."""
-    return f"{_BANKS}/{urllib.parse.quote(bank_id, safe=_BANK_SAFE)}{suffix}"
-
-
-def _segment(value: str) -> str:
-    return urllib.parse.quote(value, safe="")
 
 
 def _detail_text(detail: Any) -> str:
@@ -225,7 +212,7 @@ class HindsightApi:
 
     def healthy(self, *, timeout: float) -> bool:
         """``GET /health``: any answer below 500 means Hindsight is up; raises when no answer came in time."""
-        return self.transport.send(HttpRequest("GET", HEALTH_PATH, timeout=timeout)).status < 500
+        return self.transport.send(HttpRequest("GET", routes.HEALTH, timeout=timeout)).status < 500
 
     # ------------------------------------------------------------------ recall, reflect, retain
 
@@ -267,12 +254,12 @@ class HindsightApi:
             "tags_match": "any",
         }
         headers = {DEADLINE_HEADER: str(max(0, round(deadline_ms)))} if deadline_ms is not None else None
-        return memories_from(_field(self._search(bank_id, "/memories/recall", body, search, headers), "results"))
+        return memories_from(_field(self._search(bank_id, routes.RECALL, body, search, headers), "results"))
 
     def reflect(self, bank_id: str, query: str, **search: Unpack[SearchOptions]) -> str | None:
         """``POST .../reflect``: the answer's text; ``None`` when blank, the bank unknown or the query unsearchable."""
         body = {"query": query, "budget": search["budget"], "max_tokens": search["max_tokens"]}
-        text = _field(self._search(bank_id, "/reflect", body, search), "text")
+        text = _field(self._search(bank_id, routes.REFLECT, body, search), "text")
         return text if isinstance(text, str) and text.strip() else None
 
     def retain(
@@ -290,19 +277,19 @@ class HindsightApi:
         body: dict[str, Any] = {"items": list(items), "async": not wait}
         if operation_id is not None:
             body["operation_id"] = operation_id
-        self.call("POST", bank_path(bank_id, "/memories"), body, bearer=bearer, timeout=timeout)
+        self.call("POST", bank_path(bank_id, routes.MEMORIES), body, bearer=bearer, timeout=timeout)
 
     # ------------------------------------------------------------------ list, get, invalidate, delete
 
     def list_memories(self, bank_id: str, params: Mapping[str, Any], *, bearer: str | None = None) -> list[Any]:
         """One page of ``GET .../memories/list`` (``params``: limit, offset, tags, document_id, state, type ...)."""
         query = urllib.parse.urlencode(params, doseq=True)
-        body = self.call("GET", bank_path(bank_id, f"/memories/list?{query}"), bearer=bearer, missing_ok=True)
+        body = self.call("GET", bank_path(bank_id, f"{routes.MEMORY_LIST}?{query}"), bearer=bearer, missing_ok=True)
         return list(_field(body, "items") or ())
 
     def memory(self, bank_id: str, memory_id: str, *, bearer: str | None = None) -> dict[str, Any] | None:
         """``GET .../memories/{id}``, or ``None`` when there is no such memory."""
-        body = self.call("GET", bank_path(bank_id, "/memories/" + _segment(memory_id)), bearer=bearer, missing_ok=True)
+        body = self.call("GET", item_path(bank_id, routes.MEMORIES, memory_id), bearer=bearer, missing_ok=True)
         return body if isinstance(body, dict) else None
 
     def invalidate_memory(
@@ -311,19 +298,19 @@ class HindsightApi:
         """``PATCH .../memories/{id}`` to ``state=invalidated`` (out of recall, kept in the curation archive);
         ``False`` when it was not there (``missing_ok``)."""
         body = {"state": "invalidated", "reason": reason}
-        path = bank_path(bank_id, "/memories/" + _segment(memory_id))
+        path = item_path(bank_id, routes.MEMORIES, memory_id)
         return self.call("PATCH", path, body, bearer=bearer, missing_ok=missing_ok) is not None
 
     def document(self, bank_id: str, document_id: str, *, bearer: str | None = None) -> dict[str, Any] | None:
         """``GET .../documents/{id}`` with its ``original_text``, or ``None``."""
-        path = bank_path(bank_id, "/documents/" + _segment(document_id))
+        path = item_path(bank_id, routes.DOCUMENTS, document_id)
         body = self.call("GET", path, bearer=bearer, missing_ok=True, absent=frozenset({404}))
         return body if isinstance(body, dict) else None
 
     def delete_document(self, bank_id: str, document_id: str, *, bearer: str | None = None) -> int | None:
         """``DELETE .../documents/{id}`` (its chunks, facts and the observations built on them go too): the number
         of facts deleted, or ``None`` when it was already gone."""
-        path = bank_path(bank_id, "/documents/" + _segment(document_id))
+        path = item_path(bank_id, routes.DOCUMENTS, document_id)
         body = self.call("DELETE", path, bearer=bearer, missing_ok=True)
         if body is None:
             return None
@@ -343,7 +330,9 @@ class HindsightApi:
 
     def bank_config_overrides(self, bank_id: str, *, bearer: str | None = None) -> Mapping[str, Any] | None:
         """The bank's own settings (``overrides`` of ``GET .../config``); ``None`` when there is no such bank yet."""
-        body = self.call("GET", bank_path(bank_id, "/config"), bearer=bearer, missing_ok=True, absent=frozenset({404}))
+        body = self.call(
+            "GET", bank_path(bank_id, routes.CONFIG), bearer=bearer, missing_ok=True, absent=frozenset({404})
+        )
         if body is None:
             return None
         found = body.get("overrides") if isinstance(body, Mapping) else None
@@ -351,21 +340,21 @@ class HindsightApi:
 
     def update_bank_config(self, bank_id: str, updates: Mapping[str, Any], *, bearer: str | None = None) -> None:
         """Set ``updates`` on the bank's settings (creates the bank when it does not exist)."""
-        self.call("PATCH", bank_path(bank_id, "/config"), {"updates": dict(updates)}, bearer=bearer)
+        self.call("PATCH", bank_path(bank_id, routes.CONFIG), {"updates": dict(updates)}, bearer=bearer)
 
     def reset_bank_config(self, bank_id: str, *, bearer: str | None = None) -> None:
         """``DELETE .../config``: drop the bank's own settings (back to the server's defaults)."""
-        self.call("DELETE", bank_path(bank_id, "/config"), bearer=bearer)
+        self.call("DELETE", bank_path(bank_id, routes.CONFIG), bearer=bearer)
 
     def operations(self, bank_id: str, *, limit: int, bearer: str | None = None) -> list[dict[str, Any]]:
         """The bank's latest operations (``status``: pending, processing, completed, ...); none for an unknown bank."""
-        path = bank_path(bank_id, "/operations?" + urllib.parse.urlencode({"limit": limit}))
+        path = bank_path(bank_id, routes.OPERATIONS + "?" + urllib.parse.urlencode({"limit": limit}))
         operations = _field(self.call("GET", path, bearer=bearer, missing_ok=True), "operations")
         return [op for op in operations or () if isinstance(op, dict)]
 
     def operation_count(self, bank_id: str, status: str, *, bearer: str | None = None) -> int:
         """How many of the bank's operations have ``status`` (0 for an unknown bank)."""
-        path = bank_path(bank_id, "/operations?" + urllib.parse.urlencode({"status": status, "limit": 1}))
+        path = bank_path(bank_id, routes.OPERATIONS + "?" + urllib.parse.urlencode({"status": status, "limit": 1}))
         total = _field(self.call("GET", path, bearer=bearer, missing_ok=True), "total")
         return total if isinstance(total, int) else 0
 
@@ -378,19 +367,19 @@ class HindsightApi:
     def delete_operation(self, bank_id: str, operation_id: str, *, bearer: str | None = None) -> None:
         """``DELETE .../operations/{id}/delete``: drop a finished operation and what it kept (an export's archive);
         a no-op when it is already gone."""
-        path = _operation_path(bank_id, operation_id) + "/delete"
+        path = _operation_path(bank_id, operation_id) + routes.DELETE
         self.call("DELETE", path, bearer=bearer, missing_ok=True, absent=frozenset({404}))
 
     def submit_export(self, bank_id: str, *, bearer: str | None = None) -> str | None:
         """``POST .../transfer/export``: the id of the operation building the bank's transfer archive (ZIP), or
         ``None`` when the bank does not exist."""
-        path = bank_path(bank_id, "/transfer/export")
+        path = bank_path(bank_id, routes.EXPORT)
         body = self.call("POST", path, bearer=bearer, missing_ok=True, absent=frozenset({404}))
         return None if body is None else str(body["operation_id"])
 
     def download(self, storage_key: str, *, bearer: str | None = None, timeout: float | None = None) -> bytes:
         """``GET /v1/default/files/download/{key}``: a file Hindsight stored (a transfer archive), as its bytes."""
-        path = _DOWNLOAD + urllib.parse.quote(storage_key, safe="/")
+        path = routes.DOWNLOAD + urllib.parse.quote(storage_key, safe="/")
         response = self.transport.send(
             HttpRequest(
                 "GET",
@@ -406,36 +395,38 @@ class HindsightApi:
 
     def bank_ids(self, *, bearer: str | None = None) -> list[str]:
         """Every bank id the caller may see (the operator's list is every bank)."""
-        return [b["bank_id"] for b in self.pages(_BANKS, key="banks", bearer=bearer) if isinstance(b, dict)]
+        return [b["bank_id"] for b in self.pages(routes.BANKS, key="banks", bearer=bearer) if isinstance(b, dict)]
 
     def bank_stats(self, bank_id: str, *, bearer: str | None = None) -> dict[str, Any] | None:
         """``GET .../stats`` (documents, facts by type, observations), or ``None`` when the bank does not exist."""
-        body = self.call("GET", bank_path(bank_id, "/stats"), bearer=bearer, missing_ok=True, absent=frozenset({404}))
+        body = self.call(
+            "GET", bank_path(bank_id, routes.STATS), bearer=bearer, missing_ok=True, absent=frozenset({404})
+        )
         return body if isinstance(body, dict) else None
 
     def documents(
         self, bank_id: str, filters: Mapping[str, Any] | None = None, *, bearer: str | None = None
     ) -> Iterator[dict[str, Any]]:
         """Every document summary of ``GET .../documents`` (``filters``: its query parameters), paged to its end."""
-        yield from self.pages(bank_path(bank_id, "/documents"), filters, bearer=bearer)
+        yield from self.pages(bank_path(bank_id, routes.DOCUMENTS), filters, bearer=bearer)
 
     def memories(
         self, bank_id: str, filters: Mapping[str, Any] | None = None, *, bearer: str | None = None
     ) -> Iterator[dict[str, Any]]:
         """Every memory unit of ``GET .../memories/list`` (``filters``: type, state, tags ...), paged to its end."""
-        yield from self.pages(bank_path(bank_id, "/memories/list"), filters, bearer=bearer)
+        yield from self.pages(bank_path(bank_id, routes.MEMORY_LIST), filters, bearer=bearer)
 
     def entities(self, bank_id: str, *, bearer: str | None = None) -> Iterator[dict[str, Any]]:
         """Every entity of ``GET .../entities``."""
-        yield from self.pages(bank_path(bank_id, "/entities"), bearer=bearer)
+        yield from self.pages(bank_path(bank_id, routes.ENTITIES), bearer=bearer)
 
     def mental_models(self, bank_id: str, *, bearer: str | None = None) -> Iterator[dict[str, Any]]:
         """Every mental model of ``GET .../mental-models``."""
-        yield from self.pages(bank_path(bank_id, "/mental-models"), bearer=bearer)
+        yield from self.pages(bank_path(bank_id, routes.MENTAL_MODELS), bearer=bearer)
 
 
 def _operation_path(bank_id: str, operation_id: str) -> str:
-    return bank_path(bank_id, "/operations/" + _segment(operation_id))
+    return item_path(bank_id, routes.OPERATIONS, operation_id)
 
 
 def post_retain(transport: Transport, record: RetainRecord, *, bearer: str | None, timeout: float) -> None:

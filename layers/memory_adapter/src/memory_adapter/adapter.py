@@ -36,12 +36,12 @@ from memory_adapter._turn_record import turn_record
 from memory_adapter.breaker import BreakerState
 from memory_adapter.config import SETTING_NAMES, HindsightAgentCoreConfig, get_config, resolve_settings
 from memory_adapter.context import BankResolver, TurnContext, default_bank_resolver, turn_time
-from memory_adapter.delivery import ReplayResult, RetainHandle, RetainOutcome
 from memory_adapter.exceptions import ConfigurationError
 from memory_adapter.formatting import MemoryFormatter, format_memories_as_data
 from memory_adapter.identity.caller import Caller
 from memory_adapter.observability import MetricsSink, Observer, logger, short_hash
 from memory_adapter.policies import RecallPolicy, RetentionPolicy
+from memory_adapter.retains import ReplayResult, RetainHandle, RetainOutcome
 from memory_adapter.spool import RetainRecord, Spool
 from memory_adapter.transport import Transport
 

@@ -23,6 +23,8 @@ __all__ = [
     "HINDSIGHT_OPERATOR_KEY_ENV",
     "LOG_HASH_SALT_ENV",
     "MAX_RECALL_CANDIDATE_TOKENS",
+    "MEMORY_ACTOR_HEADER",
+    "METRICS_NAMESPACE",
     "RECALL_BUDGETS",
     "RECALL_SERVER_SETTINGS",
     "RETAIN_DEAD_LETTER_QUEUE_URL_ENV",
@@ -94,3 +96,7 @@ RETAIN_SERVER_SETTINGS: Final[Mapping[str, str]] = MappingProxyType(
 #: The header the operator's tools send to say who (an operator principal) or what (``schedule:<rule>``) changes
 #: memory; the isolation extension names it in the memory events it emits (honoured on operator requests only).
 MEMORY_ACTOR_HEADER: Final = "x-memory-actor"
+
+#: The CloudWatch namespace of the agent's, the retain replay's and the operator functions' metrics (one dashboard
+#: shows them all): the stack sets it as ``POWERTOOLS_METRICS_NAMESPACE``, and each process falls back to it.
+METRICS_NAMESPACE: Final = "AgentCoreHindsightMemory"

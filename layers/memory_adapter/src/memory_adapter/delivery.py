@@ -32,7 +32,7 @@ from memory_adapter.retains import ReplayResult, RetainHandle, RetainOutcome
 from memory_adapter.spool import RetainRecord, Spool
 from memory_adapter.transport import Transport
 
-__all__ = ["ReplayResult", "RetainDelivery", "RetainHandle", "RetainOutcome", "RetryPolicy"]
+__all__ = ["RetainDelivery"]
 
 
 class _Job:

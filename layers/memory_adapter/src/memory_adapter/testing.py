@@ -36,6 +36,7 @@ from collections.abc import Callable
 from enum import StrEnum
 from typing import Any
 
+from memory_adapter import hindsight_routes as routes
 from memory_adapter.exceptions import HindsightUnavailableError
 from memory_adapter.recall_deadline import OVERLOADED, REASON_FIELD, RETRY_AFTER_FIELD
 from memory_adapter.transport import HttpRequest, HttpResponse
@@ -43,7 +44,6 @@ from memory_adapter.transport import HttpRequest, HttpResponse
 __all__ = ["FakeHindsight", "Fault", "Handler", "MockTransport"]
 
 _WORD = re.compile(r"\w+")
-_BANK_ROUTE = re.compile(r"^/v1/default/banks/(?P<bank>[^/]+)(?P<rest>/.*)$")
 
 
 class Fault(StrEnum):
@@ -149,24 +149,24 @@ class FakeHindsight(MockTransport):
             raise HindsightUnavailableError(f"Hindsight did not answer within {timeout:g} s") from TimeoutError()
         if fault is Fault.STATUS:
             return HttpResponse(self.fault_status, {"detail": "fault"})
-        if fault is Fault.SHED and path.endswith("/memories/recall"):
+        if fault is Fault.SHED and path.endswith(routes.RECALL):
             wait = self.shed_retry_after_s
             body = {"detail": "overloaded", REASON_FIELD: OVERLOADED, RETRY_AFTER_FIELD: wait}
             return HttpResponse(503, body, retry_after=float(math.ceil(wait)))
-        if path == "/health":
+        if path == routes.HEALTH:
             return HttpResponse(200, {"status": "healthy"})
-        match = _BANK_ROUTE.match(path)
+        match = routes.BANK_REQUEST.match(path)
         if match is None:
             return HttpResponse(404, {"detail": "Not Found"})
         bank_id = urllib.parse.unquote(match["bank"])
         if (bearer, bank_id) in self.deny:
             return HttpResponse(403, {"detail": "forbidden"})
         rest = match["rest"]
-        if method == "POST" and rest == "/memories":
+        if method == "POST" and rest == routes.MEMORIES:
             return self._retain(bank_id, body)
-        if method == "POST" and rest == "/memories/recall":
+        if method == "POST" and rest == routes.RECALL:
             return self._recall(bank_id, body)
-        if method == "POST" and rest == "/reflect":
+        if method == "POST" and rest == routes.REFLECT:
             return HttpResponse(200, {"text": self.reflect_answer})
         return HttpResponse(404, {"detail": "Not Found"})
 

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from memory_adapter.delivery import RetainHandle
+    from memory_adapter.retains import RetainHandle
 
 __all__ = ["AsyncTaskTracker", "RetainWatcher"]
 

@@ -47,8 +47,8 @@ if TYPE_CHECKING:
     from starlette.types import Scope
 
     from memory_adapter.adapter import Recollection
-    from memory_adapter.delivery import RetainHandle
     from memory_adapter.observability import MetricsSink
+    from memory_adapter.retains import RetainHandle
     from memory_adapter.tools.memory_tools import ToolRunner
 
 __all__ = [

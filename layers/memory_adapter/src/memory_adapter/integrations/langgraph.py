@@ -60,10 +60,8 @@ if TYPE_CHECKING:
     from memory_adapter.agentcore.memory import AgentCoreMemory, MemoryTurn
 
 __all__ = [
-    "MEMORY_REPORT_KEY",
     "EchoChatModel",
     "HindsightMemoryHooks",
-    "MemoryReport",
     "memory_report",
     "memory_tools",
 ]

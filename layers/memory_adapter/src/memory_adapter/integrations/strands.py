@@ -44,7 +44,7 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
 
 from memory_adapter.integrations import run_state
 from memory_adapter.integrations.echo import recalled_memories
-from memory_adapter.integrations.run_state import MEMORY_REPORT_KEY, MemoryReport, memory_report
+from memory_adapter.integrations.run_state import MemoryReport, memory_report
 from memory_adapter.integrations.tools import NO_VERIFIED_CALLER, TURN_TOOLS_KEY, start_turn_tools, turn_tools
 from memory_adapter.tools.echo import echo_answer, echo_tool_answer, echo_tool_call
 from memory_adapter.tools.specs import TOOL_SPECS, ToolSpec
@@ -58,7 +58,7 @@ if TYPE_CHECKING:
 
     from memory_adapter.agentcore.memory import AgentCoreMemory, MemoryTurn
 
-__all__ = ["MEMORY_REPORT_KEY", "EchoModel", "HindsightMemoryHooks", "MemoryReport", "memory_report", "memory_tools"]
+__all__ = ["EchoModel", "HindsightMemoryHooks", "memory_report", "memory_tools"]
 
 _PENDING_KEY = "memory_adapter.strands.pending"
 _RETAINED_STOP_REASONS = frozenset({"end_turn", "stop_sequence"})
