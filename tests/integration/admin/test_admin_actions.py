@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-import urllib.parse
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -20,9 +19,7 @@ from memory_adapter.admin.errors import ErasureIncompleteError
 from memory_adapter.admin.expiry import expire
 from memory_adapter.admin.receipts import canonical_digest
 from memory_adapter.kinds import RetentionRules
-from memory_adapter.testing import MockTransport
-from memory_adapter.transport import HttpRequest, HttpResponse, HttpTransport
-from tests.integration.admin.conftest import Users
+from tests.integration.admin.conftest import FailingDelete, Users
 
 pytestmark = pytest.mark.integration
 
@@ -102,21 +99,6 @@ def test_forget_user_deletes_every_bank_verifies_and_leaves_others_untouched(use
     assert again["verification"]["verified"] is True
 
 
-class _FailingDelete(MockTransport):
-    """The real server, except that the first DELETE of ``bank`` answers 500 (a delete Hindsight failed)."""
-
-    def __init__(self, url: str, bank: str) -> None:
-        super().__init__(self._answer)
-        self.real, self.bank, self.failed = HttpTransport(url), bank, False
-
-    def _answer(self, request: HttpRequest) -> HttpResponse:
-        path = urllib.parse.unquote(request.path.split("?")[0])
-        if request.method == "DELETE" and path.endswith("/" + self.bank) and not self.failed:
-            self.failed = True
-            return HttpResponse(500, {"detail": "Internal Server Error"})
-        return self.real.send(request)
-
-
 def test_forget_user_with_a_failed_bank_deletes_the_others_writes_a_partial_receipt_and_a_re_run_completes(
     users: Users, deps: AdminDeps, local_hindsight: Any
 ) -> None:
@@ -124,7 +106,7 @@ def test_forget_user_with_a_failed_bank_deletes_the_others_writes_a_partial_rece
     users.retain("frank", "Frank's badge number is 5521.", agent="support")
     users.retain("frank", "Frank flies to Oslo in March.", agent="travel")
     frank, travel = users.name("frank"), users.bank("frank", "travel")
-    failing = _FailingDelete(local_hindsight.url, travel)
+    failing = FailingDelete(local_hindsight.url, travel)
     client = OperatorClient(local_hindsight.url, local_hindsight.operator_key, transport=failing)
     request = {"action": "forget-user", "user": frank, "confirm": frank}
     # WHEN frank is forgotten
