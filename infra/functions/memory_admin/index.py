@@ -27,7 +27,13 @@ from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
 
 from memory_adapter.admin import AdminDeps, AdminError, OperatorClient, S3Store, run_action
-from memory_adapter.admin.errors import BatchFailedError, ConfirmationError, InvalidRequestError, VerificationError
+from memory_adapter.admin.errors import (
+    BatchFailedError,
+    ConfirmationError,
+    ErasureIncompleteError,
+    InvalidRequestError,
+    VerificationError,
+)
 from memory_adapter.constants import METRICS_NAMESPACE
 from memory_adapter.exceptions import HindsightRequestError, HindsightUnavailableError
 from memory_adapter.kinds import RetentionRules, RetentionRulesError
@@ -132,6 +138,8 @@ def handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         return _answer(400, {"error": "bad_request", "message": str(exc)})
     except ConfirmationError as exc:
         return _answer(409, {"error": "confirmation_required", "message": str(exc)})
+    except ErasureIncompleteError as exc:  # the receipt (written) names the banks deleted and the ones that failed
+        return _answer(502, {"error": "erasure_incomplete", "message": str(exc), "receipt": exc.result})
     except VerificationError as exc:
         return _answer(502, {"error": "verification_failed", "message": str(exc)})
     except HindsightUnavailableError as exc:

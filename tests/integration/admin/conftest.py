@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import urllib.parse
 import urllib.request
 import uuid
 from collections.abc import Callable
@@ -17,7 +18,8 @@ from memory_adapter._hindsight_api import HindsightApi
 from memory_adapter.admin import AdminDeps, DirectoryStore, OperatorClient
 from memory_adapter.identity.bank_ids import format_bank_id
 from memory_adapter.kinds import RetentionRules, kind_tag
-from memory_adapter.transport import HttpTransport
+from memory_adapter.testing import MockTransport
+from memory_adapter.transport import HttpRequest, HttpResponse, HttpTransport
 
 
 @dataclass
@@ -51,6 +53,21 @@ class Users:
         bearer = self.mint(self.name(user), ttl=900)
         results = api.recall(self.bank(user, agent), query, budget="mid", max_tokens=4096, bearer=bearer)
         return [r.text for r in results]
+
+
+class FailingDelete(MockTransport):
+    """The real server, except that the first DELETE of ``bank`` answers 500 (a delete Hindsight failed)."""
+
+    def __init__(self, url: str, bank: str) -> None:
+        super().__init__(self._answer)
+        self.real, self.bank, self.failed = HttpTransport(url), bank, False
+
+    def _answer(self, request: HttpRequest) -> HttpResponse:
+        path = urllib.parse.unquote(request.path.split("?")[0])
+        if request.method == "DELETE" and path.endswith("/" + self.bank) and not self.failed:
+            self.failed = True
+            return HttpResponse(500, {"detail": "Internal Server Error"})
+        return self.real.send(request)
 
 
 def extraction_requests(llm_base_url: str | None) -> list[Any]:

@@ -6,6 +6,7 @@ exactly as the CLI's ``--local`` mode and the admin function do.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from datetime import UTC, datetime, timedelta
@@ -13,11 +14,12 @@ from typing import Any
 
 import pytest
 
-from memory_adapter.admin import AdminDeps, ConfirmationError, InvalidRequestError, run_action
+from memory_adapter.admin import AdminDeps, ConfirmationError, InvalidRequestError, OperatorClient, run_action
+from memory_adapter.admin.errors import ErasureIncompleteError
 from memory_adapter.admin.expiry import expire
 from memory_adapter.admin.receipts import canonical_digest
 from memory_adapter.kinds import RetentionRules
-from tests.integration.admin.conftest import Users
+from tests.integration.admin.conftest import FailingDelete, Users
 
 pytestmark = pytest.mark.integration
 
@@ -95,6 +97,34 @@ def test_forget_user_deletes_every_bank_verifies_and_leaves_others_untouched(use
     again = run_action({"action": "forget-user", "user": carol, "confirm": carol}, deps=deps, principal="ops")
     assert again["banks"] == []
     assert again["verification"]["verified"] is True
+
+
+def test_forget_user_with_a_failed_bank_deletes_the_others_writes_a_partial_receipt_and_a_re_run_completes(
+    users: Users, deps: AdminDeps, local_hindsight: Any
+) -> None:
+    # GIVEN frank with two banks, and Hindsight failing the delete of his travel bank once
+    users.retain("frank", "Frank's badge number is 5521.", agent="support")
+    users.retain("frank", "Frank flies to Oslo in March.", agent="travel")
+    frank, travel = users.name("frank"), users.bank("frank", "travel")
+    failing = FailingDelete(local_hindsight.url, travel)
+    client = OperatorClient(local_hindsight.url, local_hindsight.operator_key, transport=failing)
+    request = {"action": "forget-user", "user": frank, "confirm": frank}
+    # WHEN frank is forgotten
+    with pytest.raises(ErasureIncompleteError) as failure:
+        run_action(request, deps=dataclasses.replace(deps, client=client), principal="ops")
+    # THEN the support bank is gone, the travel bank is still there, and the written receipt says so
+    first = failure.value.result
+    assert (first["outcome"], [b["bank_id"] for b in first["banks"]]) == ("partial", [users.bank("frank")])
+    assert [(f["bank_id"], f["status"]) for f in first["failed"]] == [(travel, 500)]
+    assert json.loads(deps.store.get(first["key"]))["outcome"] == "partial"
+    assert deps.client.bank_stats(users.bank("frank")) is None
+    assert any("Oslo" in t for t in users.recall("frank", "Oslo in March", agent="travel"))
+    # WHEN it is run again, THEN it completes, counts the travel bank, and names the partial receipt it continues
+    again = run_action(request, deps=deps, principal="ops")
+    assert (again["outcome"], again["verification"]["verified"]) == ("complete", True)
+    assert ([b["bank_id"] for b in again["banks"]], again["continues"]) == ([travel], first["key"])
+    assert first["totals"]["documents"] + again["totals"]["documents"] == 2
+    assert run_action({"action": "banks", "user": frank}, deps=deps, principal="t")["banks"] == []
 
 
 def test_forget_memory_previews_then_deletes_exactly_that_turn(users: Users, deps: AdminDeps) -> None:

@@ -3,6 +3,7 @@ it calls (Secrets Manager, S3 with a KMS key) served by moto."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from memory_adapter._hindsight_api import HindsightApi
 from memory_adapter.admin import OperatorClient
 from memory_adapter.observability import short_hash
 from memory_adapter.transport import HttpTransport
-from tests.integration.admin.conftest import Users
+from tests.integration.admin.conftest import FailingDelete, Users
 
 pytestmark = pytest.mark.integration
 
@@ -87,6 +88,38 @@ def test_the_function_url_refuses_what_it_cannot_attribute_or_parse(aws: Any, us
     refused = index.handler(_url_event({"action": "forget-user", "user": users.name("pia")}), LambdaContext())
     assert refused["statusCode"] == 409
     assert users.recall("pia", "bike colour")
+
+
+def test_a_partial_erasure_through_the_function_url_answers_502_with_its_receipt_and_a_re_run_completes(
+    aws: Any, users: Users, local_hindsight: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # GIVEN quinn with two banks, and Hindsight failing the delete of his travel bank once
+    users.retain("quinn", "Quinn's desk is on floor 3.")
+    users.retain("quinn", "Quinn travels to Rome in May.", agent="travel")
+    quinn, travel = users.name("quinn"), users.bank("quinn", "travel")
+    deps = index._deps()
+    failing = OperatorClient(
+        local_hindsight.url, local_hindsight.operator_key, transport=FailingDelete(local_hindsight.url, travel)
+    )
+    request = _url_event({"action": "forget-user", "user": quinn, "confirm": quinn})
+    # WHEN quinn is forgotten through the function URL
+    with monkeypatch.context() as patched:
+        patched.setattr(index, "_deps", lambda: dataclasses.replace(deps, client=failing))
+        answer = index.handler(request, LambdaContext())
+    # THEN it answers 502 erasure_incomplete with the receipt, written to the bucket (partial, the travel bank failed)
+    assert answer["statusCode"] == 502
+    body = json.loads(answer["body"])
+    assert body["error"] == "erasure_incomplete"
+    first = body["receipt"]
+    assert (first["outcome"], [f["bank_id"] for f in first["failed"]]) == ("partial", [travel])
+    stored = json.loads(aws.get_object(Bucket="memory-admin", Key=first["key"])["Body"].read())
+    assert stored["outcome"] == "partial"
+    # WHEN it is run again, THEN it completes and names the partial receipt (found in the bucket) it continues
+    again = index.handler(request, LambdaContext())
+    assert again["statusCode"] == 200
+    result = json.loads(again["body"])
+    assert (result["outcome"], result["continues"]) == ("complete", first["key"])
+    assert deps.client.bank_stats(travel) is None
 
 
 def test_scheduled_expiry_and_backup(aws: Any, users: Users, capsys: pytest.CaptureFixture[str]) -> None:

@@ -184,7 +184,7 @@ def run_action(
             principal=principal,
             outcome=exc.audit_outcome,
             error=type(exc).__name__,
-            **_audit_fields(action, request if isinstance(request, Mapping) else {}, None),
+            **_audit_fields(action, request if isinstance(request, Mapping) else {}, getattr(exc, "result", None)),
         )
         raise
     except Exception as exc:

@@ -14,13 +14,14 @@ archived none of the banks it tried raises :class:`~memory_adapter.admin.errors.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import time
 import urllib.parse
 from collections.abc import Callable
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from memory_adapter.admin.audit import bank_failed
 from memory_adapter.admin.errors import BatchFailedError
@@ -31,7 +32,9 @@ if TYPE_CHECKING:
     from memory_adapter.admin.client import OperatorClient
     from memory_adapter.admin.store import ArtifactStore
 
-__all__ = ["ATTEMPTS", "MANIFEST", "archive_key", "backup_banks", "retryable"]
+__all__ = ["ATTEMPTS", "MANIFEST", "archive_key", "backup_banks", "per_bank", "retryable"]
+
+T = TypeVar("T")
 
 MANIFEST = "manifest.json"
 #: Tries per bank before it is skipped (only a :func:`retryable` failure is tried again).
@@ -71,17 +74,19 @@ def _archive(client: OperatorClient, store: ArtifactStore, prefix: str, bank_id:
     }
 
 
-def _archive_or_fail(
-    client: OperatorClient, store: ArtifactStore, prefix: str, bank_id: str, sleep: Callable[[float], None]
-) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-    """``(entry, None)`` once the bank is archived (or gone), ``(None, failure)`` once it is given up on."""
+def per_bank(
+    event: str, bank_id: str, work: Callable[[], T], sleep: Callable[[float], None]
+) -> tuple[T | None, dict[str, Any] | None]:
+    """``(work(), None)`` once ``work`` (one bank's part of a job over many) succeeds, ``(None, failure)`` once the
+    bank is given up on: tried again only for a :func:`retryable` failure, at most :data:`ATTEMPTS` times, then
+    logged as ``event`` (:func:`~memory_adapter.admin.audit.bank_failed`)."""
     delay = FIRST_DELAY_S
     for attempt in range(1, ATTEMPTS + 1):
         try:
-            return _archive(client, store, prefix, bank_id), None
-        except Exception as exc:  # whatever one bank meets must not cost the others their backup
+            return work(), None
+        except Exception as exc:  # whatever one bank meets must not cost the others their turn
             if attempt == ATTEMPTS or not retryable(exc):
-                return None, bank_failed("backup.bank_failed", bank_id, exc, attempts=attempt)
+                return None, bank_failed(event, bank_id, exc, attempts=attempt)
         sleep(delay)
         delay *= 2
     raise AssertionError("unreachable")  # pragma: no cover
@@ -102,7 +107,9 @@ def backup_banks(
     entries: list[dict[str, Any]] = []
     failed: list[dict[str, Any]] = []
     for bank_id in sorted(bank_ids if bank_ids is not None else client.bank_ids()):
-        entry, failure = _archive_or_fail(client, store, prefix, bank_id, sleep)
+        entry, failure = per_bank(
+            "backup.bank_failed", bank_id, functools.partial(_archive, client, store, prefix, bank_id), sleep
+        )
         entries.extend([entry] if entry else [])
         failed.extend([failure] if failure else [])
     outcome = "failed" if failed and not entries else ("partial" if failed else "complete")

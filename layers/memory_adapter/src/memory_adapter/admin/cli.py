@@ -5,9 +5,10 @@ signed with your AWS credentials by botocore: the function logs your principal).
 to a local Hindsight (``make hindsight-start``: operator key from ``.local/hindsight/operator-key``) and writes
 artifacts under ``.local/admin/``. The connection options (``--local``, ``--function-url``, ``--url``...) go before or
 after the action. Every error is one line on stderr saying what to do, with exit code 2; a backup or expiry that
-skipped banks prints its result and exits 1 (``failed`` lists them). A ``forget-memory`` preview ends with the
-command that carries it out (``--confirm <digest>``). With ``--local`` the audit lines go to
-``<out>/audit.jsonl`` (deployed, the admin function logs them).
+skipped banks prints its result and exits 1 (``failed`` lists them); a ``forget-user`` that left a bank is an error
+naming its receipt (``outcome: partial``). A ``forget-memory`` preview ends with the command that carries it out
+(``--confirm <digest>``). With ``--local`` the audit lines go to ``<out>/audit.jsonl`` (deployed, the admin function
+logs them).
 
 Examples::
 

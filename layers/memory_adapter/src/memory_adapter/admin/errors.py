@@ -10,6 +10,7 @@ __all__ = [
     "AdminError",
     "BatchFailedError",
     "ConfirmationError",
+    "ErasureIncompleteError",
     "ExportTimeoutError",
     "InvalidRequestError",
     "VerificationError",
@@ -44,6 +45,17 @@ class BatchFailedError(AdminError):
     written anyway, or the expiry's report) lists each failure under ``failed``."""
 
     audit_outcome: ClassVar[str] = "failed"
+
+    def __init__(self, message: str, result: dict[str, Any]) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+class ErasureIncompleteError(VerificationError):
+    """A ``forget-user`` that left a bank of the user (its delete failed) or anything else of theirs reachable;
+    ``result`` is the erasure receipt, written anyway (``outcome: partial``, the banks under ``failed``)."""
+
+    audit_outcome: ClassVar[str] = "partial"
 
     def __init__(self, message: str, result: dict[str, Any]) -> None:
         super().__init__(message)

@@ -5,7 +5,11 @@ documents, chunks, facts, observations, entities, links, mental models, directiv
 the result is verified from the outside (no bank of the user in the listing, each bank's stats, documents and
 memories answer "no such bank", recalls of the deleted documents' own text return nothing), and an erasure receipt
 (who asked, which banks, what counts, when, verification, a digest) is written next to the exports. It refuses
-unless ``confirm`` repeats the user id; running it again finds nothing and writes a receipt saying so.
+unless ``confirm`` repeats the user id; running it again finds nothing and writes a receipt saying so. A bank
+Hindsight fails to delete (tried again only for a transient failure) does not stop the others: the receipt is
+written anyway, ``outcome: partial`` with that bank under ``failed``, and the erasure raises
+:class:`~memory_adapter.admin.errors.ErasureIncompleteError`; the next run deletes what is left and its receipt
+names the partial one it ``continues``.
 
 **Memories.** By id (one or more), or the memories a description selects by the model-facing ``forget`` tool's own
 rule (:mod:`memory_adapter.tools.forgetting`: words matched by stem and the recall's similarity; a description that
@@ -20,15 +24,26 @@ that digest, and only if the plan is still exactly what was previewed.
 
 from __future__ import annotations
 
+import functools
+import json
 import shlex
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
 from memory_adapter._hindsight_api import memory_from
-from memory_adapter.admin.errors import ConfirmationError, InvalidRequestError, VerificationError
+from memory_adapter.admin.backup import per_bank
+from memory_adapter.admin.errors import (
+    ConfirmationError,
+    ErasureIncompleteError,
+    InvalidRequestError,
+    VerificationError,
+)
 from memory_adapter.admin.inventory import Subject, bank_summary, subject_banks
 from memory_adapter.admin.receipts import canonical_digest, seal
+from memory_adapter.exceptions import HindsightAgentCoreError
 from memory_adapter.tools.forgetting import identified, plan_removal, select
 from memory_adapter.tools.matching import significant_words
 
@@ -63,8 +78,13 @@ def forget_user(
     principal: str,
     reason: str | None = None,
     now: datetime | None = None,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> dict[str, Any]:
-    """Delete every bank of ``subject`` (a user), verify, and write the erasure receipt; return the receipt."""
+    """Delete every bank of ``subject`` (a user), verify, and write the erasure receipt; return the receipt.
+
+    A bank Hindsight fails to delete (after :func:`~memory_adapter.admin.backup.per_bank`'s retries) does not stop
+    the others; the receipt is written anyway (``outcome: partial``, the bank under ``failed``) and
+    :class:`ErasureIncompleteError` is raised. It is also raised when anything of the user is still reachable."""
     if subject.user is None:
         raise InvalidRequestError("forget a user: name the user (a whole tenant is not forgotten in one call)")
     if confirm != subject.user:
@@ -73,47 +93,73 @@ def forget_user(
             f"(--confirm {shlex.quote(subject.user)}) to proceed (nothing was deleted)"
         )
     started = now or datetime.now(UTC)
+    prefix = f"erasure-receipts/{subject.key}/"
+    previous = _previous_partial(store, prefix)
     banks = subject_banks(client, subject)
-    before = [s for s in (bank_summary(client, b) for b in banks) if s is not None]
+    before = {s.bank_id: s for s in (bank_summary(client, b) for b in banks) if s is not None}
     probes = _probe_texts(client, banks)
-    for bank_id in banks:
-        client.delete_bank(bank_id)
+    failed = _delete_banks(client, banks, sleep)
     remaining = _remaining(client, subject, banks, probes)
-    if remaining:  # a retain landed meanwhile, or a delete did not take: one more pass, then report
-        for bank_id in sorted({r["bank_id"] for r in remaining}):
-            client.delete_bank(bank_id)
+    again = sorted({r["bank_id"] for r in remaining if r["bank_id"]} - set(failed))
+    if again:  # a retain landed meanwhile, or a delete did not take: one more pass, then report
+        failed |= _delete_banks(client, again, sleep)
         remaining = _remaining(client, subject, banks, probes)
-    totals = {f: sum(getattr(s, f) for s in before) for f in _COUNT_FIELDS}
+    left = {r["bank_id"] for r in remaining} | set(failed)
+    gone = [s for b, s in before.items() if b not in left]
     receipt = seal(
         {
             "type": "erasure-receipt",
             "version": 1,
+            "outcome": "partial" if left else "complete",
             "subject": subject.describe(),
             "requested_by": principal,
             "reason": reason,
             "requested_at": started.isoformat(),
             "completed_at": datetime.now(UTC).isoformat(),
-            "banks": [s.as_dict() for s in before],
-            "totals": totals,
+            "continues": previous,
+            "banks": [s.as_dict() for s in gone],
+            "totals": {f: sum(getattr(s, f) for s in gone) for f in _COUNT_FIELDS},
+            "failed": [f | {"counts": before[b].as_dict() if b in before else None} for b, f in sorted(failed.items())],
             "verification": {
                 "verified": not remaining,
-                "banks_listed_after": len(subject_banks(client, subject)),
+                "banks_listed_after": sum(1 for r in remaining if r["what"] == "bank listed"),
                 "recall_probes": len(probes) * max(len(banks), 0),
                 "remaining": remaining,
             },
             "not_covered": list(_NOT_COVERED),
         }
     )
-    key = f"erasure-receipts/{subject.key}/{started.strftime('%Y%m%dT%H%M%S.%fZ')}.json"
-    import json
-
+    key = f"{prefix}{started.strftime('%Y%m%dT%H%M%S.%fZ')}.json"
     receipt["location"] = store.put(
         key, json.dumps(receipt, indent=2, sort_keys=True).encode(), content_type="application/json"
     )
     receipt["key"] = key
-    if remaining:
-        raise VerificationError(f"forgetting {subject.user!r} left {len(remaining)} item(s); receipt at {key}")
+    if left:
+        raise ErasureIncompleteError(
+            f"forgetting the user is incomplete: {len(failed)} bank(s) could not be deleted, {len(remaining)} item(s) "
+            f"still reachable, {len(gone)} bank(s) deleted; the receipt (outcome partial) at {key} lists each: run "
+            "forget-user again once Hindsight answers (docs/operating.md, Forget)",
+            receipt,
+        )
     return receipt
+
+
+def _delete_banks(client: OperatorClient, banks: Iterable[str], sleep: Callable[[float], None]) -> dict[str, Any]:
+    """Delete each bank (transient failures tried again); the failures, by bank id."""
+    failed: dict[str, Any] = {}
+    for bank_id in banks:
+        _, failure = per_bank("forget.bank_failed", bank_id, functools.partial(client.delete_bank, bank_id), sleep)
+        if failure is not None:
+            failed[bank_id] = failure
+    return failed
+
+
+def _previous_partial(store: ArtifactStore, prefix: str) -> str | None:
+    """The key of the subject's latest erasure receipt when that erasure was partial (this run continues it)."""
+    latest = max(store.keys(prefix), default=None)
+    if latest is None:
+        return None
+    return latest if json.loads(store.get(latest)).get("outcome") == "partial" else None
 
 
 def _probe_texts(client: OperatorClient, banks: list[str]) -> list[str]:
@@ -130,19 +176,32 @@ def _probe_texts(client: OperatorClient, banks: list[str]) -> list[str]:
 
 
 def _remaining(client: OperatorClient, subject: Subject, banks: list[str], probes: list[str]) -> list[dict[str, Any]]:
-    """Everything of the subject still reachable: banks listed, stats, documents, memories, recall results."""
-    found: list[dict[str, Any]] = [{"bank_id": b, "what": "bank listed"} for b in subject_banks(client, subject)]
+    """Everything of the subject still reachable: banks listed, stats, documents, memories, recall results. A check
+    Hindsight fails to answer counts as reachable (an erasure is complete only when verified)."""
+    try:
+        found: list[dict[str, Any]] = [{"bank_id": b, "what": "bank listed"} for b in subject_banks(client, subject)]
+    except HindsightAgentCoreError as exc:
+        found = [{"bank_id": None, "what": f"bank listing failed ({type(exc).__name__})"}]
     for bank_id in banks:
-        if client.bank_stats(bank_id) is not None:
-            found.append({"bank_id": bank_id, "what": "bank stats answer"})
-        if next(client.documents(bank_id), None) is not None:
-            found.append({"bank_id": bank_id, "what": "documents listed"})
-        if next(client.memories(bank_id), None) is not None:
-            found.append({"bank_id": bank_id, "what": "memories listed"})
-        for probe in probes:
-            if client.recall(bank_id, probe):
-                found.append({"bank_id": bank_id, "what": "recall result"})
-                break
+        try:
+            found += _reachable(client, bank_id, probes)
+        except HindsightAgentCoreError as exc:
+            found.append({"bank_id": bank_id, "what": f"check failed ({type(exc).__name__})"})
+    return found
+
+
+def _reachable(client: OperatorClient, bank_id: str, probes: list[str]) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    if client.bank_stats(bank_id) is not None:
+        found.append({"bank_id": bank_id, "what": "bank stats answer"})
+    if next(client.documents(bank_id), None) is not None:
+        found.append({"bank_id": bank_id, "what": "documents listed"})
+    if next(client.memories(bank_id), None) is not None:
+        found.append({"bank_id": bank_id, "what": "memories listed"})
+    for probe in probes:
+        if client.recall(bank_id, probe):
+            found.append({"bank_id": bank_id, "what": "recall result"})
+            break
     return found
 
 
