@@ -97,8 +97,9 @@ def load_config(node: ContextSource) -> AppConfig:
     sections: dict[str, Any] = {}
     for name, cls in SECTIONS.items():
         raw = merged.get(name)
-        if not isinstance(raw, Mapping):
-            problems.append(f"{name} must be a section (a JSON object) in cdk.json context.defaults")
+        if not isinstance(raw, Mapping) or not isinstance(defaults.get(name), Mapping):  # (an env's overlay is no fix)
+            got = type(defaults.get(name)).__name__ if name in defaults else "nothing"
+            problems.append(f"{name} must be a section (a JSON object) in cdk.json context.defaults, got {got}")
             sections[name] = None
             continue
         if hasattr(cls, "from_section"):  # a section of names, read (and checked) by its own type

@@ -262,7 +262,15 @@ def test_the_keys_cdk_itself_puts_in_context_are_not_settings_to_check() -> None
     assert cfg.env_name == "prod"
 
 
-def load_config_from_cdk_json_with_section_key(section: str, key: str, value: object):
+def test_a_section_that_is_no_object_in_cdk_json_is_named_once() -> None:
+    # GIVEN cdk.json's defaults.hindsight replaced by a number (the dev env still overlays two of its keys)
+    with pytest.raises(ConfigError) as err:
+        load_config_from_cdk_json_with_section_key("hindsight", None, 3)
+    # THEN the one problem says so (before: 25 "hindsight.<key> is required" lines, and not the cause)
+    assert err.value.errors == ["hindsight must be a section (a JSON object) in cdk.json context.defaults, got int"]
+
+
+def load_config_from_cdk_json_with_section_key(section: str, key: str | None, value: object):
     """A cdk.json whose ``defaults.<section>`` holds an extra key."""
     import json
     import tempfile
@@ -271,7 +279,10 @@ def load_config_from_cdk_json_with_section_key(section: str, key: str, value: ob
     from infra.config.loader import CDK_JSON
 
     document = json.loads(CDK_JSON.read_text())
-    document["context"]["defaults"][section][key] = value
+    if key is None:
+        document["context"]["defaults"][section] = value
+    else:
+        document["context"]["defaults"][section][key] = value
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "cdk.json"
         path.write_text(json.dumps(document))
