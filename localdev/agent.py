@@ -31,6 +31,7 @@ from localdev.supervisor import REPO_ROOT as REPO_ROOT  # re-exported: bench bui
 from localdev.supervisor import (
     StartError,
     child_env,
+    env_number,
     require_free_port,
     spawn,
 )
@@ -195,7 +196,7 @@ def default_agent() -> LocalAgent:
 
 
 def default_port() -> int:
-    return int(os.environ.get(ENV_PORT) or DEFAULT_PORT)
+    return env_number(os.environ, ENV_PORT, DEFAULT_PORT, int)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

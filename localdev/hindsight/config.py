@@ -14,7 +14,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from localdev.supervisor import REPO_ROOT
+from localdev.supervisor import REPO_ROOT, env_choice, env_number
 from memory_adapter.missions import Missions
 
 __all__ = [
@@ -92,11 +92,6 @@ class ServerTls:
     cafile: Path
 
 
-def _env_int(env: Mapping[str, str], name: str, default: int) -> int:
-    raw = env.get(name, "").strip()
-    return int(raw) if raw else default
-
-
 #: The local agent's name (``make local``; the MCP server shares its banks).
 LOCAL_AGENT_NAME = "support"
 
@@ -150,11 +145,11 @@ class LocalHindsightConfig:
         """Defaults, then the ``LOCAL_HINDSIGHT_*`` / ``HINDSIGHT_VENV`` variables, then ``overrides``."""
         env = os.environ if env is None else env
         values: dict[str, Any] = {
-            "port": _env_int(env, ENV_PORT, DEFAULT_PORT),
-            "pg_port": _env_int(env, ENV_PG_PORT, DEFAULT_PG_PORT),
-            "llm_port": _env_int(env, ENV_LLM_PORT, DEFAULT_LLM_PORT),
-            "llm": LLMMode(env.get(ENV_LLM) or LLMMode.STUB),
-            "embeddings": EmbeddingsMode(env.get(ENV_EMBEDDINGS) or EmbeddingsMode.LOCAL),
+            "port": env_number(env, ENV_PORT, DEFAULT_PORT, int),
+            "pg_port": env_number(env, ENV_PG_PORT, DEFAULT_PG_PORT, int),
+            "llm_port": env_number(env, ENV_LLM_PORT, DEFAULT_LLM_PORT, int),
+            "llm": env_choice(env, ENV_LLM, LLMMode.STUB),
+            "embeddings": env_choice(env, ENV_EMBEDDINGS, EmbeddingsMode.LOCAL),
             "llm_model": env.get(ENV_LLM_MODEL) or None,
             "pg_os_user": env.get(ENV_PG_OS_USER) or DEFAULT_PG_OS_USER,
         }
@@ -167,9 +162,9 @@ class LocalHindsightConfig:
         if env.get(ENV_ISOLATION):
             values["isolation"] = env[ENV_ISOLATION].strip().lower() not in ("0", "false", "no", "off")
         if env.get(ENV_WORKERS):
-            values["workers"] = int(env[ENV_WORKERS])
+            values["workers"] = env_number(env, ENV_WORKERS, cls.workers, int)
         if env.get(ENV_STARTUP_TIMEOUT):
-            values["startup_timeout"] = float(env[ENV_STARTUP_TIMEOUT])
+            values["startup_timeout"] = env_number(env, ENV_STARTUP_TIMEOUT, cls.startup_timeout, float)
         values["missions"] = deployed_mission_json(LOCAL_AGENT_NAME)
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
