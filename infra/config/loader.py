@@ -138,7 +138,7 @@ def _unknown_command_line_keys(node: ContextSource) -> list[str]:
         if key in SECTIONS:
             problems.append(f"{key} is a section, not a setting: set one of its keys with -c {key}.<key>=<value>")
             continue
-        problems.append(_not_a_setting(key, known, "remove the -c option"))
+        problems.append(_not_a_setting(key, known, "remove the -c option (or that key of cdk.json's context)"))
     return problems
 
 
@@ -146,7 +146,7 @@ def _not_a_setting(key: str, known: Sequence[str], remedy: str) -> str:
     """``<key> is not a setting``, with the closest known name when there is one."""
     close = difflib.get_close_matches(key, known, n=1, cutoff=0.75)
     fix = f"did you mean {close[0]}? Otherwise {remedy}" if close else f"check its spelling or {remedy}"
-    return f"{key} is not a setting: {fix} (docs/deploying.md#configuration-reference lists every setting)"
+    return f"{key} is not a setting: {fix}; docs/deploying.md#configuration-reference lists every setting"
 
 
 def load_config_from_cdk_json(overrides: Mapping[str, Any] | None = None, *, path: Path = CDK_JSON) -> AppConfig:
