@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import urllib.parse
+from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -38,15 +39,20 @@ def backup_banks(
     now: datetime,
     principal: str,
     bank_ids: list[str] | None = None,
+    progress: Callable[[str], None] = lambda _line: None,
 ) -> dict[str, Any]:
-    """Archive ``bank_ids`` (default: every bank) under ``backups/<time>/``; return the manifest."""
+    """Archive ``bank_ids`` (default: every bank) under ``backups/<time>/``; return the manifest. ``progress`` gets
+    one line per bank (``[n/N] <bank>: <bytes> bytes``)."""
     prefix = f"backups/{now.strftime('%Y%m%dT%H%M%SZ')}"
     entries: list[dict[str, Any]] = []
-    for bank_id in sorted(bank_ids if bank_ids is not None else client.bank_ids()):
+    ids = sorted(bank_ids if bank_ids is not None else client.bank_ids())
+    for index, bank_id in enumerate(ids, start=1):
         summary = bank_summary(client, bank_id)
         archive = client.export_archive(bank_id)
         if archive is None:
-            continue  # deleted meanwhile
+            progress(f"[{index}/{len(ids)}] {bank_id}: deleted meanwhile, skipped")
+            continue
+        progress(f"[{index}/{len(ids)}] {bank_id}: {len(archive)} bytes")
         key = archive_key(prefix, bank_id)
         store.put(key, archive, content_type="application/zip")
         entries.append(

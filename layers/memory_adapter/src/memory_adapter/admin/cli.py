@@ -220,7 +220,12 @@ def _run_local(args: argparse.Namespace, request: dict[str, Any]) -> dict[str, A
     except RetentionRulesError as exc:
         source = "--retention" if args.retention else f"${ENV_RETENTION}"
         raise InvalidRequestError(f"{source}: {exc}; give a JSON object of kind -> days (1-36500) or null") from exc
-    deps = AdminDeps(OperatorClient(args.url, _operator_key(args)), DirectoryStore(args.out), rules)
+    deps = AdminDeps(
+        OperatorClient(args.url, _operator_key(args)),
+        DirectoryStore(args.out),
+        rules,
+        progress=lambda line: print(line, file=sys.stderr, flush=True),
+    )
     try:
         with _audit_to_file(Path(args.out)):
             return run_action(request, deps=deps, principal=f"local:{getpass.getuser()}")
