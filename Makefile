@@ -8,6 +8,7 @@ SHELL := /bin/bash
 
 PYTHON ?= python3
 NODE ?= node
+NPM ?= npm
 VENV ?= .venv
 HS_VENV ?= .venv-hindsight
 CHECKOV_VENV ?= .venv-checkov
@@ -41,11 +42,15 @@ check-node:
 	@v=$$($(NODE) --version 2>/dev/null); major=$${v#v}; major=$${major%%.*}; \
 	  [ "$$major" -ge 20 ] 2>/dev/null || \
 	  { echo "error: Node.js 20 or newer is needed for the CDK CLI ($(NODE) is $${v:-not found}); install it (https://nodejs.org, or: nvm install 20) and run make again"; exit 1; }
+	@command -v $(NPM) >/dev/null || \
+	  { echo "error: npm is needed to install the CDK CLI ($(NPM) is not found); install Node.js 20+ with npm (https://nodejs.org, nvm install 20, or NodeSource's nodejs package on Debian/Ubuntu) and run make again"; exit 1; }
 
 .PHONY: check-python
 check-python:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || \
 	  { echo "error: Python 3.11 or newer is needed ($(PYTHON) is $$($(PYTHON) --version 2>&1)); run: make PYTHON=python3.12 ..."; exit 1; }
+	@$(PYTHON) -c 'import ensurepip, venv' 2>/dev/null || \
+	  { echo "error: $(PYTHON) cannot create virtualenvs (no ensurepip/venv module); on Debian/Ubuntu: sudo apt-get install python3-venv (python3.X-venv for python3.X), then run make again"; exit 1; }
 
 $(VENV)/.installed: requirements.txt requirements-dev.txt layers/memory_adapter/pyproject.toml | check-python
 	@echo "==> [1/3] Creating $(VENV): CDK, agent and test tools (about 3 minutes the first time)"

@@ -19,14 +19,15 @@ from cdk_nag import AwsSolutionsChecks, NIST80053R5Checks
 
 from infra.app_builder import build_stacks
 from infra.config import ConfigError, load_config
+from infra.constructs.props import PropsError
 from infra.nag import acknowledge_findings
 
 app = App()
 try:
     config = load_config(app.node)
-except ConfigError as err:  # every problem, listed once, without a traceback in the way
+    stacks = build_stacks(app, config)
+except (ConfigError, PropsError) as err:  # every problem (or what is missing: make build), without a traceback
     raise SystemExit(str(err)) from None
-stacks = build_stacks(app, config)
 acknowledge_findings(stacks, config)
 Validations.of(app).add_plugins(AwsSolutionsChecks(app), NIST80053R5Checks(app))
 app.synth()

@@ -318,6 +318,7 @@ def main(argv: Sequence[str]) -> int:
         if len(argv) not in (2, 3):
             print("usage: python -m infra.build project <project folder> [<entrypoint>]", file=sys.stderr)
             return 2
+        print(f"project {Path(argv[1]).name}: resolving and installing its Linux arm64 wheels ...", flush=True)
         try:
             size = build_project(argv[1], *argv[2:])
         except BuildError as exc:
@@ -332,9 +333,11 @@ def main(argv: Sequence[str]) -> int:
         print(f"usage: python -m infra.build {usage}", file=sys.stderr)
         return 2
     try:
-        for name in names:
+        for step, name in enumerate(names, 1):
+            # A long step (pip resolving and downloading arm64 wheels) says what it is before it starts.
+            print(f"[{step}/{len(names)}] {name} ...", flush=True)
             size = builders[name]()
-            print(f"{name}: {size / 2**20:.2f} MiB")
+            print(f"[{step}/{len(names)}] {name}: {size / 2**20:.2f} MiB", flush=True)
     except BuildError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -18,6 +18,7 @@ import argparse
 import json
 import os
 import sys
+import urllib.error
 import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ from localdev.supervisor import (
     REPO_ROOT,
     StartError,
     child_env,
+    env_number,
     require_free_port,
     spawn,
 )
@@ -174,12 +176,27 @@ def _describe(settings: object) -> str:
     return f"{which} (Hindsight {env.get('HINDSIGHT_API_URL')})"
 
 
+def hindsight_warning(url: str) -> str | None:
+    """What to say when no Hindsight answers at ``url``: the agent still starts (and answers "degraded": true), so a
+    newcomer who started it alone learns why nothing is remembered, and how to fix it."""
+    try:
+        with urllib.request.urlopen(f"{url}/health", timeout=2):  # noqa: S310 - the local Hindsight, http
+            return None
+    except urllib.error.HTTPError:  # it answers (even with an error status): it runs
+        return None
+    except (OSError, ValueError):
+        return (
+            f'warning: no Hindsight answers at {url}: the agent answers without memory ("degraded": true) until one '
+            "does; start it with make hindsight-start (or make local), or pass --hindsight-url"
+        )
+
+
 def default_agent() -> LocalAgent:
     return LocalAgent(Path(os.environ.get(ENV_DATA_DIR) or DEFAULT_DATA_DIR))
 
 
 def default_port() -> int:
-    return int(os.environ.get(ENV_PORT) or DEFAULT_PORT)
+    return env_number(os.environ, ENV_PORT, DEFAULT_PORT, int)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -196,6 +213,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     sub.add_parser("stop", help="stop the agent")
     args = parser.parse_args(argv)
     agent = LocalAgent(args.data_dir) if args.data_dir else default_agent()
+    warning = hindsight_warning(args.hindsight_url) if args.command == "start" else None
+    if warning:
+        print(warning, file=sys.stderr)
     return service_command(
         args.command,
         agent,

@@ -42,6 +42,7 @@ from localdev.supervisor import StartError, require_free_port, try_start
 from localdev.token_issuer import background as issuer_background
 from localdev.token_issuer import default_data_dir, ensure_running, load_or_create_key, mint_token, stop_background
 from memory_adapter._hindsight_api import HindsightApi
+from memory_adapter.agentcore.project import project_problems
 from memory_adapter.constants import DEFAULT_RECALL_BUDGET
 from memory_adapter.exceptions import HindsightAgentCoreError
 from memory_adapter.identity import format_bank_id
@@ -312,6 +313,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--adapter", action="store_true", help="use the memory adapter directly, not the agent")
     parser.add_argument("--agent-project", type=Path, help="run this agent project (e.g. examples/strands_agent)")
     args = parser.parse_args(argv)
+    problems = project_problems(args.agent_project) if args.agent_project else []
+    if problems:  # before the ~20 s start of Hindsight, not after it
+        print("\n".join([f"make local cannot start AGENT={args.agent_project}:", *problems]), file=sys.stderr)
+        return 1
 
     hindsight = LocalHindsight(LocalHindsightConfig.from_env(), log=lambda msg: print(f"  {msg}", flush=True))
     clashes = port_clashes(hindsight, agent_and_mcp=not (args.client or args.adapter))

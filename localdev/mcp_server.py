@@ -35,6 +35,7 @@ from localdev.local_server import LocalServer, service_command
 from localdev.supervisor import (
     REPO_ROOT,
     child_env,
+    env_number,
     require_free_port,
     spawn,
 )
@@ -263,7 +264,7 @@ def default_server() -> LocalMcpServer:
 
 def default_port() -> int:
     """``LOCAL_MCP_PORT``, else 8891."""
-    return int(os.environ.get(ENV_PORT) or DEFAULT_PORT)
+    return env_number(os.environ, ENV_PORT, DEFAULT_PORT, int)
 
 
 def _serve(port: int, hindsight_url: str, issuer_url: str) -> int:

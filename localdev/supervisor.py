@@ -32,6 +32,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -58,10 +59,40 @@ ADAPTER_SOURCES = REPO_ROOT / "layers" / "memory_adapter" / "src"
 LOG_TAIL_LINES = 40
 
 _T = TypeVar("_T")
+_N = TypeVar("_N", int, float)
+_E = TypeVar("_E", bound=StrEnum)
 
 
 class StartError(RuntimeError):
     """A child did not become ready; the message carries the tail of its log and, where there is one, a hint."""
+
+
+class SettingError(SystemExit):
+    """A ``LOCAL_*`` variable that cannot be read: the command stops with one line naming it (a SystemExit, so every
+    local CLI prints the line, not a traceback, without each catching it)."""
+
+
+def env_number(env: Mapping[str, str], name: str, default: _N, kind: type[_N]) -> _N:
+    """``env[name]`` read as ``kind`` (``int`` or ``float``), or ``default`` when unset or blank."""
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return kind(raw)
+    except ValueError:
+        what = "a whole number" if kind is int else "a number"
+        raise SettingError(f"{name} must be {what}, got {raw!r}: fix it or unset it (default {default})") from None
+
+
+def env_choice(env: Mapping[str, str], name: str, default: _E) -> _E:
+    """``env[name]`` read as a member of ``default``'s enum, or ``default`` when unset or blank."""
+    raw = env.get(name, "").strip()
+    kind = type(default)
+    try:
+        return kind(raw) if raw else default
+    except ValueError:
+        known = ", ".join(member.value for member in kind)
+        raise SettingError(f"{name} must be one of: {known}; got {raw!r}") from None
 
 
 # --- children's environment -------------------------------------------------------------------------------------

@@ -16,7 +16,9 @@ lists every problem.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import json
+import re
 import types
 import typing
 from collections.abc import Mapping, Sequence
@@ -49,6 +51,9 @@ class ContextSource(typing.Protocol):
     def try_get_context(self, key: str) -> Any:
         """Return the context value for key, or None."""
 
+    def get_all_context(self) -> dict[str, Any]:
+        """Every context key and value (the ``-c`` ones included)."""
+
 
 class DictContext:
     """A :class:`ContextSource` over a plain dict (the command-line check, the smoke test and tests)."""
@@ -59,6 +64,10 @@ class DictContext:
     def try_get_context(self, key: str) -> Any:
         """The value of ``key``, or None."""
         return self._context.get(key)
+
+    def get_all_context(self) -> dict[str, Any]:
+        """Every key and value."""
+        return dict(self._context)
 
 
 _HINTS = typing.get_type_hints(AppConfig)
@@ -81,15 +90,16 @@ def load_config(node: ContextSource) -> AppConfig:
     """Build and validate the configuration from CDK context (``app.node``); raise one :class:`ConfigError`."""
     env_name = str(node.try_get_context("env") or DEFAULT_ENV)
     defaults, merged = _merged_context(node, env_name)
-    problems: list[str] = []
+    problems = _unknown_command_line_keys(node)
     unknown = sorted(set(merged) - set(TOP_LEVEL) - set(SECTIONS))
-    problems.extend(f"{key} is not a setting: remove it from cdk.json or check its spelling" for key in unknown)
+    problems.extend(_not_a_setting(key, [*TOP_LEVEL, *SECTIONS], "remove it from cdk.json") for key in unknown)
     top = _read_fields(AppConfig, TOP_LEVEL, merged, defaults, Naming(), problems)
     sections: dict[str, Any] = {}
     for name, cls in SECTIONS.items():
         raw = merged.get(name)
-        if not isinstance(raw, Mapping):
-            problems.append(f"{name} must be a section (a JSON object) in cdk.json context.defaults")
+        if not isinstance(raw, Mapping) or not isinstance(defaults.get(name), Mapping):  # (an env's overlay is no fix)
+            got = type(defaults.get(name)).__name__ if name in defaults else "nothing"
+            problems.append(f"{name} must be a section (a JSON object) in cdk.json context.defaults, got {got}")
             sections[name] = None
             continue
         if hasattr(cls, "from_section"):  # a section of names, read (and checked) by its own type
@@ -99,7 +109,7 @@ def load_config(node: ContextSource) -> AppConfig:
         names = section_keys(cls)
         naming = Naming(shown_prefix=f"{name}.")
         problems.extend(
-            f"{naming.shown(key)} is not a setting: remove it from cdk.json or check its spelling"
+            _not_a_setting(naming.shown(key), [naming.shown(n) for n in names], "remove it from cdk.json")
             for key in sorted(set(raw) - set(names))
         )
         fields = _read_fields(cls, names, raw, defaults.get(name) or {}, naming, problems)
@@ -110,6 +120,33 @@ def load_config(node: ContextSource) -> AppConfig:
     if problems or top is None:
         raise ConfigError(problems)
     return AppConfig(env_name=env_name, **top, **sections)
+
+
+#: A context key shaped like one of ours (``hindsight.cpu``, ``region``); CDK's own keys have ``:``, ``@`` or ``-``.
+_SETTING_SHAPED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z0-9_]+)*")
+#: Context keys that are not settings but are read: the env's name and cdk.json's two layers.
+_STRUCTURE = ("env", "defaults", "envs")
+
+
+def _unknown_command_line_keys(node: ContextSource) -> list[str]:
+    """Problems for ``-c`` keys that are no setting (a typo such as ``-c hindsight.cpuu=2048`` must not be ignored)."""
+    known = [*TOP_LEVEL, *(f"{s}.{key}" for s, cls in SECTIONS.items() for key in section_keys(cls))]
+    problems = []
+    for key in sorted(node.get_all_context()):
+        if key in known or key in _STRUCTURE or not _SETTING_SHAPED.fullmatch(key):
+            continue
+        if key in SECTIONS:
+            problems.append(f"{key} is a section, not a setting: set one of its keys with -c {key}.<key>=<value>")
+            continue
+        problems.append(_not_a_setting(key, known, "remove the -c option (or that key of cdk.json's context)"))
+    return problems
+
+
+def _not_a_setting(key: str, known: Sequence[str], remedy: str) -> str:
+    """``<key> is not a setting``, with the closest known name when there is one."""
+    close = difflib.get_close_matches(key, known, n=1, cutoff=0.75)
+    fix = f"did you mean {close[0]}? Otherwise {remedy}" if close else f"check its spelling or {remedy}"
+    return f"{key} is not a setting: {fix}; docs/deploying.md#configuration-reference lists every setting"
 
 
 def load_config_from_cdk_json(overrides: Mapping[str, Any] | None = None, *, path: Path = CDK_JSON) -> AppConfig:

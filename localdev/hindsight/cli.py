@@ -1,4 +1,5 @@
-"""``python -m localdev.hindsight start|stop|status`` (also ``make hindsight-start|hindsight-stop|hindsight-status``).
+"""``python -m localdev.hindsight start|stop|status`` (also ``make hindsight-start|hindsight-stop|hindsight-status``),
+and ``maintenance ...``: the operator's maintenance task (restore, re-embed) against the running local server.
 
 Flags override the ``LOCAL_HINDSIGHT_*`` variables, which override the defaults (:class:`LocalHindsightConfig`).
 """
@@ -7,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -32,7 +35,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Run a real Hindsight locally (PostgreSQL + pgvector, loopback, offline).",
         epilog=f"Environment: {', '.join(env_names(LocalHindsightConfig))}. Flags win over them.",
     )
-    parser.add_argument("command", choices=["start", "stop", "status"])
+    parser.add_argument("command", choices=["start", "stop", "status", "maintenance"])
     parser.add_argument("--data-dir", type=Path, help="default .local/hindsight")
     parser.add_argument("--port", type=int, help=f"API port (default {DEFAULT_PORT}; 0 = free port)")
     parser.add_argument("--pg-port", type=int, help=f"PostgreSQL port (default {DEFAULT_PG_PORT})")
@@ -66,6 +69,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--env", action="append", default=[], metavar="KEY=VALUE", help="extra server environment (repeatable)"
     )
+    parser.epilog = (
+        f"{parser.epilog} maintenance: the arguments after it are memory_adapter.admin.maintenance's (restore"
+        " MANIFEST, reembed ...)."
+    )
     return parser
 
 
@@ -89,12 +96,19 @@ def _config(args: argparse.Namespace) -> LocalHindsightConfig:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    # The maintenance task's own arguments pass through; any other command takes only this parser's (a REMAINDER
+    # positional would swallow `status --data-dir ...`).
+    args, rest = parser.parse_known_args(argv)
+    if rest and args.command != "maintenance":
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
     hs = LocalHindsight(_config(args), log=lambda msg: print(msg, flush=True))
     if args.command == "start":
         return _start(hs)
     if args.command == "stop":
         return _stop(hs, keep_issuer=args.keep_issuer)
+    if args.command == "maintenance":
+        return _maintenance(hs, rest)
     status = hs.status()
     print(json.dumps(status, indent=2))
     return 0 if status["healthy"] else 3
@@ -118,3 +132,14 @@ def _stop(hs: LocalHindsight, *, keep_issuer: bool) -> int:
     if not keep_issuer and hs.config.isolation and hs.config.issuer_discovery_url is None and stop_issuer():
         print("Local token issuer stopped")
     return 0
+
+
+def _maintenance(hs: LocalHindsight, argv: Sequence[str]) -> int:
+    """Run ``memory_adapter.admin.maintenance`` as the deployed maintenance task does: in Hindsight's virtualenv,
+    with the running server's environment (its database, embedding model and settings)."""
+    if not hs.is_healthy():
+        print(f"no local Hindsight answers at {hs.url}: start it first (make hindsight-start)", file=sys.stderr)
+        return 1
+    python = Path(hs.config.venv) / "bin" / "python"
+    command = [str(python), "-m", "memory_adapter.admin.maintenance", *argv]
+    return subprocess.run(command, env=hs.server_env(), check=False).returncode

@@ -14,7 +14,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from localdev.supervisor import REPO_ROOT
+from localdev.supervisor import REPO_ROOT, SettingError
 from memory_adapter.missions import Missions
 from memory_adapter.settings_fields import read_declared, setting
 from memory_adapter.settings_reader import SettingsReader
@@ -147,9 +147,10 @@ class LocalHindsightConfig:
 
 
 def _read(env: Mapping[str, str], *, only: tuple[str, ...] | None = None) -> dict[str, Any]:
-    """The settings ``env`` gives (unset ones left to their defaults); raise ``ValueError`` naming every problem."""
+    """The settings ``env`` gives (unset ones left to their defaults); stop with one line naming every problem
+    (:class:`~localdev.supervisor.SettingError`)."""
     reader = SettingsReader(env)
     values = read_declared(LocalHindsightConfig, reader, only=only)
     if reader.problems:
-        raise ValueError("invalid local Hindsight settings: " + "; ".join(reader.problems))
+        raise SettingError("; ".join(reader.problems))
     return {name: value for name, value in values.items() if value is not None}

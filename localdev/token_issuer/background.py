@@ -13,7 +13,16 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from localdev import supervisor
-from localdev.supervisor import REPO_ROOT, StartError, StateFile, child_env, spawn, terminate, wait_until_ready
+from localdev.supervisor import (
+    REPO_ROOT,
+    StartError,
+    StateFile,
+    child_env,
+    env_number,
+    spawn,
+    terminate,
+    wait_until_ready,
+)
 from localdev.token_issuer.tokens import LOCAL_CLIENT_ID
 
 __all__ = [
@@ -48,7 +57,7 @@ def default_data_dir() -> Path:
 
 def default_port() -> int:
     """``LOCAL_ISSUER_PORT`` or 8890."""
-    return int(os.environ.get(ENV_PORT) or DEFAULT_PORT)
+    return env_number(os.environ, ENV_PORT, DEFAULT_PORT, int)
 
 
 def default_issuer_url() -> str:

@@ -228,3 +228,19 @@ def test_the_wiring_dependencies_come_from_the_adapter_s_extra() -> None:
     assert any(dep.startswith("bedrock-agentcore") for dep in wiring)
     with pytest.raises(build.BuildError, match="no extra"):
         build.adapter_dependencies("nope")
+
+
+def test_make_build_says_each_step_before_it_runs(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # WHEN one artifact is built as make build builds them (the extension: quick, no pip; into a temporary folder,
+    # so the build/ other tests read is not rewritten under them)
+    monkeypatch.setattr(build, "BUILD", tmp_path)
+    monkeypatch.setattr(build, "EXTENSION_ZIP", tmp_path / "hindsight_ext.zip")
+    assert build.main(["extension"]) == 0
+    # THEN its step is announced before it runs, then its size (before: one line at the end of each, so a minute of
+    # silence while pip fetched the agent's wheels)
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "[1/1] extension ..."
+    assert out[1].startswith("[1/1] extension: ")
+    assert out[1].endswith(" MiB")

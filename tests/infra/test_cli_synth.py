@@ -91,3 +91,16 @@ def test_a_gateway_asked_for_without_user_tokens_is_refused_with_what_to_do(tmp_
     stderr = _refused_synth(tmp_path, "auth.mode=iam", "gateway.enabled=true")
     assert "gateway.enabled=true: the gateway's tools act for the user a verified token names" in stderr
     assert "leave gateway.enabled null (no gateway with iam)" in stderr
+
+
+def test_a_mistyped_setting_is_refused_not_ignored(tmp_path: Path) -> None:
+    # GIVEN -c hindsight.cpuu=2048 (meant: hindsight.cpu): before, the CDK app ignored it and synthesized cpu 1024
+    stderr = _refused_synth(tmp_path, "hindsight.cpuu=2048")
+    assert "hindsight.cpuu is not a setting: did you mean hindsight.cpu?" in stderr
+
+
+def test_a_synth_before_make_build_says_to_run_it(tmp_path: Path) -> None:
+    # GIVEN no agent bundle where the configuration points (a fresh clone, npx cdk synth before make build)
+    stderr = _refused_synth(tmp_path, f"agent.bundle_path={tmp_path / 'build' / 'agent'}")
+    # THEN one line says what is missing and what to run (before: a jsii traceback ending in the same words)
+    assert "is not built (or has no main.py): run make build" in stderr

@@ -39,3 +39,25 @@ def test_the_infra_map_names_every_construct_module() -> None:
     modules = sorted(p.name for p in (ROOT / "infra" / "constructs").glob("*.py") if p.name != "__init__.py")
     missing = [m for m in modules if f"constructs/{m}" not in infra_map and f"`{m}`" not in infra_map]
     assert missing == []
+
+
+def test_every_c_option_the_docs_show_names_a_setting() -> None:
+    """A ``-c key=value`` a reader copies from the docs must name a setting: the app refuses any other key."""
+    import re
+
+    from infra.config.loader import SECTIONS, TOP_LEVEL, section_keys
+
+    known = {"env", *TOP_LEVEL, *(f"{s}.{key}" for s, cls in SECTIONS.items() for key in section_keys(cls))}
+    pages = [
+        ROOT / "README.md",
+        *sorted((ROOT / "docs").glob("*.md")),
+        *sorted((ROOT / "examples").glob("*/README.md")),
+    ]
+    shown = {
+        f"{page.relative_to(ROOT)}: {key}"
+        for page in pages
+        for key in re.findall(r"(?<![\w-])-c ([a-z_]+(?:\.[a-z_]+)?)=", page.read_text())
+        # the syntax's own placeholders, and PostgreSQL's -c in docs/local.md (pg_ctl's, not ours)
+        if key not in known and key not in ("key", "section.key", "listen_addresses")
+    }
+    assert shown == set()

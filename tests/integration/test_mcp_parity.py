@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -148,3 +149,36 @@ def test_the_docs_parsing_snippet_runs_as_pasted_on_both_paths(
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode != 0
     assert "RuntimeError: bad_arguments:" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("case", "expected"),
+    [
+        ("no token", "set TOKEN to a user token"),
+        ("a foreign token", "refused the session: check TOKEN"),
+        ("nothing listening", "cannot connect to http://127.0.0.1:"),
+    ],
+)
+def test_the_docs_snippet_says_what_is_wrong_without_a_traceback(
+    routes: tuple[Route, Route], tmp_path: Path, case: str, expected: str
+) -> None:
+    # GIVEN the snippet as pasted, run the way a newcomer gets it wrong: TOKEN unset, a token the server refuses, or
+    # MCP_URL where nothing listens (make local not running)
+    local, _ = routes
+    script = tmp_path / "recall.py"
+    script.write_text(_docs_snippet())
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TOKEN")}
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{s.getsockname()[1]}/mcp"
+    env |= {
+        "no token": {"MCP_URL": local.url},
+        "a foreign token": {"MCP_URL": local.url, "TOKEN": "not-a-token"},
+        "nothing listening": {"MCP_URL": closed, "TOKEN": "not-a-token"},
+    }[case]
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
+    # THEN it stops with one line saying what is wrong and what to do (before: a KeyError or an exception group)
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr, done.stderr[-2000:]
+    (line,) = done.stderr.strip().splitlines()
+    assert expected in line

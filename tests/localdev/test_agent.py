@@ -152,3 +152,25 @@ def test_a_port_taken_by_something_else_names_the_setting(tmp_path: Path) -> Non
         with pytest.raises(StartError, match=f"port {port} is in use.*LOCAL_AGENT_PORT=<port>"):
             agent.start(hindsight_url="http://127.0.0.1:1", issuer_url="http://127.0.0.1:2", port=port)
         assert not agent.state_file.exists()
+
+
+def test_starting_the_agent_with_no_hindsight_warns_what_to_do(tmp_path: Path) -> None:
+    # GIVEN no Hindsight at the URL (the agent started alone, before make hindsight-start)
+    port, down = _free_port(), f"http://127.0.0.1:{_free_port()}"
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "agent.py").write_text(_PING_SERVER)
+    data_dir = tmp_path / "agent"
+    cli = [sys.executable, "-m", "localdev.agent", "--data-dir", str(data_dir)]
+    start = [*cli, "start", "--port", str(port), "--hindsight-url", down, "--issuer-url", "http://127.0.0.1:2"]
+    try:
+        # WHEN the agent is started from the command line
+        started = subprocess.run(
+            [*start, "--project", str(project)], capture_output=True, text=True, timeout=60, cwd=REPO_ROOT, check=False
+        )
+        # THEN it starts, and says that it answers without memory until Hindsight runs, and how to start it
+        assert started.returncode == 0, started.stderr
+        assert f"warning: no Hindsight answers at {down}" in started.stderr
+        assert "make hindsight-start" in started.stderr
+    finally:
+        subprocess.run([*cli, "stop"], capture_output=True, timeout=60, cwd=REPO_ROOT, check=False)

@@ -70,3 +70,17 @@ def test_a_port_make_local_itself_holds_is_no_clash(taken: int, monkeypatch: pyt
     state.write_text(json.dumps({"pid": os.getpid(), "url": f"http://127.0.0.1:{taken}/mcp"}))
     # THEN its port is not reported
     assert demo.port_clashes(LocalHindsight(LocalHindsightConfig.from_env()), agent_and_mcp=True) == []
+
+
+def test_a_mistyped_agent_project_stops_make_local_before_anything_starts(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # WHEN make local starts with AGENT= a folder that is not there (one letter off the example's)
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    code = demo.main(["--agent-project", str(examples / "strand_agent")])
+    # THEN it fails at once, naming the folder it probably meant, and started nothing (before: after Hindsight's start)
+    out, err = capsys.readouterr()
+    assert code == 1
+    assert f"(did you mean {examples / 'strands_agent'}?)" in err
+    assert out == ""
+    assert list(Path(os.environ["LOCAL_HINDSIGHT_DATA_DIR"]).glob("*.json")) == []

@@ -130,3 +130,28 @@ def test_a_bank_renamed_to_an_ascii_id_is_backed_up(users: Users, deps: AdminDep
     finally:
         for bank in (odd, plain):  # other tests back up every bank of the shared server
             deps.client.delete_bank(bank)
+
+
+def test_the_cli_backup_says_each_bank_as_it_goes(
+    users: Users, local_hindsight: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from memory_adapter.admin.cli import main
+
+    # GIVEN two banks of one user, and the operator key in a file as make local keeps it
+    users.retain("lee", "Lee's favourite tea is sencha.")
+    users.retain("lee", "Lee flies to Oslo in May.", agent="travel", kind="plan")
+    banks = sorted([users.bank("lee"), users.bank("lee", "travel")])
+    key = tmp_path / "operator-key"
+    key.write_text(local_hindsight.operator_key)
+    # WHEN the operator backs them up from the command line
+    argv = ["--local", "--url", local_hindsight.url, "--operator-key-file", str(key), "--out", str(tmp_path / "out")]
+    code = main([*argv, "backup", *(arg for bank in banks for arg in ("--bank", bank))])
+    # THEN each bank is a progress line on stderr as it is archived (before: silence until the manifest)
+    out, err = capsys.readouterr()
+    assert code == 0
+    lines = err.splitlines()
+    assert len(lines) == len(banks)
+    for index, (line, bank) in enumerate(zip(lines, banks, strict=True), start=1):
+        assert line.startswith(f"[{index}/2] {bank}: ")
+        assert line.endswith(" bytes")
+    assert [b["bank_id"] for b in json.loads(out)["banks"]] == banks

@@ -3,8 +3,11 @@ given (``localdev.agent.agent_env``): the same agent name, Hindsight, auth mode,
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -38,3 +41,25 @@ def test_the_line_that_runs_the_snippet_against_make_local_sets_what_make_locals
     for name in variables:
         with pytest.raises(SettingsError, match=name):
             AgentMemorySettings.from_env({k: v for k, v in variables.items() if k != name})
+
+
+def test_the_snippet_started_without_a_setting_says_which_without_a_traceback(tmp_path: Path) -> None:
+    # GIVEN the snippet saved as my_agent.py, started as the doc says but without JWT_DISCOVERY_URL (a newcomer's slip)
+    (snippet,) = re.findall(r"```python\n(.*?)```", (ROOT / "docs" / "own-agent.md").read_text(), re.DOTALL)[:1]
+    (tmp_path / "my_agent.py").write_text(snippet)
+    variables, _ = documented_run()
+    del variables["JWT_DISCOVERY_URL"]
+    inherited = {k: v for k, v in os.environ.items() if k in ("PATH", "PYTHONPATH", "HOME")}
+    done = subprocess.run(  # our own doc's code, as a user runs it
+        [sys.executable, "my_agent.py"],
+        cwd=tmp_path,
+        env={**inherited, **variables},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    # THEN it stops with the problem and nothing else (before: a SettingsError traceback ending in the same words)
+    assert done.returncode != 0
+    assert "JWT_DISCOVERY_URL is required" in done.stderr
+    assert "Traceback" not in done.stderr, done.stderr

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -112,3 +115,57 @@ def test_forget_user_without_confirm_names_the_option_and_audits_the_refusal_to_
     record = json.loads(line)
     assert (record["action"], record["outcome"], record["error"]) == ("forget-user", "refused", "ConfirmationError")
     assert record["principal"].startswith("local:")
+
+
+def test_run_from_another_folder_says_where_it_looked_and_what_to_do(capsys: pytest.CaptureFixture[str]) -> None:
+    # GIVEN the default key file (relative) and a folder that is not the project's (the autouse fixture's tmp_path)
+    code, err = _run(capsys, "--local", "banks", "--user", "u")
+    # THEN the error names the folder it looked in and both ways out (before: only "start the local Hindsight")
+    line = _one_line(err)
+    assert code == 2
+    assert f"(under {Path.cwd()})" in line
+    assert "run this from the project folder" in line
+    assert "--operator-key-file" in line
+
+
+@pytest.fixture
+def refusing_url() -> Iterator[str]:
+    """A real HTTP server that answers every request 401, as Hindsight does to a key that is not its own."""
+
+    class Refuse(BaseHTTPRequestHandler):
+        def _refuse(self) -> None:
+            body = b'{"detail": "Authentication failed: unauthorized"}'
+            self.send_response(401)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        do_GET = do_POST = do_DELETE = _refuse
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Refuse)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize("action", [["banks", "--user", "u"], ["import", "history.jsonl"]])
+def test_a_refused_operator_key_names_the_key_file_and_the_server(
+    capsys: pytest.CaptureFixture[str], key_file: Path, refusing_url: str, action: list[str]
+) -> None:
+    # GIVEN a key another server made (a stale .local, a deployed Hindsight's URL with the local key)
+    turn = {"user": "u", "agent": "a", "time": "2024-05-08T13:56:00+00:00", "user_text": "I prefer email."}
+    Path("history.jsonl").write_text(json.dumps(turn) + "\n")
+    code, err = _run(capsys, "--local", "--url", refusing_url, "--operator-key-file", str(key_file), *action)
+    # THEN one line says the key was refused, which key file and which server (before: "HTTP 401: ..." alone)
+    assert "Traceback" not in err
+    line = err.splitlines()[-1]  # (import prints the file's count first)
+    assert code == 2
+    assert f"Hindsight at {refusing_url} refused the operator key from {key_file} (HTTP 401)" in line

@@ -194,4 +194,8 @@ def test_the_cli_prints_a_partial_backup_and_exits_1(
     out, err = capsys.readouterr()
     assert code == 1
     assert [f["bank_id"] for f in json.loads(out)["failed"]] == ["beta"]
-    assert err == 'error: 1 bank(s) failed, the others done: see "failed"\n'
+    assert err.splitlines() == [
+        "[1/2] alpha: 12 bytes",
+        "[2/2] beta: failed (HindsightUnavailableError: Hindsight answered HTTP 500: Internal Server Error), skipped",
+        'error: 1 bank(s) failed, the others done: see "failed"',
+    ]

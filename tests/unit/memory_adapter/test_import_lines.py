@@ -39,7 +39,10 @@ def test_the_document_id_is_stable_and_depends_on_bank_and_content():
         ("{not json", "line 2: not JSON"),
         ("[1, 2]", "line 2: not a JSON object"),
         (line(user=""), "line 2: missing user"),
-        (line(time="2024-05-08T13:56:00"), "line 2: time: occurred_at 2024-05-08T13:56:00 has no timezone"),
+        (
+            line(time="2024-05-08T13:56:00"),
+            "line 2: time '2024-05-08T13:56:00' has no UTC offset: write it with one, e.g. 2024-05-08T13:56:00+00:00",
+        ),
         (line(time="yesterday"), "line 2: time 'yesterday' is not ISO 8601"),
         (line(time="2999-01-01T00:00:00+00:00"), "in the future"),
         (line(user_text=5), "line 2: user_text must be a string"),

@@ -58,6 +58,8 @@ class AdminDeps:
     rules: RetentionRules
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
     expiry_batch_size: int = 500
+    #: A line per step of a long action (a backup's banks): the CLI prints them; the function has its audit line.
+    progress: Callable[[str], None] = lambda _line: None
 
 
 def _text(request: Mapping[str, Any], name: str) -> str | None:
@@ -144,7 +146,7 @@ def _dispatch(action: str, request: Mapping[str, Any], deps: AdminDeps, principa
     banks = request.get("banks")
     if banks is not None and (not isinstance(banks, list) or not all(isinstance(b, str) and b for b in banks)):
         raise InvalidRequestError("'banks' must be a list of bank ids")
-    return backup_banks(client, deps.store, now=now, principal=principal, bank_ids=banks)
+    return backup_banks(client, deps.store, now=now, principal=principal, bank_ids=banks, progress=deps.progress)
 
 
 def _audit_fields(action: str, request: Mapping[str, Any], result: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -100,18 +100,27 @@ def backup_banks(
     principal: str,
     bank_ids: list[str] | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    progress: Callable[[str], None] = lambda _line: None,
 ) -> dict[str, Any]:
     """Archive ``bank_ids`` (default: every bank) under ``backups/<time>/``; return the manifest (written even when
-    it raises :class:`BatchFailedError` because no bank could be archived)."""
+    it raises :class:`BatchFailedError` because no bank could be archived). ``progress`` gets one line per bank
+    (``[n/N] <bank>: <bytes> bytes``, or why it was skipped)."""
     prefix = f"backups/{now.strftime('%Y%m%dT%H%M%SZ')}"
     entries: list[dict[str, Any]] = []
     failed: list[dict[str, Any]] = []
-    for bank_id in sorted(bank_ids if bank_ids is not None else client.bank_ids()):
+    ids = sorted(bank_ids if bank_ids is not None else client.bank_ids())
+    for index, bank_id in enumerate(ids, start=1):
         entry, failure = per_bank(
             "backup.bank_failed", bank_id, functools.partial(_archive, client, store, prefix, bank_id), sleep
         )
         entries.extend([entry] if entry else [])
         failed.extend([failure] if failure else [])
+        if entry:
+            progress(f"[{index}/{len(ids)}] {bank_id}: {entry['bytes']} bytes")
+        elif failure:
+            progress(f"[{index}/{len(ids)}] {bank_id}: failed ({failure['error']}), skipped")
+        else:
+            progress(f"[{index}/{len(ids)}] {bank_id}: deleted meanwhile, skipped")
     outcome = "failed" if failed and not entries else ("partial" if failed else "complete")
     manifest = {
         "type": "backup",

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, Final, NoReturn
 
 from memory_adapter.admin.errors import AdminError, InvalidRequestError
-from memory_adapter.exceptions import HindsightAgentCoreError, HindsightUnavailableError
+from memory_adapter.exceptions import HindsightAgentCoreError, HindsightRequestError, HindsightUnavailableError
 from memory_adapter.kinds import RetentionRulesError
 
 __all__ = ["main"]
@@ -139,8 +139,20 @@ def _request(args: argparse.Namespace) -> dict[str, Any]:
 def _operator_key(args: argparse.Namespace) -> str:
     key_file = Path(args.operator_key_file)
     if not key_file.is_file():
-        raise InvalidRequestError(f"no operator key at {key_file}: start the local Hindsight (make hindsight-start)")
+        where = "" if key_file.is_absolute() else f" (under {Path.cwd()})"
+        raise InvalidRequestError(
+            f"no operator key at {key_file}{where}: run this from the project folder once the local Hindsight runs "
+            "(make hindsight-start or make local), or pass --operator-key-file"
+        )
     return key_file.read_text().strip()
+
+
+def _refused_key(args: argparse.Namespace, exc: HindsightRequestError) -> AdminError:
+    """A 401/403 from Hindsight means the operator key is not this server's: say which key was sent where."""
+    return AdminError(
+        f"Hindsight at {args.url} refused the operator key from {args.operator_key_file} (HTTP {exc.status}): "
+        "pass that server's key with --operator-key-file (make local's is .local/hindsight/operator-key)"
+    )
 
 
 def _run_import(args: argparse.Namespace) -> dict[str, Any]:
@@ -162,6 +174,10 @@ def _run_import(args: argparse.Namespace) -> dict[str, Any]:
         )
     except HindsightUnavailableError as exc:
         raise AdminError(f"{exc}: is Hindsight up at {args.url}? (make hindsight-start)") from exc
+    except HindsightRequestError as exc:
+        if exc.status in (401, 403):
+            raise _refused_key(args, exc) from exc
+        raise
 
 
 @contextlib.contextmanager
@@ -206,12 +222,21 @@ def _run_local(args: argparse.Namespace, request: dict[str, Any]) -> dict[str, A
     except RetentionRulesError as exc:
         source = "--retention" if args.retention else f"${ENV_RETENTION}"
         raise InvalidRequestError(f"{source}: {exc}; give a JSON object of kind -> days (1-36500) or null") from exc
-    deps = AdminDeps(OperatorClient(args.url, _operator_key(args)), DirectoryStore(args.out), rules)
+    deps = AdminDeps(
+        OperatorClient(args.url, _operator_key(args)),
+        DirectoryStore(args.out),
+        rules,
+        progress=lambda line: print(line, file=sys.stderr, flush=True),
+    )
     try:
         with _audit_to_file(Path(args.out)):
             return run_action(request, deps=deps, principal=f"local:{getpass.getuser()}")
     except HindsightUnavailableError as exc:
         raise AdminError(f"{exc}: is the local Hindsight up at {args.url}? (make hindsight-start)") from exc
+    except HindsightRequestError as exc:
+        if exc.status in (401, 403):
+            raise _refused_key(args, exc) from exc
+        raise
 
 
 def _run_remote(url: str, request: dict[str, Any]) -> dict[str, Any]:

@@ -111,10 +111,15 @@ def _turn(number: int, raw: str) -> ImportedTurn:
     if not data["user_text"].strip():
         raise ValueError("user_text is blank")
     try:
-        when = turn_time(datetime.fromisoformat(data["time"]))
-    except ValueError as exc:
-        problem = f"time: {exc}" if "occurred_at" in str(exc) else f"time {data['time']!r} is not ISO 8601"
-        raise ValueError(problem) from None
+        parsed = datetime.fromisoformat(data["time"])
+    except ValueError:
+        raise ValueError(f"time {data['time']!r} is not ISO 8601") from None
+    if parsed.utcoffset() is None:  # the file's words, not the Python API's (an aware datetime)
+        raise ValueError(f"time {data['time']!r} has no UTC offset: write it with one, e.g. {data['time']}+00:00")
+    try:
+        when = turn_time(parsed)
+    except ValueError as exc:  # in the future (past the clock skew allowed) or too old: turn_time's words
+        raise ValueError(f"time {str(exc).removeprefix('occurred_at ')}") from None
     try:
         caller = Caller.of(user=data["user"], agent=data["agent"], tenant=data.get("tenant") or None)
     except BankResolutionError as exc:

@@ -7,6 +7,7 @@ with it, so neither imports the other.
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
 from typing import Final
 
@@ -20,7 +21,7 @@ def project_problems(project: str | Path, entrypoint: str = DEFAULT_PROJECT_ENTR
     """What keeps ``project`` from being bundled (empty when it can be): its folder, its entrypoint, its names."""
     folder = Path(project)
     if not folder.is_dir():
-        return [f"the agent project {str(project)!r} is not a folder"]
+        return [f"the agent project {str(project)!r} is not a folder{_closest_folder(folder)}"]
     problems = []
     entry = Path(entrypoint)
     if entry.is_absolute() or ".." in entry.parts or entry.suffix != ".py":
@@ -30,3 +31,13 @@ def project_problems(project: str | Path, entrypoint: str = DEFAULT_PROJECT_ENTR
     if (folder / "memory_adapter").exists():
         problems.append("the agent project must not contain a memory_adapter folder (the bundle provides it)")
     return problems
+
+
+def _closest_folder(folder: Path) -> str:
+    """`` (did you mean <sibling>?)`` for a mistyped project folder (``examples/strand_agent``), else ``""``."""
+    parent = folder.parent
+    if not parent.is_dir():
+        return ""
+    siblings = [child.name for child in parent.iterdir() if child.is_dir() and not child.name.startswith(".")]
+    close = difflib.get_close_matches(folder.name, siblings, n=1, cutoff=0.8)
+    return f" (did you mean {parent / close[0]}?)" if close else ""
