@@ -95,7 +95,7 @@ def test_import_refuses_the_function_url_path_with_what_to_do(tmp_path: Path, ca
     [
         ({"user_text": "I like \ud800 tea."}, "line 2: user_text is not valid Unicode text"),
         ({"session": "crm\u0000-7"}, "line 2: session must not contain NUL characters"),
-        ({"time": "0001-01-01T00:00:00+05:00"}, "line 2: time: occurred_at 0001-01-01T00:00:00+05:00 is out of range"),
+        ({"time": "0001-01-01T00:00:00+05:00"}, "line 2: time 0001-01-01T00:00:00+05:00 is out of range"),
     ],
 )
 def test_a_crafted_line_for_a_later_bank_imports_nothing_in_any_bank(

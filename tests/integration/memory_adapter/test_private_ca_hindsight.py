@@ -197,8 +197,11 @@ def test_the_admin_backup_over_https_works_with_the_bundle_and_says_what_to_set_
         (archive,) = out.glob("backups/*/banks/*.zip")
         assert "yellow canoe" in _archive_text(archive.read_bytes())
     else:
-        # THEN one line names the setting to set, and no traceback
+        # THEN the bank's progress line and the error each name the setting to set, and no traceback
         assert code == 2
-        assert printed.err.count("\n") == 1, printed.err
-        assert CA_BUNDLE_ENV in printed.err
+        progress, error = printed.err.splitlines()
+        assert progress.startswith(f"[1/1] {exported_bank}: failed")
+        assert error.startswith("error: no bank could be backed up")
+        assert CA_BUNDLE_ENV in progress
+        assert CA_BUNDLE_ENV in error
         assert "Traceback" not in printed.err

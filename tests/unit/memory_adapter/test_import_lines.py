@@ -94,7 +94,7 @@ def test_a_dry_run_sends_nothing_and_a_failed_turn_is_counted_with_its_line():
         (line(session="s\ud800"), "line 2: session is not valid Unicode text"),
         (line(session="s\x00"), "line 2: session must not contain NUL"),
         (line(user="user-\x00alex"), "line 2: user must not contain NUL"),
-        (line(time="0001-01-01T00:00:00+23:59"), "line 2: time: occurred_at 0001-01-01T00:00:00+23:59 is out of range"),
+        (line(time="0001-01-01T00:00:00+23:59"), "line 2: time 0001-01-01T00:00:00+23:59 is out of range"),
         (
             line().replace('"user": "user-alex"', '"user": "user-alex", "user": "user-bo"'),
             "line 2: field user given twice",
