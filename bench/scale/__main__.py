@@ -79,7 +79,7 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="lay the processes out as deployed, one CPU for the memory service's recall path (the API and "
         "PostgreSQL), the others for the harness (agents, load generator, LLM stand-in) and the retain worker "
-        "(default: on with 2 CPUs or more)",
+        "(default: on with 2 CPUs or more; --no-pin: the earlier layout, only the API and the worker pinned)",
     )
     return parser
 
@@ -135,18 +135,21 @@ def _plan(quick: bool) -> dict[str, Any]:
 
 
 def placement(pin: bool | None) -> dict[str, Any] | None:
-    """Which CPUs the memory service and the harness get (``None``: unpinned, everything shares every CPU).
+    """Which CPUs the memory service and the harness get (``None``: one CPU, nothing pinned).
 
     Deployed, the agents run on AgentCore microVMs, the API and the retain workers on their own Fargate tasks and the
     database on Aurora; on one machine the harness would otherwise take the API's CPU (it used about twice the API's
     on 2 cores: the closed loop measured the bench as much as the server). So the first CPU serves recalls, the API
     and PostgreSQL (whose queries are half a recall's CPU: apart from the API, they would queue behind the agents),
     and the others run everything else: agents, load generator, LLM stand-in, token issuer and the retain worker
-    (the worker's writes still reach PostgreSQL on the first CPU, as deployed they share the database)."""
+    (the worker's writes still reach PostgreSQL on the first CPU, as deployed they share the database).
+
+    ``pin`` False (``--no-pin``): the earlier layout, only the API (first CPU) and the worker (the others) pinned,
+    PostgreSQL and the harness free to run anywhere; ``harness_pinned`` says which."""
     cpus = sorted(os.sched_getaffinity(0))
-    if pin is False or (pin is None and len(cpus) < 2) or len(cpus) < 2:
+    if len(cpus) < 2:
         return None
-    return {"service": cpus[:1], "harness": cpus[1:]}
+    return {"service": cpus[:1], "harness": cpus[1:], "harness_pinned": pin is not False}
 
 
 def pin_harness(layout: dict[str, Any] | None) -> None:
@@ -154,7 +157,7 @@ def pin_harness(layout: dict[str, Any] | None) -> None:
     LLM stand-in, the issuer) inherits them; :class:`~bench.scale.server.Shape` moves the server's processes."""
     from bench.scale.server import pin
 
-    if layout is not None:
+    if layout is not None and layout["harness_pinned"]:
         pin(os.getpid(), tuple(layout["harness"]))
 
 
@@ -164,8 +167,11 @@ def _shapes(layout: dict[str, Any] | None = None) -> dict[str, Any]:
 
     service = tuple(layout["service"]) if layout else None
     harness = tuple(layout["harness"]) if layout else None
-    everywhere = (*service, *harness) if service and harness else None  # the standalone API floats, as before
-    deployed = Shape("split", workers=1, api_cpus=service, worker_cpus=harness, database_cpus=service)
+    pinned = bool(layout and layout["harness_pinned"])
+    everywhere = (*service, *harness) if pinned and service and harness else None  # the standalone API floats
+    deployed = Shape(
+        "split", workers=1, api_cpus=service, worker_cpus=harness, database_cpus=service if pinned else None
+    )
     return {
         "standalone": Shape("standalone", api_cpus=everywhere, database_cpus=everywhere),
         "deployed": deployed,

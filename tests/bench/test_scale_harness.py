@@ -162,16 +162,24 @@ def test_pinning_reaches_the_processes_the_harness_starts_afterwards() -> None:
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=ROOT)
     layout, harness, child, moved = json.loads(out.stdout)
     cpus = sorted(os.sched_getaffinity(0))
-    assert layout == {"service": cpus[:1], "harness": cpus[1:]}
+    assert layout == {"service": cpus[:1], "harness": cpus[1:], "harness_pinned": True}
     expected = str(cpus[1]) if len(cpus) == 2 else f"{cpus[1]}-{cpus[-1]}"
     assert harness == child == expected
     assert moved == str(cpus[0])
 
 
-def test_no_pin_leaves_every_process_where_it_was() -> None:
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="pinning needs two CPUs")
+def test_no_pin_is_the_earlier_layout() -> None:
+    # Only the API and the worker pinned, PostgreSQL and the harness anywhere: figures comparable with earlier runs.
     from bench.scale.__main__ import _shapes, placement
 
-    assert placement(False) is None
-    shapes = _shapes(None)
-    assert shapes["deployed"].api_cpus is None
+    cpus = sorted(os.sched_getaffinity(0))
+    layout = placement(False)
+    assert layout == {"service": cpus[:1], "harness": cpus[1:], "harness_pinned": False}
+    shapes = _shapes(layout)
+    assert (shapes["deployed"].api_cpus, shapes["deployed"].worker_cpus) == (tuple(cpus[:1]), tuple(cpus[1:]))
     assert shapes["deployed"].database_cpus is None
+    assert shapes["standalone"].api_cpus is None
+    pinned = _shapes(placement(None))
+    assert pinned["deployed"].database_cpus == tuple(cpus[:1])
+    assert pinned["standalone"].api_cpus == tuple(cpus)
