@@ -25,7 +25,10 @@ How it decides (one gate per server process, in the request guard, REST recalls 
   slot. With a stated deadline ``d`` it is shed when ``wait + service > d`` (it would miss its deadline) or
   ``wait > max_wait`` (it would make it, but only by queueing longer than a recall should: past that, serving late
   only delays everyone behind it; this is what keeps the served recalls fast past saturation). ``max_wait`` is the
-  setting or half a recall served alone, whichever is longer (:meth:`RecallGate.max_wait_s`). Otherwise it is
+  setting or half a recall served alone, whichever is longer (:meth:`RecallGate.max_wait_s`). It is shed too (stage
+  ``target``) when ``wait + service`` exceeds ``target`` times a recall served alone (:meth:`RecallGate.bound_s`,
+  never past ``d``): issue 34's served turn within 2x the unloaded one, however long the deadline; while recent
+  recalls run over it themselves (a contended CPU), only a free slot admits, and the limit comes down. Otherwise it is
   admitted, and an admitted recall is served: it is never shed after queueing, so a shed costs its caller one round
   trip and nothing more. (One exception cleans up after a bad estimate: a recall still queued when its whole stated
   deadline has passed is answered 503 then; its caller stopped waiting at that moment, so nothing is lost.)
@@ -42,9 +45,10 @@ How it decides (one gate per server process, in the request guard, REST recalls 
 * Before the first served recall of the process (no estimate yet), a recall that states a deadline and finds every
   slot busy is shed (stage ``unmeasured``): a new process that starts into a burst (a task autoscaling added to a
   saturated service) would otherwise queue the whole burst on no estimate at all and have it time out.
-* Without a deadline (header absent or not a number) a recall within its user's and its tenant's shares is never
-  shed: it queues, however long the queue. Past either share it is shed like any other (above). Retains, reflects,
-  MCP and everything else never pass through the gate.
+* Without a deadline (header absent or not a number) a recall within its user's and its tenant's shares, and its
+  user's rate (:mod:`hindsight_isolation.rate`: ``user_rate`` a second of those that would wait; stage ``rate``), is
+  never shed: it queues, however long the queue. Past either share or the rate it is shed like any other (above).
+  Retains, reflects, MCP and everything else never pass through the gate.
 * Only authenticated callers take part, and only in recalls of banks they may read (:func:`configure`'s
   ``identify``: the tenant extension's own authentication, the same keys and the same cache of verified tokens, so a
   recall's credential is verified once either way; then :func:`hindsight_isolation.policy.authorize`, the
@@ -59,14 +63,12 @@ or is answered at once; it never reorders the queue and never counts towards the
 so no caller can push others back or make the server shed theirs by what it states: a short deadline gets its own
 recall shed, a long one is held to ``max_wait`` like any other.
 
-``concurrency``, ``max_wait`` and ``tolerance`` (defaults: ``settings.DEFAULT_RECALL_CONCURRENCY``,
-``DEFAULT_RECALL_MAX_WAIT_S``, ``DEFAULT_RECALL_LATENCY_TOLERANCE``) are the tenant extension's settings
-(``HINDSIGHT_API_TENANT_RECALL_CONCURRENCY``, ``..._RECALL_MAX_WAIT_MS``, ``..._RECALL_LATENCY_TOLERANCE``;
-:class:`hindsight_isolation.settings.IsolationSettings`), configured once
-at start-up by :func:`configure`; ``RECALL_CONCURRENCY=0`` turns the gate off. What a shed recall gets (the 503, when
-to retry, one ``WARNING`` line starting with :data:`hindsight_isolation.shed.SHED_LOG`) is
-:mod:`hindsight_isolation.shed`'s; the adapter counts the sheds it receives (``MemoryRecallShed``), which the stack
-graphs and alarms on (``RecallsShed``).
+:class:`~hindsight_isolation.settings.AdmissionConfig`'s fields are the tenant extension's settings
+(``HINDSIGHT_API_TENANT_RECALL_CONCURRENCY``, ``..._RECALL_MAX_WAIT_MS``, ``..._RECALL_LATENCY_TOLERANCE``,
+``..._RECALL_LATENCY_TARGET``, ``..._RECALL_USER_RATE``), configured once at start-up by :func:`configure`;
+``RECALL_CONCURRENCY=0`` turns the gate off. What a shed recall gets (the 503, when to retry, one ``WARNING`` line
+starting with :data:`hindsight_isolation.shed.SHED_LOG`) is :mod:`hindsight_isolation.shed`'s; the adapter counts
+the sheds it receives (``MemoryRecallShed``), which the stack graphs and alarms on (``RecallsShed``).
 """
 
 from __future__ import annotations
@@ -85,6 +87,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from hindsight_isolation import policy, route
 from hindsight_isolation.principal import Principal
+from hindsight_isolation.rate import TokenBuckets
 from hindsight_isolation.route import RequestKind
 from hindsight_isolation.settings import AdmissionConfig
 from hindsight_isolation.shed import Shed, answer_shed
@@ -132,9 +135,11 @@ class RecallGate:
     held: Counter[str] = field(default_factory=Counter)
     tenants: Counter[str] = field(default_factory=Counter)
     shed: int = 0
+    rates: TokenBuckets = field(init=False)
 
     def __post_init__(self) -> None:
         self.limit = float(self.config.concurrency)
+        self.rates = TokenBuckets(self.config.user_rate, lambda: self.clock())
 
     def slots(self) -> int:
         """Recalls let in at once now: the adaptive limit, whole (at least one)."""
@@ -166,6 +171,8 @@ class RecallGate:
             return Shed(0.0, self.service_s() or 0.0, deadline, len(self.waiters), "share")
         if tenant is not None and self.tenant_over(tenant):
             return Shed(0.0, self.service_s() or 0.0, deadline, len(self.waiters), "tenant")
+        if deadline is None and (until := self.rates.take(owner)) > 0:
+            return Shed(until, self.service_s() or 0.0, deadline, len(self.waiters), "rate")
         return None
 
     def tenant_over(self, tenant: str) -> bool:
@@ -199,7 +206,18 @@ class RecallGate:
         wait = self.expected_wait_s(service)
         if wait + service > deadline or wait > self.max_wait_s():
             return Shed(wait, service, deadline, len(self.waiters), "arrival")
+        if wait + service > self.bound_s(deadline):
+            return Shed(wait, service, deadline, len(self.waiters), "target")
         return None
+
+    def bound_s(self, deadline: float) -> float:
+        """The longest a recall stating ``deadline`` may expect to take, wait included, to be admitted: ``target``
+        times a recall served alone, never past the deadline (before any recall, or with ``target`` 0: the
+        deadline)."""
+        baseline = self.baseline_s()
+        if self.config.target <= 0 or baseline is None:
+            return deadline
+        return min(deadline, self.config.target * baseline)
 
     async def acquire(self, deadline: float | None) -> Shed | None:
         """Take a slot (``None``) or say why not; call :meth:`release` after a ``None``."""

@@ -91,6 +91,12 @@ DEFAULT_RECALL_MAX_WAIT_S: Final = 0.05
 #: How much slower than a recall served alone the recent recalls may run before the limit comes down (0: a fixed
 #: limit of ``concurrency``).
 DEFAULT_RECALL_LATENCY_TOLERANCE: Final = 1.5
+#: How much longer than a recall served alone an admitted recall that states a deadline may expect to take, its wait
+#: included (0: only its deadline and the queueing bound): issue 34's served turn within 2x the unloaded turn.
+DEFAULT_RECALL_LATENCY_TARGET: Final = 2.0
+#: Recalls a second one user may queue without a deadline while recalls contend (hindsight_isolation/rate.py; 0: no
+#: limit): an agent turn recalls once, so five a second is a batch job's pace, not a person's.
+DEFAULT_RECALL_USER_RATE: Final = 5.0
 #: Minimum length of the operator and agent keys: they are bearer secrets compared verbatim.
 MIN_KEY_LENGTH = 32
 
@@ -99,11 +105,15 @@ MIN_KEY_LENGTH = 32
 class AdmissionConfig:
     """How admission control of recalls runs (:mod:`hindsight_isolation.admission`): ``concurrency`` slots at most
     (0: no gate), fewer while recent recalls run over ``tolerance`` times a recall served alone (0: always
-    ``concurrency``), ``max_wait_s`` of expected queueing at most for a recall that states a deadline."""
+    ``concurrency``), ``max_wait_s`` of expected queueing at most for a recall that states a deadline, and expected
+    to be answered within ``target`` times a recall served alone (0: within its deadline); one user's recalls that
+    state no deadline queue at ``user_rate`` a second at most (0: no limit)."""
 
     concurrency: int = DEFAULT_RECALL_CONCURRENCY
     max_wait_s: float = DEFAULT_RECALL_MAX_WAIT_S
     tolerance: float = DEFAULT_RECALL_LATENCY_TOLERANCE
+    target: float = DEFAULT_RECALL_LATENCY_TARGET
+    user_rate: float = DEFAULT_RECALL_USER_RATE
 
 
 class ConfigError(ValueError):
@@ -214,8 +224,14 @@ class IsolationSettings:
     recall_latency_tolerance: float = setting(
         "recall_latency_tolerance", DEFAULT_RECALL_LATENCY_TOLERANCE, low=0, high=100
     )
-    """... and how much slower than a recall served alone recent recalls may run before fewer are let in at once
-    (0: always ``recall_concurrency``)."""
+    """... how much slower than a recall served alone recent recalls may run before fewer are let in at once
+    (0: always ``recall_concurrency``) ..."""
+    recall_latency_target: float = setting("recall_latency_target", DEFAULT_RECALL_LATENCY_TARGET, low=0, high=100)
+    """... and within how many times a recall served alone a recall that states a deadline must expect its answer,
+    wait included, to be admitted (0: within its deadline) ..."""
+    recall_user_rate: float = setting("recall_user_rate", DEFAULT_RECALL_USER_RATE, low=0, high=10_000)
+    """... and how many recalls a second one user may queue without a deadline while recalls contend (0: no
+    limit)."""
     fading_on: bool = setting("fading", False)
     """Fading and reinforcement (hindsight_isolation/fading.py, docs/memory.md): off unless on (:attr:`fading`) ..."""
     fading_half_life_days: Mapping[str, float | None] | None = setting("fading_half_life_days", parse=_half_lives)
@@ -241,6 +257,8 @@ class IsolationSettings:
             concurrency=self.recall_concurrency,
             max_wait_s=self.recall_max_wait_ms / 1000,
             tolerance=self.recall_latency_tolerance,
+            target=self.recall_latency_target,
+            user_rate=self.recall_user_rate,
         )
 
     @property

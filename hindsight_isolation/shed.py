@@ -42,7 +42,9 @@ class Shed:
     service_s: float
     deadline_s: float | None  # None: the recall stated none (shed over its user's or tenant's share)
     queued: int
-    stage: str  # "arrival" (the decision), "unmeasured" (slots busy, no recall time yet), "share" (its bank's owner
+    stage: str  # "arrival" (the decision: its deadline or the queueing bound), "target" (it would take longer than
+    # the latency target, a multiple of a recall served alone), "rate" (its user, stating no deadline, has no token
+    # left: hindsight_isolation/rate.py), "unmeasured" (slots busy, no recall time yet), "share" (its bank's owner
     # holds its share of the gate already), "tenant" (its tenant holds more than its fair share while others wait) or
     # "expired" (admitted, still queued when its caller gave up)
 
@@ -63,6 +65,8 @@ def retry_after_s(shed: Shed, slots: int) -> float:
 _WHY: Final = {
     "share": "its user already holds its share of the recall slots while others wait",
     "tenant": "its tenant already holds its fair share of the recall slots while others wait",
+    "rate": "its user queues recalls without a deadline faster than the server allows one user",
+    "target": "this recall would take longer than the server's latency target (a multiple of a recall served alone)",
 }
 
 

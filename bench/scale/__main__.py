@@ -73,6 +73,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--duration", type=float, default=OPEN_DURATION_S, help="concurrency: seconds per rate")
     parser.add_argument("--no-issue", action="store_true", help="concurrency: skip the issue's 16 x 10 echo run")
+    parser.add_argument(
+        "--pin",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="lay the processes out as deployed, one CPU for the memory service's recall path (the API and "
+        "PostgreSQL), the others for the harness (agents, load generator, LLM stand-in) and the retain worker "
+        "(default: on with 2 CPUs or more; --no-pin: the earlier layout, only the API and the worker pinned)",
+    )
     return parser
 
 
@@ -126,20 +134,53 @@ def _plan(quick: bool) -> dict[str, Any]:
     }
 
 
-def _shapes() -> dict[str, Any]:
+def placement(pin: bool | None) -> dict[str, Any] | None:
+    """Which CPUs the memory service and the harness get (``None``: one CPU, nothing pinned).
+
+    Deployed, the agents run on AgentCore microVMs, the API and the retain workers on their own Fargate tasks and the
+    database on Aurora; on one machine the harness would otherwise take the API's CPU (it used about twice the API's
+    on 2 cores: the closed loop measured the bench as much as the server). So the first CPU serves recalls, the API
+    and PostgreSQL (whose queries are half a recall's CPU: apart from the API, they would queue behind the agents),
+    and the others run everything else: agents, load generator, LLM stand-in, token issuer and the retain worker
+    (the worker's writes still reach PostgreSQL on the first CPU, as deployed they share the database).
+
+    ``pin`` False (``--no-pin``): the earlier layout, only the API (first CPU) and the worker (the others) pinned,
+    PostgreSQL and the harness free to run anywhere; ``harness_pinned`` says which."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        return None
+    return {"service": cpus[:1], "harness": cpus[1:], "harness_pinned": pin is not False}
+
+
+def pin_harness(layout: dict[str, Any] | None) -> None:
+    """Move this process (every thread) to the harness CPUs: what it starts from now on (PostgreSQL, the agents, the
+    LLM stand-in, the issuer) inherits them; :class:`~bench.scale.server.Shape` moves the server's processes."""
+    from bench.scale.server import pin
+
+    if layout is not None and layout["harness_pinned"]:
+        pin(os.getpid(), tuple(layout["harness"]))
+
+
+def _shapes(layout: dict[str, Any] | None = None) -> dict[str, Any]:
     from bench.scale.recall_size import INDEX_MIN_ROWS
     from bench.scale.server import Shape
 
-    pinned = (os.cpu_count() or 1) >= 2
-    deployed = Shape("split", workers=1, api_cpus=(0,) if pinned else None, worker_cpus=(1,) if pinned else None)
+    service = tuple(layout["service"]) if layout else None
+    harness = tuple(layout["harness"]) if layout else None
+    pinned = bool(layout and layout["harness_pinned"])
+    everywhere = (*service, *harness) if pinned and service and harness else None  # the standalone API floats
+    deployed = Shape(
+        "split", workers=1, api_cpus=service, worker_cpus=harness, database_cpus=service if pinned else None
+    )
     return {
-        "standalone": Shape("standalone"),
+        "standalone": Shape("standalone", api_cpus=everywhere, database_cpus=everywhere),
         "deployed": deployed,
         "deployed_trace_off": Shape(
             "split",
             workers=1,
             api_cpus=deployed.api_cpus,
             worker_cpus=deployed.worker_cpus,
+            database_cpus=deployed.database_cpus,
             env={"HINDSIGHT_API_LLM_TRACE_ENABLED": "false"},
         ),
         # Admission control of recalls off (hindsight_isolation.admission): the comparison of the concurrency part.
@@ -148,6 +189,7 @@ def _shapes() -> dict[str, Any]:
             workers=1,
             api_cpus=deployed.api_cpus,
             worker_cpus=deployed.worker_cpus,
+            database_cpus=deployed.database_cpus,
             env={tenant_env("recall_concurrency"): "0"},
         ),
         "deployed_pool": Shape(
@@ -155,10 +197,18 @@ def _shapes() -> dict[str, Any]:
             workers=1,
             api_cpus=deployed.api_cpus,
             worker_cpus=deployed.worker_cpus,
+            database_cpus=deployed.database_cpus,
             env={"HINDSIGHT_API_DB_POOL_MAX_SIZE": str(POOL_MAX_SIZE)},
         ),
         **{
-            name: Shape("split", workers=1, api_cpus=deployed.api_cpus, worker_cpus=deployed.worker_cpus, env=env)
+            name: Shape(
+                "split",
+                workers=1,
+                api_cpus=deployed.api_cpus,
+                worker_cpus=deployed.worker_cpus,
+                database_cpus=deployed.database_cpus,
+                env=env,
+            )
             for name, env in _tunings(INDEX_MIN_ROWS).items()
         },
     }
@@ -191,7 +241,10 @@ def _run(args: argparse.Namespace, selected: set[str], results: dict[str, Any]) 
 
     quick, cache_dir = args.quick, args.cache_dir
     plan = _concurrency_plan(_plan(quick), args)
-    shapes = _shapes()
+    layout = placement(args.pin)
+    pin_harness(layout)
+    shapes = _shapes(layout)
+    results["placement"] = layout
     results["shapes"] = {name: shape.describe() for name, shape in shapes.items()}
     with ScaleServer(log=_log) as server:
         db = server.database()
@@ -203,6 +256,7 @@ def _run(args: argparse.Namespace, selected: set[str], results: dict[str, Any]) 
                 workers=1,
                 api_cpus=shapes["deployed"].api_cpus,
                 worker_cpus=shapes["deployed"].worker_cpus,
+                database_cpus=shapes["deployed"].database_cpus,
                 env={
                     "HINDSIGHT_API_EMBEDDINGS_PROVIDER": "openai",
                     "HINDSIGHT_API_EMBEDDINGS_OPENAI_BASE_URL": server.llm_base_url,
@@ -227,7 +281,12 @@ def _run(args: argparse.Namespace, selected: set[str], results: dict[str, Any]) 
                         }
                         deployed = shapes["deployed"]
                         shape = Shape(
-                            "split", workers=1, api_cpus=deployed.api_cpus, worker_cpus=deployed.worker_cpus, env=env
+                            "split",
+                            workers=1,
+                            api_cpus=deployed.api_cpus,
+                            worker_cpus=deployed.worker_cpus,
+                            database_cpus=deployed.database_cpus,
+                            env=env,
                         )
                         results["shapes"][name] = shape.describe()
                         server.apply(shape)
@@ -319,7 +378,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.merge and previous.exists():
         merged: dict[str, Any] = json.loads(previous.read_text())
         merged.setdefault("merged_runs", []).append(
-            {k: results[k] for k in ("started_at", "finished_at", "wall_s", "machine", "load_average_end", "selected")}
+            {
+                k: results[k]
+                for k in ("started_at", "finished_at", "wall_s", "machine", "load_average_end", "selected", "placement")
+            }
         )
         merged.update({name: results[name] for name in selected if name in results})
         merged["shapes"] = {**merged.get("shapes", {}), **results.get("shapes", {})}

@@ -21,6 +21,7 @@ import contextlib
 import functools
 import json
 import math
+import os
 import re
 import sys
 import threading
@@ -38,7 +39,7 @@ from bench.agent_process import bench_agent_env
 from bench.scale.client import HindsightClient
 from bench.scale.corpus import fact
 from bench.scale.database import Database
-from bench.scale.server import ScaleServer
+from bench.scale.server import ScaleServer, cpus_allowed
 from bench.scale.spooled import deliver_spooled, document_tally, spooled_documents
 from bench.stats import summarize
 from localdev.supervisor import child_env, free_port, http_status, spawn, terminate, wait_until_ready
@@ -123,6 +124,11 @@ class AgentPool:
             if pending:
                 time.sleep(0.25)
         return time.monotonic() - began
+
+    @property
+    def pids(self) -> list[int]:
+        """The agent processes."""
+        return list(self._pids)
 
     def cpu_s(self) -> float:
         """CPU seconds the agent processes have used so far (the bench's own load, beside the server's)."""
@@ -369,6 +375,11 @@ def run_level(
                 with contextlib.suppress(RuntimeError, ValueError):
                     connections.append(int(db.sql(_CONNECTIONS)))
 
+        placement = {  # as the kernel applies it (Cpus_allowed_list), not as asked
+            **server.placement(),
+            "agents": sorted({str(cpus_allowed(pid)) for pid in pool.pids}),
+            "load_generator": cpus_allowed(os.getpid()),
+        }
         sampler = threading.Thread(target=sample, daemon=True)
         cpu_before = {**server.cpu_seconds(), "agents": pool.cpu_s(), "load_generator": time.process_time()}
         log_from = server.api_log.stat().st_size if server.api_log.exists() else 0
@@ -414,6 +425,7 @@ def run_level(
         "retains_spooled_at_exit": spooled,
         "spool_replay_after_exit": replayed,  # delivered, rejected, remaining: the check counts what is left apart
         "drain_after_load_s": round(drain, 1),
+        "placement": placement,
         "cpu_s_during_load": cpu,  # api, workers, postgres; the bench's own: agents, load_generator
         "gate_answered_shed_ms": gate_shed_ms(server.api_log, log_from),
         "postgres_connections_max": max(connections, default=None),

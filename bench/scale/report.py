@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 __all__ = ["markdown", "recall_target"]
@@ -257,7 +258,28 @@ def _concurrency(r: dict[str, Any]) -> list[str]:
                 f"{level.get('postgres_connections_max')} | {level.get('documents_arrived_after_s', 'n/a')} | "
                 f"{verdict} |"
             )
-    return lines + _admission(conc) + _admission(conc, open_loop=True)
+    return lines + _placements(conc) + _admission(conc) + _admission(conc, open_loop=True)
+
+
+def _placements(conc: dict[str, Any]) -> list[str]:
+    """Where the processes ran (each level's ``Cpus_allowed_list``s, as the kernel applied them), once per layout."""
+    lines = []
+    for name, run in conc.items():
+        if not isinstance(run, dict):
+            continue
+        levels = run.get("levels") or [run]
+        seen = {json.dumps(level["placement"], sort_keys=True) for level in levels if level.get("placement")}
+        if seen:
+            lines.append(f"- {name}: CPUs " + "; ".join(_placement(json.loads(p)) for p in sorted(seen)))
+    if not lines:
+        return []
+    return ["", "Placement (each process's `Cpus_allowed_list` during the load):", "", *lines]
+
+
+def _placement(p: dict[str, Any]) -> str:
+    return ", ".join(
+        f"{role} {'/'.join(v) if isinstance(v, list) else v}" for role, v in p.items() if v not in (None, [])
+    )
 
 
 def _level_label(level: dict[str, Any]) -> str:

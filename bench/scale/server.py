@@ -4,9 +4,11 @@
 ``make local`` and the tests ran before they laid the server out as deployed). ``split`` is the deployed shape
 (``infra/constructs/memory_service.py``, and ``make local``'s with ``LOCAL_HINDSIGHT_WORKERS=1``, the default): the
 API with ``HINDSIGHT_API_WORKER_ENABLED=false`` plus separate ``hindsight-worker`` processes with stable worker ids,
-sharing the database. Either can be pinned to CPUs (``taskset``), which is how one 2-core machine stands in for an
-API task and a worker task on their own vCPUs. :meth:`ScaleServer.apply` restarts only the Hindsight processes;
-PostgreSQL, its data, the LLM stand-in and the token issuer stay up, so banks seeded once serve every configuration.
+sharing the database. Either can be pinned to CPUs (``taskset``), and PostgreSQL with them (``database_cpus``),
+which is how one 2-core machine stands in for an API task, a worker task and the harness (agents on their microVMs,
+the load generator) on their own vCPUs (``python -m bench.scale --pin``). :meth:`ScaleServer.apply` restarts only
+the Hindsight processes; PostgreSQL, its data, the LLM stand-in and the token issuer stay up, so banks seeded once
+serve every configuration.
 
 ``python -m bench.scale.server stop STATE`` stops the worker processes recorded in ``STATE`` (the watchdog's stop
 command, should the benchmark be killed).
@@ -42,7 +44,7 @@ from localdev.supervisor import (
 from localdev.token_issuer import TokenIssuer
 from memory_adapter import hindsight_routes as routes
 
-__all__ = ["ScaleServer", "Shape"]
+__all__ = ["ScaleServer", "Shape", "cpus_allowed", "pin"]
 
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -56,6 +58,7 @@ class Shape:
         workers: ``hindsight-worker`` processes (split only), ids ``worker-1`` ... like the deployed services.
         api_cpus: CPUs the API is pinned to (``None``: unpinned).
         worker_cpus: CPUs the workers are pinned to (``None``: unpinned).
+        database_cpus: CPUs PostgreSQL (postmaster and every backend) is moved to (``None``: left where it started).
         env: Extra server settings, applied to the API and the workers alike (tuning under test).
     """
 
@@ -63,6 +66,7 @@ class Shape:
     workers: int = 0
     api_cpus: tuple[int, ...] | None = None
     worker_cpus: tuple[int, ...] | None = None
+    database_cpus: tuple[int, ...] | None = None
     env: Mapping[str, str] = field(default_factory=dict)
 
     def describe(self) -> dict[str, Any]:
@@ -72,6 +76,7 @@ class Shape:
             "workers": self.workers,
             "api_cpus": list(self.api_cpus) if self.api_cpus is not None else None,
             "worker_cpus": list(self.worker_cpus) if self.worker_cpus is not None else None,
+            "database_cpus": list(self.database_cpus) if self.database_cpus is not None else None,
             "env": dict(self.env),
         }
 
@@ -92,6 +97,35 @@ def process_cpu_s(pid: int | None, *, children: bool = False) -> float:
         return 0.0
     ticks = int(fields[11]) + int(fields[12]) + ((int(fields[13]) + int(fields[14])) if children else 0)
     return ticks / _CLK_TCK
+
+
+def cpus_allowed(pid: int | None) -> str | None:
+    """The CPUs ``pid`` may run on as the kernel applies them (``/proc/<pid>/status``'s ``Cpus_allowed_list``, e.g.
+    ``"0"`` or ``"0-1"``); ``None`` when it is gone. What the results record, so a placement is verified, not
+    assumed."""
+    if pid is None:
+        return None
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    for line in status.splitlines():
+        if line.startswith("Cpus_allowed_list:"):
+            return line.split(":", 1)[1].strip()
+    return None
+
+
+def pin(pid: int, cpus: tuple[int, ...]) -> None:
+    """Move every thread of ``pid`` to ``cpus`` (children it forks later inherit them)."""
+    try:
+        threads = [int(tid) for tid in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
+        threads = [pid]
+    for tid in threads:
+        try:
+            os.sched_setaffinity(tid, cpus)
+        except OSError:  # the thread ended meanwhile
+            continue
 
 
 def _live(port: int) -> bool:
@@ -205,6 +239,18 @@ class ScaleServer(World):
             "postgres": postgres,
         }
 
+    def _postgres_pids(self) -> list[int]:
+        postmaster = self._hs.postgres.postmaster_pid()
+        return [] if postmaster is None else [postmaster, *_children(postmaster)]
+
+    def placement(self) -> dict[str, Any]:
+        """Where each server process may run, as the kernel has it (``Cpus_allowed_list``)."""
+        return {
+            "api": cpus_allowed(self.api_pid()),
+            "workers": sorted({str(cpus_allowed(pid)) for pid in self._workers}),
+            "postgres": sorted({str(cpus_allowed(pid)) for pid in self._postgres_pids()}),
+        }
+
     # --- layout --------------------------------------------------------------------------------------------------
 
     def hindsight_env(self, shape: Shape) -> dict[str, str]:
@@ -240,8 +286,12 @@ class ScaleServer(World):
                 timeout_s=240,
                 poll_s=0.25,
             )
+        if shape.database_cpus is not None:
+            for database_pid in self._postgres_pids():  # new backends fork from the postmaster: they follow
+                pin(database_pid, shape.database_cpus)
         self.shape = shape
         self._log(f"  Hindsight laid out as {shape.describe()} in {time.monotonic() - began:.1f} s")
+        self._log(f"  placement (Cpus_allowed_list): {self.placement()}, this harness: {cpus_allowed(os.getpid())}")
 
     def _spawn_worker(self, index: int, env: Mapping[str, str], cpus: tuple[int, ...] | None) -> tuple[int, int]:
         port = free_port()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -140,3 +141,45 @@ def test_cli_help_lists_every_measurement() -> None:
     assert done.returncode == 0, done.stderr
     for name in ("write", "concurrency", "recall", "--quick"):
         assert name in done.stdout
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="pinning needs two CPUs")
+def test_pinning_reaches_the_processes_the_harness_starts_afterwards() -> None:
+    # In a child interpreter (pinning moves the whole process): the harness pins itself, then starts a process the
+    # way it starts PostgreSQL and the agents; the kernel's Cpus_allowed_list of both says the harness CPUs.
+    script = (
+        "import json, os, subprocess, sys\n"
+        "from bench.scale.__main__ import pin_harness, placement\n"
+        "from bench.scale.server import cpus_allowed, pin\n"
+        "layout = placement(None)\n"
+        "pin_harness(layout)\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)'])\n"
+        "moved = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)'])\n"
+        "pin(moved.pid, tuple(layout['service']))\n"
+        "print(json.dumps([layout, cpus_allowed(os.getpid()), cpus_allowed(child.pid), cpus_allowed(moved.pid)]))\n"
+        "child.kill(); moved.kill()\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=ROOT)
+    layout, harness, child, moved = json.loads(out.stdout)
+    cpus = sorted(os.sched_getaffinity(0))
+    assert layout == {"service": cpus[:1], "harness": cpus[1:], "harness_pinned": True}
+    expected = str(cpus[1]) if len(cpus) == 2 else f"{cpus[1]}-{cpus[-1]}"
+    assert harness == child == expected
+    assert moved == str(cpus[0])
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="pinning needs two CPUs")
+def test_no_pin_is_the_earlier_layout() -> None:
+    # Only the API and the worker pinned, PostgreSQL and the harness anywhere: figures comparable with earlier runs.
+    from bench.scale.__main__ import _shapes, placement
+
+    cpus = sorted(os.sched_getaffinity(0))
+    layout = placement(False)
+    assert layout == {"service": cpus[:1], "harness": cpus[1:], "harness_pinned": False}
+    shapes = _shapes(layout)
+    assert (shapes["deployed"].api_cpus, shapes["deployed"].worker_cpus) == (tuple(cpus[:1]), tuple(cpus[1:]))
+    assert shapes["deployed"].database_cpus is None
+    assert shapes["standalone"].api_cpus is None
+    pinned = _shapes(placement(None))
+    assert pinned["deployed"].database_cpus == tuple(cpus[:1])
+    assert pinned["standalone"].api_cpus == tuple(cpus)

@@ -18,8 +18,9 @@ def clock() -> Clock:
 
 @pytest.fixture
 def gate(clock: Clock) -> Iterator[RecallGate]:
-    """A gate of 2 slots and 0.5 s of queueing at most, installed for the test."""
-    with installed_gate(clock, AdmissionConfig(concurrency=2, max_wait_s=0.5)) as current:
+    """A gate of 2 slots and 0.5 s of queueing at most (no latency target: its deadline bounds a recall), installed
+    for the test."""
+    with installed_gate(clock, AdmissionConfig(concurrency=2, max_wait_s=0.5, target=0.0)) as current:
         yield current
 
 

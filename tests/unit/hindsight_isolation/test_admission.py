@@ -341,9 +341,15 @@ def test_settings_defaults_parse_and_round_trip() -> None:
     base = {"operator_key": "k" * 32}
     assert IsolationSettings.from_config(base).admission == AdmissionConfig()
     tuned = IsolationSettings.from_config(
-        base | {"recall_concurrency": "0", "recall_max_wait_ms": "350", "recall_latency_tolerance": "2.5"}
+        base
+        | {
+            "recall_concurrency": "0",
+            "recall_max_wait_ms": "350",
+            "recall_latency_tolerance": "2.5",
+            "recall_latency_target": "3",
+        }
     )
-    assert tuned.admission == AdmissionConfig(concurrency=0, max_wait_s=0.35, tolerance=2.5)
+    assert tuned.admission == AdmissionConfig(concurrency=0, max_wait_s=0.35, tolerance=2.5, target=3.0)
     assert IsolationSettings.from_env(tuned.to_env()).admission == tuned.admission
     assert "HINDSIGHT_API_TENANT_RECALL_CONCURRENCY" not in IsolationSettings.from_config(base).to_env()
     with pytest.raises(ConfigError, match="RECALL_CONCURRENCY"):

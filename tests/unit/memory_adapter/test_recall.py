@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from memory_adapter import TurnContext
@@ -107,6 +109,7 @@ async def test_a_shed_recall_degrades_at_once_and_leaves_the_breaker_closed(make
     adapter = make_adapter(breaker_failure_threshold=1)
     clock = Clock()
     adapter._recaller.windows.clock = clock
+    adapter._recaller.windows.jitter = 0.0  # the server's window exactly (the jitter has its own test)
     for _ in range(10):
         recollection = await adapter.recall_for_turn(ctx(), "hello")
         assert (recollection.text, recollection.degraded, recollection.reason) == ("", True, "shed")
@@ -124,6 +127,7 @@ async def test_sheds_in_a_row_lengthen_the_window_until_a_recall_is_served(make_
     adapter = make_adapter()
     clock = Clock()
     adapter._recaller.windows.clock = clock
+    adapter._recaller.windows.jitter = 0.0  # the server's window exactly (the jitter has its own test)
 
     async def asked_after(seconds: float) -> bool:
         clock.now += seconds
@@ -143,12 +147,44 @@ async def test_sheds_in_a_row_lengthen_the_window_until_a_recall_is_served(make_
     assert await asked_after(0.06)
 
 
+def test_shed_windows_are_spread_around_the_server_s_window() -> None:
+    # A process's sessions shed in one burst were told the same window: each gets its own, uniformly from half to
+    # one and a half times it (doubled per shed in a row), so they do not all ask again at the same moment.
+    from memory_adapter._recall import SHED_JITTER, ShedWindows
+
+    clock = Clock()
+    rng = random.Random(34)
+    windows = ShedWindows(clock=clock, uniform=rng.random)
+    ends = []
+    for n in range(200):
+        windows.hold(f"bank-{n}", 0.1)
+        windows.served()  # no streak: each the server's own 100 ms, jittered
+        ends.append(windows.until[f"bank-{n}"] - clock.now)
+    assert SHED_JITTER == 0.5
+    assert all(0.05 <= end <= 0.15 for end in ends)
+    assert len(set(ends)) == len(ends)  # no two alike
+    assert 0.095 <= sum(ends) / len(ends) <= 0.105  # on average the server's window: no extra requests
+    assert min(ends) < 0.06  # the whole spread is used
+    assert max(ends) > 0.14
+    again = ShedWindows(clock=clock, uniform=random.Random(34).random)
+    again.hold("bank-0", 0.1)
+    assert again.until["bank-0"] - clock.now == ends[0]  # seeded: the same draw, the same window
+    doubled = ShedWindows(clock=clock, uniform=lambda: 1.0)  # the top of the spread, after two sheds in a row
+    doubled.hold("a", 0.1)
+    doubled.hold("a", 0.1)
+    assert doubled.until["a"] - clock.now == pytest.approx(0.1 * 2 * 1.5)
+    flat = ShedWindows(clock=clock, uniform=rng.random, jitter=0.0)
+    flat.hold("a", 0.1)
+    assert flat.until["a"] - clock.now == pytest.approx(0.1)
+
+
 async def test_a_shed_window_lasts_the_server_s_expected_wait_not_whole_seconds(make_adapter, fake):
     fake.fault = Fault.SHED
     fake.shed_retry_after_s = 0.05  # the body says 50 ms; the Retry-After header, whole seconds, says 1
     adapter = make_adapter()
     clock = Clock()
     adapter._recaller.windows.clock = clock
+    adapter._recaller.windows.jitter = 0.0  # the server's window exactly (the jitter has its own test)
     await adapter.recall_for_turn(ctx("alice"), "hello")
     clock.now += 0.04
     skipped = await adapter.recall_for_turn(ctx("alice"), "hello")  # within the 50 ms: not asked

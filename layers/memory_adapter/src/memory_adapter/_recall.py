@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -70,6 +71,9 @@ MAX_SHED_WINDOW_S = 30.0
 _MAX_WINDOWS = 1024
 #: Sheds in a row (no recall served between) double the server's window up to this many times (64x).
 MAX_SHED_DOUBLINGS = 6
+#: How far a shed window is spread around the (doubled) window the server sends: uniformly from ``1 - SHED_JITTER`` to
+#: ``1 + SHED_JITTER`` times it, so on average a process asks again when the server said, but not all at once.
+SHED_JITTER = 0.5
 
 
 @dataclass(slots=True)
@@ -86,13 +90,20 @@ class ShedWindows:
     Each shed in a row, with no recall served between, doubles the server's window (up to
     :data:`MAX_SHED_DOUBLINGS`), as clients back off from a throttling AWS API: the server's expected wait is right
     for a burst that passes, but while overload lasts, asking again after tens of milliseconds only feeds it (the
-    closed-loop bench with the plain window: twice the round trips, served turns' p50 1.9x at 32 sessions)."""
+    closed-loop bench with the plain window: twice the round trips, served turns' p50 1.9x at 32 sessions).
+
+    Each window is jittered (``jitter``, :data:`SHED_JITTER`): a process's sessions shed in the same burst were told
+    the same window, and would all ask again the moment it ends, the burst again. Spread uniformly around the
+    server's window (not below it only, "equal jitter", nor from zero, "full jitter"), the average wait stays what
+    the server expects, so the spread costs a shed turn nothing on average and the server no extra requests."""
 
     until: dict[str, float] = field(default_factory=dict)
     clock: Callable[[], float] = time.monotonic
     overloaded_until: float = 0.0
     in_flight: int = 0
     streak: int = 0
+    jitter: float = SHED_JITTER
+    uniform: Callable[[], float] = random.random
 
     def holds(self, bank_id: str) -> bool:
         """Whether ``bank_id``'s recall is to be skipped now."""
@@ -103,7 +114,8 @@ class ShedWindows:
         """Start a window of ``retry_after`` seconds, doubled for each shed before it in a row (none without one)."""
         if retry_after is None or retry_after <= 0:
             return
-        window = retry_after * 2 ** min(self.streak, MAX_SHED_DOUBLINGS)
+        spread = 1.0 + self.jitter * (2.0 * self.uniform() - 1.0)
+        window = retry_after * 2 ** min(self.streak, MAX_SHED_DOUBLINGS) * spread
         self.streak += 1
         now = self.clock()
         if len(self.until) >= _MAX_WINDOWS:
