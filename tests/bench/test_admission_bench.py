@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from bench.scale import report
-from bench.scale.concurrency import admission_figures, recall_figures
+from bench.scale.admission_figures import admission_figures, recall_figures
 
 
 def _records() -> list[dict[str, Any]]:
