@@ -7,6 +7,7 @@ Outputs: ``scale.json`` (every figure and raw sample), ``scale.md`` (the tables 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import os
@@ -172,45 +173,19 @@ def _shapes(layout: dict[str, Any] | None = None) -> dict[str, Any]:
     deployed = Shape(
         "split", workers=1, api_cpus=service, worker_cpus=harness, database_cpus=service if pinned else None
     )
+
+    def tuned(env: dict[str, str]) -> Shape:
+        """The deployed layout with extra server settings (the tuning under test)."""
+        return dataclasses.replace(deployed, env=env)
+
     return {
         "standalone": Shape("standalone", api_cpus=everywhere, database_cpus=everywhere),
         "deployed": deployed,
-        "deployed_trace_off": Shape(
-            "split",
-            workers=1,
-            api_cpus=deployed.api_cpus,
-            worker_cpus=deployed.worker_cpus,
-            database_cpus=deployed.database_cpus,
-            env={"HINDSIGHT_API_LLM_TRACE_ENABLED": "false"},
-        ),
+        "deployed_trace_off": tuned({"HINDSIGHT_API_LLM_TRACE_ENABLED": "false"}),
         # Admission control of recalls off (hindsight_isolation.admission): the comparison of the concurrency part.
-        ADMISSION_OFF: Shape(
-            "split",
-            workers=1,
-            api_cpus=deployed.api_cpus,
-            worker_cpus=deployed.worker_cpus,
-            database_cpus=deployed.database_cpus,
-            env={tenant_env("recall_concurrency"): "0"},
-        ),
-        "deployed_pool": Shape(
-            "split",
-            workers=1,
-            api_cpus=deployed.api_cpus,
-            worker_cpus=deployed.worker_cpus,
-            database_cpus=deployed.database_cpus,
-            env={"HINDSIGHT_API_DB_POOL_MAX_SIZE": str(POOL_MAX_SIZE)},
-        ),
-        **{
-            name: Shape(
-                "split",
-                workers=1,
-                api_cpus=deployed.api_cpus,
-                worker_cpus=deployed.worker_cpus,
-                database_cpus=deployed.database_cpus,
-                env=env,
-            )
-            for name, env in _tunings(INDEX_MIN_ROWS).items()
-        },
+        ADMISSION_OFF: tuned({tenant_env("recall_concurrency"): "0"}),
+        "deployed_pool": tuned({"HINDSIGHT_API_DB_POOL_MAX_SIZE": str(POOL_MAX_SIZE)}),
+        **{name: tuned(env) for name, env in _tunings(INDEX_MIN_ROWS).items()},
     }
 
 

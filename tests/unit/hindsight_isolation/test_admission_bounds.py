@@ -13,21 +13,16 @@ from hindsight_isolation.admission import RecallGate
 from hindsight_isolation.rate import TokenBuckets
 from hindsight_isolation.settings import DEFAULT_RECALL_LATENCY_TARGET, AdmissionConfig
 from memory_adapter.identity.bank_ids import format_bank_id
-from tests.unit.hindsight_isolation.admission_harness import (
-    Clock,
-    HeldApp,
-    installed_gate,
-    saturate,
-    serve_one,
-    settle,
-    start,
-)
+from tests.unit.hindsight_isolation import admission_harness
+from tests.unit.hindsight_isolation.admission_harness import Clock, saturate, serve_one, settle, start
 
 
 @pytest.fixture
 def targeted(clock: Clock) -> Iterator[RecallGate]:
     """2 slots, 0.5 s of queueing at most, a fixed limit, and the default latency target (2x a recall alone)."""
-    with installed_gate(clock, AdmissionConfig(concurrency=2, max_wait_s=0.5, tolerance=0.0)) as current:
+    with admission_harness.installed_gate(
+        clock, AdmissionConfig(concurrency=2, max_wait_s=0.5, tolerance=0.0)
+    ) as current:
         yield current
 
 
@@ -35,7 +30,7 @@ async def test_a_recall_expected_past_twice_a_recall_alone_is_shed_though_its_de
     targeted: RecallGate, clock: Clock
 ) -> None:
     assert DEFAULT_RECALL_LATENCY_TARGET == 2.0
-    app = HeldApp()
+    app = admission_harness.HeldApp()
     await serve_one(app, clock, 0.1)  # alone: 100 ms, the baseline and the recent recall time
     busy = await saturate(app, 2)  # both slots busy, nobody queued
     # Queued ahead 0: a wait of 1 x 100 ms / 2 slots = 50 ms + 100 ms = 150 ms <= 200 ms: admitted.
@@ -62,7 +57,7 @@ async def test_a_recall_expected_past_twice_a_recall_alone_is_shed_though_its_de
 
 
 async def test_while_recalls_run_slow_only_a_free_slot_admits(targeted: RecallGate, clock: Clock) -> None:
-    app = HeldApp()
+    app = admission_harness.HeldApp()
     await serve_one(app, clock, 0.1)  # the baseline: 100 ms alone
     for _ in range(16):  # then the recent recalls take 250 ms (the CPU contended): over 2x alone by themselves
         calls = await saturate(app, 2)
@@ -89,16 +84,16 @@ async def test_while_recalls_run_slow_only_a_free_slot_admits(targeted: RecallGa
 
 async def test_the_target_never_admits_past_the_deadline_and_zero_turns_it_off(clock: Clock) -> None:
     config = AdmissionConfig(concurrency=2, max_wait_s=0.5, tolerance=0.0, target=0.0)
-    with installed_gate(clock, config) as gate:
-        app = HeldApp()
+    with admission_harness.installed_gate(clock, config) as gate:
+        app = admission_harness.HeldApp()
         await serve_one(app, clock, 0.1)
         await saturate(app, 2 + 2)
         far = start(app, "2000")  # 150 ms + 100 ms: over 2x alone, but no target: admitted
         await settle()
         assert not far.task.done()
         assert gate.bound_s(2.0) == 2.0
-    with installed_gate(clock, AdmissionConfig(concurrency=2, target=10.0)) as gate:
-        await serve_one(HeldApp(), clock, 0.1)
+    with admission_harness.installed_gate(clock, AdmissionConfig(concurrency=2, target=10.0)) as gate:
+        await serve_one(admission_harness.HeldApp(), clock, 0.1)
         assert gate.bound_s(0.3) == pytest.approx(0.3)  # 10 x 100 ms is longer than the deadline: the deadline
         assert gate.bound_s(5.0) == pytest.approx(1.0)
 
@@ -123,8 +118,8 @@ def test_a_bucket_holds_one_seconds_worth_and_says_when_the_next_token_comes(clo
 async def test_a_user_queueing_recalls_without_a_deadline_faster_than_its_rate_is_shed(clock: Clock) -> None:
     config = AdmissionConfig(concurrency=4, max_wait_s=0.5, tolerance=0.0, user_rate=1.0)  # a user's share: 2
     alice = format_bank_id(user="alice", agent="support")
-    with installed_gate(clock, config) as gate:
-        app = HeldApp()
+    with admission_harness.installed_gate(clock, config) as gate:
+        app = admission_harness.HeldApp()
         idle = [start(app, bank=alice), start(app, bank=alice)]  # free slots: served, no token taken
         await settle()
         assert len(app.started) == 2
