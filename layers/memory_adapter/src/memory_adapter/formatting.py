@@ -126,8 +126,11 @@ def _inert(text: str) -> str:
     return sanitize_text(text)
 
 
-def _bullet(memory: RecalledMemory, *, compact: bool = False) -> str:
+def _bullet(memory: RecalledMemory, *, compact: bool = False) -> str | None:
+    """One memory's line, or ``None`` when nothing of its text is left once made inert (the memory is left out)."""
     text = _inert(memory.text)
+    if not text:
+        return None
     kind = _inert(memory.type or "")
     stamp = memory.mentioned_at or ""
     when = _inert(compact_time(stamp) if compact and stamp else stamp)
@@ -139,7 +142,7 @@ def _bullet(memory: RecalledMemory, *, compact: bool = False) -> str:
 
 def format_memories_as_bullets(memories: Sequence[RecalledMemory]) -> str:
     """The prior art's layout: ``- {text} [{type}] ({mentioned_at})`` per memory, blank lines between; sanitised."""
-    return "\n\n".join(_bullet(m) for m in memories if _inert(m.text))
+    return "\n\n".join(line for m in memories if (line := _bullet(m)))
 
 
 def format_memories_as_data(memories: Sequence[RecalledMemory]) -> str:
@@ -157,7 +160,7 @@ def format_memories_as_data(memories: Sequence[RecalledMemory]) -> str:
         - prefers email [world]
         </recalled_memories>
     """
-    bullets = "\n\n".join(_bullet(m, compact=True) for m in memories if _inert(m.text))
+    bullets = "\n\n".join(line for m in memories if (line := _bullet(m, compact=True)))
     if not bullets:
         return ""
     return f"{MEMORY_BLOCK_OPEN}\n{MEMORY_BLOCK_NOTICE}\n{bullets}\n{MEMORY_BLOCK_CLOSE}"
